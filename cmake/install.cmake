@@ -1,0 +1,25 @@
+# cmake --install: headers, the library, a package config and a version file,
+# so that find_package(cachedarrays CONFIG REQUIRED) gives
+# cachedarrays::cachedarrays.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(CACHEDARRAYS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cachedarrays)
+
+install(TARGETS cachedarrays EXPORT cachedarraysTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/cachedarrays DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT cachedarraysTargets NAMESPACE cachedarrays::
+  DESTINATION ${CACHEDARRAYS_INSTALL_CMAKEDIR})
+
+configure_package_config_file(cmake/cachedarraysConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cachedarraysConfig.cmake
+  INSTALL_DESTINATION ${CACHEDARRAYS_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cachedarraysConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cachedarraysConfig.cmake
+              ${PROJECT_BINARY_DIR}/cachedarraysConfigVersion.cmake
+  DESTINATION ${CACHEDARRAYS_INSTALL_CMAKEDIR})

@@ -1,0 +1,174 @@
+// CachedArray<T>: the typed, move-only RAII handle the application holds
+// (DESIGN.md "Core model"). Data is reached only through a scoped access —
+// read(), write(), or Runtime::kernel — which emits the hint, pins the object
+// (its primary cannot move while pinned), resolves the primary pointer once
+// (the paper's one indirection per kernel, III-C "Data Access") and unpins
+// at scope end. Destroying the handle, or retire(), frees the object.
+//
+// An access must not outlive its array, as an iterator must not outlive its
+// container.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "cachedarrays/runtime.hpp"
+
+namespace cachedarrays {
+
+// A pinned view of an array's data; unpins when it goes out of scope.
+template <typename T, Access A>
+class ScopedAccess {
+ public:
+  using element_type = std::conditional_t<A == Access::read, const T, T>;
+
+  ScopedAccess(ScopedAccess&& other) noexcept
+      : object_(std::exchange(other.object_, nullptr)), span_(other.span_) {}
+  ScopedAccess& operator=(ScopedAccess&&) = delete;
+  ScopedAccess(const ScopedAccess&) = delete;
+  ScopedAccess& operator=(const ScopedAccess&) = delete;
+  ~ScopedAccess() {
+    if (object_ != nullptr) Runtime::release(*object_, A);
+  }
+
+  [[nodiscard]] std::span<element_type> span() const noexcept { return span_; }
+  [[nodiscard]] element_type* data() const noexcept { return span_.data(); }
+  [[nodiscard]] std::size_t size() const noexcept { return span_.size(); }
+  [[nodiscard]] auto begin() const noexcept { return span_.begin(); }
+  [[nodiscard]] auto end() const noexcept { return span_.end(); }
+  [[nodiscard]] element_type& operator[](std::size_t i) const noexcept { return span_[i]; }
+  operator std::span<element_type>() const noexcept { return span_; }  // NOLINT: view conversion
+
+ private:
+  template <typename>
+  friend class CachedArray;
+  ScopedAccess(Object* object, std::span<element_type> span) : object_(object), span_(span) {}
+
+  Object* object_;
+  std::span<element_type> span_;
+};
+
+template <typename T>
+using ReadAccess = ScopedAccess<T, Access::read>;
+template <typename T>
+using WriteAccess = ScopedAccess<T, Access::write>;
+
+template <typename T>
+class CachedArray {
+  // Data moves between tiers with memcpy, so it must be trivially copyable.
+  static_assert(std::is_trivially_copyable_v<T>, "CachedArray<T> needs a trivially copyable T");
+  static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>, "use CachedArray<T> with a plain T");
+
+ public:
+  using value_type = T;
+
+  CachedArray() = default;
+  CachedArray(CachedArray&& other) noexcept
+      : runtime_(other.runtime_),
+        object_(std::exchange(other.object_, nullptr)),
+        count_(std::exchange(other.count_, 0)),
+        id_(other.id_) {}
+  CachedArray& operator=(CachedArray&& other) noexcept {
+    if (this != &other) {
+      release_object();
+      runtime_ = other.runtime_;
+      object_ = std::exchange(other.object_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+      id_ = other.id_;
+    }
+    return *this;
+  }
+  CachedArray(const CachedArray&) = delete;
+  CachedArray& operator=(const CachedArray&) = delete;
+  ~CachedArray() { release_object(); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool retired() const noexcept { return object_ == nullptr; }
+  // The object's id (stable for the object's life; kept after retire for
+  // messages).
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+
+  // Scoped accesses: hint (will_read / will_write), pin, resolve.
+  [[nodiscard]] ReadAccess<T> read() const {
+    Object& o = live_object("read");
+    return ReadAccess<T>(&o, {reinterpret_cast<const T*>(runtime_->acquire(o, Access::read)), count_});
+  }
+  [[nodiscard]] WriteAccess<T> write() {
+    Object& o = live_object("write");
+    return WriteAccess<T>(&o, {reinterpret_cast<T*>(runtime_->acquire(o, Access::write)), count_});
+  }
+
+  // Hints without an access.
+  void will_use() { runtime_->hint(live_object("will_use"), Hint::will_use); }
+  void will_read() { runtime_->hint(live_object("will_read"), Hint::will_read); }
+  void will_write() { runtime_->hint(live_object("will_write"), Hint::will_write); }
+  void archive() { runtime_->hint(live_object("archive"), Hint::archive); }
+  // Never needed again: handed to the policy (which frees it now or at the
+  // next collect) and this handle becomes retired. Throws pinned_error while
+  // an access is open.
+  void retire() {
+    Object& o = live_object("retire");
+    runtime_->retire(o);
+    object_ = nullptr;
+  }
+
+  // The managed object, for policies and tests.
+  [[nodiscard]] Object& object() const { return live_object("object"); }
+  [[nodiscard]] Runtime& runtime() const noexcept { return *runtime_; }
+
+ private:
+  friend class Runtime;
+  CachedArray(Runtime& runtime, Object& object, std::size_t count)
+      : runtime_(&runtime), object_(&object), count_(count), id_(object.id()) {}
+
+  Object& live_object(const char* operation) const {
+    if (object_ == nullptr) {
+      throw retired_error(std::string("cachedarrays: cannot ") + operation + " array #" +
+                          std::to_string(id_) +
+                          ": it was retired (or moved from); retire only arrays the program will "
+                          "never use again, and create a new array instead");
+    }
+    return *object_;
+  }
+
+  void release_object() noexcept {
+    if (object_ == nullptr) return;
+    try {
+      runtime_->retire(*object_);
+    } catch (const std::exception& e) {
+      // A destructor cannot report: the only cause is an access that
+      // outlives its array, which would leave a dangling pointer.
+      std::fprintf(stderr, "cachedarrays: fatal: destroying array #%llu: %s\n",
+                   static_cast<unsigned long long>(id_), e.what());
+      std::terminate();
+    }
+    object_ = nullptr;
+  }
+
+  Runtime* runtime_ = nullptr;
+  Object* object_ = nullptr;
+  std::size_t count_ = 0;
+  std::uint64_t id_ = 0;
+};
+
+template <typename T>
+CachedArray<T> Runtime::array(std::size_t count) {
+  if (count == 0) {
+    throw invalid_argument("cachedarrays: cannot create an array of 0 elements; ask for at least 1");
+  }
+  if (count > std::numeric_limits<std::uint64_t>::max() / sizeof(T)) {
+    throw invalid_argument("cachedarrays: an array of " + std::to_string(count) + " elements of " +
+                           std::to_string(sizeof(T)) + " bytes overflows a 64-bit byte count");
+  }
+  Object& object = create_object(static_cast<std::uint64_t>(count) * sizeof(T));
+  return CachedArray<T>(*this, object, count);
+}
+
+}  // namespace cachedarrays

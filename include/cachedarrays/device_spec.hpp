@@ -1,0 +1,81 @@
+// A memory tier described as data (DESIGN.md "Core model"): policies see a
+// DeviceSpec, never a class per tier. Device 0 is the fastest; the order of
+// the specs given to a Runtime or DataManager is the tier order.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace cachedarrays {
+
+enum class DeviceKind {
+  dram,  // anonymous mapping, transparent huge pages, optional NUMA binding
+  numa,  // memory of one NUMA node through libnuma (far socket, CXL expander)
+  dax,   // a file mapped with libpmem: a DAX filesystem, or /dev/shm emulation
+};
+
+[[nodiscard]] constexpr const char* to_string(DeviceKind kind) noexcept {
+  switch (kind) {
+    case DeviceKind::dram: return "dram";
+    case DeviceKind::numa: return "numa";
+    case DeviceKind::dax: return "dax";
+  }
+  return "?";
+}
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::dram;
+  // Whole capacity, reserved from the OS once when the heap is created.
+  std::uint64_t capacity = 0;
+  // Shown in stats and error messages; defaults to the kind's name.
+  std::string name;
+  // dram: bind the mapping to this node when >= 0. numa: the node (required).
+  int numa_node = -1;
+  // dax: a file to map (created if missing, must be at least `capacity` bytes
+  // if it exists) or a directory in which a fresh file is created. Empty:
+  // a fresh file under /dev/shm, or $TMPDIR when /dev/shm is absent.
+  std::filesystem::path path;
+  // dax: keep the file after shutdown. Files the library did not create are
+  // never removed.
+  bool keep_file = false;
+  // Every region starts on a multiple of this (a power of two, >= 8).
+  std::uint64_t alignment = 64;
+  // Touch every page at start-up (in parallel) so that no page fault happens
+  // while the program runs. Off only for tests of huge virtual heaps.
+  bool prefault = true;
+
+  [[nodiscard]] std::string display_name() const { return name.empty() ? to_string(kind) : name; }
+};
+
+// Convenience constructors, the spelling used in the README.
+[[nodiscard]] inline DeviceSpec dram(std::uint64_t capacity, std::string name = "dram") {
+  DeviceSpec spec;
+  spec.kind = DeviceKind::dram;
+  spec.capacity = capacity;
+  spec.name = std::move(name);
+  return spec;
+}
+
+[[nodiscard]] inline DeviceSpec numa_node(int node, std::uint64_t capacity, std::string name = {}) {
+  DeviceSpec spec;
+  spec.kind = DeviceKind::numa;
+  spec.capacity = capacity;
+  spec.numa_node = node;
+  spec.name = name.empty() ? "numa" + std::to_string(node) : std::move(name);
+  return spec;
+}
+
+// A DAX heap backed by `path` (file or directory); an empty path picks a
+// fresh file under /dev/shm (or $TMPDIR), removed at shutdown.
+[[nodiscard]] inline DeviceSpec dax_file(std::filesystem::path path, std::uint64_t capacity,
+                                         std::string name = "dax") {
+  DeviceSpec spec;
+  spec.kind = DeviceKind::dax;
+  spec.capacity = capacity;
+  spec.path = std::move(path);
+  spec.name = std::move(name);
+  return spec;
+}
+
+}  // namespace cachedarrays

@@ -1,0 +1,93 @@
+// Errors raised by the user-facing layer. Each carries a message that says
+// what was wrong and what is allowed, so a person can act on it without
+// reading the library's source (the mechanism layer returns null where
+// "full" is a normal outcome, see DataManager::allocate).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cachedarrays {
+
+using DeviceId = std::uint32_t;
+
+// Base of every exception the library throws on purpose.
+class error : public std::runtime_error {
+ public:
+  explicit error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A size, count, alignment or other argument outside what is allowed.
+class invalid_argument : public error {
+ public:
+  using error::error;
+};
+
+// A device number that names no device of this runtime / manager.
+class unknown_device : public invalid_argument {
+ public:
+  using invalid_argument::invalid_argument;
+};
+
+// A heap could not be reserved: a DAX path that does not exist, is not
+// writable, is too small or lies on a full filesystem; a NUMA node that does
+// not exist; the OS refusing the mapping.
+class heap_error : public error {
+ public:
+  using error::error;
+};
+
+// Access to an array after it was retired (or moved from).
+class retired_error : public error {
+ public:
+  using error::error;
+};
+
+// An operation that would move, evict, free or retire a pinned object.
+class pinned_error : public error {
+ public:
+  using error::error;
+};
+
+// A data-manager call that would break one of the invariants of DESIGN.md:
+// copyto between regions of different sizes, linking two regions on the same
+// device or of different objects, making a stale copy the primary, ...
+class invalid_operation : public error {
+ public:
+  using error::error;
+};
+
+// Thrown by DataManager::check_invariants when the state is inconsistent.
+// Seeing it means a bug in the library or in a policy.
+class invariant_violation : public error {
+ public:
+  using error::error;
+};
+
+// One device's occupancy at the moment an allocation failed.
+struct DeviceUsage {
+  DeviceId device = 0;
+  std::string name;
+  std::uint64_t capacity = 0;
+  std::uint64_t bytes_used = 0;
+  std::uint64_t largest_free_block = 0;
+  std::uint64_t live_regions = 0;
+  [[nodiscard]] std::uint64_t bytes_free() const { return capacity - bytes_used; }
+};
+
+// Every tier is full: the message names each device's capacity, bytes in use
+// and largest free block, as PyTorch's out-of-memory message does.
+class out_of_memory : public error {
+ public:
+  out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices);
+  [[nodiscard]] std::uint64_t requested_bytes() const { return requested_; }
+  [[nodiscard]] const std::vector<DeviceUsage>& devices() const { return devices_; }
+
+ private:
+  std::uint64_t requested_;
+  std::vector<DeviceUsage> devices_;
+};
+
+}  // namespace cachedarrays

@@ -1,0 +1,103 @@
+// Runtime::kernel: the kernel programming model of paper III-C "Data
+// Access". Arguments are grouped by role — reads(...) and writes(...) — and
+// the callable receives one resolved span per array, in the order given:
+//
+//   rt.kernel(ca::reads(x, w), ca::writes(y),
+//             [](std::span<const float> x, std::span<const float> w, std::span<float> y) {...});
+//
+// All arguments are hinted and pinned under one lock acquisition before the
+// callable runs, and unpinned (without the lock) when it returns or throws.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "cachedarrays/cached_array.hpp"
+
+namespace cachedarrays {
+
+namespace detail {
+
+template <typename T, Access A>
+struct KernelArg {
+  using array_type = std::conditional_t<A == Access::read, const CachedArray<T>, CachedArray<T>>;
+  using span_type = std::span<std::conditional_t<A == Access::read, const T, T>>;
+  static constexpr Access access = A;
+  array_type* array;
+};
+
+template <typename T>
+struct IsArgGroup : std::false_type {};
+template <typename... Ts, Access... As>
+struct IsArgGroup<std::tuple<KernelArg<Ts, As>...>> : std::true_type {};
+
+// Unpins every pinned argument when the kernel scope ends.
+template <std::size_t N>
+struct PinnedArgs {
+  std::array<Object*, N> objects{};
+  std::array<Access, N> accesses{};
+  std::array<std::byte*, N> data{};
+  bool pinned = false;
+  ~PinnedArgs() {
+    if (!pinned) return;
+    for (std::size_t i = 0; i < N; ++i) Runtime::release(*objects[i], accesses[i]);
+  }
+};
+
+template <typename Arg>
+typename Arg::span_type make_span(const Arg& arg, std::byte* data) {
+  using Element = typename Arg::span_type::element_type;
+  return {reinterpret_cast<Element*>(data), arg.array->size()};
+}
+
+template <typename Tuple, std::size_t... I>
+auto make_spans(const Tuple& args, const std::array<std::byte*, sizeof...(I)>& data,
+                std::index_sequence<I...>) {
+  return std::make_tuple(make_span(std::get<I>(args), data[I])...);
+}
+
+}  // namespace detail
+
+// Arrays the kernel only reads: each gets will_read and a read pin.
+template <typename... Ts>
+[[nodiscard]] auto reads(const CachedArray<Ts>&... arrays) {
+  return std::tuple<detail::KernelArg<Ts, Access::read>...>{{&arrays}...};
+}
+
+// Arrays the kernel writes (or reads and writes): will_write, a write pin,
+// and the primary is marked dirty.
+template <typename... Ts>
+[[nodiscard]] auto writes(CachedArray<Ts>&... arrays) {
+  return std::tuple<detail::KernelArg<Ts, Access::write>...>{{&arrays}...};
+}
+
+template <typename... Args>
+void Runtime::kernel(Args&&... groups_then_callable) {
+  static_assert(sizeof...(Args) >= 1, "kernel(reads(...), writes(...), callable)");
+  auto all = std::forward_as_tuple(std::forward<Args>(groups_then_callable)...);
+  constexpr std::size_t groups = sizeof...(Args) - 1;
+  auto& callable = std::get<groups>(all);
+
+  auto args = [&]<std::size_t... G>(std::index_sequence<G...>) {
+    static_assert((detail::IsArgGroup<std::remove_cvref_t<std::tuple_element_t<G, decltype(all)>>>::value && ...),
+                  "every argument of kernel() but the last must be reads(...) or writes(...)");
+    return std::tuple_cat(std::get<G>(all)...);
+  }(std::make_index_sequence<groups>{});
+
+  constexpr std::size_t n = std::tuple_size_v<decltype(args)>;
+  detail::PinnedArgs<n> pins;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((pins.objects[I] = &std::get<I>(args).array->object(),
+      pins.accesses[I] = std::tuple_element_t<I, decltype(args)>::access),
+     ...);
+  }(std::make_index_sequence<n>{});
+  acquire_all(pins.objects.data(), pins.accesses.data(), pins.data.data(), n);
+  pins.pinned = true;
+  std::apply(callable, detail::make_spans(args, pins.data, std::make_index_sequence<n>{}));
+}
+
+}  // namespace cachedarrays

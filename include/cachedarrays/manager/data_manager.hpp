@@ -1,0 +1,162 @@
+// The data manager: the mechanism of paper III-C "Data management API".
+// It allocates, copies, links and frees regions on preallocated heaps and
+// tracks which region of an object is the primary; it never decides what to
+// move (that is the policy's job). Function names are the paper's so that a
+// reader of the paper finds them (`size` is the paper's `sizeof`, `device`
+// its `in`).
+//
+// The manager is not internally synchronised: the Runtime serialises every
+// call behind one lock (hints arrive once per kernel, so one lock is enough).
+// Only Object::pinned()/being_written() and the unpin path are atomic, so a
+// scoped access can end without taking the lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/object.hpp"
+#include "cachedarrays/manager/region.hpp"
+#include "cachedarrays/manager/stats.hpp"
+
+namespace cachedarrays {
+
+namespace detail {
+class Heap;
+}
+
+enum class Access { read, write };
+
+class DataManager {
+ public:
+  // Reserves every device's whole capacity now (prefaulted). Throws
+  // invalid_argument / heap_error for a bad spec, naming the device.
+  explicit DataManager(std::vector<DeviceSpec> devices);
+  ~DataManager();
+  DataManager(const DataManager&) = delete;
+  DataManager& operator=(const DataManager&) = delete;
+
+  // ---- devices --------------------------------------------------------------
+  [[nodiscard]] DeviceId device_count() const noexcept;
+  [[nodiscard]] const DeviceSpec& spec(DeviceId device) const;
+  // Occupancy: capacity, bytes used, largest free block, live regions.
+  [[nodiscard]] DeviceUsage usage(DeviceId device) const;
+  [[nodiscard]] std::vector<DeviceUsage> usage() const;
+  // True when the device's heap is real persistent memory (libpmem says so).
+  [[nodiscard]] bool is_pmem(DeviceId device) const;
+  // Where the heap's memory comes from, for logs.
+  [[nodiscard]] std::string describe(DeviceId device) const;
+
+  // Clears [start, start + bytes) of `device`'s heap (offsets from the heap
+  // start, as returned by `offset`) by handing each live region in it to
+  // `evict`, which must free the region, typically by moving its object
+  // elsewhere (paper Listing 2, lines 9-13), and return true, or return false
+  // to decline. Returns true when the whole range is one free hole. On a
+  // decline the heap is left consistent and false is returned. Throws
+  // pinned_error, before touching anything, if the range holds the primary
+  // of a pinned object; invalid_argument if the range is outside the heap.
+  bool evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
+                 const std::function<bool(Region&)>& evict);
+  // Slides regions towards the start of the heap so free space becomes one
+  // hole; primaries of pinned objects stay where they are. Returns the
+  // number of regions moved.
+  std::uint64_t defrag(DeviceId device);
+
+  // ---- objects --------------------------------------------------------------
+  // A new object of `bytes` with no region yet: give it one with setprimary
+  // before anything reads it. Throws invalid_argument for 0 bytes.
+  Object& create_object(std::uint64_t bytes);
+  // Frees every region of the object and the object itself. Throws
+  // pinned_error if it is pinned.
+  void destroy(Object& object);
+  [[nodiscard]] Region* getprimary(const Object& object) const noexcept;
+  // Makes `region` the object's primary. The region must be free-standing
+  // (it then joins the object) or already one of the object's regions, of
+  // the object's size, and — when the object already has a primary — hold a
+  // valid copy of the current contents (invariant 4). Throws pinned_error if
+  // the object is pinned and the primary would change.
+  void setprimary(Object& object, Region& region);
+
+  // ---- regions --------------------------------------------------------------
+  // A free-standing region of `bytes` on `device`, or null when no hole is
+  // large enough (full is a normal outcome here).
+  [[nodiscard]] Region* allocate(DeviceId device, std::uint64_t bytes);
+  // Frees a free-standing region or a secondary. An object's primary cannot
+  // be freed (invariant 1): destroy the object or setprimary elsewhere first.
+  void free(Region& region);
+  // Copies src's bytes into dst; both must have the same size and must not
+  // be the same region. dst becomes a clean, valid copy of src.
+  void copyto(Region& dst, const Region& src);
+  // Associates a and b with the same object. At least one must belong to an
+  // object, the other joins it; they must be on different devices, of the
+  // same size, and the object must have no other region on the joining
+  // region's device (invariant 2).
+  void link(Region& a, Region& b);
+  // Dissociates the non-primary one of a and b from their object (b, if
+  // neither is the primary); it becomes free-standing, to be freed or reused.
+  void unlink(Region& a, Region& b);
+  // The region of `region`'s object on `device`, or null. Throws
+  // unknown_device for a device this manager does not have.
+  [[nodiscard]] Region* getlinked(const Region& region, DeviceId device) const;
+  [[nodiscard]] std::uint64_t size(const Region& region) const noexcept { return region.bytes_; }
+  [[nodiscard]] DeviceId device(const Region& region) const noexcept { return region.device_; }
+  [[nodiscard]] bool isdirty(const Region& region) const noexcept { return region.dirty_; }
+  // Marking the primary dirty makes every secondary stale.
+  void setdirty(Region& region, bool dirty);
+  [[nodiscard]] Object* parent(const Region& region) const noexcept { return region.parent_; }
+  [[nodiscard]] std::byte* pointer(const Region& region) const noexcept { return region.data_; }
+  [[nodiscard]] std::uint64_t offset(const Region& region) const noexcept { return region.offset_; }
+  // True when `region` is a secondary whose contents equal the primary's.
+  [[nodiscard]] bool isvalid(const Region& region) const noexcept;
+
+  // ---- access pins (used by the Runtime's scoped accesses) ------------------
+  // Pins the object so its primary cannot move; a write pin also marks the
+  // primary dirty. Call under the runtime lock.
+  void pin(Object& object, Access access);
+  // Ends a pin; safe without the runtime lock (atomic).
+  static void unpin(Object& object, Access access) noexcept;
+
+  // ---- walks and checks -----------------------------------------------------
+  // Every live object, in creation order.
+  template <typename F>
+  void for_each_object(F&& visit) const {
+    for (Object* o = first_object_; o != nullptr; o = o->next_) visit(*o);
+  }
+  // Every live region of `device`, in address order.
+  void for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const;
+  // Verifies the invariants of DESIGN.md that the state shows (1, 2, 4, 6,
+  // and the allocator's own consistency); throws invariant_violation naming
+  // the first one broken. With verify_contents, every secondary that counts
+  // as a valid copy is compared byte for byte with its primary (slow).
+  void check_invariants(bool verify_contents = false) const;
+
+  [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+
+ private:
+  detail::Heap& heap(DeviceId device) const;
+  void check_device(DeviceId device, const char* operation) const;
+  void check_region(const Region& region, const char* operation) const;
+  void release_region(Region& region);
+  void detach(Region& region);
+  void relocate(Region& region, std::uint64_t new_offset);
+  std::string region_name(const Region& region) const;
+  Region* new_region();
+  void recycle(Region* region) noexcept;
+
+  std::vector<std::unique_ptr<detail::Heap>> heaps_;
+  Object* first_object_ = nullptr;
+  Object* last_object_ = nullptr;
+  std::uint64_t next_object_id_ = 1;
+  // Content versions are unique across objects, so a copy of one object's
+  // data can never pass for a valid copy of another's.
+  std::uint64_t next_version_ = 1;
+  std::vector<Region*> spare_regions_;  // recycled Region nodes
+  Stats stats_;
+};
+
+}  // namespace cachedarrays

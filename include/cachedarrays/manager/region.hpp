@@ -1,0 +1,42 @@
+// A region: a contiguous slice of one heap (paper III-C "Objects and
+// Regions"). Its fields are read and changed only through the DataManager so
+// that the manager can keep the invariants of DESIGN.md; a policy holds
+// Region* handles and asks the manager about them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cachedarrays/error.hpp"
+
+namespace cachedarrays {
+
+class DataManager;
+class Object;
+
+namespace detail {
+struct Block;
+}
+
+class Region {
+ public:
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+ private:
+  friend class DataManager;
+  Region() = default;
+
+  std::byte* data_ = nullptr;
+  std::uint64_t offset_ = 0;  // from the start of the heap
+  std::uint64_t bytes_ = 0;   // as asked for; the heap block may be rounded up
+  DeviceId device_ = 0;
+  bool dirty_ = false;
+  // Content version this region holds (see Object::version_): a secondary is
+  // a valid copy only while its version equals the object's.
+  std::uint64_t version_ = 0;
+  Object* parent_ = nullptr;
+  detail::Block* block_ = nullptr;
+};
+
+}  // namespace cachedarrays

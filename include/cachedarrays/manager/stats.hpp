@@ -1,0 +1,61 @@
+// Telemetry kept by the data manager (DESIGN.md "Telemetry"): what moved
+// where, how often the heaps were asked for space, and how full they got.
+// A snapshot is a plain value: copy it, subtract two of them, print it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/manager/object.hpp"
+
+namespace cachedarrays {
+
+struct DeviceCounters {
+  std::string name;
+  std::uint64_t capacity = 0;
+  std::uint64_t bytes_in_use = 0;    // block bytes, alignment included
+  std::uint64_t peak_bytes_in_use = 0;
+  std::uint64_t live_regions = 0;
+  std::uint64_t allocations = 0;     // successful allocate() calls
+  std::uint64_t failed_allocations = 0;  // allocate() that returned null
+  std::uint64_t frees = 0;
+  std::uint64_t evictions = 0;       // regions cleared by evictfrom
+  std::uint64_t defrag_moves = 0;    // regions slid down by defrag
+  std::uint64_t defrag_bytes = 0;
+};
+
+struct Stats {
+  std::vector<DeviceCounters> devices;
+  // bytes_copied[src][dst]: bytes moved by copyto from device src to dst.
+  std::array<std::array<std::uint64_t, max_devices>, max_devices> bytes_copied{};
+  std::array<std::array<std::uint64_t, max_devices>, max_devices> copies{};
+  std::uint64_t objects_created = 0;
+  std::uint64_t objects_destroyed = 0;
+
+  [[nodiscard]] std::uint64_t total_bytes_copied() const;
+  // Bytes written into device `dst` by copies from any other device.
+  [[nodiscard]] std::uint64_t bytes_copied_into(DeviceId dst) const;
+  [[nodiscard]] std::uint64_t bytes_copied_out_of(DeviceId src) const;
+  // Counters accumulated since `earlier` (occupancy fields keep this one's).
+  [[nodiscard]] Stats since(const Stats& earlier) const;
+  // Human-readable table, as printed by fmt::print("{}", stats).
+  [[nodiscard]] std::string to_string() const;
+};
+
+// "1.50 GiB" style sizes used in every message of the library.
+[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace cachedarrays
+
+#if __has_include(<fmt/format.h>)
+#include <fmt/format.h>
+template <>
+struct fmt::formatter<cachedarrays::Stats> : fmt::formatter<std::string> {
+  template <typename Context>
+  auto format(const cachedarrays::Stats& stats, Context& ctx) const {
+    return fmt::formatter<std::string>::format(stats.to_string(), ctx);
+  }
+};
+#endif

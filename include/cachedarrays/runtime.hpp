@@ -1,0 +1,84 @@
+// The Runtime owns the heaps (through the DataManager), the policy and the
+// stats; there is no global instance, so a program or a test may build as
+// many as it likes (DESIGN.md "The user's view"). All manager state sits
+// behind one lock: hints arrive once per kernel, so one lock is enough, and
+// hints from any thread are safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/data_manager.hpp"
+#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/policy/policy.hpp"
+
+namespace cachedarrays {
+
+template <typename T>
+class CachedArray;
+
+enum class Hint { will_use, will_read, will_write, archive };
+
+class Runtime {
+ public:
+  // Reserves every device now. Without a policy, first-touch is used
+  // (fastest device with room; never moves).
+  explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // A new array of `count` elements, placed by the policy. Throws
+  // invalid_argument for 0 or an overflowing count, out_of_memory when no
+  // device can hold it (every other object stays intact).
+  template <typename T>
+  [[nodiscard]] CachedArray<T> array(std::size_t count);
+
+  // Runs `f` on resolved spans: kernel(reads(a, b), writes(c), f) calls
+  // f(span<const A>, span<const B>, span<C>). Each argument gets its hint
+  // (will_read / will_write) and is pinned before the next one is hinted,
+  // so a later hint cannot evict an earlier argument. Defined in kernel.hpp.
+  template <typename... Args>
+  void kernel(Args&&... groups_then_callable);
+
+  // Lets the policy run deferred work (paper: end of an iteration).
+  void collect();
+
+  // A consistent snapshot of the counters.
+  [[nodiscard]] Stats stats() const;
+  [[nodiscard]] std::vector<DeviceUsage> usage() const;
+  [[nodiscard]] std::string policy_name() const;
+
+  // Direct access for policies' tests and tools. Not synchronised: hold
+  // lock() while using it if other threads use this runtime.
+  [[nodiscard]] DataManager& manager() noexcept { return manager_; }
+  [[nodiscard]] const DataManager& manager() const noexcept { return manager_; }
+  [[nodiscard]] policy::Policy& policy() noexcept { return *policy_; }
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock{mutex_}; }
+
+  // ---- used by CachedArray and kernel(); not for applications ---------------
+  Object& create_object(std::uint64_t bytes);
+  void hint(Object& object, Hint hint);
+  // Hint, pin and resolve the primary pointer, all under the lock.
+  std::byte* acquire(Object& object, Access access);
+  // Same for many objects under one lock acquisition; on an exception every
+  // object pinned so far is unpinned again.
+  void acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n);
+  static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
+  void retire(Object& object);
+
+ private:
+  std::byte* acquire_locked(Object& object, Access access);
+
+  mutable std::mutex mutex_;
+  DataManager manager_;
+  std::unique_ptr<policy::Policy> policy_;
+};
+
+}  // namespace cachedarrays

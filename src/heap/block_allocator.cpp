@@ -1,0 +1,275 @@
+#include "heap/block_allocator.hpp"
+
+#include <cassert>
+#include <string>
+
+#include "cachedarrays/error.hpp"
+
+namespace cachedarrays::detail {
+
+BlockAllocator::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
+    : capacity_(capacity & ~(alignment - 1)), alignment_(alignment) {
+  // Callers validate the spec; these are programming errors, not user input.
+  assert(alignment >= 8 && (alignment & (alignment - 1)) == 0);
+  head_ = new_block();
+  head_->offset = 0;
+  head_->size = capacity_;
+  if (capacity_ > 0) index(head_);
+}
+
+BlockAllocator::~BlockAllocator() {
+  for (Block* b = head_; b != nullptr;) {
+    Block* next = b->next;
+    delete_block(b);
+    b = next;
+  }
+  while (spare_ != nullptr) {
+    Block* next = spare_->next;
+    pool_.deallocate(spare_, sizeof(Block), alignof(Block));
+    spare_ = next;
+  }
+}
+
+Block* BlockAllocator::new_block() {
+  void* memory = nullptr;
+  if (spare_ != nullptr) {
+    memory = spare_;
+    spare_ = spare_->next;
+  } else {
+    memory = pool_.allocate(sizeof(Block), alignof(Block));
+  }
+  return new (memory) Block{};
+}
+
+void BlockAllocator::delete_block(Block* block) {
+  block->~Block();
+  // Keep the node for reuse: splitting and merging happen on every
+  // allocation and free, and recycling nodes keeps them off the pool's path.
+  block->next = spare_;
+  spare_ = block;
+}
+
+void BlockAllocator::index(Block* block) { free_index_.insert(block); }
+
+void BlockAllocator::unindex(Block* block) { free_index_.erase(block); }
+
+std::uint64_t BlockAllocator::largest_free_block() const noexcept {
+  return free_index_.empty() ? 0 : (*free_index_.rbegin())->size;
+}
+
+Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
+  assert(bytes > 0 && owner != nullptr);
+  if (bytes > capacity_) return nullptr;
+  const std::uint64_t need = round_up(bytes);
+  // Best fit: the index orders free blocks by size, then address, so the
+  // first block not smaller than `need` is the smallest that fits.
+  Block probe;
+  probe.size = need;
+  probe.offset = 0;
+  auto it = free_index_.lower_bound(&probe);
+  if (it == free_index_.end()) return nullptr;
+  Block* block = *it;
+  free_index_.erase(it);
+
+  if (block->size > need) {
+    // Split: the tail stays free and goes back into the index.
+    Block* tail = new_block();
+    tail->offset = block->offset + need;
+    tail->size = block->size - need;
+    tail->prev = block;
+    tail->next = block->next;
+    if (block->next != nullptr) block->next->prev = tail;
+    block->next = tail;
+    block->size = need;
+    index(tail);
+  }
+  block->free = false;
+  block->owner = owner;
+  in_use_ += block->size;
+  ++live_;
+  return block;
+}
+
+Block* BlockAllocator::coalesce(Block* block) {
+  // Reserved blocks (inside an evictfrom window) never merge with outside
+  // ones, so that the window can be restored precisely on a decline.
+  const auto mergeable = [block](const Block* other) {
+    return other != nullptr && other->free && other->reserved == block->reserved;
+  };
+  if (mergeable(block->prev)) {
+    Block* prev = block->prev;
+    if (!prev->reserved) unindex(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (block->next != nullptr) block->next->prev = prev;
+    delete_block(block);
+    block = prev;
+  }
+  if (mergeable(block->next)) {
+    Block* next = block->next;
+    if (!next->reserved) unindex(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next != nullptr) next->next->prev = block;
+    delete_block(next);
+  }
+  return block;
+}
+
+void BlockAllocator::release(Block* block) {
+  assert(block != nullptr && !block->free);
+  in_use_ -= block->size;
+  --live_;
+  block->free = true;
+  block->owner = nullptr;
+  // Inside an evictfrom window the space stays reserved until the walk ends.
+  block->reserved = block->offset < window_hi_ && block->offset + block->size > window_lo_;
+  block = coalesce(block);
+  if (!block->reserved) index(block);
+}
+
+Block* BlockAllocator::block_containing(std::uint64_t offset) const {
+  // A linear walk: evictfrom is rare next to allocate/free, and its cost is
+  // dominated by the copies its callbacks make.
+  for (Block* b = head_; b != nullptr; b = b->next) {
+    if (offset < b->offset + b->size) return b;
+  }
+  return nullptr;
+}
+
+BlockAllocator::EvictResult BlockAllocator::evict_range(
+    std::uint64_t start, std::uint64_t bytes, const std::function<bool(void* owner)>& evict) {
+  if (bytes == 0 || start >= capacity_ || bytes > capacity_ - start) return EvictResult::out_of_range;
+  window_lo_ = start & ~(alignment_ - 1);
+  window_hi_ = round_up(start + bytes);
+
+  // Reserve the free blocks already inside the window, and (in release)
+  // every block freed inside it while the callbacks run: nothing the
+  // callbacks allocate may land there. Reserved blocks merge only with each
+  // other, so the window can be handed back exactly.
+  Block* first = block_containing(window_lo_);
+  for (Block* b = first; b != nullptr && b->offset < window_hi_; b = b->next) {
+    if (b->free) {
+      unindex(b);
+      b->reserved = true;
+    }
+  }
+
+  bool declined = false;
+  try {
+    for (Block* b = first; b != nullptr && b->offset < window_hi_;) {
+      if (b->free) {
+        b = b->next;
+        continue;
+      }
+      const std::uint64_t offset = b->offset;
+      if (!evict(b->owner)) {
+        declined = true;
+        break;
+      }
+      // The callback must have released the block; it may have merged with
+      // reserved neighbours, so continue from whatever now covers `offset`.
+      Block* now = block_containing(offset);
+      if (now == nullptr || !now->free) {
+        throw invariant_violation(
+            "evictfrom: the eviction callback returned true but did not free the region at heap "
+            "offset " + std::to_string(offset) + "; a callback must free the region or return false");
+      }
+      b = now->next;
+    }
+  } catch (...) {
+    unreserve_window();
+    throw;
+  }
+  // Hand every reserved block back to the pool, merging with free
+  // neighbours outside the window: the roll-back after a decline, and the
+  // cleared hole after success.
+  unreserve_window();
+  return declined ? EvictResult::declined : EvictResult::cleared;
+}
+
+void BlockAllocator::unreserve_window() {
+  Block* b = block_containing(window_lo_);
+  while (b != nullptr && b->prev != nullptr && b->prev->reserved) b = b->prev;
+  while (b != nullptr && b->offset < window_hi_) {
+    Block* next = b->next;
+    if (b->reserved) {
+      b->reserved = false;
+      Block* merged = coalesce(b);
+      index(merged);
+      next = merged->next;
+    }
+    b = next;
+  }
+  window_lo_ = window_hi_ = 0;
+}
+
+std::uint64_t BlockAllocator::defrag(
+    const std::function<bool(void* owner)>& movable,
+    const std::function<void(void* owner, std::uint64_t new_offset)>& relocate) {
+  std::uint64_t moved = 0;
+  for (Block* b = head_; b != nullptr; b = b->next) {
+    if (b->free || b->prev == nullptr || !b->prev->free || !movable(b->owner)) continue;
+    // Slide b into the start of the free block before it; the hole moves up
+    // past b and merges with whatever free block follows.
+    Block* hole = b->prev;
+    const std::uint64_t new_offset = hole->offset;
+    relocate(b->owner, new_offset);
+    unindex(hole);
+    // Swap positions in the list: hole goes after b.
+    Block* before = hole->prev;
+    Block* after = b->next;
+    b->prev = before;
+    if (before != nullptr) before->next = b; else head_ = b;
+    b->next = hole;
+    hole->prev = b;
+    hole->next = after;
+    if (after != nullptr) after->prev = hole;
+    b->offset = new_offset;
+    hole->offset = new_offset + b->size;
+    Block* merged = coalesce(hole);
+    index(merged);
+    ++moved;
+    b = merged->prev;  // == b; the loop continues after the merged hole
+  }
+  return moved;
+}
+
+void BlockAllocator::check() const {
+  const auto fail = [](const std::string& what) {
+    throw invariant_violation("heap allocator inconsistent: " + what);
+  };
+  std::uint64_t expected_offset = 0;
+  std::uint64_t used = 0;
+  std::uint64_t live = 0;
+  std::uint64_t free_blocks = 0;
+  const Block* prev = nullptr;
+  for (const Block* b = head_; b != nullptr; b = b->next) {
+    if (b->prev != prev) fail("broken back link at offset " + std::to_string(b->offset));
+    if (b->offset != expected_offset) fail("gap or overlap at offset " + std::to_string(b->offset));
+    if (b->size == 0 && capacity_ != 0) fail("empty block at offset " + std::to_string(b->offset));
+    if (b->offset % alignment_ != 0 || b->size % alignment_ != 0) {
+      fail("misaligned block at offset " + std::to_string(b->offset));
+    }
+    if (b->reserved) fail("block still reserved after evictfrom");
+    if (b->free) {
+      if (prev != nullptr && prev->free) fail("adjacent free blocks not coalesced");
+      if (free_index_.count(const_cast<Block*>(b)) == 0) fail("free block missing from index");
+      if (b->owner != nullptr) fail("free block with an owner");
+      ++free_blocks;
+    } else {
+      if (b->owner == nullptr) fail("live block without an owner");
+      used += b->size;
+      ++live;
+    }
+    expected_offset += b->size;
+    prev = b;
+  }
+  if (expected_offset != capacity_) fail("blocks do not cover the heap");
+  if (used != in_use_) fail("bytes in use counter is " + std::to_string(in_use_) +
+                            " but live blocks hold " + std::to_string(used));
+  if (live != live_) fail("live block counter mismatch");
+  if (free_blocks != free_index_.size()) fail("index holds blocks that are not free");
+}
+
+}  // namespace cachedarrays::detail

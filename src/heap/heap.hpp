@@ -1,0 +1,33 @@
+// A heap: one device's reserved memory plus the allocator that hands out its
+// blocks. The spec is kept for messages and for the copy engine's choice of
+// store kind.
+#pragma once
+
+#include <memory>
+
+#include "cachedarrays/device_spec.hpp"
+#include "heap/block_allocator.hpp"
+#include "heap/heap_memory.hpp"
+
+namespace cachedarrays::detail {
+
+class Heap {
+ public:
+  explicit Heap(DeviceSpec spec)
+      : spec_(std::move(spec)),
+        memory_(make_heap_memory(spec_)),
+        allocator_(memory_->capacity(), spec_.alignment) {}
+
+  [[nodiscard]] const DeviceSpec& spec() const noexcept { return spec_; }
+  [[nodiscard]] HeapMemory& memory() const noexcept { return *memory_; }
+  [[nodiscard]] BlockAllocator& allocator() noexcept { return allocator_; }
+  [[nodiscard]] const BlockAllocator& allocator() const noexcept { return allocator_; }
+  [[nodiscard]] std::byte* at(std::uint64_t offset) const noexcept { return memory_->base() + offset; }
+
+ private:
+  DeviceSpec spec_;
+  std::unique_ptr<HeapMemory> memory_;
+  BlockAllocator allocator_;
+};
+
+}  // namespace cachedarrays::detail

@@ -1,0 +1,512 @@
+// The data manager (paper III-C): regions, objects and the operations of
+// the data management API. Every check that guards an invariant of
+// DESIGN.md happens before any state changes, so a rejected call leaves
+// everything as it was.
+#include "cachedarrays/manager/data_manager.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "heap/heap.hpp"
+#include "manager/copy_engine.hpp"
+
+namespace cachedarrays {
+
+namespace {
+
+std::string object_name(const Object& object) { return "object #" + std::to_string(object.id()); }
+
+}  // namespace
+
+DataManager::DataManager(std::vector<DeviceSpec> devices) {
+  if (devices.empty()) {
+    throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
+                           "{cachedarrays::dram(1 << 30)}");
+  }
+  if (devices.size() > max_devices) {
+    throw invalid_argument("cachedarrays: " + std::to_string(devices.size()) +
+                           " devices given; at most " + std::to_string(max_devices) + " are supported");
+  }
+  heaps_.reserve(devices.size());
+  for (DeviceSpec& spec : devices) {
+    heaps_.push_back(std::make_unique<detail::Heap>(std::move(spec)));
+    const detail::Heap& heap = *heaps_.back();
+    DeviceCounters counters;
+    counters.name = heap.spec().display_name();
+    counters.capacity = heap.allocator().capacity();
+    stats_.devices.push_back(std::move(counters));
+  }
+}
+
+DataManager::~DataManager() {
+  for (Object* o = first_object_; o != nullptr;) {
+    Object* next = o->next_;
+    delete o;
+    o = next;
+  }
+  for (auto& heap : heaps_) {
+    heap->allocator().walk([](const detail::Block& block) {
+      if (!block.free) delete static_cast<Region*>(block.owner);
+    });
+  }
+  for (Region* r : spare_regions_) delete r;
+}
+
+// ---- devices ----------------------------------------------------------------
+
+DeviceId DataManager::device_count() const noexcept { return static_cast<DeviceId>(heaps_.size()); }
+
+void DataManager::check_device(DeviceId device, const char* operation) const {
+  if (device < heaps_.size()) return;
+  std::string known;
+  for (DeviceId d = 0; d < heaps_.size(); ++d) {
+    known += (d == 0 ? "" : ", ") + std::to_string(d) + " '" + heaps_[d]->spec().display_name() + "'";
+  }
+  throw unknown_device("cachedarrays: " + std::string(operation) + ": device " + std::to_string(device) +
+                       " does not exist; this manager has devices " + known);
+}
+
+detail::Heap& DataManager::heap(DeviceId device) const { return *heaps_[device]; }
+
+const DeviceSpec& DataManager::spec(DeviceId device) const {
+  check_device(device, "spec");
+  return heap(device).spec();
+}
+
+DeviceUsage DataManager::usage(DeviceId device) const {
+  check_device(device, "usage");
+  const detail::BlockAllocator& a = heap(device).allocator();
+  DeviceUsage u;
+  u.device = device;
+  u.name = heap(device).spec().display_name();
+  u.capacity = a.capacity();
+  u.bytes_used = a.bytes_in_use();
+  u.largest_free_block = a.largest_free_block();
+  u.live_regions = a.live_blocks();
+  return u;
+}
+
+std::vector<DeviceUsage> DataManager::usage() const {
+  std::vector<DeviceUsage> all;
+  for (DeviceId d = 0; d < device_count(); ++d) all.push_back(usage(d));
+  return all;
+}
+
+bool DataManager::is_pmem(DeviceId device) const {
+  check_device(device, "is_pmem");
+  return heap(device).memory().is_pmem();
+}
+
+std::string DataManager::describe(DeviceId device) const {
+  check_device(device, "describe");
+  const detail::Heap& h = heap(device);
+  return "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
+         to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
+         h.memory().description();
+}
+
+// ---- regions ----------------------------------------------------------------
+
+Region* DataManager::new_region() {
+  if (spare_regions_.empty()) return new Region();
+  Region* r = spare_regions_.back();
+  spare_regions_.pop_back();
+  return r;
+}
+
+void DataManager::recycle(Region* region) noexcept {
+  region->~Region();
+  new (region) Region();  // every field back to its default
+  try {
+    spare_regions_.push_back(region);
+  } catch (...) {
+    delete region;
+  }
+}
+
+std::string DataManager::region_name(const Region& region) const {
+  std::string name = "region of " + format_bytes(region.bytes_) + " at offset " +
+                     std::to_string(region.offset_) + " on device " + std::to_string(region.device_) +
+                     " '" + heap(region.device_).spec().display_name() + "'";
+  if (region.parent_ != nullptr) {
+    name += region.parent_->primary_ == &region ? " (primary of " : " (secondary of ";
+    name += object_name(*region.parent_) + ")";
+  }
+  return name;
+}
+
+void DataManager::check_region(const Region& region, const char* operation) const {
+  if (region.block_ == nullptr || region.device_ >= heaps_.size() ||
+      region.block_->owner != &region) {
+    throw invalid_operation("cachedarrays: " + std::string(operation) +
+                            ": the region is not live (already freed?); use only regions returned "
+                            "by allocate() or getprimary()/getlinked() and not freed since");
+  }
+}
+
+Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
+  check_device(device, "allocate");
+  if (bytes == 0) {
+    throw invalid_argument("cachedarrays: allocate: 0 bytes asked on device " + std::to_string(device) +
+                           "; a region holds at least 1 byte");
+  }
+  detail::Heap& h = heap(device);
+  DeviceCounters& counters = stats_.devices[device];
+  Region* region = new_region();
+  detail::Block* block = h.allocator().try_allocate(bytes, region);
+  if (block == nullptr) {
+    recycle(region);
+    ++counters.failed_allocations;
+    return nullptr;
+  }
+  region->block_ = block;
+  region->offset_ = block->offset;
+  region->data_ = h.at(block->offset);
+  region->bytes_ = bytes;
+  region->device_ = device;
+  ++counters.allocations;
+  ++counters.live_regions;
+  counters.bytes_in_use += block->size;
+  counters.peak_bytes_in_use = std::max(counters.peak_bytes_in_use, counters.bytes_in_use);
+  return region;
+}
+
+void DataManager::release_region(Region& region) {
+  DeviceCounters& counters = stats_.devices[region.device_];
+  ++counters.frees;
+  --counters.live_regions;
+  counters.bytes_in_use -= region.block_->size;
+  heap(region.device_).allocator().release(region.block_);
+  recycle(&region);
+}
+
+void DataManager::detach(Region& region) {
+  Object* object = region.parent_;
+  object->on_device_[region.device_] = nullptr;
+  region.parent_ = nullptr;
+}
+
+void DataManager::free(Region& region) {
+  check_region(region, "free");
+  if (Object* object = region.parent_) {
+    if (object->primary_ == &region) {
+      throw invalid_operation("cachedarrays: free: the " + region_name(region) +
+                              " is its object's primary; an object always keeps one primary — "
+                              "setprimary another region first, or destroy the object");
+    }
+    detach(region);
+  }
+  release_region(region);
+}
+
+void DataManager::copyto(Region& dst, const Region& src) {
+  check_region(dst, "copyto (destination)");
+  check_region(src, "copyto (source)");
+  if (&dst == &src) {
+    throw invalid_operation("cachedarrays: copyto: source and destination are the same " +
+                            region_name(dst) + "; copy between two different regions");
+  }
+  if (dst.bytes_ != src.bytes_) {
+    throw invalid_operation("cachedarrays: copyto between regions of different sizes: destination " +
+                            region_name(dst) + " holds " + std::to_string(dst.bytes_) +
+                            " bytes, source " + region_name(src) + " holds " +
+                            std::to_string(src.bytes_) + "; regions must have the same size");
+  }
+  Object* dst_object = dst.parent_;
+  const bool into_primary = dst_object != nullptr && dst_object->primary_ == &dst;
+  if (into_primary && dst_object->pinned()) {
+    throw pinned_error("cachedarrays: copyto would overwrite the primary of pinned " +
+                       object_name(*dst_object) + " while an access to it is open");
+  }
+
+  const detail::Heap& to = heap(dst.device_);
+  const detail::CopyDestination where = to.memory().is_pmem()   ? detail::CopyDestination::persistent
+                                        : dst.device_ == 0      ? detail::CopyDestination::fast
+                                                                : detail::CopyDestination::slow;
+  detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
+  stats_.bytes_copied[src.device_][dst.device_] += src.bytes_;
+  ++stats_.copies[src.device_][dst.device_];
+
+  if (into_primary) {
+    // New contents for the object: like a write, every secondary is stale.
+    dst_object->version_ = next_version_++;
+    dst.version_ = dst_object->version_;
+    dst.dirty_ = true;
+    return;
+  }
+  // A copy taken while the source object is being written may be torn: it
+  // never counts as valid (invariant 4).
+  const bool torn = src.parent_ != nullptr && src.parent_->being_written();
+  dst.version_ = torn ? 0 : src.version_;
+  dst.dirty_ = false;
+}
+
+void DataManager::link(Region& a, Region& b) {
+  check_region(a, "link");
+  check_region(b, "link");
+  if (&a == &b || a.device_ == b.device_) {
+    throw invalid_operation("cachedarrays: cannot link two regions on the same device (" +
+                            region_name(a) + "; " + region_name(b) +
+                            "); an object has at most one region per device");
+  }
+  if (a.bytes_ != b.bytes_) {
+    throw invalid_operation("cachedarrays: cannot link regions of different sizes (" +
+                            region_name(a) + "; " + region_name(b) + "); linked regions are copies");
+  }
+  if (a.parent_ != nullptr && b.parent_ != nullptr) {
+    if (a.parent_ == b.parent_) return;  // already linked
+    throw invalid_operation("cachedarrays: cannot link regions of different objects (" +
+                            region_name(a) + "; " + region_name(b) + ")");
+  }
+  if (a.parent_ == nullptr && b.parent_ == nullptr) {
+    throw invalid_operation("cachedarrays: link: neither region belongs to an object; make one "
+                            "the primary of an object first (setprimary)");
+  }
+  Object& object = a.parent_ != nullptr ? *a.parent_ : *b.parent_;
+  Region& joining = a.parent_ != nullptr ? b : a;
+  if (Region* present = object.on_device_[joining.device_]) {
+    throw invalid_operation("cachedarrays: cannot link: " + object_name(object) +
+                            " already has a region on device " + std::to_string(joining.device_) +
+                            " (" + region_name(*present) + "); free or unlink it first");
+  }
+  joining.parent_ = &object;
+  object.on_device_[joining.device_] = &joining;
+}
+
+void DataManager::unlink(Region& a, Region& b) {
+  check_region(a, "unlink");
+  check_region(b, "unlink");
+  if (&a == &b || a.parent_ == nullptr || a.parent_ != b.parent_) {
+    throw invalid_operation("cachedarrays: unlink needs two different regions of the same object (" +
+                            region_name(a) + "; " + region_name(b) + ")");
+  }
+  detach(a.parent_->primary_ == &b ? a : b);
+}
+
+Region* DataManager::getlinked(const Region& region, DeviceId device) const {
+  check_device(device, "getlinked");
+  return region.parent_ != nullptr ? region.parent_->on_device_[device] : nullptr;
+}
+
+void DataManager::setdirty(Region& region, bool dirty) {
+  check_region(region, "setdirty");
+  region.dirty_ = dirty;
+  if (dirty && region.parent_ != nullptr && region.parent_->primary_ == &region) {
+    region.parent_->version_ = next_version_++;
+    region.version_ = region.parent_->version_;
+  }
+}
+
+bool DataManager::isvalid(const Region& region) const noexcept {
+  const Object* object = region.parent_;
+  if (object == nullptr) return false;
+  if (object->primary_ == &region) return true;
+  return region.version_ != 0 && region.version_ == object->version_ && !object->being_written();
+}
+
+// ---- objects ----------------------------------------------------------------
+
+Object& DataManager::create_object(std::uint64_t bytes) {
+  if (bytes == 0) {
+    throw invalid_argument("cachedarrays: cannot create an object of 0 bytes; ask for at least 1");
+  }
+  auto* object = new Object();
+  object->id_ = next_object_id_++;
+  object->bytes_ = bytes;
+  object->version_ = next_version_++;
+  object->prev_ = last_object_;
+  if (last_object_ != nullptr) last_object_->next_ = object; else first_object_ = object;
+  last_object_ = object;
+  ++stats_.objects_created;
+  return *object;
+}
+
+void DataManager::destroy(Object& object) {
+  if (object.pinned()) {
+    throw pinned_error("cachedarrays: cannot free " + object_name(object) +
+                       " while an access to it is open; end the read()/write() scope first");
+  }
+  for (Region*& r : object.on_device_) {
+    if (r == nullptr) continue;
+    Region* region = std::exchange(r, nullptr);
+    region->parent_ = nullptr;
+    release_region(*region);
+  }
+  object.primary_ = nullptr;
+  if (object.prev_ != nullptr) object.prev_->next_ = object.next_; else first_object_ = object.next_;
+  if (object.next_ != nullptr) object.next_->prev_ = object.prev_; else last_object_ = object.prev_;
+  ++stats_.objects_destroyed;
+  delete &object;
+}
+
+Region* DataManager::getprimary(const Object& object) const noexcept { return object.primary_; }
+
+void DataManager::setprimary(Object& object, Region& region) {
+  check_region(region, "setprimary");
+  if (object.primary_ == &region) return;
+  if (region.bytes_ != object.bytes_) {
+    throw invalid_operation("cachedarrays: setprimary: " + object_name(object) + " holds " +
+                            std::to_string(object.bytes_) + " bytes but the " + region_name(region) +
+                            " holds " + std::to_string(region.bytes_) +
+                            "; a primary has exactly the object's size");
+  }
+  if (region.parent_ != nullptr && region.parent_ != &object) {
+    throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
+                            " belongs to another object than " + object_name(object));
+  }
+  if (object.pinned() && object.primary_ != nullptr) {
+    throw pinned_error("cachedarrays: cannot move the primary of " + object_name(object) +
+                       " while an access to it is open (pinned objects never move)");
+  }
+  if (region.parent_ == nullptr && object.on_device_[region.device_] != nullptr) {
+    throw invalid_operation("cachedarrays: setprimary: " + object_name(object) +
+                            " already has a region on device " + std::to_string(region.device_) +
+                            "; free or unlink it before giving the object another one there");
+  }
+  if (object.primary_ != nullptr && region.version_ != object.version_) {
+    throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
+                            " is not a valid copy of " + object_name(object) +
+                            " (the primary changed since it was copied); copyto from the current "
+                            "primary first");
+  }
+  region.parent_ = &object;
+  object.on_device_[region.device_] = &region;
+  object.primary_ = &region;
+  region.version_ = object.version_;
+}
+
+// ---- pins -------------------------------------------------------------------
+
+void DataManager::pin(Object& object, Access access) {
+  Region* primary = object.primary_;
+  if (primary == nullptr) {
+    throw invalid_operation("cachedarrays: cannot access " + object_name(object) +
+                            ": it has no primary region yet (the policy did not place it)");
+  }
+  object.pins_.fetch_add(1, std::memory_order_acq_rel);
+  if (access == Access::write) {
+    object.writers_.fetch_add(1, std::memory_order_acq_rel);
+    setdirty(*primary, true);
+  }
+}
+
+void DataManager::unpin(Object& object, Access access) noexcept {
+  if (access == Access::write) object.writers_.fetch_sub(1, std::memory_order_acq_rel);
+  object.pins_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// ---- device-wide operations -------------------------------------------------
+
+bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
+                            const std::function<bool(Region&)>& evict) {
+  check_device(device, "evictfrom");
+  detail::BlockAllocator& a = heap(device).allocator();
+  if (bytes == 0 || start >= a.capacity() || bytes > a.capacity() - start) {
+    throw invalid_argument("cachedarrays: evictfrom: range [" + std::to_string(start) + ", +" +
+                           std::to_string(bytes) + ") is outside device " + std::to_string(device) +
+                           ", whose heap holds " + std::to_string(a.capacity()) +
+                           " bytes; give a non-empty range inside it");
+  }
+  // Refuse before touching anything if a pinned primary lies in the range.
+  const std::uint64_t end = start + bytes;
+  a.walk([&](const detail::Block& block) {
+    if (block.free || block.offset + block.size <= start || block.offset >= end) return;
+    const auto& region = *static_cast<const Region*>(block.owner);
+    if (region.parent_ != nullptr && region.parent_->primary_ == &region && region.parent_->pinned()) {
+      throw pinned_error("cachedarrays: evictfrom: the range holds the " + region_name(region) +
+                         ", which is pinned by an open access; pinned objects are never evicted");
+    }
+  });
+  const auto result = a.evict_range(start, bytes, [&](void* owner) {
+    auto& region = *static_cast<Region*>(owner);
+    const DeviceId d = region.device_;
+    if (!evict(region)) return false;
+    ++stats_.devices[d].evictions;
+    return true;
+  });
+  return result == detail::BlockAllocator::EvictResult::cleared;
+}
+
+std::uint64_t DataManager::defrag(DeviceId device) {
+  check_device(device, "defrag");
+  detail::Heap& h = heap(device);
+  DeviceCounters& counters = stats_.devices[device];
+  return h.allocator().defrag(
+      [](void* owner) {
+        const auto& region = *static_cast<const Region*>(owner);
+        const Object* object = region.parent_;
+        return object == nullptr || object->primary_ != &region || !object->pinned();
+      },
+      [&](void* owner, std::uint64_t new_offset) {
+        auto& region = *static_cast<Region*>(owner);
+        std::byte* to = h.at(new_offset);
+        // Sliding down within one heap: source and destination may overlap.
+        std::memmove(to, region.data_, region.bytes_);
+        region.data_ = to;
+        region.offset_ = new_offset;
+        ++counters.defrag_moves;
+        counters.defrag_bytes += region.bytes_;
+      });
+}
+
+// ---- walks and checks -------------------------------------------------------
+
+void DataManager::for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const {
+  check_device(device, "for_each_region");
+  heap(device).allocator().walk([&](const detail::Block& block) {
+    if (!block.free) visit(*static_cast<Region*>(block.owner));
+  });
+}
+
+void DataManager::check_invariants(bool verify_contents) const {
+  const auto fail = [](const std::string& what) { throw invariant_violation("cachedarrays: " + what); };
+  for (const Object* o = first_object_; o != nullptr; o = o->next_) {
+    const Region* primary = o->primary_;
+    if (primary == nullptr) fail("invariant 1: " + object_name(*o) + " has no primary");
+    if (primary->parent_ != o || o->on_device_[primary->device_] != primary) {
+      fail("invariant 1: the primary of " + object_name(*o) + " is not among its regions");
+    }
+    for (DeviceId d = 0; d < max_devices; ++d) {
+      const Region* r = o->on_device_[d];
+      if (r == nullptr) continue;
+      if (d >= heaps_.size() || r->device_ != d) fail("invariant 2: region filed under the wrong device");
+      if (r->parent_ != o) fail("invariant 2: linked region of " + object_name(*o) + " names another parent");
+      if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + object_name(*o) + " differ in size");
+      if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + object_name(*o) + " is not live");
+      if (verify_contents && r != primary && isvalid(*r) &&
+          std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
+        fail("invariant 4: a secondary of " + object_name(*o) +
+             " counts as a valid copy but differs from the primary");
+      }
+    }
+  }
+  for (DeviceId d = 0; d < heaps_.size(); ++d) {
+    const detail::Heap& h = heap(d);
+    h.allocator().check();
+    std::uint64_t sum = 0;
+    std::uint64_t count = 0;
+    h.allocator().walk([&](const detail::Block& block) {
+      if (block.free) return;
+      const auto& r = *static_cast<const Region*>(block.owner);
+      if (r.block_ != &block || r.device_ != d || r.offset_ != block.offset ||
+          r.data_ != h.at(block.offset) || h.allocator().round_up(r.bytes_) != block.size) {
+        fail("a region's fields disagree with its heap block on device " + std::to_string(d));
+      }
+      if (r.parent_ != nullptr && r.parent_->on_device_[d] != &r) {
+        fail("invariant 2: a region names an object that does not list it");
+      }
+      sum += h.allocator().round_up(r.bytes_);
+      ++count;
+    });
+    const DeviceCounters& c = stats_.devices[d];
+    if (sum != h.allocator().bytes_in_use() || sum != c.bytes_in_use || count != c.live_regions) {
+      fail("invariant 6: device " + std::to_string(d) + " reports " + std::to_string(c.bytes_in_use) +
+           " bytes in use but its live regions hold " + std::to_string(sum));
+    }
+  }
+}
+
+}  // namespace cachedarrays

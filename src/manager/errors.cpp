@@ -1,0 +1,29 @@
+#include <string>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/stats.hpp"
+
+namespace cachedarrays {
+
+namespace {
+
+std::string out_of_memory_message(std::uint64_t requested, const std::vector<DeviceUsage>& devices) {
+  std::string message = "cachedarrays: out of memory: cannot place an object of " +
+                        format_bytes(requested) + " (" + std::to_string(requested) +
+                        " bytes); no device has a free block that large:";
+  for (const DeviceUsage& d : devices) {
+    message += "\n  device " + std::to_string(d.device) + " '" + d.name + "': capacity " +
+               format_bytes(d.capacity) + ", in use " + format_bytes(d.bytes_used) + " in " +
+               std::to_string(d.live_regions) + " regions, free " + format_bytes(d.bytes_free()) +
+               ", largest free block " + format_bytes(d.largest_free_block);
+  }
+  message += "\nRetire arrays the program no longer needs, or give the runtime larger devices.";
+  return message;
+}
+
+}  // namespace
+
+out_of_memory::out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices)
+    : error(out_of_memory_message(requested, devices)), requested_(requested), devices_(std::move(devices)) {}
+
+}  // namespace cachedarrays

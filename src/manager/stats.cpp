@@ -1,0 +1,89 @@
+#include "cachedarrays/manager/stats.hpp"
+
+#include <fmt/format.h>
+
+namespace cachedarrays {
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 6) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+std::uint64_t Stats::total_bytes_copied() const {
+  std::uint64_t total = 0;
+  for (const auto& row : bytes_copied)
+    for (std::uint64_t b : row) total += b;
+  return total;
+}
+
+std::uint64_t Stats::bytes_copied_into(DeviceId dst) const {
+  std::uint64_t total = 0;
+  for (std::size_t src = 0; src < max_devices; ++src)
+    if (src != dst) total += bytes_copied[src][dst];
+  return total;
+}
+
+std::uint64_t Stats::bytes_copied_out_of(DeviceId src) const {
+  std::uint64_t total = 0;
+  for (std::size_t dst = 0; dst < max_devices; ++dst)
+    if (dst != src) total += bytes_copied[src][dst];
+  return total;
+}
+
+Stats Stats::since(const Stats& earlier) const {
+  Stats delta = *this;
+  for (std::size_t d = 0; d < delta.devices.size() && d < earlier.devices.size(); ++d) {
+    DeviceCounters& c = delta.devices[d];
+    const DeviceCounters& e = earlier.devices[d];
+    c.allocations -= e.allocations;
+    c.failed_allocations -= e.failed_allocations;
+    c.frees -= e.frees;
+    c.evictions -= e.evictions;
+    c.defrag_moves -= e.defrag_moves;
+    c.defrag_bytes -= e.defrag_bytes;
+  }
+  for (std::size_t s = 0; s < max_devices; ++s) {
+    for (std::size_t d = 0; d < max_devices; ++d) {
+      delta.bytes_copied[s][d] -= earlier.bytes_copied[s][d];
+      delta.copies[s][d] -= earlier.copies[s][d];
+    }
+  }
+  delta.objects_created -= earlier.objects_created;
+  delta.objects_destroyed -= earlier.objects_destroyed;
+  return delta;
+}
+
+std::string Stats::to_string() const {
+  std::string out = fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7}\n", "dev",
+                                "name", "capacity", "in use", "peak", "regions", "allocs", "frees",
+                                "evicted", "defrag");
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    const DeviceCounters& c = devices[d];
+    out += fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7}\n", d, c.name,
+                       format_bytes(c.capacity), format_bytes(c.bytes_in_use),
+                       format_bytes(c.peak_bytes_in_use), c.live_regions, c.allocations, c.frees,
+                       c.evictions, c.defrag_moves);
+  }
+  out += "bytes copied (from -> to):";
+  bool any = false;
+  for (std::size_t s = 0; s < devices.size(); ++s) {
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      if (copies[s][d] == 0) continue;
+      any = true;
+      out += fmt::format("\n  {} -> {}: {} in {} copies", devices[s].name, devices[d].name,
+                         format_bytes(bytes_copied[s][d]), copies[s][d]);
+    }
+  }
+  if (!any) out += " none";
+  out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
+  return out;
+}
+
+}  // namespace cachedarrays

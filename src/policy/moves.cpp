@@ -1,0 +1,45 @@
+#include "cachedarrays/policy/moves.hpp"
+
+namespace cachedarrays::policy {
+
+EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow) {
+  Region* x = dm.getprimary(object);                       // Listing 1, line 2
+  if (x == nullptr || dm.device(*x) != fast) return {};     // line 3
+  if (object.pinned()) return {};  // an open access: its primary must stay
+  Region* y = dm.getlinked(*x, slow);                       // line 4
+  const bool allocated = y == nullptr;
+  if (allocated) {                                          // lines 7-10
+    y = dm.allocate(slow, dm.size(*x));
+    if (y == nullptr) return {};
+  }
+  // Lines 11-13: a clean fast copy of a linked slow region needs no
+  // write-back; a valid slow copy is exactly that.
+  const bool write_back = dm.isdirty(*x) || allocated || !dm.isvalid(*y);
+  if (write_back) dm.copyto(*y, *x);
+  dm.setprimary(object, *y);                                // line 14
+  if (!allocated) dm.unlink(*x, *y);                        // lines 15-17
+  dm.free(*x);                                              // line 18
+  return {true, write_back};
+}
+
+bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
+              const std::function<bool(std::uint64_t bytes)>& make_room) {
+  Region* x = dm.getprimary(object);                        // Listing 2, line 3
+  if (x == nullptr) return false;
+  if (dm.device(*x) == fast) return true;
+  if (dm.device(*x) != slow) return false;                  // line 4
+  if (object.pinned()) return false;  // an open access: its primary must stay
+  const std::uint64_t bytes = dm.size(*x);                  // line 5
+  Region* y = dm.allocate(fast, bytes);                     // line 6
+  if (y == nullptr) {                                       // lines 7-17
+    if (!make_room || !make_room(bytes)) return false;
+    y = dm.allocate(fast, bytes);
+    if (y == nullptr) return false;
+  }
+  dm.copyto(*y, *x);                                        // line 18
+  dm.link(*x, *y);                                          // line 19
+  dm.setprimary(object, *y);                                // line 20
+  return true;
+}
+
+}  // namespace cachedarrays::policy

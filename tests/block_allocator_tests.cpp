@@ -1,0 +1,181 @@
+// The offset allocator behind every heap: best fit, coalescing, address
+// order, evict_range with decline roll-back, and sliding defrag.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+#include "heap/block_allocator.hpp"
+
+using cachedarrays::detail::Block;
+using cachedarrays::detail::BlockAllocator;
+
+namespace {
+
+// Distinct non-null owner tags.
+void* tag(std::uintptr_t i) { return reinterpret_cast<void*>((i + 1) * 16); }
+
+}  // namespace
+
+TEST_CASE("allocator: best fit picks the smallest hole that fits, lowest address on ties") {
+  BlockAllocator a(1 << 20, 64);
+  Block* b0 = a.try_allocate(1000, tag(0));  // rounded to 1024
+  Block* b1 = a.try_allocate(64, tag(1));
+  Block* b2 = a.try_allocate(4096, tag(2));
+  Block* b3 = a.try_allocate(64, tag(3));
+  Block* b4 = a.try_allocate(512, tag(4));
+  Block* b5 = a.try_allocate(64, tag(5));
+  REQUIRE(b5 != nullptr);
+  CHECK(b0->size == 1024);
+  CHECK(b1->offset == 1024);
+  a.release(b0);  // hole of 1024 at 0
+  a.release(b2);  // hole of 4096
+  a.release(b4);  // hole of 512
+  a.check();
+  Block* fit = a.try_allocate(500, tag(6));
+  CHECK(fit->offset == b4->offset);  // the 512 hole, not the 1024 one
+  Block* fit2 = a.try_allocate(1024, tag(7));
+  CHECK(fit2->offset == 0);
+  CHECK(a.bytes_in_use() == 64 * 3 + 512 + 1024);
+  a.check();
+  (void)b3;
+}
+
+TEST_CASE("allocator: freeing coalesces neighbours back into one block") {
+  BlockAllocator a(64 * 100, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 100; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  CHECK(a.try_allocate(1, tag(200)) == nullptr);
+  CHECK(a.largest_free_block() == 0);
+  // Free in an interleaved order; every merge path is taken.
+  for (int i = 0; i < 100; i += 2) a.release(blocks[i]);
+  a.check();
+  CHECK(a.largest_free_block() == 64);
+  for (int i = 1; i < 100; i += 2) a.release(blocks[i]);
+  a.check();
+  CHECK(a.largest_free_block() == 64 * 100);
+  CHECK(a.live_blocks() == 0);
+  int count = 0;
+  a.walk([&](const Block&) { ++count; });
+  CHECK(count == 1);
+}
+
+TEST_CASE("allocator: random allocate/free keeps address order and byte counts exact") {
+  BlockAllocator a(8 << 20, 64);
+  std::mt19937_64 rng(12345);
+  std::map<std::uintptr_t, Block*> live;
+  std::uintptr_t next = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (live.empty() || rng() % 3 != 0) {
+      const std::uint64_t bytes = 1 + rng() % 65536;
+      if (Block* b = a.try_allocate(bytes, tag(next))) {
+        CHECK(b->size >= bytes);
+        CHECK(b->offset % 64 == 0);
+        live[next++] = b;
+      }
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      a.release(it->second);
+      live.erase(it);
+    }
+    if (step % 500 == 0) a.check();
+  }
+  a.check();
+  std::uint64_t sum = 0;
+  for (auto& [id, b] : live) sum += b->size;
+  CHECK(sum == a.bytes_in_use());
+}
+
+TEST_CASE("allocator: evict_range clears a contiguous range through the callback") {
+  BlockAllocator a(64 * 16, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  std::vector<void*> visited;
+  const auto result = a.evict_range(64 * 4, 64 * 4, [&](void* owner) {
+    visited.push_back(owner);
+    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+    a.release(blocks[i]);
+    return true;
+  });
+  CHECK(result == BlockAllocator::EvictResult::cleared);
+  CHECK(visited == std::vector<void*>{tag(4), tag(5), tag(6), tag(7)});
+  CHECK(a.largest_free_block() == 64 * 4);
+  a.check();
+  Block* again = a.try_allocate(64 * 4, tag(99));
+  REQUIRE(again != nullptr);
+  CHECK(again->offset == 64 * 4);
+}
+
+TEST_CASE("allocator: a declined eviction rolls back to a consistent heap") {
+  BlockAllocator a(64 * 16, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  a.release(blocks[3]);  // a free block just before the window merges back afterwards
+  blocks[3] = nullptr;
+  int calls = 0;
+  const auto result = a.evict_range(64 * 4, 64 * 4, [&](void* owner) {
+    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+    if (++calls == 3) return false;  // decline the third block
+    a.release(blocks[i]);
+    blocks[i] = nullptr;
+    return true;
+  });
+  CHECK(result == BlockAllocator::EvictResult::declined);
+  a.check();
+  // Blocks 4 and 5 were freed and merged with block 3's hole; 6 stays live.
+  CHECK(a.largest_free_block() == 64 * 3);
+  CHECK(blocks[6] != nullptr);
+  CHECK(a.live_blocks() == 13);
+}
+
+TEST_CASE("allocator: space freed inside the window is not handed out by callbacks") {
+  BlockAllocator a(64 * 8, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  a.release(blocks[7]);  // one free block outside the window
+  Block* during = nullptr;
+  a.evict_range(0, 64 * 2, [&](void* owner) {
+    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+    a.release(blocks[i]);
+    // An allocation made by the callback must not land in the window.
+    if (during == nullptr) during = a.try_allocate(64, tag(50));
+    return true;
+  });
+  REQUIRE(during != nullptr);
+  CHECK(during->offset == 64 * 7);
+  a.check();
+  CHECK(a.largest_free_block() == 64 * 2);
+}
+
+TEST_CASE("allocator: a callback that claims success without freeing is reported") {
+  BlockAllocator a(64 * 4, 64);
+  for (int i = 0; i < 4; ++i) (void)a.try_allocate(64, tag(i));
+  CHECK_THROWS_AS(a.evict_range(0, 64, [](void*) { return true; }), cachedarrays::invariant_violation);
+  a.check();  // the reservation was undone
+  CHECK(a.live_blocks() == 4);
+}
+
+TEST_CASE("allocator: defrag slides blocks down and keeps pinned ones in place") {
+  BlockAllocator a(64 * 10, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 10; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  for (int i : {0, 2, 3, 6, 8}) a.release(blocks[i]);
+  // Live: 1, 4, 5, 7, 9. Pin 5.
+  std::map<void*, std::uint64_t> moved_to;
+  const auto moved = a.defrag([&](void* owner) { return owner != tag(5); },
+                              [&](void* owner, std::uint64_t offset) { moved_to[owner] = offset; });
+  a.check();
+  CHECK(moved == 4);
+  CHECK(moved_to[tag(1)] == 0);
+  CHECK(moved_to[tag(4)] == 64);
+  CHECK(moved_to.count(tag(5)) == 0);  // pinned: stays at 320
+  CHECK(blocks[5]->offset == 64 * 5);
+  CHECK(moved_to[tag(7)] == 64 * 6);  // slides only into the gap after the pinned block
+  CHECK(moved_to[tag(9)] == 64 * 7);
+  // Holes left: [128, 320) before the pinned block and [512, 640) at the end.
+  CHECK(a.largest_free_block() == 64 * 3);
+  CHECK(a.bytes_in_use() == 64 * 5);
+}

@@ -1,0 +1,260 @@
+// Every function of the data management API (paper III-C), with the
+// invariants of DESIGN.md checked after every step.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+using test::two_tiers;
+
+namespace {
+
+constexpr ca::DeviceId fast = 0;
+constexpr ca::DeviceId slow = 1;
+
+}  // namespace
+
+TEST_CASE("manager: allocate, size, device, pointer, offset, free") {
+  ca::DataManager dm(two_tiers());
+  CHECK(dm.device_count() == 2);
+  ca::Region* r = dm.allocate(fast, 1000);
+  REQUIRE(r != nullptr);
+  CHECK(dm.size(*r) == 1000);
+  CHECK(dm.device(*r) == fast);
+  CHECK(dm.parent(*r) == nullptr);
+  CHECK(!dm.isdirty(*r));
+  CHECK(reinterpret_cast<std::uintptr_t>(dm.pointer(*r)) % 64 == 0);
+  CHECK(dm.usage(fast).bytes_used == 1024);  // rounded to the alignment
+  CHECK(dm.usage(fast).live_regions == 1);
+  dm.check_invariants();
+  ca::Region* s = dm.allocate(slow, 1000);
+  REQUIRE(s != nullptr);
+  CHECK(dm.device(*s) == slow);
+  CHECK(dm.offset(*s) == 0);
+  dm.free(*r);
+  dm.free(*s);
+  dm.check_invariants();
+  CHECK(dm.usage(fast).bytes_used == 0);
+  CHECK(dm.stats().devices[fast].allocations == 1);
+  CHECK(dm.stats().devices[fast].frees == 1);
+}
+
+TEST_CASE("manager: allocate returns null when the device is full, and counts it") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  ca::Region* whole = dm.allocate(fast, 64 * 1024);
+  REQUIRE(whole != nullptr);
+  CHECK(dm.allocate(fast, 1) == nullptr);
+  CHECK(dm.allocate(fast, std::uint64_t{1} << 62) == nullptr);
+  CHECK(dm.stats().devices[fast].failed_allocations == 2);
+  CHECK(dm.usage(fast).largest_free_block == 0);
+  dm.check_invariants();
+}
+
+TEST_CASE("manager: objects, setprimary and getprimary") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = dm.create_object(4096);
+  CHECK(dm.getprimary(o) == nullptr);
+  ca::Region* r = dm.allocate(slow, 4096);
+  dm.setprimary(o, *r);
+  CHECK(dm.getprimary(o) == r);
+  CHECK(dm.parent(*r) == &o);
+  CHECK(dm.getlinked(*r, slow) == r);
+  CHECK(dm.getlinked(*r, fast) == nullptr);
+  dm.check_invariants();
+  dm.destroy(o);
+  dm.check_invariants();
+  CHECK(dm.usage(slow).bytes_used == 0);
+  CHECK(dm.stats().objects_created == 1);
+  CHECK(dm.stats().objects_destroyed == 1);
+}
+
+TEST_CASE("manager: copyto, link, getlinked and the Listing 2 prefetch sequence") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, slow, 10000, 7);
+  ca::Region* x = dm.getprimary(o);
+  ca::Region* y = dm.allocate(fast, 10000);
+  dm.copyto(*y, *x);
+  CHECK(!dm.isdirty(*y));
+  CHECK(std::memcmp(dm.pointer(*x), dm.pointer(*y), 10000) == 0);
+  dm.link(*x, *y);
+  CHECK(dm.parent(*y) == &o);
+  CHECK(dm.getlinked(*x, fast) == y);
+  CHECK(dm.getlinked(*y, slow) == x);
+  dm.setprimary(o, *y);
+  CHECK(dm.getprimary(o) == y);
+  CHECK(dm.isvalid(*x));
+  dm.check_invariants(true);
+  CHECK(dm.stats().bytes_copied[slow][fast] == 10000);
+  CHECK(dm.stats().copies[slow][fast] == 1);
+  CHECK(test::object_holds(dm, o, 7));
+}
+
+TEST_CASE("manager: dirty primary makes secondaries stale; clean eviction elides the copy") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, slow, 5000, 1);
+  REQUIRE(ca::policy::prefetch(dm, o, fast, slow));
+  ca::Region* y = dm.getprimary(o);
+  ca::Region* x = dm.getlinked(*y, slow);
+  REQUIRE(x != nullptr);
+  CHECK(dm.isvalid(*x));
+
+  SUBCASE("clean: no write-back") {
+    const auto before = dm.stats().bytes_copied[fast][slow];
+    const auto outcome = ca::policy::evict(dm, o, fast, slow);
+    CHECK(outcome.moved);
+    CHECK(!outcome.wrote_back);
+    CHECK(dm.stats().bytes_copied[fast][slow] == before);
+    CHECK(dm.getprimary(o) == x);
+    CHECK(test::object_holds(dm, o, 1));
+  }
+  SUBCASE("dirty: written back, contents follow") {
+    dm.pin(o, ca::Access::write);
+    test::fill(dm.pointer(*y), 5000, 2);
+    ca::DataManager::unpin(o, ca::Access::write);
+    CHECK(dm.isdirty(*y));
+    CHECK(!dm.isvalid(*x));
+    // Invariant 4: the stale slow copy can never become the primary.
+    CHECK_THROWS_AS(dm.setprimary(o, *x), ca::invalid_operation);
+    CHECK(dm.getprimary(o) == y);
+    const auto outcome = ca::policy::evict(dm, o, fast, slow);
+    CHECK(outcome.wrote_back);
+    CHECK(dm.getprimary(o) == x);
+    CHECK(test::object_holds(dm, o, 2));
+  }
+  dm.check_invariants(true);
+  CHECK(dm.usage(fast).bytes_used == 0);
+}
+
+TEST_CASE("manager: a copy taken while the object is being written is never valid") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, fast, 256, 3);
+  dm.pin(o, ca::Access::write);
+  ca::Region* copy = dm.allocate(slow, 256);
+  dm.copyto(*copy, *dm.getprimary(o));
+  dm.link(*dm.getprimary(o), *copy);
+  ca::DataManager::unpin(o, ca::Access::write);
+  CHECK(!dm.isvalid(*copy));
+  CHECK_THROWS_AS(dm.setprimary(o, *copy), ca::invalid_operation);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("manager: unlink detaches the non-primary region") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, slow, 128, 4);
+  REQUIRE(ca::policy::prefetch(dm, o, fast, slow));
+  ca::Region* y = dm.getprimary(o);
+  ca::Region* x = dm.getlinked(*y, slow);
+  dm.unlink(*y, *x);  // argument order does not matter: the primary stays
+  CHECK(dm.parent(*x) == nullptr);
+  CHECK(dm.getlinked(*y, slow) == nullptr);
+  CHECK(dm.getprimary(o) == y);
+  dm.check_invariants();
+  dm.free(*x);
+  dm.check_invariants();
+}
+
+TEST_CASE("manager: setdirty and isdirty") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, fast, 64, 5);
+  ca::Region* p = dm.getprimary(o);
+  CHECK(dm.isdirty(*p));  // written through a write pin
+  dm.setdirty(*p, false);
+  CHECK(!dm.isdirty(*p));
+  dm.setdirty(*p, true);
+  CHECK(dm.isdirty(*p));
+}
+
+TEST_CASE("manager: evictfrom clears a contiguous range through the policy's callback") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(&test::make_object(dm, fast, 8 * 1024, 100 + i));
+  CHECK(dm.allocate(fast, 1) == nullptr);
+  int calls = 0;
+  const bool cleared = dm.evictfrom(fast, 16 * 1024, 24 * 1024, [&](ca::Region& r) {
+    ++calls;
+    return ca::policy::evict(dm, *dm.parent(r), fast, slow).moved;
+  });
+  CHECK(cleared);
+  CHECK(calls == 3);
+  CHECK(dm.usage(fast).largest_free_block == 24 * 1024);
+  CHECK(dm.stats().devices[fast].evictions == 3);
+  for (int i = 0; i < 8; ++i) CHECK(test::object_holds(dm, *objects[i], 100 + i));
+  CHECK(dm.device(*dm.getprimary(*objects[2])) == slow);
+  CHECK(dm.device(*dm.getprimary(*objects[5])) == fast);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("manager: a declined evictfrom leaves every object and the heap intact") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(&test::make_object(dm, fast, 8 * 1024, i));
+  int calls = 0;
+  const bool cleared = dm.evictfrom(fast, 0, 32 * 1024, [&](ca::Region& r) {
+    if (++calls == 2) return false;
+    return ca::policy::evict(dm, *dm.parent(r), fast, slow).moved;
+  });
+  CHECK(!cleared);
+  dm.check_invariants(true);
+  for (int i = 0; i < 8; ++i) CHECK(test::object_holds(dm, *objects[i], i));
+  CHECK(dm.usage(fast).bytes_used == 7 * 8 * 1024);
+}
+
+TEST_CASE("manager: evictfrom over a pinned object throws before changing anything") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (int i = 0; i < 4; ++i) objects.push_back(&test::make_object(dm, fast, 8 * 1024, i));
+  dm.pin(*objects[2], ca::Access::read);
+  int calls = 0;
+  CHECK_THROWS_AS(dm.evictfrom(fast, 0, 32 * 1024, [&](ca::Region&) { ++calls; return false; }),
+                  ca::pinned_error);
+  CHECK(calls == 0);
+  ca::DataManager::unpin(*objects[2], ca::Access::read);
+  dm.check_invariants();
+}
+
+TEST_CASE("manager: defrag slides regions down, moves data with them, never a pinned primary") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(&test::make_object(dm, fast, 8 * 1024, 40 + i));
+  for (int i : {0, 2, 5}) dm.destroy(*objects[i]);
+  dm.pin(*objects[4], ca::Access::read);
+  const std::byte* pinned_at = dm.pointer(*dm.getprimary(*objects[4]));
+  const auto moved = dm.defrag(fast);
+  CHECK(moved >= 2);
+  CHECK(dm.pointer(*dm.getprimary(*objects[4])) == pinned_at);
+  CHECK(dm.offset(*dm.getprimary(*objects[1])) == 0);
+  for (int i : {1, 3, 4, 6, 7}) CHECK(test::object_holds(dm, *objects[i], 40 + i));
+  CHECK(dm.stats().devices[fast].defrag_moves == moved);
+  ca::DataManager::unpin(*objects[4], ca::Access::read);
+  dm.check_invariants(true);
+  // With nothing pinned, a second defrag leaves one hole at the end.
+  dm.defrag(fast);
+  CHECK(dm.usage(fast).largest_free_block == 3 * 8 * 1024);
+}
+
+TEST_CASE("manager: stats count copies per device pair and peak occupancy") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, slow, 1 << 16, 9);
+  ca::policy::prefetch(dm, o, fast, slow);
+  ca::policy::evict(dm, o, fast, slow);  // clean: elided
+  const ca::Stats& s = dm.stats();
+  CHECK(s.bytes_copied[slow][fast] == 1 << 16);
+  CHECK(s.bytes_copied[fast][slow] == 0);
+  CHECK(s.bytes_copied_into(fast) == 1 << 16);
+  CHECK(s.devices[fast].peak_bytes_in_use == 1 << 16);
+  CHECK(s.devices[fast].bytes_in_use == 0);
+  const std::string text = s.to_string();
+  CHECK(text.find("slow -> fast: 64.00 KiB in 1 copies") != std::string::npos);
+  ca::Stats later = dm.stats();
+  CHECK(later.since(s).total_bytes_copied() == 0);
+}
+
+TEST_CASE("manager: invariant check catches a corrupted byte count") {
+  // check_invariants must be able to fail: use a policy mistake it detects,
+  // an object left without a primary.
+  ca::DataManager dm(two_tiers());
+  dm.create_object(100);
+  CHECK_THROWS_AS(dm.check_invariants(), ca::invariant_violation);
+}

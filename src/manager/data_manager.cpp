@@ -89,6 +89,11 @@ DeviceUsage DataManager::usage(DeviceId device) const {
   return u;
 }
 
+std::uint64_t DataManager::capacity(DeviceId device) const {
+  check_device(device, "capacity");
+  return heap(device).allocator().capacity();
+}
+
 std::vector<DeviceUsage> DataManager::usage() const {
   std::vector<DeviceUsage> all;
   for (DeviceId d = 0; d < device_count(); ++d) all.push_back(usage(d));
@@ -411,15 +416,10 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
                            " bytes; give a non-empty range inside it");
   }
   // Refuse before touching anything if a pinned primary lies in the range.
-  const std::uint64_t end = start + bytes;
-  a.walk([&](const detail::Block& block) {
-    if (block.free || block.offset + block.size <= start || block.offset >= end) return;
-    const auto& region = *static_cast<const Region*>(block.owner);
-    if (region.parent_ != nullptr && region.parent_->primary_ == &region && region.parent_->pinned()) {
-      throw pinned_error("cachedarrays: evictfrom: the range holds the " + region_name(region) +
-                         ", which is pinned by an open access; pinned objects are never evicted");
-    }
-  });
+  if (const Region* pinned = pinned_primary_in(device, start, bytes)) {
+    throw pinned_error("cachedarrays: evictfrom: the range holds the " + region_name(*pinned) +
+                       ", which is pinned by an open access; pinned objects are never evicted");
+  }
   const auto result = a.evict_range(start, bytes, [&](void* owner) {
     auto& region = *static_cast<Region*>(owner);
     const DeviceId d = region.device_;
@@ -428,6 +428,24 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
     return true;
   });
   return result == detail::BlockAllocator::EvictResult::cleared;
+}
+
+const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
+  const std::uint64_t end = start + bytes;
+  const Region* found = nullptr;
+  heap(device).allocator().walk([&](const detail::Block& block) {
+    if (found != nullptr || block.free || block.offset + block.size <= start || block.offset >= end) return;
+    const auto& region = *static_cast<const Region*>(block.owner);
+    if (region.parent_ != nullptr && region.parent_->primary_ == &region && region.parent_->pinned()) {
+      found = &region;
+    }
+  });
+  return found;
+}
+
+bool DataManager::pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
+  check_device(device, "pinned_in_range");
+  return pinned_primary_in(device, start, bytes) != nullptr;
 }
 
 std::uint64_t DataManager::defrag(DeviceId device) {

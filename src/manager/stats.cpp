@@ -55,6 +55,18 @@ Stats Stats::since(const Stats& earlier) const {
       delta.copies[s][d] -= earlier.copies[s][d];
     }
   }
+  PolicyCounters& p = delta.policy;
+  const PolicyCounters& q = earlier.policy;
+  p.prefetches -= q.prefetches;
+  p.prefetch_bytes -= q.prefetch_bytes;
+  p.evictions -= q.evictions;
+  p.writebacks -= q.writebacks;
+  p.writebacks_elided -= q.writebacks_elided;
+  p.writeback_bytes -= q.writeback_bytes;
+  p.deferred_retires -= q.deferred_retires;
+  p.collected -= q.collected;
+  p.defrags -= q.defrags;
+  for (std::size_t d = 0; d < max_devices; ++d) p.bytes_written[d] -= q.bytes_written[d];
   delta.objects_created -= earlier.objects_created;
   delta.objects_destroyed -= earlier.objects_destroyed;
   return delta;
@@ -83,6 +95,12 @@ std::string Stats::to_string() const {
   }
   if (!any) out += " none";
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
+  const PolicyCounters& p = policy;
+  out += fmt::format(
+      "\npolicy: {} prefetches ({}), {} evictions: {} written back ({}), {} write-backs elided; "
+      "{} retires deferred, {} collected, {} defrags",
+      p.prefetches, format_bytes(p.prefetch_bytes), p.evictions, p.writebacks, format_bytes(p.writeback_bytes),
+      p.writebacks_elided, p.deferred_retires, p.collected, p.defrags);
   return out;
 }
 

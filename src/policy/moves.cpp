@@ -19,6 +19,16 @@ EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow
   dm.setprimary(object, *y);                                // line 14
   if (!allocated) dm.unlink(*x, *y);                        // lines 15-17
   dm.free(*x);                                              // line 18
+
+  PolicyCounters& counters = dm.policy_counters();
+  ++counters.evictions;
+  if (write_back) {
+    ++counters.writebacks;
+    counters.writeback_bytes += object.bytes();
+    counters.bytes_written[slow] += object.bytes();
+  } else {
+    ++counters.writebacks_elided;
+  }
   return {true, write_back};
 }
 
@@ -39,6 +49,11 @@ bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
   dm.copyto(*y, *x);                                        // line 18
   dm.link(*x, *y);                                          // line 19
   dm.setprimary(object, *y);                                // line 20
+
+  PolicyCounters& counters = dm.policy_counters();
+  ++counters.prefetches;
+  counters.prefetch_bytes += bytes;
+  counters.bytes_written[fast] += bytes;
   return true;
 }
 

@@ -47,6 +47,8 @@ class DataManager {
   // Occupancy: capacity, bytes used, largest free block, live regions.
   [[nodiscard]] DeviceUsage usage(DeviceId device) const;
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
+  // The heap's capacity in bytes (cheaper than usage(device).capacity).
+  [[nodiscard]] std::uint64_t capacity(DeviceId device) const;
   // True when the device's heap is real persistent memory (libpmem says so).
   [[nodiscard]] bool is_pmem(DeviceId device) const;
   // Where the heap's memory comes from, for logs.
@@ -136,6 +138,13 @@ class DataManager {
   void check_invariants(bool verify_contents = false) const;
 
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+  // The policy's own counters live beside the manager's, so one snapshot
+  // holds both; policies (and policy/moves.cpp) add to them.
+  [[nodiscard]] PolicyCounters& policy_counters() noexcept { return stats_.policy; }
+
+  // True when [start, start + bytes) of `device` holds the primary of a
+  // pinned object: evictfrom over that range would throw pinned_error.
+  [[nodiscard]] bool pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;
 
  private:
   detail::Heap& heap(DeviceId device) const;
@@ -143,7 +152,7 @@ class DataManager {
   void check_region(const Region& region, const char* operation) const;
   void release_region(Region& region);
   void detach(Region& region);
-  void relocate(Region& region, std::uint64_t new_offset);
+  const Region* pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;
   std::string region_name(const Region& region) const;
   Region* new_region();
   void recycle(Region* region) noexcept;

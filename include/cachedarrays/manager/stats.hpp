@@ -26,6 +26,22 @@ struct DeviceCounters {
   std::uint64_t defrag_bytes = 0;
 };
 
+// What the policy's moves did (paper Listings 1 and 2, counted where they
+// run: policy/moves.cpp), so that modes can be compared by their traffic.
+struct PolicyCounters {
+  std::uint64_t prefetches = 0;         // objects copied into a faster device
+  std::uint64_t prefetch_bytes = 0;
+  std::uint64_t evictions = 0;          // objects moved out of a device
+  std::uint64_t writebacks = 0;         // evictions that copied data out
+  std::uint64_t writebacks_elided = 0;  // evictions of clean data with a valid copy
+  std::uint64_t writeback_bytes = 0;
+  std::uint64_t deferred_retires = 0;   // retires held until collect()
+  std::uint64_t collected = 0;          // objects freed by collect()
+  std::uint64_t defrags = 0;            // defrag passes the policy ran
+  // Bytes the policy's moves wrote into each device.
+  std::array<std::uint64_t, max_devices> bytes_written{};
+};
+
 struct Stats {
   std::vector<DeviceCounters> devices;
   // bytes_copied[src][dst]: bytes moved by copyto from device src to dst.
@@ -33,6 +49,7 @@ struct Stats {
   std::array<std::array<std::uint64_t, max_devices>, max_devices> copies{};
   std::uint64_t objects_created = 0;
   std::uint64_t objects_destroyed = 0;
+  PolicyCounters policy;
 
   [[nodiscard]] std::uint64_t total_bytes_copied() const;
   // Bytes written into device `dst` by copies from any other device.

@@ -49,6 +49,7 @@ class Policy {
 
  protected:
   [[nodiscard]] DataManager& manager() const { return *manager_; }
+  [[nodiscard]] bool attached() const noexcept { return manager_ != nullptr; }
 
  private:
   DataManager* manager_ = nullptr;

@@ -1,0 +1,83 @@
+// The CachedArrays policy family (paper IV, "We investigate several
+// different optimizations in the policy"): three switches give the modes the
+// paper compares.
+//   L  local allocation: a new object starts in fast memory when it fits
+//      (evicting to make room); without L it starts in slow memory and is
+//      copied into fast memory before its first write, like a true cache.
+//   M  memory optimisations: retire frees at once; without M retired objects
+//      are released only at collect() (a garbage collector that runs at the
+//      end of an iteration or under memory pressure), so they may be written
+//      back to slow memory when evicted: the waste the paper measures.
+//   P  prefetch: will_read copies a slow object into fast memory; without P
+//      reads are served where the object is and only will_write moves it.
+// Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp" (any combination parses).
+// Moves are the paper's Listing 1 (evict) and Listing 2 (prefetch); victims
+// are chosen by true LRU, archived objects first, and cleared with evictfrom
+// so that the hole is contiguous; when the free bytes suffice but no hole
+// does, the fast heap is defragmented first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/policy/policy.hpp"
+
+namespace cachedarrays::policy {
+
+namespace detail {
+class LruList;
+}
+
+struct Mode {
+  bool local_allocation = false;    // L
+  bool memory_optimisations = false;  // M
+  bool prefetch = false;            // P
+
+  // "ca", "ca-l", "ca-lm", "ca-lmp", ... (letters in any order, each once).
+  // Throws invalid_argument naming the valid spellings.
+  [[nodiscard]] static Mode parse(std::string_view name);
+  [[nodiscard]] std::string name() const;
+};
+
+namespace mode {
+inline constexpr Mode none{};
+inline constexpr Mode L{true, false, false};
+inline constexpr Mode LM{true, true, false};
+inline constexpr Mode LMP{true, true, true};
+}  // namespace mode
+
+class CachedArraysPolicy final : public Policy {
+ public:
+  explicit CachedArraysPolicy(Mode mode = mode::LM);
+  ~CachedArraysPolicy() override;
+
+  [[nodiscard]] std::string name() const override { return mode_.name(); }
+  [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
+  // Fast is device 0, slow the last device; at least two are needed.
+  void attach(DataManager& manager) override;
+  [[nodiscard]] bool place(Object& object) override;
+  void will_use(Object& object) override;
+  void will_read(Object& object) override;
+  void will_write(Object& object) override;
+  void archive(Object& object) override;
+  void retire(Object& object) override;
+  void collect() override;
+
+ private:
+  bool bring_to_fast(Object& object);
+  bool make_room(std::uint64_t bytes);
+  bool evict_for_room(Region& region);
+  Region* allocate_slow(std::uint64_t bytes);
+  void forget(Object& object);
+  void touch_if_fast(Object& object);
+
+  Mode mode_;
+  DeviceId fast_ = 0;
+  DeviceId slow_ = 1;
+  std::unique_ptr<detail::LruList> lru_;
+  std::vector<Object*> retired_;  // waiting for collect() (no-M)
+};
+
+}  // namespace cachedarrays::policy

@@ -1,0 +1,47 @@
+// Creates policies by name, for command lines and benchmarks. A Registry is
+// an ordinary object (no process-wide singleton): start from the built-in
+// policies and add your own.
+//
+//   auto registry = ca::policy::Registry::builtin();
+//   registry.add("my-policy", "what it does", [] { return std::make_unique<MyPolicy>(); });
+//   ca::Runtime rt{devices, registry.make(name)};
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/policy/policy.hpp"
+
+namespace cachedarrays::policy {
+
+class Registry {
+ public:
+  using Factory = std::function<std::unique_ptr<Policy>()>;
+
+  // first-touch, all-fast, all-slow and the CachedArrays modes ca, ca-l,
+  // ca-lm, ca-lmp (other letter combinations such as ca-m are accepted by
+  // make() too).
+  [[nodiscard]] static Registry builtin();
+
+  // Adds a policy; throws invalid_argument if the name is taken or empty.
+  void add(std::string name, std::string description, Factory factory);
+  // A new policy by name; throws invalid_argument listing the valid names.
+  [[nodiscard]] std::unique_ptr<Policy> make(std::string_view name) const;
+  [[nodiscard]] bool contains(std::string_view name) const;
+  // Registered names, in alphabetical order.
+  [[nodiscard]] std::vector<std::string> names() const;
+  [[nodiscard]] std::string description(std::string_view name) const;
+
+ private:
+  struct Entry {
+    std::string description;
+    Factory factory;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+}  // namespace cachedarrays::policy

@@ -1,0 +1,226 @@
+#include "cachedarrays/policy/cachedarrays_policy.hpp"
+
+#include <algorithm>
+
+#include "cachedarrays/policy/moves.hpp"
+#include "policy/lru_list.hpp"
+
+namespace cachedarrays::policy {
+
+using detail::LruList;
+
+namespace {
+
+LruList::Entry& entry_of(const Object& object) { return *static_cast<LruList::Entry*>(object.policy_state); }
+
+// How many victim windows make_room tries before giving up (a window may
+// hold a pinned object, or the slow tier may be full).
+constexpr int max_victim_windows = 16;
+
+}  // namespace
+
+// ---- Mode -------------------------------------------------------------------
+
+Mode Mode::parse(std::string_view name) {
+  const auto invalid = [&] {
+    return invalid_argument("cachedarrays: '" + std::string(name) +
+                            "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
+                            "the letters L, M, P, each at most once: ca-l, ca-lm, ca-lmp, ...");
+  };
+  Mode mode;
+  if (name == "ca") return mode;
+  if (name.size() < 4 || name.substr(0, 3) != "ca-") throw invalid();
+  for (char c : name.substr(3)) {
+    bool* flag = nullptr;
+    switch (c) {
+      case 'l': case 'L': flag = &mode.local_allocation; break;
+      case 'm': case 'M': flag = &mode.memory_optimisations; break;
+      case 'p': case 'P': flag = &mode.prefetch; break;
+      default: throw invalid();
+    }
+    if (*flag) throw invalid();
+    *flag = true;
+  }
+  return mode;
+}
+
+std::string Mode::name() const {
+  std::string letters = std::string(local_allocation ? "l" : "") + (memory_optimisations ? "m" : "") +
+                        (prefetch ? "p" : "");
+  return letters.empty() ? "ca" : "ca-" + letters;
+}
+
+// ---- CachedArraysPolicy -------------------------------------------------------
+
+CachedArraysPolicy::CachedArraysPolicy(Mode mode) : mode_(mode), lru_(std::make_unique<LruList>()) {}
+
+CachedArraysPolicy::~CachedArraysPolicy() {
+  // The runtime destroys its policy before its manager: release the
+  // per-object entries of every object still alive.
+  if (attached()) {
+    manager().for_each_object([](Object& object) {
+      delete static_cast<LruList::Entry*>(object.policy_state);
+      object.policy_state = nullptr;
+    });
+  }
+}
+
+void CachedArraysPolicy::attach(DataManager& manager) {
+  if (manager.device_count() < 2) {
+    throw invalid_argument("cachedarrays: policy '" + name() +
+                           "' moves data between a fast and a slow device, but the runtime has " +
+                           std::to_string(manager.device_count()) + "; give it at least two");
+  }
+  Policy::attach(manager);
+  fast_ = 0;
+  slow_ = manager.device_count() - 1;
+}
+
+Region* CachedArraysPolicy::allocate_slow(std::uint64_t bytes) {
+  DataManager& dm = manager();
+  Region* region = dm.allocate(slow_, bytes);
+  if (region == nullptr && !retired_.empty()) {
+    // Memory pressure: run the deferred frees (the paper's GC) and retry.
+    collect();
+    region = dm.allocate(slow_, bytes);
+  }
+  return region;
+}
+
+bool CachedArraysPolicy::place(Object& object) {
+  DataManager& dm = manager();
+  auto entry = std::make_unique<LruList::Entry>();
+  entry->object = &object;
+  const std::uint64_t bytes = object.bytes();
+
+  Region* region = nullptr;
+  if (mode_.local_allocation && bytes <= dm.capacity(fast_)) {
+    region = dm.allocate(fast_, bytes);
+    if (region == nullptr && make_room(bytes)) region = dm.allocate(fast_, bytes);
+  }
+  if (region == nullptr) region = allocate_slow(bytes);
+  // CA:∅ starts in slow memory; if even that is full, fast memory is the
+  // last resort rather than an out-of-memory error.
+  if (region == nullptr && !mode_.local_allocation) region = dm.allocate(fast_, bytes);
+  if (region == nullptr) return false;
+
+  dm.setprimary(object, *region);
+  object.policy_state = entry.release();
+  touch_if_fast(object);
+  return true;
+}
+
+void CachedArraysPolicy::touch_if_fast(Object& object) {
+  LruList::Entry& e = entry_of(object);
+  if (manager().device(*manager().getprimary(object)) == fast_) lru_->touch(e); else lru_->remove(e);
+}
+
+bool CachedArraysPolicy::bring_to_fast(Object& object) {
+  DataManager& dm = manager();
+  const Region* primary = dm.getprimary(object);
+  if (dm.device(*primary) == fast_) {
+    lru_->touch(entry_of(object));
+    return true;
+  }
+  if (object.bytes() > dm.capacity(fast_)) return false;
+  const bool moved = policy::prefetch(dm, object, fast_, dm.device(*primary),
+                                      [this](std::uint64_t bytes) { return make_room(bytes); });
+  if (moved) lru_->touch(entry_of(object));
+  return moved;
+}
+
+bool CachedArraysPolicy::evict_for_room(Region& region) {
+  DataManager& dm = manager();
+  Object* object = dm.parent(region);
+  if (object == nullptr || dm.getprimary(*object) != &region) {
+    // A free-standing region or a stray secondary: nothing to preserve.
+    dm.free(region);
+    return true;
+  }
+  EvictOutcome outcome = policy::evict(dm, *object, fast_, slow_);
+  if (!outcome.moved && !retired_.empty() && !entry_of(*object).retired) {
+    collect();  // the slow tier is full: free what is retired, then retry
+    outcome = policy::evict(dm, *object, fast_, slow_);
+  } else if (!outcome.moved && entry_of(*object).retired) {
+    // A retired object nobody will read again: dropping it is collect()'s
+    // job, and the slow tier has no room to keep it anyway.
+    collect();
+    return true;
+  }
+  if (outcome.moved) lru_->remove(entry_of(*object));
+  return outcome.moved;
+}
+
+bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
+  DataManager& dm = manager();
+  const DeviceUsage usage = dm.usage(fast_);
+  if (usage.largest_free_block >= bytes) return true;
+  if (usage.bytes_free() >= bytes) {
+    // Enough free bytes, no hole: slide the live regions together first.
+    dm.defrag(fast_);
+    ++dm.policy_counters().defrags;
+    if (dm.usage(fast_).largest_free_block >= bytes) return true;
+  }
+  const std::uint64_t span = (bytes + 63) & ~std::uint64_t{63};
+  if (span > usage.capacity) return false;
+  std::vector<Object*> tried;
+  for (int attempt = 0; attempt < max_victim_windows; ++attempt) {
+    // The window starts at the least recently used unpinned victim (paper
+    // Listing 2, line 8) and covers `bytes`; it must hold no pinned object.
+    std::uint64_t start = 0;
+    Object* victim = lru_->find([&](Object& candidate) {
+      if (candidate.pinned() || std::find(tried.begin(), tried.end(), &candidate) != tried.end()) return false;
+      const Region* r = dm.getprimary(candidate);
+      if (dm.device(*r) != fast_) return false;
+      start = std::min(dm.offset(*r), usage.capacity - span);
+      return !dm.pinned_in_range(fast_, start, span);
+    });
+    if (victim == nullptr) return false;
+    tried.push_back(victim);
+    if (dm.evictfrom(fast_, start, span, [this](Region& region) { return evict_for_room(region); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void CachedArraysPolicy::will_use(Object& object) { bring_to_fast(object); }
+
+void CachedArraysPolicy::will_read(Object& object) {
+  if (mode_.prefetch) bring_to_fast(object); else touch_if_fast(object);
+}
+
+void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
+
+void CachedArraysPolicy::archive(Object& object) {
+  if (manager().device(*manager().getprimary(object)) == fast_) lru_->archive(entry_of(object));
+}
+
+void CachedArraysPolicy::forget(Object& object) {
+  LruList::Entry* e = &entry_of(object);
+  lru_->remove(*e);
+  delete e;
+  object.policy_state = nullptr;
+  manager().destroy(object);
+}
+
+void CachedArraysPolicy::retire(Object& object) {
+  if (mode_.memory_optimisations) {
+    forget(object);
+    return;
+  }
+  // Without M nothing learns that the object is dead until collect(): it
+  // keeps its place (and its recency), and may be written back if evicted.
+  entry_of(object).retired = true;
+  retired_.push_back(&object);
+  ++manager().policy_counters().deferred_retires;
+}
+
+void CachedArraysPolicy::collect() {
+  std::vector<Object*> dead;
+  dead.swap(retired_);
+  for (Object* object : dead) forget(*object);
+  manager().policy_counters().collected += dead.size();
+}
+
+}  // namespace cachedarrays::policy

@@ -1,0 +1,70 @@
+// Recency order of fast-resident objects for victim choice: true LRU
+// (CachedArrays.jl only had FIFO), with archived objects in a list of their
+// own that is drained first. Intrusive, O(1) per touch.
+#pragma once
+
+#include "cachedarrays/manager/object.hpp"
+
+namespace cachedarrays::policy::detail {
+
+class LruList {
+ public:
+  struct Entry {
+    Object* object = nullptr;
+    Entry* prev = nullptr;
+    Entry* next = nullptr;
+    bool listed = false;
+    bool archived = false;
+    bool retired = false;  // retired, waiting for collect() (no-M modes)
+  };
+
+  // Most recently used: moves to the end of the ordinary list.
+  void touch(Entry& e) {
+    remove(e);
+    push_back(ordinary_, e);
+    e.archived = false;
+  }
+  // Not needed for a while: first in line for eviction.
+  void archive(Entry& e) {
+    remove(e);
+    push_back(archived_, e);
+    e.archived = true;
+  }
+  void remove(Entry& e) {
+    if (!e.listed) return;
+    List& list = e.archived ? archived_ : ordinary_;
+    (e.prev != nullptr ? e.prev->next : list.head) = e.next;
+    (e.next != nullptr ? e.next->prev : list.tail) = e.prev;
+    e.prev = e.next = nullptr;
+    e.listed = false;
+  }
+  // The first object, archived ones first, then least recently used first,
+  // that `accept` takes; null if none.
+  template <typename Accept>
+  Object* find(Accept&& accept) const {
+    for (const List* list : {&archived_, &ordinary_}) {
+      for (Entry* e = list->head; e != nullptr; e = e->next) {
+        if (accept(*e->object)) return e->object;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  struct List {
+    Entry* head = nullptr;
+    Entry* tail = nullptr;
+  };
+  static void push_back(List& list, Entry& e) {
+    e.prev = list.tail;
+    e.next = nullptr;
+    (list.tail != nullptr ? list.tail->next : list.head) = &e;
+    list.tail = &e;
+    e.listed = true;
+  }
+
+  List ordinary_;
+  List archived_;
+};
+
+}  // namespace cachedarrays::policy::detail

@@ -1,0 +1,67 @@
+#include "cachedarrays/policy/registry.hpp"
+
+#include "cachedarrays/policy/cachedarrays_policy.hpp"
+#include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/policy/single_tier.hpp"
+
+namespace cachedarrays::policy {
+
+Registry Registry::builtin() {
+  Registry r;
+  r.add("first-touch", "fast device until full, then slower ones; never moves (NUMA first touch)",
+        [] { return std::make_unique<FirstTouch>(); });
+  r.add("all-fast", "every object on the fastest device; never moves",
+        [] { return std::make_unique<SingleTier>(SingleTier::Tier::fastest); });
+  r.add("all-slow", "every object on the slowest device; never moves",
+        [] { return std::make_unique<SingleTier>(SingleTier::Tier::slowest); });
+  const std::pair<const char*, const char*> modes[] = {
+      {"ca", "CA:∅ — created in slow memory, copied in before first write; retire waits for collect()"},
+      {"ca-l", "CA:L — local allocation in fast memory; retire waits for collect()"},
+      {"ca-lm", "CA:LM — local allocation, retire frees at once"},
+      {"ca-lmp", "CA:LMP — CA:LM plus prefetch on will_read"},
+  };
+  for (const auto& [name, description] : modes) {
+    const Mode mode = Mode::parse(name);
+    r.add(name, description, [mode] { return std::make_unique<CachedArraysPolicy>(mode); });
+  }
+  return r;
+}
+
+void Registry::add(std::string name, std::string description, Factory factory) {
+  if (name.empty()) throw invalid_argument("cachedarrays: a policy needs a non-empty name");
+  if (!factory) throw invalid_argument("cachedarrays: policy '" + name + "' needs a factory");
+  if (contains(name)) {
+    throw invalid_argument("cachedarrays: a policy named '" + name + "' is already registered; pick another name");
+  }
+  entries_.emplace(std::move(name), Entry{std::move(description), std::move(factory)});
+}
+
+bool Registry::contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
+
+std::unique_ptr<Policy> Registry::make(std::string_view name) const {
+  if (auto it = entries_.find(name); it != entries_.end()) return it->second.factory();
+  // Any other spelling of the CachedArrays switches (ca-m, ca-pl, ...).
+  if (name.substr(0, 3) == "ca-") {
+    try {
+      return std::make_unique<CachedArraysPolicy>(Mode::parse(name));
+    } catch (const invalid_argument&) {
+      // fall through to the list of names
+    }
+  }
+  std::string valid;
+  for (const auto& [known, entry] : entries_) valid += (valid.empty() ? "" : ", ") + known;
+  throw invalid_argument("cachedarrays: unknown policy '" + std::string(name) + "'; valid policies: " + valid);
+}
+
+std::vector<std::string> Registry::names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
+std::string Registry::description(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? std::string{} : it->second.description;
+}
+
+}  // namespace cachedarrays::policy

@@ -257,8 +257,8 @@ TEST_CASE("registry: names, descriptions, custom policies and clear errors") {
     CHECK(m.find("ca-lmp") != std::string::npos);
     CHECK(m.find("first-touch") != std::string::npos);
   }
-  CHECK_THROWS_AS(ca::policy::Mode::parse("ca-ll"), ca::invalid_argument);
-  CHECK_THROWS_AS(ca::policy::Mode::parse("ca-x"), ca::invalid_argument);
+  CHECK_THROWS_AS((void)ca::policy::Mode::parse("ca-ll"), ca::invalid_argument);
+  CHECK_THROWS_AS((void)ca::policy::Mode::parse("ca-x"), ca::invalid_argument);
   registry.add("mine", "test", [] { return std::make_unique<ca::policy::FirstTouch>(); });
   CHECK(registry.make("mine")->name() == "first-touch");
   CHECK_THROWS_AS(registry.add("mine", "again", [] { return std::make_unique<ca::policy::FirstTouch>(); }),

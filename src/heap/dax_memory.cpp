@@ -1,0 +1,282 @@
+// DAX heap: a file mapped with libpmem. On a DAX filesystem or a device DAX
+// this is real persistent memory; anywhere else (the default, /dev/shm) it
+// is an ordinary shared file mapping that stands in for the slow tier.
+//
+// Files the library creates are removed when the heap goes away (unless the
+// spec says keep_file); a file the user named and that already existed is
+// mapped as it is and never truncated or removed.
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/stats.hpp"
+#include "heap/heap_memory.hpp"
+
+namespace cachedarrays::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Distinguishes the heaps of one process; the pid distinguishes processes.
+std::atomic<std::uint64_t> next_file_number{0};
+
+// A pid is reused, so a stale file of a crashed run may hold our name:
+// creation is exclusive and moves on to the next number.
+constexpr int max_name_attempts = 1000;
+
+std::string label(const DeviceSpec& spec) { return "device '" + spec.display_name() + "' (dax)"; }
+
+bool directory_exists(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+// /dev/shm is memory-backed, so the emulated slow tier costs no disk I/O;
+// $TMPDIR and /tmp are the fallbacks where it is missing (containers, macOS).
+fs::path default_directory() {
+  if (directory_exists("/dev/shm")) return "/dev/shm";
+  if (const char* tmpdir = std::getenv("TMPDIR");
+      tmpdir != nullptr && *tmpdir != '\0' && directory_exists(tmpdir)) {
+    return tmpdir;
+  }
+  return "/tmp";
+}
+
+bool is_permission_error(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+
+// Free bytes on the filesystem holding `dir`; root may also use the blocks
+// reserved for it. Returns false for pseudo-filesystems that report no size
+// (their real error comes from the open).
+bool free_bytes(const fs::path& dir, std::uint64_t& bytes) {
+  struct statvfs fs_stat {};
+  if (::statvfs(dir.c_str(), &fs_stat) != 0 || fs_stat.f_blocks == 0) return false;
+  const auto blocks = ::geteuid() == 0 ? fs_stat.f_bfree : fs_stat.f_bavail;
+  bytes = static_cast<std::uint64_t>(blocks) * fs_stat.f_frsize;
+  return true;
+}
+
+std::string space_message(const DeviceSpec& spec, const fs::path& dir) {
+  std::uint64_t available = 0;
+  const std::string have = free_bytes(dir, available) ? format_bytes(available) : "too little";
+  return label(spec) + ": filesystem of " + dir.string() + " has " + have + " free, heap needs " +
+         format_bytes(spec.capacity) + "; pick a smaller capacity or another path";
+}
+
+class DaxMemory final : public HeapMemory {
+ public:
+  DaxMemory() = default;
+  DaxMemory(const DaxMemory&) = delete;
+  DaxMemory& operator=(const DaxMemory&) = delete;
+  ~DaxMemory() override {
+    if (mapping_ != nullptr) pmem_unmap(mapping_, mapped_bytes_);
+    if (remove_file_) ::unlink(path_.c_str());
+  }
+
+  // A fresh file named cachedarrays-<pid>-<n> inside `dir`.
+  void create_unique(const DeviceSpec& spec, const fs::path& dir) {
+    check_can_create(spec, dir);
+    for (int attempt = 0; attempt < max_name_attempts; ++attempt) {
+      const fs::path candidate = dir / ("cachedarrays-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(next_file_number++));
+      if (try_create(spec, candidate, dir)) return;
+    }
+    throw heap_error(label(spec) + ": " + std::to_string(max_name_attempts) +
+                     " file names cachedarrays-" + std::to_string(::getpid()) + "-* in " +
+                     dir.string() + " are all taken; remove stale cachedarrays-* files there");
+  }
+
+  // The file `path` (which does not exist yet) inside the existing `dir`.
+  void create_named(const DeviceSpec& spec, const fs::path& path, const fs::path& dir) {
+    check_can_create(spec, dir);
+    if (!try_create(spec, path, dir)) {
+      throw heap_error(label(spec) + ": " + path.string() +
+                       " was created by someone else while the heap was being set up; "
+                       "give another path or a directory");
+    }
+  }
+
+  // An existing file (or device DAX) the user named: mapped whole, as it is.
+  void map_existing(const DeviceSpec& spec, const fs::path& path, const struct stat& st) {
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+      throw heap_error(label(spec) + ": " + path.string() +
+                       " is neither a regular file, a directory nor a device DAX; give a file "
+                       "to map or a directory to create one in");
+    }
+    if (::access(path.c_str(), R_OK | W_OK) != 0) {
+      const int err = errno;
+      throw heap_error(label(spec) + ": " + path.string() + " is not writable (" +
+                       std::strerror(err) +
+                       "); the heap needs read-write access: fix its permissions or give another "
+                       "path");
+    }
+    if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) < spec.capacity) {
+      throw too_small(spec, path, static_cast<std::uint64_t>(st.st_size));
+    }
+    // Without PMEM_FILE_CREATE libpmem maps the whole file and never
+    // changes its size: the user's data stays as it was.
+    std::size_t mapped = 0;
+    int is_pmem = 0;
+    void* mapping = pmem_map_file(path.c_str(), 0, 0, 0, &mapped, &is_pmem);
+    if (mapping == nullptr) {
+      const int err = errno;
+      if (is_permission_error(err)) {
+        throw heap_error(label(spec) + ": cannot map " + path.string() + " read-write (" +
+                         std::strerror(err) + "); fix its permissions or give another path");
+      }
+      throw heap_error(label(spec) + ": cannot map " + path.string() + ": " + std::strerror(err) +
+                       "; give a regular file, a device DAX (/dev/daxN.M) or a directory");
+    }
+    adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/false);
+    owner_ = "existing file, never removed";
+    // A device DAX has no st_size: its length is known only once mapped.
+    if (mapped_bytes_ < spec.capacity) throw too_small(spec, path, mapped_bytes_);
+  }
+
+  // Regions are aligned relative to the base, and libpmem chooses where the
+  // file is mapped (it aims for a 2 MiB boundary, 1 GiB for very large
+  // files, so huge pages can back it): the alignment can only be checked.
+  void check_alignment(const DeviceSpec& spec) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(base_);
+    if (address % spec.alignment != 0) {
+      const std::uintptr_t achieved = address & (~address + 1);  // lowest set bit
+      throw heap_error(label(spec) + ": libpmem mapped " + path_.string() +
+                       " at an address aligned to " + std::to_string(achieved) +
+                       " bytes, but alignment " + std::to_string(spec.alignment) +
+                       " was asked for; use an alignment of at most " + std::to_string(achieved));
+    }
+  }
+
+  void describe(const DeviceSpec& spec) {
+    const char* kind =
+        is_pmem_ ? "real persistent memory" : "not pmem: ordinary file, slow tier emulated";
+    description_ =
+        path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ + ")";
+  }
+
+ private:
+  void check_can_create(const DeviceSpec& spec, const fs::path& dir) const {
+    // As root access() says yes almost everywhere; the open inside
+    // pmem_map_file then gives the real answer (handled in try_create).
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      const int err = errno;
+      throw heap_error(label(spec) + ": cannot create the heap file in " + dir.string() +
+                       ": directory is not writable (" + std::strerror(err) +
+                       "); give a writable directory (e.g. /dev/shm) or fix its permissions");
+    }
+    std::uint64_t available = 0;
+    if (free_bytes(dir, available) && available < spec.capacity) {
+      throw heap_error(space_message(spec, dir));
+    }
+  }
+
+  // Returns false when `path` already exists (the caller decides whether to
+  // try another name); throws for every other failure.
+  bool try_create(const DeviceSpec& spec, const fs::path& path, const fs::path& dir) {
+    // EXCL: never truncate a file that appeared meanwhile, and it lets
+    // libpmem remove the file itself if allocating its blocks fails.
+    // Not SPARSE: posix_fallocate reserves every block now, so a full
+    // filesystem is reported here instead of as SIGBUS in a later kernel.
+    std::size_t mapped = 0;
+    int is_pmem = 0;
+    void* mapping = pmem_map_file(path.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_EXCL,
+                                  S_IRUSR | S_IWUSR, &mapped, &is_pmem);
+    if (mapping == nullptr) {
+      const int err = errno;
+      if (err == EEXIST) return false;
+      if (err == ENOSPC) throw heap_error(space_message(spec, dir));
+      if (is_permission_error(err)) {
+        throw heap_error(label(spec) + ": cannot create " + path.string() + " (" +
+                         std::strerror(err) +
+                         "); give a writable directory (e.g. /dev/shm) or fix its permissions");
+      }
+      throw heap_error(label(spec) + ": cannot create " + path.string() + ": " +
+                       std::strerror(err) +
+                       "; give a path on a filesystem that holds ordinary files (e.g. /dev/shm)");
+    }
+    adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/!spec.keep_file);
+    owner_ = spec.keep_file ? "created, kept after shutdown" : "created, removed at shutdown";
+    return true;
+  }
+
+  heap_error too_small(const DeviceSpec& spec, const fs::path& path, std::uint64_t size) const {
+    return heap_error(label(spec) + ": " + path.string() + " is " + format_bytes(size) +
+                      ", smaller than the capacity of " + format_bytes(spec.capacity) +
+                      " asked for; enlarge it (truncate -s " + std::to_string(spec.capacity) + " " +
+                      path.string() +
+                      "), ask for a smaller capacity, or give a new path or a directory so that "
+                      "a file of the right size is created");
+  }
+
+  // From here on the destructor owns the mapping (and the file, if ours).
+  void adopt(const DeviceSpec& spec, const fs::path& path, void* mapping, std::size_t mapped,
+             bool is_pmem, bool remove) {
+    mapping_ = mapping;
+    mapped_bytes_ = mapped;
+    path_ = path;
+    remove_file_ = remove;
+    base_ = static_cast<std::byte*>(mapping);
+    // Only the capacity asked for is used, even when a user's file is larger.
+    capacity_ = spec.capacity;
+    is_pmem_ = is_pmem;
+  }
+
+  void* mapping_ = nullptr;
+  std::size_t mapped_bytes_ = 0;
+  fs::path path_;
+  bool remove_file_ = false;
+  std::string owner_;
+};
+
+}  // namespace
+
+std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec) {
+  // Built inside the unique_ptr: when a step after the mapping throws, the
+  // destructor unmaps and removes the file if the library created it.
+  auto memory = std::make_unique<DaxMemory>();
+  const fs::path& path = spec.path;
+  if (path.empty()) {
+    memory->create_unique(spec, default_directory());
+  } else {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        memory->create_unique(spec, path);
+      } else {
+        memory->map_existing(spec, path, st);
+      }
+    } else if (const int err = errno; err == ENOENT || err == ENOTDIR) {
+      // ENOTDIR: some component of the parent is a file; say which below.
+      const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+      if (std::error_code ec; fs::exists(dir, ec) && !directory_exists(dir)) {
+        throw heap_error(label(spec) + ": " + dir.string() + " is not a directory, so the " +
+                         "heap file " + path.string() + " cannot be created in it; give a path "
+                         "inside an existing directory");
+      }
+      if (!directory_exists(dir)) {
+        throw heap_error(label(spec) + ": directory " + dir.string() +
+                         " does not exist (needed for the heap file " + path.string() +
+                         "); create it first, or give an existing directory or file");
+      }
+      memory->create_named(spec, path, dir);
+    } else {
+      throw heap_error(label(spec) + ": cannot use " + path.string() + ": " + std::strerror(err) +
+                       "; give an existing directory, an existing file, or a new file in an "
+                       "existing directory");
+    }
+  }
+  memory->check_alignment(spec);
+  memory->describe(spec);
+  if (spec.prefault) prefault(memory->base(), memory->capacity());
+  return memory;
+}
+
+}  // namespace cachedarrays::detail

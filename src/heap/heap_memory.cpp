@@ -1,0 +1,125 @@
+// make_heap_memory: every check that needs no OS resource happens here,
+// before anything is mapped, so that a bad spec fails with one clear message
+// and leaves nothing behind. Checks that need the filesystem (DAX paths,
+// free space) live with the DAX implementation, next to the calls they guard.
+#include "heap/heap_memory.hpp"
+
+#include <numa.h>
+
+#include <string>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/stats.hpp"
+
+namespace cachedarrays::detail {
+namespace {
+
+// 2^56 bytes (64 PiB) is the whole user half of a 5-level-paging x86-64
+// address space; no mapping can be larger, and the bound keeps the
+// page/alignment rounding done by the implementations free of overflow.
+constexpr std::uint64_t max_capacity = std::uint64_t{1} << 56;
+
+std::string device_label(const DeviceSpec& spec) {
+  return "device '" + spec.display_name() + "' (" + to_string(spec.kind) + ")";
+}
+
+// "0-3,5": the nodes this process may allocate from (numa_all_nodes_ptr
+// already leaves out memoryless nodes and nodes outside our cpuset).
+std::string valid_nodes() {
+  std::string out;
+  const int max_node = numa_max_node();
+  for (int node = 0; node <= max_node; ++node) {
+    if (numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) continue;
+    int last = node;
+    while (last + 1 <= max_node &&
+           numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(last + 1)) != 0) {
+      ++last;
+    }
+    if (!out.empty()) out += ',';
+    out += std::to_string(node);
+    if (last > node) out += '-' + std::to_string(last);
+    node = last;
+  }
+  return out.empty() ? "none" : out;
+}
+
+void check_numa_node(const DeviceSpec& spec) {
+  const int node = spec.numa_node;
+  // numa_available() must be called before any other libnuma function.
+  if (numa_available() < 0) {
+    if (node == 0) return;  // without NUMA support, node 0 is all of memory
+    throw heap_error(device_label(spec) + ": NUMA node " + std::to_string(node) +
+                     " requested, but this machine has no NUMA support (numa_available() < 0); "
+                     "the only valid node is 0");
+  }
+  if (node > numa_max_node() ||
+      numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) {
+    throw heap_error(device_label(spec) + ": NUMA node " + std::to_string(node) +
+                     " does not exist or has no memory this process may use; valid nodes: " +
+                     valid_nodes() + " (see `numactl --hardware`)");
+  }
+  // A bound mapping cannot spill to other nodes: prefaulting more than the
+  // node holds would end in the OOM killer, not in an error we could report.
+  long long node_bytes = numa_node_size64(node, nullptr);
+  if (node_bytes > 0 && spec.capacity > static_cast<std::uint64_t>(node_bytes)) {
+    throw heap_error(device_label(spec) + ": capacity " + format_bytes(spec.capacity) +
+                     " exceeds the " + format_bytes(static_cast<std::uint64_t>(node_bytes)) +
+                     " of memory on NUMA node " + std::to_string(node) +
+                     "; pick a smaller capacity or another node");
+  }
+}
+
+void validate(const DeviceSpec& spec) {
+  if (spec.capacity == 0) {
+    throw invalid_argument(device_label(spec) +
+                           ": capacity is 0 bytes; give the number of bytes to reserve (> 0)");
+  }
+  if (spec.capacity > max_capacity) {
+    throw invalid_argument(device_label(spec) + ": capacity " + format_bytes(spec.capacity) +
+                           " is larger than any address space can map (at most " +
+                           format_bytes(max_capacity) + ")");
+  }
+  const std::uint64_t a = spec.alignment;
+  if (a < 8 || (a & (a - 1)) != 0) {
+    throw invalid_argument(device_label(spec) + ": alignment " + std::to_string(a) +
+                           " is not allowed; use a power of two >= 8 (e.g. 64, 4096)");
+  }
+  if (a > spec.capacity) {
+    throw invalid_argument(device_label(spec) + ": alignment " + std::to_string(a) +
+                           " is larger than the capacity " + format_bytes(spec.capacity) +
+                           ", so not one block would fit; use a smaller alignment");
+  }
+  switch (spec.kind) {
+    case DeviceKind::dram:
+      if (spec.numa_node >= 0) check_numa_node(spec);
+      return;
+    case DeviceKind::numa:
+      if (spec.numa_node < 0) {
+        throw invalid_argument(device_label(spec) + ": numa_node is " +
+                               std::to_string(spec.numa_node) +
+                               "; a numa device needs the node to allocate from (>= 0), e.g. "
+                               "numa_node(1, capacity)");
+      }
+      check_numa_node(spec);
+      return;
+    case DeviceKind::dax:
+      return;
+  }
+  throw invalid_argument(device_label(spec) + ": unknown device kind " +
+                         std::to_string(static_cast<int>(spec.kind)) +
+                         "; allowed kinds are dram, numa and dax");
+}
+
+}  // namespace
+
+std::unique_ptr<HeapMemory> make_heap_memory(const DeviceSpec& spec) {
+  validate(spec);
+  switch (spec.kind) {
+    case DeviceKind::dram: return make_dram_memory(spec);
+    case DeviceKind::numa: return make_numa_memory(spec);
+    case DeviceKind::dax: return make_dax_memory(spec);
+  }
+  return nullptr;  // unreachable: validate() rejected unknown kinds
+}
+
+}  // namespace cachedarrays::detail

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cachedarrays builds with, only those missing.
+# Nothing is downloaded at build or run time beyond these packages.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libpmem-dev      # PMDK: DAX heaps (pmem_map_file, pmem_memcpy_nodrain)
+  libnuma-dev      # NUMA / CXL heaps and DRAM binding
+  libtbb-dev       # oneTBB: parallel prefault and copies
+  libfmt-dev       # formatting of stats and messages
+  doctest-dev      # the test suite
+  libcli11-dev     # command lines of examples and benchmarks
+  nlohmann-json3-dev  # JSON output of benchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

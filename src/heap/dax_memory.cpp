@@ -40,7 +40,7 @@ bool directory_exists(const fs::path& path) {
   return fs::is_directory(path, ec);
 }
 
-// /dev/shm is memory-backed, so the emulated slow tier costs no disk I/O;
+// /dev/shm is memory-backed, so the stand-in slow tier costs no disk I/O;
 // $TMPDIR and /tmp are the fallbacks where it is missing (containers, macOS).
 fs::path default_directory() {
   if (directory_exists("/dev/shm")) return "/dev/shm";
@@ -157,7 +157,7 @@ class DaxMemory final : public HeapMemory {
 
   void describe(const DeviceSpec& spec) {
     const char* kind =
-        is_pmem_ ? "real persistent memory" : "not pmem: ordinary file, slow tier emulated";
+        is_pmem_ ? "real persistent memory" : "not pmem: an ordinary file stands in for the slow tier";
     description_ =
         path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ + ")";
   }

@@ -6,7 +6,11 @@ include(CMakePackageConfigHelpers)
 
 set(CACHEDARRAYS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cachedarrays)
 
-install(TARGETS cachedarrays EXPORT cachedarraysTargets
+set(cachedarrays_installed_targets cachedarrays)
+if(CACHEDARRAYS_BUILD_NN)
+  list(APPEND cachedarrays_installed_targets cachedarrays_nn)
+endif()
+install(TARGETS ${cachedarrays_installed_targets} EXPORT cachedarraysTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

@@ -11,6 +11,8 @@ packages=(
   libfmt-dev       # formatting of stats and messages
   doctest-dev      # the test suite
   libcli11-dev     # command lines of examples and benchmarks
+  libdnnl-dev      # oneDNN: the CNN trainer's kernels
+  ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # JSON output of benchmarks
 )
 

@@ -1,0 +1,133 @@
+// What an op needs to run: the runtime, a oneDNN engine and stream, a cache
+// of primitives keyed by their descriptors (each created once), and
+// `execute`, which runs a primitive as a cachedarrays kernel: will_read on
+// inputs, will_write on outputs, pins, hands oneDNN the primary pointers via
+// set_data_handle (paper III-C: one indirection per kernel), runs, unpins.
+//
+// The oneDNN scratchpad is in user mode and comes from the runtime too. In a
+// shape-only dry run (`dry_run()`), tensors have no storage and execute()
+// records the kernel's arguments without running anything.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "cachedarrays/nn/tensor.hpp"
+#include "cachedarrays/runtime.hpp"
+
+namespace cachedarrays::nn {
+
+// One argument of a kernel: its oneDNN argument id (DNNL_ARG_SRC, ...), the
+// tensor, and whether the kernel reads or writes it.
+struct KernelArg {
+  int dnnl_arg;
+  const Tensor* tensor;
+  Access access;
+};
+
+inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read}; }
+inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write}; }
+
+// Observes every kernel (for traces and the dry run); see nn/executor.hpp.
+struct KernelObserver {
+  virtual ~KernelObserver() = default;
+  virtual void on_kernel(const std::string& name, std::span<const KernelArg> args) = 0;
+};
+
+class Context {
+ public:
+  // runtime == nullptr: a shape-only dry run.
+  explicit Context(Runtime* runtime);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  [[nodiscard]] bool dry_run() const noexcept { return runtime_ == nullptr; }
+  [[nodiscard]] Runtime* runtime() const noexcept { return runtime_; }
+  [[nodiscard]] const dnnl::engine& engine() const noexcept { return engine_; }
+  [[nodiscard]] dnnl::stream& stream() noexcept { return stream_; }
+
+  // A new tensor of this layout (storage from the runtime unless dry run).
+  [[nodiscard]] Tensor make(const dnnl::memory::desc& desc) const { return Tensor(runtime_, desc); }
+  [[nodiscard]] Tensor make_plain(const Dims& dims) const { return make(plain_desc(dims)); }
+
+  // Attributes every primitive descriptor must be created with (user-mode
+  // scratchpad, so that scratch memory comes from the runtime).
+  [[nodiscard]] const dnnl::primitive_attr& attr() const noexcept { return attr_; }
+
+  // The primitive descriptor and primitive cached under `key`, created by
+  // `make_pd` on first use. Build `key` with `key_of` from every descriptor
+  // the primitive depends on.
+  template <typename PrimitiveDesc, typename Primitive, typename MakePd>
+  std::pair<const PrimitiveDesc*, const Primitive*> cached(const std::string& key, MakePd&& make_pd) {
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      auto entry = std::make_shared<Entry<PrimitiveDesc, Primitive>>(make_pd());
+      it = cache_.emplace(key, std::move(entry)).first;
+      ++primitives_created_;
+    }
+    auto* entry = static_cast<Entry<PrimitiveDesc, Primitive>*>(it->second.get());
+    return {&entry->pd, &entry->primitive};
+  }
+  [[nodiscard]] std::uint64_t primitives_created() const noexcept { return primitives_created_; }
+
+  // Runs `primitive` as one kernel over `args` (see the file comment).
+  // `scratchpad` is the primitive descriptor's scratchpad_desc().
+  void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+               std::initializer_list<KernelArg> args);
+  void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+               std::span<const KernelArg> args);
+  // A hand-written kernel: `body` gets each argument's float pointer, in
+  // order (dnnl_arg is ignored). Nothing runs in a dry run.
+  void run(const std::string& name, std::span<const KernelArg> args,
+           const std::function<void(std::span<float* const>)>& body);
+
+  // `src` in layout `desc`: the tensor itself if it already has it, else a
+  // new tensor filled by a reorder kernel.
+  [[nodiscard]] Tensor reorder(const Tensor& src, const dnnl::memory::desc& desc);
+  // dst = src, converting the layout (both tensors must have the same dims).
+  void copy(const Tensor& src, Tensor& dst);
+  // The tensor's values in plain row-major order (tests, losses, tools).
+  [[nodiscard]] std::vector<float> read(const Tensor& t);
+  // Sets the tensor from values in plain row-major order.
+  void write(Tensor& t, std::span<const float> values);
+  // into += addend (reordered to into's layout first if needed).
+  void accumulate(Tensor& into, const Tensor& addend);
+  // Sets every element to `value`.
+  void fill(Tensor& t, float value);
+
+  void set_observer(KernelObserver* observer) noexcept { observer_ = observer; }
+
+ private:
+  struct EntryBase {
+    virtual ~EntryBase() = default;
+  };
+  template <typename PrimitiveDesc, typename Primitive>
+  struct Entry : EntryBase {
+    explicit Entry(PrimitiveDesc p) : pd(std::move(p)), primitive(pd) {}
+    PrimitiveDesc pd;
+    Primitive primitive;
+  };
+
+  Runtime* runtime_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::primitive_attr attr_;
+  std::map<std::string, std::shared_ptr<EntryBase>> cache_;
+  std::uint64_t primitives_created_ = 0;
+  std::unique_ptr<CachedArray<std::byte>> scratchpad_;
+  KernelObserver* observer_ = nullptr;
+};
+
+// A cache key component for a descriptor: dims, data type and layout.
+[[nodiscard]] std::string key_of(const dnnl::memory::desc& desc);
+
+}  // namespace cachedarrays::nn

@@ -1,0 +1,45 @@
+// Graph builders for the layers the models use: each adds its node and its
+// parameters (named "<name>.weight", "<name>.bias", ...) to the graph and
+// returns the output value. Shapes are NCHW for images, NC for features.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/graph.hpp"
+
+namespace cachedarrays::nn {
+
+struct Conv2dOptions {
+  std::int64_t out_channels = 0;
+  std::int64_t kernel = 3;
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  bool bias = false;
+};
+ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions& options);
+// Training-mode batch normalisation over N, H, W (batch statistics),
+// learnable scale ("weight") and shift ("bias"), epsilon 1e-5.
+ValueId batch_norm(Graph& g, const std::string& name, ValueId x);
+ValueId relu(Graph& g, const std::string& name, ValueId x);
+ValueId max_pool(Graph& g, const std::string& name, ValueId x, std::int64_t kernel, std::int64_t stride,
+                 std::int64_t padding = 0);
+// Average pooling; padding is excluded from the average (as PyTorch's
+// count_include_pad=False would; the models use padding 0).
+ValueId avg_pool(Graph& g, const std::string& name, ValueId x, std::int64_t kernel, std::int64_t stride,
+                 std::int64_t padding = 0);
+// [N, C, H, W] -> [N, C, 1, 1]
+ValueId global_avg_pool(Graph& g, const std::string& name, ValueId x);
+// Fully connected: x is [N, C] or [N, C, H, W] (flattened), output [N, out].
+ValueId linear(Graph& g, const std::string& name, ValueId x, std::int64_t out_features, bool bias = true);
+// Element-wise a + b (same shape): residual connections.
+ValueId add(Graph& g, const std::string& name, ValueId a, ValueId b);
+// Concatenation along channels (axis 1): DenseNet.
+ValueId concat(Graph& g, const std::string& name, const std::vector<ValueId>& xs);
+// Mean over the batch of -log softmax(logits)[label]; labels hold class
+// indices as floats, shape [N]. Output shape [1]. Sets nothing on the graph:
+// call g.set_loss on the result.
+ValueId softmax_cross_entropy(Graph& g, const std::string& name, ValueId logits, ValueId labels);
+
+}  // namespace cachedarrays::nn

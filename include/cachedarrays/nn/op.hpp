@@ -1,0 +1,47 @@
+// One operator of the trainer: shape inference, forward, and backward, the
+// latter two through oneDNN primitives run by Context::execute. Reverse-mode
+// autodiff walks the graph's nodes backwards calling `backward`; no model
+// has a hand-written backward pass.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/context.hpp"
+#include "cachedarrays/nn/tensor.hpp"
+
+namespace cachedarrays::nn {
+
+class Op {
+ public:
+  virtual ~Op();
+  Op() = default;
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  // "conv", "batch_norm", "relu", ... (trace and error messages).
+  [[nodiscard]] virtual std::string kind() const = 0;
+  // Output shapes for these input shapes; throws invalid_argument naming
+  // the op and the offending shape when they do not fit.
+  [[nodiscard]] virtual std::vector<Dims> output_dims(std::span<const Dims> inputs) const = 0;
+  // Which forward inputs / outputs `backward` reads. The executor keeps
+  // exactly those alive until the op's backward has run (and archives them
+  // meanwhile); the others are retired after their last forward use.
+  [[nodiscard]] virtual std::vector<bool> backward_reads_inputs(std::size_t inputs) const = 0;
+  [[nodiscard]] virtual std::vector<bool> backward_reads_outputs(std::size_t outputs) const = 0;
+
+  // Creates each outputs[i] (ctx.make with the layout the primitive chose)
+  // and computes it. Op-private tensors backward needs (batch-norm mean and
+  // variance, pooling workspace) go into `saved`.
+  virtual void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                       std::vector<Tensor>& saved) = 0;
+  // For every input i with need_grad[i], creates grad_inputs[i] (any layout)
+  // holding dLoss/dInput. grad_outputs[j] holds dLoss/dOutput j. Inputs and
+  // outputs that backward_reads_* did not ask for may be empty handles.
+  virtual void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                        std::span<const Tensor> grad_outputs, std::vector<Tensor>& saved,
+                        std::span<const bool> need_grad, std::span<Tensor> grad_inputs) = 0;
+};
+
+}  // namespace cachedarrays::nn

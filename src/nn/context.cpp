@@ -1,0 +1,159 @@
+#include "cachedarrays/nn/context.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "cachedarrays/kernel.hpp"
+
+namespace cachedarrays::nn {
+
+Context::Context(Runtime* runtime)
+    : runtime_(runtime), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+  attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+}
+
+Context::~Context() = default;
+
+std::string key_of(const dnnl::memory::desc& desc) {
+  // The C descriptor is plain data: its bytes identify dims, type and layout.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&desc.data);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string key;
+  key.reserve(2 * sizeof(desc.data));
+  for (std::size_t i = 0; i < sizeof(desc.data); ++i) {
+    key.push_back(hex[bytes[i] >> 4]);
+    key.push_back(hex[bytes[i] & 15]);
+  }
+  return key;
+}
+
+void Context::execute(const std::string& name, const dnnl::primitive& primitive,
+                      const dnnl::memory::desc& scratchpad, std::initializer_list<KernelArg> args) {
+  execute(name, primitive, scratchpad, std::span<const KernelArg>(args.begin(), args.size()));
+}
+
+void Context::execute(const std::string& name, const dnnl::primitive& primitive,
+                      const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
+  if (observer_ != nullptr) observer_->on_kernel(name, args);
+  if (dry_run()) return;
+  const std::size_t scratch_bytes = scratchpad.get_size();
+  if (scratch_bytes > 0 && (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
+    scratchpad_.reset();  // retire the smaller one first
+    scratchpad_ = std::make_unique<CachedArray<std::byte>>(runtime_->array<std::byte>(scratch_bytes));
+  }
+  const std::size_t n = args.size() + (scratch_bytes > 0 ? 1 : 0);
+  std::vector<Object*> objects(n);
+  std::vector<Access> accesses(n);
+  std::vector<std::byte*> data(n);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    objects[i] = &args[i].tensor->array()->object();
+    accesses[i] = args[i].access;
+  }
+  if (scratch_bytes > 0) {
+    objects.back() = &scratchpad_->object();
+    accesses.back() = Access::write;
+  }
+  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n);
+  // Unpin whatever happens inside oneDNN.
+  struct Unpin {
+    std::vector<Object*>& objects;
+    std::vector<Access>& accesses;
+    ~Unpin() {
+      for (std::size_t i = 0; i < objects.size(); ++i) Runtime::release(*objects[i], accesses[i]);
+    }
+  } unpin{objects, accesses};
+
+  std::unordered_map<int, dnnl::memory> memories;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, data[i]));
+  }
+  if (scratch_bytes > 0) memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, data.back()));
+  primitive.execute(stream_, memories);
+  stream_.wait();
+}
+
+void Context::run(const std::string& name, std::span<const KernelArg> args,
+                  const std::function<void(std::span<float* const>)>& body) {
+  if (observer_ != nullptr) observer_->on_kernel(name, args);
+  if (dry_run()) return;
+  const std::size_t n = args.size();
+  std::vector<Object*> objects(n);
+  std::vector<Access> accesses(n);
+  std::vector<std::byte*> data(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    objects[i] = &args[i].tensor->array()->object();
+    accesses[i] = args[i].access;
+  }
+  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n);
+  struct Unpin {
+    std::vector<Object*>& objects;
+    std::vector<Access>& accesses;
+    ~Unpin() {
+      for (std::size_t i = 0; i < objects.size(); ++i) Runtime::release(*objects[i], accesses[i]);
+    }
+  } unpin{objects, accesses};
+  std::vector<float*> pointers(n);
+  for (std::size_t i = 0; i < n; ++i) pointers[i] = reinterpret_cast<float*>(data[i]);
+  body(pointers);
+}
+
+void Context::copy(const Tensor& src, Tensor& dst) {
+  if (src.dims() != dst.dims()) {
+    throw invalid_argument("cachedarrays::nn: cannot copy between tensors of different shapes");
+  }
+  const std::string key = "reorder:" + key_of(src.desc()) + ">" + key_of(dst.desc());
+  auto [pd, prim] = cached<dnnl::reorder::primitive_desc, dnnl::reorder>(key, [&] {
+    return dnnl::reorder::primitive_desc(engine_, src.desc(), engine_, dst.desc(), attr_);
+  });
+  execute("reorder", *prim, pd->scratchpad_desc(), {in(DNNL_ARG_FROM, src), out(DNNL_ARG_TO, dst)});
+}
+
+Tensor Context::reorder(const Tensor& src, const dnnl::memory::desc& desc) {
+  if (src.desc() == desc) return src;
+  Tensor dst = make(desc);
+  copy(src, dst);
+  return dst;
+}
+
+std::vector<float> Context::read(const Tensor& t) {
+  const Tensor plain = reorder(t, plain_desc(t.dims()));
+  std::vector<float> values(static_cast<std::size_t>(t.elements()));
+  if (dry_run()) return values;
+  const KernelArg args[] = {in(DNNL_ARG_SRC, plain)};
+  run("read", args, [&](std::span<float* const> p) { std::memcpy(values.data(), p[0], values.size() * sizeof(float)); });
+  return values;
+}
+
+void Context::write(Tensor& t, std::span<const float> values) {
+  if (values.size() != static_cast<std::size_t>(t.elements())) {
+    throw invalid_argument("cachedarrays::nn: write of " + std::to_string(values.size()) +
+                           " values into a tensor of " + std::to_string(t.elements()) + " elements");
+  }
+  const bool is_plain = t.desc() == plain_desc(t.dims());
+  Tensor plain = is_plain ? t : make_plain(t.dims());
+  const KernelArg args[] = {out(DNNL_ARG_DST, plain)};
+  run("write", args, [&](std::span<float* const> p) { std::memcpy(p[0], values.data(), values.size() * sizeof(float)); });
+  if (!is_plain) copy(plain, t);
+}
+
+void Context::accumulate(Tensor& into, const Tensor& addend) {
+  const Tensor b = reorder(addend, into.desc());
+  const std::string key = "accumulate:" + key_of(into.desc());
+  auto [pd, prim] = cached<dnnl::sum::primitive_desc, dnnl::sum>(key, [&] {
+    return dnnl::sum::primitive_desc(into.desc(), {1.0f, 1.0f}, {into.desc(), into.desc()}, engine_, attr_);
+  });
+  // In place: dst aliases the first source, which oneDNN's sum allows.
+  const KernelArg args[] = {out(DNNL_ARG_MULTIPLE_SRC + 0, into), in(DNNL_ARG_MULTIPLE_SRC + 1, b),
+                            out(DNNL_ARG_DST, into)};
+  execute("accumulate", *prim, pd->scratchpad_desc(), std::span<const KernelArg>(args));
+}
+
+void Context::fill(Tensor& t, float value) {
+  const KernelArg args[] = {out(DNNL_ARG_DST, t)};
+  const std::size_t count = t.bytes() / sizeof(float);
+  run("fill", args, [&](std::span<float* const> p) { std::fill(p[0], p[0] + count, value); });
+}
+
+}  // namespace cachedarrays::nn

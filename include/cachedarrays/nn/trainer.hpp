@@ -1,0 +1,88 @@
+// Trains a Graph with SGD, running every kernel through the runtime and
+// emitting the paper's hints by itself (III-E):
+//  - before each kernel: will_read on inputs, will_write on outputs (done by
+//    Context::execute, which pins them for the kernel's duration);
+//  - after each forward kernel: archive on its parameters and on the
+//    activations only the backward pass still needs;
+//  - retire on every tensor right after its last use — forward-only values
+//    after their last forward consumer, the others after the last backward
+//    op that reads them, gradients as soon as they have been consumed, and
+//    parameter gradients after the optimizer step. The last uses are
+//    computed from the graph (the tape), so ResNet and DenseNet need no
+//    hand-written annotation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cachedarrays/nn/context.hpp"
+#include "cachedarrays/nn/graph.hpp"
+
+namespace cachedarrays::nn {
+
+struct SgdOptions {
+  float learning_rate = 0.01f;
+  float momentum = 0.9f;
+  float weight_decay = 1e-4f;
+};
+
+struct TrainerOptions {
+  SgdOptions sgd;
+  std::uint64_t seed = 1;  // parameter initialisation
+};
+
+// When each value dies and which ones the backward pass reads: computed
+// once from the graph.
+struct Liveness {
+  // Node after whose forward kernel the value is no longer needed by the
+  // forward pass (-1: never used in forward).
+  std::vector<int> last_forward_use;
+  // Smallest node index whose backward reads the value (-1: none); since
+  // backward runs nodes in reverse, this is the value's last backward use.
+  std::vector<int> last_backward_use;
+  // Values that need a gradient (parameters and what depends on them).
+  std::vector<bool> needs_grad;
+
+  static Liveness of(const Graph& graph);
+};
+
+class Trainer {
+ public:
+  // `runtime` nullptr: a shape-only dry run (no memory, no kernels).
+  Trainer(Runtime* runtime, Graph graph, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Forward, backward and SGD update on one batch; returns the loss. The
+  // spans hold the batch in NCHW order and the labels as class indices.
+  float step(std::span<const float> images, std::span<const float> labels);
+
+  [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  [[nodiscard]] Context& context() noexcept { return ctx_; }
+  [[nodiscard]] const Liveness& liveness() const noexcept { return liveness_; }
+  // A parameter's current values (plain layout), by name.
+  [[nodiscard]] std::vector<float> parameter(const std::string& name);
+  // Tensors the trainer holds between iterations: parameters and momentum.
+  [[nodiscard]] std::size_t persistent_tensors() const noexcept;
+
+ private:
+  void forward();
+  void backward();
+  void update();
+  void initialise_parameters(std::uint64_t seed);
+
+  Context ctx_;
+  Graph graph_;
+  TrainerOptions options_;
+  Liveness liveness_;
+  std::vector<Tensor> values_;        // by ValueId; empty once dead
+  std::vector<Tensor> grads_;         // by ValueId; activation and parameter gradients
+  std::vector<Tensor> momentum_;      // by ValueId; parameters only
+  std::vector<std::vector<Tensor>> saved_;  // by node
+  std::vector<ValueId> parameters_;
+};
+
+}  // namespace cachedarrays::nn

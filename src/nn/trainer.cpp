@@ -1,0 +1,268 @@
+#include "cachedarrays/nn/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace cachedarrays::nn {
+
+namespace {
+
+// Archives a tensor's array: it is not needed for a while (paper III-E).
+void archive(const Tensor& t) {
+  if (t && t.array() != nullptr) t.array()->archive();
+}
+
+}  // namespace
+
+Liveness Liveness::of(const Graph& graph) {
+  const std::size_t n = graph.value_count();
+  Liveness l;
+  l.last_forward_use.assign(n, -1);
+  l.last_backward_use.assign(n, -1);
+  l.needs_grad.assign(n, false);
+  const auto& nodes = graph.nodes();
+  for (std::size_t v = 0; v < n; ++v) {
+    l.needs_grad[v] = graph.value(static_cast<ValueId>(v)).role == ValueRole::parameter;
+  }
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const Node& node = nodes[k];
+    bool any = false;
+    for (ValueId v : node.inputs) {
+      l.last_forward_use[static_cast<std::size_t>(v)] = static_cast<int>(k);
+      any = any || l.needs_grad[static_cast<std::size_t>(v)];
+    }
+    for (ValueId v : node.outputs) l.needs_grad[static_cast<std::size_t>(v)] = any;
+    if (!any) continue;  // this node's backward never runs
+    const auto reads_in = node.op->backward_reads_inputs(node.inputs.size());
+    const auto reads_out = node.op->backward_reads_outputs(node.outputs.size());
+    // Backward runs nodes in reverse, so the smallest reader is the last.
+    const auto note = [&](ValueId v) {
+      int& last = l.last_backward_use[static_cast<std::size_t>(v)];
+      last = last < 0 ? static_cast<int>(k) : std::min(last, static_cast<int>(k));
+    };
+    for (std::size_t i = 0; i < node.inputs.size(); ++i)
+      if (reads_in[i]) note(node.inputs[i]);
+    for (std::size_t j = 0; j < node.outputs.size(); ++j)
+      if (reads_out[j]) note(node.outputs[j]);
+  }
+  return l;
+}
+
+Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options)
+    : ctx_(runtime), graph_(std::move(graph)), options_(options), liveness_(Liveness::of(graph_)) {
+  if (graph_.loss() < 0) {
+    throw invalid_argument("cachedarrays::nn: the graph has no loss; call Graph::set_loss on the output of "
+                           "softmax_cross_entropy");
+  }
+  if (graph_.values_with_role(ValueRole::input).size() != 1 || graph_.values_with_role(ValueRole::label).size() != 1) {
+    throw invalid_argument("cachedarrays::nn: the trainer needs a graph with exactly one input (images) and one "
+                           "label value");
+  }
+  values_.resize(graph_.value_count());
+  grads_.resize(graph_.value_count());
+  momentum_.resize(graph_.value_count());
+  saved_.resize(graph_.nodes().size());
+  parameters_ = graph_.values_with_role(ValueRole::parameter);
+  initialise_parameters(options_.seed);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::initialise_parameters(std::uint64_t seed) {
+  for (ValueId p : parameters_) {
+    const ValueInfo& info = graph_.value(p);
+    Tensor w = ctx_.make_plain(info.dims);
+    std::vector<float> values(static_cast<std::size_t>(w.elements()));
+    std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(p));
+    const double fan_in = static_cast<double>(std::max<std::int64_t>(info.fan_in, 1));
+    switch (info.init) {
+      case Init::zeros: std::fill(values.begin(), values.end(), 0.0f); break;
+      case Init::ones: std::fill(values.begin(), values.end(), 1.0f); break;
+      case Init::kaiming_normal: {
+        std::normal_distribution<float> d(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
+        for (float& x : values) x = d(rng);
+        break;
+      }
+      case Init::uniform_fan_in: {
+        const auto bound = static_cast<float>(1.0 / std::sqrt(fan_in));
+        std::uniform_real_distribution<float> d(-bound, bound);
+        for (float& x : values) x = d(rng);
+        break;
+      }
+    }
+    ctx_.write(w, values);
+    values_[static_cast<std::size_t>(p)] = std::move(w);
+    Tensor m = ctx_.make_plain(info.dims);
+    ctx_.fill(m, 0.0f);
+    momentum_[static_cast<std::size_t>(p)] = std::move(m);
+  }
+}
+
+float Trainer::step(std::span<const float> images, std::span<const float> labels) {
+  const ValueId image_id = graph_.values_with_role(ValueRole::input).front();
+  const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
+  Tensor x = ctx_.make_plain(graph_.value(image_id).dims);
+  Tensor y = ctx_.make_plain(graph_.value(label_id).dims);
+  if (!ctx_.dry_run()) {
+    ctx_.write(x, images);
+    ctx_.write(y, labels);
+  }
+  values_[static_cast<std::size_t>(image_id)] = std::move(x);
+  values_[static_cast<std::size_t>(label_id)] = std::move(y);
+
+  forward();
+  float loss = 0.0f;
+  if (!ctx_.dry_run()) loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
+  backward();
+  update();
+  return loss;
+}
+
+void Trainer::forward() {
+  auto& nodes = graph_.nodes();
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    Node& node = nodes[k];
+    std::vector<Tensor> ins;
+    ins.reserve(node.inputs.size());
+    for (ValueId v : node.inputs) {
+      const Tensor& t = values_[static_cast<std::size_t>(v)];
+      if (!t) {
+        throw retired_error("cachedarrays::nn: node '" + node.name + "' reads '" + graph_.value(v).name +
+                            "' after it was retired (a liveness bug)");
+      }
+      ins.push_back(t);
+    }
+    std::vector<Tensor> outs(node.outputs.size());
+    node.op->forward(ctx_, ins, outs, saved_[k]);
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      const auto v = static_cast<std::size_t>(node.outputs[j]);
+      const bool used = liveness_.last_forward_use[v] >= 0 || liveness_.last_backward_use[v] >= 0 ||
+                        node.outputs[j] == graph_.loss();
+      if (used) values_[v] = std::move(outs[j]);  // else retired right here
+    }
+    ins.clear();
+    // Hints after the forward kernel (paper III-E).
+    for (ValueId id : node.inputs) {
+      const auto v = static_cast<std::size_t>(id);
+      if (graph_.value(id).role == ValueRole::parameter) {
+        archive(values_[v]);
+      } else if (liveness_.last_forward_use[v] == static_cast<int>(k)) {
+        if (liveness_.last_backward_use[v] >= 0) archive(values_[v]); else values_[v].reset();
+      }
+    }
+    for (const Tensor& t : saved_[k]) archive(t);
+  }
+}
+
+void Trainer::backward() {
+  auto& nodes = graph_.nodes();
+  const auto loss = static_cast<std::size_t>(graph_.loss());
+  grads_[loss] = ctx_.make_plain({1});
+  ctx_.fill(grads_[loss], 1.0f);
+
+  for (std::size_t kk = nodes.size(); kk-- > 0;) {
+    Node& node = nodes[kk];
+    const int k = static_cast<int>(kk);
+    bool runs = false;
+    for (ValueId v : node.inputs) runs = runs || liveness_.needs_grad[static_cast<std::size_t>(v)];
+    std::vector<Tensor> grad_outs;
+    for (ValueId v : node.outputs) grad_outs.push_back(grads_[static_cast<std::size_t>(v)]);
+    runs = runs && std::any_of(grad_outs.begin(), grad_outs.end(), [](const Tensor& t) { return bool(t); });
+    if (runs) {
+      for (std::size_t j = 0; j < grad_outs.size(); ++j) {
+        if (!grad_outs[j]) {  // an output that does not reach the loss: zero gradient
+          grad_outs[j] = ctx_.make(values_[static_cast<std::size_t>(node.outputs[j])].desc());
+          ctx_.fill(grad_outs[j], 0.0f);
+        }
+      }
+      std::vector<Tensor> ins;
+      std::vector<Tensor> outs;
+      for (ValueId v : node.inputs) ins.push_back(values_[static_cast<std::size_t>(v)]);
+      for (ValueId v : node.outputs) outs.push_back(values_[static_cast<std::size_t>(v)]);
+      const std::size_t n_in = node.inputs.size();
+      std::unique_ptr<bool[]> need(new bool[n_in]);
+      for (std::size_t i = 0; i < n_in; ++i) need[i] = liveness_.needs_grad[static_cast<std::size_t>(node.inputs[i])];
+      std::vector<Tensor> grad_ins(n_in);
+      node.op->backward(ctx_, ins, outs, grad_outs, saved_[kk], std::span<const bool>(need.get(), n_in), grad_ins);
+      ins.clear();
+      outs.clear();
+      grad_outs.clear();
+      for (std::size_t i = 0; i < n_in; ++i) {
+        if (!need[i]) continue;
+        if (!grad_ins[i]) {
+          throw invalid_operation("cachedarrays::nn: backward of '" + node.name + "' (" + node.op->kind() +
+                                  ") produced no gradient for input " + std::to_string(i));
+        }
+        Tensor& into = grads_[static_cast<std::size_t>(node.inputs[i])];
+        if (!into) {
+          into = std::move(grad_ins[i]);
+        } else {
+          // Where a tensor feeds several ops its gradients add up. A shared
+          // handle (an op may hand one tensor to two inputs) is copied first
+          // so that the in-place sum changes nobody else's gradient.
+          if (into.use_count() > 1) {
+            Tensor own = ctx_.make(into.desc());
+            ctx_.copy(into, own);
+            into = std::move(own);
+          }
+          ctx_.accumulate(into, grad_ins[i]);
+        }
+        grad_ins[i].reset();
+      }
+    }
+    // Retire what this node's backward was the last to need.
+    for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
+    saved_[kk].clear();
+    for (ValueId v : node.inputs) {
+      if (liveness_.last_backward_use[static_cast<std::size_t>(v)] == k) values_[static_cast<std::size_t>(v)].reset();
+    }
+    for (ValueId v : node.outputs) {
+      if (liveness_.last_backward_use[static_cast<std::size_t>(v)] == k) values_[static_cast<std::size_t>(v)].reset();
+    }
+  }
+  // Whatever is left besides parameters (inputs whose backward never ran,
+  // the loss) dies with the iteration.
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (graph_.value(static_cast<ValueId>(v)).role != ValueRole::parameter) {
+      values_[v].reset();
+      grads_[v].reset();
+    }
+  }
+}
+
+void Trainer::update() {
+  const SgdOptions& o = options_.sgd;
+  for (ValueId p : parameters_) {
+    const auto v = static_cast<std::size_t>(p);
+    if (!grads_[v]) continue;
+    const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
+    grads_[v].reset();
+    const std::size_t count = static_cast<std::size_t>(values_[v].elements());
+    const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
+                              out(DNNL_ARG_DST, momentum_[v])};
+    // SGD with momentum and weight decay, as torch.optim.SGD:
+    // m = momentum * m + (g + weight_decay * w); w -= lr * m.
+    ctx_.run("sgd", args, [&](std::span<float* const> ptr) {
+      const float* grad = ptr[0];
+      float* w = ptr[1];
+      float* m = ptr[2];
+      for (std::size_t i = 0; i < count; ++i) {
+        m[i] = o.momentum * m[i] + (grad[i] + o.weight_decay * w[i]);
+        w[i] -= o.learning_rate * m[i];
+      }
+    });
+  }
+}
+
+std::vector<float> Trainer::parameter(const std::string& name) {
+  for (ValueId p : parameters_) {
+    if (graph_.value(p).name == name) return ctx_.read(values_[static_cast<std::size_t>(p)]);
+  }
+  throw invalid_argument("cachedarrays::nn: the graph has no parameter named '" + name + "'");
+}
+
+std::size_t Trainer::persistent_tensors() const noexcept { return 2 * parameters_.size(); }
+
+}  // namespace cachedarrays::nn

@@ -299,9 +299,14 @@ Region* DataManager::getlinked(const Region& region, DeviceId device) const {
 void DataManager::setdirty(Region& region, bool dirty) {
   check_region(region, "setdirty");
   region.dirty_ = dirty;
-  if (dirty && region.parent_ != nullptr && region.parent_->primary_ == &region) {
+  if (!dirty || region.parent_ == nullptr) return;
+  if (region.parent_->primary_ == &region) {
+    // New contents for the object: every secondary becomes stale.
     region.parent_->version_ = next_version_++;
     region.version_ = region.parent_->version_;
+  } else {
+    // A secondary written on its own no longer equals the primary.
+    region.version_ = 0;
   }
 }
 

@@ -39,6 +39,15 @@ bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
   if (dm.device(*x) == fast) return true;
   if (dm.device(*x) != slow) return false;                  // line 4
   if (object.pinned()) return false;  // an open access: its primary must stay
+  if (Region* existing = dm.getlinked(*x, fast)) {
+    // A fast secondary already exists (a policy made slow the primary
+    // without dropping it): promote it if it is still a valid copy.
+    if (dm.isvalid(*existing)) {
+      dm.setprimary(object, *existing);
+      return true;
+    }
+    dm.free(*existing);
+  }
   const std::uint64_t bytes = dm.size(*x);                  // line 5
   Region* y = dm.allocate(fast, bytes);                     // line 6
   if (y == nullptr) {                                       // lines 7-17

@@ -9,8 +9,9 @@
 
 namespace cachedarrays::nn {
 
-Context::Context(Runtime* runtime)
-    : runtime_(runtime), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+Context::Context(Runtime* runtime, bool run_kernels)
+    : runtime_(runtime), run_kernels_(run_kernels && runtime != nullptr), engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_) {
   attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
@@ -37,12 +38,13 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
 void Context::execute(const std::string& name, const dnnl::primitive& primitive,
                       const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
   if (observer_ != nullptr) observer_->on_kernel(name, args);
-  if (dry_run()) return;
   const std::size_t scratch_bytes = scratchpad.get_size();
-  if (scratch_bytes > 0 && (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
+  if (runtime_ != nullptr && scratch_bytes > 0 &&
+      (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
     scratchpad_.reset();  // retire the smaller one first
     scratchpad_ = std::make_unique<CachedArray<std::byte>>(runtime_->array<std::byte>(scratch_bytes));
   }
+  if (dry_run()) return;
   const std::size_t n = args.size() + (scratch_bytes > 0 ? 1 : 0);
   std::vector<Object*> objects(n);
   std::vector<Access> accesses(n);

@@ -50,8 +50,8 @@ Liveness Liveness::of(const Graph& graph) {
   return l;
 }
 
-Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options)
-    : ctx_(runtime), graph_(std::move(graph)), options_(options), liveness_(Liveness::of(graph_)) {
+Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run_kernels)
+    : ctx_(runtime, run_kernels), graph_(std::move(graph)), options_(options), liveness_(Liveness::of(graph_)) {
   if (graph_.loss() < 0) {
     throw invalid_argument("cachedarrays::nn: the graph has no loss; call Graph::set_loss on the output of "
                            "softmax_cross_entropy");
@@ -264,5 +264,18 @@ std::vector<float> Trainer::parameter(const std::string& name) {
 }
 
 std::size_t Trainer::persistent_tensors() const noexcept { return 2 * parameters_.size(); }
+
+std::uint64_t measure_footprint(const std::function<Graph()>& build) {
+  // A virtual heap: reserved address space, never touched (no prefault, no
+  // kernel writes), so even a terabyte-sized model can be measured here.
+  DeviceSpec spec = dram(std::uint64_t{1} << 42, "virtual");
+  spec.prefault = false;
+  Runtime runtime({spec});
+  {
+    Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+    (void)trainer.step({}, {});
+  }
+  return runtime.stats().devices[0].peak_bytes_in_use;
+}
 
 }  // namespace cachedarrays::nn

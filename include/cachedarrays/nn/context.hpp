@@ -5,8 +5,10 @@
 // set_data_handle (paper III-C: one indirection per kernel), runs, unpins.
 //
 // The oneDNN scratchpad is in user mode and comes from the runtime too. In a
-// shape-only dry run (`dry_run()`), tensors have no storage and execute()
-// records the kernel's arguments without running anything.
+// dry run (`dry_run()`) no kernel runs: execute() only reports the kernel to
+// the observer. A dry run without a runtime has shape-only tensors; one with
+// a runtime (typically on virtual, unprefaulted heaps) allocates every
+// tensor as a real iteration would, which measures the footprint.
 #pragma once
 
 #include <cstdint>
@@ -44,13 +46,14 @@ struct KernelObserver {
 
 class Context {
  public:
-  // runtime == nullptr: a shape-only dry run.
-  explicit Context(Runtime* runtime);
+  // runtime == nullptr: a shape-only dry run. run_kernels == false: a dry
+  // run that still allocates tensors from the runtime.
+  explicit Context(Runtime* runtime, bool run_kernels = true);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  [[nodiscard]] bool dry_run() const noexcept { return runtime_ == nullptr; }
+  [[nodiscard]] bool dry_run() const noexcept { return !run_kernels_; }
   [[nodiscard]] Runtime* runtime() const noexcept { return runtime_; }
   [[nodiscard]] const dnnl::engine& engine() const noexcept { return engine_; }
   [[nodiscard]] dnnl::stream& stream() noexcept { return stream_; }
@@ -118,6 +121,7 @@ class Context {
   };
 
   Runtime* runtime_;
+  bool run_kernels_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   dnnl::primitive_attr attr_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -50,8 +51,9 @@ struct Liveness {
 
 class Trainer {
  public:
-  // `runtime` nullptr: a shape-only dry run (no memory, no kernels).
-  Trainer(Runtime* runtime, Graph graph, TrainerOptions options = {});
+  // `runtime` nullptr: a shape-only dry run (no memory, no kernels);
+  // run_kernels false: a dry run that allocates (see Context).
+  Trainer(Runtime* runtime, Graph graph, TrainerOptions options = {}, bool run_kernels = true);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -84,5 +86,11 @@ class Trainer {
   std::vector<std::vector<Tensor>> saved_;  // by node
   std::vector<ValueId> parameters_;
 };
+
+// Peak bytes one training iteration of the graph keeps live (parameters,
+// momentum, activations, gradients, scratchpad, alignment included), found
+// by a dry run that allocates every tensor on a virtual heap but runs no
+// kernel. `build` makes the graph (graphs are move-only).
+[[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build);
 
 }  // namespace cachedarrays::nn

@@ -212,15 +212,16 @@ void Trainer::backward() {
         grad_ins[i].reset();
       }
     }
-    // Retire what this node's backward was the last to need.
+    // Retire what this node's backward was the last to need (parameters
+    // live on: the optimizer and the next iteration need them).
     for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
     saved_[kk].clear();
-    for (ValueId v : node.inputs) {
-      if (liveness_.last_backward_use[static_cast<std::size_t>(v)] == k) values_[static_cast<std::size_t>(v)].reset();
-    }
-    for (ValueId v : node.outputs) {
-      if (liveness_.last_backward_use[static_cast<std::size_t>(v)] == k) values_[static_cast<std::size_t>(v)].reset();
-    }
+    const auto retire_if_last = [&](ValueId id) {
+      const auto v = static_cast<std::size_t>(id);
+      if (liveness_.last_backward_use[v] == k && graph_.value(id).role != ValueRole::parameter) values_[v].reset();
+    };
+    for (ValueId v : node.inputs) retire_if_last(v);
+    for (ValueId v : node.outputs) retire_if_last(v);
   }
   // Whatever is left besides parameters (inputs whose backward never ran,
   // the loss) dies with the iteration.

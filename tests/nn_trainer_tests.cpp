@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,26 +100,39 @@ TEST_CASE("nn trainer: a tiny network learns a learnable synthetic task") {
 }
 
 TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical losses under every policy and budget") {
-  for (const auto& [family, depth] : {std::pair<std::string, int>{"resnet", 18}, {"densenet", 121}}) {
-    CAPTURE(family);
-    const nn::ModelConfig config = tiny(family, depth);
-    const std::vector<float> reference = train(config, "all-fast", 4.0);
-    REQUIRE(reference.size() == 2);
-    CHECK(std::isfinite(reference[1]));
-    for (const std::string& policy : ca::policy::Registry::builtin().names()) {
-      if (policy == "all-fast" || policy == "all-slow") continue;
-      for (double fraction : {1.0, 0.5, 0.2}) {
-        CAPTURE(policy);
-        CAPTURE(fraction);
-        const std::vector<float> losses = train(config, policy, fraction);
-        for (std::size_t i = 0; i < losses.size(); ++i) {
-          // Bit for bit: compare the representations, not within a tolerance.
-          CHECK(std::memcmp(&losses[i], &reference[i], sizeof(float)) == 0);
-        }
-      }
-    }
-    const std::vector<float> slow = train(config, "all-slow", 0.0);
-    CHECK(std::memcmp(slow.data(), reference.data(), sizeof(float) * reference.size()) == 0);
+  // Every policy with a fast tier of 20% of the footprint; the budgets
+  // 100%, 50% and 20% under the CachedArrays extremes (CA:∅ and CA:LMP);
+  // and a DenseNet (concatenations) under the busiest policy.
+  struct Run {
+    std::string family;
+    int depth;
+    std::string policy;
+    double fraction;
+  };
+  std::vector<Run> runs;
+  for (const std::string& policy : ca::policy::Registry::builtin().names()) {
+    if (policy != "all-fast") runs.push_back({"resnet", 18, policy, policy == "all-slow" ? 0.0 : 0.2});
+  }
+  for (const char* policy : {"ca", "ca-lmp"}) {
+    for (double fraction : {1.0, 0.5}) runs.push_back({"resnet", 18, policy, fraction});
+  }
+  runs.push_back({"densenet", 121, "ca-lmp", 0.2});
+
+  std::map<std::string, std::vector<float>> reference;
+  for (const char* family : {"resnet", "densenet"}) {
+    reference[family] = train(tiny(family, family == std::string("resnet") ? 18 : 121), "all-fast", 4.0);
+    REQUIRE(reference[family].size() == 2);
+    CHECK(std::isfinite(reference[family][1]));
+  }
+  for (const Run& run : runs) {
+    CAPTURE(run.family);
+    CAPTURE(run.policy);
+    CAPTURE(run.fraction);
+    const std::vector<float> losses = train(tiny(run.family, run.depth), run.policy, run.fraction);
+    const std::vector<float>& expected = reference[run.family];
+    REQUIRE(losses.size() == expected.size());
+    // Bit for bit: compare the representations, not within a tolerance.
+    CHECK(std::memcmp(losses.data(), expected.data(), sizeof(float) * losses.size()) == 0);
   }
 }
 

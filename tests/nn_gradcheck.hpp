@@ -29,7 +29,7 @@ struct GradCheckOptions {
 // A runtime big enough for small ops, on two tiers so that data may move.
 inline cachedarrays::Runtime gradcheck_runtime() {
   namespace ca = cachedarrays;
-  return ca::Runtime({ca::dram(64 << 20, "fast"), ca::dax_file({}, 256 << 20, "slow")});
+  return ca::Runtime({ca::dram(16 << 20, "fast"), ca::dax_file({}, 64 << 20, "slow")});
 }
 
 // `inputs` are the plain-layout values of each input, with `dims`.

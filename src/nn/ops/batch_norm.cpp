@@ -1,0 +1,157 @@
+// Training-mode batch normalisation of an NCHW tensor over N, H and W:
+// y = weight * (x - mean) / sqrt(variance + 1e-5) + bias, with the batch's
+// own mean and (biased) variance, as PyTorch's BatchNorm2d in train mode.
+//
+// The source keeps its layout (a blocked activation from a convolution stays
+// blocked) and the destination gets the same one. The forward primitive
+// outputs the batch mean and variance; they go into `saved`, because the
+// backward primitive reads them together with the source and the scale.
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/nn/layers.hpp"
+#include "cachedarrays/nn/op.hpp"
+
+namespace cachedarrays::nn {
+
+namespace {
+
+using dnnl::normalization_flags;
+using dnnl::prop_kind;
+
+constexpr float epsilon = 1e-5f;
+const normalization_flags flags = normalization_flags::use_scale | normalization_flags::use_shift;
+
+std::string shape_string(const Dims& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+using ForwardPd = dnnl::batch_normalization_forward::primitive_desc;
+using BackwardPd = dnnl::batch_normalization_backward::primitive_desc;
+
+class BatchNorm final : public Op {
+ public:
+  explicit BatchNorm(std::string name) : name_(std::move(name)) {}
+
+  [[nodiscard]] std::string kind() const override { return "batch_norm"; }
+
+  [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
+    if (inputs.size() != 3) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " takes 3 inputs (x, weight, bias), got " +
+                             std::to_string(inputs.size()));
+    }
+    const Dims& x = inputs[0];
+    if (x.size() != 4) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + shape_string(x));
+    }
+    const Dims channels = {x[1]};
+    for (std::size_t i = 1; i < 3; ++i) {
+      if (inputs[i] != channels) {
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the " + (i == 1 ? "weight" : "bias") +
+                               " has shape " + shape_string(inputs[i]) + " but an input of shape " + shape_string(x) +
+                               " needs " + shape_string(channels));
+      }
+    }
+    return {x};
+  }
+
+  // Backward needs the source and the scale (the weight), not the shift (see shift_argument).
+  [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {true, true, false}; }
+  [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
+
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+               std::vector<Tensor>& saved) override {
+    const Tensor& src = inputs[0];
+    auto [pd, prim] = forward_primitive(ctx, src.desc());
+    const Tensor scale = ctx.reorder(inputs[1], pd->weights_desc());
+    const Tensor shift = ctx.reorder(inputs[2], pd->weights_desc());
+    outputs[0] = ctx.make(pd->dst_desc());
+    Tensor mean = ctx.make(pd->mean_desc());
+    Tensor variance = ctx.make(pd->variance_desc());
+    ctx.execute("batch_norm", *prim, pd->scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
+                 out(DNNL_ARG_DST, outputs[0]), out(DNNL_ARG_MEAN, mean), out(DNNL_ARG_VARIANCE, variance)});
+    saved = {std::move(mean), std::move(variance)};
+  }
+
+  void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
+                std::span<const Tensor> grad_outputs, std::vector<Tensor>& saved, std::span<const bool> need_grad,
+                std::span<Tensor> grad_inputs) override {
+    if (saved.size() != 2) {
+      throw invalid_operation("cachedarrays::nn: backward of " + where() +
+                              " needs the mean and variance its forward pass saved; run forward first");
+    }
+    const Tensor& src = inputs[0];
+    const dnnl::memory::desc& desc = src.desc();
+    auto [pd, prim] = ctx.cached<BackwardPd, dnnl::batch_normalization_backward>("batch_norm.bwd:" + key_of(desc), [&] {
+      const auto* fwd = forward_primitive(ctx, desc).first;
+      const dnnl::batch_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon, flags);
+      return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+    });
+    const Tensor scale = ctx.reorder(inputs[1], pd->weights_desc());
+    const Tensor shift = shift_argument(ctx, inputs[2], pd->weights_desc());
+    const Tensor diff_dst = ctx.reorder(grad_outputs[0], pd->diff_dst_desc());
+    const Tensor mean = ctx.reorder(saved[0], pd->mean_desc());
+    const Tensor variance = ctx.reorder(saved[1], pd->variance_desc());
+    Tensor diff_src = ctx.make(pd->diff_src_desc());
+    Tensor diff_scale = ctx.make(pd->diff_weights_desc());
+    Tensor diff_shift = ctx.make(pd->diff_weights_desc());
+    ctx.execute("batch_norm_backward", *prim, pd->scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
+                 in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
+                 out(DNNL_ARG_DIFF_SRC, diff_src),
+                 out(DNNL_ARG_DIFF_SCALE, diff_scale), out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
+    // The optimiser updates the plain parameters element by element.
+    if (need_grad[0]) grad_inputs[0] = std::move(diff_src);
+    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_scale, plain_desc(diff_scale.dims()));
+    if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_shift, plain_desc(diff_shift.dims()));
+  }
+
+ private:
+  std::pair<const ForwardPd*, const dnnl::batch_normalization_forward*> forward_primitive(
+      Context& ctx, const dnnl::memory::desc& src) const {
+    return ctx.cached<ForwardPd, dnnl::batch_normalization_forward>("batch_norm.fwd:" + key_of(src), [&] {
+      const dnnl::batch_normalization_forward::desc d(prop_kind::forward_training, src, epsilon, flags);
+      return ForwardPd(d, ctx.attr(), ctx.engine());
+    });
+  }
+
+  // oneDNN 2.6 refuses to run the backward primitive of a use_shift batch
+  // normalisation without a shift argument ("could not execute a
+  // primitive"), although no result depends on its values. Backward does
+  // not ask the trainer to keep the shift, so when it is gone a zero stand-in
+  // takes its place.
+  static Tensor shift_argument(Context& ctx, const Tensor& shift, const dnnl::memory::desc& desc) {
+    if (shift) return ctx.reorder(shift, desc);
+    Tensor zeros = ctx.make(desc);
+    ctx.fill(zeros, 0.0f);
+    return zeros;
+  }
+
+  [[nodiscard]] std::string where() const { return "batch_norm '" + name_ + "'"; }
+
+  std::string name_;
+};
+
+}  // namespace
+
+ValueId batch_norm(Graph& g, const std::string& name, ValueId x) {
+  auto op = std::make_unique<BatchNorm>(name);
+  const Dims& x_dims = g.value(x).dims;
+  if (x_dims.size() != 4) {
+    throw invalid_argument("cachedarrays::nn: batch_norm '" + name + "' needs an NCHW input of rank 4, got " +
+                           shape_string(x_dims));
+  }
+  const Dims channels = {x_dims[1]};
+  const ValueId weight = g.parameter(name + ".weight", channels, Init::ones);
+  const ValueId bias = g.parameter(name + ".bias", channels, Init::zeros);
+  return g.add1(name, std::move(op), {x, weight, bias});
+}
+
+}  // namespace cachedarrays::nn

@@ -1,0 +1,239 @@
+// 2-d convolution over NCHW: y = conv(x, weight) [+ bias], square kernel,
+// symmetric padding, no dilation or groups.
+//
+// The primitives are created with format_tag::any for source, weights and
+// destination, so oneDNN picks its blocked layouts (nChw16c, OIhw16i16o,
+// ...). The source is reordered into the chosen layout when it arrives in
+// another one (the first layer's plain image; a following convolution sees
+// the blocked layout it wants), and the weights, which the trainer keeps
+// plain because the optimiser updates them element-wise, are reordered on
+// every call. The weight and bias gradients go back plain for the same
+// reason; the source gradient stays in whatever layout oneDNN picked.
+//
+// Backward reads the source (for the weight gradient) and the weights (for
+// the source gradient), never the bias or the output.
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/nn/layers.hpp"
+#include "cachedarrays/nn/op.hpp"
+
+namespace cachedarrays::nn {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+std::string shape_string(const Dims& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
+
+using ForwardPd = dnnl::convolution_forward::primitive_desc;
+using DataPd = dnnl::convolution_backward_data::primitive_desc;
+using WeightsPd = dnnl::convolution_backward_weights::primitive_desc;
+
+class Conv2d final : public Op {
+ public:
+  Conv2d(std::string name, const Conv2dOptions& options) : name_(std::move(name)), options_(options) {
+    if (options_.out_channels < 1 || options_.kernel < 1 || options_.stride < 1 || options_.padding < 0) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " has out_channels " +
+                             std::to_string(options_.out_channels) + ", kernel " + std::to_string(options_.kernel) +
+                             ", stride " + std::to_string(options_.stride) + " and padding " +
+                             std::to_string(options_.padding) +
+                             "; out_channels, kernel and stride must be at least 1 and padding at least 0");
+    }
+  }
+
+  [[nodiscard]] std::string kind() const override { return "conv"; }
+
+  [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
+    const std::size_t expected = options_.bias ? 3 : 2;
+    if (inputs.size() != expected) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " takes " + std::to_string(expected) +
+                             " inputs (x, weight" + (options_.bias ? ", bias" : "") + "), got " +
+                             std::to_string(inputs.size()));
+    }
+    const Dims& x = inputs[0];
+    const Dims& w = inputs[1];
+    if (x.size() != 4) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + shape_string(x));
+    }
+    const std::int64_t k = options_.kernel;
+    const Dims expected_w = {options_.out_channels, x[1], k, k};
+    if (w != expected_w) {
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + shape_string(w) +
+                             " but an input of shape " + shape_string(x) + " needs " + shape_string(expected_w) +
+                             " [out_channels, in_channels, kernel, kernel]");
+    }
+    if (options_.bias && inputs[2] != Dims{options_.out_channels}) {
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + shape_string(inputs[2]) +
+                             " but needs " + shape_string({options_.out_channels}));
+    }
+    Dims y = {x[0], options_.out_channels, 0, 0};
+    for (std::size_t i = 2; i < 4; ++i) {
+      const std::int64_t padded = x[i] + 2 * options_.padding;
+      if (padded < k) {
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the kernel " + shape_string({k, k}) +
+                               " is larger than the input " + shape_string(x) + " with padding " +
+                               std::to_string(options_.padding));
+      }
+      y[i] = (padded - k) / options_.stride + 1;
+    }
+    return {y};
+  }
+
+  [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t inputs) const override {
+    std::vector<bool> reads(inputs, false);
+    reads.at(0) = true;  // src: the weight gradient
+    reads.at(1) = true;  // weights: the source gradient
+    return reads;
+  }
+  [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t outputs) const override {
+    return std::vector<bool>(outputs, false);
+  }
+
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+               std::vector<Tensor>&) override {
+    const Shapes s = shapes(inputs[0].dims());
+    auto [pd, prim] = forward_primitive(ctx, s);
+    const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
+    const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
+    outputs[0] = ctx.make(pd->dst_desc());
+    if (options_.bias) {
+      const Tensor bias = ctx.reorder(inputs[2], pd->bias_desc());
+      ctx.execute("conv", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
+                   out(DNNL_ARG_DST, outputs[0])});
+    } else {
+      ctx.execute("conv", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, outputs[0])});
+    }
+  }
+
+  void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
+                std::span<const Tensor> grad_outputs, std::vector<Tensor>&, std::span<const bool> need_grad,
+                std::span<Tensor> grad_inputs) override {
+    const Shapes s = shapes(inputs[0].dims());
+    if (need_grad[0]) backward_data(ctx, s, inputs[1], grad_outputs[0], grad_inputs[0]);
+    const bool bias_grad = options_.bias && need_grad[2];
+    if (need_grad[1] || bias_grad) backward_weights(ctx, s, inputs[0], grad_outputs[0], need_grad, grad_inputs);
+  }
+
+ private:
+  // The descriptors every primitive of this op is built from: format_tag::any
+  // with the dims of one call.
+  struct Shapes {
+    dnnl::memory::desc src, weights, bias, dst;
+    std::string key;  // cache key suffix: the descriptors and the attributes
+  };
+
+  [[nodiscard]] Shapes shapes(const Dims& x) const {
+    const std::int64_t k = options_.kernel;
+    const Dims w = {options_.out_channels, x.at(1), k, k};
+    const Dims y = output_dims(input_dims(x, w)).at(0);
+    Shapes s{any_desc(x), any_desc(w), options_.bias ? plain_desc({options_.out_channels}) : dnnl::memory::desc(),
+             any_desc(y), {}};
+    s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst) + ":k" + std::to_string(k) + "s" +
+            std::to_string(options_.stride) + "p" + std::to_string(options_.padding) + (options_.bias ? "b" : "");
+    return s;
+  }
+
+  [[nodiscard]] std::vector<Dims> input_dims(const Dims& x, const Dims& w) const {
+    std::vector<Dims> dims = {x, w};
+    if (options_.bias) dims.push_back({options_.out_channels});
+    return dims;
+  }
+
+  [[nodiscard]] dnnl::memory::dims strides() const { return {options_.stride, options_.stride}; }
+  [[nodiscard]] dnnl::memory::dims padding() const { return {options_.padding, options_.padding}; }
+
+  std::pair<const ForwardPd*, const dnnl::convolution_forward*> forward_primitive(Context& ctx,
+                                                                                  const Shapes& s) const {
+    return ctx.cached<ForwardPd, dnnl::convolution_forward>("conv.fwd:" + s.key, [&] {
+      const dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, s.src,
+                                               s.weights, s.bias, s.dst, strides(), padding(), padding());
+      return ForwardPd(d, ctx.attr(), ctx.engine());
+    });
+  }
+
+  void backward_data(Context& ctx, const Shapes& s, const Tensor& weights_plain, const Tensor& grad_output,
+                     Tensor& grad_src) const {
+    auto [pd, prim] = ctx.cached<DataPd, dnnl::convolution_backward_data>("conv.bwd_data:" + s.key, [&] {
+      const auto* fwd = forward_primitive(ctx, s).first;
+      const dnnl::convolution_backward_data::desc d(algorithm::convolution_direct, s.src, s.weights, s.dst, strides(),
+                                                    padding(), padding());
+      return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
+    });
+    const Tensor weights = ctx.reorder(weights_plain, pd->weights_desc());
+    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
+    grad_src = ctx.make(pd->diff_src_desc());
+    ctx.execute("conv_backward_data", *prim, pd->scratchpad_desc(),
+                {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+  }
+
+  void backward_weights(Context& ctx, const Shapes& s, const Tensor& src_any, const Tensor& grad_output,
+                        std::span<const bool> need_grad, std::span<Tensor> grad_inputs) const {
+    auto [pd, prim] = ctx.cached<WeightsPd, dnnl::convolution_backward_weights>("conv.bwd_weights:" + s.key, [&] {
+      const auto* fwd = forward_primitive(ctx, s).first;
+      const dnnl::convolution_backward_weights::desc d(algorithm::convolution_direct, s.src, s.weights, s.bias, s.dst,
+                                                       strides(), padding(), padding());
+      return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
+    });
+    const Tensor src = ctx.reorder(src_any, pd->src_desc());
+    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
+    Tensor diff_weights = ctx.make(pd->diff_weights_desc());
+    if (options_.bias) {
+      Tensor diff_bias = ctx.make(pd->diff_bias_desc());
+      ctx.execute("conv_backward_weights", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
+                   out(DNNL_ARG_DIFF_BIAS, diff_bias)});
+      if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
+    } else {
+      ctx.execute("conv_backward_weights", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
+    }
+    // The optimiser updates the plain parameter element by element.
+    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+  }
+
+  [[nodiscard]] std::string where() const { return "conv '" + name_ + "'"; }
+
+  std::string name_;
+  Conv2dOptions options_;
+};
+
+}  // namespace
+
+ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions& options) {
+  auto op = std::make_unique<Conv2d>(name, options);  // validates the options
+  const Dims& x_dims = g.value(x).dims;
+  if (x_dims.size() != 4) {
+    throw invalid_argument("cachedarrays::nn: conv '" + name + "' needs an NCHW input of rank 4, got " +
+                           shape_string(x_dims));
+  }
+  const std::int64_t in_channels = x_dims[1];
+  const std::int64_t k = options.kernel;
+  const std::int64_t fan_in = in_channels * k * k;
+  const Dims weight_dims = {options.out_channels, in_channels, k, k};
+  const Dims bias_dims = {options.out_channels};
+  // Check the shapes before the graph gains parameters nobody would use.
+  std::vector<Dims> dims = {x_dims, weight_dims};
+  if (options.bias) dims.push_back(bias_dims);
+  (void)op->output_dims(dims);
+  std::vector<ValueId> inputs = {x, g.parameter(name + ".weight", weight_dims, Init::kaiming_normal, fan_in)};
+  if (options.bias) inputs.push_back(g.parameter(name + ".bias", bias_dims, Init::uniform_fan_in, fan_in));
+  return g.add1(name, std::move(op), std::move(inputs));
+}
+
+}  // namespace cachedarrays::nn

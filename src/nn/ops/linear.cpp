@@ -1,0 +1,215 @@
+// Fully connected layer: y = x W^T [+ bias] for x of shape [N, C] or
+// [N, C, H, W]. A 4-d source is not flattened: the weight has shape
+// [out, C, H, W], which oneDNN's inner product takes as it is, so a blocked
+// activation needs no reorder to plain. Plain [out, C, H, W] has the same
+// element order as PyTorch's flattened [out, C*H*W] weight, and the same
+// parameter count.
+//
+// The source is taken in the layout it comes in (oneDNN's GEMM inner
+// product reads plain, channels-last and blocked sources alike), so the
+// activation is never copied; the weights use format_tag::any and oneDNN
+// picks the layout that matches the source. The trainer keeps the weights
+// plain, so they are reordered on every call (they are small next to the
+// activation), and the weight and bias gradients go back plain. The
+// destination is plain [N, out] so that the loss reads it directly; the
+// source gradient comes back in the source's layout.
+//
+// Backward reads the source (for the weight gradient) and the weights (for
+// the source gradient), never the bias or the output.
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/nn/layers.hpp"
+#include "cachedarrays/nn/op.hpp"
+
+namespace cachedarrays::nn {
+
+namespace {
+
+using dnnl::prop_kind;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+std::string shape_string(const Dims& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
+
+// [out, C] for a source [N, C]; [out, C, H, W] for a source [N, C, H, W].
+Dims weight_dims_for(const Dims& x, std::int64_t out_features) {
+  Dims w = x;
+  w.at(0) = out_features;
+  return w;
+}
+
+using ForwardPd = dnnl::inner_product_forward::primitive_desc;
+using DataPd = dnnl::inner_product_backward_data::primitive_desc;
+using WeightsPd = dnnl::inner_product_backward_weights::primitive_desc;
+
+class Linear final : public Op {
+ public:
+  Linear(std::string name, std::int64_t out_features, bool bias)
+      : name_(std::move(name)), out_features_(out_features), bias_(bias) {
+    if (out_features_ < 1) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " has " + std::to_string(out_features_) +
+                             " output features; it needs at least 1");
+    }
+  }
+
+  [[nodiscard]] std::string kind() const override { return "linear"; }
+
+  [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
+    const std::size_t expected = bias_ ? 3 : 2;
+    if (inputs.size() != expected) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " takes " + std::to_string(expected) +
+                             " inputs (x, weight" + (bias_ ? ", bias" : "") + "), got " +
+                             std::to_string(inputs.size()));
+    }
+    const Dims& x = inputs[0];
+    if (x.size() != 2 && x.size() != 4) {
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an input of shape [N, C] or [N, C, H, W], got " +
+                             shape_string(x));
+    }
+    const Dims expected_w = weight_dims_for(x, out_features_);
+    if (inputs[1] != expected_w) {
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + shape_string(inputs[1]) +
+                             " but an input of shape " + shape_string(x) + " needs " + shape_string(expected_w));
+    }
+    if (bias_ && inputs[2] != Dims{out_features_}) {
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + shape_string(inputs[2]) +
+                             " but needs " + shape_string({out_features_}));
+    }
+    return {{x[0], out_features_}};
+  }
+
+  [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t inputs) const override {
+    std::vector<bool> reads(inputs, false);
+    reads.at(0) = true;  // src: the weight gradient
+    reads.at(1) = true;  // weights: the source gradient
+    return reads;
+  }
+  [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t outputs) const override {
+    return std::vector<bool>(outputs, false);
+  }
+
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+               std::vector<Tensor>&) override {
+    const Shapes s = shapes(inputs[0].desc());
+    auto [pd, prim] = forward_primitive(ctx, s);
+    const Tensor& src = inputs[0];  // the primitive was made for its layout
+    const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
+    outputs[0] = ctx.make(pd->dst_desc());
+    if (bias_) {
+      const Tensor bias = ctx.reorder(inputs[2], pd->bias_desc());
+      ctx.execute("linear", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
+                   out(DNNL_ARG_DST, outputs[0])});
+    } else {
+      ctx.execute("linear", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, outputs[0])});
+    }
+  }
+
+  void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
+                std::span<const Tensor> grad_outputs, std::vector<Tensor>&, std::span<const bool> need_grad,
+                std::span<Tensor> grad_inputs) override {
+    const Shapes s = shapes(inputs[0].desc());
+    if (need_grad[0]) backward_data(ctx, s, inputs[1], grad_outputs[0], grad_inputs[0]);
+    const bool bias_grad = bias_ && need_grad[2];
+    if (need_grad[1] || bias_grad) backward_weights(ctx, s, inputs[0], grad_outputs[0], need_grad, grad_inputs);
+  }
+
+ private:
+  // The descriptors every primitive of this op is built from, for one
+  // source: its own layout, any layout for the weights, plain bias and output.
+  struct Shapes {
+    dnnl::memory::desc src, weights, bias, dst;
+    std::string key;  // cache key suffix: the descriptors (they hold the attributes)
+  };
+
+  [[nodiscard]] Shapes shapes(const dnnl::memory::desc& src) const {
+    const Dims x = src.dims();
+    Shapes s{src, any_desc(weight_dims_for(x, out_features_)),
+             bias_ ? plain_desc({out_features_}) : dnnl::memory::desc(), plain_desc({x.at(0), out_features_}), {}};
+    s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst);
+    return s;
+  }
+
+  std::pair<const ForwardPd*, const dnnl::inner_product_forward*> forward_primitive(Context& ctx,
+                                                                                    const Shapes& s) const {
+    return ctx.cached<ForwardPd, dnnl::inner_product_forward>("linear.fwd:" + s.key, [&] {
+      const dnnl::inner_product_forward::desc d(prop_kind::forward_training, s.src, s.weights, s.bias, s.dst);
+      return ForwardPd(d, ctx.attr(), ctx.engine());
+    });
+  }
+
+  void backward_data(Context& ctx, const Shapes& s, const Tensor& weights_plain, const Tensor& grad_output,
+                     Tensor& grad_src) const {
+    auto [pd, prim] = ctx.cached<DataPd, dnnl::inner_product_backward_data>("linear.bwd_data:" + s.key, [&] {
+      const auto* fwd = forward_primitive(ctx, s).first;
+      const dnnl::inner_product_backward_data::desc d(s.src, s.weights, s.dst);
+      return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
+    });
+    const Tensor weights = ctx.reorder(weights_plain, pd->weights_desc());
+    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
+    grad_src = ctx.make(pd->diff_src_desc());
+    ctx.execute("linear_backward_data", *prim, pd->scratchpad_desc(),
+                {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+  }
+
+  void backward_weights(Context& ctx, const Shapes& s, const Tensor& src, const Tensor& grad_output,
+                        std::span<const bool> need_grad, std::span<Tensor> grad_inputs) const {
+    auto [pd, prim] = ctx.cached<WeightsPd, dnnl::inner_product_backward_weights>("linear.bwd_weights:" + s.key, [&] {
+      const auto* fwd = forward_primitive(ctx, s).first;
+      const dnnl::inner_product_backward_weights::desc d(s.src, s.weights, s.bias, s.dst);
+      return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
+    });
+    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
+    Tensor diff_weights = ctx.make(pd->diff_weights_desc());
+    if (bias_) {
+      Tensor diff_bias = ctx.make(pd->diff_bias_desc());
+      ctx.execute("linear_backward_weights", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
+                   out(DNNL_ARG_DIFF_BIAS, diff_bias)});
+      if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
+    } else {
+      ctx.execute("linear_backward_weights", *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
+    }
+    // The optimiser updates the plain parameter element by element.
+    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+  }
+
+  [[nodiscard]] std::string where() const { return "linear '" + name_ + "'"; }
+
+  std::string name_;
+  std::int64_t out_features_;
+  bool bias_;
+};
+
+}  // namespace
+
+ValueId linear(Graph& g, const std::string& name, ValueId x, std::int64_t out_features, bool bias) {
+  auto op = std::make_unique<Linear>(name, out_features, bias);  // validates out_features
+  const Dims& x_dims = g.value(x).dims;
+  if (x_dims.size() != 2 && x_dims.size() != 4) {
+    throw invalid_argument("cachedarrays::nn: linear '" + name + "' needs an input of shape [N, C] or [N, C, H, W], got " +
+                           shape_string(x_dims));
+  }
+  // fan_in = C*H*W: the features each output sees, as for PyTorch's flatten + Linear.
+  std::int64_t fan_in = 1;
+  for (std::size_t i = 1; i < x_dims.size(); ++i) fan_in *= x_dims[i];
+  const Dims weight_dims = weight_dims_for(x_dims, out_features);
+  std::vector<ValueId> inputs = {x, g.parameter(name + ".weight", weight_dims, Init::uniform_fan_in, fan_in)};
+  if (bias) inputs.push_back(g.parameter(name + ".bias", {out_features}, Init::uniform_fan_in, fan_in));
+  return g.add1(name, std::move(op), std::move(inputs));
+}
+
+}  // namespace cachedarrays::nn

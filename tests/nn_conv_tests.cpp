@@ -1,0 +1,366 @@
+// nn op conv: forward against a naive reference (plain and blocked inputs),
+// finite-difference gradients, plain parameter gradients, shape validation,
+// the builder's parameters, primitive reuse, the shape-only dry run.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/layers.hpp"
+#include "nn_gradcheck.hpp"
+
+namespace {
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+using dnnl::memory;
+
+template <typename F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const ca::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::size_t count(const nn::Dims& d) {
+  std::int64_t n = 1;
+  for (auto v : d) n *= v;
+  return static_cast<std::size_t>(n);
+}
+
+nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
+  nn::Tensor t = ctx.make(desc);
+  ctx.write(t, values);
+  return t;
+}
+
+struct Case {
+  std::int64_t n, c, h, w, out, k, stride, pad;
+  bool bias;
+};
+
+nn::Dims x_dims(const Case& c) { return {c.n, c.c, c.h, c.w}; }
+nn::Dims w_dims(const Case& c) { return {c.out, c.c, c.k, c.k}; }
+nn::Dims y_dims(const Case& c) {
+  return {c.n, c.out, (c.h + 2 * c.pad - c.k) / c.stride + 1, (c.w + 2 * c.pad - c.k) / c.stride + 1};
+}
+
+// The op of a one-node graph built by nn::conv2d.
+nn::Op& build(nn::Graph& g, const Case& c) {
+  nn::conv2d(g, "conv", g.input("x", x_dims(c)), {c.out, c.k, c.stride, c.pad, c.bias});
+  return *g.nodes().back().op;
+}
+
+// Direct loops over plain NCHW / OIHW.
+std::vector<float> reference_conv(const Case& c, const std::vector<float>& x, const std::vector<float>& w,
+                                  const std::vector<float>& b) {
+  const nn::Dims yd = y_dims(c);
+  std::vector<float> y(count(yd));
+  for (std::int64_t n = 0; n < c.n; ++n)
+    for (std::int64_t o = 0; o < c.out; ++o)
+      for (std::int64_t oh = 0; oh < yd[2]; ++oh)
+        for (std::int64_t ow = 0; ow < yd[3]; ++ow) {
+          double acc = c.bias ? b[static_cast<std::size_t>(o)] : 0.0;
+          for (std::int64_t i = 0; i < c.c; ++i)
+            for (std::int64_t kh = 0; kh < c.k; ++kh)
+              for (std::int64_t kw = 0; kw < c.k; ++kw) {
+                const std::int64_t ih = oh * c.stride - c.pad + kh;
+                const std::int64_t iw = ow * c.stride - c.pad + kw;
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                acc += static_cast<double>(x[static_cast<std::size_t>(((n * c.c + i) * c.h + ih) * c.w + iw)]) *
+                       w[static_cast<std::size_t>(((o * c.c + i) * c.k + kh) * c.k + kw)];
+              }
+          y[static_cast<std::size_t>(((n * c.out + o) * yd[2] + oh) * yd[3] + ow)] = static_cast<float>(acc);
+        }
+  return y;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want, float rtol = 1e-4f) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CAPTURE(got[i]);
+    CAPTURE(want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= rtol * std::max(1.0f, std::abs(want[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nn conv: forward matches a naive reference") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case cases[] = {
+      {2, 3, 6, 6, 4, 3, 1, 1, true},     // same padding, bias
+      {2, 3, 6, 6, 4, 3, 2, 0, false},    // strided, no padding
+      {1, 16, 5, 7, 8, 3, 2, 1, true},    // non-square image, odd output
+      {2, 4, 4, 4, 16, 1, 1, 0, false},   // 1x1
+      {1, 2, 3, 3, 3, 5, 1, 1, true},     // kernel larger than the image, fits with padding
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.c);
+    CAPTURE(c.k);
+    CAPTURE(c.stride);
+    nn::Graph g;
+    nn::Op& op = build(g, c);
+    CHECK(op.kind() == "conv");
+    const auto x = test::random_values(count(x_dims(c)), 1);
+    const auto w = test::random_values(count(w_dims(c)), 2, 0.3f);
+    const auto b = test::random_values(static_cast<std::size_t>(c.out), 3);
+    std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), x), tensor(ctx, nn::plain_desc(w_dims(c)), w)};
+    if (c.bias) ins.push_back(tensor(ctx, nn::plain_desc({c.out}), b));
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].dims() == y_dims(c));
+    CHECK(saved.empty());
+    check_close(ctx.read(outs[0]), reference_conv(c, x, w, b));
+  }
+}
+
+TEST_CASE("nn conv: a blocked input gives the same result as a plain one") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case c{2, 16, 5, 5, 16, 3, 1, 1, true};
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  const auto x = test::random_values(count(x_dims(c)), 4);
+  const auto w = test::random_values(count(w_dims(c)), 5, 0.2f);
+  const auto b = test::random_values(16, 6);
+  const std::vector<float> want = reference_conv(c, x, w, b);
+  for (const auto tag : {memory::format_tag::nchw, memory::format_tag::nhwc, memory::format_tag::nChw16c,
+                         memory::format_tag::nChw8c}) {
+    CAPTURE(static_cast<int>(tag));
+    const std::vector<nn::Tensor> ins{tensor(ctx, memory::desc(x_dims(c), memory::data_type::f32, tag), x),
+                                      tensor(ctx, nn::plain_desc(w_dims(c)), w), tensor(ctx, nn::plain_desc({16}), b)};
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    check_close(ctx.read(outs[0]), want);
+  }
+}
+
+namespace {
+
+void conv_gradcheck(const Case& c) {
+  CAPTURE(c.stride);
+  CAPTURE(c.pad);
+  CAPTURE(c.bias);
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  std::vector<nn::Dims> dims{x_dims(c), w_dims(c)};
+  std::vector<std::vector<float>> values{test::random_values(count(dims[0]), 10),
+                                         test::random_values(count(dims[1]), 11, 0.5f)};
+  if (c.bias) {
+    dims.push_back({c.out});
+    values.push_back(test::random_values(static_cast<std::size_t>(c.out), 12));
+  }
+  test::gradcheck(op, dims, values);
+}
+
+}  // namespace
+
+TEST_CASE("nn conv: gradient check, stride 1 padding 1, with and without bias") {
+  conv_gradcheck({2, 3, 6, 6, 4, 3, 1, 1, true});
+  conv_gradcheck({2, 3, 6, 6, 4, 3, 1, 1, false});
+}
+
+TEST_CASE("nn conv: gradient check, stride 2 padding 0, with and without bias") {
+  conv_gradcheck({2, 3, 6, 6, 4, 3, 2, 0, true});
+  conv_gradcheck({2, 3, 6, 6, 4, 3, 2, 0, false});
+}
+
+TEST_CASE("nn conv: gradient check, padding on a strided non-square image") {
+  conv_gradcheck({1, 2, 5, 4, 3, 2, 2, 1, true});
+}
+
+TEST_CASE("nn conv: gradient check without the input's gradient (the first layer)") {
+  const Case c{2, 3, 6, 6, 4, 3, 1, 1, true};
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  test::GradCheckOptions o;
+  o.skip_inputs = {true, false, false};
+  test::gradcheck(op, {x_dims(c), w_dims(c), {4}},
+                  {test::random_values(216, 13), test::random_values(108, 14, 0.5f), test::random_values(4, 15)}, o);
+}
+
+TEST_CASE("nn conv: backward gives plain weight and bias gradients and reads no output or bias") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case c{2, 16, 6, 6, 32, 3, 1, 1, true};  // channels that make oneDNN pick blocked layouts
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  CHECK(op.backward_reads_inputs(3) == std::vector<bool>{true, true, false});
+  CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
+  std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), test::random_values(count(x_dims(c)), 16)),
+                              tensor(ctx, nn::plain_desc(w_dims(c)), test::random_values(count(w_dims(c)), 17)),
+                              tensor(ctx, nn::plain_desc({32}), test::random_values(32, 18))};
+  std::vector<nn::Tensor> outs(1);
+  std::vector<nn::Tensor> saved;
+  op.forward(ctx, ins, outs, saved);
+  // The gradient arrives in a layout of its own; the op reorders it.
+  const std::vector<float> r = test::random_values(count(y_dims(c)), 19);
+  const std::vector<nn::Tensor> grad_outs{
+      tensor(ctx, memory::desc(y_dims(c), memory::data_type::f32, memory::format_tag::nhwc), r)};
+  const nn::Tensor bias_value = ins[2];
+  ins[2].reset();  // backward must not need the bias
+  outs[0].reset();  // nor the output
+  std::vector<nn::Tensor> grads(3);
+  const bool need[] = {true, true, true};
+  op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+  REQUIRE(grads[0]);
+  CHECK(grads[0].dims() == x_dims(c));
+  CHECK(grads[1].desc() == nn::plain_desc(w_dims(c)));
+  CHECK(grads[2].desc() == nn::plain_desc({32}));
+  // dL/dbias[o] = sum of r over n, h, w of channel o.
+  std::vector<float> want(32, 0.0f);
+  for (std::size_t i = 0; i < r.size(); ++i) want[(i / 36) % 32] += r[i];
+  check_close(ctx.read(grads[2]), want);
+
+  // Only the weight gradient: no input gradient is made.
+  std::vector<nn::Tensor> only_weights(3);
+  const bool need_weights[] = {false, true, false};
+  op.backward(ctx, ins, outs, grad_outs, saved, need_weights, only_weights);
+  CHECK_FALSE(only_weights[0]);
+  CHECK(only_weights[1]);
+  CHECK_FALSE(only_weights[2]);
+  CHECK(ctx.read(only_weights[1]) == ctx.read(grads[1]));
+}
+
+TEST_CASE("nn conv: output_dims validation") {
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3, 6, 6});
+  const std::string rank = invalid_argument_message([&] { nn::conv2d(g, "c1", g.input("flat", {2, 3, 36}), {4}); });
+  CHECK(contains(rank, "conv 'c1'"));
+  CHECK(contains(rank, "[2, 3, 36]"));
+  const std::string big = invalid_argument_message([&] { nn::conv2d(g, "c2", x, {4, 9, 1, 1}); });
+  CHECK(contains(big, "conv 'c2'"));
+  CHECK(contains(big, "[9, 9]"));
+  CHECK(contains(big, "[2, 3, 6, 6]"));
+  CHECK(invalid_argument_message([&] { nn::conv2d(g, "c3", x, {4, 8, 1, 1}); }).empty());  // 6 + 2 = 8 fits
+  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c4", x, {0, 3, 1, 1}); }).empty());
+  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c5", x, {4, 3, 0, 1}); }).empty());
+  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c6", x, {4, 3, 1, -1}); }).empty());
+  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c7", x, {4, 0, 1, 0}); }).empty());
+  // A failed builder call leaves no stray parameters behind.
+  CHECK(g.nodes().size() == 1);
+  CHECK(g.parameter_count() == 4 * 3 * 8 * 8);
+
+  // The op itself checks what the graph hands it.
+  nn::Graph h;
+  nn::conv2d(h, "conv", h.input("x", {2, 3, 6, 6}), {4, 3, 1, 1, true});
+  const nn::Op& op = *h.nodes().back().op;
+  CHECK(op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {4}}) == std::vector<nn::Dims>{{2, 4, 6, 6}});
+  const std::string channels = invalid_argument_message(
+      [&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 6, 6}, {4, 3, 3, 3}, {4}}); });
+  CHECK(contains(channels, "conv 'conv'"));
+  CHECK(contains(channels, "[4, 3, 3, 3]"));
+  CHECK(contains(channels, "[2, 5, 6, 6]"));
+  CHECK(contains(channels, "[4, 5, 3, 3]"));
+  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {5}}); }),
+                 "bias"));
+  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}}); }),
+                 "takes 3 inputs"));
+}
+
+TEST_CASE("nn conv: builder adds weight and bias parameters") {
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3, 8, 8});
+  const nn::ValueId y = nn::conv2d(g, "conv1", x, {16, 3, 2, 1, true});
+  CHECK(g.value(y).dims == nn::Dims{2, 16, 4, 4});
+  CHECK(g.value(y).name == "conv1");
+  const auto params = g.values_with_role(nn::ValueRole::parameter);
+  REQUIRE(params.size() == 2);
+  const nn::ValueInfo& w = g.value(params[0]);
+  CHECK(w.name == "conv1.weight");
+  CHECK(w.dims == nn::Dims{16, 3, 3, 3});
+  CHECK(w.init == nn::Init::kaiming_normal);
+  CHECK(w.fan_in == 27);
+  const nn::ValueInfo& b = g.value(params[1]);
+  CHECK(b.name == "conv1.bias");
+  CHECK(b.dims == nn::Dims{16});
+  CHECK(b.init == nn::Init::uniform_fan_in);
+  CHECK(b.fan_in == 27);
+  CHECK(g.parameter_count() == 16 * 27 + 16);
+  REQUIRE(g.nodes().size() == 1);
+  CHECK(g.nodes()[0].inputs == std::vector<nn::ValueId>{x, params[0], params[1]});
+
+  // Without bias (the default): only the weight; a second conv on the output.
+  const nn::ValueId z = nn::conv2d(g, "conv2", y, {8});
+  CHECK(g.value(z).dims == nn::Dims{2, 8, 2, 2});
+  CHECK(g.values_with_role(nn::ValueRole::parameter).size() == 3);
+  CHECK(g.nodes()[1].inputs.size() == 2);
+  CHECK(g.parameter_count() == 16 * 27 + 16 + 8 * 16 * 9);
+}
+
+TEST_CASE("nn conv: forward and backward twice create no new primitives") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case c{2, 8, 6, 6, 16, 3, 1, 1, true};
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), test::random_values(count(x_dims(c)), 20)),
+                                    tensor(ctx, nn::plain_desc(w_dims(c)), test::random_values(count(w_dims(c)), 21)),
+                                    tensor(ctx, nn::plain_desc({16}), test::random_values(16, 22))};
+  const std::vector<nn::Tensor> grad_outs{
+      tensor(ctx, nn::plain_desc(y_dims(c)), test::random_values(count(y_dims(c)), 23))};
+  const bool need[] = {true, true, true};
+  std::vector<float> first;
+  const auto forward = [&] {
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    return outs[0];
+  };
+  first = ctx.read(forward());
+  const std::uint64_t after_forward = ctx.primitives_created();
+  CHECK(after_forward > 0);
+  CHECK(ctx.read(forward()) == first);
+  CHECK(ctx.primitives_created() == after_forward);
+
+  const auto backward = [&] {
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    std::vector<nn::Tensor> grads(3);
+    op.forward(ctx, ins, outs, saved);
+    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+  };
+  backward();
+  const std::uint64_t after_backward = ctx.primitives_created();
+  backward();
+  CHECK(ctx.primitives_created() == after_backward);
+}
+
+TEST_CASE("nn conv: a shape-only dry run records the kernels and runs nothing") {
+  nn::Context ctx(nullptr);
+  const Case c{2, 3, 6, 6, 4, 3, 2, 1, true};
+  nn::Graph g;
+  nn::Op& op = build(g, c);
+  struct Recorder : nn::KernelObserver {
+    std::vector<std::string> names;
+    void on_kernel(const std::string& name, std::span<const nn::KernelArg>) override { names.push_back(name); }
+  } recorder;
+  ctx.set_observer(&recorder);
+  const std::vector<nn::Tensor> ins{ctx.make_plain(x_dims(c)), ctx.make_plain(w_dims(c)), ctx.make_plain({4})};
+  std::vector<nn::Tensor> outs(1);
+  std::vector<nn::Tensor> saved;
+  op.forward(ctx, ins, outs, saved);
+  CHECK(outs[0].dims() == y_dims(c));
+  CHECK(outs[0].array() == nullptr);
+  CHECK(std::count(recorder.names.begin(), recorder.names.end(), "conv") == 1);
+  const std::vector<nn::Tensor> grad_outs{ctx.make(outs[0].desc())};
+  std::vector<nn::Tensor> grads(3);
+  const bool need[] = {true, true, true};
+  op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+  CHECK(grads[0].dims() == x_dims(c));
+  CHECK(grads[1].desc() == nn::plain_desc(w_dims(c)));
+  CHECK(std::count(recorder.names.begin(), recorder.names.end(), "conv_backward_data") == 1);
+  CHECK(std::count(recorder.names.begin(), recorder.names.end(), "conv_backward_weights") == 1);
+}

@@ -1,0 +1,243 @@
+// nn ops relu and add: forward against a naive reference (plain and blocked
+// layouts), finite-difference gradients, shape validation, primitive reuse.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/layers.hpp"
+#include "nn_gradcheck.hpp"
+
+namespace {
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+using dnnl::memory;
+
+// The message of the invalid_argument `f` throws ("" if none).
+template <typename F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const ca::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Values with |x| >= 0.1, so that x +- eps never crosses ReLU's kink.
+std::vector<float> away_from_zero(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v = test::random_values(n, seed);
+  for (float& x : v) x = std::copysign(0.1f + std::abs(x), x);
+  return v;
+}
+
+nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
+  nn::Tensor t = ctx.make(desc);
+  ctx.write(t, values);
+  return t;
+}
+
+memory::desc blocked(const nn::Dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
+}
+
+}  // namespace
+
+TEST_CASE("nn relu: forward matches max(x; 0) and keeps the input's layout") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3, 4, 5});
+  nn::relu(g, "r", x);
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.kind() == "relu");
+  const nn::Dims dims{2, 3, 4, 5};
+  const std::vector<float> values = test::random_values(120, 1);
+  std::vector<float> expected(values.size());
+  std::transform(values.begin(), values.end(), expected.begin(), [](float v) { return std::max(v, 0.0f); });
+
+  for (const memory::desc& desc : {nn::plain_desc(dims), blocked(dims)}) {
+    const std::vector<nn::Tensor> ins{tensor(ctx, desc, values)};
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].desc() == desc);
+    CHECK(ctx.read(outs[0]) == expected);
+    CHECK(saved.empty());
+  }
+}
+
+TEST_CASE("nn relu: gradient check") {
+  nn::Graph g;
+  nn::relu(g, "r", g.input("x", {2, 3, 3, 3}));
+  test::gradcheck(*g.nodes().back().op, {{2, 3, 3, 3}}, {away_from_zero(54, 2)});
+}
+
+TEST_CASE("nn relu: backward on a blocked layout matches the plain one") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 4, 4};
+  nn::relu(g, "r", g.input("x", dims));
+  nn::Op& op = *g.nodes().back().op;
+  const std::vector<float> values = away_from_zero(96, 3);
+  const std::vector<float> r = test::random_values(96, 4);
+  std::vector<float> expected(96);
+  for (std::size_t i = 0; i < 96; ++i) expected[i] = values[i] > 0 ? r[i] : 0.0f;
+  const bool need[] = {true};
+  for (const memory::desc& desc : {nn::plain_desc(dims), blocked(dims)}) {
+    const std::vector<nn::Tensor> ins{tensor(ctx, desc, values)};
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(dims), r)};  // reordered inside
+    std::vector<nn::Tensor> grads(1);
+    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+    CHECK(grads[0].desc() == desc);
+    CHECK(ctx.read(grads[0]) == expected);
+  }
+}
+
+TEST_CASE("nn relu: forward and backward twice create no new primitives") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 4, 3, 3};
+  nn::relu(g, "r", g.input("x", dims));
+  nn::Op& op = *g.nodes().back().op;
+  const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(dims), test::random_values(72, 5))};
+  const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(dims), test::random_values(72, 6))};
+  const bool need[] = {true};
+  const auto pass = [&] {
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    std::vector<nn::Tensor> grads(1);
+    op.forward(ctx, ins, outs, saved);
+    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+  };
+  pass();
+  const std::uint64_t created = ctx.primitives_created();
+  CHECK(created >= 2);
+  pass();
+  CHECK(ctx.primitives_created() == created);
+}
+
+TEST_CASE("nn relu: output_dims validation") {
+  nn::Graph g;
+  nn::relu(g, "r", g.input("x", {2, 3}));
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.output_dims(std::vector<nn::Dims>{{2, 3}}) == std::vector<nn::Dims>{{2, 3}});
+  const std::string two = invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2}, {2}}); });
+  CHECK(two.find("relu 'r'") != std::string::npos);
+  CHECK(two.find("1 input") != std::string::npos);
+  const std::string rank =
+      invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{1, 1, 1, 1, 1, 1}}); });
+  CHECK(rank.find("rank 6") != std::string::npos);
+}
+
+TEST_CASE("nn add: forward matches a + b in a's layout whatever b's is") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 4, 5};
+  nn::add(g, "sum", g.input("a", dims), g.input("b", dims));
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.kind() == "add");
+  const std::vector<float> a = test::random_values(120, 7);
+  const std::vector<float> b = test::random_values(120, 8);
+  std::vector<float> expected(120);
+  for (std::size_t i = 0; i < 120; ++i) expected[i] = a[i] + b[i];
+
+  const memory::desc layouts[][2] = {{nn::plain_desc(dims), nn::plain_desc(dims)},
+                                     {blocked(dims), nn::plain_desc(dims)},
+                                     {nn::plain_desc(dims), blocked(dims)},
+                                     {blocked(dims), blocked(dims)}};
+  for (const auto& layout : layouts) {
+    const std::vector<nn::Tensor> ins{tensor(ctx, layout[0], a), tensor(ctx, layout[1], b)};
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].desc() == layout[0]);
+    CHECK(ctx.read(outs[0]) == expected);
+  }
+}
+
+TEST_CASE("nn add: gradient check") {
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 2, 2};
+  nn::add(g, "sum", g.input("a", dims), g.input("b", dims));
+  test::gradcheck(*g.nodes().back().op, {dims, dims}, {test::random_values(24, 9), test::random_values(24, 10)});
+}
+
+TEST_CASE("nn add: backward hands out the output's gradient itself and reads nothing") {
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 2, 2};
+  nn::add(g, "sum", g.input("a", dims), g.input("b", dims));
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.backward_reads_inputs(2) == std::vector<bool>{false, false});
+  CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
+
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(dims), test::random_values(24, 11))};
+  std::vector<nn::Tensor> saved;
+  std::vector<nn::Tensor> grads(2);
+  const bool need[] = {true, false};
+  op.backward(ctx, std::vector<nn::Tensor>(2), std::vector<nn::Tensor>(1), grad_outs, saved, need, grads);
+  CHECK(grads[0].id() == grad_outs[0].id());  // the same tensor, no copy
+  CHECK_FALSE(grads[1]);
+}
+
+TEST_CASE("nn add: forward twice creates no new primitives") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 16, 3, 3};
+  nn::add(g, "sum", g.input("a", dims), g.input("b", dims));
+  nn::Op& op = *g.nodes().back().op;
+  const std::vector<nn::Tensor> ins{tensor(ctx, blocked(dims), test::random_values(288, 12)),
+                                    tensor(ctx, nn::plain_desc(dims), test::random_values(288, 13))};
+  const auto pass = [&] {
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+  };
+  pass();
+  const std::uint64_t created = ctx.primitives_created();
+  pass();
+  CHECK(ctx.primitives_created() == created);
+}
+
+TEST_CASE("nn add: output_dims validation") {
+  nn::Graph g;
+  const nn::ValueId a = g.input("a", {2, 3, 4, 4});
+  const nn::ValueId b = g.input("b", {2, 3, 4, 5});
+  const std::string mismatch = invalid_argument_message([&] { nn::add(g, "res", a, b); });
+  CHECK(mismatch.find("add 'res'") != std::string::npos);
+  CHECK(mismatch.find("[2, 3, 4, 4]") != std::string::npos);
+  CHECK(mismatch.find("[2, 3, 4, 5]") != std::string::npos);
+  CHECK(g.nodes().empty());
+  nn::add(g, "ok", a, a);
+  const std::string one = invalid_argument_message(
+      [&] { (void)g.nodes().back().op->output_dims(std::vector<nn::Dims>{{2, 3, 4, 4}}); });
+  CHECK(one.find("2 inputs") != std::string::npos);
+}
+
+TEST_CASE("nn add: x + x reads one tensor through both inputs") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3});
+  nn::add(g, "double", x, x);
+  nn::Op& op = *g.nodes().back().op;
+  const std::vector<float> values{1, -2, 3, -4, 5, -6};
+  const nn::Tensor t = tensor(ctx, nn::plain_desc({2, 3}), values);
+  const std::vector<nn::Tensor> ins{t, t};
+  std::vector<nn::Tensor> outs(1);
+  std::vector<nn::Tensor> saved;
+  op.forward(ctx, ins, outs, saved);
+  CHECK(ctx.read(outs[0]) == std::vector<float>{2, -4, 6, -8, 10, -12});
+}

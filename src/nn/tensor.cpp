@@ -24,6 +24,12 @@ std::int64_t Tensor::elements() const {
   return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>());
 }
 
+std::string to_string(const Dims& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 dnnl::memory::format_tag plain_tag(std::size_t rank) {
   using tag = dnnl::memory::format_tag;
   switch (rank) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -46,6 +47,9 @@ class Tensor {
   };
   std::shared_ptr<State> state_;
 };
+
+// "[2, 3, 32, 32]": shapes in error messages.
+[[nodiscard]] std::string to_string(const Dims& dims);
 
 // Plain row-major descriptors (nchw for 4-d, nc for 2-d, a for 1-d, ...).
 [[nodiscard]] dnnl::memory::desc plain_desc(const Dims& dims);

@@ -14,12 +14,6 @@ namespace cachedarrays::nn {
 
 namespace {
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 class Add final : public Op {
  public:
   explicit Add(std::string name) : name_(std::move(name)) {}
@@ -33,11 +27,11 @@ class Add final : public Op {
     }
     if (inputs[0] != inputs[1]) {
       throw invalid_argument("cachedarrays::nn: add '" + name_ + "' needs inputs of the same shape, got " +
-                             shape_string(inputs[0]) + " and " + shape_string(inputs[1]));
+                             to_string(inputs[0]) + " and " + to_string(inputs[1]));
     }
     if (inputs[0].empty() || inputs[0].size() > 5) {
       throw invalid_argument("cachedarrays::nn: add '" + name_ + "' needs inputs of rank 1 to 5, got " +
-                             shape_string(inputs[0]));
+                             to_string(inputs[0]));
     }
     return {inputs[0]};
   }

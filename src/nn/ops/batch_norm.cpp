@@ -26,12 +26,6 @@ using dnnl::prop_kind;
 constexpr float epsilon = 1e-5f;
 const normalization_flags flags = normalization_flags::use_scale | normalization_flags::use_shift;
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 using ForwardPd = dnnl::batch_normalization_forward::primitive_desc;
 using BackwardPd = dnnl::batch_normalization_backward::primitive_desc;
 
@@ -48,14 +42,14 @@ class BatchNorm final : public Op {
     }
     const Dims& x = inputs[0];
     if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + shape_string(x));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
     }
     const Dims channels = {x[1]};
     for (std::size_t i = 1; i < 3; ++i) {
       if (inputs[i] != channels) {
         throw invalid_argument("cachedarrays::nn: " + where() + ": the " + (i == 1 ? "weight" : "bias") +
-                               " has shape " + shape_string(inputs[i]) + " but an input of shape " + shape_string(x) +
-                               " needs " + shape_string(channels));
+                               " has shape " + to_string(inputs[i]) + " but an input of shape " + to_string(x) +
+                               " needs " + to_string(channels));
       }
     }
     return {x};
@@ -146,7 +140,7 @@ ValueId batch_norm(Graph& g, const std::string& name, ValueId x) {
   const Dims& x_dims = g.value(x).dims;
   if (x_dims.size() != 4) {
     throw invalid_argument("cachedarrays::nn: batch_norm '" + name + "' needs an NCHW input of rank 4, got " +
-                           shape_string(x_dims));
+                           to_string(x_dims));
   }
   const Dims channels = {x_dims[1]};
   const ValueId weight = g.parameter(name + ".weight", channels, Init::ones);

@@ -19,12 +19,6 @@ namespace cachedarrays::nn {
 
 namespace {
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 class Concat final : public Op {
  public:
   explicit Concat(std::string name) : name_(std::move(name)) {}
@@ -36,7 +30,7 @@ class Concat final : public Op {
     Dims y = inputs[0];
     if (y.size() < 2 || y.size() > 5) {
       throw invalid_argument("cachedarrays::nn: concat '" + name_ + "' needs inputs of rank 2 to 5, got " +
-                             shape_string(y));
+                             to_string(y));
     }
     for (std::size_t i = 1; i < inputs.size(); ++i) {
       const Dims& x = inputs[i];
@@ -44,7 +38,7 @@ class Concat final : public Op {
       for (std::size_t d = 0; fits && d < x.size(); ++d) fits = d == 1 || x[d] == y[d];
       if (!fits) {
         throw invalid_argument("cachedarrays::nn: concat '" + name_ + "': input " + std::to_string(i) + " " +
-                               shape_string(x) + " does not match input 0 " + shape_string(inputs[0]) +
+                               to_string(x) + " does not match input 0 " + to_string(inputs[0]) +
                                "; inputs may differ only in dimension 1 (channels)");
       }
       y[1] += x[1];

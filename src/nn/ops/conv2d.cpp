@@ -31,12 +31,6 @@ using dnnl::prop_kind;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
 
 using ForwardPd = dnnl::convolution_forward::primitive_desc;
@@ -67,25 +61,25 @@ class Conv2d final : public Op {
     const Dims& x = inputs[0];
     const Dims& w = inputs[1];
     if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + shape_string(x));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
     }
     const std::int64_t k = options_.kernel;
     const Dims expected_w = {options_.out_channels, x[1], k, k};
     if (w != expected_w) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + shape_string(w) +
-                             " but an input of shape " + shape_string(x) + " needs " + shape_string(expected_w) +
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + to_string(w) +
+                             " but an input of shape " + to_string(x) + " needs " + to_string(expected_w) +
                              " [out_channels, in_channels, kernel, kernel]");
     }
     if (options_.bias && inputs[2] != Dims{options_.out_channels}) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + shape_string(inputs[2]) +
-                             " but needs " + shape_string({options_.out_channels}));
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + to_string(inputs[2]) +
+                             " but needs " + to_string({options_.out_channels}));
     }
     Dims y = {x[0], options_.out_channels, 0, 0};
     for (std::size_t i = 2; i < 4; ++i) {
       const std::int64_t padded = x[i] + 2 * options_.padding;
       if (padded < k) {
-        throw invalid_argument("cachedarrays::nn: " + where() + ": the kernel " + shape_string({k, k}) +
-                               " is larger than the input " + shape_string(x) + " with padding " +
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the kernel " + to_string({k, k}) +
+                               " is larger than the input " + to_string(x) + " with padding " +
                                std::to_string(options_.padding));
       }
       y[i] = (padded - k) / options_.stride + 1;
@@ -220,7 +214,7 @@ ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions
   const Dims& x_dims = g.value(x).dims;
   if (x_dims.size() != 4) {
     throw invalid_argument("cachedarrays::nn: conv '" + name + "' needs an NCHW input of rank 4, got " +
-                           shape_string(x_dims));
+                           to_string(x_dims));
   }
   const std::int64_t in_channels = x_dims[1];
   const std::int64_t k = options.kernel;

@@ -34,12 +34,6 @@ using dnnl::prop_kind;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
 
 // [out, C] for a source [N, C]; [out, C, H, W] for a source [N, C, H, W].
@@ -75,16 +69,16 @@ class Linear final : public Op {
     const Dims& x = inputs[0];
     if (x.size() != 2 && x.size() != 4) {
       throw invalid_argument("cachedarrays::nn: " + where() + " needs an input of shape [N, C] or [N, C, H, W], got " +
-                             shape_string(x));
+                             to_string(x));
     }
     const Dims expected_w = weight_dims_for(x, out_features_);
     if (inputs[1] != expected_w) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + shape_string(inputs[1]) +
-                             " but an input of shape " + shape_string(x) + " needs " + shape_string(expected_w));
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + to_string(inputs[1]) +
+                             " but an input of shape " + to_string(x) + " needs " + to_string(expected_w));
     }
     if (bias_ && inputs[2] != Dims{out_features_}) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + shape_string(inputs[2]) +
-                             " but needs " + shape_string({out_features_}));
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + to_string(inputs[2]) +
+                             " but needs " + to_string({out_features_}));
     }
     return {{x[0], out_features_}};
   }
@@ -201,7 +195,7 @@ ValueId linear(Graph& g, const std::string& name, ValueId x, std::int64_t out_fe
   const Dims& x_dims = g.value(x).dims;
   if (x_dims.size() != 2 && x_dims.size() != 4) {
     throw invalid_argument("cachedarrays::nn: linear '" + name + "' needs an input of shape [N, C] or [N, C, H, W], got " +
-                           shape_string(x_dims));
+                           to_string(x_dims));
   }
   // fan_in = C*H*W: the features each output sees, as for PyTorch's flatten + Linear.
   std::int64_t fan_in = 1;

@@ -24,12 +24,6 @@ namespace {
 using dnnl::algorithm;
 using dnnl::prop_kind;
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 class Pooling final : public Op {
  public:
   // kernel, stride and padding are {height, width}; padding is symmetric.
@@ -42,8 +36,8 @@ class Pooling final : public Op {
         padding_(std::move(padding)) {
     for (std::size_t i = 0; i < 2; ++i) {
       if (kernel_[i] < 1 || stride_[i] < 1 || padding_[i] < 0 || 2 * padding_[i] > kernel_[i]) {
-        throw invalid_argument("cachedarrays::nn: " + where() + " has kernel " + shape_string(kernel_) + ", stride " +
-                               shape_string(stride_) + " and padding " + shape_string(padding_) +
+        throw invalid_argument("cachedarrays::nn: " + where() + " has kernel " + to_string(kernel_) + ", stride " +
+                               to_string(stride_) + " and padding " + to_string(padding_) +
                                "; kernel and stride must be at least 1 and padding between 0 and half the kernel");
       }
     }
@@ -57,14 +51,14 @@ class Pooling final : public Op {
     }
     const Dims& x = inputs[0];
     if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + shape_string(x));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
     }
     Dims y = {x[0], x[1], 0, 0};
     for (std::size_t i = 0; i < 2; ++i) {
       const std::int64_t padded = x[2 + i] + 2 * padding_[i];
       if (padded < kernel_[i]) {
-        throw invalid_argument("cachedarrays::nn: " + where() + ": the window " + shape_string(kernel_) +
-                               " (padding " + shape_string(padding_) + ") is larger than the input " + shape_string(x));
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the window " + to_string(kernel_) +
+                               " (padding " + to_string(padding_) + ") is larger than the input " + to_string(x));
       }
       y[2 + i] = (padded - kernel_[i]) / stride_[i] + 1;
     }
@@ -123,8 +117,8 @@ class Pooling final : public Op {
 
   // Everything besides the source descriptor that the primitive depends on.
   [[nodiscard]] std::string attributes() const {
-    return std::to_string(static_cast<int>(alg_)) + ":k" + shape_string(kernel_) + "s" + shape_string(stride_) + "p" +
-           shape_string(padding_) + ":";
+    return std::to_string(static_cast<int>(alg_)) + ":k" + to_string(kernel_) + "s" + to_string(stride_) + "p" +
+           to_string(padding_) + ":";
   }
 
   std::pair<const dnnl::pooling_forward::primitive_desc*, const dnnl::pooling_forward*> forward_primitive(
@@ -176,7 +170,7 @@ ValueId global_avg_pool(Graph& g, const std::string& name, ValueId x) {
   const Dims& dims = g.value(x).dims;
   if (dims.size() != 4) {
     throw invalid_argument("cachedarrays::nn: global_avg_pool '" + name + "' needs an NCHW input of rank 4, got " +
-                           shape_string(dims));
+                           to_string(dims));
   }
   return g.add1(name,
                 std::make_unique<Pooling>("global_avg_pool", name, algorithm::pooling_avg_exclude_padding,

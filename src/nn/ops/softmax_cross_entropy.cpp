@@ -20,12 +20,6 @@ namespace cachedarrays::nn {
 
 namespace {
 
-std::string shape_string(const Dims& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 class SoftmaxCrossEntropy final : public Op {
  public:
   explicit SoftmaxCrossEntropy(std::string name) : name_(std::move(name)) {}
@@ -41,11 +35,11 @@ class SoftmaxCrossEntropy final : public Op {
     const Dims& labels = inputs[1];
     if (z.size() != 2) {
       throw invalid_argument("cachedarrays::nn: " + where() + " needs logits of shape [N, K], got " +
-                             shape_string(z));
+                             to_string(z));
     }
     if (labels != Dims{z[0]}) {
       throw invalid_argument("cachedarrays::nn: " + where() + " needs labels of shape [" + std::to_string(z[0]) +
-                             "] for logits " + shape_string(z) + ", got " + shape_string(labels));
+                             "] for logits " + to_string(z) + ", got " + to_string(labels));
     }
     return {Dims{1}};
   }

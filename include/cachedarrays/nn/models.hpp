@@ -1,0 +1,101 @@
+// The CNNs of the paper's evaluation (Table III: VGG 116/416, ResNet 200,
+// DenseNet 264) and their published relatives, built as training graphs.
+// Building a graph records shapes only: no tensor memory is allocated, so
+// even the 500 GB configurations of Table III build in milliseconds.
+//
+// With width 1 every network has exactly torchvision's layers and parameter
+// count (ResNet-50: 25,557,032; VGG-16: 138,357,544; DenseNet-121:
+// 7,978,856), and parameters are named as in torchvision's state_dict
+// ("layer1.0.conv1.weight", "features.denseblock1.denselayer1.norm1.bias").
+//
+// VGG (11, 16, 19; configs A, D, E of Simonyan & Zisserman, torchvision's
+// vgg11/vgg16/vgg19 without batch norm): 3x3 convolutions (padding 1, with
+// bias) + ReLU in five stages of 64, 128, 256, 512, 512 channels, each
+// stage ending in a 2x2/2 max pool, then Linear(512*7*7 -> 4096) + ReLU,
+// Linear(4096 -> 4096) + ReLU, Linear(4096 -> classes). Dropout is left out
+// (it is not an op of this trainer; it has no parameters). torchvision's
+// adaptive 7x7 average pool is the identity at 224x224 and is left out too:
+// at another image size S the first linear layer takes 512*(S/32)^2 inputs.
+//
+// VGG 116 and 416 (the paper: "essentially a greatly extended VGG 16"; it
+// gives no layer list, so this is our construction): VGG-16's five stages,
+// channels, pools and classifier, with depth - 3 convolutions (depth counts
+// weight layers, the 3 linear ones included) spread over the stages as
+// evenly as possible, the remainder going to the later stages:
+//   VGG-116: [22, 22, 23, 23, 23] convolutions per stage,
+//   VGG-416: [82, 82, 83, 83, 83].
+// The same rule gives VGG-11's [1, 1, 2, 2, 2] and VGG-16's [2, 2, 3, 3, 3].
+//
+// ResNet (18, 34: basic blocks; 50, 101, 152, 200: bottleneck blocks with
+// expansion 4), torchvision's ResNet v1.5 (the stride sits on the
+// bottleneck's 3x3 convolution): stem conv 7x7/2 (padding 3, no bias), batch
+// norm, ReLU, max pool 3x3/2 (padding 1); four stages of 64, 128, 256, 512
+// base channels with block counts 18: [2,2,2,2], 34 and 50: [3,4,6,3], 101:
+// [3,4,23,3], 152: [3,8,36,3], 200: [3,24,36,3] (He et al., "Identity
+// Mappings"; torchvision has no ResNet-200, its layout is the same); a 1x1
+// convolution + batch norm projects the shortcut where the shape changes;
+// global average pool; linear.
+//
+// DenseNet (121, 169, 201, 264; growth rate 32, bottleneck width 4x growth,
+// blocks 121: [6,12,24,16], 169: [6,12,32,32], 201: [6,12,48,32], 264:
+// [6,12,64,48]) as torchvision: stem conv 7x7/2 to 64 channels, BN, ReLU,
+// max pool 3x3/2; dense layers BN-ReLU-conv1x1(128)-BN-ReLU-conv3x3(32)
+// whose output joins all earlier features; transitions BN-ReLU-conv1x1
+// (halving the channels)-avg pool 2x2/2; final BN, ReLU, global average
+// pool, linear. Each dense layer extends the running concatenation by its
+// 32 new channels (concat(previous, new)) instead of re-concatenating every
+// earlier output as torchvision's forward does. The concatenated tensors,
+// which batch norm's backward keeps, have the same sizes either way, and so
+// does the peak (measure_footprint, DenseNet-121 at batch 8: 1483.6 MiB
+// both). The running form is chosen because the rest is smaller: each
+// layer's new features die as soon as they are copied in instead of living
+// to the end of the block (less live memory through the forward pass, fewer
+// long-lived objects for a policy to place), and each concat has two
+// inputs, so its backward splits the gradient in two rather than into one
+// piece per earlier layer, each then summed into that layer's gradient.
+//
+// `width` multiplies every layer's channel count (and VGG's hidden linear
+// features), rounded, at least 1: width 0.125 at 32x32 with batch 2 gives
+// networks that train in milliseconds, for tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/nn/graph.hpp"
+
+namespace cachedarrays::nn {
+
+struct ModelConfig {
+  std::string family;  // "vgg" | "resnet" | "densenet"
+  int depth = 0;
+  std::int64_t batch = 32;
+  std::int64_t image_size = 224;  // square images, S x S
+  std::int64_t channels = 3;
+  std::int64_t classes = 1000;
+  double width = 1.0;  // multiplies every layer's channel count (tiny test versions)
+};
+
+// The training graph: input "images" [batch, channels, S, S], label "labels"
+// [batch] (class indices as floats), the network ending in the logits
+// [batch, classes] (torchvision's name for the last layer: "fc",
+// "classifier", "classifier.6"), and the softmax cross-entropy "loss", set
+// as the graph's loss.
+// Throws invalid_argument, saying what is valid, for an unknown family or
+// depth, an image too small for the network's downsampling, width <= 0,
+// or a batch, channel or class count below 1.
+[[nodiscard]] Graph build_model(const ModelConfig& config);
+
+// "vgg", "resnet", "densenet".
+[[nodiscard]] std::vector<std::string> model_families();
+// The depths build_model accepts for `family`, ascending; throws
+// invalid_argument for an unknown family.
+[[nodiscard]] std::vector<int> available_depths(std::string_view family);
+// One line for logs and reports, e.g. "resnet-50 (bottleneck blocks [3, 4,
+// 6, 3]), batch 32, 3x224x224 images, 1000 classes". Validates like
+// build_model.
+[[nodiscard]] std::string describe(const ModelConfig& config);
+
+}  // namespace cachedarrays::nn

@@ -1,0 +1,103 @@
+// DenseNet 121/169/201/264 as torchvision (growth 32, bottleneck 4x growth,
+// compression 0.5); see models.hpp for why each dense layer extends one
+// running concatenation.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/layers.hpp"
+#include "nn/models/model_support.hpp"
+
+namespace cachedarrays::nn::detail {
+
+namespace {
+
+constexpr std::int64_t growth_rate = 32;
+constexpr std::int64_t bottleneck_factor = 4;  // torchvision's bn_size
+constexpr std::int64_t initial_features = 64;
+
+struct Layout {
+  int depth;
+  std::array<int, 4> layers;  // dense layers per block
+};
+
+constexpr std::array<Layout, 4> layouts = {{
+    {121, {6, 12, 24, 16}},
+    {169, {6, 12, 32, 32}},
+    {201, {6, 12, 48, 32}},
+    {264, {6, 12, 64, 48}},
+}};
+
+const Layout& layout(int depth) {
+  for (const Layout& l : layouts) {
+    if (l.depth == depth) return l;
+  }
+  return layouts.front();  // unreachable: build_model checked the depth
+}
+
+std::vector<int> depths() {
+  std::vector<int> d;
+  for (const Layout& l : layouts) d.push_back(l.depth);
+  return d;
+}
+
+std::string architecture(int depth) {
+  return "(dense blocks " + list_string(layout(depth).layers) + ", growth rate 32)";
+}
+
+// Stem conv 7x7/2 and max pool 3x3/2, then a 2x2/2 average pool in each of
+// the three transitions.
+std::int64_t final_feature_size(std::int64_t image_size) {
+  std::int64_t s = window_out(window_out(image_size, 7, 2, 3), 3, 2, 1);
+  for (int transition = 0; transition < 3; ++transition) s = window_out(s, 2, 2, 0);
+  return s;
+}
+
+Conv2dOptions conv(std::int64_t out_channels, std::int64_t kernel) {
+  return {.out_channels = out_channels, .kernel = kernel, .stride = 1, .padding = kernel / 2, .bias = false};
+}
+
+// BN-ReLU-conv1x1-BN-ReLU-conv3x3, then concat(x, new features).
+ValueId dense_layer(Graph& g, const std::string& name, ValueId x, std::int64_t growth, std::int64_t bottleneck) {
+  ValueId y = relu(g, name + ".relu1", batch_norm(g, name + ".norm1", x));
+  y = conv2d(g, name + ".conv1", y, conv(bottleneck, 1));
+  y = relu(g, name + ".relu2", batch_norm(g, name + ".norm2", y));
+  y = conv2d(g, name + ".conv2", y, conv(growth, 3));
+  return concat(g, name + ".concat", {x, y});
+}
+
+Graph build(const ModelConfig& config) {
+  const Layout& l = layout(config.depth);
+  const std::int64_t growth = scaled(growth_rate, config.width);
+  const std::int64_t bottleneck = scaled(bottleneck_factor * growth_rate, config.width);
+  Graph g;
+  const auto [images, labels] = add_inputs(g, config);
+  ValueId x = conv2d(g, "features.conv0", images,
+                     {.out_channels = scaled(initial_features, config.width), .kernel = 7, .stride = 2,
+                      .padding = 3, .bias = false});
+  x = relu(g, "features.relu0", batch_norm(g, "features.norm0", x));
+  x = max_pool(g, "features.pool0", x, 3, 2, 1);
+  for (std::size_t b = 0; b < l.layers.size(); ++b) {
+    const std::string block = "features.denseblock" + std::to_string(b + 1);
+    for (int i = 0; i < l.layers[b]; ++i) {
+      x = dense_layer(g, block + ".denselayer" + std::to_string(i + 1), x, growth, bottleneck);
+    }
+    if (b + 1 == l.layers.size()) break;
+    const std::string transition = "features.transition" + std::to_string(b + 1);
+    const std::int64_t features = g.value(x).dims.at(1);
+    x = relu(g, transition + ".relu", batch_norm(g, transition + ".norm", x));
+    x = conv2d(g, transition + ".conv", x, conv(std::max<std::int64_t>(1, features / 2), 1));  // floor, as torchvision
+    x = avg_pool(g, transition + ".pool", x, 2, 2);
+  }
+  x = relu(g, "features.relu5", batch_norm(g, "features.norm5", x));
+  x = global_avg_pool(g, "avgpool", x);
+  add_loss(g, linear(g, "classifier", x, config.classes), labels);
+  return g;
+}
+
+}  // namespace
+
+const Family densenet_family = {"densenet", depths, architecture, final_feature_size, build};
+
+}  // namespace cachedarrays::nn::detail

@@ -1,0 +1,55 @@
+// Private to src/nn/models: what the three model families share (input and
+// loss nodes, channel scaling, spatial arithmetic) and the table through
+// which build_model reaches each family.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/nn/models.hpp"
+
+namespace cachedarrays::nn::detail {
+
+// round(channels * width), at least 1.
+[[nodiscard]] std::int64_t scaled(std::int64_t channels, double width);
+
+// Output size of a window (convolution or pooling, floor mode) over `size`
+// input positions; 0 when the padded input is smaller than the window.
+[[nodiscard]] constexpr std::int64_t window_out(std::int64_t size, std::int64_t kernel, std::int64_t stride,
+                                                std::int64_t padding) {
+  const std::int64_t padded = size + 2 * padding;
+  return padded < kernel ? 0 : (padded - kernel) / stride + 1;
+}
+
+// "[2, 2, 3, 3, 3]"
+[[nodiscard]] std::string list_string(std::span<const int> values);
+
+struct ModelInputs {
+  ValueId images;
+  ValueId labels;
+};
+// "images" [batch, channels, S, S] and "labels" [batch].
+ModelInputs add_inputs(Graph& g, const ModelConfig& config);
+// "loss" = softmax_cross_entropy(logits, labels), set as the graph's loss.
+void add_loss(Graph& g, ValueId logits, ValueId labels);
+
+// One model family. build() gets a config that build_model has validated
+// (known depth, image large enough, positive sizes and width).
+struct Family {
+  std::string_view name;
+  std::vector<int> (*depths)();
+  // "(stage convolutions [2, 2, 3, 3, 3])" for describe().
+  std::string (*architecture)(int depth);
+  // Side of the last feature map for an S x S image (< 1: too small).
+  std::int64_t (*final_feature_size)(std::int64_t image_size);
+  Graph (*build)(const ModelConfig& config);
+};
+
+extern const Family vgg_family;
+extern const Family resnet_family;
+extern const Family densenet_family;
+
+}  // namespace cachedarrays::nn::detail

@@ -1,0 +1,77 @@
+// VGG 11/16/19 (torchvision configs A, D, E without batch norm) and the
+// paper's deep VGG 116/416; the construction is documented in models.hpp.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/layers.hpp"
+#include "nn/models/model_support.hpp"
+
+namespace cachedarrays::nn::detail {
+
+namespace {
+
+constexpr std::array<std::int64_t, 5> stage_channels = {64, 128, 256, 512, 512};
+constexpr std::int64_t hidden_features = 4096;
+constexpr int linear_layers = 3;
+
+// Convolutions per stage.
+std::vector<int> stage_convolutions(int depth) {
+  if (depth == 19) return {2, 2, 4, 4, 4};  // config E: not the even split
+  // depth - 3 convolutions spread evenly, the remainder to the later stages:
+  // this is config A for 11 and D for 16.
+  const int convs = depth - linear_layers;
+  const int stages = static_cast<int>(stage_channels.size());
+  std::vector<int> counts(stage_channels.size(), convs / stages);
+  for (int i = 0; i < convs % stages; ++i) ++counts[counts.size() - 1 - static_cast<std::size_t>(i)];
+  return counts;
+}
+
+std::vector<int> depths() { return {11, 16, 19, 116, 416}; }
+
+std::string architecture(int depth) {
+  return "(stage convolutions " + list_string(stage_convolutions(depth)) + ", no batch norm)";
+}
+
+// Convolutions keep the size; each stage ends in a 2x2/2 max pool.
+std::int64_t final_feature_size(std::int64_t image_size) {
+  std::int64_t s = image_size;
+  for (std::size_t i = 0; i < stage_channels.size(); ++i) s = window_out(s, 2, 2, 0);
+  return s;
+}
+
+Graph build(const ModelConfig& config) {
+  Graph g;
+  const auto [images, labels] = add_inputs(g, config);
+  // Named by the index of the layer in torchvision's `features` and
+  // `classifier` Sequentials, so that parameter names match its state_dict.
+  int index = 0;
+  const auto next_name = [&index](const char* prefix) { return std::string(prefix) + std::to_string(index++); };
+  ValueId x = images;
+  const std::vector<int> counts = stage_convolutions(config.depth);
+  for (std::size_t stage = 0; stage < counts.size(); ++stage) {
+    const Conv2dOptions conv{.out_channels = scaled(stage_channels[stage], config.width),
+                             .kernel = 3, .stride = 1, .padding = 1, .bias = true};
+    for (int i = 0; i < counts[stage]; ++i) {
+      x = conv2d(g, next_name("features."), x, conv);
+      x = relu(g, next_name("features."), x);
+    }
+    x = max_pool(g, next_name("features."), x, 2, 2);
+  }
+  // torchvision's classifier also holds two Dropout layers (indices 2 and
+  // 5). Dropout is not an op of this trainer; it has no parameters, so the
+  // counts are unaffected. The linear layer flattens its [N, C, H, W] input
+  // itself: 512 * 7 * 7 inputs at 224x224.
+  const std::int64_t hidden = scaled(hidden_features, config.width);
+  x = relu(g, "classifier.1", linear(g, "classifier.0", x, hidden));
+  x = relu(g, "classifier.4", linear(g, "classifier.3", x, hidden));
+  const ValueId logits = linear(g, "classifier.6", x, config.classes);
+  add_loss(g, logits, labels);
+  return g;
+}
+
+}  // namespace
+
+const Family vgg_family = {"vgg", depths, architecture, final_feature_size, build};
+
+}  // namespace cachedarrays::nn::detail

@@ -1,0 +1,374 @@
+// nn models: published parameter counts (torchvision's figures), the
+// structure of each family (torchvision's parameter names and shapes, the
+// paper's deep VGG construction), the inputs and the loss, tiny versions
+// that train, and bad configurations.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/cachedarrays.hpp"
+#include "cachedarrays/nn/models.hpp"
+#include "cachedarrays/nn/trainer.hpp"
+
+namespace {
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+
+nn::ModelConfig imagenet(const std::string& family, int depth) {
+  return {.family = family, .depth = depth, .batch = 32, .image_size = 224, .channels = 3, .classes = 1000};
+}
+
+nn::ModelConfig tiny(const std::string& family, int depth) {
+  return {.family = family, .depth = depth, .batch = 2, .image_size = 32, .channels = 3, .classes = 10,
+          .width = 0.125};
+}
+
+std::string invalid_argument_message(const nn::ModelConfig& config) {
+  try {
+    (void)nn::build_model(config);
+  } catch (const ca::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The parameter of that name, or null.
+const nn::ValueInfo* find_parameter(const nn::Graph& g, const std::string& name) {
+  for (nn::ValueId id : g.values_with_role(nn::ValueRole::parameter)) {
+    if (g.value(id).name == name) return &g.value(id);
+  }
+  return nullptr;
+}
+
+nn::Dims parameter_dims(const nn::Graph& g, const std::string& name) {
+  const nn::ValueInfo* v = find_parameter(g, name);
+  REQUIRE_MESSAGE(v != nullptr, "no parameter " << name);
+  return v->dims;
+}
+
+int count_nodes(const nn::Graph& g, const std::string& kind) {
+  int n = 0;
+  for (const nn::Node& node : g.nodes()) n += node.op->kind() == kind ? 1 : 0;
+  return n;
+}
+
+// The inputs, the logits and the loss every model must have.
+void check_training_graph(const nn::Graph& g, const nn::ModelConfig& c) {
+  const std::vector<nn::ValueId> inputs = g.values_with_role(nn::ValueRole::input);
+  const std::vector<nn::ValueId> labels = g.values_with_role(nn::ValueRole::label);
+  REQUIRE(inputs.size() == 1);
+  REQUIRE(labels.size() == 1);
+  CHECK(g.value(inputs[0]).name == "images");
+  CHECK(g.value(inputs[0]).dims == nn::Dims{c.batch, c.channels, c.image_size, c.image_size});
+  CHECK(g.value(labels[0]).name == "labels");
+  CHECK(g.value(labels[0]).dims == nn::Dims{c.batch});
+  REQUIRE(g.loss() >= 0);
+  const nn::ValueInfo& loss = g.value(g.loss());
+  CHECK(loss.dims == nn::Dims{1});
+  REQUIRE(loss.producer >= 0);
+  const nn::Node& loss_node = g.nodes().at(static_cast<std::size_t>(loss.producer));
+  CHECK(loss_node.op->kind() == "softmax_cross_entropy");
+  CHECK(loss.producer + 1 == static_cast<int>(g.nodes().size()));
+  REQUIRE(loss_node.inputs.size() == 2);
+  CHECK(g.value(loss_node.inputs[0]).dims == nn::Dims{c.batch, c.classes});
+  CHECK(loss_node.inputs[1] == labels[0]);
+  // Names are unique (parameters are looked up by name).
+  std::set<std::string> names;
+  for (std::size_t v = 0; v < g.value_count(); ++v) {
+    CHECK_MESSAGE(names.insert(g.value(static_cast<nn::ValueId>(v)).name).second,
+                  g.value(static_cast<nn::ValueId>(v)).name << " twice");
+  }
+  // Every activation but the loss feeds a later node: nothing dangles.
+  for (std::size_t v = 0; v < g.value_count(); ++v) {
+    const auto id = static_cast<nn::ValueId>(v);
+    if (id != g.loss()) CHECK_MESSAGE(!g.value(id).consumers.empty(), g.value(id).name << " is never used");
+  }
+}
+
+struct Published {
+  const char* family;
+  int depth;
+  std::int64_t parameters;
+};
+
+}  // namespace
+
+TEST_CASE("nn models: ImageNet configurations have torchvision's parameter counts") {
+  const std::vector<Published> published = {
+      {"resnet", 18, 11'689'512},  {"resnet", 34, 21'797'672},   {"resnet", 50, 25'557'032},
+      {"resnet", 101, 44'549'160}, {"resnet", 152, 60'192'808},  {"vgg", 11, 132'863'336},
+      {"vgg", 16, 138'357'544},    {"vgg", 19, 143'667'240},     {"densenet", 121, 7'978'856},
+      {"densenet", 169, 14'149'480}, {"densenet", 201, 20'013'928},
+  };
+  for (const Published& p : published) {
+    const std::string name = std::string(p.family) + "-" + std::to_string(p.depth);
+    CAPTURE(name);
+    const nn::ModelConfig config = imagenet(p.family, p.depth);
+    const nn::Graph g = nn::build_model(config);
+    CHECK(g.parameter_count() == p.parameters);
+    check_training_graph(g, config);
+  }
+}
+
+TEST_CASE("nn models: the paper's large networks build fast, with only shapes") {
+  // Table III's large configurations: over 500 GB of tensors each if they
+  // were allocated; building the graph allocates none of it.
+  struct Large {
+    const char* family;
+    int depth;
+    std::int64_t batch;
+  };
+  for (const Large& l : {Large{"densenet", 264, 1536}, Large{"resnet", 200, 2048}, Large{"vgg", 416, 256},
+                         Large{"vgg", 116, 320}}) {
+    const std::string name = std::string(l.family) + "-" + std::to_string(l.depth);
+    CAPTURE(name);
+    nn::ModelConfig config = imagenet(l.family, l.depth);
+    config.batch = l.batch;
+    const auto start = std::chrono::steady_clock::now();
+    const nn::Graph g = nn::build_model(config);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    check_training_graph(g, config);
+    CHECK(g.parameter_count() > 0);
+    INFO(name << ": " << g.nodes().size() << " nodes, built in " << seconds * 1e3 << " ms");
+    CHECK(seconds < 1.0);  // measured: under a millisecond
+  }
+}
+
+TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants extend VGG-16") {
+  SUBCASE("VGG-16 parameters are named and shaped as torchvision's state_dict") {
+    const nn::Graph g = nn::build_model(imagenet("vgg", 16));
+    CHECK(parameter_dims(g, "features.0.weight") == nn::Dims{64, 3, 3, 3});
+    CHECK(parameter_dims(g, "features.0.bias") == nn::Dims{64});
+    CHECK(parameter_dims(g, "features.28.weight") == nn::Dims{512, 512, 3, 3});
+    CHECK(parameter_dims(g, "classifier.0.weight") == nn::Dims{4096, 512, 7, 7});
+    CHECK(parameter_dims(g, "classifier.3.weight") == nn::Dims{4096, 4096});
+    CHECK(parameter_dims(g, "classifier.6.weight") == nn::Dims{1000, 4096});
+    CHECK(parameter_dims(g, "classifier.6.bias") == nn::Dims{1000});
+    CHECK(count_nodes(g, "conv") == 13);
+    CHECK(count_nodes(g, "max_pool") == 5);
+    CHECK(count_nodes(g, "batch_norm") == 0);
+  }
+  SUBCASE("depth counts weight layers: convolutions + 3 linear") {
+    for (int depth : nn::available_depths("vgg")) {
+      CAPTURE(depth);
+      const nn::Graph g = nn::build_model(tiny("vgg", depth));
+      CHECK(count_nodes(g, "conv") == depth - 3);
+      CHECK(count_nodes(g, "linear") == 3);
+      CHECK(count_nodes(g, "max_pool") == 5);
+    }
+  }
+  SUBCASE("the extra convolutions go evenly to the stages, the remainder to the later ones") {
+    CHECK(nn::describe(imagenet("vgg", 116)).find("[22, 22, 23, 23, 23]") != std::string::npos);
+    CHECK(nn::describe(imagenet("vgg", 416)).find("[82, 82, 83, 83, 83]") != std::string::npos);
+    CHECK(nn::describe(imagenet("vgg", 11)).find("[1, 1, 2, 2, 2]") != std::string::npos);
+    CHECK(nn::describe(imagenet("vgg", 19)).find("[2, 2, 4, 4, 4]") != std::string::npos);
+    // VGG-116's last stage: 23 convolutions of 512 -> 512 channels.
+    const nn::Graph g = nn::build_model(imagenet("vgg", 116));
+    const int last_stage_first = 2 * (22 + 22 + 23 + 23) + 4;  // convs and relus, plus 4 pools before it
+    const std::string first = "features." + std::to_string(last_stage_first);
+    const std::string last = "features." + std::to_string(last_stage_first + 2 * 22);
+    CHECK(parameter_dims(g, first + ".weight") == nn::Dims{512, 512, 3, 3});
+    CHECK(parameter_dims(g, last + ".weight") == nn::Dims{512, 512, 3, 3});
+    CHECK(find_parameter(g, "features." + std::to_string(last_stage_first + 2 * 23) + ".weight") == nullptr);
+  }
+  SUBCASE("at another image size the first linear layer takes 512 * (S/32)^2 inputs") {
+    nn::ModelConfig config = imagenet("vgg", 16);
+    config.image_size = 64;
+    const nn::Graph g = nn::build_model(config);
+    CHECK(parameter_dims(g, "classifier.0.weight") == nn::Dims{4096, 512, 2, 2});
+    config.image_size = 32;
+    CHECK(parameter_dims(nn::build_model(config), "classifier.0.weight") == nn::Dims{4096, 512, 1, 1});
+  }
+}
+
+TEST_CASE("nn models: ResNet is torchvision's v1.5") {
+  const nn::Graph g = nn::build_model(imagenet("resnet", 50));
+  CHECK(parameter_dims(g, "conv1.weight") == nn::Dims{64, 3, 7, 7});
+  CHECK(find_parameter(g, "conv1.bias") == nullptr);
+  CHECK(parameter_dims(g, "bn1.weight") == nn::Dims{64});
+  CHECK(parameter_dims(g, "layer1.0.conv1.weight") == nn::Dims{64, 64, 1, 1});
+  CHECK(parameter_dims(g, "layer1.0.downsample.0.weight") == nn::Dims{256, 64, 1, 1});
+  CHECK(parameter_dims(g, "layer1.0.downsample.1.bias") == nn::Dims{256});
+  CHECK(find_parameter(g, "layer1.1.downsample.0.weight") == nullptr);
+  CHECK(parameter_dims(g, "layer4.2.conv3.weight") == nn::Dims{2048, 512, 1, 1});
+  CHECK(parameter_dims(g, "fc.weight") == nn::Dims{1000, 2048, 1, 1});
+  CHECK(parameter_dims(g, "fc.bias") == nn::Dims{1000});
+  // v1.5: the stride is on the 3x3 convolution, so conv1 of layer2.0 keeps
+  // 56x56 and conv2 halves it.
+  for (const nn::Node& node : g.nodes()) {
+    if (node.name == "layer2.0.conv1") CHECK(g.value(node.outputs[0]).dims == nn::Dims{32, 128, 56, 56});
+    if (node.name == "layer2.0.conv2") CHECK(g.value(node.outputs[0]).dims == nn::Dims{32, 128, 28, 28});
+    if (node.name == "layer4.2.relu") CHECK(g.value(node.outputs[0]).dims == nn::Dims{32, 2048, 7, 7});
+  }
+  CHECK(count_nodes(g, "add") == 16);
+  CHECK(count_nodes(nn::build_model(tiny("resnet", 200)), "add") == 3 + 24 + 36 + 3);
+  // Basic blocks: two 3x3 convolutions, a projection only where the shape changes.
+  const nn::Graph r18 = nn::build_model(imagenet("resnet", 18));
+  CHECK(parameter_dims(r18, "layer1.0.conv2.weight") == nn::Dims{64, 64, 3, 3});
+  CHECK(find_parameter(r18, "layer1.0.downsample.0.weight") == nullptr);
+  CHECK(parameter_dims(r18, "layer2.0.downsample.0.weight") == nn::Dims{128, 64, 1, 1});
+  CHECK(parameter_dims(r18, "fc.weight") == nn::Dims{1000, 512, 1, 1});
+}
+
+TEST_CASE("nn models: DenseNet is torchvision's, with one running concatenation per block") {
+  const nn::Graph g = nn::build_model(imagenet("densenet", 121));
+  CHECK(parameter_dims(g, "features.conv0.weight") == nn::Dims{64, 3, 7, 7});
+  CHECK(parameter_dims(g, "features.denseblock1.denselayer1.norm1.weight") == nn::Dims{64});
+  CHECK(parameter_dims(g, "features.denseblock1.denselayer1.conv1.weight") == nn::Dims{128, 64, 1, 1});
+  CHECK(parameter_dims(g, "features.denseblock1.denselayer1.conv2.weight") == nn::Dims{32, 128, 3, 3});
+  CHECK(parameter_dims(g, "features.denseblock1.denselayer6.conv1.weight") == nn::Dims{128, 64 + 5 * 32, 1, 1});
+  CHECK(parameter_dims(g, "features.transition1.conv.weight") == nn::Dims{128, 256, 1, 1});
+  CHECK(parameter_dims(g, "features.transition3.conv.weight") == nn::Dims{512, 1024, 1, 1});
+  CHECK(parameter_dims(g, "features.denseblock4.denselayer16.conv2.weight") == nn::Dims{32, 128, 3, 3});
+  CHECK(parameter_dims(g, "features.norm5.weight") == nn::Dims{1024});
+  CHECK(parameter_dims(g, "classifier.weight") == nn::Dims{1000, 1024, 1, 1});
+  CHECK(count_nodes(g, "concat") == 6 + 12 + 24 + 16);
+  CHECK(count_nodes(g, "avg_pool") == 3);
+  for (const nn::Node& node : g.nodes()) {
+    if (node.op->kind() != "concat") continue;
+    CHECK(node.inputs.size() == 2);  // previous features, new features
+    CHECK(g.value(node.inputs[1]).dims.at(1) == 32);
+  }
+  CHECK(count_nodes(nn::build_model(tiny("densenet", 264)), "concat") == 6 + 12 + 64 + 48);
+}
+
+TEST_CASE("nn models: tiny versions of every model build and share the training-graph shape") {
+  for (const std::string& family : nn::model_families()) {
+    for (int depth : nn::available_depths(family)) {
+      CAPTURE(family);
+      CAPTURE(depth);
+      const nn::ModelConfig config = tiny(family, depth);
+      const nn::Graph g = nn::build_model(config);
+      check_training_graph(g, config);
+      CHECK(g.parameter_count() < nn::build_model(imagenet(family, depth)).parameter_count() / 20);
+    }
+  }
+  // Grey images, other class counts.
+  nn::ModelConfig mnist = tiny("resnet", 18);
+  mnist.channels = 1;
+  mnist.image_size = 28;
+  mnist.classes = 7;
+  check_training_graph(nn::build_model(mnist), mnist);
+}
+
+TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gradient for every parameter, the loss falls") {
+  ca::Runtime rt({ca::dram(256 << 20, "fast"), ca::dax_file({}, 256 << 20, "slow")});
+  // Plain SGD, so that a parameter changes only if its gradient is nonzero.
+  // 64x64 images: at 32x32 the last stages are 1x1, and a batch norm over
+  // the 2 values of a batch of 2 outputs +-1 whatever its input, so almost
+  // no gradient passes it.
+  const nn::TrainerOptions options{.sgd = {.learning_rate = 0.01F, .momentum = 0.0F, .weight_decay = 0.0F}};
+  for (const auto& [family, depth] : {std::pair{"vgg", 11}, std::pair{"resnet", 50}, std::pair{"densenet", 121}}) {
+    const std::string name = std::string(family) + "-" + std::to_string(depth);
+    CAPTURE(name);
+    nn::ModelConfig config = tiny(family, depth);
+    config.image_size = 64;
+    nn::Trainer trainer(&rt, nn::build_model(config), options);
+    std::vector<std::string> parameters;
+    std::vector<std::vector<float>> initial;
+    for (nn::ValueId id : trainer.graph().values_with_role(nn::ValueRole::parameter)) {
+      parameters.push_back(trainer.graph().value(id).name);
+      initial.push_back(trainer.parameter(parameters.back()));
+    }
+    std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * 64 * 64));
+    for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>((i * 37) % 101) / 50.0F - 1.0F;
+    const std::vector<float> labels = {3.0F, 7.0F};
+    const float loss = trainer.step(images, labels);
+    CHECK(loss == doctest::Approx(std::log(10.0)).epsilon(0.2));  // a fresh network guesses
+    for (std::size_t p = 0; p < parameters.size(); ++p) {
+      CAPTURE(parameters[p]);
+      CHECK(trainer.parameter(parameters[p]) != initial[p]);
+    }
+    trainer.step(images, labels);
+    const float third = trainer.step(images, labels);  // on the same batch
+    CHECK(std::isfinite(third));
+    CHECK(third < loss);
+  }
+}
+
+TEST_CASE("nn models: available depths and families") {
+  CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet"});
+  CHECK(nn::available_depths("vgg") == std::vector<int>{11, 16, 19, 116, 416});
+  CHECK(nn::available_depths("resnet") == std::vector<int>{18, 34, 50, 101, 152, 200});
+  CHECK(nn::available_depths("densenet") == std::vector<int>{121, 169, 201, 264});
+  CHECK_THROWS_AS((void)nn::available_depths("alexnet"), ca::invalid_argument);
+}
+
+TEST_CASE("nn models: describe") {
+  CHECK(nn::describe(imagenet("resnet", 50)) ==
+        "resnet-50 (bottleneck blocks [3, 4, 6, 3]), batch 32, 3x224x224 images, 1000 classes");
+  CHECK(nn::describe(tiny("densenet", 121)) ==
+        "densenet-121 (dense blocks [6, 12, 24, 16], growth rate 32), width 0.125, batch 2, 3x32x32 images, "
+        "10 classes");
+  CHECK(nn::describe(imagenet("vgg", 16)) ==
+        "vgg-16 (stage convolutions [2, 2, 3, 3, 3], no batch norm), batch 32, 3x224x224 images, 1000 classes");
+  CHECK_THROWS_AS((void)nn::describe(imagenet("resnet", 51)), ca::invalid_argument);
+}
+
+TEST_CASE("nn models: bad configurations throw invalid_argument saying what is valid") {
+  SUBCASE("unknown family") {
+    const std::string m = invalid_argument_message(imagenet("alexnet", 8));
+    CHECK(m.find("alexnet") != std::string::npos);
+    CHECK(m.find("\"vgg\", \"resnet\", \"densenet\"") != std::string::npos);
+  }
+  SUBCASE("unknown depth") {
+    std::string m = invalid_argument_message(imagenet("resnet", 51));
+    CHECK(m.find("51") != std::string::npos);
+    CHECK(m.find("[18, 34, 50, 101, 152, 200]") != std::string::npos);
+    m = invalid_argument_message(imagenet("vgg", 13));
+    CHECK(m.find("[11, 16, 19, 116, 416]") != std::string::npos);
+    m = invalid_argument_message(imagenet("densenet", 0));
+    CHECK(m.find("[121, 169, 201, 264]") != std::string::npos);
+  }
+  SUBCASE("image too small for the downsampling") {
+    nn::ModelConfig vgg = imagenet("vgg", 16);
+    vgg.image_size = 31;
+    std::string m = invalid_argument_message(vgg);
+    CHECK(m.find("at least 32x32") != std::string::npos);
+    CHECK(m.find("31x31") != std::string::npos);
+    vgg.image_size = 32;
+    CHECK(invalid_argument_message(vgg).empty());
+
+    nn::ModelConfig densenet = tiny("densenet", 121);
+    densenet.image_size = 28;
+    m = invalid_argument_message(densenet);
+    CHECK(m.find("at least 29x29") != std::string::npos);
+    densenet.image_size = 29;
+    CHECK(invalid_argument_message(densenet).empty());
+
+    nn::ModelConfig resnet = tiny("resnet", 18);
+    resnet.image_size = 0;
+    CHECK(invalid_argument_message(resnet).find("at least 1x1") != std::string::npos);
+    resnet.image_size = 1;  // every stride-2 layer pads: a 1x1 image stays 1x1
+    CHECK(invalid_argument_message(resnet).empty());
+  }
+  SUBCASE("width") {
+    for (double width : {0.0, -0.5, std::numeric_limits<double>::quiet_NaN(), 1e9}) {
+      CAPTURE(width);
+      nn::ModelConfig c = tiny("resnet", 18);
+      c.width = width;
+      CHECK(invalid_argument_message(c).find("width must be greater than 0") != std::string::npos);
+    }
+    nn::ModelConfig c = tiny("resnet", 18);
+    c.width = 0.001;  // every layer rounds up to one channel
+    CHECK(invalid_argument_message(c).empty());
+  }
+  SUBCASE("batch, channels, classes") {
+    nn::ModelConfig c = tiny("vgg", 11);
+    c.batch = 0;
+    CHECK(invalid_argument_message(c).find("batch size must be at least 1") != std::string::npos);
+    c = tiny("vgg", 11);
+    c.channels = -3;
+    CHECK(invalid_argument_message(c).find("channels must be at least 1") != std::string::npos);
+    c = tiny("vgg", 11);
+    c.classes = 0;
+    CHECK(invalid_argument_message(c).find("classes must be at least 1") != std::string::npos);
+  }
+}

@@ -175,3 +175,15 @@ TEST_CASE("nn trainer: the dry run measures a footprint without allocating memor
   const std::uint64_t resnet50 = nn::measure_footprint([&] { return nn::build_model(big); });
   CHECK(resnet50 > (std::uint64_t{2} << 30));
 }
+
+TEST_CASE("nn graph: an unknown value id is a clear error in every builder") {
+  nn::Graph g;
+  const auto x = g.input("images", {2, 3, 8, 8});
+  CHECK_THROWS_AS((void)g.value(99), ca::invalid_argument);
+  CHECK_THROWS_AS(nn::conv2d(g, "c", 42, {.out_channels = 4}), ca::invalid_argument);
+  CHECK_THROWS_AS(nn::batch_norm(g, "bn", 42), ca::invalid_argument);
+  CHECK_THROWS_AS(nn::linear(g, "fc", 42, 10), ca::invalid_argument);
+  CHECK_THROWS_AS(nn::relu(g, "r", -1), ca::invalid_argument);
+  CHECK(g.value_count() == 1);  // nothing half-added
+  CHECK(g.value(x).name == "images");
+}

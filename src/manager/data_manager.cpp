@@ -299,13 +299,14 @@ Region* DataManager::getlinked(const Region& region, DeviceId device) const {
 void DataManager::setdirty(Region& region, bool dirty) {
   check_region(region, "setdirty");
   region.dirty_ = dirty;
-  if (!dirty || region.parent_ == nullptr) return;
-  if (region.parent_->primary_ == &region) {
+  if (!dirty) return;
+  if (region.parent_ != nullptr && region.parent_->primary_ == &region) {
     // New contents for the object: every secondary becomes stale.
     region.parent_->version_ = next_version_++;
     region.version_ = region.parent_->version_;
   } else {
-    // A secondary written on its own no longer equals the primary.
+    // Any other region written on its own (a secondary, or a free-standing
+    // region that may be linked back later) no longer holds a valid copy.
     region.version_ = 0;
   }
 }

@@ -50,6 +50,15 @@ std::vector<ValueId> Graph::add(std::string name, std::unique_ptr<Op> op, std::v
   return outputs;
 }
 
+const ValueInfo& Graph::value(ValueId id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= values_.size()) {
+    throw invalid_argument("cachedarrays::nn: value " + std::to_string(id) + " does not exist; this graph has " +
+                           std::to_string(values_.size()) + " values (ids 0.." +
+                           std::to_string(static_cast<long long>(values_.size()) - 1) + ")");
+  }
+  return values_[static_cast<std::size_t>(id)];
+}
+
 void Graph::set_loss(ValueId loss) {
   if (loss < 0 || static_cast<std::size_t>(loss) >= values_.size() || value(loss).dims != Dims{1}) {
     throw invalid_argument("cachedarrays::nn: the loss must be a value of shape [1] of this graph");

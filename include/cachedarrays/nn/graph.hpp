@@ -56,7 +56,8 @@ class Graph {
   // The scalar the trainer minimises (output of softmax_cross_entropy).
   void set_loss(ValueId loss);
 
-  [[nodiscard]] const ValueInfo& value(ValueId id) const { return values_.at(static_cast<std::size_t>(id)); }
+  // Throws invalid_argument for an id this graph does not have.
+  [[nodiscard]] const ValueInfo& value(ValueId id) const;
   [[nodiscard]] std::size_t value_count() const noexcept { return values_.size(); }
   [[nodiscard]] const std::vector<Node>& nodes() const noexcept { return nodes_; }
   [[nodiscard]] std::vector<Node>& nodes() noexcept { return nodes_; }

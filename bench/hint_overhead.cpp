@@ -1,0 +1,235 @@
+// hint_overhead: what the access layer and the data manager cost per call,
+// against the baselines a reader knows (DESIGN.md "Benchmarks": the baseline
+// is measured in the same run and the ratio printed).
+//
+//   (a) a read() guard (hint + pin + resolve, then unpin) on a resident array
+//   (b) one will_read() hint on a resident array
+//   (c) rt.kernel(...) with an empty body, 1 and 3 arguments
+//   (d) DataManager allocate + free on a DRAM heap holding 10,000 live
+//       regions of 64 B .. 64 KiB: median and p99 of per-batch averages
+//   baselines: an uncontended std::mutex lock+unlock pair; malloc+free of the
+//   same sizes with as many live blocks.
+//
+// Goals: hint and guard <= 50 ns; allocate+free <= 200 ns.
+//
+//   hint_overhead [--quick] [--json FILE]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <cachedarrays/cachedarrays.hpp>
+
+namespace ca = cachedarrays;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Keeps a value alive and the loop around it from being optimised away.
+template <typename T>
+inline void keep(const T& value) {
+  asm volatile("" : : "g"(&value) : "memory");
+}
+
+struct Rng {  // splitmix64: the same sizes on every run
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
+// ns per call of `body`, as the median over `runs` runs of `iterations` calls
+// (the median drops runs disturbed by the other processes of a shared box).
+template <typename F>
+double ns_per_call(std::uint64_t iterations, int runs, F&& body) {
+  for (std::uint64_t i = 0; i < iterations / 10; ++i) body();  // warm up
+  std::vector<double> per_run;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = Clock::now();
+    for (std::uint64_t i = 0; i < iterations; ++i) body();
+    const std::chrono::duration<double, std::nano> took = Clock::now() - start;
+    per_run.push_back(took.count() / static_cast<double>(iterations));
+  }
+  std::sort(per_run.begin(), per_run.end());
+  return per_run[per_run.size() / 2];
+}
+
+struct BatchTimes {
+  double median = 0;
+  double p99 = 0;
+};
+
+// Times `batches` batches of `batch` calls of pair(i); returns the median
+// and the 99th percentile of the per-batch mean.
+template <typename F>
+BatchTimes batch_times(std::uint64_t batches, std::uint64_t batch, F&& pair) {
+  std::vector<double> means;
+  means.reserve(batches);
+  std::uint64_t i = 0;
+  for (std::uint64_t b = 0; b < batch; ++b) pair(i++);  // warm up
+  for (std::uint64_t k = 0; k < batches; ++k) {
+    const auto start = Clock::now();
+    for (std::uint64_t b = 0; b < batch; ++b) pair(i++);
+    const std::chrono::duration<double, std::nano> took = Clock::now() - start;
+    means.push_back(took.count() / static_cast<double>(batch));
+  }
+  std::sort(means.begin(), means.end());
+  const auto at = [&](double q) {
+    return means[std::min(means.size() - 1, static_cast<std::size_t>(q * static_cast<double>(means.size())))];
+  };
+  return {at(0.5), at(0.99)};
+}
+
+constexpr std::uint64_t live_regions = 10000;
+constexpr std::uint64_t min_region = 64;
+constexpr std::uint64_t max_region = 64 * 1024;
+
+std::vector<std::uint64_t> random_sizes(std::uint64_t count, std::uint64_t seed) {
+  Rng rng{seed};
+  std::vector<std::uint64_t> sizes(count);
+  for (auto& s : sizes) s = min_region + rng.next() % (max_region - min_region + 1);
+  return sizes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hint_overhead: cost of hints, scoped accesses, kernels and allocate+free"};
+  bool quick = false;
+  std::string json_path;
+  app.add_flag("--quick", quick, "a fast smoke run (fewer iterations; noisier numbers)");
+  app.add_option("--json", json_path, "also write the results to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::uint64_t iterations = quick ? 100'000 : 2'000'000;
+  const int runs = quick ? 3 : 7;
+  const std::uint64_t batches = quick ? 200 : 2000;
+  const std::uint64_t batch = 1000;
+
+  // ---- (a)-(c): the access layer on resident arrays --------------------------
+  ca::Runtime rt{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")}};
+  auto x = rt.array<float>(1024);
+  auto y = rt.array<float>(1024);
+  auto z = rt.array<float>(1024);
+
+  const double read_guard_ns = ns_per_call(iterations, runs, [&] {
+    auto r = x.read();
+    keep(r.data());
+  });
+  const double hint_ns = ns_per_call(iterations, runs, [&] { x.will_read(); });
+  const double kernel1_ns = ns_per_call(iterations, runs, [&] {
+    rt.kernel(ca::reads(x), [](std::span<const float> a) { keep(a.data()); });
+  });
+  const double kernel3_ns = ns_per_call(iterations, runs, [&] {
+    rt.kernel(ca::reads(x, y), ca::writes(z),
+              [](std::span<const float> a, std::span<const float> b, std::span<float> c) {
+                keep(a.data());
+                keep(b.data());
+                keep(c.data());
+              });
+  });
+  std::mutex mutex;
+  const double mutex_ns = ns_per_call(iterations, runs, [&] {
+    mutex.lock();
+    mutex.unlock();
+  });
+
+  // ---- (d): allocate + free with 10,000 live regions --------------------------
+  // A heap large enough for the live set, not prefaulted: allocate and free
+  // only touch the allocator's bookkeeping, never the heap's pages.
+  ca::DeviceSpec spec = ca::dram(1ull << 30, "dram");
+  spec.prefault = false;
+  std::vector<ca::DeviceSpec> specs;
+  specs.push_back(std::move(spec));
+  ca::DataManager dm(std::move(specs));
+  const std::vector<std::uint64_t> live_sizes = random_sizes(live_regions, 1);
+  std::vector<ca::Region*> live;
+  for (std::uint64_t s : live_sizes) live.push_back(dm.allocate(0, s));
+  // Free every third one so the heap has holes of every size, as a running
+  // program's does, then fill back to 10,000 live regions.
+  for (std::size_t i = 0; i < live.size(); i += 3) {
+    dm.free(*live[i]);
+    live[i] = nullptr;
+  }
+  const std::vector<std::uint64_t> refill = random_sizes(live_regions, 2);
+  for (std::size_t i = 0, k = 0; i < live.size(); ++i) {
+    if (live[i] == nullptr) live[i] = dm.allocate(0, refill[k++]);
+  }
+  const std::vector<std::uint64_t> sizes = random_sizes(4096, 3);
+  const BatchTimes alloc_free = batch_times(batches, batch, [&](std::uint64_t i) {
+    ca::Region* r = dm.allocate(0, sizes[i & 4095]);
+    keep(r);
+    dm.free(*r);
+  });
+
+  std::vector<void*> live_blocks;
+  for (std::uint64_t s : live_sizes) live_blocks.push_back(std::malloc(s));
+  const BatchTimes malloc_free = batch_times(batches, batch, [&](std::uint64_t i) {
+    void* p = std::malloc(sizes[i & 4095]);
+    keep(p);
+    std::free(p);
+  });
+  for (void* p : live_blocks) std::free(p);
+  const std::uint64_t live_now = dm.usage(0).live_regions;
+  for (ca::Region* r : live) dm.free(*r);
+
+  // ---- report ------------------------------------------------------------------
+  const auto row = [](const char* what, double ns, const char* goal, const char* base_name, double base) {
+    fmt::print("{:<34} {:>9.1f} {:>7} {:<20} {:>9.1f} {:>7.2f}x\n", what, ns, goal, base_name, base, ns / base);
+  };
+  fmt::print("hint_overhead{}: {} calls x {} runs (median); allocate+free: {} batches of {}, "
+             "{} live regions of {}..{} B\n\n",
+             quick ? " --quick" : "", iterations, runs, batches, batch, live_now, min_region, max_region);
+  fmt::print("{:<34} {:>9} {:>7} {:<20} {:>9} {:>8}\n", "measurement", "ns/op", "goal", "baseline", "ns/op",
+             "ratio");
+  fmt::print("{:-<34} {:->9} {:->7} {:-<20} {:->9} {:->8}\n", "", "", "", "", "", "");
+  row("read() guard (hint+pin+unpin)", read_guard_ns, "<= 50", "mutex lock+unlock", mutex_ns);
+  row("will_read() hint", hint_ns, "<= 50", "mutex lock+unlock", mutex_ns);
+  row("kernel, 1 argument", kernel1_ns, "", "mutex lock+unlock", mutex_ns);
+  row("kernel, 3 arguments", kernel3_ns, "", "mutex lock+unlock", mutex_ns);
+  row("allocate+free, median batch", alloc_free.median, "<= 200", "malloc+free median", malloc_free.median);
+  row("allocate+free, p99 batch", alloc_free.p99, "", "malloc+free p99", malloc_free.p99);
+  fmt::print("{:<34} {:>9.1f}\n", "std::mutex lock+unlock", mutex_ns);
+  fmt::print("{:<34} {:>9.1f}\n", "malloc+free", malloc_free.median);
+  const bool hint_ok = hint_ns <= 50 && read_guard_ns <= 50;
+  const bool alloc_ok = alloc_free.median <= 200;
+  fmt::print("\ngoals: hint and guard <= 50 ns: {}; allocate+free <= 200 ns: {}\n", hint_ok ? "met" : "MISSED",
+             alloc_ok ? "met" : "MISSED");
+
+  if (!json_path.empty()) {
+    nlohmann::json j = {
+        {"hint_ns", hint_ns},
+        {"read_guard_ns", read_guard_ns},
+        {"kernel1_ns", kernel1_ns},
+        {"kernel3_ns", kernel3_ns},
+        {"alloc_free_ns", alloc_free.median},
+        {"alloc_free_p99_ns", alloc_free.p99},
+        {"mutex_ns", mutex_ns},
+        {"malloc_free_ns", malloc_free.median},
+        {"malloc_free_p99_ns", malloc_free.p99},
+        {"live_regions", live_now},
+        {"quick", quick},
+        {"goals", {{"hint_ns", 50}, {"read_guard_ns", 50}, {"alloc_free_ns", 200}}},
+    };
+    std::ofstream out(json_path);
+    if (!out) {
+      fmt::print(stderr, "hint_overhead: cannot write {}\n", json_path);
+      return 1;
+    }
+    out << j.dump(2) << '\n';
+  }
+  return 0;
+}

@@ -1,0 +1,357 @@
+// Multi-threaded stress of the Runtime (STYLE.md "Tests", after mimalloc's
+// test-stress.c): four threads create arrays, write them with write() and
+// kernel(), read and verify them, send hints and retire them, while a shared
+// set of arrays is read by every thread. Run once under first-touch (nothing
+// moves) and once under a test policy that moves data on every hint, so
+// regions are copied, evicted and defragmented while other threads access
+// theirs. Afterwards the manager's invariants hold (contents included) and
+// the stats add up. Meant to run clean under CACHEDARRAYS_SANITIZE=thread.
+//
+// Iterations, not time, bound each thread; CACHEDARRAYS_STRESS_ITERS sets
+// them (default 10,000 per thread), CACHEDARRAYS_TEST_SEED the random choices.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/cachedarrays.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace ca = cachedarrays;
+
+constexpr std::uint64_t MiB = 1024 * 1024;
+constexpr int thread_count = 4;
+constexpr std::size_t private_arrays_max = 8;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* s = std::getenv(name);
+  return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : fallback;
+}
+
+struct Rng {  // splitmix64: deterministic per thread
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+};
+
+// Element i of the pattern `seed`.
+std::uint64_t element(std::uint64_t seed, std::uint64_t i) {
+  const std::uint64_t x = (seed ^ (i * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+  return x ^ (x >> 32);
+}
+
+void fill(std::span<std::uint64_t> data, std::uint64_t seed) {
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = element(seed, i);
+}
+
+bool holds(std::span<const std::uint64_t> data, std::uint64_t seed) {
+  std::uint64_t diff = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) diff |= data[i] ^ element(seed, i);
+  return diff == 0;
+}
+
+// Element counts skewed small: 8 B .. 256 KiB arrays (under the copy
+// engine's parallel threshold, so copies stay on the calling thread).
+std::size_t random_count(Rng& rng) {
+  const std::uint64_t c = rng.below(100);
+  if (c < 50) return 1 + rng.below(512);
+  if (c < 85) return 513 + rng.below(8 * 1024);
+  return 8 * 1024 + rng.below(24 * 1024);
+}
+
+// A policy that moves data on every hint, built from the paper's two moves:
+// will_read / will_write prefetch into DRAM, making room with evictfrom over
+// a rotating window (an evictfrom over a pinned primary is refused, so it
+// tries the next window); archive evicts to the DAX heap; collect defrags.
+// It keeps the paper's invariant: an object's DRAM region is its primary.
+class MovingPolicy final : public ca::policy::Policy {
+ public:
+  [[nodiscard]] std::string name() const override { return "test-moving"; }
+
+  [[nodiscard]] bool place(ca::Object& object) override {
+    ca::DataManager& dm = manager();
+    for (ca::DeviceId d = 0; d < dm.device_count(); ++d) {
+      if (ca::Region* r = dm.allocate(d, object.bytes())) {
+        dm.setprimary(object, *r);
+        return true;
+      }
+    }
+    return false;
+  }
+  void will_use(ca::Object& object) override {
+    ca::policy::prefetch(manager(), object, fast, slow, [this](std::uint64_t bytes) { return make_room(bytes); });
+  }
+  void archive(ca::Object& object) override { ca::policy::evict(manager(), object, fast, slow); }
+  void collect() override { manager().defrag(fast); }
+
+ private:
+  static constexpr ca::DeviceId fast = 0;
+  static constexpr ca::DeviceId slow = 1;
+
+  bool make_room(std::uint64_t bytes) {
+    ca::DataManager& dm = manager();
+    const std::uint64_t capacity = dm.capacity(fast);
+    if (bytes > capacity) return false;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (next_start_ + bytes > capacity) next_start_ = 0;
+      const std::uint64_t start = next_start_;
+      next_start_ += bytes;
+      try {
+        const bool cleared = dm.evictfrom(fast, start, bytes, [&dm](ca::Region& r) {
+          ca::Object* o = dm.parent(r);
+          if (o == nullptr || dm.getprimary(*o) != &r) {
+            dm.free(r);  // a copy (or a stray region): dropping it loses nothing
+            return true;
+          }
+          return ca::policy::evict(dm, *o, fast, slow).moved;
+        });
+        if (cleared) return true;
+      } catch (const ca::pinned_error&) {
+        // Another thread's access is open on this window: try the next.
+      }
+    }
+    return false;
+  }
+
+  std::uint64_t next_start_ = 0;
+};
+
+// The first failure seen by any thread (doctest's REQUIRE cannot throw out
+// of a thread), reported by the main thread.
+class Failures {
+ public:
+  void add(const std::string& what) {
+    if (count_.fetch_add(1) == 0) {
+      std::lock_guard guard(mutex_);
+      first_ = what;
+    }
+  }
+  [[nodiscard]] std::uint64_t count() const { return count_.load(); }
+  [[nodiscard]] std::string first() const {
+    std::lock_guard guard(mutex_);
+    return first_;
+  }
+
+ private:
+  std::atomic<std::uint64_t> count_{0};
+  mutable std::mutex mutex_;
+  std::string first_;
+};
+
+struct Shared {
+  ca::CachedArray<std::uint64_t> array;
+  std::uint64_t seed;
+};
+
+struct Private {
+  ca::CachedArray<std::uint64_t> array;
+  std::uint64_t seed;
+};
+
+struct Tally {  // what the threads did, for the report and the stats check
+  std::atomic<std::uint64_t> created{0}, retired{0}, kernels{0}, reads{0}, hints{0}, out_of_memory{0};
+};
+
+void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, int index,
+            std::uint64_t iterations, Failures& failures, Tally& tally) {
+  Rng rng{seed * 1000003 + static_cast<std::uint64_t>(index)};
+  std::vector<Private> mine;
+  std::uint64_t next_seed = (static_cast<std::uint64_t>(index) + 1) << 40;
+  const auto fail = [&](const std::string& what) {
+    failures.add("thread " + std::to_string(index) + ": " + what);
+  };
+  try {
+    for (std::uint64_t it = 0; it < iterations; ++it) {
+      const std::uint64_t op = rng.below(100);
+      if (mine.size() < 2 || (op < 18 && mine.size() < private_arrays_max)) {
+        // Create and write through a write() guard.
+        Private p{rt.array<std::uint64_t>(random_count(rng)), ++next_seed};
+        {
+          auto w = p.array.write();
+          fill(w.span(), p.seed);
+        }
+        mine.push_back(std::move(p));
+        ++tally.created;
+      } else if (op < 40) {
+        // kernel(reads(a, shared), writes(b)): verify both inputs, write b.
+        Private& a = mine[rng.below(mine.size())];
+        Private& b = mine[rng.below(mine.size())];
+        if (&a == &b) continue;
+        const Shared& s = shared[rng.below(shared.size())];  // shared arrays are only read
+        const std::uint64_t new_seed = ++next_seed;
+        rt.kernel(ca::reads(a.array, s.array), ca::writes(b.array),
+                  [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y,
+                      std::span<std::uint64_t> z) {
+                    if (!holds(x, a.seed)) fail("kernel input array #" + std::to_string(a.array.id()) + " changed");
+                    if (!holds(y, s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
+                    fill(z, new_seed);
+                  });
+        b.seed = new_seed;
+        ++tally.kernels;
+      } else if (op < 50) {
+        // One-argument kernel rewriting an array in place.
+        Private& a = mine[rng.below(mine.size())];
+        const std::uint64_t new_seed = ++next_seed;
+        rt.kernel(ca::writes(a.array), [&](std::span<std::uint64_t> z) {
+          if (!holds(z, a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed before a rewrite");
+          fill(z, new_seed);
+        });
+        a.seed = new_seed;
+        ++tally.kernels;
+      } else if (op < 62) {
+        // Read and verify, a private array or a shared one.
+        if (rng.below(2) == 0) {
+          const Private& a = mine[rng.below(mine.size())];
+          auto r = a.array.read();
+          if (!holds(r.span(), a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed");
+        } else {
+          const Shared& s = shared[rng.below(shared.size())];
+          auto r = s.array.read();
+          if (!holds(r.span(), s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
+        }
+        ++tally.reads;
+      } else if (op < 70) {
+        // Two shared arrays read at once.
+        const Shared& s1 = shared[rng.below(shared.size())];
+        const Shared& s2 = shared[rng.below(shared.size())];
+        rt.kernel(ca::reads(s1.array, s2.array),
+                  [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y) {
+                    if (!holds(x, s1.seed) || !holds(y, s2.seed)) fail("a shared array changed");
+                  });
+        ++tally.kernels;
+      } else if (op < 90) {
+        // Hints without an access, on private and shared arrays.
+        const bool on_shared = rng.below(3) == 0;
+        ca::CachedArray<std::uint64_t>& a =
+            on_shared ? shared[rng.below(shared.size())].array : mine[rng.below(mine.size())].array;
+        switch (rng.below(4)) {
+          case 0: a.will_read(); break;
+          case 1: if (!on_shared) a.will_write(); break;
+          case 2: a.archive(); break;
+          default: a.will_use(); break;
+        }
+        ++tally.hints;
+        if (rng.below(50) == 0) rt.collect();
+      } else if (op < 98) {
+        // Retire one (explicitly or by dropping the handle).
+        const std::size_t i = rng.below(mine.size());
+        if (rng.below(2) == 0) mine[i].array.retire();
+        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
+        ++tally.retired;
+      } else {
+        // An array no device can hold: out_of_memory, and nothing else changes.
+        try {
+          auto huge = rt.array<std::uint64_t>(std::size_t{1} << 30);
+          fail("an 8 GiB array was created");
+        } catch (const ca::out_of_memory&) {
+          ++tally.out_of_memory;
+        }
+      }
+    }
+    for (const Private& p : mine) {
+      auto r = p.array.read();
+      if (!holds(r.span(), p.seed)) fail("array #" + std::to_string(p.array.id()) + " changed");
+    }
+    tally.retired += mine.size();
+    mine.clear();  // retires them
+  } catch (const std::exception& e) {
+    fail(std::string("unexpected exception: ") + e.what());
+  }
+}
+
+void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_bytes) {
+  const std::uint64_t seed = test::test_seed(777);
+  const std::uint64_t iterations = env_or("CACHEDARRAYS_STRESS_ITERS", 10000);
+  CAPTURE(seed);
+  CAPTURE(iterations);
+  // No prefault: it runs a tbb::parallel_for, and Debian's libtbb is not
+  // built with TSan, which then reports TBB's internal hand-offs as races
+  // (tools/tsan.supp silences them in CI). Copies here stay under the copy
+  // engine's parallel threshold, so this test runs no TBB code at all and is
+  // clean under TSan even without the suppressions.
+  std::vector<ca::DeviceSpec> devices = {ca::dram(dram_bytes, "fast"), ca::dax_file({}, 64 * MiB, "slow")};
+  for (ca::DeviceSpec& d : devices) d.prefault = false;
+  ca::Runtime rt(std::move(devices), std::move(policy));
+  INFO("policy " << rt.policy_name());
+
+  // Shared arrays: created and written before the threads start, then only read.
+  Rng rng{seed};
+  std::vector<Shared> shared;
+  for (int i = 0; i < 6; ++i) {
+    Shared s{rt.array<std::uint64_t>(random_count(rng)), 0xABCD0000ull + static_cast<std::uint64_t>(i)};
+    fill(s.array.write().span(), s.seed);
+    shared.push_back(std::move(s));
+  }
+
+  Failures failures;
+  Tally tally;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < thread_count; ++t) {
+      threads.emplace_back(worker, std::ref(rt), std::ref(shared), seed, t, iterations, std::ref(failures),
+                           std::ref(tally));
+    }
+  }
+  INFO("first failure: " << failures.first());
+  CHECK(failures.count() == 0);
+
+  const ca::Stats stats = rt.stats();
+  MESSAGE(rt.policy_name() << ": " << tally.created.load() << " arrays created, " << tally.kernels.load()
+                           << " kernels, " << tally.reads.load() << " reads, " << tally.hints.load()
+                           << " hints, " << tally.out_of_memory.load() << " out_of_memory; "
+                           << stats.total_bytes_copied() << " bytes copied between tiers, "
+                           << stats.devices[0].evictions << " evictions from DRAM");
+  {
+    auto lock = rt.lock();
+    REQUIRE_NOTHROW(rt.manager().check_invariants(true));
+    std::uint64_t live = 0;
+    rt.manager().for_each_object([&](const ca::Object& o) {
+      ++live;
+      CHECK_FALSE(o.pinned());
+    });
+    const ca::Stats& s = rt.manager().stats();
+    CHECK(s.objects_created - s.objects_destroyed == live);
+    CHECK(live == shared.size());  // every private array was retired
+    // Creations that ran out of memory count too: their object existed until placement failed.
+    CHECK(s.objects_created == shared.size() + tally.created.load() + tally.out_of_memory.load());
+    std::uint64_t regions = 0;
+    for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) {
+      CHECK(s.devices[d].live_regions == rt.manager().usage(d).live_regions);
+      CHECK(s.devices[d].bytes_in_use == rt.manager().usage(d).bytes_used);
+      CHECK(s.devices[d].allocations - s.devices[d].frees == s.devices[d].live_regions);
+      regions += s.devices[d].live_regions;
+    }
+    CHECK(regions >= live);
+  }
+  for (const Shared& s : shared) CHECK(holds(s.array.read().span(), s.seed));
+  if (rt.policy_name() == "test-moving") {  // data really moved while threads ran
+    CHECK(stats.total_bytes_copied() > 0);
+    CHECK(stats.devices[0].evictions > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stress: four threads share a runtime under first-touch") {
+  run_stress(nullptr, 8 * MiB);
+}
+
+TEST_CASE("stress: four threads share a runtime whose policy moves data on every hint") {
+  run_stress(std::make_unique<MovingPolicy>(), 1 * MiB);  // small: evictfrom runs often
+}

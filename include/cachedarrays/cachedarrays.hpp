@@ -5,6 +5,7 @@
 
 #include "cachedarrays/cached_array.hpp"
 #include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/emulation.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/kernel.hpp"
 #include "cachedarrays/manager/data_manager.hpp"

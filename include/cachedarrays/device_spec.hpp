@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace cachedarrays {
@@ -13,6 +14,22 @@ enum class DeviceKind {
   dram,  // anonymous mapping, transparent huge pages, optional NUMA binding
   numa,  // memory of one NUMA node through libnuma (far socket, CXL expander)
   dax,   // a file mapped with libpmem: a DAX filesystem, or /dev/shm emulation
+  // Address space only (an inaccessible reservation): no byte is ever
+  // stored. Copies into or out of it are counted but not made. For the
+  // replay simulator and dry runs of models larger than this machine.
+  virtual_address,
+};
+
+// How much slower a device is than this machine's DRAM, for tiers this
+// machine lacks (DESIGN.md "Emulated slow tier"). Bandwidths in GB/s
+// (bytes per nanosecond); built-in profiles in cachedarrays/emulation.hpp.
+struct EmulationProfile {
+  std::string name;          // "optane", "cxl": printed wherever emulation is involved
+  double read_gbps = 0;      // the emulated device's bandwidth
+  double write_gbps = 0;
+  double latency_ns = 0;     // one access
+  double dram_read_gbps = 0;   // the machine's own DRAM, measured, the
+  double dram_write_gbps = 0;  // reference the ratios are expressed against
 };
 
 [[nodiscard]] constexpr const char* to_string(DeviceKind kind) noexcept {
@@ -20,6 +37,7 @@ enum class DeviceKind {
     case DeviceKind::dram: return "dram";
     case DeviceKind::numa: return "numa";
     case DeviceKind::dax: return "dax";
+    case DeviceKind::virtual_address: return "virtual";
   }
   return "?";
 }
@@ -44,6 +62,10 @@ struct DeviceSpec {
   // Touch every page at start-up (in parallel) so that no page fault happens
   // while the program runs. Off only for tests of huge virtual heaps.
   bool prefault = true;
+  // Makes this device behave like a slower one: copies to and from it take
+  // at least bytes / bandwidth, and kernels reading or writing its data are
+  // charged the extra time (see emulation.hpp). Empty: a real tier.
+  std::optional<EmulationProfile> emulation;
 
   [[nodiscard]] std::string display_name() const { return name.empty() ? to_string(kind) : name; }
 };
@@ -75,6 +97,16 @@ struct DeviceSpec {
   spec.capacity = capacity;
   spec.path = std::move(path);
   spec.name = std::move(name);
+  return spec;
+}
+
+// Address space only: for simulations of machines larger than this one.
+[[nodiscard]] inline DeviceSpec virtual_device(std::uint64_t capacity, std::string name = "virtual") {
+  DeviceSpec spec;
+  spec.kind = DeviceKind::virtual_address;
+  spec.capacity = capacity;
+  spec.name = std::move(name);
+  spec.prefault = false;
   return spec;
 }
 

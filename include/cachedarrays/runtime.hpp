@@ -74,7 +74,8 @@ class Runtime {
   void retire(Object& object);
 
  private:
-  std::byte* acquire_locked(Object& object, Access access);
+  // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
+  std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
 
   mutable std::mutex mutex_;
   DataManager manager_;

@@ -103,11 +103,12 @@ void validate(const DeviceSpec& spec) {
       check_numa_node(spec);
       return;
     case DeviceKind::dax:
+    case DeviceKind::virtual_address:
       return;
   }
   throw invalid_argument(device_label(spec) + ": unknown device kind " +
                          std::to_string(static_cast<int>(spec.kind)) +
-                         "; allowed kinds are dram, numa and dax");
+                         "; allowed kinds are dram, numa, dax and virtual_address");
 }
 
 }  // namespace
@@ -118,6 +119,7 @@ std::unique_ptr<HeapMemory> make_heap_memory(const DeviceSpec& spec) {
     case DeviceKind::dram: return make_dram_memory(spec);
     case DeviceKind::numa: return make_numa_memory(spec);
     case DeviceKind::dax: return make_dax_memory(spec);
+    case DeviceKind::virtual_address: return make_virtual_memory(spec);
   }
   return nullptr;  // unreachable: validate() rejected unknown kinds
 }

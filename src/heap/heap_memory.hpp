@@ -20,6 +20,8 @@ class HeapMemory {
   // True only when the mapping is real persistent memory (libpmem's
   // pmem_is_pmem / is_pmem from pmem_map_file); false for /dev/shm files.
   [[nodiscard]] bool is_pmem() const noexcept { return is_pmem_; }
+  // No byte can be stored (DeviceKind::virtual_address).
+  [[nodiscard]] bool is_virtual() const noexcept { return is_virtual_; }
   // Human-readable origin: "anonymous mapping (THP advised)",
   // "/dev/shm/cachedarrays-1234-0 (not pmem: emulated)", ...
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
@@ -28,6 +30,7 @@ class HeapMemory {
   std::byte* base_ = nullptr;
   std::uint64_t capacity_ = 0;
   bool is_pmem_ = false;
+  bool is_virtual_ = false;
   std::string description_;
 };
 
@@ -41,6 +44,7 @@ class HeapMemory {
 [[nodiscard]] std::unique_ptr<HeapMemory> make_dram_memory(const DeviceSpec& spec);
 [[nodiscard]] std::unique_ptr<HeapMemory> make_numa_memory(const DeviceSpec& spec);
 [[nodiscard]] std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec);
+[[nodiscard]] std::unique_ptr<HeapMemory> make_virtual_memory(const DeviceSpec& spec);
 
 // Writes one byte in every page of [base, base + bytes) using all cores, so
 // that the OS assigns physical pages before the program runs.

@@ -5,11 +5,13 @@
 #include "cachedarrays/manager/data_manager.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "cachedarrays/emulation.hpp"
 #include "heap/heap.hpp"
 #include "manager/copy_engine.hpp"
 
@@ -100,6 +102,11 @@ std::vector<DeviceUsage> DataManager::usage() const {
   return all;
 }
 
+bool DataManager::is_virtual(DeviceId device) const {
+  check_device(device, "is_virtual");
+  return heap(device).memory().is_virtual();
+}
+
 bool DataManager::is_pmem(DeviceId device) const {
   check_device(device, "is_pmem");
   return heap(device).memory().is_pmem();
@@ -108,9 +115,11 @@ bool DataManager::is_pmem(DeviceId device) const {
 std::string DataManager::describe(DeviceId device) const {
   check_device(device, "describe");
   const detail::Heap& h = heap(device);
-  return "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
-         to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
-         h.memory().description();
+  std::string text = "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
+                     to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
+                     h.memory().description();
+  if (h.spec().emulation) text += "; speed of " + emulation::describe(*h.spec().emulation);
+  return text;
 }
 
 // ---- regions ----------------------------------------------------------------
@@ -231,7 +240,21 @@ void DataManager::copyto(Region& dst, const Region& src) {
   const detail::CopyDestination where = to.memory().is_pmem()   ? detail::CopyDestination::persistent
                                         : dst.device_ == 0      ? detail::CopyDestination::fast
                                                                 : detail::CopyDestination::slow;
-  detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
+  const detail::Heap& from = heap(src.device_);
+  // Virtual heaps store nothing: the copy is counted, not made.
+  if (!to.memory().is_virtual() && !from.memory().is_virtual()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
+    // An emulated device holds the copy to its bandwidth.
+    const double least = emulation::copy_ns(from.spec().emulation, to.spec().emulation, src.bytes_);
+    if (least > 0) {
+      const double spent = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      if (least > spent) {
+        emulation::wait_ns(least - spent);
+        stats_.emulated_copy_wait_ns += static_cast<std::uint64_t>(least - spent);
+      }
+    }
+  }
   stats_.bytes_copied[src.device_][dst.device_] += src.bytes_;
   ++stats_.copies[src.device_][dst.device_];
 
@@ -404,6 +427,18 @@ void DataManager::pin(Object& object, Access access) {
   }
 }
 
+double DataManager::note_access(const Object& object, Access access) {
+  const Region& primary = *object.primary_;
+  const DeviceId d = primary.device_;
+  ++stats_.accesses;
+  (access == Access::read ? stats_.kernel_bytes_read : stats_.kernel_bytes_written)[d] += primary.bytes_;
+  const auto& profile = heap(d).spec().emulation;
+  if (!profile) return 0.0;
+  const double extra = emulation::kernel_extra_ns(*profile, primary.bytes_, access);
+  stats_.emulated_kernel_ns += static_cast<std::uint64_t>(extra);
+  return extra;
+}
+
 void DataManager::unpin(Object& object, Access access) noexcept {
   if (access == Access::write) object.writers_.fetch_sub(1, std::memory_order_acq_rel);
   object.pins_.fetch_sub(1, std::memory_order_acq_rel);
@@ -468,7 +503,7 @@ std::uint64_t DataManager::defrag(DeviceId device) {
         auto& region = *static_cast<Region*>(owner);
         std::byte* to = h.at(new_offset);
         // Sliding down within one heap: source and destination may overlap.
-        std::memmove(to, region.data_, region.bytes_);
+        if (!h.memory().is_virtual()) std::memmove(to, region.data_, region.bytes_);
         region.data_ = to;
         region.offset_ = new_offset;
         ++counters.defrag_moves;
@@ -500,7 +535,8 @@ void DataManager::check_invariants(bool verify_contents) const {
       if (r->parent_ != o) fail("invariant 2: linked region of " + object_name(*o) + " names another parent");
       if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + object_name(*o) + " differ in size");
       if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + object_name(*o) + " is not live");
-      if (verify_contents && r != primary && isvalid(*r) &&
+      if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).memory().is_virtual() &&
+          !heap(primary->device_).memory().is_virtual() &&
           std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
         fail("invariant 4: a secondary of " + object_name(*o) +
              " counts as a valid copy but differs from the primary");

@@ -1,5 +1,6 @@
 #include "cachedarrays/runtime.hpp"
 
+#include "cachedarrays/emulation.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
 namespace cachedarrays {
@@ -44,31 +45,43 @@ void Runtime::hint(Object& object, Hint hint) {
   }
 }
 
-std::byte* Runtime::acquire_locked(Object& object, Access access) {
+std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
   if (access == Access::read) policy_->will_read(object); else policy_->will_write(object);
   manager_.pin(object, access);
+  emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
 }
 
 std::byte* Runtime::acquire(Object& object, Access access) {
-  std::lock_guard guard(mutex_);
-  return acquire_locked(object, access);
+  double emulated_ns = 0;
+  std::byte* data = nullptr;
+  {
+    std::lock_guard guard(mutex_);
+    data = acquire_locked(object, access, emulated_ns);
+  }
+  // Charged outside the lock: other threads' hints need not wait for it.
+  emulation::wait_ns(emulated_ns);
+  return data;
 }
 
 void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n) {
-  std::lock_guard guard(mutex_);
-  std::size_t pinned = 0;
-  try {
-    // Hint and pin one argument at a time: once pinned, a later argument's
-    // hint cannot evict it.
-    for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned]);
-  } catch (...) {
-    while (pinned > 0) {
-      --pinned;
-      release(*objects[pinned], accesses[pinned]);
+  double emulated_ns = 0;
+  {
+    std::lock_guard guard(mutex_);
+    std::size_t pinned = 0;
+    try {
+      // Hint and pin one argument at a time: once pinned, a later argument's
+      // hint cannot evict it.
+      for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
+    } catch (...) {
+      while (pinned > 0) {
+        --pinned;
+        release(*objects[pinned], accesses[pinned]);
+      }
+      throw;
     }
-    throw;
   }
+  emulation::wait_ns(emulated_ns);
 }
 
 void Runtime::retire(Object& object) {

@@ -55,6 +55,13 @@ Stats Stats::since(const Stats& earlier) const {
       delta.copies[s][d] -= earlier.copies[s][d];
     }
   }
+  for (std::size_t d = 0; d < max_devices; ++d) {
+    delta.kernel_bytes_read[d] -= earlier.kernel_bytes_read[d];
+    delta.kernel_bytes_written[d] -= earlier.kernel_bytes_written[d];
+  }
+  delta.accesses -= earlier.accesses;
+  delta.emulated_copy_wait_ns -= earlier.emulated_copy_wait_ns;
+  delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
   PolicyCounters& p = delta.policy;
   const PolicyCounters& q = earlier.policy;
   p.prefetches -= q.prefetches;
@@ -94,6 +101,15 @@ std::string Stats::to_string() const {
     }
   }
   if (!any) out += " none";
+  out += "\nkernel traffic (read / written):";
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    out += fmt::format(" {} {} / {};", devices[d].name, format_bytes(kernel_bytes_read[d]),
+                       format_bytes(kernel_bytes_written[d]));
+  }
+  if (emulated_copy_wait_ns + emulated_kernel_ns > 0) {
+    out += fmt::format("\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s (emulated slow tier)",
+                       static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9);
+  }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;
   out += fmt::format(

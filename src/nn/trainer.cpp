@@ -105,16 +105,14 @@ float Trainer::step(std::span<const float> images, std::span<const float> labels
   const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
   Tensor x = ctx_.make_plain(graph_.value(image_id).dims);
   Tensor y = ctx_.make_plain(graph_.value(label_id).dims);
-  if (!ctx_.dry_run()) {
-    ctx_.write(x, images);
-    ctx_.write(y, labels);
-  }
+  // In a dry run these kernels emit their hints but copy nothing.
+  ctx_.write(x, images);
+  ctx_.write(y, labels);
   values_[static_cast<std::size_t>(image_id)] = std::move(x);
   values_[static_cast<std::size_t>(label_id)] = std::move(y);
 
   forward();
-  float loss = 0.0f;
-  if (!ctx_.dry_run()) loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
+  const float loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
   backward();
   update();
   return loss;
@@ -267,11 +265,9 @@ std::vector<float> Trainer::parameter(const std::string& name) {
 std::size_t Trainer::persistent_tensors() const noexcept { return 2 * parameters_.size(); }
 
 std::uint64_t measure_footprint(const std::function<Graph()>& build) {
-  // A virtual heap: reserved address space, never touched (no prefault, no
-  // kernel writes), so even a terabyte-sized model can be measured here.
-  DeviceSpec spec = dram(std::uint64_t{1} << 42, "virtual");
-  spec.prefault = false;
-  Runtime runtime({spec});
+  // A virtual heap stores nothing, so even a terabyte-sized model can be
+  // measured on this machine.
+  Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   {
     Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
     (void)trainer.step({}, {});

@@ -51,6 +51,8 @@ class DataManager {
   [[nodiscard]] std::uint64_t capacity(DeviceId device) const;
   // True when the device's heap is real persistent memory (libpmem says so).
   [[nodiscard]] bool is_pmem(DeviceId device) const;
+  // True for DeviceKind::virtual_address heaps (nothing is stored).
+  [[nodiscard]] bool is_virtual(DeviceId device) const;
   // Where the heap's memory comes from, for logs.
   [[nodiscard]] std::string describe(DeviceId device) const;
 
@@ -122,6 +124,10 @@ class DataManager {
   void pin(Object& object, Access access);
   // Ends a pin; safe without the runtime lock (atomic).
   static void unpin(Object& object, Access access) noexcept;
+  // Counts a pinned access's bytes against the device of the object's
+  // primary, and returns the extra nanoseconds the access costs when that
+  // device is emulated (0 otherwise); the caller waits them out.
+  double note_access(const Object& object, Access access);
 
   // ---- walks and checks -----------------------------------------------------
   // Every live object, in creation order.

@@ -49,6 +49,15 @@ struct Stats {
   std::array<std::array<std::uint64_t, max_devices>, max_devices> copies{};
   std::uint64_t objects_created = 0;
   std::uint64_t objects_destroyed = 0;
+  // Bytes kernels and scoped accesses read / wrote, by the device their
+  // data was on (counted when the access is pinned).
+  std::array<std::uint64_t, max_devices> kernel_bytes_read{};
+  std::array<std::uint64_t, max_devices> kernel_bytes_written{};
+  std::uint64_t accesses = 0;
+  // Wall time added by emulated devices: copies held to the emulated
+  // bandwidth, and kernels charged for arguments on an emulated device.
+  std::uint64_t emulated_copy_wait_ns = 0;
+  std::uint64_t emulated_kernel_ns = 0;
   PolicyCounters policy;
 
   [[nodiscard]] std::uint64_t total_bytes_copied() const;

@@ -1,0 +1,59 @@
+// Emulated slow tiers (DESIGN.md "Emulated slow tier"): this machine has no
+// Optane, CXL or far NUMA node, so a device may carry an EmulationProfile.
+// A copy to or from it takes at least bytes / bandwidth of wall time, and a
+// kernel whose arguments live on it is charged (waits) the extra time its
+// bytes would take there compared with DRAM. Profiles are expressed relative
+// to this machine's measured DRAM bandwidth so that the published ratios
+// hold. Everything that involves emulation says so in its output.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/manager/data_manager.hpp"
+
+namespace cachedarrays::emulation {
+
+struct DramBandwidth {
+  double read_gbps = 0;
+  double write_gbps = 0;
+};
+
+// Streams over a 128 MiB buffer (one thread, best of three) once per
+// process; later calls return the cached figure.
+[[nodiscard]] DramBandwidth measure_dram_bandwidth();
+
+// Intel Optane DC PMM, six interleaved DIMMs: 39.4 GB/s read, 13.9 GB/s write
+// and about 305 ns random read latency, published against a six-channel
+// DDR4 platform of about 118 GB/s read and 83 GB/s write — so reads are
+// ~3x and writes ~6x slower than DRAM. (One DIMM: 6.6 / 2.3 GB/s.)
+[[nodiscard]] EmulationProfile optane(const DramBandwidth& dram);
+[[nodiscard]] EmulationProfile optane_one_dimm(const DramBandwidth& dram);
+// A CXL memory expander: about half of DRAM's bandwidth, twice its latency.
+[[nodiscard]] EmulationProfile cxl(const DramBandwidth& dram);
+// "optane", "optane-1dimm", "cxl" (measuring DRAM on first use), or "none"
+// (no profile). Throws invalid_argument listing the names otherwise.
+[[nodiscard]] std::optional<EmulationProfile> profile(std::string_view name);
+
+// ---- the model (unit-tested arithmetic) --------------------------------------
+// Nanoseconds to read / write `bytes` on the emulated device.
+[[nodiscard]] double read_ns(const EmulationProfile& p, std::uint64_t bytes);
+[[nodiscard]] double write_ns(const EmulationProfile& p, std::uint64_t bytes);
+// Least time a copy of `bytes` may take: the slower of reading the source
+// and writing the destination; 0 when neither side is emulated.
+[[nodiscard]] double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<EmulationProfile>& dst,
+                             std::uint64_t bytes);
+// Extra time a kernel spends reading (or writing) `bytes` on the emulated
+// device instead of DRAM (never negative).
+[[nodiscard]] double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access);
+
+// Waits `ns` of wall time (sleeping for the bulk, spinning for the rest).
+void wait_ns(double ns);
+
+// "optane (emulated: read 12.1 GB/s, write 4.2 GB/s, 305 ns)".
+[[nodiscard]] std::string describe(const EmulationProfile& p);
+
+}  // namespace cachedarrays::emulation

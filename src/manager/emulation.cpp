@@ -1,0 +1,127 @@
+#include "cachedarrays/emulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cachedarrays::emulation {
+
+namespace {
+
+// The platform the published Optane figures were measured on (six-channel
+// DDR4): the profiles keep the published ratios against it.
+constexpr double published_dram_read_gbps = 118.0;
+constexpr double published_dram_write_gbps = 83.0;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+DramBandwidth measure() {
+  constexpr std::size_t bytes = std::size_t{128} << 20;
+  std::vector<std::uint64_t> buffer(bytes / sizeof(std::uint64_t), 1);
+  DramBandwidth best;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t sum = 0;
+    for (std::uint64_t v : buffer) sum += v;
+    const double read_s = seconds_since(t0);
+    // Keep the sum alive so the read loop is not optimised away.
+    buffer[static_cast<std::size_t>(sum % buffer.size())] = 1;
+    t0 = std::chrono::steady_clock::now();
+    std::memset(buffer.data(), rep + 1, bytes);
+    const double write_s = seconds_since(t0);
+    best.read_gbps = std::max(best.read_gbps, static_cast<double>(bytes) / read_s / 1e9);
+    best.write_gbps = std::max(best.write_gbps, static_cast<double>(bytes) / write_s / 1e9);
+  }
+  return best;
+}
+
+EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read_ratio, double write_ratio,
+                        double latency_ns) {
+  EmulationProfile p;
+  p.name = std::move(name);
+  p.read_gbps = dram.read_gbps * read_ratio;
+  p.write_gbps = dram.write_gbps * write_ratio;
+  p.latency_ns = latency_ns;
+  p.dram_read_gbps = dram.read_gbps;
+  p.dram_write_gbps = dram.write_gbps;
+  return p;
+}
+
+}  // namespace
+
+DramBandwidth measure_dram_bandwidth() {
+  static std::once_flag once;
+  static DramBandwidth cached;
+  std::call_once(once, [] { cached = measure(); });
+  return cached;
+}
+
+EmulationProfile optane(const DramBandwidth& dram) {
+  return scaled("optane", dram, 39.4 / published_dram_read_gbps, 13.9 / published_dram_write_gbps, 305.0);
+}
+
+EmulationProfile optane_one_dimm(const DramBandwidth& dram) {
+  return scaled("optane-1dimm", dram, 6.6 / published_dram_read_gbps, 2.3 / published_dram_write_gbps, 305.0);
+}
+
+EmulationProfile cxl(const DramBandwidth& dram) {
+  // DRAM's own latency is taken as 90 ns; CXL adds about as much again.
+  return scaled("cxl", dram, 0.5, 0.5, 180.0);
+}
+
+std::optional<EmulationProfile> profile(std::string_view name) {
+  if (name == "none") return std::nullopt;
+  if (name == "optane") return optane(measure_dram_bandwidth());
+  if (name == "optane-1dimm") return optane_one_dimm(measure_dram_bandwidth());
+  if (name == "cxl") return cxl(measure_dram_bandwidth());
+  throw invalid_argument("cachedarrays: unknown emulation profile '" + std::string(name) +
+                         "'; valid profiles: optane, optane-1dimm, cxl, none");
+}
+
+double read_ns(const EmulationProfile& p, std::uint64_t bytes) {
+  return p.latency_ns + static_cast<double>(bytes) / p.read_gbps;  // GB/s == bytes/ns
+}
+
+double write_ns(const EmulationProfile& p, std::uint64_t bytes) {
+  return p.latency_ns + static_cast<double>(bytes) / p.write_gbps;
+}
+
+double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<EmulationProfile>& dst,
+               std::uint64_t bytes) {
+  double ns = 0;
+  if (src) ns = std::max(ns, read_ns(*src, bytes));
+  if (dst) ns = std::max(ns, write_ns(*dst, bytes));
+  return ns;
+}
+
+double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access) {
+  const auto b = static_cast<double>(bytes);
+  const double extra = access == Access::read ? b / p.read_gbps - b / p.dram_read_gbps
+                                              : b / p.write_gbps - b / p.dram_write_gbps;
+  return std::max(0.0, extra);
+}
+
+void wait_ns(double ns) {
+  if (ns <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+  // Sleep through the bulk (the OS wakes us late by tens of microseconds),
+  // spin through the rest so short waits stay accurate.
+  if (ns > 200'000) std::this_thread::sleep_until(until - std::chrono::microseconds(100));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+std::string describe(const EmulationProfile& p) {
+  return fmt::format("{} (emulated: read {:.1f} GB/s, write {:.1f} GB/s, {:.0f} ns; this machine's DRAM {:.1f} / {:.1f} GB/s)",
+                     p.name, p.read_gbps, p.write_gbps, p.latency_ns, p.dram_read_gbps, p.dram_write_gbps);
+}
+
+}  // namespace cachedarrays::emulation

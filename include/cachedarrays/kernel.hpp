@@ -98,6 +98,7 @@ void Runtime::kernel(Args&&... groups_then_callable) {
   acquire_all(pins.objects.data(), pins.accesses.data(), pins.data.data(), n);
   pins.pinned = true;
   std::apply(callable, detail::make_spans(args, pins.data, std::make_index_sequence<n>{}));
+  end_kernel("kernel");
 }
 
 }  // namespace cachedarrays

@@ -50,6 +50,15 @@ class Runtime {
   // Lets the policy run deferred work (paper: end of an iteration).
   void collect();
 
+  // Starts recording every event (see manager/trace.hpp); a new recording
+  // replaces the old one. Call before other threads use the runtime.
+  Trace& start_trace();
+  void stop_trace();
+  // The recording, or null. Read it when no other thread uses the runtime.
+  [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }
+  // Device names, for trace exports.
+  [[nodiscard]] std::vector<std::string> device_names() const;
+
   // A consistent snapshot of the counters.
   [[nodiscard]] Stats stats() const;
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
@@ -69,17 +78,22 @@ class Runtime {
   std::byte* acquire(Object& object, Access access);
   // Same for many objects under one lock acquisition; on an exception every
   // object pinned so far is unpinned again.
-  void acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n);
+  void acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
+                   const char* kernel = "kernel");
+  // Marks the end of the kernel `acquire_all` began (for the trace).
+  void end_kernel(const char* kernel);
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
 
  private:
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
+  void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
   mutable std::mutex mutex_;
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<Trace> trace_;
 };
 
 }  // namespace cachedarrays

@@ -185,6 +185,7 @@ Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
   ++counters.live_regions;
   counters.bytes_in_use += block->size;
   counters.peak_bytes_in_use = std::max(counters.peak_bytes_in_use, counters.bytes_in_use);
+  if (trace_ != nullptr) trace(TraceKind::allocate, device, block->size, nullptr);
   return region;
 }
 
@@ -193,6 +194,7 @@ void DataManager::release_region(Region& region) {
   ++counters.frees;
   --counters.live_regions;
   counters.bytes_in_use -= region.block_->size;
+  if (trace_ != nullptr) trace(TraceKind::free, region.device_, region.block_->size, region.parent_);
   heap(region.device_).allocator().release(region.block_);
   recycle(&region);
 }
@@ -257,6 +259,9 @@ void DataManager::copyto(Region& dst, const Region& src) {
   }
   stats_.bytes_copied[src.device_][dst.device_] += src.bytes_;
   ++stats_.copies[src.device_][dst.device_];
+  if (trace_ != nullptr) {
+    trace(TraceKind::copy, src.device_, src.bytes_, dst_object != nullptr ? dst_object : src.parent_, dst.device_);
+  }
 
   if (into_primary) {
     // New contents for the object: like a write, every secondary is stale.
@@ -464,8 +469,11 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
   const auto result = a.evict_range(start, bytes, [&](void* owner) {
     auto& region = *static_cast<Region*>(owner);
     const DeviceId d = region.device_;
+    const std::uint64_t region_bytes = region.bytes_;
+    const Object* object = region.parent_;
     if (!evict(region)) return false;
     ++stats_.devices[d].evictions;
+    if (trace_ != nullptr) trace(TraceKind::evict, d, region_bytes, object);
     return true;
   });
   return result == detail::BlockAllocator::EvictResult::cleared;
@@ -508,7 +516,18 @@ std::uint64_t DataManager::defrag(DeviceId device) {
         region.offset_ = new_offset;
         ++counters.defrag_moves;
         counters.defrag_bytes += region.bytes_;
+        if (trace_ != nullptr) trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
       });
+}
+
+void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2) {
+  TraceEvent e;
+  e.kind = kind;
+  e.device = device;
+  e.device2 = device2;
+  e.bytes = bytes;
+  e.object = object != nullptr ? object->id() : 0;
+  trace_->record(e);
 }
 
 // ---- walks and checks -------------------------------------------------------

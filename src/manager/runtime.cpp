@@ -25,6 +25,7 @@ Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     throw;
   }
+  if (placed && trace_ != nullptr) record(TraceKind::create, object);
   if (!placed) {
     // Snapshot the usage before destroying: the message shows what the
     // policy saw. Nothing else changes: every other object stays intact.
@@ -35,8 +36,48 @@ Object& Runtime::create_object(std::uint64_t bytes) {
   return object;
 }
 
+void Runtime::record(TraceKind kind, const Object& object, std::uint8_t detail) {
+  TraceEvent e;
+  e.kind = kind;
+  e.object = object.id();
+  e.bytes = object.bytes();
+  e.detail = detail;
+  trace_->record(e);
+}
+
+Trace& Runtime::start_trace() {
+  std::lock_guard guard(mutex_);
+  trace_ = std::make_unique<Trace>();
+  std::vector<std::uint64_t> occupancy;
+  for (const DeviceUsage& u : manager_.usage()) occupancy.push_back(u.bytes_used);
+  trace_->set_initial_occupancy(std::move(occupancy));
+  manager_.set_trace(trace_.get());
+  return *trace_;
+}
+
+void Runtime::stop_trace() {
+  std::lock_guard guard(mutex_);
+  manager_.set_trace(nullptr);
+}
+
+std::vector<std::string> Runtime::device_names() const {
+  std::vector<std::string> names;
+  for (DeviceId d = 0; d < manager_.device_count(); ++d) names.push_back(manager_.spec(d).display_name());
+  return names;
+}
+
+void Runtime::end_kernel(const char* kernel) {
+  if (trace_ == nullptr) return;
+  std::lock_guard guard(mutex_);
+  TraceEvent e;
+  e.kind = TraceKind::kernel_end;
+  e.name = trace_->intern(kernel);
+  trace_->record(e);
+}
+
 void Runtime::hint(Object& object, Hint hint) {
   std::lock_guard guard(mutex_);
+  if (trace_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
@@ -58,13 +99,20 @@ std::byte* Runtime::acquire(Object& object, Access access) {
   {
     std::lock_guard guard(mutex_);
     data = acquire_locked(object, access, emulated_ns);
+    if (trace_ != nullptr) {
+      // A scoped access: traced as a kernel that has no end event.
+      trace_->record_kernel(access == Access::read ? "read()" : "write()",
+                            {{object.id(), object.bytes(), access == Access::write,
+                              manager_.device(*manager_.getprimary(object))}});
+    }
   }
   // Charged outside the lock: other threads' hints need not wait for it.
   emulation::wait_ns(emulated_ns);
   return data;
 }
 
-void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n) {
+void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
+                          const char* kernel) {
   double emulated_ns = 0;
   {
     std::lock_guard guard(mutex_);
@@ -80,6 +128,14 @@ void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::b
       }
       throw;
     }
+    if (trace_ != nullptr) {
+      std::vector<TraceArg> args(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const Object& o = *objects[i];
+        args[i] = {o.id(), o.bytes(), accesses[i] == Access::write, manager_.device(*manager_.getprimary(o))};
+      }
+      trace_->record_kernel(kernel, args);
+    }
   }
   emulation::wait_ns(emulated_ns);
 }
@@ -90,11 +146,13 @@ void Runtime::retire(Object& object) {
     throw pinned_error("cachedarrays: cannot retire array #" + std::to_string(object.id()) +
                        " while a read()/write() access or kernel on it is open; end that scope first");
   }
+  if (trace_ != nullptr) record(TraceKind::retire, object);
   policy_->retire(object);
 }
 
 void Runtime::collect() {
   std::lock_guard guard(mutex_);
+  if (trace_ != nullptr) trace_->record({.kind = TraceKind::collect});
   policy_->collect();
 }
 

@@ -57,7 +57,7 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
     objects.back() = &scratchpad_->object();
     accesses.back() = Access::write;
   }
-  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n);
+  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n, name.c_str());
   // Unpin whatever happens inside oneDNN.
   struct Unpin {
     std::vector<Object*>& objects;
@@ -67,7 +67,10 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
     }
   } unpin{objects, accesses};
 
-  if (dry_run()) return;  // hints emitted and arguments pinned; nothing runs
+  if (dry_run()) {  // hints emitted and arguments pinned; nothing runs
+    runtime_->end_kernel(name.c_str());
+    return;
+  }
   std::unordered_map<int, dnnl::memory> memories;
   for (std::size_t i = 0; i < args.size(); ++i) {
     memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, data[i]));
@@ -75,6 +78,7 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
   if (scratch_bytes > 0) memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, data.back()));
   primitive.execute(stream_, memories);
   stream_.wait();
+  runtime_->end_kernel(name.c_str());
 }
 
 void Context::run(const std::string& name, std::span<const KernelArg> args,
@@ -89,7 +93,7 @@ void Context::run(const std::string& name, std::span<const KernelArg> args,
     objects[i] = &args[i].tensor->array()->object();
     accesses[i] = args[i].access;
   }
-  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n);
+  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n, name.c_str());
   struct Unpin {
     std::vector<Object*>& objects;
     std::vector<Access>& accesses;
@@ -97,10 +101,14 @@ void Context::run(const std::string& name, std::span<const KernelArg> args,
       for (std::size_t i = 0; i < objects.size(); ++i) Runtime::release(*objects[i], accesses[i]);
     }
   } unpin{objects, accesses};
-  if (dry_run()) return;  // hints emitted and arguments pinned; nothing runs
+  if (dry_run()) {  // hints emitted and arguments pinned; nothing runs
+    runtime_->end_kernel(name.c_str());
+    return;
+  }
   std::vector<float*> pointers(n);
   for (std::size_t i = 0; i < n; ++i) pointers[i] = reinterpret_cast<float*>(data[i]);
   body(pointers);
+  runtime_->end_kernel(name.c_str());
 }
 
 void Context::copy(const Tensor& src, Tensor& dst) {

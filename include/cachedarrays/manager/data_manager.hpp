@@ -23,6 +23,7 @@
 #include "cachedarrays/manager/object.hpp"
 #include "cachedarrays/manager/region.hpp"
 #include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/manager/trace.hpp"
 
 namespace cachedarrays {
 
@@ -144,6 +145,8 @@ class DataManager {
   void check_invariants(bool verify_contents = false) const;
 
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+  // Records the mechanism's events into `trace` (null: stop recording).
+  void set_trace(Trace* trace) noexcept { trace_ = trace; }
   // The policy's own counters live beside the manager's, so one snapshot
   // holds both; policies (and policy/moves.cpp) add to them.
   [[nodiscard]] PolicyCounters& policy_counters() noexcept { return stats_.policy; }
@@ -172,6 +175,8 @@ class DataManager {
   std::uint64_t next_version_ = 1;
   std::vector<Region*> spare_regions_;  // recycled Region nodes
   Stats stats_;
+  Trace* trace_ = nullptr;
+  void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2 = 0);
 };
 
 }  // namespace cachedarrays

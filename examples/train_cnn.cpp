@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   std::string data = "synthetic";
   int threads = 0;
   float learning_rate = 0.01f;
+  std::string slow_emulation = "none";
+  std::string trace_path;
   app.add_option("--model", model.family, "vgg, resnet or densenet")->capture_default_str();
   app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264)")
       ->capture_default_str();
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "synthetic | cifar10:PATH | mnist:IMAGES,LABELS")->capture_default_str();
   app.add_option("--threads", threads, "oneDNN threads (0: all cores)")->capture_default_str();
   app.add_option("--lr", learning_rate, "SGD learning rate")->capture_default_str();
+  app.add_option("--slow-emulation", slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
+      ->capture_default_str();
+  app.add_option("--trace", trace_path, "record the last iteration to FILE.json (Chrome trace) or FILE.csv");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -77,7 +82,9 @@ int main(int argc, char** argv) {
     // fragmentation and for the copies a policy keeps.
     const std::uint64_t slow_bytes = footprint + footprint / 2 + (64ull << 20);
 
-    ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file(slow_path, slow_bytes, "slow")}, registry.make(policy));
+    ca::DeviceSpec slow = ca::dax_file(slow_path, slow_bytes, "slow");
+    slow.emulation = ca::emulation::profile(slow_emulation);
+    ca::Runtime rt({ca::dram(fast_bytes, "fast"), slow}, registry.make(policy));
     nn::Graph graph = build();
     fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
                model.depth, model.width, model.batch, model.channels, model.image_size, model.image_size,
@@ -99,6 +106,7 @@ int main(int argc, char** argv) {
     const ca::Stats start = rt.stats();
     for (int it = 1; it <= iterations; ++it) {
       dataset->next_batch(images, labels);
+      if (!trace_path.empty() && it == iterations) rt.start_trace();
       const ca::Stats before = rt.stats();
       const auto t0 = std::chrono::steady_clock::now();
       const float loss = trainer.step(images, labels);
@@ -109,6 +117,11 @@ int main(int argc, char** argv) {
       fmt::print("iter {:>3}/{}  loss {:.4f}  {:7.1f} img/s  {:.3f} s  fast->slow {:>10}  slow->fast {:>10}\n", it,
                  iterations, loss, static_cast<double>(model.batch) / s, s, ca::format_bytes(delta.bytes_copied[0][1]),
                  ca::format_bytes(delta.bytes_copied[1][0]));
+    }
+    if (!trace_path.empty()) {
+      rt.stop_trace();
+      rt.trace()->save(trace_path, rt.device_names());
+      fmt::print("trace of the last iteration: {} ({} events)\n", trace_path, rt.trace()->events().size());
     }
     const ca::Stats total = rt.stats().since(start);
     // The first iteration creates oneDNN primitives: report the rest.

@@ -88,7 +88,11 @@ TEST_CASE("trace: the Chrome JSON parses and has one occupancy counter track per
   std::getline(lines, line);
   CHECK(line == "ns,kind,detail,device,device2,object,bytes,name,args");
   std::size_t rows = 0;
-  while (std::getline(lines, line)) ++rows;
+  std::size_t initial = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(",initial,") != std::string::npos) ++initial; else ++rows;
+  }
+  CHECK(initial == 2);
   CHECK(rows == t.events().size());
   CHECK_THROWS_AS(t.save("/tmp/trace.txt", rt.device_names()), ca::invalid_argument);
   CHECK_THROWS_AS(t.save("/nonexistent-dir/trace.json", rt.device_names()), ca::heap_error);

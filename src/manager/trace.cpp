@@ -156,6 +156,10 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
 
 void Trace::write_csv(std::ostream& out) const {
   out << "ns,kind,detail,device,device2,object,bytes,name,args\n";
+  // Occupancy when recording started, so that readers can rebuild it.
+  for (std::size_t d = 0; d < initial_occupancy_.size(); ++d) {
+    fmt::print(out, "0,initial,0,{},0,0,{},,\n", d, initial_occupancy_[d]);
+  }
   for (const TraceEvent& e : events_) {
     std::string args;
     for (std::uint32_t i = 0; i < e.arg_count; ++i) {

@@ -78,7 +78,8 @@ class Trace {
   // events as instants, and a counter track "occupancy <device>" per heap.
   void write_chrome_json(std::ostream& out, const std::vector<std::string>& device_names) const;
   // One row per event: ns,kind,detail,device,device2,object,bytes,name,args
-  // (args as object:bytes:r|w:device separated by spaces).
+  // (args as object:bytes:r|w:device separated by spaces), after one
+  // "initial" row per device giving its bytes in use when recording began.
   void write_csv(std::ostream& out) const;
   // Writes either format, chosen by the file's extension (.json or .csv);
   // throws invalid_argument for another extension or heap_error if the file

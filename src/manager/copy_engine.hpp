@@ -23,9 +23,9 @@ enum class CopyDestination {
 struct CopyTuning {
   // Copies of at least this many bytes are split across threads. Chosen by
   // bench/copy_bandwidth (see README "Benchmarks").
-  std::uint64_t parallel_threshold = std::uint64_t{4} << 20;
+  std::uint64_t parallel_threshold = std::uint64_t{1} << 20;
   // Bytes each parallel task copies.
-  std::uint64_t chunk_bytes = std::uint64_t{2} << 20;
+  std::uint64_t chunk_bytes = std::uint64_t{512} << 10;
   // Use at most this many threads (0: oneTBB's default concurrency).
   int max_threads = 0;
 };

@@ -1,0 +1,399 @@
+// copy_bandwidth: how fast DataManager::copyto moves a region between tiers,
+// against the two baselines a reader would reach for, measured in the same
+// run on the same buffers (STYLE.md "Benchmarks"):
+//   memcpy  std::memcpy (with 2 threads: two halves run by tbb::parallel_for)
+//   NT      a plain non-temporal copy, detail::copy_nontemporal (split the same way)
+// ratio = copyto / max(memcpy, NT); the goal is >= 0.95 for regions >= 64 MiB.
+//
+// Directions DRAM->DAX, DAX->DRAM, DRAM->DRAM; sizes 4 KiB .. 1 GiB; 1 and 2
+// threads (tbb::global_control caps oneTBB, which copyto's engine uses).
+// --tuning-sweep also measures the copy engine itself, serially and on 2
+// threads with several chunk sizes, for sizes 256 KiB .. 64 MiB: the numbers
+// that chose detail::CopyTuning's defaults (parallel_threshold, chunk_bytes).
+//
+//   copy_bandwidth [--max-bytes 1GiB] [--quick] [--json FILE] [--tuning-sweep]
+//                  [--statistic best|median]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cachedarrays/device_spec.hpp>
+#include <cachedarrays/manager/data_manager.hpp>
+
+#include "manager/copy_engine.hpp"
+
+namespace ca = cachedarrays;
+namespace detail = cachedarrays::detail;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+constexpr std::uint64_t GiB = 1024 * MiB;
+
+struct Effort {
+  double min_seconds;  // per variant, summed over its samples
+  int min_samples;
+  double sample_seconds;  // small copies are batched into samples this long
+  bool best;              // report the best sample, else the median
+};
+
+std::string human(std::uint64_t bytes) {
+  if (bytes >= GiB && bytes % GiB == 0) return fmt::format("{} GiB", bytes / GiB);
+  if (bytes >= MiB && bytes % MiB == 0) return fmt::format("{} MiB", bytes / MiB);
+  if (bytes >= KiB && bytes % KiB == 0) return fmt::format("{} KiB", bytes / KiB);
+  return fmt::format("{} B", bytes);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double seconds_of(const std::function<void()>& run, std::uint64_t iterations) {
+  const auto start = Clock::now();
+  for (std::uint64_t i = 0; i < iterations; ++i) run();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// GB/s (1e9 bytes/s) of each variant: the best or the median sample. The
+// variants take turns sample by sample, so that a slow phase of the machine
+// hits all of them alike instead of whichever happened to run then. The best
+// is the default because on a shared machine every disturbance only ever
+// slows a sample down: the fastest one is the closest to what the copy
+// itself costs.
+std::vector<double> measure(const std::vector<std::function<void()>>& variants, std::uint64_t bytes,
+                            const Effort& effort) {
+  // One untimed run each touches every page and wakes the worker threads.
+  std::vector<std::uint64_t> batch;
+  for (const auto& run : variants) {
+    run();
+    const double once = std::max(seconds_of(run, 1), 1e-9);
+    batch.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(effort.sample_seconds / once)));
+  }
+  std::vector<std::vector<double>> rates(variants.size());
+  std::vector<double> spent(variants.size(), 0.0);
+  const auto done = [&] {
+    for (std::size_t v = 0; v < variants.size(); ++v)
+      if (spent[v] < effort.min_seconds || static_cast<int>(rates[v].size()) < effort.min_samples) return false;
+    return true;
+  };
+  while (!done()) {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      const double t = seconds_of(variants[v], batch[v]);
+      spent[v] += t;
+      rates[v].push_back(static_cast<double>(bytes) * static_cast<double>(batch[v]) / t / 1e9);
+    }
+  }
+  std::vector<double> result;
+  for (const auto& r : rates) result.push_back(effort.best ? *std::max_element(r.begin(), r.end()) : median(r));
+  return result;
+}
+
+// `copy` over `threads` contiguous parts whose boundaries are whole cache
+// lines, as a programmer would split a copy by hand.
+void split_copy(int threads, std::byte* dst, const std::byte* src, std::uint64_t bytes,
+                void (*copy)(std::byte*, const std::byte*, std::uint64_t)) {
+  if (threads <= 1) {
+    copy(dst, src, bytes);
+    return;
+  }
+  const auto parts = static_cast<std::uint64_t>(threads);
+  const std::uint64_t part = bytes / parts / 64 * 64;
+  tbb::parallel_for(
+      std::uint64_t{0}, parts,
+      [&](std::uint64_t i) {
+        const std::uint64_t begin = i * part;
+        const std::uint64_t end = i + 1 == parts ? bytes : begin + part;
+        copy(dst + begin, src + begin, end - begin);
+      },
+      tbb::static_partitioner{});
+}
+
+void plain_memcpy(std::byte* dst, const std::byte* src, std::uint64_t bytes) { std::memcpy(dst, src, bytes); }
+void plain_nontemporal(std::byte* dst, const std::byte* src, std::uint64_t bytes) {
+  detail::copy_nontemporal(dst, src, bytes);
+}
+
+// The share of the machine's CPU time that other processes used while a row
+// was measured. On a shared machine a 2-thread copy needs the second core
+// free; this says how far a row could be trusted.
+class OtherLoad {
+ public:
+  OtherLoad() : start_busy_(busy_seconds()), start_self_(self_seconds()), start_(Clock::now()) {}
+  [[nodiscard]] double share() const {
+    const double wall = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double others = (busy_seconds() - start_busy_) - (self_seconds() - start_self_);
+    const auto cpus = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+    return std::clamp(others / (wall * cpus), 0.0, 1.0);
+  }
+
+ private:
+  // Non-idle CPU time of the whole machine, from the first line of /proc/stat.
+  static double busy_seconds() {
+    std::ifstream stat("/proc/stat");
+    std::string cpu;
+    std::uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    return static_cast<double>(user + nice + system + irq + softirq + steal) /
+           static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  static double self_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+
+  double start_busy_;
+  double start_self_;
+  Clock::time_point start_;
+};
+
+struct Direction {
+  const char* name;
+  ca::DeviceId src;
+  ca::DeviceId dst;
+  int src_slot;  // which of the two DRAM regions, when on DRAM
+  int dst_slot;
+};
+
+constexpr ca::DeviceId dram_device = 0;
+constexpr ca::DeviceId dax_device = 1;
+constexpr Direction directions[] = {
+    {"DRAM->DAX", dram_device, dax_device, 0, 0},
+    {"DAX->DRAM", dax_device, dram_device, 0, 1},
+    {"DRAM->DRAM", dram_device, dram_device, 0, 1},
+};
+
+// The regions of one size: two on DRAM (so DRAM->DRAM has a source and a
+// destination) and one on DAX, each written once so every page is touched.
+class Regions {
+ public:
+  Regions(ca::DataManager& manager, std::uint64_t bytes) : manager_(manager) {
+    dram_[0] = take(dram_device, bytes, 1);
+    dram_[1] = take(dram_device, bytes, 2);
+    dax_ = take(dax_device, bytes, 3);
+  }
+  ~Regions() {
+    manager_.free(*dax_);
+    manager_.free(*dram_[1]);
+    manager_.free(*dram_[0]);
+  }
+  Regions(const Regions&) = delete;
+  Regions& operator=(const Regions&) = delete;
+
+  ca::Region& get(ca::DeviceId device, int slot) { return device == dax_device ? *dax_ : *dram_[slot]; }
+
+ private:
+  // Each region gets its own non-repeating contents, so that verify_copyto
+  // would notice a piece copied to the wrong place.
+  ca::Region* take(ca::DeviceId device, std::uint64_t bytes, std::uint64_t seed) {
+    ca::Region* region = manager_.allocate(device, bytes);
+    if (region == nullptr) {
+      throw std::runtime_error(fmt::format("copy_bandwidth: no room for {} on {}", human(bytes),
+                                           manager_.spec(device).display_name()));
+    }
+    std::byte* p = manager_.pointer(*region);
+    std::uint64_t word = seed * 0x9E3779B97F4A7C15ull;
+    for (std::uint64_t at = 0; at < bytes; at += sizeof word) {
+      word = word * 6364136223846793005ull + 1442695040888963407ull;
+      std::memcpy(p + at, &word, std::min<std::uint64_t>(sizeof word, bytes - at));
+    }
+    return region;
+  }
+
+  ca::DataManager& manager_;
+  ca::Region* dram_[2] = {nullptr, nullptr};
+  ca::Region* dax_ = nullptr;
+};
+
+struct Row {
+  std::string direction;
+  std::uint64_t bytes;
+  int threads;
+  double copyto_gbps, memcpy_gbps, nontemporal_gbps, ratio;
+  double other_load;  // share of the machine other processes used meanwhile
+};
+
+// copyto must produce an exact copy; a benchmark of a wrong copy means nothing.
+void verify_copyto(ca::DataManager& manager, ca::Region& dst, const ca::Region& src, std::uint64_t bytes) {
+  std::memset(manager.pointer(dst), 0x5A, bytes);
+  manager.copyto(dst, src);
+  if (std::memcmp(manager.pointer(dst), manager.pointer(src), bytes) != 0) {
+    throw std::runtime_error("copy_bandwidth: copyto produced a wrong copy of " + human(bytes));
+  }
+}
+
+std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uint64_t>& sizes,
+                            const Effort& effort) {
+  std::vector<Row> rows;
+  fmt::print("{:<11} {:>8} {:>7} {:>11} {:>11} {:>11} {:>7} {:>7}\n", "direction", "size", "threads",
+             "copyto GB/s", "memcpy GB/s", "NT GB/s", "ratio", "other%");
+  for (const std::uint64_t bytes : sizes) {
+    Regions regions(manager, bytes);
+    for (const Direction& d : directions) {
+      ca::Region& src = regions.get(d.src, d.src_slot);
+      ca::Region& dst = regions.get(d.dst, d.dst_slot);
+      std::byte* dst_ptr = manager.pointer(dst);
+      const std::byte* src_ptr = manager.pointer(src);
+      verify_copyto(manager, dst, src, bytes);
+      for (const int threads : {1, 2}) {
+        const tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                                        static_cast<std::size_t>(threads));
+        const OtherLoad load;
+        const std::vector<double> gbps = measure(
+            {[&] { manager.copyto(dst, src); },
+             [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_memcpy); },
+             [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_nontemporal); }},
+            bytes, effort);
+        const double ratio = gbps[0] / std::max(gbps[1], gbps[2]);
+        const Row row{d.name, bytes, threads, gbps[0], gbps[1], gbps[2], ratio, load.share()};
+        fmt::print("{:<11} {:>8} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>7.2f} {:>6.0f}%\n", row.direction,
+                   human(row.bytes), row.threads, row.copyto_gbps, row.memcpy_gbps, row.nontemporal_gbps,
+                   row.ratio, 100 * row.other_load);
+        std::fflush(stdout);
+        rows.push_back(row);
+      }
+    }
+  }
+  return rows;
+}
+
+// The copy engine over a grid of tunings, on the same regions: serially
+// (max_threads 1) and split into chunks of each size on 2 threads, to the
+// fast tier (memcpy) and to the slow tier (streaming stores).
+void run_tuning_sweep(ca::DataManager& manager, const std::vector<std::uint64_t>& sizes, const Effort& effort) {
+  const std::vector<std::uint64_t> chunks = {128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB};
+  fmt::print("\ntuning sweep: copy_bytes GB/s ({}), serial vs 2 threads by chunk size\n",
+             effort.best ? "best" : "median");
+  fmt::print("{:<11} {:>8} {:>8}", "destination", "size", "serial");
+  for (const std::uint64_t chunk : chunks) fmt::print(" {:>9}", human(chunk));
+  fmt::print("\n");
+  for (const std::uint64_t bytes : sizes) {
+    Regions regions(manager, bytes);
+    for (const auto where : {detail::CopyDestination::fast, detail::CopyDestination::slow}) {
+      const bool fast = where == detail::CopyDestination::fast;
+      std::byte* dst = manager.pointer(regions.get(fast ? dram_device : dax_device, 1));
+      const std::byte* src = manager.pointer(regions.get(dram_device, 0));
+      std::vector<std::function<void()>> variants;
+      variants.emplace_back([=] {
+        detail::copy_bytes(dst, src, bytes, where, detail::CopyTuning{.max_threads = 1});
+      });
+      for (const std::uint64_t chunk : chunks) {
+        variants.emplace_back([=] {
+          detail::copy_bytes(dst, src, bytes, where,
+                             detail::CopyTuning{.parallel_threshold = 0, .chunk_bytes = chunk, .max_threads = 2});
+        });
+      }
+      const std::vector<double> gbps = measure(variants, bytes, effort);
+      fmt::print("{:<11} {:>8}", fast ? "fast/DRAM" : "slow/DAX", human(bytes));
+      fmt::print(" {:>8.2f}", gbps[0]);
+      for (std::size_t i = 1; i < gbps.size(); ++i) fmt::print(" {:>9.2f}", gbps[i]);
+      fmt::print("\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Bandwidth of DataManager::copyto against memcpy and a non-temporal copy"};
+  std::uint64_t max_bytes = GiB;
+  bool quick = false;
+  bool sweep = false;
+  std::string json_path;
+  std::string statistic = "best";
+  app.add_option("--max-bytes", max_bytes, "largest region to copy (e.g. 256MiB)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_flag("--quick", quick, "stop at 16 MiB and take few samples (smoke test)");
+  app.add_option("--json", json_path, "also write the rows as a JSON array to this file");
+  app.add_flag("--tuning-sweep", sweep, "also measure the copy engine over thresholds and chunk sizes");
+  app.add_option("--statistic", statistic, "which sample to report per variant")
+      ->check(CLI::IsMember({"best", "median"}));
+  CLI11_PARSE(app, argc, argv);
+
+  if (quick) max_bytes = std::min(max_bytes, 16 * MiB);
+  const auto up_to_max = [&](std::initializer_list<std::uint64_t> all) {
+    std::vector<std::uint64_t> kept;
+    for (const std::uint64_t s : all)
+      if (s <= max_bytes) kept.push_back(s);
+    return kept;
+  };
+  const std::vector<std::uint64_t> sizes =
+      up_to_max({4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB});
+  const std::vector<std::uint64_t> sweep_sizes =
+      sweep ? up_to_max({256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 64 * MiB})
+            : std::vector<std::uint64_t>{};
+  if (sizes.empty()) {
+    fmt::print(stderr, "copy_bandwidth: --max-bytes {} is below the smallest size, 4 KiB\n", max_bytes);
+    return EXIT_FAILURE;
+  }
+  const bool best = statistic == "best";
+  const Effort effort = quick ? Effort{0.005, 3, 0.001, best} : Effort{0.05, 5, 0.002, best};
+
+  // Room for the largest size twice on DRAM and once on DAX, plus slack for
+  // the allocator's alignment.
+  const std::uint64_t largest =
+      std::max(sizes.back(), sweep_sizes.empty() ? std::uint64_t{0} : sweep_sizes.back());
+  ca::DataManager manager({ca::dram(2 * largest + 4 * MiB, "dram"), ca::dax_file({}, largest + 4 * MiB, "dax")});
+
+  const detail::CopyTuning defaults;
+  fmt::print("copy_bandwidth: DataManager::copyto vs std::memcpy vs a plain non-temporal copy\n");
+  fmt::print("  DRAM heap: {}\n", manager.describe(dram_device));
+  fmt::print("  DAX heap:  {}\n", manager.describe(dax_device));
+  fmt::print("  DAX is pmem: {}{}\n", manager.is_pmem(dax_device) ? "yes" : "no",
+             manager.is_pmem(dax_device) ? ""
+                                         : " (an ordinary file in /dev/shm, i.e. DRAM: copies to it use "
+                                           "streaming stores, not libpmem)");
+  fmt::print("  non-temporal vector path: {}; CopyTuning defaults: parallel_threshold {}, chunk_bytes {}\n",
+             detail::nontemporal_path(), human(defaults.parallel_threshold), human(defaults.chunk_bytes));
+  fmt::print("  GB/s = 1e9 bytes/s, the {} of >= {} samples and >= {:.0f} ms per variant; "
+             "variants interleaved sample by sample\n",
+             statistic, effort.min_samples, effort.min_seconds * 1e3);
+  fmt::print("  ratio = copyto / max(memcpy, NT); other% = CPU share other processes used during the row "
+             "(a 2-thread row needs the second core free)\n\n");
+
+  const std::vector<Row> rows = run_copyto(manager, sizes, effort);
+  if (sweep) run_tuning_sweep(manager, sweep_sizes, effort);
+
+  if (!json_path.empty()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows) {
+      out.push_back({{"direction", r.direction},
+                     {"bytes", r.bytes},
+                     {"threads", r.threads},
+                     {"copyto_gbps", r.copyto_gbps},
+                     {"memcpy_gbps", r.memcpy_gbps},
+                     {"nontemporal_gbps", r.nontemporal_gbps},
+                     {"ratio", r.ratio},
+                     {"other_cpu_share", r.other_load}});
+    }
+    std::ofstream file(json_path);
+    file << out.dump(2) << '\n';
+    if (!file) {
+      fmt::print(stderr, "copy_bandwidth: could not write {}\n", json_path);
+      return EXIT_FAILURE;
+    }
+  }
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,471 @@
+// train_throughput: images/s of CNN training (forward, backward, SGD step)
+// with cachedarrays::nn, against PyTorch training the same network on the
+// same machine in the same run (STYLE.md "Benchmarks"):
+//   ours     nn::Trainer::step under the all-fast policy (a fast tier larger
+//            than the measured footprint, so no data moves between tiers:
+//            this measures the trainer and the runtime's per-kernel cost)
+//   PyTorch  bench/pytorch_reference.py, the same ResNet v1.5 layer for layer,
+//            torch.optim.SGD with the same hyper-parameters
+// ratio = ours / PyTorch images/s; the goal is >= 1.0.
+//
+// Both sides use the same oneDNN (Debian's libdnnl2; PyTorch links it as
+// its MKL-DNN backend) and the same OpenMP thread count; the table says so
+// or warns. Images/s = batch / median time of one iteration after warm-up;
+// synthetic N(0, 1) images with random labels.
+//
+//   train_throughput [--batch 16] [--image-size 64] [--threads T]
+//                    [--iterations 5] [--warmup 2] [--models resnet18,resnet50]
+//                    [--rounds 1] [--quick] [--profile] [--no-pytorch] [--json FILE]
+//
+// --profile runs one more iteration of ours and charges the wall time from
+// the start of each kernel to the start of the next one to that kernel's
+// name: the kernel plus the bookkeeping (hints, pinning, descriptor keys,
+// allocation) that follows it. Run with DNNL_VERBOSE=1 for oneDNN's own
+// time per primitive.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cachedarrays/cachedarrays.hpp>
+#include <cachedarrays/nn/data.hpp>
+#include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/trainer.hpp>
+
+#ifndef CACHEDARRAYS_PYTORCH_REFERENCE
+#define CACHEDARRAYS_PYTORCH_REFERENCE "bench/pytorch_reference.py"
+#endif
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::int64_t batch = 16;
+  std::int64_t image_size = 64;
+  std::int64_t classes = 1000;
+  int threads = 0;
+  int iterations = 5;
+  int warmup = 2;
+  int rounds = 1;
+  bool profile = false;
+  bool pytorch = true;
+  std::string python = "/usr/bin/python3";
+  std::string script = CACHEDARRAYS_PYTORCH_REFERENCE;
+};
+
+struct Measurement {
+  double median_seconds = 0;
+  double images_per_s = 0;
+  std::int64_t parameters = 0;
+};
+
+struct PyTorchResult {
+  Measurement m;
+  int threads = 0;
+  std::string torch_version;
+  bool mkldnn = false;
+  std::string mkldnn_version;
+};
+
+struct Row {
+  std::string model;
+  Measurement ours;
+  std::optional<PyTorchResult> pytorch;
+  std::string pytorch_error;  // why there is no PyTorch figure
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// "resnet50" -> {"resnet", 50}
+nn::ModelConfig model_config(const std::string& name, const Settings& s) {
+  const auto digit = name.find_first_of("0123456789");
+  if (digit == std::string::npos || digit == 0) {
+    throw ca::invalid_argument("train_throughput: model '" + name + "' is not of the form FAMILYDEPTH (resnet50)");
+  }
+  nn::ModelConfig c;
+  c.family = name.substr(0, digit);
+  c.depth = std::stoi(name.substr(digit));
+  c.batch = s.batch;
+  c.image_size = s.image_size;
+  c.classes = s.classes;
+  return c;
+}
+
+// Wall time from each kernel's start to the next kernel's start, by name.
+// Reorders are split by layout change and by whether the tensor is shaped
+// like a parameter (first dimension other than the batch) or an activation.
+class KernelTimer final : public nn::KernelObserver {
+ public:
+  explicit KernelTimer(std::int64_t batch) : batch_(batch) {}
+  void start() {
+    last_ = Clock::now();
+    current_ = "(before the first kernel)";
+  }
+  void stop() { charge(Clock::now()); }
+  void on_kernel(const std::string& name, std::span<const nn::KernelArg> args) override {
+    charge(Clock::now());
+    current_ = name;
+    if (name == "reorder" && args.size() == 2) {
+      const nn::Tensor& from = *args[0].tensor;
+      current_ = fmt::format("reorder {} {}->{}", from.dims().at(0) == batch_ ? "activation" : "parameter",
+                             layout(from), layout(*args[1].tensor));
+    }
+    ++counts_[current_];
+  }
+  [[nodiscard]] const std::map<std::string, double>& seconds() const { return seconds_; }
+  [[nodiscard]] const std::map<std::string, int>& counts() const { return counts_; }
+
+ private:
+  static const char* layout(const nn::Tensor& t) { return t.desc() == nn::plain_desc(t.dims()) ? "plain" : "blocked"; }
+  void charge(Clock::time_point now) {
+    seconds_[current_] += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+  std::int64_t batch_;
+  Clock::time_point last_;
+  std::string current_;
+  std::map<std::string, double> seconds_;
+  std::map<std::string, int> counts_;
+};
+
+void print_profile(const std::string& model, const KernelTimer& timer, double step_seconds) {
+  std::vector<std::pair<double, std::string>> by_time;
+  for (const auto& [name, s] : timer.seconds()) by_time.emplace_back(s, name);
+  std::sort(by_time.rbegin(), by_time.rend());
+  fmt::print("\nprofile of one iteration of {} ({:.1f} ms): wall time from a kernel's start to the next one's\n",
+             model, 1e3 * step_seconds);
+  fmt::print("  {:<40} {:>6} {:>10} {:>7}\n", "kernel", "calls", "ms", "share");
+  for (const auto& [s, name] : by_time) {
+    const auto it = timer.counts().find(name);
+    fmt::print("  {:<40} {:>6} {:>10.2f} {:>6.1f}%\n", name, it == timer.counts().end() ? 0 : it->second, 1e3 * s,
+               100.0 * s / step_seconds);
+  }
+}
+
+Measurement run_ours(const std::string& name, const Settings& s, bool first_round) {
+  const nn::ModelConfig config = model_config(name, s);
+  const auto build = [&] { return nn::build_model(config); };
+  const std::uint64_t footprint = nn::measure_footprint(build);
+  // all-fast: everything fits on the fast tier with room for fragmentation;
+  // the slow tier exists only because a Runtime has two tiers here.
+  const std::uint64_t fast_bytes = footprint + footprint / 5 + (64ull << 20);
+  const std::uint64_t slow_bytes = 64ull << 20;
+  ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, slow_bytes, "slow")},
+                 ca::policy::Registry::builtin().make("all-fast"));
+  nn::Trainer trainer(&rt, build());
+  Measurement m;
+  m.parameters = trainer.graph().parameter_count();
+
+  const auto dataset = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
+  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
+  std::vector<float> labels(static_cast<std::size_t>(config.batch));
+  const auto one_step = [&] {
+    dataset->next_batch(images, labels);  // not timed: PyTorch reuses one batch
+    const auto t0 = Clock::now();
+    (void)trainer.step(images, labels);
+    rt.collect();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  for (int i = 0; i < s.warmup; ++i) (void)one_step();
+  std::vector<double> seconds;
+  for (int i = 0; i < s.iterations; ++i) seconds.push_back(one_step());
+  m.median_seconds = median(seconds);
+  m.images_per_s = static_cast<double>(config.batch) / m.median_seconds;
+
+  const ca::Stats stats = rt.stats();
+  if (stats.devices.size() > 1 && stats.devices[1].peak_bytes_in_use > 0) {
+    fmt::print("  warning: {} used the slow tier ({}): the fast tier ({}) was too small for all-fast\n", name,
+               ca::format_bytes(stats.devices[1].peak_bytes_in_use), ca::format_bytes(fast_bytes));
+  }
+  fmt::print("  ours    {:<9} footprint {}, fast tier {}, iterations (ms): {}\n", name, ca::format_bytes(footprint),
+             ca::format_bytes(fast_bytes),
+             fmt::join([&] {
+               std::vector<std::string> v;
+               for (double x : seconds) v.push_back(fmt::format("{:.1f}", 1e3 * x));
+               return v;
+             }(), " "));
+
+  if (s.profile && first_round) {
+    KernelTimer timer(config.batch);
+    trainer.context().set_observer(&timer);
+    dataset->next_batch(images, labels);
+    timer.start();
+    const auto t0 = Clock::now();
+    (void)trainer.step(images, labels);
+    rt.collect();
+    timer.stop();
+    trainer.context().set_observer(nullptr);
+    print_profile(name, timer, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return m;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command`, returning its standard output and exit status.
+std::pair<std::string, int> capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {out, -1};
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// Whether `python` can import torch; the reason when it cannot.
+std::optional<std::string> torch_missing(const Settings& s) {
+  const auto [out, status] = capture(shell_quote(s.python) + " -c 'import torch' 2>&1");
+  if (status == 0) return std::nullopt;
+  return "PyTorch is not importable by " + s.python + " (install Debian's python3-torch): " +
+         out.substr(0, out.find('\n'));
+}
+
+PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threads) {
+  const std::string command = fmt::format(
+      "{} {} --model {} --batch {} --image-size {} --classes {} --threads {} --iterations {} --warmup {} --json -",
+      shell_quote(s.python), shell_quote(s.script), shell_quote(model), s.batch, s.image_size, s.classes, threads,
+      s.iterations, s.warmup);
+  const auto [out, status] = capture(command);
+  if (status != 0) {
+    throw std::runtime_error("`" + command + "` exited with status " + std::to_string(status));
+  }
+  // The JSON object is the last line the script prints.
+  const auto start = out.rfind('{');
+  const nlohmann::json j = nlohmann::json::parse(start == std::string::npos ? out : out.substr(start));
+  PyTorchResult r;
+  r.m.images_per_s = j.at("images_per_s").get<double>();
+  r.m.median_seconds = j.at("median_seconds").get<double>();
+  r.m.parameters = j.at("parameters").get<std::int64_t>();
+  r.threads = j.at("threads").get<int>();
+  r.torch_version = j.at("torch_version").get<std::string>();
+  r.mkldnn = j.at("mkldnn").get<bool>();
+  r.mkldnn_version = j.value("mkldnn_version", "");
+  fmt::print("  PyTorch {:<9} iterations (ms): {}\n", model, fmt::join([&] {
+               std::vector<std::string> v;
+               for (double x : j.at("seconds")) v.push_back(fmt::format("{:.1f}", 1e3 * x));
+               return v;
+             }(), " "));
+  return r;
+}
+
+// CPU seconds the whole machine spent busy (/proc/stat) and those this
+// process and its waited-for children (the PyTorch runs) used: the
+// difference over a run is what other processes took from it.
+struct CpuTimes {
+  double machine_busy = -1;  // -1: /proc/stat unreadable
+  double ours = 0;
+  double wall = 0;
+};
+
+CpuTimes cpu_times() {
+  CpuTimes t;
+  t.wall = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu") {
+    t.machine_busy = static_cast<double>(user + nice + system + irq + softirq + steal) /
+                     static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+  const auto seconds = [](const ::rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  ::rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  t.ours = seconds(self) + seconds(children);
+  return t;
+}
+
+// Cores other processes kept busy on average between `from` and `to`.
+double others_busy_cores(const CpuTimes& from, const CpuTimes& to) {
+  if (from.machine_busy < 0 || to.machine_busy < 0 || to.wall <= from.wall) return 0;
+  return std::max(0.0, (to.machine_busy - from.machine_busy) - (to.ours - from.ours)) / (to.wall - from.wall);
+}
+
+// oneDNN's OpenMP barriers wait for every thread: one preempted thread
+// stretches a kernel by a scheduler time slice, so other work on the
+// machine makes the figures swing several-fold (on either side).
+void warn_if_disturbed(double others, const char* when) {
+  if (others > 0.1) {
+    fmt::print("  warning: other processes kept {:.2f} cores busy {}: the figures are noisy (try --rounds 3 on an "
+               "idle machine)\n",
+               others, when);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Training images/s of cachedarrays::nn against PyTorch on the same ResNet"};
+  Settings s;
+  std::vector<std::string> models = {"resnet18", "resnet50"};
+  bool quick = false;
+  std::string json_path;
+  app.add_option("--batch", s.batch, "images per iteration")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--image-size", s.image_size, "square image side")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--classes", s.classes, "output classes (both sides)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "OpenMP threads of oneDNN, both sides (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", s.iterations, "timed iterations (the median is reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", s.warmup, "untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--models", models, "networks, e.g. resnet18,resnet50")->delimiter(',')->capture_default_str();
+  app.add_flag("--quick", quick, "ResNet-18 only, 1 warm-up and 2 timed iterations (smoke test)");
+  app.add_option("--rounds", s.rounds,
+                 "measure ours and PyTorch alternately this many times and keep each side's best median "
+                 "(steadier on a shared machine)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--profile", s.profile, "time one more iteration of ours kernel by kernel");
+  bool no_pytorch = false;
+  app.add_flag("--no-pytorch", no_pytorch, "measure ours only (ratio n/a)");
+  app.add_option("--json", json_path, "also write the rows as a JSON array to this file");
+  app.add_option("--python", s.python, "interpreter for the PyTorch baseline")->capture_default_str();
+  app.add_option("--script", s.script, "the PyTorch baseline script")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    models = {"resnet18"};
+    s.warmup = 1;
+    s.iterations = 2;
+  }
+
+  const int threads = s.threads > 0 ? s.threads : omp_get_num_procs();
+  omp_set_num_threads(threads);
+  const dnnl::version_t* dnnl = dnnl::version();
+  const std::string dnnl_version = fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch);
+  s.pytorch = !no_pytorch;
+  const std::optional<std::string> no_torch =
+      s.pytorch ? torch_missing(s) : std::optional<std::string>("PyTorch not run (--no-pytorch)");
+  const CpuTimes before_pause = cpu_times();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const CpuTimes start = cpu_times();
+  const double others_before = others_busy_cores(before_pause, start);
+
+  fmt::print("train_throughput: training images/s (forward + backward + SGD step), cachedarrays::nn vs PyTorch\n");
+  fmt::print("  batch {}, {}x{} images, {} classes, {} warm-up + {} timed iterations (median), policy all-fast\n",
+             s.batch, s.image_size, s.image_size, s.classes, s.warmup, s.iterations);
+  fmt::print("  ours: oneDNN v{} ({} runtime), {} OpenMP threads, {} cores; other processes busy {:.2f} cores\n",
+             dnnl_version, dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", omp_get_max_threads(),
+             omp_get_num_procs(), others_before);
+  warn_if_disturbed(others_before, "before the start");
+  if (no_torch) fmt::print("  {}\n  reporting our figures only (ratio n/a)\n", *no_torch);
+
+  std::vector<Row> rows;
+  try {
+    for (const std::string& model : models) {
+      Row row;
+      row.model = model;
+      // Alternating the two sides spreads any disturbance over both; the
+      // best median of each side is the least disturbed one.
+      for (int round = 0; round < s.rounds; ++round) {
+        const Measurement ours = run_ours(model, s, round == 0);
+        if (round == 0 || ours.median_seconds < row.ours.median_seconds) row.ours = ours;
+        if (no_torch) {
+          row.pytorch_error = *no_torch;
+          continue;
+        }
+        try {
+          const PyTorchResult p = run_pytorch(model, s, threads);
+          if (!row.pytorch || p.m.median_seconds < row.pytorch->m.median_seconds) row.pytorch = p;
+        } catch (const std::exception& e) {
+          row.pytorch_error = e.what();
+          fmt::print("  PyTorch {}: {}\n", model, e.what());
+          break;
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+  } catch (const ca::error& e) {
+    fmt::print(stderr, "train_throughput: {}\n", e.what());
+    return EXIT_FAILURE;
+  } catch (const dnnl::error& e) {
+    fmt::print(stderr, "train_throughput: oneDNN error: {} (status {})\n", e.what(), static_cast<int>(e.status));
+    return EXIT_FAILURE;
+  }
+
+  // Same library, same threads: otherwise the ratio compares setups, not code.
+  for (const Row& r : rows) {
+    if (!r.pytorch) continue;
+    const PyTorchResult& p = *r.pytorch;
+    fmt::print("  PyTorch {} (torch {}): mkldnn available {}, oneDNN v{} ({}), threads {} ({})\n", r.model,
+               p.torch_version, p.mkldnn ? "True" : "False", p.mkldnn_version,
+               p.mkldnn_version == dnnl_version ? "same as ours" : "DIFFERENT from ours", p.threads,
+               p.threads == threads ? "same as ours" : "DIFFERENT from ours");
+    if (p.m.parameters != r.ours.parameters) {
+      fmt::print("  WARNING: {} has {} parameters here and {} in PyTorch: the networks differ\n", r.model,
+                 r.ours.parameters, p.m.parameters);
+    }
+  }
+
+  fmt::print("\n{:<9} {:>5} {:>6} {:>7} {:>12} {:>12} {:>7} {:>12} {:>12}\n", "model", "batch", "image", "threads",
+             "ours img/s", "torch img/s", "ratio", "params ours", "params torch");
+  for (const Row& r : rows) {
+    fmt::print("{:<9} {:>5} {:>6} {:>7} {:>12.2f} {:>12} {:>7} {:>12} {:>12}\n", r.model, s.batch, s.image_size,
+               threads, r.ours.images_per_s, r.pytorch ? fmt::format("{:.2f}", r.pytorch->m.images_per_s) : "n/a",
+               r.pytorch ? fmt::format("{:.2f}x", r.ours.images_per_s / r.pytorch->m.images_per_s) : "n/a",
+               r.ours.parameters, r.pytorch ? std::to_string(r.pytorch->m.parameters) : "n/a");
+  }
+  fmt::print("ratio = ours / PyTorch images/s (goal >= 1.0){}\n",
+             s.rounds > 1 ? fmt::format("; best median of {} rounds per side", s.rounds) : "");
+  const double others_during = others_busy_cores(start, cpu_times());
+  fmt::print("other processes kept {:.2f} of {} cores busy during the run\n", others_during, omp_get_num_procs());
+  warn_if_disturbed(others_during, "during the run");
+
+  if (!json_path.empty()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows) {
+      nlohmann::json row = {{"model", r.model},
+                            {"batch", s.batch},
+                            {"image_size", s.image_size},
+                            {"threads", threads},
+                            {"images_per_s", r.ours.images_per_s},
+                            {"parameters", r.ours.parameters}};
+      row["pytorch_images_per_s"] = r.pytorch ? nlohmann::json(r.pytorch->m.images_per_s) : nlohmann::json();
+      row["ratio_vs_pytorch"] =
+          r.pytorch ? nlohmann::json(r.ours.images_per_s / r.pytorch->m.images_per_s) : nlohmann::json();
+      if (r.pytorch) row["pytorch_parameters"] = r.pytorch->m.parameters;
+      if (!r.pytorch_error.empty()) row["pytorch_error"] = r.pytorch_error;
+      out.push_back(row);
+    }
+    std::ofstream file(json_path);
+    file << out.dump(2) << '\n';
+    if (!file) {
+      fmt::print(stderr, "train_throughput: could not write {}\n", json_path);
+      return EXIT_FAILURE;
+    }
+  }
+  return EXIT_SUCCESS;
+}

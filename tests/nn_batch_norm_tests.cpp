@@ -11,36 +11,14 @@
 
 #include "cachedarrays/nn/layers.hpp"
 #include "nn_gradcheck.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::size_t count(const nn::Dims& d) {
-  std::int64_t n = 1;
-  for (auto v : d) n *= v;
-  return static_cast<std::size_t>(n);
-}
-
-nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
-  nn::Tensor t = ctx.make(desc);
-  ctx.write(t, values);
-  return t;
-}
+using test::check_close, test::contains, test::count, test::invalid_argument_message, test::tensor;
 
 nn::Op& build(nn::Graph& g, const nn::Dims& x) {
   nn::batch_norm(g, "bn", g.input("x", x));
@@ -74,16 +52,6 @@ Reference reference_batch_norm(const nn::Dims& d, const std::vector<float>& x, c
       }
   }
   return r;
-}
-
-void check_close(const std::vector<float>& got, const std::vector<float>& want, float rtol = 1e-4f) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CAPTURE(got[i]);
-    CAPTURE(want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= rtol * std::max(1.0f, std::abs(want[i])));
-  }
 }
 
 }  // namespace
@@ -244,23 +212,12 @@ TEST_CASE("nn batch_norm: forward and backward twice create no new primitives") 
   const std::vector<nn::Tensor> grad_outs{tensor(ctx, blocked, test::random_values(count(d), 43))};
   const bool need[] = {true, true, true};
   std::vector<float> first;
-  const auto forward = [&] {
-    std::vector<nn::Tensor> outs(1);
-    std::vector<nn::Tensor> saved;
-    op.forward(ctx, ins, outs, saved);
-    return outs[0];
-  };
+  const auto forward = [&] { return test::forward(ctx, op, ins); };
   first = ctx.read(forward());
   const std::uint64_t after_forward = ctx.primitives_created();
   CHECK(ctx.read(forward()) == first);
   CHECK(ctx.primitives_created() == after_forward);
-  const auto pass = [&] {
-    std::vector<nn::Tensor> outs(1);
-    std::vector<nn::Tensor> saved;
-    std::vector<nn::Tensor> grads(3);
-    op.forward(ctx, ins, outs, saved);
-    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
-  };
+  const auto pass = [&] { test::forward_backward(ctx, op, ins, grad_outs, need); };
   pass();
   const std::uint64_t after_backward = ctx.primitives_created();
   pass();

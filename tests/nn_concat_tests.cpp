@@ -8,45 +8,21 @@
 
 #include "cachedarrays/nn/layers.hpp"
 #include "nn_gradcheck.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
-  nn::Tensor t = ctx.make(desc);
-  ctx.write(t, values);
-  return t;
-}
-
-memory::desc blocked(const nn::Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
-}
-
-std::int64_t count(const nn::Dims& d) {
-  std::int64_t n = 1;
-  for (auto v : d) n *= v;
-  return n;
-}
+using test::blocked, test::count, test::invalid_argument_message, test::tensor;
 
 // Naive concatenation along axis 1 of plain row-major tensors.
 std::vector<float> reference_concat(const std::vector<std::vector<float>>& xs, const std::vector<nn::Dims>& dims) {
   std::vector<float> y;
   for (std::int64_t n = 0; n < dims[0][0]; ++n) {
     for (std::size_t i = 0; i < xs.size(); ++i) {
-      const std::int64_t slice = count(dims[i]) / dims[i][0];
+      const auto slice = static_cast<std::int64_t>(count(dims[i])) / dims[i][0];
       y.insert(y.end(), xs[i].begin() + n * slice, xs[i].begin() + (n + 1) * slice);
     }
   }
@@ -68,7 +44,7 @@ TEST_CASE("nn concat: forward matches a naive reference for plain blocked and mi
   CHECK(op.kind() == "concat");
   std::vector<std::vector<float>> values;
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    values.push_back(test::random_values(static_cast<std::size_t>(count(dims[i])), 31 + i));
+    values.push_back(test::random_values(count(dims[i]), 31 + i));
   }
   const std::vector<float> want = reference_concat(values, dims);
   for (int layout = 0; layout < 3; ++layout) {  // all plain, all blocked, mixed
@@ -99,7 +75,7 @@ TEST_CASE("nn concat: backward splits the gradient in any layout into plain slic
   CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
   std::vector<nn::Tensor> ins;
   for (const nn::Dims& d : dims) {
-    ins.push_back(tensor(ctx, blocked(d), std::vector<float>(static_cast<std::size_t>(count(d)), 1.0f)));
+    ins.push_back(tensor(ctx, blocked(d), std::vector<float>(count(d), 1.0f)));
   }
   std::vector<nn::Tensor> outs(1);
   std::vector<nn::Tensor> saved;
@@ -153,13 +129,7 @@ TEST_CASE("nn concat: forward twice creates no new primitives") {
                                     tensor(ctx, nn::plain_desc(dims[1]), test::random_values(144, 42))};
   const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc({2, 24, 3, 3}), test::random_values(432, 43))};
   const bool need[] = {true, true};
-  const auto pass = [&] {
-    std::vector<nn::Tensor> outs(1);
-    std::vector<nn::Tensor> saved;
-    std::vector<nn::Tensor> grads(2);
-    op.forward(ctx, ins, outs, saved);
-    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
-  };
+  const auto pass = [&] { test::forward_backward(ctx, op, ins, grad_outs, need); };
   pass();
   const std::uint64_t created = ctx.primitives_created();
   pass();

@@ -18,6 +18,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/data.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
@@ -25,6 +26,7 @@ namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using test::invalid_argument_message;
 
 // A fresh directory under the system's temporary directory, removed with
 // everything in it when the test ends.
@@ -55,16 +57,6 @@ class TempDir {
  private:
   fs::path path_;
 };
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- CIFAR-10 ----------------------------------------------------------------
 

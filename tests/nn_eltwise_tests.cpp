@@ -9,39 +9,20 @@
 
 #include "cachedarrays/nn/layers.hpp"
 #include "nn_gradcheck.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-
-// The message of the invalid_argument `f` throws ("" if none).
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::blocked, test::invalid_argument_message, test::tensor;
 
 // Values with |x| >= 0.1, so that x +- eps never crosses ReLU's kink.
 std::vector<float> away_from_zero(std::size_t n, std::uint64_t seed) {
   std::vector<float> v = test::random_values(n, seed);
   for (float& x : v) x = std::copysign(0.1f + std::abs(x), x);
   return v;
-}
-
-nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
-  nn::Tensor t = ctx.make(desc);
-  ctx.write(t, values);
-  return t;
-}
-
-memory::desc blocked(const nn::Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
 }
 
 }  // namespace
@@ -111,13 +92,7 @@ TEST_CASE("nn relu: forward and backward twice create no new primitives") {
   const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(dims), test::random_values(72, 5))};
   const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(dims), test::random_values(72, 6))};
   const bool need[] = {true};
-  const auto pass = [&] {
-    std::vector<nn::Tensor> outs(1);
-    std::vector<nn::Tensor> saved;
-    std::vector<nn::Tensor> grads(1);
-    op.forward(ctx, ins, outs, saved);
-    op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
-  };
+  const auto pass = [&] { test::forward_backward(ctx, op, ins, grad_outs, need); };
   pass();
   const std::uint64_t created = ctx.primitives_created();
   CHECK(created >= 2);
@@ -200,11 +175,7 @@ TEST_CASE("nn add: forward twice creates no new primitives") {
   nn::Op& op = *g.nodes().back().op;
   const std::vector<nn::Tensor> ins{tensor(ctx, blocked(dims), test::random_values(288, 12)),
                                     tensor(ctx, nn::plain_desc(dims), test::random_values(288, 13))};
-  const auto pass = [&] {
-    std::vector<nn::Tensor> outs(1);
-    std::vector<nn::Tensor> saved;
-    op.forward(ctx, ins, outs, saved);
-  };
+  const auto pass = [&] { test::forward(ctx, op, ins); };
   pass();
   const std::uint64_t created = ctx.primitives_created();
   pass();

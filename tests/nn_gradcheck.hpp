@@ -14,6 +14,7 @@
 #include "cachedarrays/cachedarrays.hpp"
 #include "cachedarrays/nn/context.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "nn_test_support.hpp"
 
 namespace test {
 
@@ -52,9 +53,7 @@ inline void gradcheck(cachedarrays::nn::Op& op, const std::vector<cachedarrays::
   const std::vector<nn::Dims> out_dims = op.output_dims(dims);
   std::vector<std::vector<float>> r(out_dims.size());
   for (std::size_t j = 0; j < out_dims.size(); ++j) {
-    std::int64_t n = 1;
-    for (auto d : out_dims[j]) n *= d;
-    r[j].resize(static_cast<std::size_t>(n));
+    r[j].resize(count(out_dims[j]));
     for (float& v : r[j]) v = normal(rng);
   }
   const auto loss = [&](const std::vector<std::vector<float>>& values) {

@@ -9,28 +9,14 @@
 
 #include "cachedarrays/nn/layers.hpp"
 #include "nn_gradcheck.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
-  nn::Tensor t = ctx.make(desc);
-  ctx.write(t, values);
-  return t;
-}
+using test::invalid_argument_message, test::tensor;
 
 // mean_n -log(exp(z_n[l_n]) / sum_k exp(z_n[k])), in long double.
 double reference_loss(const std::vector<float>& z, const std::vector<float>& labels, std::size_t k) {

@@ -15,6 +15,7 @@
 #include "cachedarrays/cachedarrays.hpp"
 #include "cachedarrays/nn/models.hpp"
 #include "cachedarrays/nn/trainer.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
@@ -30,13 +31,9 @@ nn::ModelConfig tiny(const std::string& family, int depth) {
           .width = 0.125};
 }
 
+// The message with which build_model rejects `config` ("" if it does not).
 std::string invalid_argument_message(const nn::ModelConfig& config) {
-  try {
-    (void)nn::build_model(config);
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+  return test::invalid_argument_message([&] { (void)nn::build_model(config); });
 }
 
 // The parameter of that name, or null.

@@ -12,32 +12,14 @@
 
 #include "cachedarrays/nn/layers.hpp"
 #include "nn_gradcheck.hpp"
+#include "nn_test_support.hpp"
 
 namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-nn::Tensor tensor(nn::Context& ctx, const memory::desc& desc, const std::vector<float>& values) {
-  nn::Tensor t = ctx.make(desc);
-  ctx.write(t, values);
-  return t;
-}
-
-memory::desc blocked(const nn::Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
-}
+using test::blocked, test::invalid_argument_message, test::tensor;
 
 // Distinct values 0.05 apart (more than 2 * eps of the gradient check), in a
 // shuffled order, so that no window has a tie even after a perturbation.
@@ -246,13 +228,7 @@ TEST_CASE("nn max_pool / avg_pool: forward and backward twice create no new prim
     const std::vector<nn::Tensor> ins{tensor(ctx, blocked(dims), test::random_values(1152, 27))};
     const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc({2, 16, 3, 3}), test::random_values(288, 28))};
     const bool need[] = {true};
-    const auto pass = [&] {
-      std::vector<nn::Tensor> outs(1);
-      std::vector<nn::Tensor> saved;
-      std::vector<nn::Tensor> grads(1);
-      op.forward(ctx, ins, outs, saved);
-      op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
-    };
+    const auto pass = [&] { test::forward_backward(ctx, op, ins, grad_outs, need); };
     pass();
     const std::uint64_t created = ctx.primitives_created();
     pass();

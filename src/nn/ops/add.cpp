@@ -9,6 +9,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -21,10 +22,7 @@ class Add final : public Op {
   [[nodiscard]] std::string kind() const override { return "add"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    if (inputs.size() != 2) {
-      throw invalid_argument("cachedarrays::nn: add '" + name_ + "' takes 2 inputs, got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count("add '" + name_ + "'", inputs, 2);
     if (inputs[0] != inputs[1]) {
       throw invalid_argument("cachedarrays::nn: add '" + name_ + "' needs inputs of the same shape, got " +
                              to_string(inputs[0]) + " and " + to_string(inputs[1]));

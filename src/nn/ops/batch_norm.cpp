@@ -15,6 +15,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -36,14 +37,9 @@ class BatchNorm final : public Op {
   [[nodiscard]] std::string kind() const override { return "batch_norm"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    if (inputs.size() != 3) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " takes 3 inputs (x, weight, bias), got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count(where(), inputs, 3, "x, weight, bias");
     const Dims& x = inputs[0];
-    if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
-    }
+    detail::check_nchw(where(), x);
     const Dims channels = {x[1]};
     for (std::size_t i = 1; i < 3; ++i) {
       if (inputs[i] != channels) {
@@ -138,10 +134,7 @@ class BatchNorm final : public Op {
 ValueId batch_norm(Graph& g, const std::string& name, ValueId x) {
   auto op = std::make_unique<BatchNorm>(name);
   const Dims& x_dims = g.value(x).dims;
-  if (x_dims.size() != 4) {
-    throw invalid_argument("cachedarrays::nn: batch_norm '" + name + "' needs an NCHW input of rank 4, got " +
-                           to_string(x_dims));
-  }
+  detail::check_nchw("batch_norm '" + name + "'", x_dims);
   const Dims channels = {x_dims[1]};
   const ValueId weight = g.parameter(name + ".weight", channels, Init::ones);
   const ValueId bias = g.parameter(name + ".bias", channels, Init::zeros);

@@ -21,6 +21,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -28,10 +29,7 @@ namespace {
 
 using dnnl::algorithm;
 using dnnl::prop_kind;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-
-dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
+using detail::any_desc;
 
 using ForwardPd = dnnl::convolution_forward::primitive_desc;
 using DataPd = dnnl::convolution_backward_data::primitive_desc;
@@ -52,17 +50,10 @@ class Conv2d final : public Op {
   [[nodiscard]] std::string kind() const override { return "conv"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    const std::size_t expected = options_.bias ? 3 : 2;
-    if (inputs.size() != expected) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " takes " + std::to_string(expected) +
-                             " inputs (x, weight" + (options_.bias ? ", bias" : "") + "), got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count(where(), inputs, options_.bias ? 3 : 2, options_.bias ? "x, weight, bias" : "x, weight");
     const Dims& x = inputs[0];
     const Dims& w = inputs[1];
-    if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
-    }
+    detail::check_nchw(where(), x);
     const std::int64_t k = options_.kernel;
     const Dims expected_w = {options_.out_channels, x[1], k, k};
     if (w != expected_w) {
@@ -70,10 +61,7 @@ class Conv2d final : public Op {
                              " but an input of shape " + to_string(x) + " needs " + to_string(expected_w) +
                              " [out_channels, in_channels, kernel, kernel]");
     }
-    if (options_.bias && inputs[2] != Dims{options_.out_channels}) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + to_string(inputs[2]) +
-                             " but needs " + to_string({options_.out_channels}));
-    }
+    if (options_.bias) detail::check_bias_dims(where(), inputs[2], options_.out_channels);
     Dims y = {x[0], options_.out_channels, 0, 0};
     for (std::size_t i = 2; i < 4; ++i) {
       const std::int64_t padded = x[i] + 2 * options_.padding;
@@ -88,10 +76,7 @@ class Conv2d final : public Op {
   }
 
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t inputs) const override {
-    std::vector<bool> reads(inputs, false);
-    reads.at(0) = true;  // src: the weight gradient
-    reads.at(1) = true;  // weights: the source gradient
-    return reads;
+    return detail::weighted_backward_reads_inputs(inputs);
   }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t outputs) const override {
     return std::vector<bool>(outputs, false);
@@ -104,15 +89,7 @@ class Conv2d final : public Op {
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
     const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
     outputs[0] = ctx.make(pd->dst_desc());
-    if (options_.bias) {
-      const Tensor bias = ctx.reorder(inputs[2], pd->bias_desc());
-      ctx.execute("conv", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
-                   out(DNNL_ARG_DST, outputs[0])});
-    } else {
-      ctx.execute("conv", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, outputs[0])});
-    }
+    detail::execute_forward(ctx, "conv", *prim, *pd, src, weights, options_.bias ? &inputs[2] : nullptr, outputs[0]);
   }
 
   void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
@@ -169,11 +146,7 @@ class Conv2d final : public Op {
                                                     padding(), padding());
       return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor weights = ctx.reorder(weights_plain, pd->weights_desc());
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    grad_src = ctx.make(pd->diff_src_desc());
-    ctx.execute("conv_backward_data", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+    detail::execute_backward_data(ctx, "conv_backward_data", *prim, *pd, weights_plain, grad_output, grad_src);
   }
 
   void backward_weights(Context& ctx, const Shapes& s, const Tensor& src_any, const Tensor& grad_output,
@@ -185,20 +158,8 @@ class Conv2d final : public Op {
       return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
     const Tensor src = ctx.reorder(src_any, pd->src_desc());
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    Tensor diff_weights = ctx.make(pd->diff_weights_desc());
-    if (options_.bias) {
-      Tensor diff_bias = ctx.make(pd->diff_bias_desc());
-      ctx.execute("conv_backward_weights", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
-                   out(DNNL_ARG_DIFF_BIAS, diff_bias)});
-      if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
-    } else {
-      ctx.execute("conv_backward_weights", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
-    }
-    // The optimiser updates the plain parameter element by element.
-    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+    detail::execute_backward_weights(ctx, "conv_backward_weights", *prim, *pd, src, grad_output, options_.bias,
+                                     need_grad, grad_inputs);
   }
 
   [[nodiscard]] std::string where() const { return "conv '" + name_ + "'"; }
@@ -212,10 +173,7 @@ class Conv2d final : public Op {
 ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions& options) {
   auto op = std::make_unique<Conv2d>(name, options);  // validates the options
   const Dims& x_dims = g.value(x).dims;
-  if (x_dims.size() != 4) {
-    throw invalid_argument("cachedarrays::nn: conv '" + name + "' needs an NCHW input of rank 4, got " +
-                           to_string(x_dims));
-  }
+  detail::check_nchw("conv '" + name + "'", x_dims);
   const std::int64_t in_channels = x_dims[1];
   const std::int64_t k = options.kernel;
   const std::int64_t fan_in = in_channels * k * k;

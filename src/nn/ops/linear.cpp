@@ -25,16 +25,14 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
 namespace {
 
 using dnnl::prop_kind;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-
-dnnl::memory::desc any_desc(const Dims& dims) { return {dims, dt::f32, tag::any}; }
+using detail::any_desc;
 
 // [out, C] for a source [N, C]; [out, C, H, W] for a source [N, C, H, W].
 Dims weight_dims_for(const Dims& x, std::int64_t out_features) {
@@ -60,12 +58,7 @@ class Linear final : public Op {
   [[nodiscard]] std::string kind() const override { return "linear"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    const std::size_t expected = bias_ ? 3 : 2;
-    if (inputs.size() != expected) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " takes " + std::to_string(expected) +
-                             " inputs (x, weight" + (bias_ ? ", bias" : "") + "), got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count(where(), inputs, bias_ ? 3 : 2, bias_ ? "x, weight, bias" : "x, weight");
     const Dims& x = inputs[0];
     if (x.size() != 2 && x.size() != 4) {
       throw invalid_argument("cachedarrays::nn: " + where() + " needs an input of shape [N, C] or [N, C, H, W], got " +
@@ -76,18 +69,12 @@ class Linear final : public Op {
       throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + to_string(inputs[1]) +
                              " but an input of shape " + to_string(x) + " needs " + to_string(expected_w));
     }
-    if (bias_ && inputs[2] != Dims{out_features_}) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the bias has shape " + to_string(inputs[2]) +
-                             " but needs " + to_string({out_features_}));
-    }
+    if (bias_) detail::check_bias_dims(where(), inputs[2], out_features_);
     return {{x[0], out_features_}};
   }
 
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t inputs) const override {
-    std::vector<bool> reads(inputs, false);
-    reads.at(0) = true;  // src: the weight gradient
-    reads.at(1) = true;  // weights: the source gradient
-    return reads;
+    return detail::weighted_backward_reads_inputs(inputs);
   }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t outputs) const override {
     return std::vector<bool>(outputs, false);
@@ -100,15 +87,7 @@ class Linear final : public Op {
     const Tensor& src = inputs[0];  // the primitive was made for its layout
     const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
     outputs[0] = ctx.make(pd->dst_desc());
-    if (bias_) {
-      const Tensor bias = ctx.reorder(inputs[2], pd->bias_desc());
-      ctx.execute("linear", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
-                   out(DNNL_ARG_DST, outputs[0])});
-    } else {
-      ctx.execute("linear", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, outputs[0])});
-    }
+    detail::execute_forward(ctx, "linear", *prim, *pd, src, weights, bias_ ? &inputs[2] : nullptr, outputs[0]);
   }
 
   void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
@@ -151,11 +130,7 @@ class Linear final : public Op {
       const dnnl::inner_product_backward_data::desc d(s.src, s.weights, s.dst);
       return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor weights = ctx.reorder(weights_plain, pd->weights_desc());
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    grad_src = ctx.make(pd->diff_src_desc());
-    ctx.execute("linear_backward_data", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+    detail::execute_backward_data(ctx, "linear_backward_data", *prim, *pd, weights_plain, grad_output, grad_src);
   }
 
   void backward_weights(Context& ctx, const Shapes& s, const Tensor& src, const Tensor& grad_output,
@@ -165,20 +140,9 @@ class Linear final : public Op {
       const dnnl::inner_product_backward_weights::desc d(s.src, s.weights, s.bias, s.dst);
       return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    Tensor diff_weights = ctx.make(pd->diff_weights_desc());
-    if (bias_) {
-      Tensor diff_bias = ctx.make(pd->diff_bias_desc());
-      ctx.execute("linear_backward_weights", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
-                   out(DNNL_ARG_DIFF_BIAS, diff_bias)});
-      if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
-    } else {
-      ctx.execute("linear_backward_weights", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
-    }
-    // The optimiser updates the plain parameter element by element.
-    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+    // The source is used in its own layout, as on the forward pass.
+    detail::execute_backward_weights(ctx, "linear_backward_weights", *prim, *pd, src, grad_output, bias_, need_grad,
+                                     grad_inputs);
   }
 
   [[nodiscard]] std::string where() const { return "linear '" + name_ + "'"; }

@@ -16,6 +16,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -46,13 +47,9 @@ class Pooling final : public Op {
   [[nodiscard]] std::string kind() const override { return kind_; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    if (inputs.size() != 1) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " takes 1 input, got " + std::to_string(inputs.size()));
-    }
+    detail::check_input_count(where(), inputs, 1);
     const Dims& x = inputs[0];
-    if (x.size() != 4) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs an NCHW input of rank 4, got " + to_string(x));
-    }
+    detail::check_nchw(where(), x);
     Dims y = {x[0], x[1], 0, 0};
     for (std::size_t i = 0; i < 2; ++i) {
       const std::int64_t padded = x[2 + i] + 2 * padding_[i];
@@ -168,10 +165,7 @@ ValueId global_avg_pool(Graph& g, const std::string& name, ValueId x) {
                            ", which this graph does not have");
   }
   const Dims& dims = g.value(x).dims;
-  if (dims.size() != 4) {
-    throw invalid_argument("cachedarrays::nn: global_avg_pool '" + name + "' needs an NCHW input of rank 4, got " +
-                           to_string(dims));
-  }
+  detail::check_nchw("global_avg_pool '" + name + "'", dims);
   return g.add1(name,
                 std::make_unique<Pooling>("global_avg_pool", name, algorithm::pooling_avg_exclude_padding,
                                           Dims{dims[2], dims[3]}, Dims{1, 1}, Dims{0, 0}),

@@ -10,6 +10,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -25,10 +26,7 @@ class Relu final : public Op {
   [[nodiscard]] std::string kind() const override { return "relu"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    if (inputs.size() != 1) {
-      throw invalid_argument("cachedarrays::nn: relu '" + name_ + "' takes 1 input, got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count("relu '" + name_ + "'", inputs, 1);
     if (inputs[0].empty() || inputs[0].size() > 5) {
       throw invalid_argument("cachedarrays::nn: relu '" + name_ + "' needs an input of rank 1 to 5, got rank " +
                              std::to_string(inputs[0].size()));

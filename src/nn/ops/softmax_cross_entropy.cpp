@@ -15,6 +15,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/op.hpp"
+#include "op_support.hpp"
 
 namespace cachedarrays::nn {
 
@@ -27,10 +28,7 @@ class SoftmaxCrossEntropy final : public Op {
   [[nodiscard]] std::string kind() const override { return "softmax_cross_entropy"; }
 
   [[nodiscard]] std::vector<Dims> output_dims(std::span<const Dims> inputs) const override {
-    if (inputs.size() != 2) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " takes 2 inputs (logits, labels), got " +
-                             std::to_string(inputs.size()));
-    }
+    detail::check_input_count(where(), inputs, 2, "logits, labels");
     const Dims& z = inputs[0];
     const Dims& labels = inputs[1];
     if (z.size() != 2) {

@@ -1,0 +1,119 @@
+// Pieces the ops in this folder share, private to them: the shape checks
+// whose error messages must read the same for every op, and the execution
+// of the oneDNN primitives that convolution and inner product have in
+// common (an optional bias on the forward pass and on the weight gradient,
+// parameter gradients handed back plain). Templates take the primitive
+// descriptor, which differs between the two ops while its accessors do not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/nn/context.hpp"
+#include "cachedarrays/nn/tensor.hpp"
+
+namespace cachedarrays::nn::detail {
+
+// Dims with format_tag::any: the primitive picks the layout (blocked for
+// convolution, whatever fits the source for inner product).
+inline dnnl::memory::desc any_desc(const Dims& dims) {
+  return {dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any};
+}
+
+// Every op rejects a wrong number of inputs the same way, naming itself
+// (`where`, e.g. "conv 'c1'") and, when given, what the inputs are.
+inline void check_input_count(const std::string& where, std::span<const Dims> inputs, std::size_t expected,
+                              const std::string& names = "") {
+  if (inputs.size() == expected) return;
+  throw invalid_argument("cachedarrays::nn: " + where + " takes " + std::to_string(expected) +
+                         (expected == 1 ? " input" : " inputs") + (names.empty() ? "" : " (" + names + ")") +
+                         ", got " + std::to_string(inputs.size()));
+}
+
+// Convolution, batch normalisation and pooling take NCHW only; the op and
+// its builder both check, with this one message.
+inline void check_nchw(const std::string& where, const Dims& x) {
+  if (x.size() != 4) {
+    throw invalid_argument("cachedarrays::nn: " + where + " needs an NCHW input of rank 4, got " + to_string(x));
+  }
+}
+
+// The bias of a convolution or linear layer has one element per output channel.
+inline void check_bias_dims(const std::string& where, const Dims& bias, std::int64_t out_channels) {
+  if (bias != Dims{out_channels}) {
+    throw invalid_argument("cachedarrays::nn: " + where + ": the bias has shape " + to_string(bias) +
+                           " but needs " + to_string({out_channels}));
+  }
+}
+
+// What backward reads of a weighted primitive's inputs (src, weights[,
+// bias]): the source for the weight gradient and the weights for the source
+// gradient, never the bias, so the trainer may retire the bias after forward.
+inline std::vector<bool> weighted_backward_reads_inputs(std::size_t inputs) {
+  std::vector<bool> reads(inputs, false);
+  reads.at(0) = true;  // src: the weight gradient
+  reads.at(1) = true;  // weights: the source gradient
+  return reads;
+}
+
+// The forward pass of a weighted primitive (convolution, inner product) with
+// or without a bias: the trainer keeps the bias plain, so when there is one
+// (`bias_plain` not null) it is reordered to the primitive's layout first.
+// `src` and `weights` are already in the primitive's layouts, `dst` made.
+template <typename ForwardPd>
+void execute_forward(Context& ctx, const std::string& name, const dnnl::primitive& prim, const ForwardPd& pd,
+                     const Tensor& src, const Tensor& weights, const Tensor* bias_plain, const Tensor& dst) {
+  if (bias_plain != nullptr) {
+    const Tensor bias = ctx.reorder(*bias_plain, pd.bias_desc());
+    ctx.execute(name, prim, pd.scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
+                 out(DNNL_ARG_DST, dst)});
+  } else {
+    ctx.execute(name, prim, pd.scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, dst)});
+  }
+}
+
+// The source gradient of a weighted primitive: the plain weights and the
+// output gradient are reordered to the primitive's layouts; `grad_src` is
+// made in the layout the primitive picked.
+template <typename DataPd>
+void execute_backward_data(Context& ctx, const std::string& name, const dnnl::primitive& prim, const DataPd& pd,
+                           const Tensor& weights_plain, const Tensor& grad_output, Tensor& grad_src) {
+  const Tensor weights = ctx.reorder(weights_plain, pd.weights_desc());
+  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
+  grad_src = ctx.make(pd.diff_src_desc());
+  ctx.execute(name, prim, pd.scratchpad_desc(),
+              {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+}
+
+// The weight (and, with `bias`, bias) gradients of a weighted primitive
+// whose inputs are (src, weights[, bias]). oneDNN computes both in one call
+// whenever the primitive was made with a bias, so the bias gradient is
+// always produced then; only the ones need_grad asks for are handed back,
+// in grad_inputs[1] and [2], plain because the optimiser updates the plain
+// parameters element by element. `src` is in the primitive's layout.
+template <typename WeightsPd>
+void execute_backward_weights(Context& ctx, const std::string& name, const dnnl::primitive& prim,
+                              const WeightsPd& pd, const Tensor& src, const Tensor& grad_output, bool bias,
+                              std::span<const bool> need_grad, std::span<Tensor> grad_inputs) {
+  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
+  Tensor diff_weights = ctx.make(pd.diff_weights_desc());
+  if (bias) {
+    Tensor diff_bias = ctx.make(pd.diff_bias_desc());
+    ctx.execute(name, prim, pd.scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
+                 out(DNNL_ARG_DIFF_BIAS, diff_bias)});
+    if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
+  } else {
+    ctx.execute(name, prim, pd.scratchpad_desc(),
+                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
+  }
+  if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+}
+
+}  // namespace cachedarrays::nn::detail

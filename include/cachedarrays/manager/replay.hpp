@@ -1,0 +1,57 @@
+// The replay simulator: runs the application-level events of a recorded
+// Trace (create, hint, kernel, retire, collect) against another Runtime —
+// other devices (typically virtual ones, so that the paper's 180 GB / 1.3 TB
+// machines can be simulated here), another policy — without running any
+// kernel. The target's Stats then show the traffic that policy would have
+// caused, and a memory-bound time model turns that traffic into seconds.
+// Modeled figures are a model, not a measurement: label them as such.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/manager/trace.hpp"
+
+namespace cachedarrays {
+
+class Runtime;
+
+// A device's bandwidths for modeled time, in GB/s (= bytes per ns).
+struct DeviceModel {
+  std::string name;
+  double read_gbps = 0;
+  double write_gbps = 0;
+};
+
+struct ReplayResult {
+  Stats stats;                 // the target's counters accumulated by the replay
+  double modeled_seconds = 0;  // kernel_seconds + copy_seconds
+  double kernel_seconds = 0;
+  double copy_seconds = 0;
+  std::uint64_t kernels = 0;   // kernel_begin events, scoped accesses included
+};
+
+// Replays the application-level events of `trace` against `target` without
+// running kernels. Every kernel_begin is one kernel: its arguments are hinted
+// and pinned through the target exactly as the recorded run did
+// (Runtime::acquire_all, or Runtime::acquire for "read()"/"write()" scoped
+// accesses), and unpinned at the matching kernel_end (scoped accesses, which
+// have no end event, at once). Trace object ids are mapped to the target's
+// objects; an event naming an id the trace never created (or already
+// retired) throws invalid_argument naming the event's index. Objects still
+// alive at the end are retired.
+//
+// Time model (memory-bound): a kernel takes the sum over its arguments of
+// bytes / bandwidth of the device the argument is on once pinned (read
+// bandwidth for inputs, write bandwidth for outputs); a copy takes
+// bytes / min(source read, destination write bandwidth). `models[d]` is
+// device d's model; there must be one per target device, each bandwidth > 0.
+[[nodiscard]] ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models);
+
+// Seconds the copies counted in `stats` take under `models` (the copy part
+// of the time model above).
+[[nodiscard]] double modeled_copy_seconds(const Stats& stats, const std::vector<DeviceModel>& models);
+
+}  // namespace cachedarrays

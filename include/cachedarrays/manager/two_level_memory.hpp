@@ -1,0 +1,95 @@
+// A model of Intel's 2LM "memory mode" (paper V, the hardware-managed
+// baseline): DRAM is a direct-mapped cache of 64-byte lines in front of the
+// slow tier's physical address space. Nothing is stored; the model counts,
+// exactly per line, hits, clean misses and dirty misses and the bytes each
+// tier reads and writes.
+//
+// Exact per line, yet fast for the paper's sizes (a 180 GB cache is ~3e9
+// lines): the cache state is an interval map over set indices. A contiguous
+// address range touches contiguous sets with one tag per pass over the
+// cache, so an access costs O(intervals it overlaps * log n), not O(lines).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "cachedarrays/manager/replay.hpp"
+
+namespace cachedarrays {
+
+struct TwoLmCounters {
+  std::uint64_t hits = 0;          // lines found in the cache
+  std::uint64_t clean_misses = 0;  // lines missing; the victim was clean or empty
+  std::uint64_t dirty_misses = 0;  // lines missing; the victim had to be written back
+  std::uint64_t dram_bytes_read = 0;     // demand reads + victims read out for write-back
+  std::uint64_t dram_bytes_written = 0;  // demand writes + line fills
+  std::uint64_t nvram_bytes_read = 0;    // line fills
+  std::uint64_t nvram_bytes_written = 0; // dirty victims written back
+
+  [[nodiscard]] std::uint64_t lines() const noexcept { return hits + clean_misses + dirty_misses; }
+  [[nodiscard]] std::uint64_t misses() const noexcept { return clean_misses + dirty_misses; }
+};
+
+class TwoLevelMemory {
+ public:
+  // A cache of cache_bytes / line_bytes sets (direct mapped: one line each).
+  // Throws invalid_argument unless line_bytes > 0 and cache_bytes is a
+  // positive multiple of it.
+  explicit TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes = 64);
+
+  // Every line overlapping [address, address + bytes) in address order: a
+  // hit reads (or writes) the line in DRAM; a miss first writes a dirty
+  // victim back to NVRAM, then fills the line from NVRAM (write-allocate,
+  // also on a write miss). Writes leave the line dirty. Traffic is counted
+  // in whole lines, the unit the hardware moves.
+  void access(std::uint64_t address, std::uint64_t bytes, bool write);
+
+  [[nodiscard]] const TwoLmCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] std::uint64_t sets() const noexcept { return sets_; }
+  [[nodiscard]] std::uint64_t line_bytes() const noexcept { return line_; }
+  // Cache intervals currently held (for tests and curiosity).
+  [[nodiscard]] std::size_t intervals() const noexcept { return map_.size(); }
+
+ private:
+  struct Interval {
+    std::uint64_t end;  // one past the last set
+    std::uint64_t tag;
+    bool dirty;
+  };
+  // Sets [first, last] all accessed with `tag`.
+  void access_sets(std::uint64_t first, std::uint64_t last, std::uint64_t tag, bool write);
+  // Makes `set` the start of an interval if an interval covers it.
+  void split(std::uint64_t set);
+  void merge_around(std::uint64_t first, std::uint64_t end);
+
+  std::uint64_t line_;
+  std::uint64_t sets_;
+  // Valid lines only, keyed by first set; gaps are empty (invalid) lines.
+  std::map<std::uint64_t, Interval> map_;
+  TwoLmCounters counters_;
+};
+
+struct TwoLmResult {
+  TwoLmCounters counters;
+  double hit_rate = 0;         // of all line accesses
+  double clean_miss_rate = 0;
+  double dirty_miss_rate = 0;
+  double modeled_seconds = 0;  // a model, not a measurement
+  std::uint64_t kernels = 0;
+  std::uint64_t peak_bytes = 0;  // of the NVRAM address space
+};
+
+// Replays the application events of `trace` on a 2LM machine: objects get
+// addresses in one NVRAM-sized address space from the project's allocator
+// (first-touch policy on a virtual device); each kernel argument's whole
+// range is streamed through a TwoLevelMemory of dram_bytes (the inputs
+// first, then the outputs). Retired objects are freed at once with
+// memory_optimisations (2LM:M), else only at the next collect (2LM:∅).
+// Modeled time: every line at DRAM bandwidth (read or write by role), plus
+// the NVRAM read of each missing line, plus the NVRAM write of each dirty
+// victim. Hints are ignored: the hardware does not see them.
+[[nodiscard]] TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
+                                       bool memory_optimisations, const DeviceModel& dram,
+                                       const DeviceModel& nvram);
+
+}  // namespace cachedarrays

@@ -1,0 +1,237 @@
+// The replay simulator: a recorded run replayed onto virtual devices of the
+// same capacities under the same policy reproduces the run's traffic exactly;
+// other policies give other traffic; the time model's arithmetic; bad traces.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "cachedarrays/manager/replay.hpp"
+#include "cachedarrays/nn/data.hpp"
+#include "cachedarrays/nn/models.hpp"
+#include "cachedarrays/nn/trainer.hpp"
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+
+namespace {
+
+nn::ModelConfig tiny_resnet() {
+  nn::ModelConfig config;
+  config.family = "resnet";
+  config.depth = 18;
+  config.batch = 2;
+  config.image_size = 32;
+  config.classes = 4;
+  config.width = 0.125;
+  return config;
+}
+
+const std::vector<ca::DeviceModel> models{{"fast", 100, 80}, {"slow", 30, 10}};
+
+// One training iteration and a collect, recorded from before the model
+// exists until after it is gone, so the trace holds every object's life.
+struct Recording {
+  ca::Trace trace;
+  ca::Stats stats;
+  std::uint64_t fast = 0;
+  std::uint64_t slow = 0;
+};
+
+Recording record_real_run(const std::string& policy) {
+  const nn::ModelConfig config = tiny_resnet();
+  const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
+  Recording rec;
+  rec.fast = footprint / 3;
+  rec.slow = 2 * footprint;
+  ca::Runtime rt({ca::dram(rec.fast, "fast"), ca::dax_file({}, rec.slow, "slow")},
+                 ca::policy::Registry::builtin().make(policy));
+  rt.start_trace();
+  {
+    nn::Trainer trainer(&rt, nn::build_model(config), {}, /*run_kernels=*/true);
+    auto data = nn::synthetic_dataset({3, 32, 32}, 4, 1);
+    std::vector<float> images(2 * 3 * 32 * 32);
+    std::vector<float> labels(2);
+    data->next_batch(images, labels);
+    (void)trainer.step(images, labels);
+    rt.collect();
+  }
+  rt.collect();
+  rec.trace = *rt.trace();
+  rec.stats = rt.stats();
+  return rec;
+}
+
+void check_same_traffic(const ca::Stats& real, const ca::Stats& replayed) {
+  for (std::size_t s = 0; s < ca::max_devices; ++s) {
+    for (std::size_t d = 0; d < ca::max_devices; ++d) {
+      CAPTURE(s);
+      CAPTURE(d);
+      CHECK(real.bytes_copied[s][d] == replayed.bytes_copied[s][d]);
+      CHECK(real.copies[s][d] == replayed.copies[s][d]);
+    }
+    CHECK(real.kernel_bytes_read[s] == replayed.kernel_bytes_read[s]);
+    CHECK(real.kernel_bytes_written[s] == replayed.kernel_bytes_written[s]);
+    CHECK(real.policy.bytes_written[s] == replayed.policy.bytes_written[s]);
+  }
+  REQUIRE(real.devices.size() == replayed.devices.size());
+  for (std::size_t d = 0; d < real.devices.size(); ++d) {
+    CAPTURE(d);
+    CHECK(real.devices[d].allocations == replayed.devices[d].allocations);
+    CHECK(real.devices[d].failed_allocations == replayed.devices[d].failed_allocations);
+    CHECK(real.devices[d].frees == replayed.devices[d].frees);
+    CHECK(real.devices[d].evictions == replayed.devices[d].evictions);
+    CHECK(real.devices[d].defrag_moves == replayed.devices[d].defrag_moves);
+    CHECK(real.devices[d].defrag_bytes == replayed.devices[d].defrag_bytes);
+    CHECK(real.devices[d].peak_bytes_in_use == replayed.devices[d].peak_bytes_in_use);
+  }
+  CHECK(real.objects_created == replayed.objects_created);
+  CHECK(real.objects_destroyed == replayed.objects_destroyed);
+  CHECK(real.accesses == replayed.accesses);
+  const ca::PolicyCounters& a = real.policy;
+  const ca::PolicyCounters& b = replayed.policy;
+  CHECK(a.prefetches == b.prefetches);
+  CHECK(a.prefetch_bytes == b.prefetch_bytes);
+  CHECK(a.evictions == b.evictions);
+  CHECK(a.writebacks == b.writebacks);
+  CHECK(a.writebacks_elided == b.writebacks_elided);
+  CHECK(a.writeback_bytes == b.writeback_bytes);
+  CHECK(a.deferred_retires == b.deferred_retires);
+  CHECK(a.collected == b.collected);
+  CHECK(a.defrags == b.defrags);
+}
+
+// Hand-made traces.
+void create(ca::Trace& t, std::uint64_t id, std::uint64_t bytes) {
+  t.record({.kind = ca::TraceKind::create, .object = id, .bytes = bytes});
+}
+void retire(ca::Trace& t, std::uint64_t id) { t.record({.kind = ca::TraceKind::retire, .object = id}); }
+
+std::string replay_error(const ca::Trace& t) {
+  ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
+  try {
+    (void)ca::replay(t, target, models);
+  } catch (const ca::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("replay: replaying a recorded trace reproduces the real run's traffic counters exactly") {
+  for (const char* policy : {"ca-lmp", "ca-lm"}) {
+    CAPTURE(policy);
+    const Recording rec = record_real_run(policy);
+    REQUIRE(rec.stats.total_bytes_copied() > 0);  // the budget is tight enough to move data
+    ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
+                       ca::policy::Registry::builtin().make(policy));
+    const ca::ReplayResult r = ca::replay(rec.trace, target, models);
+    check_same_traffic(rec.stats, r.stats);
+    CHECK(r.stats.devices[0].bytes_in_use == 0);
+    CHECK(r.stats.devices[1].bytes_in_use == 0);
+    CHECK(r.kernels > 50);
+    CHECK(r.modeled_seconds > 0);
+  }
+}
+
+TEST_CASE("replay: another policy gives other traffic") {
+  const Recording rec = record_real_run("ca-lmp");
+  const auto run = [&](const char* policy) {
+    ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
+                       ca::policy::Registry::builtin().make(policy));
+    return ca::replay(rec.trace, target, models);
+  };
+  const ca::ReplayResult lmp = run("ca-lmp");
+  const ca::ReplayResult slow = run("all-slow");
+  const ca::ReplayResult first = run("first-touch");
+  CHECK(lmp.stats.total_bytes_copied() > 0);
+  CHECK(slow.stats.total_bytes_copied() == 0);
+  CHECK(first.stats.total_bytes_copied() == 0);
+  CHECK(slow.stats.kernel_bytes_read[0] == 0);
+  CHECK(slow.stats.kernel_bytes_read[1] == lmp.stats.kernel_bytes_read[0] + lmp.stats.kernel_bytes_read[1]);
+  CHECK(slow.kernels == lmp.kernels);
+  CHECK(slow.copy_seconds == 0);
+  // Everything at the slow tier's bandwidth is slower than the hinted run's kernels.
+  CHECK(slow.kernel_seconds > lmp.kernel_seconds);
+}
+
+TEST_CASE("replay: modeled time is bytes over the bandwidth of the device each argument is on") {
+  ca::Trace t;
+  create(t, 1, 1000);  // first-touch: fast (1 KiB)
+  create(t, 2, 1000);  // slow
+  t.record_kernel("k", {{1, 1000, false, 0}, {2, 1000, true, 1}});
+  t.record({.kind = ca::TraceKind::kernel_end, .name = t.intern("k")});
+  t.record_kernel("read()", {{2, 1000, false, 1}});  // a scoped access: no end event
+  retire(t, 1);
+  ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
+  const ca::ReplayResult r = ca::replay(t, target, models);
+  CHECK(r.kernels == 2);
+  const double expected = (1000 / 100.0 + 1000 / 10.0 + 1000 / 30.0) * 1e-9;
+  CHECK(r.kernel_seconds == doctest::Approx(expected));
+  CHECK(r.copy_seconds == 0);
+  CHECK(r.modeled_seconds == doctest::Approx(expected));
+  CHECK(r.stats.objects_created == 2);
+  CHECK(r.stats.objects_destroyed == 2);  // object 2 retired at the end
+  CHECK(r.stats.kernel_bytes_read[0] == 1000);
+  CHECK(r.stats.kernel_bytes_read[1] == 1000);
+  CHECK(r.stats.kernel_bytes_written[1] == 1000);
+
+  SUBCASE("copies: bytes over the slower of source read and destination write") {
+    ca::Stats s;
+    s.bytes_copied[1][0] = 3'000'000'000;  // slow read 30 < fast write 80
+    s.bytes_copied[0][1] = 1'000'000'000;  // slow write 10 < fast read 100
+    CHECK(ca::modeled_copy_seconds(s, models) == doctest::Approx(0.1 + 0.1));
+  }
+  SUBCASE("a policy that moves data is charged for its copies") {
+    ca::Trace m;
+    create(m, 1, 600);
+    m.record_kernel("write()", {{1, 600, true, 0}});
+    create(m, 2, 600);  // the fast device (1 KiB) holds one: ca-l evicts object 1
+    m.record_kernel("read()", {{1, 600, false, 1}});
+    ca::Runtime moving({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")},
+                       ca::policy::Registry::builtin().make("ca-l"));
+    const ca::ReplayResult c = ca::replay(m, moving, models);
+    CHECK(c.stats.total_bytes_copied() > 0);
+    CHECK(c.copy_seconds > 0);
+    CHECK(c.copy_seconds == doctest::Approx(ca::modeled_copy_seconds(c.stats, models)));
+    CHECK(c.modeled_seconds == doctest::Approx(c.kernel_seconds + c.copy_seconds));
+  }
+}
+
+TEST_CASE("replay: a bad trace is rejected naming the event") {
+  SUBCASE("a kernel argument the trace never created") {
+    ca::Trace t;
+    create(t, 1, 64);
+    t.record_kernel("k", {{1, 64, false, 0}, {42, 64, true, 0}});
+    const std::string what = replay_error(t);
+    CHECK(what.find("event 1") != std::string::npos);
+    CHECK(what.find("#42") != std::string::npos);
+    CHECK(what.find("unknown") != std::string::npos);
+  }
+  SUBCASE("a retire of a retired object") {
+    ca::Trace t;
+    create(t, 1, 64);
+    retire(t, 1);
+    retire(t, 1);
+    CHECK(replay_error(t).find("event 2") != std::string::npos);
+  }
+  SUBCASE("a hint for an unknown object") {
+    ca::Trace t;
+    t.record({.kind = ca::TraceKind::hint, .detail = 3, .object = 5});
+    CHECK(replay_error(t).find("event 0") != std::string::npos);
+  }
+  SUBCASE("an object created twice") {
+    ca::Trace t;
+    create(t, 1, 64);
+    create(t, 1, 64);
+    CHECK(replay_error(t).find("created twice") != std::string::npos);
+  }
+  SUBCASE("too few device models, or a zero bandwidth") {
+    ca::Trace t;
+    ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
+    CHECK_THROWS_AS((void)ca::replay(t, target, {models[0]}), ca::invalid_argument);
+    CHECK_THROWS_AS((void)ca::replay(t, target, {models[0], {"slow", 0, 1}}), ca::invalid_argument);
+  }
+}

@@ -15,7 +15,8 @@
 namespace cachedarrays::detail {
 
 enum class CopyDestination {
-  fast,         // DRAM-like: ordinary stores; the data is likely read soon
+  fast,         // DRAM-like: ordinary stores for the first half of L2 (read
+                // soon, stays cached), non-temporal stores for the rest
   slow,         // slow tier that is not pmem: non-temporal stores
   persistent,   // real persistent memory: libpmem non-temporal copy + drain
 };

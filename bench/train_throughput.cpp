@@ -29,17 +29,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -245,8 +246,10 @@ std::pair<std::string, int> capture(const std::string& command) {
 std::optional<std::string> torch_missing(const Settings& s) {
   const auto [out, status] = capture(shell_quote(s.python) + " -c 'import torch' 2>&1");
   if (status == 0) return std::nullopt;
-  return "PyTorch is not importable by " + s.python + " (install Debian's python3-torch): " +
-         out.substr(0, out.find('\n'));
+  // The last line of a traceback names the error (ModuleNotFoundError: ...).
+  std::string reason = out.substr(0, out.find_last_not_of('\n') + 1);
+  reason = reason.substr(reason.find_last_of('\n') + 1);
+  return "PyTorch is not importable by " + s.python + " (install Debian's python3-torch): " + reason;
 }
 
 PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threads) {
@@ -318,8 +321,8 @@ double others_busy_cores(const CpuTimes& from, const CpuTimes& to) {
 // machine makes the figures swing several-fold (on either side).
 void warn_if_disturbed(double others, const char* when) {
   if (others > 0.1) {
-    fmt::print("  warning: other processes kept {:.2f} cores busy {}: the figures are noisy (try --rounds 3 on an "
-               "idle machine)\n",
+    fmt::print("  warning: other processes kept {:.2f} cores busy {}: the figures are noisy (run on an idle "
+               "machine; --rounds N keeps each side's least disturbed median)\n",
                others, when);
   }
 }
@@ -413,6 +416,9 @@ int main(int argc, char** argv) {
     return EXIT_FAILURE;
   } catch (const dnnl::error& e) {
     fmt::print(stderr, "train_throughput: oneDNN error: {} (status {})\n", e.what(), static_cast<int>(e.status));
+    return EXIT_FAILURE;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "train_throughput: {}\n", e.what());
     return EXIT_FAILURE;
   }
 

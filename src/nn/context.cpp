@@ -35,80 +35,82 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
   execute(name, primitive, scratchpad, std::span<const KernelArg>(args.begin(), args.size()));
 }
 
+namespace {
+
+// One kernel's arguments (and the scratchpad, if any), hinted and pinned
+// through the runtime for the kernel's duration, unpinned whatever happens
+// inside it; the kernel's end is traced when it completes normally.
+class PinnedKernel {
+ public:
+  PinnedKernel(Runtime& runtime, const std::string& name, std::span<const KernelArg> args, Object* scratchpad)
+      : runtime_(runtime), name_(name) {
+    const std::size_t n = args.size() + (scratchpad != nullptr ? 1 : 0);
+    objects_.resize(n);
+    accesses_.resize(n);
+    data_.resize(n);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      objects_[i] = &args[i].tensor->array()->object();
+      accesses_[i] = args[i].access;
+    }
+    if (scratchpad != nullptr) {
+      objects_.back() = scratchpad;
+      accesses_.back() = Access::write;
+    }
+    runtime_.acquire_all(objects_.data(), accesses_.data(), data_.data(), n, name_.c_str());
+  }
+  PinnedKernel(const PinnedKernel&) = delete;
+  PinnedKernel& operator=(const PinnedKernel&) = delete;
+  ~PinnedKernel() {
+    for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
+  }
+  [[nodiscard]] std::byte* data(std::size_t i) const { return data_[i]; }
+  void done() { runtime_.end_kernel(name_.c_str()); }
+
+ private:
+  Runtime& runtime_;
+  const std::string& name_;
+  std::vector<Object*> objects_;
+  std::vector<Access> accesses_;
+  std::vector<std::byte*> data_;
+};
+
+}  // namespace
+
 void Context::execute(const std::string& name, const dnnl::primitive& primitive,
                       const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
   if (observer_ != nullptr) observer_->on_kernel(name, args);
+  if (runtime_ == nullptr) return;
   const std::size_t scratch_bytes = scratchpad.get_size();
-  if (runtime_ != nullptr && scratch_bytes > 0 &&
-      (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
+  if (scratch_bytes > 0 && (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
     scratchpad_.reset();  // retire the smaller one first
     scratchpad_ = std::make_unique<CachedArray<std::byte>>(runtime_->array<std::byte>(scratch_bytes));
   }
-  if (runtime_ == nullptr) return;
-  const std::size_t n = args.size() + (scratch_bytes > 0 ? 1 : 0);
-  std::vector<Object*> objects(n);
-  std::vector<Access> accesses(n);
-  std::vector<std::byte*> data(n);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    objects[i] = &args[i].tensor->array()->object();
-    accesses[i] = args[i].access;
-  }
-  if (scratch_bytes > 0) {
-    objects.back() = &scratchpad_->object();
-    accesses.back() = Access::write;
-  }
-  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n, name.c_str());
-  // Unpin whatever happens inside oneDNN.
-  struct Unpin {
-    std::vector<Object*>& objects;
-    std::vector<Access>& accesses;
-    ~Unpin() {
-      for (std::size_t i = 0; i < objects.size(); ++i) Runtime::release(*objects[i], accesses[i]);
+  PinnedKernel kernel(*runtime_, name, args, scratch_bytes > 0 ? &scratchpad_->object() : nullptr);
+  if (!dry_run()) {  // a dry run emits the hints and pins, and runs nothing
+    std::unordered_map<int, dnnl::memory> memories;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, kernel.data(i)));
     }
-  } unpin{objects, accesses};
-
-  if (dry_run()) {  // hints emitted and arguments pinned; nothing runs
-    runtime_->end_kernel(name.c_str());
-    return;
+    if (scratch_bytes > 0) {
+      memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, kernel.data(args.size())));
+    }
+    primitive.execute(stream_, memories);
+    stream_.wait();
   }
-  std::unordered_map<int, dnnl::memory> memories;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, data[i]));
-  }
-  if (scratch_bytes > 0) memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, data.back()));
-  primitive.execute(stream_, memories);
-  stream_.wait();
-  runtime_->end_kernel(name.c_str());
+  kernel.done();
 }
 
 void Context::run(const std::string& name, std::span<const KernelArg> args,
                   const std::function<void(std::span<float* const>)>& body) {
   if (observer_ != nullptr) observer_->on_kernel(name, args);
   if (runtime_ == nullptr) return;
-  const std::size_t n = args.size();
-  std::vector<Object*> objects(n);
-  std::vector<Access> accesses(n);
-  std::vector<std::byte*> data(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    objects[i] = &args[i].tensor->array()->object();
-    accesses[i] = args[i].access;
+  PinnedKernel kernel(*runtime_, name, args, nullptr);
+  if (!dry_run()) {
+    std::vector<float*> pointers(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) pointers[i] = reinterpret_cast<float*>(kernel.data(i));
+    body(pointers);
   }
-  runtime_->acquire_all(objects.data(), accesses.data(), data.data(), n, name.c_str());
-  struct Unpin {
-    std::vector<Object*>& objects;
-    std::vector<Access>& accesses;
-    ~Unpin() {
-      for (std::size_t i = 0; i < objects.size(); ++i) Runtime::release(*objects[i], accesses[i]);
-    }
-  } unpin{objects, accesses};
-  if (dry_run()) {  // hints emitted and arguments pinned; nothing runs
-    runtime_->end_kernel(name.c_str());
-    return;
-  }
-  std::vector<float*> pointers(n);
-  for (std::size_t i = 0; i < n; ++i) pointers[i] = reinterpret_cast<float*>(data[i]);
-  body(pointers);
-  runtime_->end_kernel(name.c_str());
+  kernel.done();
 }
 
 void Context::copy(const Tensor& src, Tensor& dst) {

@@ -46,13 +46,8 @@ class DramMemory final : public HeapMemory {
 
     // Without prefault the heap may be a huge virtual reservation (tests):
     // MAP_NORESERVE keeps overcommit accounting from refusing it.
-    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (spec.prefault ? 0 : MAP_NORESERVE);
-    void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, flags, -1, 0);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wold-style-cast"  // MAP_FAILED is ((void*)-1)
-    const bool failed = raw == MAP_FAILED;
-#pragma GCC diagnostic pop
-    if (failed) {
+    void* raw = map_anonymous(reserve, PROT_READ | PROT_WRITE, spec.prefault ? 0 : MAP_NORESERVE);
+    if (raw == nullptr) {
       const int err = errno;
       throw heap_error("device '" + spec.display_name() + "' (dram): cannot reserve " +
                        format_bytes(spec.capacity) + " of anonymous memory: " + std::strerror(err) +

@@ -5,6 +5,7 @@
 #include "heap/heap_memory.hpp"
 
 #include <numa.h>
+#include <sys/mman.h>
 
 #include <string>
 
@@ -112,6 +113,14 @@ void validate(const DeviceSpec& spec) {
 }
 
 }  // namespace
+
+void* map_anonymous(std::uint64_t bytes, int protection, int flags) noexcept {
+  void* p = ::mmap(nullptr, bytes, protection, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"  // MAP_FAILED is ((void*)-1)
+  return p == MAP_FAILED ? nullptr : p;
+#pragma GCC diagnostic pop
+}
 
 std::unique_ptr<HeapMemory> make_heap_memory(const DeviceSpec& spec) {
   validate(spec);

@@ -46,6 +46,10 @@ class HeapMemory {
 [[nodiscard]] std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec);
 [[nodiscard]] std::unique_ptr<HeapMemory> make_virtual_memory(const DeviceSpec& spec);
 
+// mmap of an anonymous private mapping; null (errno set) on failure. One
+// place for the MAP_FAILED comparison, which needs an old-style cast.
+[[nodiscard]] void* map_anonymous(std::uint64_t bytes, int protection, int flags) noexcept;
+
 // Writes one byte in every page of [base, base + bytes) using all cores, so
 // that the OS assigns physical pages before the program runs.
 void prefault(std::byte* base, std::uint64_t bytes);

@@ -58,13 +58,8 @@ class NumaMemory final : public HeapMemory {
 
   void allocate_plain(const DeviceSpec& spec, std::uint64_t page) {
     raw_bytes_ = round_up(spec.capacity, page) + std::max(spec.alignment, page) - page;
-    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (spec.prefault ? 0 : MAP_NORESERVE);
-    void* raw = ::mmap(nullptr, raw_bytes_, PROT_READ | PROT_WRITE, flags, -1, 0);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wold-style-cast"  // MAP_FAILED is ((void*)-1)
-    const bool failed = raw == MAP_FAILED;
-#pragma GCC diagnostic pop
-    if (failed) {
+    void* raw = map_anonymous(raw_bytes_, PROT_READ | PROT_WRITE, spec.prefault ? 0 : MAP_NORESERVE);
+    if (raw == nullptr) {
       const int err = errno;
       throw heap_error(label(spec) + ": cannot reserve " + format_bytes(spec.capacity) +
                        " of anonymous memory: " + std::strerror(err) + "; pick a smaller capacity");

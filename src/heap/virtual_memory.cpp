@@ -24,12 +24,8 @@ class VirtualMemory final : public HeapMemory {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     // Reserve enough to align the base to the spec's alignment.
     mapped_bytes_ = (spec.capacity + spec.alignment + page - 1) / page * page;
-    void* p = ::mmap(nullptr, mapped_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-    const bool failed = p == MAP_FAILED;
-#pragma GCC diagnostic pop
-    if (failed) {
+    void* p = map_anonymous(mapped_bytes_, PROT_NONE, MAP_NORESERVE);
+    if (p == nullptr) {
       throw heap_error("device '" + spec.display_name() + "' (virtual): cannot reserve " +
                        format_bytes(spec.capacity) + " of address space (" + std::strerror(errno) +
                        "); pick a smaller capacity");

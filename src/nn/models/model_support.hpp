@@ -3,6 +3,8 @@
 // which build_model reaches each family.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,6 +24,24 @@ namespace cachedarrays::nn::detail {
                                                 std::int64_t padding) {
   const std::int64_t padded = size + 2 * padding;
   return padded < kernel ? 0 : (padded - kernel) / stride + 1;
+}
+
+// The entry of a family's layout table for `depth` (tables have a `depth`
+// member; build_model has already checked that the depth is listed).
+template <typename Layout, std::size_t N>
+[[nodiscard]] const Layout& layout_for(const std::array<Layout, N>& table, int depth) {
+  for (const Layout& l : table) {
+    if (l.depth == depth) return l;
+  }
+  return table.front();  // unreachable: build_model checked the depth
+}
+
+// The depths a layout table lists, in table order.
+template <typename Layout, std::size_t N>
+[[nodiscard]] std::vector<int> depths_of(const std::array<Layout, N>& table) {
+  std::vector<int> d;
+  for (const Layout& l : table) d.push_back(l.depth);
+  return d;
 }
 
 // "[2, 2, 3, 3, 3]"

@@ -29,18 +29,9 @@ constexpr std::array<Layout, 6> layouts = {{
     {200, true, {3, 24, 36, 3}},
 }};
 
-const Layout& layout(int depth) {
-  for (const Layout& l : layouts) {
-    if (l.depth == depth) return l;
-  }
-  return layouts.front();  // unreachable: build_model checked the depth
-}
+const Layout& layout(int depth) { return layout_for(layouts, depth); }
 
-std::vector<int> depths() {
-  std::vector<int> d;
-  for (const Layout& l : layouts) d.push_back(l.depth);
-  return d;
-}
+std::vector<int> depths() { return depths_of(layouts); }
 
 std::string architecture(int depth) {
   const Layout& l = layout(depth);

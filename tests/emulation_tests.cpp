@@ -94,3 +94,57 @@ TEST_CASE("virtual devices: allocation and policies work, copies are counted but
   rt.manager().check_invariants(true);
   CHECK_THROWS_AS(ca::Runtime({ca::virtual_device(0)}), ca::invalid_argument);
 }
+
+TEST_CASE("emulation: memory mode charges only the DRAM cache's misses, at the slow device's bandwidth") {
+  const auto p = profile(10.0, 2.0, 300.0, 30.0, 12.0);
+  ca::TwoLmCounters delta;
+  delta.hits = 1000;  // free: the real access already ran at DRAM speed
+  delta.clean_misses = 30;
+  delta.dirty_misses = 10;
+  // 40 line fills read from the device, 10 dirty victims written to it.
+  CHECK(em::memory_mode_extra_ns(p, delta) == doctest::Approx(40 * 64 / 10.0 + 10 * 64 / 2.0));
+  CHECK(em::memory_mode_extra_ns(p, ca::TwoLmCounters{}) == 0.0);
+
+  const auto m = em::memory_mode(p, 1 << 20);
+  CHECK(m.memory_mode_cache_bytes == 1 << 20);
+  CHECK(m.name == "test 2LM");
+  CHECK(em::describe(m).find("memory mode") != std::string::npos);
+  CHECK_THROWS_WITH_AS((void)em::memory_mode(p, 1000), doctest::Contains("multiple of 64"), ca::invalid_argument);
+  CHECK_THROWS_AS((void)em::memory_mode(p, 0), ca::invalid_argument);
+}
+
+TEST_CASE("emulation: a device in memory mode streams every access through its DRAM cache model") {
+  // One device, as in 2LM: everything lives "in NVRAM" behind a 4 KiB cache.
+  auto nvram = ca::dax_file({}, 1 << 20, "nvram");
+  nvram.emulation = em::memory_mode(profile(10.0, 2.0, 0.0, 30.0, 12.0), 4096);
+  ca::Runtime rt({nvram});
+  auto small = rt.array<std::byte>(2048);  // 32 lines: fits the cache
+  auto big = rt.array<std::byte>(8192);    // 128 lines: twice the cache
+  { auto r = small.read(); }
+  CHECK(rt.stats().memory_mode.clean_misses == 32);
+  { auto r = small.read(); }
+  CHECK(rt.stats().memory_mode.hits == 32);  // the second pass hits
+  { auto w = small.write(); }
+  CHECK(rt.stats().memory_mode.hits == 64);
+  const ca::Stats before = rt.stats();
+  { auto r = big.read(); }
+  // `big` covers lines 32..159 (it starts at offset 2048). Lines 64..95
+  // map onto sets 0..31, which hold `small`'s dirty lines: 32 dirty misses.
+  // The other 96 miss clean: their sets are empty or hold big's own lines.
+  const ca::Stats d = rt.stats().since(before);
+  CHECK(rt.manager().offset(*rt.manager().getprimary(big.object())) == 2048);
+  CHECK(d.memory_mode.hits == 0);
+  CHECK(d.memory_mode.dirty_misses == 32);
+  CHECK(d.memory_mode.clean_misses == 96);
+  CHECK(d.memory_mode.nvram_bytes_written == 32 * 64);
+  const double expected = em::memory_mode_extra_ns(*nvram.emulation, d.memory_mode);
+  CHECK(static_cast<double>(d.emulated_kernel_ns) == doctest::Approx(expected).epsilon(0.001));
+  CHECK(rt.stats().to_string().find("2LM memory mode (emulated") != std::string::npos);
+}
+
+TEST_CASE("emulation: a memory-mode cache that is not whole lines is refused when the runtime starts") {
+  auto nvram = ca::dax_file({}, 1 << 20, "nvram");
+  nvram.emulation = profile(10.0, 2.0, 0.0, 30.0, 12.0);
+  nvram.emulation->memory_mode_cache_bytes = 100;
+  CHECK_THROWS_WITH_AS(ca::Runtime({nvram}), doctest::Contains("64-byte lines"), ca::invalid_argument);
+}

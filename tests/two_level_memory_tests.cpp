@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "cachedarrays/manager/replay.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 #include "cachedarrays/runtime.hpp"
 #include "test_support.hpp"

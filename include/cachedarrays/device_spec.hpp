@@ -30,6 +30,13 @@ struct EmulationProfile {
   double latency_ns = 0;     // one access
   double dram_read_gbps = 0;   // the machine's own DRAM, measured, the
   double dram_write_gbps = 0;  // reference the ratios are expressed against
+  // Intel's 2LM "memory mode" when > 0 (emulation::memory_mode): a
+  // direct-mapped cache of this many bytes of DRAM, in 64-byte lines, sits
+  // in front of the device, invisible to software. Accesses and copies are
+  // streamed through a model of that cache (manager/two_level_memory.hpp)
+  // and charged only its misses at the bandwidths above. A positive multiple
+  // of 64.
+  std::uint64_t memory_mode_cache_bytes = 0;
 };
 
 [[nodiscard]] constexpr const char* to_string(DeviceKind kind) noexcept {

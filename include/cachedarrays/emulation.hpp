@@ -14,6 +14,7 @@
 
 #include "cachedarrays/device_spec.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
+#include "cachedarrays/manager/two_level_memory.hpp"
 
 namespace cachedarrays::emulation {
 
@@ -34,6 +35,12 @@ struct DramBandwidth {
 [[nodiscard]] EmulationProfile optane_one_dimm(const DramBandwidth& dram);
 // A CXL memory expander: about half of DRAM's bandwidth, twice its latency.
 [[nodiscard]] EmulationProfile cxl(const DramBandwidth& dram);
+// Intel's 2LM memory mode over `slow` (paper V's hardware baseline): the
+// same device fronted by a direct-mapped DRAM cache of `dram_cache_bytes`
+// (a positive multiple of 64; throws invalid_argument otherwise). Give it to
+// a runtime's only device, so every object lives "in NVRAM" and the cache
+// model decides what each access costs. Named e.g. "optane 2LM".
+[[nodiscard]] EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes);
 // "optane", "optane-1dimm", "cxl" (measuring DRAM on first use), or "none"
 // (no profile). Throws invalid_argument listing the names otherwise.
 [[nodiscard]] std::optional<EmulationProfile> profile(std::string_view name);
@@ -49,6 +56,13 @@ struct DramBandwidth {
 // Extra time a kernel spends reading (or writing) `bytes` on the emulated
 // device instead of DRAM (never negative).
 [[nodiscard]] double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access);
+
+// Extra time of the cache traffic `delta` on a memory-mode device: the
+// NVRAM read of every missing line plus the NVRAM write of every dirty
+// victim (hits and line fills run at DRAM speed, which the real access on
+// this machine already takes) — the time model of simulate_2lm.
+[[nodiscard]] double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta,
+                                          std::uint64_t line_bytes = 64);
 
 // Waits `ns` of wall time (sleeping for the bulk, spinning for the rest).
 void wait_ns(double ns);

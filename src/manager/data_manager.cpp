@@ -40,6 +40,13 @@ DataManager::DataManager(std::vector<DeviceSpec> devices) {
     counters.name = heap.spec().display_name();
     counters.capacity = heap.allocator().capacity();
     stats_.devices.push_back(std::move(counters));
+    const std::uint64_t cache = heap.spec().emulation ? heap.spec().emulation->memory_mode_cache_bytes : 0;
+    if (cache % 64 != 0) {
+      throw invalid_argument("cachedarrays: device '" + heap.spec().display_name() +
+                             "': the emulated memory-mode DRAM cache of " + std::to_string(cache) +
+                             " bytes is not a whole number of 64-byte lines; use a multiple of 64");
+    }
+    memory_mode_.push_back(cache > 0 ? std::make_unique<TwoLevelMemory>(cache) : nullptr);
   }
 }
 
@@ -245,9 +252,14 @@ void DataManager::copyto(Region& dst, const Region& src) {
   const detail::Heap& from = heap(src.device_);
   // Virtual heaps store nothing: the copy is counted, not made.
   if (!to.memory().is_virtual() && !from.memory().is_virtual()) {
-    // An emulated device holds the copy to its bandwidth; real tiers skip
-    // the clock (it would cost a third of a 4 KiB copy).
-    const double least = emulation::copy_ns(from.spec().emulation, to.spec().emulation, src.bytes_);
+    // A memory-mode device pays its cache's misses after the copy.
+    const double after = memory_mode_ns(src.device_, src.offset_, src.bytes_, Access::read) +
+                         memory_mode_ns(dst.device_, dst.offset_, dst.bytes_, Access::write);
+    // Any other emulated device holds the copy to its bandwidth; real tiers
+    // skip the clock (it would cost a third of a 4 KiB copy).
+    const double least = emulation::copy_ns(memory_mode_[src.device_] ? std::nullopt : from.spec().emulation,
+                                            memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
+                                            src.bytes_);
     const auto t0 = least > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
     if (least > 0) {
@@ -256,6 +268,10 @@ void DataManager::copyto(Region& dst, const Region& src) {
         emulation::wait_ns(least - spent);
         stats_.emulated_copy_wait_ns += static_cast<std::uint64_t>(least - spent);
       }
+    }
+    if (after > 0) {
+      emulation::wait_ns(after);
+      stats_.emulated_copy_wait_ns += static_cast<std::uint64_t>(after);
     }
   }
   stats_.bytes_copied[src.device_][dst.device_] += src.bytes_;
@@ -440,9 +456,22 @@ double DataManager::note_access(const Object& object, Access access) {
   (access == Access::read ? stats_.kernel_bytes_read : stats_.kernel_bytes_written)[d] += primary.bytes_;
   const auto& profile = heap(d).spec().emulation;
   if (!profile) return 0.0;
-  const double extra = emulation::kernel_extra_ns(*profile, primary.bytes_, access);
+  const double extra = memory_mode_[d] ? memory_mode_ns(d, primary.offset_, primary.bytes_, access)
+                                       : emulation::kernel_extra_ns(*profile, primary.bytes_, access);
   stats_.emulated_kernel_ns += static_cast<std::uint64_t>(extra);
   return extra;
+}
+
+double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access) {
+  TwoLevelMemory* cache = memory_mode_[device].get();
+  if (cache == nullptr) return 0.0;
+  const TwoLmCounters before = cache->counters();
+  // The device's offsets stand for its physical addresses: the cache's set
+  // of a line is its offset modulo the cache's size, as in the hardware.
+  cache->access(offset, bytes, access == Access::write);
+  const TwoLmCounters delta = cache->counters() - before;
+  stats_.memory_mode += delta;
+  return emulation::memory_mode_extra_ns(*heap(device).spec().emulation, delta, cache->line_bytes());
 }
 
 void DataManager::unpin(Object& object, Access access) noexcept {

@@ -77,6 +77,16 @@ EmulationProfile cxl(const DramBandwidth& dram) {
   return scaled("cxl", dram, 0.5, 0.5, 180.0);
 }
 
+EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes) {
+  if (dram_cache_bytes == 0 || dram_cache_bytes % 64 != 0) {
+    throw invalid_argument("cachedarrays: a 2LM memory-mode DRAM cache must be a positive multiple of 64 bytes "
+                           "(whole cache lines); got " + std::to_string(dram_cache_bytes) + " bytes");
+  }
+  slow.name += " 2LM";
+  slow.memory_mode_cache_bytes = dram_cache_bytes;
+  return slow;
+}
+
 std::optional<EmulationProfile> profile(std::string_view name) {
   if (name == "none") return std::nullopt;
   if (name == "optane") return optane(measure_dram_bandwidth());
@@ -109,6 +119,12 @@ double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access ac
   return std::max(0.0, extra);
 }
 
+double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta, std::uint64_t line_bytes) {
+  const auto line = static_cast<double>(line_bytes);
+  return static_cast<double>(delta.misses()) * line / p.read_gbps +
+         static_cast<double>(delta.dirty_misses) * line / p.write_gbps;
+}
+
 void wait_ns(double ns) {
   if (ns <= 0) return;
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
@@ -120,6 +136,12 @@ void wait_ns(double ns) {
 }
 
 std::string describe(const EmulationProfile& p) {
+  if (p.memory_mode_cache_bytes > 0) {
+    return fmt::format("{} (emulated memory mode: a {} direct-mapped DRAM cache over a device of read {:.1f} GB/s, "
+                       "write {:.1f} GB/s; this machine's DRAM {:.1f} / {:.1f} GB/s)",
+                       p.name, format_bytes(p.memory_mode_cache_bytes), p.read_gbps, p.write_gbps,
+                       p.dram_read_gbps, p.dram_write_gbps);
+  }
   return fmt::format("{} (emulated: read {:.1f} GB/s, write {:.1f} GB/s, {:.0f} ns; this machine's DRAM {:.1f} / {:.1f} GB/s)",
                      p.name, p.read_gbps, p.write_gbps, p.latency_ns, p.dram_read_gbps, p.dram_write_gbps);
 }

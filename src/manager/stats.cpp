@@ -62,6 +62,7 @@ Stats Stats::since(const Stats& earlier) const {
   delta.accesses -= earlier.accesses;
   delta.emulated_copy_wait_ns -= earlier.emulated_copy_wait_ns;
   delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
+  delta.memory_mode -= earlier.memory_mode;
   PolicyCounters& p = delta.policy;
   const PolicyCounters& q = earlier.policy;
   p.prefetches -= q.prefetches;
@@ -109,6 +110,15 @@ std::string Stats::to_string() const {
   if (emulated_copy_wait_ns + emulated_kernel_ns > 0) {
     out += fmt::format("\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s (emulated slow tier)",
                        static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9);
+  }
+  if (memory_mode.lines() > 0) {
+    const auto percent = [&](std::uint64_t n) {
+      return 100.0 * static_cast<double>(n) / static_cast<double>(memory_mode.lines());
+    };
+    out += fmt::format("\n2LM memory mode (emulated DRAM cache): {} lines, hits {:.1f}%, clean misses {:.1f}%, "
+                       "dirty misses {:.1f}%",
+                       memory_mode.lines(), percent(memory_mode.hits), percent(memory_mode.clean_misses),
+                       percent(memory_mode.dirty_misses));
   }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;

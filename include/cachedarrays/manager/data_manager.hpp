@@ -163,10 +163,16 @@ class DataManager {
   void detach(Region& region);
   const Region* pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;
   std::string region_name(const Region& region) const;
+  // Streams an access through `device`'s memory-mode cache model (if it has
+  // one) and returns the extra nanoseconds its misses cost.
+  double memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access);
   Region* new_region();
   void recycle(Region* region) noexcept;
 
   std::vector<std::unique_ptr<detail::Heap>> heaps_;
+  // Per device: the model of its DRAM cache when it is emulated in 2LM
+  // memory mode, else null.
+  std::vector<std::unique_ptr<TwoLevelMemory>> memory_mode_;
   Object* first_object_ = nullptr;
   Object* last_object_ = nullptr;
   std::uint64_t next_object_id_ = 1;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cachedarrays/manager/object.hpp"
+#include "cachedarrays/manager/two_level_memory.hpp"
 
 namespace cachedarrays {
 
@@ -58,6 +59,9 @@ struct Stats {
   // bandwidth, and kernels charged for arguments on an emulated device.
   std::uint64_t emulated_copy_wait_ns = 0;
   std::uint64_t emulated_kernel_ns = 0;
+  // Lines of devices emulated in 2LM memory mode (EmulationProfile::
+  // memory_mode_cache_bytes), summed over such devices.
+  TwoLmCounters memory_mode;
   PolicyCounters policy;
 
   [[nodiscard]] std::uint64_t total_bytes_copied() const;

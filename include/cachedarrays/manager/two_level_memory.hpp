@@ -13,9 +13,10 @@
 #include <cstdint>
 #include <map>
 
-#include "cachedarrays/manager/replay.hpp"
-
 namespace cachedarrays {
+
+class Trace;        // manager/trace.hpp
+struct DeviceModel;  // manager/replay.hpp
 
 struct TwoLmCounters {
   std::uint64_t hits = 0;          // lines found in the cache
@@ -28,6 +29,11 @@ struct TwoLmCounters {
 
   [[nodiscard]] std::uint64_t lines() const noexcept { return hits + clean_misses + dirty_misses; }
   [[nodiscard]] std::uint64_t misses() const noexcept { return clean_misses + dirty_misses; }
+
+  TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept;
+  TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept;
+  friend TwoLmCounters operator-(TwoLmCounters a, const TwoLmCounters& b) noexcept { return a -= b; }
+  friend bool operator==(const TwoLmCounters&, const TwoLmCounters&) = default;
 };
 
 class TwoLevelMemory {

@@ -2,6 +2,7 @@
 // order, evict_range with decline roll-back, and sliding defrag.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -41,6 +42,97 @@ TEST_CASE("allocator: best fit picks the smallest hole that fits, lowest address
   CHECK(a.bytes_in_use() == 64 * 3 + 512 + 1024);
   a.check();
   (void)b3;
+}
+
+TEST_CASE("allocator: the end of the heap is used only when no hole fits") {
+  BlockAllocator a(8192, 64);
+  Block* b0 = a.try_allocate(4096, tag(0));
+  Block* b1 = a.try_allocate(64, tag(1));
+  REQUIRE(b1 != nullptr);
+  a.release(b0);  // a hole of 4096 at 0; the end of the heap is 4032 bytes
+  // 1024 bytes fit both, and the end is the tighter fit: the hole is taken.
+  CHECK(a.try_allocate(1024, tag(2))->offset == 0);
+  CHECK(a.try_allocate(3072, tag(3))->offset == 1024);
+  // No hole is left: the next block goes to the end.
+  CHECK(a.try_allocate(64, tag(4))->offset == 4096 + 64);
+  CHECK(a.largest_free_block() == 8192 - 4096 - 128);
+  a.check();
+}
+
+TEST_CASE("allocator: a heap as large as a run's peak extent places every block where a larger heap did") {
+  // On a large heap: A at 0, B after it, C after B; C and A freed, then D.
+  // Best fit alone would put D in whichever free block is smaller; on a heap
+  // that ends where C ended, that is C's old place, not A's.
+  std::vector<std::uint64_t> placed;
+  std::uint64_t extent = 0;
+  for (const std::uint64_t capacity : {std::uint64_t{1} << 20, std::uint64_t{5184}}) {
+    BlockAllocator a(capacity, 64);
+    Block* A = a.try_allocate(4096, tag(0));
+    Block* B = a.try_allocate(64, tag(1));
+    Block* C = a.try_allocate(1024, tag(2));
+    REQUIRE(B != nullptr);
+    extent = C->offset + C->size;
+    a.release(C);
+    a.release(A);
+    Block* D = a.try_allocate(1024, tag(3));
+    REQUIRE(D != nullptr);
+    placed.push_back(D->offset);
+    a.check();
+  }
+  CHECK(extent == 5184);
+  CHECK(placed[0] == 0);
+  CHECK(placed[1] == placed[0]);
+}
+
+TEST_CASE("allocator: placement does not depend on capacity, so a run fits in its own peak extent") {
+  // Record a random allocate/free sequence on a large heap, then replay it
+  // on a heap exactly as large as the highest block end it reached: every
+  // block lands at the same offset and nothing fails.
+  std::mt19937_64 rng(7);
+  struct Step {
+    bool allocate;
+    std::uint64_t bytes_or_index;
+  };
+  std::vector<Step> steps;
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t extent = 0;
+  {
+    BlockAllocator big(std::uint64_t{1} << 30, 64);
+    std::vector<Block*> live;
+    for (int i = 0; i < 20000; ++i) {
+      if (live.empty() || rng() % 5 < 3) {
+        const std::uint64_t bytes = 64 + rng() % (rng() % 8 == 0 ? 1 << 20 : 1 << 12);
+        Block* b = big.try_allocate(bytes, tag(live.size()));
+        REQUIRE(b != nullptr);
+        steps.push_back({true, bytes});
+        offsets.push_back(b->offset);
+        extent = std::max(extent, b->offset + b->size);
+        live.push_back(b);
+      } else {
+        const std::size_t victim = rng() % live.size();
+        big.release(live[victim]);
+        live[victim] = live.back();
+        live.pop_back();
+        steps.push_back({false, victim});
+      }
+    }
+  }
+  BlockAllocator exact(extent, 64);
+  std::vector<Block*> live;
+  std::size_t next_offset = 0;
+  for (const Step& step : steps) {
+    if (step.allocate) {
+      Block* b = exact.try_allocate(step.bytes_or_index, tag(live.size()));
+      REQUIRE(b != nullptr);
+      REQUIRE(b->offset == offsets[next_offset++]);
+      live.push_back(b);
+    } else {
+      exact.release(live[step.bytes_or_index]);
+      live[step.bytes_or_index] = live.back();
+      live.pop_back();
+    }
+  }
+  exact.check();
 }
 
 TEST_CASE("allocator: freeing coalesces neighbours back into one block") {

@@ -176,6 +176,28 @@ TEST_CASE("nn trainer: the dry run measures a footprint without allocating memor
   CHECK(resnet50 > (std::uint64_t{2} << 30));
 }
 
+TEST_CASE("nn trainer: all-fast trains in a fast tier of exactly the measured footprint") {
+  // The footprint is the heap's peak extent, holes included; a fast tier of
+  // that size must hold every iteration (a dry run places exactly as a real
+  // one does), while a tier one alignment unit smaller must not.
+  for (const auto& [family, depth] : std::vector<std::pair<std::string, int>>{{"vgg", 16}, {"densenet", 121}}) {
+    CAPTURE(family);
+    nn::ModelConfig c = tiny(family, depth);
+    c.batch = 4;
+    c.width = 0.25;
+    const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(c); });
+    const auto train = [&](std::uint64_t fast) {
+      ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(footprint, "slow")},
+                     ca::policy::Registry::builtin().make("all-fast"));
+      nn::Trainer trainer(&rt, nn::build_model(c), {}, /*run_kernels=*/false);
+      for (int i = 0; i < 3; ++i) (void)trainer.step({}, {});
+      rt.collect();
+    };
+    CHECK_NOTHROW(train(footprint));
+    CHECK_THROWS_AS(train(footprint - 64), ca::out_of_memory);
+  }
+}
+
 TEST_CASE("nn graph: an unknown value id is a clear error in every builder") {
   nn::Graph g;
   const auto x = g.input("images", {2, 3, 8, 8});

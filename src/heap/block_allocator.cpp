@@ -1,5 +1,6 @@
 #include "heap/block_allocator.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <string>
 
@@ -49,12 +50,18 @@ void BlockAllocator::delete_block(Block* block) {
   spare_ = block;
 }
 
-void BlockAllocator::index(Block* block) { free_index_.insert(block); }
+void BlockAllocator::index(Block* block) {
+  // The free block at the end of the heap is the wilderness, kept apart.
+  if (block->next == nullptr) wilderness_ = block; else free_index_.insert(block);
+}
 
-void BlockAllocator::unindex(Block* block) { free_index_.erase(block); }
+void BlockAllocator::unindex(Block* block) {
+  if (block == wilderness_) wilderness_ = nullptr; else free_index_.erase(block);
+}
 
 std::uint64_t BlockAllocator::largest_free_block() const noexcept {
-  return free_index_.empty() ? 0 : (*free_index_.rbegin())->size;
+  const std::uint64_t interior = free_index_.empty() ? 0 : (*free_index_.rbegin())->size;
+  return std::max(interior, wilderness_ == nullptr ? 0 : wilderness_->size);
 }
 
 Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
@@ -62,14 +69,24 @@ Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
   if (bytes > capacity_) return nullptr;
   const std::uint64_t need = round_up(bytes);
   // Best fit: the index orders free blocks by size, then address, so the
-  // first block not smaller than `need` is the smallest that fits.
+  // first block not smaller than `need` is the smallest that fits. The
+  // wilderness serves only requests no interior hole can (wilderness
+  // preservation, Wilson et al. 1995): holes get reused first, and where a
+  // block lands never depends on how far the heap extends past its highest
+  // block, so a run fits in exactly its peak extent (Stats::peak_extent).
   Block probe;
   probe.size = need;
   probe.offset = 0;
-  auto it = free_index_.lower_bound(&probe);
-  if (it == free_index_.end()) return nullptr;
-  Block* block = *it;
-  free_index_.erase(it);
+  Block* block = nullptr;
+  if (auto it = free_index_.lower_bound(&probe); it != free_index_.end()) {
+    block = *it;
+    free_index_.erase(it);
+  } else if (wilderness_ != nullptr && wilderness_->size >= need) {
+    block = wilderness_;
+    wilderness_ = nullptr;
+  } else {
+    return nullptr;
+  }
 
   if (block->size > need) {
     // Split: the tail stays free and goes back into the index.
@@ -254,7 +271,9 @@ void BlockAllocator::check() const {
     if (b->reserved) fail("block still reserved after evictfrom");
     if (b->free) {
       if (prev != nullptr && prev->free) fail("adjacent free blocks not coalesced");
-      if (free_index_.count(const_cast<Block*>(b)) == 0) fail("free block missing from index");
+      if (b->next == nullptr ? b != wilderness_ : free_index_.count(const_cast<Block*>(b)) == 0) {
+        fail("free block at offset " + std::to_string(b->offset) + " missing from the index");
+      }
       if (b->owner != nullptr) fail("free block with an owner");
       ++free_blocks;
     } else {
@@ -269,7 +288,12 @@ void BlockAllocator::check() const {
   if (used != in_use_) fail("bytes in use counter is " + std::to_string(in_use_) +
                             " but live blocks hold " + std::to_string(used));
   if (live != live_) fail("live block counter mismatch");
-  if (free_blocks != free_index_.size()) fail("index holds blocks that are not free");
+  if (wilderness_ != nullptr && (wilderness_->next != nullptr || !wilderness_->free)) {
+    fail("the wilderness is not the free block at the end of the heap");
+  }
+  if (free_blocks != free_index_.size() + (wilderness_ != nullptr ? 1 : 0)) {
+    fail("index holds blocks that are not free");
+  }
 }
 
 }  // namespace cachedarrays::detail

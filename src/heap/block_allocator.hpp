@@ -4,7 +4,8 @@
 //
 // Blocks are kept in address order (a doubly linked list) so that evictfrom
 // can clear a contiguous range and defrag can slide live blocks down; free
-// blocks are also indexed by (size, offset) for O(log n) best fit.
+// blocks are also indexed by (size, offset) for O(log n) best fit, except
+// the one at the end of the heap (the wilderness), used last.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,8 @@ class BlockAllocator {
   BlockAllocator& operator=(const BlockAllocator&) = delete;
 
   // Best fit: the smallest free block that holds `bytes` (lowest address on
-  // ties). Returns null when no free block is large enough. `bytes` > 0.
+  // ties), taking the free block at the end of the heap only when no other
+  // fits. Returns null when no free block is large enough. `bytes` > 0.
   [[nodiscard]] Block* try_allocate(std::uint64_t bytes, void* owner);
   // Returns the block to the free pool, coalescing with free neighbours.
   void release(Block* block);
@@ -102,6 +104,8 @@ class BlockAllocator {
   // the hundred-nanosecond range with tens of thousands of live regions.
   std::pmr::unsynchronized_pool_resource pool_;
   std::pmr::set<Block*, BySizeThenOffset> free_index_{&pool_};
+  // The free block at the end of the heap, if any: not in free_index_.
+  Block* wilderness_ = nullptr;
   Block* spare_ = nullptr;  // free list of Block nodes
 };
 

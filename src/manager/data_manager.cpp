@@ -192,6 +192,7 @@ Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
   ++counters.live_regions;
   counters.bytes_in_use += block->size;
   counters.peak_bytes_in_use = std::max(counters.peak_bytes_in_use, counters.bytes_in_use);
+  counters.peak_extent = std::max(counters.peak_extent, block->offset + block->size);
   if (trace_ != nullptr) trace(TraceKind::allocate, device, block->size, nullptr);
   return region;
 }

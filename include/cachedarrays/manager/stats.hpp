@@ -18,6 +18,10 @@ struct DeviceCounters {
   std::uint64_t capacity = 0;
   std::uint64_t bytes_in_use = 0;    // block bytes, alignment included
   std::uint64_t peak_bytes_in_use = 0;
+  // Highest end offset any block reached: with holes left by frees this
+  // exceeds peak_bytes_in_use, and it is the capacity the same sequence of
+  // allocations needs to land at the same addresses.
+  std::uint64_t peak_extent = 0;
   std::uint64_t live_regions = 0;
   std::uint64_t allocations = 0;     // successful allocate() calls
   std::uint64_t failed_allocations = 0;  // allocate() that returned null

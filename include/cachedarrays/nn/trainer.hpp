@@ -87,10 +87,13 @@ class Trainer {
   std::vector<ValueId> parameters_;
 };
 
-// Peak bytes one training iteration of the graph keeps live (parameters,
-// momentum, activations, gradients, scratchpad, alignment included), found
-// by a dry run that allocates every tensor on a virtual heap but runs no
-// kernel. `build` makes the graph (graphs are move-only).
+// The fast-tier capacity that holds all of training (parameters, momentum,
+// activations, gradients, scratchpad, alignment included): found by a dry
+// run of two iterations that allocates every tensor on a virtual heap but
+// runs no kernel. It is the peak extent of the heap, not the peak of live
+// bytes, because the holes frees leave are part of what a heap must hold
+// (all-fast fits in exactly this much). `build` makes the graph (graphs are
+// move-only).
 [[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build);
 
 }  // namespace cachedarrays::nn

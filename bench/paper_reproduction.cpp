@@ -1,30 +1,40 @@
 // paper_reproduction: the CachedArrays paper's comparison (section V) of
 // the policies all-fast, all-slow, first-touch, CA:∅, CA:L, CA:LM, CA:LMP and
 // the hardware 2LM memory mode (2LM:∅, 2LM:M), over a sweep of the fast
-// tier's budget from 100% to 0% of the training footprint, for ResNet,
-// DenseNet and VGG. Two kinds of figures, always labelled:
-//   emulated  small real training runs on this machine: DRAM + a DAX heap
-//             emulated as Optane (emulation::profile("optane")); seconds are
-//             the measured wall time of one iteration.
+// tier's budget from 100% to 0% of the training footprint (paper IV-B), for
+// ResNet, DenseNet and VGG. Two kinds of figures, always labelled:
+//   emulated  real training runs on this machine: DRAM + a DAX heap emulated
+//             as Optane (emulation::profile("optane")); 2LM:M is a single
+//             emulated-Optane device in memory mode (emulation::memory_mode),
+//             its DRAM cache as large as the fast budget. Seconds are the
+//             measured wall time of one iteration (the median of
+//             --iterations after a warm-up).
 //   modeled   the paper's configurations (DenseNet-264 batch 1536, ResNet-200
 //             batch 2048, VGG-416 batch 256; 180 GB DRAM, 1300 GB NVRAM) and
-//             the small ones: a dry-run trace replayed on virtual devices
+//             the emulated ones: a dry-run trace replayed on virtual devices
 //             (manager/replay.hpp) and through the 2LM model
 //             (manager/two_level_memory.hpp); seconds come from the
 //             memory-bound time model with published Optane bandwidths.
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
 //
-//   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--json FILE]
+//   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
+//                      [--fractions LIST] [--iterations N] [--batch N]
+//                      [--image-size N] [--width X] [--json FILE] [--plots DIR]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -34,6 +44,8 @@
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
+
+#include "shell.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
@@ -46,6 +58,9 @@ constexpr std::uint64_t gb = 1'000'000'000ull;
 const ca::DeviceModel dram_model{"dram", 118.0, 83.0};
 const ca::DeviceModel optane_model{"optane", 39.4, 13.9};
 const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "ca", "ca-l", "ca-lm", "ca-lmp"};
+const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp"};
+// The fast budget of the goals: 20% of the footprint.
+constexpr double goal_fraction = 0.2;
 
 struct Row {
   std::string kind;  // "emulated" | "modeled"
@@ -59,6 +74,7 @@ struct Row {
   // model's DRAM and NVRAM traffic).
   std::uint64_t fast_read = 0, fast_written = 0, slow_read = 0, slow_written = 0;
   std::string note;
+  bool paper_budget = false;  // modeled at the paper's 180 GB of DRAM
 };
 
 Row make_row(std::string kind, std::string model, std::string policy, double fraction, std::uint64_t fast) {
@@ -71,7 +87,15 @@ Row make_row(std::string kind, std::string model, std::string policy, double fra
   return row;
 }
 
-std::uint64_t round_down(std::uint64_t bytes, std::uint64_t unit) { return std::max(unit, bytes / unit * unit); }
+// The fast tier for a budget of `fraction` of the footprint: whole pages,
+// at least one, and exactly the footprint at 100% (all-fast fits in exactly
+// that much; a page less would not hold it).
+std::uint64_t fast_budget(double fraction, std::uint64_t footprint) {
+  if (fraction >= 1.0) return footprint;
+  constexpr std::uint64_t page = 4096;
+  const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
+  return std::max(page, bytes / page * page);
+}
 
 void fill_traffic(Row& row, const ca::Stats& s) {
   row.fast_read = s.kernel_bytes_read[0] + s.bytes_copied_out_of(0);
@@ -85,7 +109,7 @@ std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.
 // One iteration's application events, recorded by a dry run (no kernels,
 // nothing stored) on virtual devices: the events do not depend on the policy.
 ca::Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) {
-  ca::Runtime rt({ca::virtual_device(footprint + footprint / 8 + (1 << 20), "fast"),
+  ca::Runtime rt({ca::virtual_device(footprint, "fast"),
                   ca::virtual_device(footprint + (1 << 20), "slow")});
   rt.start_trace();
   {
@@ -112,15 +136,18 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   // The baseline: everything in DRAM.
   double all_fast = 0;
   {
-    ca::Runtime rt({ca::virtual_device(footprint + footprint / 8 + (1 << 20), "fast"),
+    ca::Runtime rt({ca::virtual_device(footprint, "fast"),
                     ca::virtual_device(nvram, "slow")},
                    ca::policy::Registry::builtin().make("all-fast"));
     all_fast = ca::replay(trace, rt, models).modeled_seconds;
   }
-  for (const double fraction : fractions) {
-    const std::uint64_t fast = round_down(static_cast<std::uint64_t>(fraction * static_cast<double>(footprint)), 4096);
+  for (std::size_t f = 0; f < fractions.size(); ++f) {
+    const double fraction = fractions[f];
+    const bool paper_budget = paper_dram && f + 1 == fractions.size();
+    const std::uint64_t fast = fast_budget(fraction, footprint);
     for (const std::string& policy : policies) {
       Row row = make_row("modeled", label(config), policy, fraction, fast);
+      row.paper_budget = paper_budget;
       try {
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
                        ca::policy::Registry::builtin().make(policy));
@@ -134,6 +161,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
     }
     for (const bool m : {false, true}) {
       Row row = make_row("modeled", label(config), m ? "2lm:m" : "2lm", fraction, fast);
+      row.paper_budget = paper_budget;
       try {
         const ca::TwoLmResult r = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
         row.seconds = r.modeled_seconds;
@@ -161,7 +189,14 @@ double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> i
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, std::vector<Row>& rows) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations,
+              std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "emulated {}: footprint {}\n", label(config), ca::format_bytes(footprint));
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
@@ -169,40 +204,120 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
                                                      config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   data->next_batch(images, labels);
-  const auto profile = ca::emulation::profile("optane");
+  const auto optane = *ca::emulation::profile("optane");
   const auto run = [&](const std::string& policy, std::uint64_t fast) -> Row {
     Row row = make_row("emulated", label(config), policy, 0, fast);
     try {
-      ca::DeviceSpec slow = ca::dax_file({}, 2 * footprint + (1 << 20), "slow");
-      slow.emulation = profile;
-      ca::Runtime rt({ca::dram(fast, "fast"), slow}, ca::policy::Registry::builtin().make(policy));
-      nn::Trainer trainer(&rt, nn::build_model(config));
-      (void)time_step(trainer, rt, images, labels);  // warm-up
-      // The best of three iterations: one iteration of a tiny model is short
-      // enough for noise to matter. Traffic is the last iteration's.
-      double best = 0;
-      for (int i = 0; i < 3; ++i) {
-        const ca::Stats before = rt.stats();
-        const double t = time_step(trainer, rt, images, labels);
-        best = i == 0 ? t : std::min(best, t);
-        fill_traffic(row, rt.stats().since(before));
+      std::vector<ca::DeviceSpec> devices;
+      std::string placement = policy;
+      if (policy == "2lm:m") {
+        // One device, as the paper's 2LM runs: all data in (emulated)
+        // Optane behind a DRAM cache of the fast budget; nothing is moved
+        // by software, and retired tensors are freed at once (M).
+        ca::DeviceSpec nvram = ca::dax_file({}, 2 * footprint + (1 << 20), "nvram");
+        nvram.emulation = ca::emulation::memory_mode(optane, std::max<std::uint64_t>(64, fast / 64 * 64));
+        devices = {nvram};
+        placement = "all-fast";
+      } else {
+        ca::DeviceSpec slow = ca::dax_file({}, 2 * footprint + (1 << 20), "slow");
+        slow.emulation = optane;
+        devices = {ca::dram(fast, "fast"), slow};
       }
-      row.seconds = best;
+      ca::Runtime rt(devices, ca::policy::Registry::builtin().make(placement));
+      nn::Trainer trainer(&rt, nn::build_model(config));
+      (void)time_step(trainer, rt, images, labels);  // warm-up: first touches, primitive creation
+      const ca::Stats before = rt.stats();
+      std::vector<double> seconds;
+      for (int i = 0; i < iterations; ++i) seconds.push_back(time_step(trainer, rt, images, labels));
+      row.seconds = median(seconds);
+      // Traffic per iteration, averaged over the timed ones.
+      const ca::Stats s = rt.stats().since(before);
+      const auto per = [&](std::uint64_t bytes) { return bytes / static_cast<std::uint64_t>(iterations); };
+      if (policy == "2lm:m") {
+        const ca::TwoLmCounters& c = s.memory_mode;
+        row.fast_read = per(c.dram_bytes_read);
+        row.fast_written = per(c.dram_bytes_written);
+        row.slow_read = per(c.nvram_bytes_read);
+        row.slow_written = per(c.nvram_bytes_written);
+        const auto rate = [&](std::uint64_t n) {
+          return c.lines() == 0 ? 0.0 : 100.0 * static_cast<double>(n) / static_cast<double>(c.lines());
+        };
+        row.note = fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", rate(c.hits),
+                               rate(c.clean_misses), rate(c.dirty_misses));
+      } else {
+        fill_traffic(row, s);
+        row.fast_read = per(row.fast_read);
+        row.fast_written = per(row.fast_written);
+        row.slow_read = per(row.slow_read);
+        row.slow_written = per(row.slow_written);
+      }
     } catch (const ca::out_of_memory&) {
       row.note = "out of memory";
     }
     return row;
   };
-  (void)run("all-fast", footprint + footprint / 8 + (1 << 20));  // warms oneDNN's primitive cache
-  const Row baseline = run("all-fast", footprint + footprint / 8 + (1 << 20));
+  (void)run("all-fast", footprint);  // warms oneDNN's primitive cache and the page cache
+  const Row baseline = run("all-fast", footprint);
+  if (!baseline.seconds) throw std::runtime_error("all-fast ran out of memory at 100% of the footprint");
+  std::vector<std::string> emulated_policies = policies;
+  emulated_policies.insert(emulated_policies.begin() + 3, "2lm:m");
   for (const double fraction : fractions) {
-    const std::uint64_t fast = round_down(static_cast<std::uint64_t>(fraction * static_cast<double>(footprint)), 4096);
-    for (const std::string& policy : policies) {
-      Row row = run(policy, fast);
+    const std::uint64_t fast = fast_budget(fraction, footprint);
+    for (const std::string& policy : emulated_policies) {
+      // all-fast cannot run below the footprint: say so without trying.
+      Row row = policy == "all-fast" && fraction < 1.0 ? make_row("emulated", label(config), policy, 0, fast)
+                                                        : run(policy, fast);
+      if (policy == "all-fast" && fraction < 1.0) row.note = "out of memory";
       row.fast_fraction = fraction;
-      if (row.seconds && baseline.seconds) row.slowdown = *row.seconds / *baseline.seconds;
+      if (row.seconds) row.slowdown = *row.seconds / *baseline.seconds;
+      fmt::print(stderr, "  {:<12} {:>4.0f}%  {}\n", policy, 100 * fraction,
+                 row.seconds ? fmt::format("{:.4f} s ({:.2f}x all-fast)", *row.seconds, row.slowdown) : row.note);
       rows.push_back(row);
     }
+  }
+}
+
+// The goals at a fast tier of 20%: the best CA mode within 1.10x of
+// all-fast, at least 2x faster than 2LM and 1.5x faster than first-touch.
+void print_goals(const std::vector<Row>& rows) {
+  std::vector<std::string> models;
+  for (const Row& r : rows) {
+    if (r.kind == "emulated" && std::find(models.begin(), models.end(), r.model) == models.end()) {
+      models.push_back(r.model);
+    }
+  }
+  if (models.empty()) return;
+  fmt::print("\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured):\n", 100 * goal_fraction);
+  fmt::print("{:<20} {:<8} {:>10} {:>12} {:>16} {:>18}\n", "model", "best CA", "seconds", "vs all-fast",
+             "2LM:M / best CA", "first-touch / CA");
+  for (const std::string& model : models) {
+    const auto find = [&](const std::string& policy) -> const Row* {
+      for (const Row& r : rows) {
+        if (r.kind == "emulated" && r.model == model && r.policy == policy &&
+            std::abs(r.fast_fraction - goal_fraction) < 1e-9 && r.seconds) {
+          return &r;
+        }
+      }
+      return nullptr;
+    };
+    const Row* best = nullptr;
+    for (const std::string& mode : ca_modes) {
+      const Row* r = find(mode);
+      if (r != nullptr && (best == nullptr || *r->seconds < *best->seconds)) best = r;
+    }
+    const Row* two_lm = find("2lm:m");
+    const Row* first_touch = find("first-touch");
+    if (best == nullptr) {
+      fmt::print("{:<20} no CA run at {:.0f}% (add it to --fractions)\n", model, 100 * goal_fraction);
+      continue;
+    }
+    const auto ratio = [&](const Row* other, double goal, bool at_most) {
+      if (other == nullptr) return std::string("-");
+      const double x = at_most ? best->slowdown : *other->seconds / *best->seconds;
+      return fmt::format("{:.2f}x ({} {:.2f})", x, (at_most ? x <= goal : x >= goal) ? "meets" : "misses", goal);
+    };
+    fmt::print("{:<20} {:<8} {:>10.4f} {:>12} {:>16} {:>18}\n", model, best->policy, *best->seconds,
+               ratio(best, 1.10, true), ratio(two_lm, 2.0, false), ratio(first_touch, 1.5, false));
   }
 }
 
@@ -233,6 +348,7 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
                    {"fast_bytes_written", r.fast_written},
                    {"slow_bytes_read", r.slow_read},
                    {"slow_bytes_written", r.slow_written},
+                   {"paper_budget", r.paper_budget},
                    {"note", r.note}});
   }
   return out;
@@ -240,58 +356,151 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
 
 }  // namespace
 
+// Ours beside the paper's figures (section V, Figures 2 and 5) for the
+// paper's configurations at 180 GB of DRAM.
+void print_paper(const std::vector<Row>& rows) {
+  const auto find = [&](const std::string& model, const std::string& policy) -> const Row* {
+    for (const Row& r : rows) {
+      if (r.paper_budget && r.model == model && r.policy == policy) return &r;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> models;
+  for (const Row& r : rows) {
+    if (r.paper_budget && std::find(models.begin(), models.end(), r.model) == models.end()) models.push_back(r.model);
+  }
+  if (models.empty()) return;
+  fmt::print("\nthe paper's configurations at 180 GB DRAM + 1300 GB NVRAM, modeled, beside the paper's figures:\n");
+  const auto seconds = [](const Row* r) { return r != nullptr && r->seconds ? *r->seconds : 0.0; };
+  for (const std::string& model : models) {
+    const Row* lm = find(model, "ca-lm");
+    const Row* two_lm_m = find(model, "2lm:m");
+    const Row* two_lm = find(model, "2lm");
+    const Row* fast = find(model, "all-fast");
+    const Row* slow = find(model, "all-slow");
+    const Row* l = find(model, "ca-l");
+    std::string line = fmt::format("  {:<20}", model);
+    if (seconds(lm) > 0 && seconds(two_lm_m) > 0) {
+      line += fmt::format(" CA:LM {:.2f}x faster than 2LM:M", seconds(two_lm_m) / seconds(lm));
+    }
+    if (seconds(lm) > 0 && seconds(two_lm) > 0) {
+      line += fmt::format(", {:.2f}x than 2LM:∅", seconds(two_lm) / seconds(lm));
+    } else if (two_lm != nullptr && !two_lm->seconds) {
+      line += " (2LM:∅ " + two_lm->note + ")";
+    }
+    if (seconds(slow) > 0 && fast != nullptr) {
+      line += fmt::format("; all-slow {:.2f}x all-fast", slow->slowdown);
+    }
+    if (l != nullptr && lm != nullptr && l->seconds && lm->seconds) {
+      line += fmt::format("; slow-tier writes CA:L {} -> CA:LM {}", ca::format_bytes(l->slow_written),
+                          ca::format_bytes(lm->slow_written));
+    }
+    fmt::print("{}\n", line);
+  }
+  fmt::print("  paper: CA:LM 1.4-2.03x faster than 2LM; LM cuts DenseNet-264's NVRAM writes from ~1100 GB to "
+             "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
+}
+
 int main(int argc, char** argv) {
-  CLI::App app{"The CachedArrays paper's policy comparison: emulated small runs and modeled paper configurations"};
+  CLI::App app{"The CachedArrays paper's policy comparison: emulated real runs and modeled paper configurations"};
   bool quick = false;
   bool no_emulated = false;
   bool no_paper = false;
+  std::vector<std::string> families{"resnet", "densenet", "vgg"};
+  std::vector<double> fractions;
+  int iterations = 3;
+  std::int64_t batch = 0;
+  std::int64_t image_size = 0;
+  double width = 0;
   std::string json_path;
-  app.add_flag("--quick", quick, "tiny models and three budgets");
-  app.add_flag("--no-emulated", no_emulated, "skip the real (emulated Optane) runs");
+  std::string plots_dir;
+  app.add_flag("--quick", quick, "tiny models, budgets 100%, 20% and 0% (a smoke test, not a measurement)");
+  app.add_flag("--no-emulated", no_emulated, "skip the real runs with an emulated Optane tier");
   app.add_flag("--no-paper", no_paper, "skip the paper's configurations (modeled)");
+  app.add_option("--models", families, "model families to run")
+      ->check(CLI::IsMember({"resnet", "densenet", "vgg"}))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--fractions", fractions, "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->delimiter(',');
+  app.add_option("--iterations", iterations, "timed iterations per emulated run (the median is reported)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", batch, "emulated runs: images per iteration (default 32, quick 4)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--image-size", image_size, "emulated runs: image side (default 96 for resnet, 64 otherwise; quick 32)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--width", width, "emulated runs: channel multiplier (default 1, quick 0.25)")
+      ->check(CLI::Range(0.01, 4.0));
   app.add_option("--json", json_path, "write the rows as JSON to this file");
+  app.add_option("--plots", plots_dir,
+                 "draw PNGs into this directory with tools/plot_reproduction.py (/usr/bin/python3, "
+                 "python3-matplotlib); the JSON goes there too unless --json is given");
   CLI11_PARSE(app, argc, argv);
 
-  const std::vector<double> fractions =
-      quick ? std::vector<double>{1.0, 0.5, 0.0} : std::vector<double>{1.0, 0.75, 0.5, 0.25, 0.1, 0.0};
-  std::vector<nn::ModelConfig> small;
-  for (const auto& [family, depth] : std::vector<std::pair<std::string, int>>{{"resnet", 18}, {"densenet", 121},
-                                                                               {"vgg", 16}}) {
+  if (fractions.empty()) {
+    fractions = quick ? std::vector<double>{1.0, goal_fraction, 0.0}
+                      : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
+  }
+  // Small enough for this machine, large enough that one iteration lasts a
+  // good fraction of a second with compute, not bookkeeping, dominating.
+  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}};
+  std::vector<Row> rows;
+  for (const std::string& family : families) {
     nn::ModelConfig c;
     c.family = family;
-    c.depth = depth;
-    c.batch = quick ? 2 : 8;
-    c.image_size = 32;
+    c.depth = small_depth.at(family);
+    c.batch = batch > 0 ? batch : quick ? 4 : family == "resnet" ? 32 : 16;
+    c.image_size = image_size > 0 ? image_size : quick ? 32 : family == "resnet" ? 96 : 64;
     c.classes = 10;
-    c.width = quick ? 0.125 : 0.25;
-    small.push_back(c);
-  }
-  std::vector<Row> rows;
-  for (const nn::ModelConfig& c : small) {
-    if (!no_emulated) emulated(c, fractions, rows);
+    c.width = width > 0 ? width : quick ? 0.25 : 1.0;
+    if (!no_emulated) emulated(c, fractions, iterations, rows);
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, rows);
   }
   if (!no_paper) {
-    for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
+    for (const auto& [family, depth, batch_size] : std::vector<std::tuple<std::string, int, std::int64_t>>{
              {"densenet", 264, 1536}, {"resnet", 200, 2048}, {"vgg", 416, 256}}) {
+      if (std::find(families.begin(), families.end(), family) == families.end()) continue;
       nn::ModelConfig c;
       c.family = family;
       c.depth = depth;
-      c.batch = batch;
+      c.batch = batch_size;
       modeled(c, fractions, 1300 * gb, 180 * gb, rows);
     }
   }
-  fmt::print("emulated: measured wall time on this machine, slow tier emulated as Optane ({})\n",
-             no_emulated ? "not run" : ca::emulation::describe(*ca::emulation::profile("optane")));
+  fmt::print("emulated: measured wall time on this machine (median of {} iterations), slow tier emulated as {}\n",
+             iterations, no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
+  fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
   fmt::print("modeled: replay / 2LM model, DRAM {} / {} GB/s, Optane {} / {} GB/s (read / write); "
              "not measurements\n\n",
              dram_model.read_gbps, dram_model.write_gbps, optane_model.read_gbps, optane_model.write_gbps);
   print(rows);
+  print_goals(rows);
+  print_paper(rows);
+
+  if (!plots_dir.empty()) {
+    std::filesystem::create_directories(plots_dir);
+    if (json_path.empty()) json_path = (std::filesystem::path(plots_dir) / "paper_reproduction.json").string();
+  }
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << to_json(rows).dump(2) << '\n';
     if (!out) {
-      fmt::print(stderr, "cannot write {}\n", json_path);
+      fmt::print(stderr, "paper_reproduction: cannot write {}\n", json_path);
+      return 1;
+    }
+    fmt::print("\nwrote {}\n", json_path);
+  }
+  if (!plots_dir.empty()) {
+    using cachedarrays::bench::shell_quote;
+    const auto [out, status] = cachedarrays::bench::capture(
+        "/usr/bin/python3 " + shell_quote(CACHEDARRAYS_PLOT_REPRODUCTION) + " " + shell_quote(json_path) + " " +
+        shell_quote(plots_dir) + " 2>&1");
+    fmt::print("{}", out);
+    if (status != 0) {
+      fmt::print(stderr, "paper_reproduction: the plot script failed (exit {}); it needs Debian's "
+                         "python3-matplotlib for /usr/bin/python3\n", status);
       return 1;
     }
   }

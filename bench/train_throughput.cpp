@@ -48,12 +48,16 @@
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
+#include "shell.hpp"
+
 #ifndef CACHEDARRAYS_PYTORCH_REFERENCE
 #define CACHEDARRAYS_PYTORCH_REFERENCE "bench/pytorch_reference.py"
 #endif
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
+using cachedarrays::bench::capture;
+using cachedarrays::bench::shell_quote;
 
 namespace {
 
@@ -222,24 +226,6 @@ Measurement run_ours(const std::string& name, const Settings& s, bool first_roun
     print_profile(name, timer, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return m;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `command`, returning its standard output and exit status.
-std::pair<std::string, int> capture(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {out, -1};
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
 // Whether `python` can import torch; the reason when it cannot.

@@ -266,6 +266,24 @@ TEST_CASE("2lm: memory optimisations reuse a retired object's addresses at once 
   CHECK(none.modeled_seconds > m.modeled_seconds);
 }
 
+TEST_CASE("2lm: without memory optimisations a full NVRAM triggers a garbage collection, not a failure") {
+  ca::Trace t;
+  create(t, 1, 256);
+  kernel(t, {{1, 256, true, 0}});
+  retire(t, 1);
+  create(t, 2, 256);  // NVRAM of 384 bytes: object 1's garbage is in the way
+  kernel(t, {{2, 256, true, 0}});
+  const ca::TwoLmResult none = ca::simulate_2lm(t, 256, 384, false, dram_model, nvram_model);
+  CHECK(none.collections == 1);
+  CHECK(none.peak_bytes == 256);
+  CHECK(none.counters.hits == 4);  // after the collection, object 2 reuses object 1's addresses
+  // A live object in the way is not garbage: out of memory as before.
+  ca::Trace full;
+  create(full, 1, 256);
+  create(full, 2, 256);
+  CHECK_THROWS_AS((void)ca::simulate_2lm(full, 256, 384, false, dram_model, nvram_model), ca::out_of_memory);
+}
+
 TEST_CASE("2lm: simulate_2lm names the event of a bad trace") {
   ca::Trace t;
   create(t, 1, 64);

@@ -1,7 +1,12 @@
 #!/usr/bin/python3
-"""Plots bench/paper_reproduction --json output: for each (kind, model), the
-slowdown against all-fast of every policy over the fast budget (the paper's
-sensitivity figure, IV-B), one PNG per model in the output directory.
+"""Plots bench/paper_reproduction --json output, for each (kind, model):
+  <kind>_<model>.png          the slowdown against all-fast of every policy
+                              over the fast budget (the paper's sensitivity
+                              figure, IV-B);
+  <kind>_<model>_traffic.png  bytes read and written per tier by each policy
+                              at one budget: the paper's 180 GB for its
+                              configurations, else 20% of the footprint (the
+                              paper's Figure 5).
 Run with Debian's interpreter (python3-matplotlib):
 
     /usr/bin/python3 tools/plot_reproduction.py results.json out_dir/
@@ -53,7 +58,44 @@ def main() -> int:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         print(f"plot_reproduction: wrote {path}")
+    for path in plot_traffic(rows, args.out_dir):
+        print(f"plot_reproduction: wrote {path}")
     return 0
+
+
+def plot_traffic(rows, out_dir):
+    """Grouped bars of fast/slow bytes read/written per policy at one budget."""
+    groups = collections.defaultdict(list)
+    for r in rows:
+        if r.get("seconds") is None:
+            continue
+        at_budget = r.get("paper_budget") or (abs(r["fast_fraction"] - 0.2) < 1e-9 and not any(
+            q.get("paper_budget") and q["model"] == r["model"] for q in rows))
+        if at_budget:
+            groups[(r["kind"], r["model"])].append(r)
+    paths = []
+    series = [("fast_bytes_read", "fast read"), ("fast_bytes_written", "fast written"),
+              ("slow_bytes_read", "slow read"), ("slow_bytes_written", "slow written")]
+    for (kind, model), group in sorted(groups.items()):
+        fig, ax = plt.subplots(figsize=(9, 5))
+        width = 0.8 / len(series)
+        for i, (key, name) in enumerate(series):
+            ax.bar([x + i * width for x in range(len(group))], [r[key] / 2**30 for r in group], width, label=name)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(group))])
+        ax.set_xticklabels([r["policy"] for r in group], rotation=30)
+        ax.set_ylabel("GiB per iteration")
+        fraction = group[0]["fast_fraction"]
+        label = "emulated Optane (measured)" if kind == "emulated" else "modeled"
+        ax.set_title(f"{model}: traffic per tier, fast tier {100 * fraction:.0f}% of the footprint, {label}")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        name = re.sub(r"[^A-Za-z0-9]+", "_", f"{kind}_{model}").strip("_") + "_traffic.png"
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
 
 
 if __name__ == "__main__":

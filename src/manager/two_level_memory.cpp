@@ -186,10 +186,24 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
       return *it->second;
     };
     switch (e.kind) {
-      case TraceKind::create:
+      case TraceKind::create: {
         if (live.contains(e.object)) fail("object #" + std::to_string(e.object) + " is created twice");
-        live.emplace(e.object, &rt.create_object(e.bytes));
+        Object* object = nullptr;
+        try {
+          object = &rt.create_object(e.bytes);
+        } catch (const out_of_memory&) {
+          // 2LM:∅ — memory is full of garbage: the garbage collector runs
+          // (as Julia's does under allocation pressure, paper V-a) and the
+          // allocation is tried again.
+          if (retired.empty()) throw;
+          for (Object* dead : retired) rt.retire(*dead);
+          retired.clear();
+          ++result.collections;
+          object = &rt.create_object(e.bytes);
+        }
+        live.emplace(e.object, object);
         break;
+      }
       case TraceKind::retire: {
         Object& object = lookup(e.object);
         live.erase(e.object);
@@ -197,6 +211,7 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
         break;
       }
       case TraceKind::collect:
+        if (!retired.empty()) ++result.collections;
         for (Object* object : retired) rt.retire(*object);
         retired.clear();
         break;

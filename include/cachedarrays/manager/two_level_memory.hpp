@@ -83,6 +83,7 @@ struct TwoLmResult {
   double modeled_seconds = 0;  // a model, not a measurement
   std::uint64_t kernels = 0;
   std::uint64_t peak_bytes = 0;  // of the NVRAM address space
+  std::uint64_t collections = 0;  // garbage collections that freed deferred retires (2LM:∅)
 };
 
 // Replays the application events of `trace` on a 2LM machine: objects get
@@ -90,7 +91,8 @@ struct TwoLmResult {
 // (first-touch policy on a virtual device); each kernel argument's whole
 // range is streamed through a TwoLevelMemory of dram_bytes (the inputs
 // first, then the outputs). Retired objects are freed at once with
-// memory_optimisations (2LM:M), else only at the next collect (2LM:∅).
+// memory_optimisations (2LM:M), else (2LM:∅) at the next collect or, like a
+// garbage collector under pressure, when an allocation finds NVRAM full.
 // Modeled time: every line at DRAM bandwidth (read or write by role), plus
 // the NVRAM read of each missing line, plus the NVRAM write of each dirty
 // victim. Hints are ignored: the hardware does not see them.

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   float learning_rate = 0.01f;
   std::string slow_emulation = "none";
   std::string trace_path;
+  bool memory_mode = false;
   app.add_option("--model", model.family, "vgg, resnet or densenet")->capture_default_str();
   app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264)")
       ->capture_default_str();
@@ -63,6 +65,10 @@ int main(int argc, char** argv) {
   app.add_option("--slow-emulation", slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
   app.add_option("--trace", trace_path, "record the last iteration to FILE.json (Chrome trace) or FILE.csv");
+  app.add_flag("--memory-mode", memory_mode,
+               "emulate Intel's 2LM memory mode instead of two tiers: everything lives on the slow tier "
+               "(--slow-emulation, default optane), fronted by a hardware-like DRAM cache of the fast-tier size; "
+               "--policy is not used");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -83,15 +89,27 @@ int main(int argc, char** argv) {
     const std::uint64_t slow_bytes = footprint + footprint / 2 + (64ull << 20);
 
     ca::DeviceSpec slow = ca::dax_file(slow_path, slow_bytes, "slow");
-    slow.emulation = ca::emulation::profile(slow_emulation);
-    ca::Runtime rt({ca::dram(fast_bytes, "fast"), slow}, registry.make(policy));
+    std::vector<ca::DeviceSpec> devices;
+    if (memory_mode) {
+      // 2LM: one device, no software placement; the cache model charges
+      // each access its misses (emulation.hpp).
+      const auto profile = ca::emulation::profile(slow_emulation == "none" ? "optane" : slow_emulation);
+      slow.emulation = ca::emulation::memory_mode(*profile, std::max<std::uint64_t>(64, fast_bytes / 64 * 64));
+      policy = "first-touch";
+      devices = {slow};
+    } else {
+      slow.emulation = ca::emulation::profile(slow_emulation);
+      devices = {ca::dram(fast_bytes, "fast"), slow};
+    }
+    ca::Runtime rt(devices, registry.make(policy));
     nn::Graph graph = build();
     fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
                model.depth, model.width, model.batch, model.channels, model.image_size, model.image_size,
                model.classes, graph.parameter_count());
     fmt::print("footprint of one iteration {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {}\n",
                ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
-               100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint), rt.policy_name(),
+               100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
+               memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
                omp_get_max_threads());
     for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));
 

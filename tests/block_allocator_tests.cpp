@@ -271,3 +271,21 @@ TEST_CASE("allocator: defrag slides blocks down and keeps pinned ones in place")
   CHECK(a.largest_free_block() == 64 * 3);
   CHECK(a.bytes_in_use() == 64 * 5);
 }
+
+TEST_CASE("allocator: defrag until a hole is large enough moves no more than it must") {
+  BlockAllocator a(64 * 10, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 10; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  for (int i : {0, 2, 4, 6, 8}) a.release(blocks[i]);
+  // Live: 1, 3, 5, 7, 9; five holes of 64 bytes.
+  std::vector<void*> moved;
+  const auto relocate = [&](void* owner, std::uint64_t) { moved.push_back(owner); };
+  const auto movable = [](void*) { return true; };
+  CHECK(a.defrag(movable, relocate, 64) == 0);  // a hole of 64 exists already
+  // Sliding 1 down merges holes 0 and 2 (128 bytes); sliding 3 adds hole 4.
+  CHECK(a.defrag(movable, relocate, 192) == 2);
+  CHECK(moved == std::vector<void*>{tag(1), tag(3)});
+  CHECK(a.largest_free_block() == 192);
+  CHECK(blocks[5]->offset == 64 * 5);  // the rest of the heap did not move
+  a.check();
+}

@@ -223,8 +223,9 @@ void BlockAllocator::unreserve_window() {
 
 std::uint64_t BlockAllocator::defrag(
     const std::function<bool(void* owner)>& movable,
-    const std::function<void(void* owner, std::uint64_t new_offset)>& relocate) {
+    const std::function<void(void* owner, std::uint64_t new_offset)>& relocate, std::uint64_t until_hole) {
   std::uint64_t moved = 0;
+  if (until_hole > 0 && largest_free_block() >= until_hole) return 0;
   for (Block* b = head_; b != nullptr; b = b->next) {
     if (b->free || b->prev == nullptr || !b->prev->free || !movable(b->owner)) continue;
     // Slide b into the start of the free block before it; the hole moves up
@@ -247,6 +248,7 @@ std::uint64_t BlockAllocator::defrag(
     Block* merged = coalesce(hole);
     index(merged);
     ++moved;
+    if (until_hole > 0 && merged->size >= until_hole) break;
     b = merged->prev;  // == b; the loop continues after the merged hole
   }
   return moved;

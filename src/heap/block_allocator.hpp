@@ -55,9 +55,11 @@ class BlockAllocator {
   // block may move (pinned ones may not: they stay, and later blocks slide
   // only into the gap after them). `relocate(owner, new_offset)` must copy
   // the data down (source and destination may overlap: use memmove) before
-  // returning. Returns the number of blocks moved.
+  // returning. With until_hole > 0 the walk stops once a free block of that
+  // many bytes exists. Returns the number of blocks moved.
   std::uint64_t defrag(const std::function<bool(void* owner)>& movable,
-                       const std::function<void(void* owner, std::uint64_t new_offset)>& relocate);
+                       const std::function<void(void* owner, std::uint64_t new_offset)>& relocate,
+                       std::uint64_t until_hole = 0);
 
   // Address-order walk over every block, free and live.
   template <typename F>

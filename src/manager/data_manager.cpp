@@ -528,7 +528,7 @@ bool DataManager::pinned_in_range(DeviceId device, std::uint64_t start, std::uin
   return pinned_primary_in(device, start, bytes) != nullptr;
 }
 
-std::uint64_t DataManager::defrag(DeviceId device) {
+std::uint64_t DataManager::defrag(DeviceId device, std::uint64_t until_hole) {
   check_device(device, "defrag");
   detail::Heap& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
@@ -548,7 +548,8 @@ std::uint64_t DataManager::defrag(DeviceId device) {
         ++counters.defrag_moves;
         counters.defrag_bytes += region.bytes_;
         if (trace_ != nullptr) trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
-      });
+      },
+      until_hole);
 }
 
 void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2) {

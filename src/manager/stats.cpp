@@ -81,15 +81,15 @@ Stats Stats::since(const Stats& earlier) const {
 }
 
 std::string Stats::to_string() const {
-  std::string out = fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7}\n", "dev",
+  std::string out = fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", "dev",
                                 "name", "capacity", "in use", "peak", "regions", "allocs", "frees",
-                                "evicted", "defrag");
+                                "evicted", "defrag", "defragged");
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const DeviceCounters& c = devices[d];
-    out += fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7}\n", d, c.name,
+    out += fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", d, c.name,
                        format_bytes(c.capacity), format_bytes(c.bytes_in_use),
                        format_bytes(c.peak_bytes_in_use), c.live_regions, c.allocations, c.frees,
-                       c.evictions, c.defrag_moves);
+                       c.evictions, c.defrag_moves, format_bytes(c.defrag_bytes));
   }
   out += "bytes copied (from -> to):";
   bool any = false;

@@ -156,8 +156,10 @@ bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   const DeviceUsage usage = dm.usage(fast_);
   if (usage.largest_free_block >= bytes) return true;
   if (usage.bytes_free() >= bytes) {
-    // Enough free bytes, no hole: slide the live regions together first.
-    dm.defrag(fast_);
+    // Enough free bytes, no hole: slide live regions down until one hole
+    // is large enough (a copy within DRAM, cheaper than a write-back), and
+    // no further: the rest of the heap stays where it is.
+    dm.defrag(fast_, bytes);
     ++dm.policy_counters().defrags;
     if (dm.usage(fast_).largest_free_block >= bytes) return true;
   }

@@ -68,9 +68,10 @@ class DataManager {
   bool evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
                  const std::function<bool(Region&)>& evict);
   // Slides regions towards the start of the heap so free space becomes one
-  // hole; primaries of pinned objects stay where they are. Returns the
-  // number of regions moved.
-  std::uint64_t defrag(DeviceId device);
+  // hole; primaries of pinned objects stay where they are. With
+  // until_hole > 0 it stops as soon as some free block holds that many
+  // bytes (moving no more than needed). Returns the number of regions moved.
+  std::uint64_t defrag(DeviceId device, std::uint64_t until_hole = 0);
 
   // ---- objects --------------------------------------------------------------
   // A new object of `bytes` with no region yet: give it one with setprimary

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -265,4 +266,34 @@ TEST_CASE("registry: names, descriptions, custom policies and clear errors") {
                   ca::invalid_argument);
   // CachedArrays modes need two devices.
   CHECK_THROWS_AS(ca::Runtime({ca::dram(1 << 20)}, registry.make("ca-lm")), ca::invalid_argument);
+}
+
+TEST_CASE("hw-cache: created in slow memory, filled into fast on every use, blind to archive") {
+  auto rt = make_runtime("hw-cache", 256 * KiB);
+  CHECK(rt.policy_name() == "hw-cache");
+  std::vector<ca::CachedArray<std::byte>> arrays;
+  for (int i = 0; i < 4; ++i) {
+    arrays.push_back(rt.array<std::byte>(64 * KiB));
+    CHECK(where(arrays.back()) == slow);  // like NVRAM behind the cache
+    write_pattern(arrays.back(), i);      // write-allocate: a fill
+    CHECK(where(arrays.back()) == fast);
+  }
+  CHECK(rt.stats().policy.prefetches == 4);
+  arrays[3].archive();  // no effect: the least recently used is the victim
+  auto fifth = rt.array<std::byte>(64 * KiB);
+  write_pattern(fifth, 9);
+  CHECK(where(arrays[0]) == slow);
+  CHECK(where(arrays[3]) == fast);
+  CHECK(rt.stats().policy.writebacks == 1);  // arrays[0] was dirty
+  // A read fills too (a hardware cache has no read/write distinction).
+  CHECK(reads_pattern(arrays[0], 0));
+  CHECK(where(arrays[0]) == fast);
+  CHECK(rt.stats().policy.prefetches == 6);
+  // Retire frees at once.
+  const auto destroyed = rt.stats().objects_destroyed;
+  arrays[1].retire();
+  CHECK(rt.stats().objects_destroyed == destroyed + 1);
+  rt.manager().check_invariants(true);
+  CHECK(ca::policy::Mode::parse("hw-cache").hardware_cache);
+  CHECK(ca::policy::Mode::parse("hw-cache").name() == "hw-cache");
 }

@@ -45,7 +45,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
                                                         4096, static_cast<std::uint64_t>(static_cast<double>(working_set) * fast_fraction));
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 8 * working_set, "slow")},
                  ca::policy::Registry::builtin().make(policy));
-  const bool cached = policy.rfind("ca", 0) == 0;
+  const bool cached = policy.rfind("ca", 0) == 0 || policy == "hw-cache";
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;

@@ -25,10 +25,11 @@ Mode Mode::parse(std::string_view name) {
   const auto invalid = [&] {
     return invalid_argument("cachedarrays: '" + std::string(name) +
                             "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
-                            "the letters L, M, P, each at most once: ca-l, ca-lm, ca-lmp, ...");
+                            "the letters L, M, P, each at most once: ca-l, ca-lm, ca-lmp, ...; or 'hw-cache'");
   };
   Mode mode;
   if (name == "ca") return mode;
+  if (name == "hw-cache") return mode::hw_cache;
   if (name.size() < 4 || name.substr(0, 3) != "ca-") throw invalid();
   for (char c : name.substr(3)) {
     bool* flag = nullptr;
@@ -45,6 +46,7 @@ Mode Mode::parse(std::string_view name) {
 }
 
 std::string Mode::name() const {
+  if (hardware_cache) return "hw-cache";
   std::string letters = std::string(local_allocation ? "l" : "") + (memory_optimisations ? "m" : "") +
                         (prefetch ? "p" : "");
   return letters.empty() ? "ca" : "ca-" + letters;
@@ -52,7 +54,8 @@ std::string Mode::name() const {
 
 // ---- CachedArraysPolicy -------------------------------------------------------
 
-CachedArraysPolicy::CachedArraysPolicy(Mode mode) : mode_(mode), lru_(std::make_unique<LruList>()) {}
+CachedArraysPolicy::CachedArraysPolicy(Mode mode)
+    : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()) {}
 
 CachedArraysPolicy::~CachedArraysPolicy() {
   // The runtime destroys its policy before its manager: release the
@@ -195,6 +198,7 @@ void CachedArraysPolicy::will_read(Object& object) {
 void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
 
 void CachedArraysPolicy::archive(Object& object) {
+  if (mode_.hardware_cache) return;  // a hardware cache sees no hints
   if (manager().device(*manager().getprimary(object)) == fast_) lru_->archive(entry_of(object));
 }
 

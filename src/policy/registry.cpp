@@ -19,6 +19,8 @@ Registry Registry::builtin() {
       {"ca-l", "CA:L — local allocation in fast memory; retire waits for collect()"},
       {"ca-lm", "CA:LM — local allocation, retire frees at once"},
       {"ca-lmp", "CA:LMP — CA:LM plus prefetch on will_read"},
+      {"hw-cache", "2LM-like object cache — created in slow memory, a fast copy filled on every use and written "
+                   "back when dirty; no archive hints; retire frees at once"},
   };
   for (const auto& [name, description] : modes) {
     const Mode mode = Mode::parse(name);

@@ -11,6 +11,10 @@
 //   P  prefetch: will_read copies a slow object into fast memory; without P
 //      reads are served where the object is and only will_write moves it.
 // Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp" (any combination parses).
+// "hw-cache" is DESIGN.md's 2LM-like baseline at object granularity: every
+// object starts in slow memory, any use fills a fast copy (evicting the
+// least recently used, written back only when dirty), archive hints are not
+// seen (hardware has none), retire frees at once.
 // Moves are the paper's Listing 1 (evict) and Listing 2 (prefetch); victims
 // are chosen by true LRU, archived objects first, and cleared with evictfrom
 // so that the hole is contiguous; when the free bytes suffice but no hole
@@ -34,9 +38,12 @@ struct Mode {
   bool local_allocation = false;    // L
   bool memory_optimisations = false;  // M
   bool prefetch = false;            // P
+  // hw-cache: new objects in slow memory, fill on every use, archive
+  // ignored, retire frees at once (L, M and P are set accordingly).
+  bool hardware_cache = false;
 
-  // "ca", "ca-l", "ca-lm", "ca-lmp", ... (letters in any order, each once).
-  // Throws invalid_argument naming the valid spellings.
+  // "ca", "ca-l", "ca-lm", "ca-lmp", ... (letters in any order, each once),
+  // or "hw-cache". Throws invalid_argument naming the valid spellings.
   [[nodiscard]] static Mode parse(std::string_view name);
   [[nodiscard]] std::string name() const;
 };
@@ -46,6 +53,7 @@ inline constexpr Mode none{};
 inline constexpr Mode L{true, false, false};
 inline constexpr Mode LM{true, true, false};
 inline constexpr Mode LMP{true, true, true};
+inline constexpr Mode hw_cache{false, true, true, true};
 }  // namespace mode
 
 class CachedArraysPolicy final : public Policy {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 #include <string>
 
 #include "cachedarrays/error.hpp"
@@ -15,6 +16,7 @@ BlockAllocator::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
   head_ = new_block();
   head_->offset = 0;
   head_->size = capacity_;
+  by_offset_.emplace(0, head_);
   if (capacity_ > 0) index(head_);
 }
 
@@ -98,6 +100,7 @@ Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
     if (block->next != nullptr) block->next->prev = tail;
     block->next = tail;
     block->size = need;
+    by_offset_.emplace(tail->offset, tail);
     index(tail);
   }
   block->free = false;
@@ -119,6 +122,7 @@ Block* BlockAllocator::coalesce(Block* block) {
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
+    by_offset_.erase(block->offset);
     delete_block(block);
     block = prev;
   }
@@ -128,6 +132,7 @@ Block* BlockAllocator::coalesce(Block* block) {
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
+    by_offset_.erase(next->offset);
     delete_block(next);
   }
   return block;
@@ -146,12 +151,11 @@ void BlockAllocator::release(Block* block) {
 }
 
 Block* BlockAllocator::block_containing(std::uint64_t offset) const {
-  // A linear walk: evictfrom is rare next to allocate/free, and its cost is
-  // dominated by the copies its callbacks make.
-  for (Block* b = head_; b != nullptr; b = b->next) {
-    if (offset < b->offset + b->size) return b;
-  }
-  return nullptr;
+  // The last block starting at or before `offset`.
+  auto it = by_offset_.upper_bound(offset);
+  if (it == by_offset_.begin()) return nullptr;
+  Block* b = std::prev(it)->second;
+  return offset < b->offset + b->size ? b : nullptr;
 }
 
 BlockAllocator::EvictResult BlockAllocator::evict_range(
@@ -243,8 +247,11 @@ std::uint64_t BlockAllocator::defrag(
     hole->prev = b;
     hole->next = after;
     if (after != nullptr) after->prev = hole;
+    by_offset_.erase(b->offset);
+    by_offset_[new_offset] = b;  // the hole's old key
     b->offset = new_offset;
     hole->offset = new_offset + b->size;
+    by_offset_.emplace(hole->offset, hole);
     Block* merged = coalesce(hole);
     index(merged);
     ++moved;
@@ -262,9 +269,14 @@ void BlockAllocator::check() const {
   std::uint64_t used = 0;
   std::uint64_t live = 0;
   std::uint64_t free_blocks = 0;
+  std::uint64_t blocks = 0;
   const Block* prev = nullptr;
   for (const Block* b = head_; b != nullptr; b = b->next) {
     if (b->prev != prev) fail("broken back link at offset " + std::to_string(b->offset));
+    if (auto it = by_offset_.find(b->offset); it == by_offset_.end() || it->second != b) {
+      fail("block at offset " + std::to_string(b->offset) + " missing from the address index");
+    }
+    ++blocks;
     if (b->offset != expected_offset) fail("gap or overlap at offset " + std::to_string(b->offset));
     if (b->size == 0 && capacity_ != 0) fail("empty block at offset " + std::to_string(b->offset));
     if (b->offset % alignment_ != 0 || b->size % alignment_ != 0) {
@@ -293,6 +305,7 @@ void BlockAllocator::check() const {
   if (wilderness_ != nullptr && (wilderness_->next != nullptr || !wilderness_->free)) {
     fail("the wilderness is not the free block at the end of the heap");
   }
+  if (blocks != by_offset_.size()) fail("the address index holds blocks that no longer exist");
   if (free_blocks != free_index_.size() + (wilderness_ != nullptr ? 1 : 0)) {
     fail("index holds blocks that are not free");
   }

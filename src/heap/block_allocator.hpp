@@ -3,13 +3,16 @@
 // metadata into slow memory).
 //
 // Blocks are kept in address order (a doubly linked list) so that evictfrom
-// can clear a contiguous range and defrag can slide live blocks down; free
-// blocks are also indexed by (size, offset) for O(log n) best fit, except
-// the one at the end of the heap (the wilderness), used last.
+// can clear a contiguous range and defrag can slide live blocks down; every
+// block is also indexed by its offset, so the block at an address is found in
+// O(log n) (a policy looking for an eviction window asks this once per
+// candidate); free blocks are indexed by (size, offset) for O(log n) best
+// fit, except the one at the end of the heap (the wilderness), used last.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <memory_resource>
 #include <set>
@@ -66,6 +69,13 @@ class BlockAllocator {
   void walk(F&& visit) const {
     for (const Block* b = head_; b != nullptr; b = b->next) visit(*b);
   }
+  // Address-order walk over the blocks overlapping [start, start + bytes):
+  // O(log n) to find the first, then one step per block in the range.
+  template <typename F>
+  void walk_range(std::uint64_t start, std::uint64_t bytes, F&& visit) const {
+    const std::uint64_t end = start + bytes;
+    for (const Block* b = block_containing(start); b != nullptr && b->offset < end; b = b->next) visit(*b);
+  }
 
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::uint64_t alignment() const noexcept { return alignment_; }
@@ -106,6 +116,9 @@ class BlockAllocator {
   // the hundred-nanosecond range with tens of thousands of live regions.
   std::pmr::unsynchronized_pool_resource pool_;
   std::pmr::set<Block*, BySizeThenOffset> free_index_{&pool_};
+  // Every block by its offset: kept in step with the list on each split,
+  // merge and defrag slide.
+  std::pmr::map<std::uint64_t, Block*> by_offset_{&pool_};
   // The free block at the end of the heap, if any: not in free_index_.
   Block* wilderness_ = nullptr;
   Block* spare_ = nullptr;  // free list of Block nodes

@@ -511,10 +511,9 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
 }
 
 const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
-  const std::uint64_t end = start + bytes;
   const Region* found = nullptr;
-  heap(device).allocator().walk([&](const detail::Block& block) {
-    if (found != nullptr || block.free || block.offset + block.size <= start || block.offset >= end) return;
+  heap(device).allocator().walk_range(start, bytes, [&](const detail::Block& block) {
+    if (found != nullptr || block.free) return;
     const auto& region = *static_cast<const Region*>(block.owner);
     if (region.parent_ != nullptr && region.parent_->primary_ == &region && region.parent_->pinned()) {
       found = &region;

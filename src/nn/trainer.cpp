@@ -70,28 +70,43 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
 
 Trainer::~Trainer() = default;
 
+namespace {
+
+// The initial values of one parameter, drawn from its own stream so that
+// they do not depend on the order parameters are visited in.
+std::vector<float> draw_initial_values(const ValueInfo& info, std::int64_t elements, std::uint64_t seed,
+                                       ValueId id) {
+  std::vector<float> values(static_cast<std::size_t>(elements));
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(id));
+  const double fan_in = static_cast<double>(std::max<std::int64_t>(info.fan_in, 1));
+  switch (info.init) {
+    case Init::zeros: std::fill(values.begin(), values.end(), 0.0f); break;
+    case Init::ones: std::fill(values.begin(), values.end(), 1.0f); break;
+    case Init::kaiming_normal: {
+      std::normal_distribution<float> d(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
+      for (float& x : values) x = d(rng);
+      break;
+    }
+    case Init::uniform_fan_in: {
+      const auto bound = static_cast<float>(1.0 / std::sqrt(fan_in));
+      std::uniform_real_distribution<float> d(-bound, bound);
+      for (float& x : values) x = d(rng);
+      break;
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
 void Trainer::initialise_parameters(std::uint64_t seed) {
   for (ValueId p : parameters_) {
     const ValueInfo& info = graph_.value(p);
     Tensor w = ctx_.make_plain(info.dims);
-    std::vector<float> values(static_cast<std::size_t>(w.elements()));
-    std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(p));
-    const double fan_in = static_cast<double>(std::max<std::int64_t>(info.fan_in, 1));
-    switch (info.init) {
-      case Init::zeros: std::fill(values.begin(), values.end(), 0.0f); break;
-      case Init::ones: std::fill(values.begin(), values.end(), 1.0f); break;
-      case Init::kaiming_normal: {
-        std::normal_distribution<float> d(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
-        for (float& x : values) x = d(rng);
-        break;
-      }
-      case Init::uniform_fan_in: {
-        const auto bound = static_cast<float>(1.0 / std::sqrt(fan_in));
-        std::uniform_real_distribution<float> d(-bound, bound);
-        for (float& x : values) x = d(rng);
-        break;
-      }
-    }
+    // A dry run keeps no values: it emits the same hints and kernels but
+    // skips drawing the numbers, otherwise most of a large model's dry run.
+    const std::vector<float> values =
+        ctx_.dry_run() ? std::vector<float>{} : draw_initial_values(info, w.elements(), seed, p);
     ctx_.write(w, values);
     values_[static_cast<std::size_t>(p)] = std::move(w);
     Tensor m = ctx_.make_plain(info.dims);

@@ -189,6 +189,32 @@ TEST_CASE("2lm: the interval map agrees with a per-line model on thousands of ra
   }
 }
 
+TEST_CASE("2lm: ranges of many whole passes over a small cache agree with the per-line model") {
+  // Whole passes after the first are counted in one step; this checks that
+  // shortcut against every line, from any state the cache can be in.
+  const std::uint64_t seed = test::test_seed(77);
+  CAPTURE(seed);
+  for (const std::uint64_t sets : {1ull, 3ull, 16ull}) {
+    CAPTURE(sets);
+    std::mt19937_64 rng(seed + sets);
+    ca::TwoLevelMemory m(sets * line);
+    NaiveCache naive(sets, line);
+    for (int i = 0; i < 600; ++i) {
+      const std::uint64_t address = rng() % (sets * line * 50);
+      const std::uint64_t bytes = rng() % 2 == 0 ? rng() % (40 * sets * line + 1) : rng() % (sets * line + 1);
+      const bool write = rng() % 2 == 0;
+      m.access(address, bytes, write);
+      naive.access(address, bytes, write);
+      CAPTURE(i);
+      REQUIRE(m.counters().hits == naive.c.hits);
+      REQUIRE(m.counters().clean_misses == naive.c.clean_misses);
+      REQUIRE(m.counters().dirty_misses == naive.c.dirty_misses);
+      REQUIRE(m.intervals() <= sets);
+    }
+    check_equal(m.counters(), naive.c);
+  }
+}
+
 TEST_CASE("2lm: the paper's sizes (180 GB cache, 520 GB streamed) take few intervals, not billions of lines") {
   const std::uint64_t gb = 1'000'000'000ull;
   ca::TwoLevelMemory m(180 * gb);

@@ -67,6 +67,10 @@ class TwoLevelMemory {
   // Makes `set` the start of an interval if an interval covers it.
   void split(std::uint64_t set);
   void merge_around(std::uint64_t first, std::uint64_t end);
+  // Misses of `lines` lines: the victims' write-back (if dirty) and the fills.
+  void count_misses(std::uint64_t lines, bool victim_dirty) noexcept;
+  // The demand traffic of `lines` lines, hit or miss: DRAM read or written.
+  void count_demand(std::uint64_t lines, bool write) noexcept;
 
   std::uint64_t line_;
   std::uint64_t sets_;

@@ -163,55 +163,63 @@ TEST_CASE("2lm: write after read dirties only the written lines") {
   CHECK(m.counters().nvram_bytes_written == 128);
 }
 
+namespace {
+
+struct RandomAccess {
+  std::uint64_t address;
+  std::uint64_t bytes;
+  bool write;
+};
+
+// Runs `count` accesses drawn by `draw` through the interval model and the
+// per-line model of a cache of `sets` sets, requiring equal counts after each.
+template <typename Draw>
+void agree_with_per_line_model(std::uint64_t sets, int count, std::mt19937_64& rng, Draw draw) {
+  ca::TwoLevelMemory m(sets * line);
+  NaiveCache naive(sets, line);
+  for (int i = 0; i < count; ++i) {
+    const RandomAccess a = draw(rng);
+    m.access(a.address, a.bytes, a.write);
+    naive.access(a.address, a.bytes, a.write);
+    CAPTURE(i);
+    REQUIRE(m.counters().hits == naive.c.hits);
+    REQUIRE(m.counters().clean_misses == naive.c.clean_misses);
+    REQUIRE(m.counters().dirty_misses == naive.c.dirty_misses);
+    REQUIRE(m.intervals() <= sets);
+  }
+  check_equal(m.counters(), naive.c);
+}
+
+}  // namespace
+
 TEST_CASE("2lm: the interval map agrees with a per-line model on thousands of random accesses") {
   const std::uint64_t seed = test::test_seed(2024);
   CAPTURE(seed);
   for (const std::uint64_t sets : {1ull, 4ull, 12ull, 64ull}) {
     CAPTURE(sets);
     std::mt19937_64 rng(seed + sets);
-    ca::TwoLevelMemory m(sets * line);
-    NaiveCache naive(sets, line);
-    const std::uint64_t space = sets * line * 6;
-    for (int i = 0; i < 4000; ++i) {
-      const std::uint64_t address = rng() % space;
+    agree_with_per_line_model(sets, 4000, rng, [sets](std::mt19937_64& r) {
+      const std::uint64_t address = r() % (sets * line * 6);
       // Mostly short ranges, some longer than the whole cache.
-      const std::uint64_t bytes = rng() % 8 == 0 ? rng() % (3 * sets * line + 1) : rng() % (2 * line + 1);
-      const bool write = rng() % 3 == 0;
-      m.access(address, bytes, write);
-      naive.access(address, bytes, write);
-      CAPTURE(i);
-      REQUIRE(m.counters().hits == naive.c.hits);
-      REQUIRE(m.counters().clean_misses == naive.c.clean_misses);
-      REQUIRE(m.counters().dirty_misses == naive.c.dirty_misses);
-      REQUIRE(m.intervals() <= sets);
-    }
-    check_equal(m.counters(), naive.c);
+      const std::uint64_t bytes = r() % 8 == 0 ? r() % (3 * sets * line + 1) : r() % (2 * line + 1);
+      return RandomAccess{address, bytes, r() % 3 == 0};
+    });
   }
 }
 
 TEST_CASE("2lm: ranges of many whole passes over a small cache agree with the per-line model") {
-  // Whole passes after the first are counted in one step; this checks that
-  // shortcut against every line, from any state the cache can be in.
+  // Whole passes after the second are counted in one step; this checks
+  // that shortcut against every line, from any state the cache can be in.
   const std::uint64_t seed = test::test_seed(77);
   CAPTURE(seed);
   for (const std::uint64_t sets : {1ull, 3ull, 16ull}) {
     CAPTURE(sets);
     std::mt19937_64 rng(seed + sets);
-    ca::TwoLevelMemory m(sets * line);
-    NaiveCache naive(sets, line);
-    for (int i = 0; i < 600; ++i) {
-      const std::uint64_t address = rng() % (sets * line * 50);
-      const std::uint64_t bytes = rng() % 2 == 0 ? rng() % (40 * sets * line + 1) : rng() % (sets * line + 1);
-      const bool write = rng() % 2 == 0;
-      m.access(address, bytes, write);
-      naive.access(address, bytes, write);
-      CAPTURE(i);
-      REQUIRE(m.counters().hits == naive.c.hits);
-      REQUIRE(m.counters().clean_misses == naive.c.clean_misses);
-      REQUIRE(m.counters().dirty_misses == naive.c.dirty_misses);
-      REQUIRE(m.intervals() <= sets);
-    }
-    check_equal(m.counters(), naive.c);
+    agree_with_per_line_model(sets, 600, rng, [sets](std::mt19937_64& r) {
+      const std::uint64_t address = r() % (sets * line * 50);
+      const std::uint64_t bytes = r() % 2 == 0 ? r() % (40 * sets * line + 1) : r() % (sets * line + 1);
+      return RandomAccess{address, bytes, r() % 2 == 0};
+    });
   }
 }
 

@@ -14,6 +14,7 @@ packages=(
   libdnnl-dev      # oneDNN: the CNN trainer's kernels
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # JSON output of benchmarks
+  python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
 )
 
 missing=()

@@ -106,6 +106,17 @@ void fill_traffic(Row& row, const ca::Stats& s) {
   row.slow_written = s.kernel_bytes_written[1] + s.bytes_copied_into(1);
 }
 
+// A 2LM row: DRAM is the fast tier, NVRAM the slow one; the note gives the
+// cache's hit and miss rates.
+void fill_two_lm(Row& row, const ca::TwoLmCounters& c) {
+  row.fast_read = c.dram_bytes_read;
+  row.fast_written = c.dram_bytes_written;
+  row.slow_read = c.nvram_bytes_read;
+  row.slow_written = c.nvram_bytes_written;
+  row.note = fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", 100 * c.share(c.hits),
+                         100 * c.share(c.clean_misses), 100 * c.share(c.dirty_misses));
+}
+
 std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
 
 // One iteration's application events, recorded by a dry run (no kernels,
@@ -167,12 +178,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
       try {
         const ca::TwoLmResult r = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
         row.seconds = r.modeled_seconds;
-        row.fast_read = r.counters.dram_bytes_read;
-        row.fast_written = r.counters.dram_bytes_written;
-        row.slow_read = r.counters.nvram_bytes_read;
-        row.slow_written = r.counters.nvram_bytes_written;
-        row.note = fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", 100 * r.hit_rate,
-                               100 * r.clean_miss_rate, 100 * r.dirty_miss_rate);
+        fill_two_lm(row, r.counters);
       } catch (const ca::out_of_memory&) {
         row.note = "out of memory";
       }
@@ -217,7 +223,7 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
         // Optane behind a DRAM cache of the fast budget; nothing is moved
         // by software, and retired tensors are freed at once (M).
         ca::DeviceSpec nvram = ca::dax_file({}, 2 * footprint + (1 << 20), "nvram");
-        nvram.emulation = ca::emulation::memory_mode(optane, std::max<std::uint64_t>(64, fast / 64 * 64));
+        nvram.emulation = ca::emulation::memory_mode(optane, ca::emulation::memory_mode_cache_within(fast));
         devices = {nvram};
         placement = "all-fast";
       } else {
@@ -234,24 +240,9 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
       row.seconds = median(seconds);
       // Traffic per iteration, averaged over the timed ones.
       const ca::Stats s = rt.stats().since(before);
-      const auto per = [&](std::uint64_t bytes) { return bytes / static_cast<std::uint64_t>(iterations); };
-      if (policy == "2lm:m") {
-        const ca::TwoLmCounters& c = s.memory_mode;
-        row.fast_read = per(c.dram_bytes_read);
-        row.fast_written = per(c.dram_bytes_written);
-        row.slow_read = per(c.nvram_bytes_read);
-        row.slow_written = per(c.nvram_bytes_written);
-        const auto rate = [&](std::uint64_t n) {
-          return c.lines() == 0 ? 0.0 : 100.0 * static_cast<double>(n) / static_cast<double>(c.lines());
-        };
-        row.note = fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", rate(c.hits),
-                               rate(c.clean_misses), rate(c.dirty_misses));
-      } else {
-        fill_traffic(row, s);
-        row.fast_read = per(row.fast_read);
-        row.fast_written = per(row.fast_written);
-        row.slow_read = per(row.slow_read);
-        row.slow_written = per(row.slow_written);
+      if (policy == "2lm:m") fill_two_lm(row, s.memory_mode); else fill_traffic(row, s);
+      for (std::uint64_t* bytes : {&row.fast_read, &row.fast_written, &row.slow_read, &row.slow_written}) {
+        *bytes /= static_cast<std::uint64_t>(iterations);
       }
     } catch (const ca::out_of_memory&) {
       row.note = "out of memory";
@@ -356,8 +347,6 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
   return out;
 }
 
-}  // namespace
-
 // Ours beside the paper's figures (section V, Figures 2 and 5) for the
 // paper's configurations at 180 GB of DRAM.
 void print_paper(const std::vector<Row>& rows) {
@@ -402,6 +391,8 @@ void print_paper(const std::vector<Row>& rows) {
   fmt::print("  paper: CA:LM 1.4-2.03x faster than 2LM; LM cuts DenseNet-264's NVRAM writes from ~1100 GB to "
              "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"The CachedArrays paper's policy comparison: emulated real runs and modeled paper configurations"};

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       // 2LM: one device, no software placement; the cache model charges
       // each access its misses (emulation.hpp).
       const auto profile = ca::emulation::profile(slow_emulation == "none" ? "optane" : slow_emulation);
-      slow.emulation = ca::emulation::memory_mode(*profile, std::max<std::uint64_t>(64, fast_bytes / 64 * 64));
+      slow.emulation = ca::emulation::memory_mode(*profile, ca::emulation::memory_mode_cache_within(fast_bytes));
       policy = "first-touch";
       devices = {slow};
     } else {

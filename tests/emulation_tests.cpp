@@ -148,3 +148,13 @@ TEST_CASE("emulation: a memory-mode cache that is not whole lines is refused whe
   nvram.emulation->memory_mode_cache_bytes = 100;
   CHECK_THROWS_WITH_AS(ca::Runtime({nvram}), doctest::Contains("64-byte lines"), ca::invalid_argument);
 }
+
+TEST_CASE("emulation: a fast budget becomes the largest whole-line memory-mode cache within it") {
+  CHECK(ca::emulation::memory_mode_cache_within(4096) == 4096);
+  CHECK(ca::emulation::memory_mode_cache_within(4100) == 4096);
+  CHECK(ca::emulation::memory_mode_cache_within(127) == 64);
+  CHECK(ca::emulation::memory_mode_cache_within(0) == 64);  // at least one line
+  const auto p = ca::emulation::memory_mode(profile(10.0, 2.0, 0.0, 30.0, 12.0),
+                                            ca::emulation::memory_mode_cache_within(1000));
+  CHECK(p.memory_mode_cache_bytes == 960);
+}

@@ -41,6 +41,9 @@ struct DramBandwidth {
 // a runtime's only device, so every object lives "in NVRAM" and the cache
 // model decides what each access costs. Named e.g. "optane 2LM".
 [[nodiscard]] EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes);
+// The largest cache of whole 64-byte lines within `budget` bytes, at least
+// one line: a fast-tier budget as memory_mode() accepts it.
+[[nodiscard]] std::uint64_t memory_mode_cache_within(std::uint64_t budget) noexcept;
 // "optane", "optane-1dimm", "cxl" (measuring DRAM on first use), or "none"
 // (no profile). Throws invalid_argument listing the names otherwise.
 [[nodiscard]] std::optional<EmulationProfile> profile(std::string_view name);

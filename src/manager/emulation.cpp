@@ -87,6 +87,10 @@ EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_byt
   return slow;
 }
 
+std::uint64_t memory_mode_cache_within(std::uint64_t budget) noexcept {
+  return std::max<std::uint64_t>(64, budget / 64 * 64);
+}
+
 std::optional<EmulationProfile> profile(std::string_view name) {
   if (name == "none") return std::nullopt;
   if (name == "optane") return optane(measure_dram_bandwidth());

@@ -112,9 +112,7 @@ std::string Stats::to_string() const {
                        static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9);
   }
   if (memory_mode.lines() > 0) {
-    const auto percent = [&](std::uint64_t n) {
-      return 100.0 * static_cast<double>(n) / static_cast<double>(memory_mode.lines());
-    };
+    const auto percent = [&](std::uint64_t n) { return 100.0 * memory_mode.share(n); };
     out += fmt::format("\n2LM memory mode (emulated DRAM cache): {} lines, hits {:.1f}%, clean misses {:.1f}%, "
                        "dirty misses {:.1f}%",
                        memory_mode.lines(), percent(memory_mode.hits), percent(memory_mode.clean_misses),

@@ -195,6 +195,15 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
   std::vector<Object*> retired;  // 2LM:∅ frees them at the next collect
   TwoLmResult result;
   const double line = static_cast<double>(cache.line_bytes());
+  // 2LM:∅'s garbage collection: frees every deferred retire. Returns
+  // whether there was anything to free.
+  const auto collect_garbage = [&] {
+    if (retired.empty()) return false;
+    for (Object* dead : retired) rt.retire(*dead);
+    retired.clear();
+    ++result.collections;
+    return true;
+  };
 
   const std::vector<TraceEvent>& events = trace.events();
   for (std::size_t index = 0; index < events.size(); ++index) {
@@ -220,10 +229,7 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
           // 2LM:∅ — memory is full of garbage: the garbage collector runs
           // (as Julia's does under allocation pressure, paper V-a) and the
           // allocation is tried again.
-          if (retired.empty()) throw;
-          for (Object* dead : retired) rt.retire(*dead);
-          retired.clear();
-          ++result.collections;
+          if (!collect_garbage()) throw;
           object = &rt.create_object(e.bytes);
         }
         live.emplace(e.object, object);
@@ -235,11 +241,7 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
         if (memory_optimisations) rt.retire(object); else retired.push_back(&object);
         break;
       }
-      case TraceKind::collect:
-        if (!retired.empty()) ++result.collections;
-        for (Object* object : retired) rt.retire(*object);
-        retired.clear();
-        break;
+      case TraceKind::collect: (void)collect_garbage(); break;
       case TraceKind::kernel_begin: {
         if (static_cast<std::uint64_t>(e.arg_begin) + e.arg_count > trace.args().size()) {
           fail("its arguments lie outside the trace's argument table");
@@ -273,12 +275,9 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
     }
   }
   result.counters = cache.counters();
-  const std::uint64_t total = result.counters.lines();
-  if (total > 0) {
-    result.hit_rate = static_cast<double>(result.counters.hits) / static_cast<double>(total);
-    result.clean_miss_rate = static_cast<double>(result.counters.clean_misses) / static_cast<double>(total);
-    result.dirty_miss_rate = static_cast<double>(result.counters.dirty_misses) / static_cast<double>(total);
-  }
+  result.hit_rate = result.counters.share(result.counters.hits);
+  result.clean_miss_rate = result.counters.share(result.counters.clean_misses);
+  result.dirty_miss_rate = result.counters.share(result.counters.dirty_misses);
   result.peak_bytes = rt.stats().devices.at(0).peak_bytes_in_use;
   return result;
 }

@@ -29,6 +29,10 @@ struct TwoLmCounters {
 
   [[nodiscard]] std::uint64_t lines() const noexcept { return hits + clean_misses + dirty_misses; }
   [[nodiscard]] std::uint64_t misses() const noexcept { return clean_misses + dirty_misses; }
+  // `n` (hits, clean or dirty misses) as a fraction of all line accesses; 0 with none.
+  [[nodiscard]] double share(std::uint64_t n) const noexcept {
+    return lines() == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(lines());
+  }
 
   TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept;
   TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept;

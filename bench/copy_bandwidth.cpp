@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include <cachedarrays/device_spec.hpp>
+#include <cachedarrays/heap/device_spec.hpp>
 #include <cachedarrays/manager/data_manager.hpp>
 
 #include "manager/copy_engine.hpp"

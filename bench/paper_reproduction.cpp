@@ -39,8 +39,8 @@
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
-#include <cachedarrays/emulation.hpp>
-#include <cachedarrays/manager/replay.hpp>
+#include <cachedarrays/manager/emulation.hpp>
+#include <cachedarrays/sim/replay.hpp>
 #include <cachedarrays/manager/two_level_memory.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>

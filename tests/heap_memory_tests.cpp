@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "heap/heap_memory.hpp"

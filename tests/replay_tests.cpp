@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/manager/replay.hpp"
+#include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/nn/data.hpp"
 #include "cachedarrays/nn/models.hpp"
 #include "cachedarrays/nn/trainer.hpp"

@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "cachedarrays/manager/replay.hpp"
+#include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

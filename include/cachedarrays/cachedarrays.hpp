@@ -3,13 +3,10 @@
 // This umbrella header is the one include a user needs.
 #pragma once
 
-#include "cachedarrays/cached_array.hpp"
-#include "cachedarrays/device_spec.hpp"
-#include "cachedarrays/emulation.hpp"
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/kernel.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
-#include "cachedarrays/manager/replay.hpp"
+#include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
@@ -19,5 +16,10 @@
 #include "cachedarrays/policy/policy.hpp"
 #include "cachedarrays/policy/registry.hpp"
 #include "cachedarrays/policy/single_tier.hpp"
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/cached_array.hpp"
+#include "cachedarrays/runtime/kernel.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/replay.hpp"
+#include "cachedarrays/sim/simulate_2lm.hpp"
+#include "cachedarrays/types.hpp"
 #include "cachedarrays/version.hpp"

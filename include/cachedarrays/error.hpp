@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace cachedarrays {
+#include "cachedarrays/types.hpp"
 
-using DeviceId = std::uint32_t;
+namespace cachedarrays {
 
 // Base of every exception the library throws on purpose.
 class error : public std::runtime_error {

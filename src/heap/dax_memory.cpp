@@ -18,7 +18,7 @@
 #include <string>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/types.hpp"
 #include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {

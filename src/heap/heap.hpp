@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "heap/block_allocator.hpp"
 #include "heap/heap_memory.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays::detail {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 
 namespace cachedarrays::detail {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/types.hpp"
 #include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {

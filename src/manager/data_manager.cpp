@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "cachedarrays/emulation.hpp"
+#include "cachedarrays/manager/emulation.hpp"
 #include "heap/heap.hpp"
 #include "manager/copy_engine.hpp"
 

@@ -1,4 +1,4 @@
-#include "cachedarrays/emulation.hpp"
+#include "cachedarrays/manager/emulation.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "cachedarrays/error.hpp"
 
 namespace cachedarrays::emulation {
 

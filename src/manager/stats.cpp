@@ -4,18 +4,6 @@
 
 namespace cachedarrays {
 
-std::string format_bytes(std::uint64_t bytes) {
-  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 6) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return fmt::format("{:.2f} {}", value, units[unit]);
-}
-
 std::uint64_t Stats::total_bytes_copied() const {
   std::uint64_t total = 0;
   for (const auto& row : bytes_copied)

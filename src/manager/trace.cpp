@@ -8,6 +8,8 @@
 #include <map>
 #include <ostream>
 
+#include "cachedarrays/error.hpp"
+
 namespace cachedarrays {
 
 const char* to_string(TraceKind kind) noexcept {
@@ -30,8 +32,7 @@ const char* to_string(TraceKind kind) noexcept {
 namespace {
 
 const char* hint_name(std::uint8_t detail) {
-  static constexpr const char* names[] = {"will_use", "will_read", "will_write", "archive"};
-  return detail < 4 ? names[detail] : "?";
+  return detail <= static_cast<std::uint8_t>(Hint::retire) ? to_string(static_cast<Hint>(detail)) : "?";
 }
 
 std::string json_escape(const std::string& s) {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cachedarrays/kernel.hpp"
+#include "cachedarrays/runtime/kernel.hpp"
 
 namespace cachedarrays::nn {
 

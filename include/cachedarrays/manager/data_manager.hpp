@@ -18,8 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/types.hpp"
 #include "cachedarrays/manager/object.hpp"
 #include "cachedarrays/manager/region.hpp"
 #include "cachedarrays/manager/stats.hpp"
@@ -30,8 +31,6 @@ namespace cachedarrays {
 namespace detail {
 class Heap;
 }
-
-enum class Access { read, write };
 
 class DataManager {
  public:

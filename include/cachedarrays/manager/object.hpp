@@ -8,16 +8,12 @@
 #include <atomic>
 #include <cstdint>
 
-#include "cachedarrays/error.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 
 class DataManager;
 class Region;
-
-// The most devices one manager handles; a fixed bound keeps an object's
-// per-device region table inline (no allocation per object).
-inline constexpr DeviceId max_devices = 8;
 
 class Object {
  public:

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cachedarrays/error.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 

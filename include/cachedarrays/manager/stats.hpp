@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/manager/object.hpp"
+#include "cachedarrays/types.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 
 namespace cachedarrays {
@@ -77,9 +77,6 @@ struct Stats {
   // Human-readable table, as printed by fmt::print("{}", stats).
   [[nodiscard]] std::string to_string() const;
 };
-
-// "1.50 GiB" style sizes used in every message of the library.
-[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
 
 }  // namespace cachedarrays
 

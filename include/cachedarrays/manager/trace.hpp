@@ -13,11 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/error.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
-
-enum class Access;
 
 enum class TraceKind : std::uint8_t {
   // application level (the replay input)

@@ -15,9 +15,6 @@
 
 namespace cachedarrays {
 
-class Trace;        // manager/trace.hpp
-struct DeviceModel;  // manager/replay.hpp
-
 struct TwoLmCounters {
   std::uint64_t hits = 0;          // lines found in the cache
   std::uint64_t clean_misses = 0;  // lines missing; the victim was clean or empty
@@ -82,30 +79,5 @@ class TwoLevelMemory {
   std::map<std::uint64_t, Interval> map_;
   TwoLmCounters counters_;
 };
-
-struct TwoLmResult {
-  TwoLmCounters counters;
-  double hit_rate = 0;         // of all line accesses
-  double clean_miss_rate = 0;
-  double dirty_miss_rate = 0;
-  double modeled_seconds = 0;  // a model, not a measurement
-  std::uint64_t kernels = 0;
-  std::uint64_t peak_bytes = 0;  // of the NVRAM address space
-  std::uint64_t collections = 0;  // garbage collections that freed deferred retires (2LM:∅)
-};
-
-// Replays the application events of `trace` on a 2LM machine: objects get
-// addresses in one NVRAM-sized address space from the project's allocator
-// (first-touch policy on a virtual device); each kernel argument's whole
-// range is streamed through a TwoLevelMemory of dram_bytes (the inputs
-// first, then the outputs). Retired objects are freed at once with
-// memory_optimisations (2LM:M), else (2LM:∅) at the next collect or, like a
-// garbage collector under pressure, when an allocation finds NVRAM full.
-// Modeled time: every line at DRAM bandwidth (read or write by role), plus
-// the NVRAM read of each missing line, plus the NVRAM write of each dirty
-// victim. Hints are ignored: the hardware does not see them.
-[[nodiscard]] TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
-                                       bool memory_optimisations, const DeviceModel& dram,
-                                       const DeviceModel& nvram);
 
 }  // namespace cachedarrays

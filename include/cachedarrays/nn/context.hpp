@@ -23,7 +23,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cachedarrays/nn/tensor.hpp"
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
 
 namespace cachedarrays::nn {
 

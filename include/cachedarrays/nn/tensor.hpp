@@ -15,7 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "cachedarrays/cached_array.hpp"
+#include "cachedarrays/runtime/cached_array.hpp"
 
 namespace cachedarrays::nn {
 

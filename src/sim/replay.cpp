@@ -1,11 +1,11 @@
-#include "cachedarrays/manager/replay.hpp"
+#include "cachedarrays/sim/replay.hpp"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
 
 namespace cachedarrays {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "cachedarrays/device_spec.hpp"
-#include "cachedarrays/manager/data_manager.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
+#include "cachedarrays/types.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 
 namespace cachedarrays::emulation {

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "cachedarrays/cached_array.hpp"
+#include "cachedarrays/runtime/cached_array.hpp"
 
 namespace cachedarrays {
 

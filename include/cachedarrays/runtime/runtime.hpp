@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/device_spec.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/stats.hpp"
@@ -22,8 +22,6 @@ namespace cachedarrays {
 
 template <typename T>
 class CachedArray;
-
-enum class Hint { will_use, will_read, will_write, archive };
 
 class Runtime {
  public:

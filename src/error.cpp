@@ -1,7 +1,7 @@
 #include <string>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 

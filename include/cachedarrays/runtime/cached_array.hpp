@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
 
 namespace cachedarrays {
 

@@ -22,7 +22,7 @@ enum class DeviceKind {
 
 // How much slower a device is than this machine's DRAM, for tiers this
 // machine lacks (DESIGN.md "Emulated slow tier"). Bandwidths in GB/s
-// (bytes per nanosecond); built-in profiles in cachedarrays/emulation.hpp.
+// (bytes per nanosecond); built-in profiles in cachedarrays/manager/emulation.hpp.
 struct EmulationProfile {
   std::string name;          // "optane", "cxl": printed wherever emulation is involved
   double read_gbps = 0;      // the emulated device's bandwidth

@@ -1,6 +1,6 @@
-#include "cachedarrays/runtime.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
 
-#include "cachedarrays/emulation.hpp"
+#include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
 namespace cachedarrays {
@@ -83,6 +83,7 @@ void Runtime::hint(Object& object, Hint hint) {
     case Hint::will_read: policy_->will_read(object); break;
     case Hint::will_write: policy_->will_write(object); break;
     case Hint::archive: policy_->archive(object); break;
+    case Hint::retire: policy_->retire(object); break;
   }
 }
 

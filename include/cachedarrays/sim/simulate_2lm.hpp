@@ -1,0 +1,41 @@
+// The 2LM simulation (paper V's hardware baseline, modeled): the
+// application events of a trace replayed on a machine whose DRAM is a
+// direct-mapped cache in front of NVRAM, the cache being the line-exact
+// model of manager/two_level_memory.hpp. Modeled figures are a model, not a
+// measurement: label them as such.
+#pragma once
+
+#include <cstdint>
+
+#include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/sim/replay.hpp"
+
+namespace cachedarrays {
+
+struct TwoLmResult {
+  TwoLmCounters counters;
+  double hit_rate = 0;         // of all line accesses
+  double clean_miss_rate = 0;
+  double dirty_miss_rate = 0;
+  double modeled_seconds = 0;  // a model, not a measurement
+  std::uint64_t kernels = 0;
+  std::uint64_t peak_bytes = 0;  // of the NVRAM address space
+  std::uint64_t collections = 0;  // garbage collections that freed deferred retires (2LM:∅)
+};
+
+// Replays the application events of `trace` on a 2LM machine: objects get
+// addresses in one NVRAM-sized address space from the project's allocator
+// (first-touch policy on a virtual device); each kernel argument's whole
+// range is streamed through a TwoLevelMemory of dram_bytes (the inputs
+// first, then the outputs). Retired objects are freed at once with
+// memory_optimisations (2LM:M), else (2LM:∅) at the next collect or, like a
+// garbage collector under pressure, when an allocation finds NVRAM full.
+// Modeled time: every line at DRAM bandwidth (read or write by role), plus
+// the NVRAM read of each missing line, plus the NVRAM write of each dirty
+// victim. Hints are ignored: the hardware does not see them.
+[[nodiscard]] TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
+                                       bool memory_optimisations, const DeviceModel& dram,
+                                       const DeviceModel& nvram);
+
+}  // namespace cachedarrays

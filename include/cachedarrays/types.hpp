@@ -1,0 +1,41 @@
+// The bottom of the layers (DESIGN.md "Layout ... and the layers"): the few
+// names every layer shares — device numbers, the two kinds of access, the
+// hints a program gives, and byte formatting for messages. It includes
+// nothing of the library, so any layer may include it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cachedarrays {
+
+// A device (memory tier) of a runtime or manager; 0 is the fastest.
+using DeviceId = std::uint32_t;
+
+// The most devices one manager handles; a fixed bound keeps an object's
+// per-device region table inline (no allocation per object).
+inline constexpr DeviceId max_devices = 8;
+
+// How a kernel or scoped access uses an object.
+enum class Access { read, write };
+
+// What the program says about its future use of an object (paper Table II).
+// Every hint but `retire` only changes speed; a wrong `retire` loses data.
+enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retire };
+
+// The one table of hint names: traces, messages and command lines use it.
+[[nodiscard]] constexpr const char* to_string(Hint hint) noexcept {
+  switch (hint) {
+    case Hint::will_use: return "will_use";
+    case Hint::will_read: return "will_read";
+    case Hint::will_write: return "will_write";
+    case Hint::archive: return "archive";
+    case Hint::retire: return "retire";
+  }
+  return "?";
+}
+
+// "1.50 GiB" style sizes used in every message of the library.
+[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace cachedarrays

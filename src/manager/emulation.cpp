@@ -16,11 +16,6 @@ namespace cachedarrays::emulation {
 
 namespace {
 
-// The platform the published Optane figures were measured on (six-channel
-// DDR4): the profiles keep the published ratios against it.
-constexpr double published_dram_read_gbps = 118.0;
-constexpr double published_dram_write_gbps = 83.0;
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -67,11 +62,14 @@ DramBandwidth measure_dram_bandwidth() {
 }
 
 EmulationProfile optane(const DramBandwidth& dram) {
-  return scaled("optane", dram, 39.4 / published_dram_read_gbps, 13.9 / published_dram_write_gbps, 305.0);
+  return scaled("optane", dram, published::optane_six_dimms.read_gbps / published::ddr4_six_channel.read_gbps,
+                published::optane_six_dimms.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
 EmulationProfile optane_one_dimm(const DramBandwidth& dram) {
-  return scaled("optane-1dimm", dram, 6.6 / published_dram_read_gbps, 2.3 / published_dram_write_gbps, 305.0);
+  // The profiles keep the published ratios against the platform measured.
+  return scaled("optane-1dimm", dram, published::optane_one_dimm.read_gbps / published::ddr4_six_channel.read_gbps,
+                published::optane_one_dimm.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
 EmulationProfile cxl(const DramBandwidth& dram) {

@@ -18,10 +18,22 @@
 
 namespace cachedarrays::emulation {
 
-struct DramBandwidth {
+// A read and a write bandwidth in GB/s (= bytes per nanosecond).
+struct Bandwidth {
   double read_gbps = 0;
   double write_gbps = 0;
 };
+using DramBandwidth = Bandwidth;
+
+// Published figures, the one place they are written; the profiles below and
+// the modeled benchmarks take them from here.
+namespace published {
+// The six-channel DDR4 platform the Optane figures were measured on.
+inline constexpr Bandwidth ddr4_six_channel{118.0, 83.0};
+// Intel Optane DC PMM, six interleaved DIMMs / one DIMM.
+inline constexpr Bandwidth optane_six_dimms{39.4, 13.9};
+inline constexpr Bandwidth optane_one_dimm{6.6, 2.3};
+}  // namespace published
 
 // Streams over a 128 MiB buffer (one thread, best of three) once per
 // process; later calls return the cached figure.

@@ -170,4 +170,12 @@ void TwoLevelMemory::merge_around(std::uint64_t first, std::uint64_t end) {
   }
 }
 
+double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps, double nvram_read_gbps,
+                 double nvram_write_gbps) noexcept {
+  const auto line = static_cast<double>(line_bytes);
+  const double dram_ns = dram_gbps > 0 ? static_cast<double>(delta.lines()) * line / dram_gbps : 0.0;
+  return dram_ns + static_cast<double>(delta.misses()) * line / nvram_read_gbps +
+         static_cast<double>(delta.dirty_misses) * line / nvram_write_gbps;
+}
+
 }  // namespace cachedarrays

@@ -80,4 +80,12 @@ class TwoLevelMemory {
   TwoLmCounters counters_;
 };
 
+// The one time model of 2LM, in nanoseconds, for the line traffic `delta`:
+// every line accessed at `dram_gbps` (0: not counted, as when the access
+// itself runs on this machine's real DRAM), plus the NVRAM read of each
+// missing line and the NVRAM write of each dirty victim. The emulated memory
+// mode (emulation::memory_mode_extra_ns) and the 2LM simulation both use it.
+[[nodiscard]] double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps,
+                               double nvram_read_gbps, double nvram_write_gbps) noexcept;
+
 }  // namespace cachedarrays

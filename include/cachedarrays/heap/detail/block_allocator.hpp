@@ -153,33 +153,27 @@ BlockAllocator<Owner>::BlockAllocator(std::uint64_t capacity, std::uint64_t alig
 
 template <typename Owner>
 BlockAllocator<Owner>::~BlockAllocator() {
-  for (Block* b = head_; b != nullptr;) {
-    Block* next = b->next;
-    delete_block(b);
-    b = next;
-  }
-  while (spare_ != nullptr) {
-    Block* next = spare_->next;
-    pool_.deallocate(spare_, sizeof(Block), alignof(Block));
-    spare_ = next;
+  std::pmr::polymorphic_allocator<Block> nodes(&pool_);
+  for (Block* list : {head_, spare_}) {
+    for (Block* b = list; b != nullptr;) {
+      Block* next = b->next;
+      nodes.delete_object(b);
+      b = next;
+    }
   }
 }
 
 template <typename Owner>
 typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::new_block() {
-  void* memory = nullptr;
-  if (spare_ != nullptr) {
-    memory = spare_;
-    spare_ = spare_->next;
-  } else {
-    memory = pool_.allocate(sizeof(Block), alignof(Block));
-  }
-  return new (memory) Block{};
+  if (spare_ == nullptr) return std::pmr::polymorphic_allocator<Block>(&pool_).template new_object<Block>();
+  Block* block = spare_;
+  spare_ = spare_->next;
+  *block = Block{};
+  return block;
 }
 
 template <typename Owner>
 void BlockAllocator<Owner>::delete_block(Block* block) {
-  block->~Block();
   // Keep the node for reuse: splitting and merging happen on every
   // allocation and free, and recycling nodes keeps them off the pool's path.
   block->next = spare_;

@@ -13,9 +13,10 @@
 //   modeled   the paper's configurations (DenseNet-264 batch 1536, ResNet-200
 //             batch 2048, VGG-416 batch 256; 180 GB DRAM, 1300 GB NVRAM) and
 //             the emulated ones: a dry-run trace replayed on virtual devices
-//             (manager/replay.hpp) and through the 2LM model
-//             (manager/two_level_memory.hpp); seconds come from the
-//             memory-bound time model with published Optane bandwidths.
+//             (sim/replay.hpp) and through the 2LM model
+//             (sim/simulate_2lm.hpp); seconds come from the memory-bound
+//             time model with the published DDR4 and Optane bandwidths
+//             (emulation::published).
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
 //
 //   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
@@ -41,7 +42,7 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/manager/emulation.hpp>
 #include <cachedarrays/sim/replay.hpp>
-#include <cachedarrays/manager/two_level_memory.hpp>
+#include <cachedarrays/sim/simulate_2lm.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
@@ -54,10 +55,13 @@ namespace nn = cachedarrays::nn;
 namespace {
 
 constexpr std::uint64_t gb = 1'000'000'000ull;
-// The paper's platform (published figures; see emulation.hpp): six-channel
-// DDR4 and six interleaved Optane DIMMs per socket.
-const ca::DeviceModel dram_model{"dram", 118.0, 83.0};
-const ca::DeviceModel optane_model{"optane", 39.4, 13.9};
+ca::DeviceModel device_model(std::string name, ca::emulation::Bandwidth bandwidth) {
+  return {std::move(name), bandwidth.read_gbps, bandwidth.write_gbps};
+}
+// The paper's platform: six-channel DDR4 and six interleaved Optane DIMMs
+// per socket.
+const ca::DeviceModel dram_model = device_model("dram", ca::emulation::published::ddr4_six_channel);
+const ca::DeviceModel optane_model = device_model("optane", ca::emulation::published::optane_six_dimms);
 const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "hw-cache",
                                         "ca",       "ca-l",     "ca-lm",       "ca-lmp"};
 const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp"};

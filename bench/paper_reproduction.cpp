@@ -47,7 +47,7 @@
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include "shell.hpp"
+#include "bench_support.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;

@@ -48,7 +48,7 @@
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include "shell.hpp"
+#include "bench_support.hpp"
 
 #ifndef CACHEDARRAYS_PYTORCH_REFERENCE
 #define CACHEDARRAYS_PYTORCH_REFERENCE "bench/pytorch_reference.py"

@@ -10,6 +10,7 @@
 // cache, so an access costs O(intervals it overlaps * log n), not O(lines).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 
@@ -31,11 +32,37 @@ struct TwoLmCounters {
     return lines() == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(lines());
   }
 
-  TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept;
-  TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept;
+  // Every counter, listed once: the arithmetic below, and whoever compares
+  // or prints counters, walk this list.
+  struct Field {
+    const char* name;
+    std::uint64_t TwoLmCounters::*member;
+  };
+  [[nodiscard]] static constexpr std::array<Field, 7> fields() noexcept {
+    return {{{"hits", &TwoLmCounters::hits},
+             {"clean_misses", &TwoLmCounters::clean_misses},
+             {"dirty_misses", &TwoLmCounters::dirty_misses},
+             {"dram_bytes_read", &TwoLmCounters::dram_bytes_read},
+             {"dram_bytes_written", &TwoLmCounters::dram_bytes_written},
+             {"nvram_bytes_read", &TwoLmCounters::nvram_bytes_read},
+             {"nvram_bytes_written", &TwoLmCounters::nvram_bytes_written}}};
+  }
+
+  TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member += o.*f.member;
+    return *this;
+  }
+  TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member -= o.*f.member;
+    return *this;
+  }
   friend TwoLmCounters operator-(TwoLmCounters a, const TwoLmCounters& b) noexcept { return a -= b; }
   friend bool operator==(const TwoLmCounters&, const TwoLmCounters&) = default;
 };
+// A counter added to the struct but not to fields() would be left out of the
+// arithmetic: refuse to compile.
+static_assert(sizeof(TwoLmCounters) == TwoLmCounters::fields().size() * sizeof(std::uint64_t),
+              "list every counter of TwoLmCounters in TwoLmCounters::fields()");
 
 class TwoLevelMemory {
  public:

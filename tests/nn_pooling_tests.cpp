@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -26,7 +25,8 @@ using test::blocked, test::invalid_argument_message, test::tensor;
 std::vector<float> distinct_values(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = 0.05f * (static_cast<float>(i) - static_cast<float>(n) / 2);
-  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  test::Rng rng(seed);
+  std::shuffle(v.begin(), v.end(), rng);
   return v;
 }
 

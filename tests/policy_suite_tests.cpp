@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <map>
-#include <random>
 #include <string>
 
 #include "test_support.hpp"
@@ -35,7 +34,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   CAPTURE(policy);
   CAPTURE(fast_fraction);
   CAPTURE(seed);
-  std::mt19937_64 rng(seed);
+  test::Rng rng(seed);
   constexpr int arrays = 40;
   constexpr std::uint64_t max_bytes = 48 * 1024;
   // Working set: up to arrays * max_bytes; all-fast needs it all in fast.

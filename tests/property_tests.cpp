@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -55,33 +54,9 @@ constexpr std::uint64_t default_ops = 25000;
 
 std::uint64_t round_up(std::uint64_t bytes) { return (bytes + alignment - 1) & ~(alignment - 1); }
 
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* s = std::getenv(name);
-  return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : fallback;
-}
-
-// splitmix64: the same sequence on every standard library (the std
-// distributions are implementation-defined, so they are not used).
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }  // [0, n), n > 0; bias negligible
-  std::uint64_t between(std::uint64_t lo, std::uint64_t hi) { return lo + below(hi - lo + 1); }
-  bool percent(std::uint64_t p) { return below(100) < p; }
-};
-
-// Content patterns, word at a time: cheap enough to regenerate and compare
-// every live byte every thousand operations. Word w of pattern `seed`
-// depends on both, so a lost, changed or shifted byte shows.
-std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t word) {
-  std::uint64_t x = (seed ^ (word * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
-  return x ^ (x >> 32);
-}
+// Content patterns, word at a time (test::pattern_word): cheap enough to
+// regenerate and compare every live byte every thousand operations.
+using test::pattern_word;
 
 void fill_pattern(std::byte* data, std::uint64_t bytes, std::uint64_t seed) {
   for (std::uint64_t w = 0; w * 8 < bytes; ++w) {
@@ -117,7 +92,7 @@ std::uint64_t first_mismatch(const std::byte* data, std::uint64_t bytes, std::ui
 }
 
 // Sizes skewed small, as real programs' objects are: 1 B .. 256 KiB.
-std::uint64_t random_size(Rng& rng) {
+std::uint64_t random_size(test::SplitMixRng& rng) {
   const std::uint64_t c = rng.below(100);
   if (c < 45) return rng.between(1, 256);
   if (c < 75) return rng.between(257, 8 * KiB);
@@ -173,7 +148,7 @@ class Harness {
 
  private:
   // ---- model bookkeeping ----------------------------------------------------
-  std::uint64_t new_seed() { return rng_.next() | 1; }
+  std::uint64_t new_seed() { return rng_() | 1; }
   ModelObject& model_of(const ca::Object& object) {
     auto it = objects_.find(object.id());
     REQUIRE_MESSAGE(it != objects_.end(), "object #" << object.id() << " is not in the model");
@@ -230,7 +205,7 @@ class Harness {
   void op_errors();
   void op_destroy();
 
-  Rng rng_;
+  test::SplitMixRng rng_;
   ca::DataManager dm_;
   std::map<std::uint64_t, ModelObject> objects_;  // by object id
   std::vector<std::uint64_t> ids_;                // for picking at random
@@ -1080,7 +1055,7 @@ void Harness::run(std::uint64_t ops) {
 
 TEST_CASE("property: random data-manager operations keep every byte and every invariant") {
   const std::uint64_t seed = test::test_seed(20240611);
-  const std::uint64_t ops = env_or("CACHEDARRAYS_PROPERTY_OPS", default_ops);
+  const std::uint64_t ops = test::env_or("CACHEDARRAYS_PROPERTY_OPS", default_ops);
   CAPTURE(seed);
   CAPTURE(ops);
   Harness h(seed);

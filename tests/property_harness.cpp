@@ -2,8 +2,11 @@
 // model after every operation, and the run that draws the operations.
 #include "property_model.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace property {
 
@@ -16,12 +19,23 @@ ModelObject* Harness::pick(const std::function<bool(const ModelObject&)>& want, 
   return nullptr;
 }
 
+// loose_ is ordered by the addresses of the Region nodes, which change with
+// everything the process allocated before; heap order does not, so choosing
+// in it keeps a seed's operations the same in every build and every run.
+std::vector<ca::Region*> Harness::loose_in_heap_order() const {
+  std::vector<ca::Region*> order;
+  for (const auto& [r, l] : loose_) order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](const ca::Region* a, const ca::Region* b) {
+    return std::pair(dm_.device(*a), dm_.offset(*a)) < std::pair(dm_.device(*b), dm_.offset(*b));
+  });
+  return order;
+}
+
 Loose* Harness::pick_loose(ca::Region** region) {
   if (loose_.empty()) return nullptr;
-  auto it = loose_.begin();
-  std::advance(it, static_cast<long>(rng_.below(loose_.size())));
-  *region = it->first;
-  return &it->second;
+  const std::vector<ca::Region*> order = loose_in_heap_order();
+  *region = order[rng_.below(order.size())];
+  return &loose_.at(*region);
 }
 
 // After dm_.destroy: m.object is gone, so the id comes from the slot.

@@ -157,6 +157,7 @@ class Harness {
     return it->second;
   }
   ModelObject* pick(const std::function<bool(const ModelObject&)>& want = {}, int tries = 12);
+  [[nodiscard]] std::vector<ca::Region*> loose_in_heap_order() const;
   Loose* pick_loose(ca::Region** region);
   void erase(ModelObject& m);
   ca::Region& primary(const ModelObject& m) {

@@ -186,7 +186,8 @@ void Harness::op_unlink() {
 // A region unlinked earlier goes back to its object: it is a valid copy
 // again exactly when the object has not been written since.
 void Harness::op_relink() {
-  for (auto& [r, l] : loose_) {
+  for (ca::Region* r : loose_in_heap_order()) {
+    Loose& l = loose_.at(r);
     if (l.from_object == 0) continue;
     auto it = objects_.find(l.from_object);
     if (it == objects_.end()) {

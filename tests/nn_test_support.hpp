@@ -19,6 +19,7 @@
 #include "cachedarrays/nn/context.hpp"
 #include "cachedarrays/nn/op.hpp"
 #include "cachedarrays/nn/tensor.hpp"
+#include "test_support.hpp"
 
 namespace test {
 
@@ -32,8 +33,6 @@ std::string invalid_argument_message(F&& f) {
   }
   return "";
 }
-
-inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // The number of elements of a tensor of these dims.
 inline std::size_t count(const cachedarrays::nn::Dims& d) {

@@ -1,13 +1,19 @@
 // Helpers shared by the test files: small two-tier managers, content
-// patterns that detect any lost or changed byte, and the tests' one random
-// source.
+// patterns that detect any lost or changed byte, scratch paths, message
+// checks, and the tests' one random source.
 #pragma once
+
+#include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"
@@ -132,6 +138,58 @@ inline ca::Object& make_object(ca::DataManager& dm, ca::DeviceId device, std::ui
 inline bool object_holds(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
   const ca::Region* primary = dm.getprimary(object);
   return primary != nullptr && holds(dm.pointer(*primary), object.bytes(), seed);
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A check that `message` contains `part`, showing the message when not.
+inline void check_contains(const std::string& message, const std::string& part) {
+  INFO("message: " << message);
+  CHECK(contains(message, part));
+}
+
+// A scratch path unique to this process, under /dev/shm (or the temporary
+// directory), that does not exist when the test starts and is removed with
+// its contents when the test ends, whatever happened.
+struct ScratchPath {
+  std::filesystem::path path;
+  explicit ScratchPath(const std::string& tag)
+      : path(std::filesystem::path(std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
+                                                                             : std::filesystem::temp_directory_path()) /
+             ("cachedarrays-test-" + std::to_string(::getpid()) + "-" + tag)) {
+    std::filesystem::remove_all(path);
+  }
+  ~ScratchPath() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchPath(const ScratchPath&) = delete;
+  ScratchPath& operator=(const ScratchPath&) = delete;
+};
+
+// The files this process's default-named DAX heaps have in `dir`.
+inline std::set<std::string> heap_files(const std::filesystem::path& dir) {
+  const std::string prefix = "cachedarrays-" + std::to_string(::getpid()) + "-";
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix)) names.insert(name);
+  }
+  return names;
+}
+
+// An emulation profile with these bandwidths (GB/s, i.e. bytes/ns) and
+// latency (ns).
+inline ca::EmulationProfile emulation_profile(double read, double write, double latency, double dram_read,
+                                              double dram_write) {
+  ca::EmulationProfile p;
+  p.name = "test";
+  p.read_gbps = read;
+  p.write_gbps = write;
+  p.latency_ns = latency;
+  p.dram_read_gbps = dram_read;
+  p.dram_write_gbps = dram_write;
+  return p;
 }
 
 }  // namespace test

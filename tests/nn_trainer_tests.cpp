@@ -198,15 +198,3 @@ TEST_CASE("nn trainer: all-fast trains in a fast tier of exactly the measured fo
     CHECK_THROWS_AS(train(footprint - 64), ca::out_of_memory);
   }
 }
-
-TEST_CASE("nn graph: an unknown value id is a clear error in every builder") {
-  nn::Graph g;
-  const auto x = g.input("images", {2, 3, 8, 8});
-  CHECK_THROWS_AS((void)g.value(99), ca::invalid_argument);
-  CHECK_THROWS_AS(nn::conv2d(g, "c", 42, {.out_channels = 4}), ca::invalid_argument);
-  CHECK_THROWS_AS(nn::batch_norm(g, "bn", 42), ca::invalid_argument);
-  CHECK_THROWS_AS(nn::linear(g, "fc", 42, 10), ca::invalid_argument);
-  CHECK_THROWS_AS(nn::relu(g, "r", -1), ca::invalid_argument);
-  CHECK(g.value_count() == 1);  // nothing half-added
-  CHECK(g.value(x).name == "images");
-}

@@ -160,8 +160,8 @@ using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, HwCac
 // The tags must list exactly the registry's policies: a policy registered
 // without a tag would otherwise escape the suite.
 TEST_CASE("policy suite: every registered policy has its own cases") {
-  std::vector<std::string> tagged = std::apply([](auto... tag) { return std::vector<std::string>{decltype(tag)::name...}; },
-                                               policy_suite::All{});
+  std::vector<std::string> tagged =
+      std::apply([](auto... tag) { return std::vector<std::string>{decltype(tag)::name...}; }, policy_suite::All{});
   std::sort(tagged.begin(), tagged.end());
   std::vector<std::string> registered = ca::policy::Registry::builtin().names();
   std::sort(registered.begin(), registered.end());

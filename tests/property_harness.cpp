@@ -206,56 +206,41 @@ void Harness::check_range_clear(ca::DeviceId d, std::uint64_t start, std::uint64
 // ---- the run: operations drawn by weight, checks after each ----------------
 
 void Harness::run(std::uint64_t ops) {
-  enum Op : int {
-    create, write, clean, read, copy_link, setprimary, stale_setprimary, setprimary_join, evict_down,
-    evict_up, prefetch, unlink, relink, loose_alloc, loose_free, overwrite, evictfrom_fast,
-    evictfrom_slow, defrag, pinned, torn_copy, errors, destroy, op_count
+  // Each operation once: its name for a failure's report, its weight, and
+  // what it does. create's and destroy's weights are set at every step.
+  struct Operation {
+    const char* name;
+    std::uint64_t weight;
+    void (Harness::*apply)();
   };
-  static constexpr std::array<const char*, op_count> names = {
-      "create", "write", "clean", "read", "copy_link", "setprimary", "stale_setprimary",
-      "setprimary_join", "evict_down", "evict_up", "prefetch", "unlink", "relink", "loose_alloc",
-      "loose_free", "overwrite", "evictfrom_fast", "evictfrom_slow", "defrag", "pinned",
-      "torn_copy", "errors", "destroy"};
-  std::array<std::uint64_t, op_count> weights = {14, 9, 2, 9, 9, 5, 2, 2, 4, 2, 8, 5, 2, 2, 2, 3, 2, 1, 1, 2, 1, 2, 0};
-  std::array<std::uint64_t, op_count> done{};
+  std::array<Operation, 23> operations{{
+      {"create", 14, &Harness::op_create}, {"write", 9, &Harness::op_write}, {"clean", 2, &Harness::op_clean},
+      {"read", 9, &Harness::op_read}, {"copy_link", 9, &Harness::op_copy_link},
+      {"setprimary", 5, &Harness::op_setprimary}, {"stale_setprimary", 2, &Harness::op_stale_setprimary},
+      {"setprimary_join", 2, &Harness::op_setprimary_join}, {"evict_down", 4, &Harness::op_evict_down},
+      {"evict_up", 2, &Harness::op_evict_up}, {"prefetch", 8, &Harness::op_prefetch},
+      {"unlink", 5, &Harness::op_unlink}, {"relink", 2, &Harness::op_relink},
+      {"loose_alloc", 2, &Harness::op_loose_alloc}, {"loose_free", 2, &Harness::op_loose_free},
+      {"overwrite", 3, &Harness::op_overwrite}, {"evictfrom_fast", 2, &Harness::op_evictfrom_fast},
+      {"evictfrom_slow", 1, &Harness::op_evictfrom_slow}, {"defrag", 1, &Harness::op_defrag_either},
+      {"pinned", 2, &Harness::op_pinned}, {"torn_copy", 1, &Harness::op_torn_copy},
+      {"errors", 2, &Harness::op_errors}, {"destroy", 0, &Harness::op_destroy},
+  }};
+  Operation& create = operations.front();
+  Operation& destroy = operations.back();
   for (std::uint64_t step = 1; step <= ops; ++step) {
     // Destroys keep the population near the target: both heaps stay busy and
     // DRAM is full most of the time.
     const std::uint64_t target = target_objects[(step / phase_ops) % target_objects.size()];
-    weights[create] = ids_.size() < target ? 40 : 14;
-    weights[destroy] = 14 * ids_.size() / target;
+    create.weight = ids_.size() < target ? 40 : 14;
+    destroy.weight = 14 * ids_.size() / target;
     std::uint64_t total = 0;
-    for (std::uint64_t w : weights) total += w;
+    for (const Operation& o : operations) total += o.weight;
     std::uint64_t x = rng_.below(total);
-    int op = 0;
-    while (x >= weights[static_cast<std::size_t>(op)]) x -= weights[static_cast<std::size_t>(op++)];
-    INFO("step " << step << ": " << std::string(names[static_cast<std::size_t>(op)]));
-    switch (op) {
-      case create: op_create(); break;
-      case write: op_write(); break;
-      case clean: op_clean(); break;
-      case read: op_read(); break;
-      case copy_link: op_copy_link(); break;
-      case setprimary: op_setprimary(); break;
-      case stale_setprimary: op_stale_setprimary(); break;
-      case setprimary_join: op_setprimary_join(); break;
-      case evict_down: op_evict(fast, slow); break;
-      case evict_up: op_evict(slow, fast); break;
-      case prefetch: op_prefetch(); break;
-      case unlink: op_unlink(); break;
-      case relink: op_relink(); break;
-      case loose_alloc: op_loose_alloc(); break;
-      case loose_free: op_loose_free(); break;
-      case overwrite: op_overwrite(); break;
-      case evictfrom_fast: op_evictfrom(fast); break;
-      case evictfrom_slow: op_evictfrom(slow); break;
-      case defrag: op_defrag(rng_.percent(70) ? fast : slow); break;
-      case pinned: op_pinned(); break;
-      case torn_copy: op_torn_copy(); break;
-      case errors: op_errors(); break;
-      default: op_destroy(); break;
-    }
-    ++done[static_cast<std::size_t>(op)];
+    std::size_t op = 0;
+    while (x >= operations[op].weight) x -= operations[op++].weight;
+    INFO("step " << step << ": " << std::string(operations[op].name));
+    (this->*operations[op].apply)();
     check_step(step);
   }
   // Finally every byte of every object, and a clean teardown of the model.

@@ -192,6 +192,8 @@ class Harness {
   void op_setprimary();
   void op_stale_setprimary();
   void op_setprimary_join();
+  void refuse_setprimary(const ModelObject& m, ca::Region& r);
+  void refresh_and_promote(ModelObject& m, ca::Region& r);
   void op_unlink();
   void op_relink();
   void op_loose_alloc();
@@ -201,11 +203,16 @@ class Harness {
 
   // ---- moves: Listing 1 and 2, evictfrom, defrag (property_moves.cpp) -------
   void op_evict(ca::DeviceId from, ca::DeviceId to);
+  void op_evict_down() { op_evict(fast, slow); }
+  void op_evict_up() { op_evict(slow, fast); }
   bool do_evict(ModelObject& m, ca::DeviceId from, ca::DeviceId to);
   void op_prefetch();
   void op_evictfrom(ca::DeviceId d);
+  void op_evictfrom_fast() { op_evictfrom(fast); }
+  void op_evictfrom_slow() { op_evictfrom(slow); }
   bool evict_range(ca::DeviceId d, std::uint64_t start, std::uint64_t bytes, int declines_after);
   void op_defrag(ca::DeviceId d, bool pinned = false);
+  void op_defrag_either() { op_defrag(rng_.percent(70) ? fast : slow); }  // DRAM's more often
 
   // ---- calls the manager must refuse (property_refusals.cpp) ----------------
   void op_pinned();

@@ -111,6 +111,25 @@ void Harness::op_setprimary() {
   touch(*m);
 }
 
+// setprimary with `r`, which holds no copy of the object's contents, is
+// refused and changes nothing.
+void Harness::refuse_setprimary(const ModelObject& m, ca::Region& r) {
+  const Snapshot before = snapshot();
+  CHECK_THROWS_AS(dm_.setprimary(*m.object, r), ca::invalid_operation);
+  REQUIRE(snapshot() == before);
+  ++counts.expected_errors;
+}
+
+// `r`, on the device other than the primary's, given the current contents
+// and made the primary.
+void Harness::refresh_and_promote(ModelObject& m, ca::Region& r) {
+  const ca::DeviceId e = 1 - m.primary;
+  dm_.copyto(r, primary(m));
+  dm_.setprimary(*m.object, r);
+  m.copies[e] = {true, m.epoch, m.seed, false};
+  m.primary = e;
+}
+
 // Invariant 4: a copy taken before the last write cannot become the primary.
 void Harness::op_stale_setprimary() {
   ModelObject* m = pick([](const ModelObject& x) { return x.copies[1 - x.primary].present; });
@@ -123,17 +142,9 @@ void Harness::op_stale_setprimary() {
   bump(*m, seed);
   ca::Region* stale = region_on(*m, e);
   REQUIRE_FALSE(dm_.isvalid(*stale));
-  const Snapshot before = snapshot();
-  CHECK_THROWS_AS(dm_.setprimary(*m->object, *stale), ca::invalid_operation);
-  REQUIRE(snapshot() == before);
-  ++counts.expected_errors;
+  refuse_setprimary(*m, *stale);
   check_object(*m, true);
-  if (rng_.percent(50)) {  // refreshed, it may
-    dm_.copyto(*stale, primary(*m));
-    dm_.setprimary(*m->object, *stale);
-    m->copies[e] = {true, m->epoch, m->seed, false};
-    m->primary = e;
-  }
+  if (rng_.percent(50)) refresh_and_promote(*m, *stale);  // refreshed, it may
   touch(*m);
 }
 
@@ -146,16 +157,10 @@ void Harness::op_setprimary_join() {
   ca::Region* r = dm_.allocate(e, m->bytes);
   if (r == nullptr) return;
   if (rng_.percent(30)) {  // never copied: not the object's contents
-    const Snapshot before = snapshot();
-    CHECK_THROWS_AS(dm_.setprimary(*m->object, *r), ca::invalid_operation);
-    REQUIRE(snapshot() == before);
-    ++counts.expected_errors;
+    refuse_setprimary(*m, *r);
     dm_.free(*r);
   } else {
-    dm_.copyto(*r, primary(*m));
-    dm_.setprimary(*m->object, *r);
-    m->copies[e] = {true, m->epoch, m->seed, false};
-    m->primary = e;
+    refresh_and_promote(*m, *r);
   }
   touch(*m);
 }

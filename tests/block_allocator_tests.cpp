@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <map>
-#include <random>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/heap/detail/block_allocator.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -97,7 +97,7 @@ TEST_CASE("allocator: placement does not depend on capacity, so a run fits in it
   // Record a random allocate/free sequence on a large heap, then replay it
   // on a heap exactly as large as the highest block end it reached: every
   // block lands at the same offset and nothing fails.
-  std::mt19937_64 rng(7);
+  test::Rng rng(7);
   struct Step {
     bool allocate;
     std::uint64_t bytes_or_index;
@@ -165,7 +165,7 @@ TEST_CASE("allocator: freeing coalesces neighbours back into one block") {
 
 TEST_CASE("allocator: random allocate/free keeps address order and byte counts exact") {
   BlockAllocator a(8 << 20, 64);
-  std::mt19937_64 rng(12345);
+  test::Rng rng(12345);
   std::map<std::uintptr_t, Block*> live;
   std::uintptr_t next = 0;
   for (int step = 0; step < 20000; ++step) {
@@ -301,7 +301,7 @@ TEST_CASE("allocator: defrag until a hole is large enough moves no more than it 
 
 TEST_CASE("allocator: walk_range visits exactly the blocks overlapping a range, through splits, merges and defrag") {
   BlockAllocator a(1 << 20, 64);
-  std::mt19937_64 rng(777);
+  test::Rng rng(777);
   std::map<std::uintptr_t, Block*> live;
   std::uintptr_t next = 0;
   // What the address index must agree with: the full address-order walk.

@@ -4,12 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
-#include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/simulate_2lm.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -171,7 +170,7 @@ struct RandomAccess {
 // Runs `count` accesses drawn by `draw` through the interval model and the
 // per-line model of a cache of `sets` sets, requiring equal counts after each.
 template <typename Draw>
-void agree_with_per_line_model(std::uint64_t sets, int count, std::mt19937_64& rng, Draw draw) {
+void agree_with_per_line_model(std::uint64_t sets, int count, test::Rng& rng, Draw draw) {
   ca::TwoLevelMemory m(sets * line);
   NaiveCache naive(sets, line);
   for (int i = 0; i < count; ++i) {
@@ -194,8 +193,8 @@ TEST_CASE("2lm: the interval map agrees with a per-line model on thousands of ra
   CAPTURE(seed);
   for (const std::uint64_t sets : {1ull, 4ull, 12ull, 64ull}) {
     CAPTURE(sets);
-    std::mt19937_64 rng(seed + sets);
-    agree_with_per_line_model(sets, 4000, rng, [sets](std::mt19937_64& r) {
+    test::Rng rng(seed + sets);
+    agree_with_per_line_model(sets, 4000, rng, [sets](test::Rng& r) {
       const std::uint64_t address = r() % (sets * line * 6);
       // Mostly short ranges, some longer than the whole cache.
       const std::uint64_t bytes = r() % 8 == 0 ? r() % (3 * sets * line + 1) : r() % (2 * line + 1);
@@ -211,8 +210,8 @@ TEST_CASE("2lm: ranges of many whole passes over a small cache agree with the pe
   CAPTURE(seed);
   for (const std::uint64_t sets : {1ull, 3ull, 16ull}) {
     CAPTURE(sets);
-    std::mt19937_64 rng(seed + sets);
-    agree_with_per_line_model(sets, 600, rng, [sets](std::mt19937_64& r) {
+    test::Rng rng(seed + sets);
+    agree_with_per_line_model(sets, 600, rng, [sets](test::Rng& r) {
       const std::uint64_t address = r() % (sets * line * 50);
       const std::uint64_t bytes = r() % 2 == 0 ? r() % (40 * sets * line + 1) : r() % (sets * line + 1);
       return RandomAccess{address, bytes, r() % 2 == 0};

@@ -10,6 +10,15 @@ set(cachedarrays_installed_targets cachedarrays)
 if(CACHEDARRAYS_BUILD_NN)
   list(APPEND cachedarrays_installed_targets cachedarrays_nn)
 endif()
+# The libraries are installed side by side, so each finds the others next
+# to itself: without this, a program linking only cachedarrays::nn from a
+# non-system prefix starts with "libcachedarrays.so.0: cannot open shared
+# object file" (the program's own RUNPATH does not apply to the
+# dependencies of its libraries).
+set_target_properties(cachedarrays PROPERTIES INSTALL_RPATH "$ORIGIN")
+if(CACHEDARRAYS_BUILD_NN)
+  set_target_properties(cachedarrays_nn PROPERTIES INSTALL_RPATH "$ORIGIN")
+endif()
 install(TARGETS ${cachedarrays_installed_targets} EXPORT cachedarraysTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

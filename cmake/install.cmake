@@ -1,12 +1,12 @@
-# cmake --install: headers, the library, a package config and a version file,
-# so that find_package(cachedarrays CONFIG REQUIRED) gives
-# cachedarrays::cachedarrays.
-include(GNUInstallDirs)
+# cmake --install: headers, the libraries, a package config and a version
+# file, so that find_package(cachedarrays CONFIG REQUIRED) gives
+# cachedarrays::cachedarrays, cachedarrays::header_only and (when built)
+# cachedarrays::nn.
 include(CMakePackageConfigHelpers)
 
 set(CACHEDARRAYS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cachedarrays)
 
-set(cachedarrays_installed_targets cachedarrays)
+set(cachedarrays_installed_targets cachedarrays cachedarrays_header_only)
 if(CACHEDARRAYS_BUILD_NN)
   list(APPEND cachedarrays_installed_targets cachedarrays_nn)
 endif()

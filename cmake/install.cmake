@@ -1,7 +1,7 @@
 # cmake --install: headers, the libraries, a package config and a version
 # file, so that find_package(cachedarrays CONFIG REQUIRED) gives
 # cachedarrays::cachedarrays, cachedarrays::header_only and (when built)
-# cachedarrays::nn.
+# cachedarrays::nn; and a pkg-config file for builds without CMake.
 include(CMakePackageConfigHelpers)
 
 set(CACHEDARRAYS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cachedarrays)
@@ -36,3 +36,19 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cachedarraysConfigVersion
 install(FILES ${PROJECT_BINARY_DIR}/cachedarraysConfig.cmake
               ${PROJECT_BINARY_DIR}/cachedarraysConfigVersion.cmake
   DESTINATION ${CACHEDARRAYS_INSTALL_CMAKEDIR})
+
+# pkg-config: the prefix is found from where the .pc file lies
+# (${pcfiledir}), so the file stays right for `cmake --install --prefix`
+# into a prefix other than the configured one.
+set(CACHEDARRAYS_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(cachedarrays_pc_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(cachedarrays_pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+file(RELATIVE_PATH cachedarrays_pc_to_prefix "/prefix/${CACHEDARRAYS_INSTALL_PKGCONFIGDIR}" "/prefix")
+string(REGEX REPLACE "/$" "" cachedarrays_pc_to_prefix "${cachedarrays_pc_to_prefix}")
+configure_file(cmake/cachedarrays.pc.in ${PROJECT_BINARY_DIR}/cachedarrays.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cachedarrays.pc DESTINATION ${CACHEDARRAYS_INSTALL_PKGCONFIGDIR})

@@ -16,17 +16,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <stdexcept>
@@ -36,14 +33,15 @@
 #include <cachedarrays/heap/device_spec.hpp>
 #include <cachedarrays/manager/data_manager.hpp>
 
+#include "bench_support.hpp"
 #include "manager/copy_engine.hpp"
 
 namespace ca = cachedarrays;
 namespace detail = cachedarrays::detail;
+namespace bench = cachedarrays::bench;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 constexpr std::uint64_t GiB = 1024 * MiB;
@@ -62,16 +60,10 @@ std::string human(std::uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 double seconds_of(const std::function<void()>& run, std::uint64_t iterations) {
-  const auto start = Clock::now();
-  for (std::uint64_t i = 0; i < iterations; ++i) run();
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  return bench::seconds_of([&] {
+    for (std::uint64_t i = 0; i < iterations; ++i) run();
+  });
 }
 
 // GB/s (1e9 bytes/s) of each variant: the best or the median sample. The
@@ -104,7 +96,7 @@ std::vector<double> measure(const std::vector<std::function<void()>>& variants, 
     }
   }
   std::vector<double> result;
-  for (const auto& r : rates) result.push_back(effort.best ? *std::max_element(r.begin(), r.end()) : median(r));
+  for (const auto& r : rates) result.push_back(effort.best ? *std::max_element(r.begin(), r.end()) : bench::median(r));
   return result;
 }
 
@@ -133,40 +125,13 @@ void plain_nontemporal(std::byte* dst, const std::byte* src, std::uint64_t bytes
   detail::copy_nontemporal(dst, src, bytes);
 }
 
-// The share of the machine's CPU time that other processes used while a row
-// was measured. On a shared machine a 2-thread copy needs the second core
-// free; this says how far a row could be trusted.
-class OtherLoad {
- public:
-  OtherLoad() : start_busy_(busy_seconds()), start_self_(self_seconds()), start_(Clock::now()) {}
-  [[nodiscard]] double share() const {
-    const double wall = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double others = (busy_seconds() - start_busy_) - (self_seconds() - start_self_);
-    const auto cpus = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-    return std::clamp(others / (wall * cpus), 0.0, 1.0);
-  }
-
- private:
-  // Non-idle CPU time of the whole machine, from the first line of /proc/stat.
-  static double busy_seconds() {
-    std::ifstream stat("/proc/stat");
-    std::string cpu;
-    std::uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-    return static_cast<double>(user + nice + system + irq + softirq + steal) /
-           static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  static double self_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  }
-
-  double start_busy_;
-  double start_self_;
-  Clock::time_point start_;
-};
+// The share of the machine's CPU time that other processes used since
+// `start`. On a shared machine a 2-thread copy needs the second core free;
+// this says how far a row could be trusted.
+double other_load(const bench::CpuSample& start) {
+  const auto cpus = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  return std::clamp(bench::others_busy_cores(start, bench::cpu_sample()) / cpus, 0.0, 1.0);
+}
 
 struct Direction {
   const char* name;
@@ -246,8 +211,15 @@ void verify_copyto(ca::DataManager& manager, ca::Region& dst, const ca::Region& 
 std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uint64_t>& sizes,
                             const Effort& effort) {
   std::vector<Row> rows;
-  fmt::print("{:<11} {:>8} {:>7} {:>11} {:>11} {:>11} {:>7} {:>7}\n", "direction", "size", "threads",
-             "copyto GB/s", "memcpy GB/s", "NT GB/s", "ratio", "other%");
+  const bench::Table table({{"direction", 11, bench::Align::left},
+                            {"size", 8},
+                            {"threads", 7},
+                            {"copyto GB/s", 11},
+                            {"memcpy GB/s", 11},
+                            {"NT GB/s", 11},
+                            {"ratio", 7},
+                            {"other%", 7}});
+  table.print_header();
   for (const std::uint64_t bytes : sizes) {
     Regions regions(manager, bytes);
     for (const Direction& d : directions) {
@@ -259,17 +231,18 @@ std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uin
       for (const int threads : {1, 2}) {
         const tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                                         static_cast<std::size_t>(threads));
-        const OtherLoad load;
+        const bench::CpuSample start = bench::cpu_sample();
         const std::vector<double> gbps = measure(
             {[&] { manager.copyto(dst, src); },
              [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_memcpy); },
              [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_nontemporal); }},
             bytes, effort);
         const double ratio = gbps[0] / std::max(gbps[1], gbps[2]);
-        const Row row{d.name, bytes, threads, gbps[0], gbps[1], gbps[2], ratio, load.share()};
-        fmt::print("{:<11} {:>8} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>7.2f} {:>6.0f}%\n", row.direction,
-                   human(row.bytes), row.threads, row.copyto_gbps, row.memcpy_gbps, row.nontemporal_gbps,
-                   row.ratio, 100 * row.other_load);
+        const Row row{d.name, bytes, threads, gbps[0], gbps[1], gbps[2], ratio, other_load(start)};
+        table.print_row({row.direction, human(row.bytes), std::to_string(row.threads),
+                         fmt::format("{:.2f}", row.copyto_gbps), fmt::format("{:.2f}", row.memcpy_gbps),
+                         fmt::format("{:.2f}", row.nontemporal_gbps), fmt::format("{:.2f}", row.ratio),
+                         fmt::format("{:.0f}%", 100 * row.other_load)});
         std::fflush(stdout);
         rows.push_back(row);
       }
@@ -285,9 +258,10 @@ void run_tuning_sweep(ca::DataManager& manager, const std::vector<std::uint64_t>
   const std::vector<std::uint64_t> chunks = {128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB};
   fmt::print("\ntuning sweep: copy_bytes GB/s ({}), serial vs 2 threads by chunk size\n",
              effort.best ? "best" : "median");
-  fmt::print("{:<11} {:>8} {:>8}", "destination", "size", "serial");
-  for (const std::uint64_t chunk : chunks) fmt::print(" {:>9}", human(chunk));
-  fmt::print("\n");
+  std::vector<bench::Column> columns{{"destination", 11, bench::Align::left}, {"size", 8}, {"serial", 8}};
+  for (const std::uint64_t chunk : chunks) columns.push_back({human(chunk), 9});
+  const bench::Table table(std::move(columns));
+  table.print_header();
   for (const std::uint64_t bytes : sizes) {
     Regions regions(manager, bytes);
     for (const auto where : {detail::CopyDestination::fast, detail::CopyDestination::slow}) {
@@ -305,58 +279,41 @@ void run_tuning_sweep(ca::DataManager& manager, const std::vector<std::uint64_t>
         });
       }
       const std::vector<double> gbps = measure(variants, bytes, effort);
-      fmt::print("{:<11} {:>8}", fast ? "fast/DRAM" : "slow/DAX", human(bytes));
-      fmt::print(" {:>8.2f}", gbps[0]);
-      for (std::size_t i = 1; i < gbps.size(); ++i) fmt::print(" {:>9.2f}", gbps[i]);
-      fmt::print("\n");
+      std::vector<std::string> cells{fast ? "fast/DRAM" : "slow/DAX", human(bytes)};
+      for (const double g : gbps) cells.push_back(fmt::format("{:.2f}", g));
+      table.print_row(cells);
       std::fflush(stdout);
     }
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Bandwidth of DataManager::copyto against memcpy and a non-temporal copy"};
+struct Options {
   std::uint64_t max_bytes = GiB;
   bool quick = false;
   bool sweep = false;
   std::string json_path;
   std::string statistic = "best";
-  app.add_option("--max-bytes", max_bytes, "largest region to copy (e.g. 256MiB)")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--max-bytes", o.max_bytes, "largest region to copy (e.g. 256MiB)")
       ->transform(CLI::AsSizeValue(false));
-  app.add_flag("--quick", quick, "stop at 16 MiB and take few samples (smoke test)");
-  app.add_option("--json", json_path, "also write the rows as a JSON array to this file");
-  app.add_flag("--tuning-sweep", sweep, "also measure the copy engine over thresholds and chunk sizes");
-  app.add_option("--statistic", statistic, "which sample to report per variant")
+  app.add_flag("--quick", o.quick, "stop at 16 MiB and take few samples (smoke test)");
+  app.add_option("--json", o.json_path, "also write the rows as a JSON array to this file");
+  app.add_flag("--tuning-sweep", o.sweep, "also measure the copy engine over thresholds and chunk sizes");
+  app.add_option("--statistic", o.statistic, "which sample to report per variant")
       ->check(CLI::IsMember({"best", "median"}));
-  CLI11_PARSE(app, argc, argv);
+}
 
-  if (quick) max_bytes = std::min(max_bytes, 16 * MiB);
-  const auto up_to_max = [&](std::initializer_list<std::uint64_t> all) {
-    std::vector<std::uint64_t> kept;
-    for (const std::uint64_t s : all)
-      if (s <= max_bytes) kept.push_back(s);
-    return kept;
-  };
-  const std::vector<std::uint64_t> sizes =
-      up_to_max({4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB});
-  const std::vector<std::uint64_t> sweep_sizes =
-      sweep ? up_to_max({256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 64 * MiB})
-            : std::vector<std::uint64_t>{};
-  if (sizes.empty()) {
-    fmt::print(stderr, "copy_bandwidth: --max-bytes {} is below the smallest size, 4 KiB\n", max_bytes);
-    return EXIT_FAILURE;
-  }
-  const bool best = statistic == "best";
-  const Effort effort = quick ? Effort{0.005, 3, 0.001, best} : Effort{0.05, 5, 0.002, best};
+// The sizes of `all` up to `max_bytes`.
+std::vector<std::uint64_t> up_to(std::uint64_t max_bytes, std::initializer_list<std::uint64_t> all) {
+  std::vector<std::uint64_t> kept;
+  for (const std::uint64_t s : all)
+    if (s <= max_bytes) kept.push_back(s);
+  return kept;
+}
 
-  // Room for the largest size twice on DRAM and once on DAX, plus slack for
-  // the allocator's alignment.
-  const std::uint64_t largest =
-      std::max(sizes.back(), sweep_sizes.empty() ? std::uint64_t{0} : sweep_sizes.back());
-  ca::DataManager manager({ca::dram(2 * largest + 4 * MiB, "dram"), ca::dax_file({}, largest + 4 * MiB, "dax")});
-
+void print_setup(ca::DataManager& manager, const Options& o, const Effort& effort) {
   const detail::CopyTuning defaults;
   fmt::print("copy_bandwidth: DataManager::copyto vs std::memcpy vs a plain non-temporal copy\n");
   fmt::print("  DRAM heap: {}\n", manager.describe(dram_device));
@@ -369,31 +326,59 @@ int main(int argc, char** argv) {
              detail::nontemporal_path(), human(defaults.parallel_threshold), human(defaults.chunk_bytes));
   fmt::print("  GB/s = 1e9 bytes/s, the {} of >= {} samples and >= {:.0f} ms per variant; "
              "variants interleaved sample by sample\n",
-             statistic, effort.min_samples, effort.min_seconds * 1e3);
+             o.statistic, effort.min_samples, effort.min_seconds * 1e3);
   fmt::print("  ratio = copyto / max(memcpy, NT); other% = CPU share other processes used during the row "
              "(a 2-thread row needs the second core free)\n\n");
+}
+
+nlohmann::json to_json(const std::vector<Row>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows) {
+    out.push_back({{"direction", r.direction},
+                   {"bytes", r.bytes},
+                   {"threads", r.threads},
+                   {"copyto_gbps", r.copyto_gbps},
+                   {"memcpy_gbps", r.memcpy_gbps},
+                   {"nontemporal_gbps", r.nontemporal_gbps},
+                   {"ratio", r.ratio},
+                   {"other_cpu_share", r.other_load}});
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Bandwidth of DataManager::copyto against memcpy and a non-temporal copy"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
+
+  if (options.quick) options.max_bytes = std::min(options.max_bytes, 16 * MiB);
+  const std::vector<std::uint64_t> sizes =
+      up_to(options.max_bytes, {4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB});
+  const std::vector<std::uint64_t> sweep_sizes =
+      options.sweep
+          ? up_to(options.max_bytes, {256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 64 * MiB})
+          : std::vector<std::uint64_t>{};
+  if (sizes.empty()) {
+    fmt::print(stderr, "copy_bandwidth: --max-bytes {} is below the smallest size, 4 KiB\n", options.max_bytes);
+    return EXIT_FAILURE;
+  }
+  const bool best = options.statistic == "best";
+  const Effort effort = options.quick ? Effort{0.005, 3, 0.001, best} : Effort{0.05, 5, 0.002, best};
+
+  // Room for the largest size twice on DRAM and once on DAX, plus slack for
+  // the allocator's alignment.
+  const std::uint64_t largest =
+      std::max(sizes.back(), sweep_sizes.empty() ? std::uint64_t{0} : sweep_sizes.back());
+  ca::DataManager manager({ca::dram(2 * largest + 4 * MiB, "dram"), ca::dax_file({}, largest + 4 * MiB, "dax")});
+  print_setup(manager, options, effort);
 
   const std::vector<Row> rows = run_copyto(manager, sizes, effort);
-  if (sweep) run_tuning_sweep(manager, sweep_sizes, effort);
-
-  if (!json_path.empty()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Row& r : rows) {
-      out.push_back({{"direction", r.direction},
-                     {"bytes", r.bytes},
-                     {"threads", r.threads},
-                     {"copyto_gbps", r.copyto_gbps},
-                     {"memcpy_gbps", r.memcpy_gbps},
-                     {"nontemporal_gbps", r.nontemporal_gbps},
-                     {"ratio", r.ratio},
-                     {"other_cpu_share", r.other_load}});
-    }
-    std::ofstream file(json_path);
-    file << out.dump(2) << '\n';
-    if (!file) {
-      fmt::print(stderr, "copy_bandwidth: could not write {}\n", json_path);
-      return EXIT_FAILURE;
-    }
+  if (options.sweep) run_tuning_sweep(manager, sweep_sizes, effort);
+  if (!options.json_path.empty() && !bench::write_json(options.json_path, to_json(rows), "copy_bandwidth")) {
+    return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;
 }

@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
 #include <span>
 #include <string>
@@ -29,11 +28,14 @@
 
 #include <cachedarrays/cachedarrays.hpp>
 
+#include "bench_support.hpp"
+
 namespace ca = cachedarrays;
+namespace bench = cachedarrays::bench;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
 
 // Keeps a value alive and the loop around it from being optimised away.
 template <typename T>
@@ -63,8 +65,7 @@ double ns_per_call(std::uint64_t iterations, int runs, F&& body) {
     const std::chrono::duration<double, std::nano> took = Clock::now() - start;
     per_run.push_back(took.count() / static_cast<double>(iterations));
   }
-  std::sort(per_run.begin(), per_run.end());
-  return per_run[per_run.size() / 2];
+  return bench::median(per_run);
 }
 
 struct BatchTimes {
@@ -104,36 +105,34 @@ std::vector<std::uint64_t> random_sizes(std::uint64_t count, std::uint64_t seed)
   return sizes;
 }
 
-}  // namespace
+// How long each measurement runs: --quick trades steadiness for time.
+struct Effort {
+  std::uint64_t iterations;  // calls per run
+  int runs;
+  std::uint64_t batches;  // allocate+free: batches of `batch` calls
+  std::uint64_t batch;
+};
 
-int main(int argc, char** argv) {
-  CLI::App app{"hint_overhead: cost of hints, scoped accesses, kernels and allocate+free"};
-  bool quick = false;
-  std::string json_path;
-  app.add_flag("--quick", quick, "a fast smoke run (fewer iterations; noisier numbers)");
-  app.add_option("--json", json_path, "also write the results to this JSON file");
-  CLI11_PARSE(app, argc, argv);
+// (a)-(c): the access layer on resident arrays, and the mutex baseline.
+struct AccessTimes {
+  double read_guard_ns, hint_ns, kernel1_ns, kernel3_ns, mutex_ns;
+};
 
-  const std::uint64_t iterations = quick ? 100'000 : 2'000'000;
-  const int runs = quick ? 3 : 7;
-  const std::uint64_t batches = quick ? 200 : 2000;
-  const std::uint64_t batch = 1000;
-
-  // ---- (a)-(c): the access layer on resident arrays --------------------------
+AccessTimes measure_access(const Effort& e) {
   ca::Runtime rt{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")}};
   auto x = rt.array<float>(1024);
   auto y = rt.array<float>(1024);
   auto z = rt.array<float>(1024);
-
-  const double read_guard_ns = ns_per_call(iterations, runs, [&] {
+  AccessTimes t{};
+  t.read_guard_ns = ns_per_call(e.iterations, e.runs, [&] {
     auto r = x.read();
     keep(r.data());
   });
-  const double hint_ns = ns_per_call(iterations, runs, [&] { x.will_read(); });
-  const double kernel1_ns = ns_per_call(iterations, runs, [&] {
+  t.hint_ns = ns_per_call(e.iterations, e.runs, [&] { x.will_read(); });
+  t.kernel1_ns = ns_per_call(e.iterations, e.runs, [&] {
     rt.kernel(ca::reads(x), [](std::span<const float> a) { keep(a.data()); });
   });
-  const double kernel3_ns = ns_per_call(iterations, runs, [&] {
+  t.kernel3_ns = ns_per_call(e.iterations, e.runs, [&] {
     rt.kernel(ca::reads(x, y), ca::writes(z),
               [](std::span<const float> a, std::span<const float> b, std::span<float> c) {
                 keep(a.data());
@@ -142,12 +141,21 @@ int main(int argc, char** argv) {
               });
   });
   std::mutex mutex;
-  const double mutex_ns = ns_per_call(iterations, runs, [&] {
+  t.mutex_ns = ns_per_call(e.iterations, e.runs, [&] {
     mutex.lock();
     mutex.unlock();
   });
+  return t;
+}
 
-  // ---- (d): allocate + free with 10,000 live regions --------------------------
+// (d): allocate + free with 10,000 live regions, and malloc + free with as
+// many live blocks.
+struct AllocateTimes {
+  BatchTimes allocate_free, malloc_free;
+  std::uint64_t live_regions = 0;  // as the heap counted them
+};
+
+AllocateTimes measure_allocate(const Effort& e) {
   // A heap large enough for the live set, not prefaulted: allocate and free
   // only touch the allocator's bookkeeping, never the heap's pages.
   ca::DeviceSpec spec = ca::dram(1ull << 30, "dram");
@@ -169,7 +177,8 @@ int main(int argc, char** argv) {
     if (live[i] == nullptr) live[i] = dm.allocate(0, refill[k++]);
   }
   const std::vector<std::uint64_t> sizes = random_sizes(4096, 3);
-  const BatchTimes alloc_free = batch_times(batches, batch, [&](std::uint64_t i) {
+  AllocateTimes t;
+  t.allocate_free = batch_times(e.batches, e.batch, [&](std::uint64_t i) {
     ca::Region* r = dm.allocate(0, sizes[i & 4095]);
     keep(r);
     dm.free(*r);
@@ -177,59 +186,79 @@ int main(int argc, char** argv) {
 
   std::vector<void*> live_blocks;
   for (std::uint64_t s : live_sizes) live_blocks.push_back(std::malloc(s));
-  const BatchTimes malloc_free = batch_times(batches, batch, [&](std::uint64_t i) {
+  t.malloc_free = batch_times(e.batches, e.batch, [&](std::uint64_t i) {
     void* p = std::malloc(sizes[i & 4095]);
     keep(p);
     std::free(p);
   });
   for (void* p : live_blocks) std::free(p);
-  const std::uint64_t live_now = dm.usage(0).live_regions;
+  t.live_regions = dm.usage(0).live_regions;
   for (ca::Region* r : live) dm.free(*r);
+  return t;
+}
 
-  // ---- report ------------------------------------------------------------------
-  const auto row = [](const char* what, double ns, const char* goal, const char* base_name, double base) {
-    fmt::print("{:<34} {:>9.1f} {:>7} {:<20} {:>9.1f} {:>7.2f}x\n", what, ns, goal, base_name, base, ns / base);
-  };
+void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTimes& m) {
   fmt::print("hint_overhead{}: {} calls x {} runs (median); allocate+free: {} batches of {}, "
              "{} live regions of {}..{} B\n\n",
-             quick ? " --quick" : "", iterations, runs, batches, batch, live_now, min_region, max_region);
-  fmt::print("{:<34} {:>9} {:>7} {:<20} {:>9} {:>8}\n", "measurement", "ns/op", "goal", "baseline", "ns/op",
-             "ratio");
-  fmt::print("{:-<34} {:->9} {:->7} {:-<20} {:->9} {:->8}\n", "", "", "", "", "", "");
-  row("read() guard (hint+pin+unpin)", read_guard_ns, "<= 50", "mutex lock+unlock", mutex_ns);
-  row("will_read() hint", hint_ns, "<= 50", "mutex lock+unlock", mutex_ns);
-  row("kernel, 1 argument", kernel1_ns, "", "mutex lock+unlock", mutex_ns);
-  row("kernel, 3 arguments", kernel3_ns, "", "mutex lock+unlock", mutex_ns);
-  row("allocate+free, median batch", alloc_free.median, "<= 200", "malloc+free median", malloc_free.median);
-  row("allocate+free, p99 batch", alloc_free.p99, "", "malloc+free p99", malloc_free.p99);
-  fmt::print("{:<34} {:>9.1f}\n", "std::mutex lock+unlock", mutex_ns);
-  fmt::print("{:<34} {:>9.1f}\n", "malloc+free", malloc_free.median);
-  const bool hint_ok = hint_ns <= 50 && read_guard_ns <= 50;
-  const bool alloc_ok = alloc_free.median <= 200;
+             quick ? " --quick" : "", e.iterations, e.runs, e.batches, e.batch, m.live_regions, min_region,
+             max_region);
+  const bench::Table table({{"measurement", 34, bench::Align::left},
+                            {"ns/op", 9},
+                            {"goal", 7},
+                            {"baseline", 20, bench::Align::left},
+                            {"ns/op", 9},
+                            {"ratio", 8}});
+  table.print_header();
+  table.print_rule();
+  const auto ns = [](double x) { return fmt::format("{:.1f}", x); };
+  const auto row = [&](const char* what, double x, const char* goal, const char* base_name, double base) {
+    table.print_row({what, ns(x), goal, base_name, ns(base), fmt::format("{:.2f}x", x / base)});
+  };
+  row("read() guard (hint+pin+unpin)", a.read_guard_ns, "<= 50", "mutex lock+unlock", a.mutex_ns);
+  row("will_read() hint", a.hint_ns, "<= 50", "mutex lock+unlock", a.mutex_ns);
+  row("kernel, 1 argument", a.kernel1_ns, "", "mutex lock+unlock", a.mutex_ns);
+  row("kernel, 3 arguments", a.kernel3_ns, "", "mutex lock+unlock", a.mutex_ns);
+  row("allocate+free, median batch", m.allocate_free.median, "<= 200", "malloc+free median", m.malloc_free.median);
+  row("allocate+free, p99 batch", m.allocate_free.p99, "", "malloc+free p99", m.malloc_free.p99);
+  table.print_row({"std::mutex lock+unlock", ns(a.mutex_ns)});
+  table.print_row({"malloc+free", ns(m.malloc_free.median)});
+  const bool hint_ok = a.hint_ns <= 50 && a.read_guard_ns <= 50;
+  const bool alloc_ok = m.allocate_free.median <= 200;
   fmt::print("\ngoals: hint and guard <= 50 ns: {}; allocate+free <= 200 ns: {}\n", hint_ok ? "met" : "MISSED",
              alloc_ok ? "met" : "MISSED");
+}
 
-  if (!json_path.empty()) {
-    nlohmann::json j = {
-        {"hint_ns", hint_ns},
-        {"read_guard_ns", read_guard_ns},
-        {"kernel1_ns", kernel1_ns},
-        {"kernel3_ns", kernel3_ns},
-        {"alloc_free_ns", alloc_free.median},
-        {"alloc_free_p99_ns", alloc_free.p99},
-        {"mutex_ns", mutex_ns},
-        {"malloc_free_ns", malloc_free.median},
-        {"malloc_free_p99_ns", malloc_free.p99},
-        {"live_regions", live_now},
-        {"quick", quick},
-        {"goals", {{"hint_ns", 50}, {"read_guard_ns", 50}, {"alloc_free_ns", 200}}},
-    };
-    std::ofstream out(json_path);
-    if (!out) {
-      fmt::print(stderr, "hint_overhead: cannot write {}\n", json_path);
-      return 1;
-    }
-    out << j.dump(2) << '\n';
-  }
+nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m) {
+  return {
+      {"hint_ns", a.hint_ns},
+      {"read_guard_ns", a.read_guard_ns},
+      {"kernel1_ns", a.kernel1_ns},
+      {"kernel3_ns", a.kernel3_ns},
+      {"alloc_free_ns", m.allocate_free.median},
+      {"alloc_free_p99_ns", m.allocate_free.p99},
+      {"mutex_ns", a.mutex_ns},
+      {"malloc_free_ns", m.malloc_free.median},
+      {"malloc_free_p99_ns", m.malloc_free.p99},
+      {"live_regions", m.live_regions},
+      {"quick", quick},
+      {"goals", {{"hint_ns", 50}, {"read_guard_ns", 50}, {"alloc_free_ns", 200}}},
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hint_overhead: cost of hints, scoped accesses, kernels and allocate+free"};
+  bool quick = false;
+  std::string json_path;
+  app.add_flag("--quick", quick, "a fast smoke run (fewer iterations; noisier numbers)");
+  app.add_option("--json", json_path, "also write the results to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+
+  const Effort effort = quick ? Effort{100'000, 3, 200, 1000} : Effort{2'000'000, 7, 2000, 1000};
+  const AccessTimes access = measure_access(effort);
+  const AllocateTimes allocate = measure_allocate(effort);
+  report(quick, effort, access, allocate);
+  if (!json_path.empty() && !bench::write_json(json_path, to_json(quick, access, allocate), "hint_overhead")) return 1;
   return 0;
 }

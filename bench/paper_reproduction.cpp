@@ -13,9 +13,10 @@
 //   modeled   the paper's configurations (DenseNet-264 batch 1536, ResNet-200
 //             batch 2048, VGG-416 batch 256; 180 GB DRAM, 1300 GB NVRAM) and
 //             the emulated ones: a dry-run trace replayed on virtual devices
-//             (manager/replay.hpp) and through the 2LM model
-//             (manager/two_level_memory.hpp); seconds come from the
-//             memory-bound time model with published Optane bandwidths.
+//             (sim/replay.hpp) and through the 2LM model
+//             (sim/simulate_2lm.hpp); seconds come from the memory-bound
+//             time model with the published DDR4 and Optane bandwidths
+//             (emulation::published).
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
 //
 //   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
@@ -26,13 +27,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -41,27 +41,32 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/manager/emulation.hpp>
 #include <cachedarrays/sim/replay.hpp>
-#include <cachedarrays/manager/two_level_memory.hpp>
+#include <cachedarrays/sim/simulate_2lm.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include "shell.hpp"
+#include "bench_support.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
+namespace bench = cachedarrays::bench;
 
 namespace {
 
 constexpr std::uint64_t gb = 1'000'000'000ull;
-// The paper's platform (published figures; see emulation.hpp): six-channel
-// DDR4 and six interleaved Optane DIMMs per socket.
-const ca::DeviceModel dram_model{"dram", 118.0, 83.0};
-const ca::DeviceModel optane_model{"optane", 39.4, 13.9};
+ca::DeviceModel device_model(std::string name, ca::emulation::Bandwidth bandwidth) {
+  return {std::move(name), bandwidth.read_gbps, bandwidth.write_gbps};
+}
+// The paper's platform: six-channel DDR4 and six interleaved Optane DIMMs
+// per socket.
+const ca::DeviceModel dram_model = device_model("dram", ca::emulation::published::ddr4_six_channel);
+const ca::DeviceModel optane_model = device_model("optane", ca::emulation::published::optane_six_dimms);
 const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "hw-cache",
                                         "ca",       "ca-l",     "ca-lm",       "ca-lmp"};
 const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp"};
-// The fast budget of the goals: 20% of the footprint.
+// The fast budget at which the goals table holds the policies to their
+// targets: 20% of the footprint.
 constexpr double goal_fraction = 0.2;
 
 struct Row {
@@ -86,6 +91,18 @@ Row make_row(std::string kind, std::string model, std::string policy, double fra
   row.policy = std::move(policy);
   row.fast_fraction = fraction;
   row.fast_bytes = fast;
+  return row;
+}
+
+// `row` filled by `run`; a budget too small for the run leaves a row that
+// says so.
+template <typename F>
+Row attempt(Row row, F&& run) {
+  try {
+    run(row);
+  } catch (const ca::out_of_memory&) {
+    row.note = "out of memory";
+  }
   return row;
 }
 
@@ -158,31 +175,25 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
     const double fraction = fractions[f];
     const bool paper_budget = paper_dram && f + 1 == fractions.size();
     const std::uint64_t fast = fast_budget(fraction, footprint);
+    Row row = make_row("modeled", label(config), "", fraction, fast);
+    row.paper_budget = paper_budget;
     for (const std::string& policy : policies) {
-      Row row = make_row("modeled", label(config), policy, fraction, fast);
-      row.paper_budget = paper_budget;
-      try {
+      row.policy = policy;
+      rows.push_back(attempt(row, [&](Row& r) {
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
                        ca::policy::Registry::builtin().make(policy));
-        const ca::ReplayResult r = ca::replay(trace, rt, models);
-        row.seconds = r.modeled_seconds;
-        fill_traffic(row, r.stats);
-      } catch (const ca::out_of_memory&) {
-        row.note = "out of memory";
-      }
-      rows.push_back(row);
+        const ca::ReplayResult result = ca::replay(trace, rt, models);
+        r.seconds = result.modeled_seconds;
+        fill_traffic(r, result.stats);
+      }));
     }
     for (const bool m : {false, true}) {
-      Row row = make_row("modeled", label(config), m ? "2lm:m" : "2lm", fraction, fast);
-      row.paper_budget = paper_budget;
-      try {
-        const ca::TwoLmResult r = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
-        row.seconds = r.modeled_seconds;
-        fill_two_lm(row, r.counters);
-      } catch (const ca::out_of_memory&) {
-        row.note = "out of memory";
-      }
-      rows.push_back(row);
+      row.policy = m ? "2lm:m" : "2lm";
+      rows.push_back(attempt(row, [&](Row& r) {
+        const ca::TwoLmResult result = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
+        r.seconds = result.modeled_seconds;
+        fill_two_lm(r, result.counters);
+      }));
     }
   }
   for (Row& row : rows) {
@@ -191,16 +202,10 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
 }
 
 double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> images, std::span<const float> labels) {
-  const auto start = std::chrono::steady_clock::now();
-  (void)trainer.step(images, labels);
-  rt.collect();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return bench::seconds_of([&] {
+    (void)trainer.step(images, labels);
+    rt.collect();
+  });
 }
 
 void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations,
@@ -214,8 +219,7 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
   data->next_batch(images, labels);
   const auto optane = *ca::emulation::profile("optane");
   const auto run = [&](const std::string& policy, std::uint64_t fast) -> Row {
-    Row row = make_row("emulated", label(config), policy, 0, fast);
-    try {
+    return attempt(make_row("emulated", label(config), policy, 0, fast), [&](Row& row) {
       std::vector<ca::DeviceSpec> devices;
       std::string placement = policy;
       if (policy == "2lm:m") {
@@ -237,17 +241,14 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
       const ca::Stats before = rt.stats();
       std::vector<double> seconds;
       for (int i = 0; i < iterations; ++i) seconds.push_back(time_step(trainer, rt, images, labels));
-      row.seconds = median(seconds);
+      row.seconds = bench::median(seconds);
       // Traffic per iteration, averaged over the timed ones.
       const ca::Stats s = rt.stats().since(before);
       if (policy == "2lm:m") fill_two_lm(row, s.memory_mode); else fill_traffic(row, s);
       for (std::uint64_t* bytes : {&row.fast_read, &row.fast_written, &row.slow_read, &row.slow_written}) {
         *bytes /= static_cast<std::uint64_t>(iterations);
       }
-    } catch (const ca::out_of_memory&) {
-      row.note = "out of memory";
-    }
-    return row;
+    });
   };
   (void)run("all-fast", footprint);  // warms oneDNN's primitive cache and the page cache
   const Row baseline = run("all-fast", footprint);
@@ -270,19 +271,29 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
   }
 }
 
-// The goals at a fast tier of 20%: the best CA mode within 1.10x of
-// all-fast, at least 2x faster than 2LM and 1.5x faster than first-touch.
-void print_goals(const std::vector<Row>& rows) {
+// The models that have a row matching `keep`, in the order they first appear.
+template <typename P>
+std::vector<std::string> models_of(const std::vector<Row>& rows, P&& keep) {
   std::vector<std::string> models;
   for (const Row& r : rows) {
-    if (r.kind == "emulated" && std::find(models.begin(), models.end(), r.model) == models.end()) {
-      models.push_back(r.model);
-    }
+    if (keep(r) && std::find(models.begin(), models.end(), r.model) == models.end()) models.push_back(r.model);
   }
+  return models;
+}
+
+// The targets at a fast tier of 20%: the best CA mode within 1.10x of
+// all-fast, at least 2x faster than 2LM:M and 1.5x faster than first-touch.
+void print_goals(const std::vector<Row>& rows) {
+  const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.kind == "emulated"; });
   if (models.empty()) return;
   fmt::print("\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured):\n", 100 * goal_fraction);
-  fmt::print("{:<20} {:<8} {:>10} {:>12} {:>16} {:>18}\n", "model", "best CA", "seconds", "vs all-fast",
-             "2LM:M / best CA", "first-touch / CA");
+  const bench::Table table({{"model", 20, bench::Align::left},
+                            {"best CA", 8, bench::Align::left},
+                            {"seconds", 10},
+                            {"vs all-fast", 12},
+                            {"2LM:M / best CA", 16},
+                            {"first-touch / CA", 18}});
+  table.print_header();
   for (const std::string& model : models) {
     const auto find = [&](const std::string& policy) -> const Row* {
       for (const Row& r : rows) {
@@ -298,10 +309,8 @@ void print_goals(const std::vector<Row>& rows) {
       const Row* r = find(mode);
       if (r != nullptr && (best == nullptr || *r->seconds < *best->seconds)) best = r;
     }
-    const Row* two_lm = find("2lm:m");
-    const Row* first_touch = find("first-touch");
     if (best == nullptr) {
-      fmt::print("{:<20} no CA run at {:.0f}% (add it to --fractions)\n", model, 100 * goal_fraction);
+      table.print_row({model, fmt::format("no CA run at {:.0f}% (add it to --fractions)", 100 * goal_fraction)});
       continue;
     }
     const auto ratio = [&](const Row* other, double goal, bool at_most) {
@@ -309,21 +318,31 @@ void print_goals(const std::vector<Row>& rows) {
       const double x = at_most ? best->slowdown : *other->seconds / *best->seconds;
       return fmt::format("{:.2f}x ({} {:.2f})", x, (at_most ? x <= goal : x >= goal) ? "meets" : "misses", goal);
     };
-    fmt::print("{:<20} {:<8} {:>10.4f} {:>12} {:>16} {:>18}\n", model, best->policy, *best->seconds,
-               ratio(best, 1.10, true), ratio(two_lm, 2.0, false), ratio(first_touch, 1.5, false));
+    table.print_row({model, best->policy, fmt::format("{:.4f}", *best->seconds), ratio(best, 1.10, true),
+                     ratio(find("2lm:m"), 2.0, false), ratio(find("first-touch"), 1.5, false)});
   }
 }
 
 void print(const std::vector<Row>& rows) {
-  fmt::print("{:<9} {:<20} {:<12} {:>6} {:>11} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10}  {}\n", "kind", "model",
-             "policy", "fast%", "fast", "seconds", "slowdown", "fast rd", "fast wr", "slow rd", "slow wr", "note");
+  const bench::Table table({{"kind", 9, bench::Align::left},
+                            {"model", 20, bench::Align::left},
+                            {"policy", 12, bench::Align::left},
+                            {"fast%", 6},
+                            {"fast", 11},
+                            {"seconds", 9},
+                            {"slowdown", 9},
+                            {"fast rd", 10},
+                            {"fast wr", 10},
+                            {"slow rd", 10},
+                            {"slow wr", 10},
+                            {"note", 0, bench::Align::left, 2}});
+  table.print_header();
   for (const Row& r : rows) {
-    fmt::print("{:<9} {:<20} {:<12} {:>5.0f}% {:>11} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10}  {}\n", r.kind, r.model,
-               r.policy, 100 * r.fast_fraction, ca::format_bytes(r.fast_bytes),
-               r.seconds ? fmt::format("{:.4f}", *r.seconds) : "-",
-               r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-", ca::format_bytes(r.fast_read),
-               ca::format_bytes(r.fast_written), ca::format_bytes(r.slow_read), ca::format_bytes(r.slow_written),
-               r.note);
+    table.print_row({r.kind, r.model, r.policy, fmt::format("{:.0f}%", 100 * r.fast_fraction),
+                     ca::format_bytes(r.fast_bytes), r.seconds ? fmt::format("{:.4f}", *r.seconds) : "-",
+                     r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-", ca::format_bytes(r.fast_read),
+                     ca::format_bytes(r.fast_written), ca::format_bytes(r.slow_read),
+                     ca::format_bytes(r.slow_written), r.note});
   }
 }
 
@@ -356,10 +375,7 @@ void print_paper(const std::vector<Row>& rows) {
     }
     return nullptr;
   };
-  std::vector<std::string> models;
-  for (const Row& r : rows) {
-    if (r.paper_budget && std::find(models.begin(), models.end(), r.model) == models.end()) models.push_back(r.model);
-  }
+  const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.paper_budget; });
   if (models.empty()) return;
   fmt::print("\nthe paper's configurations at 180 GB DRAM + 1300 GB NVRAM, modeled, beside the paper's figures:\n");
   const auto seconds = [](const Row* r) { return r != nullptr && r->seconds ? *r->seconds : 0.0; };
@@ -392,78 +408,91 @@ void print_paper(const std::vector<Row>& rows) {
              "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"The CachedArrays paper's policy comparison: emulated real runs and modeled paper configurations"};
+struct Options {
   bool quick = false;
   bool no_emulated = false;
   bool no_paper = false;
   std::vector<std::string> families{"resnet", "densenet", "vgg"};
-  std::vector<double> fractions;
+  std::vector<double> fractions;  // empty: the default sweep
   int iterations = 3;
-  std::int64_t batch = 0;
+  std::int64_t batch = 0;  // 0: the default of the family (and of --quick)
   std::int64_t image_size = 0;
   double width = 0;
   std::string json_path;
   std::string plots_dir;
-  app.add_flag("--quick", quick, "tiny models, budgets 100%, 20% and 0% (a smoke test, not a measurement)");
-  app.add_flag("--no-emulated", no_emulated, "skip the real runs with an emulated Optane tier");
-  app.add_flag("--no-paper", no_paper, "skip the paper's configurations (modeled)");
-  app.add_option("--models", families, "model families to run")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_flag("--quick", o.quick, "tiny models, budgets 100%, 20% and 0% (a smoke test, not a measurement)");
+  app.add_flag("--no-emulated", o.no_emulated, "skip the real runs with an emulated Optane tier");
+  app.add_flag("--no-paper", o.no_paper, "skip the paper's configurations (modeled)");
+  app.add_option("--models", o.families, "model families to run")
       ->check(CLI::IsMember({"resnet", "densenet", "vgg"}))
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--fractions", fractions, "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0)")
+  app.add_option("--fractions", o.fractions,
+                 "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0)")
       ->check(CLI::Range(0.0, 1.0))
       ->delimiter(',');
-  app.add_option("--iterations", iterations, "timed iterations per emulated run (the median is reported)")
+  app.add_option("--iterations", o.iterations, "timed iterations per emulated run (the median is reported)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--batch", batch, "emulated runs: images per iteration (default 32, quick 4)")
+  app.add_option("--batch", o.batch, "emulated runs: images per iteration (default 32, quick 4)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--image-size", image_size, "emulated runs: image side (default 96 for resnet, 64 otherwise; quick 32)")
+  app.add_option("--image-size", o.image_size,
+                 "emulated runs: image side (default 96 for resnet, 64 otherwise; quick 32)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--width", width, "emulated runs: channel multiplier (default 1, quick 0.25)")
+  app.add_option("--width", o.width, "emulated runs: channel multiplier (default 1, quick 0.25)")
       ->check(CLI::Range(0.01, 4.0));
-  app.add_option("--json", json_path, "write the rows as JSON to this file");
-  app.add_option("--plots", plots_dir,
+  app.add_option("--json", o.json_path, "write the rows as JSON to this file");
+  app.add_option("--plots", o.plots_dir,
                  "draw PNGs into this directory with tools/plot_reproduction.py (/usr/bin/python3, "
                  "python3-matplotlib); the JSON goes there too unless --json is given");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  if (fractions.empty()) {
-    fractions = quick ? std::vector<double>{1.0, goal_fraction, 0.0}
-                      : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
-  }
-  // Small enough for this machine, large enough that one iteration lasts a
-  // good fraction of a second with compute, not bookkeeping, dominating.
+// The small configuration of `family` that runs on this machine: small
+// enough for it, large enough that one iteration lasts a good fraction of a
+// second with compute, not bookkeeping, dominating.
+nn::ModelConfig small_config(const std::string& family, const Options& o) {
   const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}};
+  nn::ModelConfig c;
+  c.family = family;
+  c.depth = small_depth.at(family);
+  c.batch = o.batch > 0 ? o.batch : o.quick ? 4 : family == "resnet" ? 32 : 16;
+  c.image_size = o.image_size > 0 ? o.image_size : o.quick ? 32 : family == "resnet" ? 96 : 64;
+  c.classes = 10;
+  c.width = o.width > 0 ? o.width : o.quick ? 0.25 : 1.0;
+  return c;
+}
+
+std::vector<Row> run(const Options& o) {
+  std::vector<double> fractions = o.fractions;
+  if (fractions.empty()) {
+    fractions = o.quick ? std::vector<double>{1.0, goal_fraction, 0.0}
+                        : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
+  }
   std::vector<Row> rows;
-  for (const std::string& family : families) {
-    nn::ModelConfig c;
-    c.family = family;
-    c.depth = small_depth.at(family);
-    c.batch = batch > 0 ? batch : quick ? 4 : family == "resnet" ? 32 : 16;
-    c.image_size = image_size > 0 ? image_size : quick ? 32 : family == "resnet" ? 96 : 64;
-    c.classes = 10;
-    c.width = width > 0 ? width : quick ? 0.25 : 1.0;
-    if (!no_emulated) emulated(c, fractions, iterations, rows);
+  for (const std::string& family : o.families) {
+    const nn::ModelConfig c = small_config(family, o);
+    if (!o.no_emulated) emulated(c, fractions, o.iterations, rows);
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, rows);
   }
-  if (!no_paper) {
-    for (const auto& [family, depth, batch_size] : std::vector<std::tuple<std::string, int, std::int64_t>>{
-             {"densenet", 264, 1536}, {"resnet", 200, 2048}, {"vgg", 416, 256}}) {
-      if (std::find(families.begin(), families.end(), family) == families.end()) continue;
-      nn::ModelConfig c;
-      c.family = family;
-      c.depth = depth;
-      c.batch = batch_size;
-      modeled(c, fractions, 1300 * gb, 180 * gb, rows);
-    }
+  if (o.no_paper) return rows;
+  for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
+           {"densenet", 264, 1536}, {"resnet", 200, 2048}, {"vgg", 416, 256}}) {
+    if (std::find(o.families.begin(), o.families.end(), family) == o.families.end()) continue;
+    nn::ModelConfig c;
+    c.family = family;
+    c.depth = depth;
+    c.batch = batch;
+    modeled(c, fractions, 1300 * gb, 180 * gb, rows);
   }
+  return rows;
+}
+
+void report(const Options& o, const std::vector<Row>& rows) {
   fmt::print("emulated: measured wall time on this machine (median of {} iterations), slow tier emulated as {}\n",
-             iterations, no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
+             o.iterations, o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
   fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
   fmt::print("modeled: replay / 2LM model, DRAM {} / {} GB/s, Optane {} / {} GB/s (read / write); "
              "not measurements\n\n",
@@ -471,31 +500,41 @@ int main(int argc, char** argv) {
   print(rows);
   print_goals(rows);
   print_paper(rows);
+}
 
-  if (!plots_dir.empty()) {
-    std::filesystem::create_directories(plots_dir);
-    if (json_path.empty()) json_path = (std::filesystem::path(plots_dir) / "paper_reproduction.json").string();
+// The JSON (into --plots' directory unless --json names a file) and the
+// plots drawn from it; false when either could not be written.
+bool write_outputs(const Options& o, const std::vector<Row>& rows) {
+  std::string json_path = o.json_path;
+  if (!o.plots_dir.empty()) {
+    std::filesystem::create_directories(o.plots_dir);
+    if (json_path.empty()) json_path = (std::filesystem::path(o.plots_dir) / "paper_reproduction.json").string();
   }
   if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << to_json(rows).dump(2) << '\n';
-    if (!out) {
-      fmt::print(stderr, "paper_reproduction: cannot write {}\n", json_path);
-      return 1;
-    }
+    if (!bench::write_json(json_path, to_json(rows), "paper_reproduction")) return false;
     fmt::print("\nwrote {}\n", json_path);
   }
-  if (!plots_dir.empty()) {
-    using cachedarrays::bench::shell_quote;
-    const auto [out, status] = cachedarrays::bench::capture(
-        "/usr/bin/python3 " + shell_quote(CACHEDARRAYS_PLOT_REPRODUCTION) + " " + shell_quote(json_path) + " " +
-        shell_quote(plots_dir) + " 2>&1");
-    fmt::print("{}", out);
-    if (status != 0) {
-      fmt::print(stderr, "paper_reproduction: the plot script failed (exit {}); it needs Debian's "
-                         "python3-matplotlib for /usr/bin/python3\n", status);
-      return 1;
-    }
+  if (o.plots_dir.empty()) return true;
+  using bench::shell_quote;
+  const auto [out, status] = bench::capture("/usr/bin/python3 " + shell_quote(CACHEDARRAYS_PLOT_REPRODUCTION) + " " +
+                                            shell_quote(json_path) + " " + shell_quote(o.plots_dir) + " 2>&1");
+  fmt::print("{}", out);
+  if (status != 0) {
+    fmt::print(stderr, "paper_reproduction: the plot script failed (exit {}); it needs Debian's "
+                       "python3-matplotlib for /usr/bin/python3\n", status);
+    return false;
   }
-  return 0;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The CachedArrays paper's policy comparison: emulated real runs and modeled paper configurations"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
+  const std::vector<Row> rows = run(options);
+  report(options, rows);
+  return write_outputs(options, rows) ? 0 : 1;
 }

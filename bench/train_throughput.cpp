@@ -31,7 +31,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <span>
@@ -39,16 +38,12 @@
 #include <thread>
 #include <vector>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include "shell.hpp"
+#include "bench_support.hpp"
 
 #ifndef CACHEDARRAYS_PYTORCH_REFERENCE
 #define CACHEDARRAYS_PYTORCH_REFERENCE "bench/pytorch_reference.py"
@@ -56,12 +51,13 @@
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
-using cachedarrays::bench::capture;
-using cachedarrays::bench::shell_quote;
+namespace bench = cachedarrays::bench;
+using bench::capture;
+using bench::shell_quote;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
 
 struct Settings {
   std::int64_t batch = 16;
@@ -97,12 +93,6 @@ struct Row {
   std::optional<PyTorchResult> pytorch;
   std::string pytorch_error;  // why there is no PyTorch figure
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // "resnet50" -> {"resnet", 50}
 nn::ModelConfig model_config(const std::string& name, const Settings& s) {
@@ -162,11 +152,12 @@ void print_profile(const std::string& model, const KernelTimer& timer, double st
   std::sort(by_time.rbegin(), by_time.rend());
   fmt::print("\nprofile of one iteration of {} ({:.1f} ms): wall time from a kernel's start to the next one's\n",
              model, 1e3 * step_seconds);
-  fmt::print("  {:<40} {:>6} {:>10} {:>7}\n", "kernel", "calls", "ms", "share");
+  const bench::Table table({{"kernel", 40, bench::Align::left}, {"calls", 6}, {"ms", 10}, {"share", 7}}, "  ");
+  table.print_header();
   for (const auto& [s, name] : by_time) {
     const auto it = timer.counts().find(name);
-    fmt::print("  {:<40} {:>6} {:>10.2f} {:>6.1f}%\n", name, it == timer.counts().end() ? 0 : it->second, 1e3 * s,
-               100.0 * s / step_seconds);
+    table.print_row({name, std::to_string(it == timer.counts().end() ? 0 : it->second), fmt::format("{:.2f}", 1e3 * s),
+                     fmt::format("{:.1f}%", 100.0 * s / step_seconds)});
   }
 }
 
@@ -189,15 +180,15 @@ Measurement run_ours(const std::string& name, const Settings& s, bool first_roun
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   const auto one_step = [&] {
     dataset->next_batch(images, labels);  // not timed: PyTorch reuses one batch
-    const auto t0 = Clock::now();
-    (void)trainer.step(images, labels);
-    rt.collect();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return bench::seconds_of([&] {
+      (void)trainer.step(images, labels);
+      rt.collect();
+    });
   };
   for (int i = 0; i < s.warmup; ++i) (void)one_step();
   std::vector<double> seconds;
   for (int i = 0; i < s.iterations; ++i) seconds.push_back(one_step());
-  m.median_seconds = median(seconds);
+  m.median_seconds = bench::median(seconds);
   m.images_per_s = static_cast<double>(config.batch) / m.median_seconds;
 
   const ca::Stats stats = rt.stats();
@@ -218,12 +209,13 @@ Measurement run_ours(const std::string& name, const Settings& s, bool first_roun
     trainer.context().set_observer(&timer);
     dataset->next_batch(images, labels);
     timer.start();
-    const auto t0 = Clock::now();
-    (void)trainer.step(images, labels);
-    rt.collect();
-    timer.stop();
+    const double step_seconds = bench::seconds_of([&] {
+      (void)trainer.step(images, labels);
+      rt.collect();
+      timer.stop();
+    });
     trainer.context().set_observer(nullptr);
-    print_profile(name, timer, std::chrono::duration<double>(Clock::now() - t0).count());
+    print_profile(name, timer, step_seconds);
   }
   return m;
 }
@@ -266,42 +258,6 @@ PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threa
   return r;
 }
 
-// CPU seconds the whole machine spent busy (/proc/stat) and those this
-// process and its waited-for children (the PyTorch runs) used: the
-// difference over a run is what other processes took from it.
-struct CpuTimes {
-  double machine_busy = -1;  // -1: /proc/stat unreadable
-  double ours = 0;
-  double wall = 0;
-};
-
-CpuTimes cpu_times() {
-  CpuTimes t;
-  t.wall = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-  std::ifstream stat("/proc/stat");
-  std::string cpu;
-  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu") {
-    t.machine_busy = static_cast<double>(user + nice + system + irq + softirq + steal) /
-                     static_cast<double>(::sysconf(_SC_CLK_TCK));
-  }
-  const auto seconds = [](const ::rusage& u) {
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  };
-  ::rusage self{}, children{};
-  ::getrusage(RUSAGE_SELF, &self);
-  ::getrusage(RUSAGE_CHILDREN, &children);
-  t.ours = seconds(self) + seconds(children);
-  return t;
-}
-
-// Cores other processes kept busy on average between `from` and `to`.
-double others_busy_cores(const CpuTimes& from, const CpuTimes& to) {
-  if (from.machine_busy < 0 || to.machine_busy < 0 || to.wall <= from.wall) return 0;
-  return std::max(0.0, (to.machine_busy - from.machine_busy) - (to.ours - from.ours)) / (to.wall - from.wall);
-}
-
 // oneDNN's OpenMP barriers wait for every thread: one preempted thread
 // stretches a kernel by a scheduler time slice, so other work on the
 // machine makes the figures swing several-fold (on either side).
@@ -313,14 +269,16 @@ void warn_if_disturbed(double others, const char* when) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Training images/s of cachedarrays::nn against PyTorch on the same ResNet"};
-  Settings s;
+struct Options {
+  Settings settings;
   std::vector<std::string> models = {"resnet18", "resnet50"};
   bool quick = false;
+  bool no_pytorch = false;
   std::string json_path;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  Settings& s = o.settings;
   app.add_option("--batch", s.batch, "images per iteration")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", s.image_size, "square image side")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classes", s.classes, "output classes (both sides)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -331,72 +289,161 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", s.warmup, "untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--models", models, "networks, e.g. resnet18,resnet50")->delimiter(',')->capture_default_str();
-  app.add_flag("--quick", quick, "ResNet-18 only, 1 warm-up and 2 timed iterations (smoke test)");
+  app.add_option("--models", o.models, "networks, e.g. resnet18,resnet50")->delimiter(',')->capture_default_str();
+  app.add_flag("--quick", o.quick, "ResNet-18 only, 1 warm-up and 2 timed iterations (smoke test)");
   app.add_option("--rounds", s.rounds,
                  "measure ours and PyTorch alternately this many times and keep each side's best median "
                  "(steadier on a shared machine)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--profile", s.profile, "time one more iteration of ours kernel by kernel");
-  bool no_pytorch = false;
-  app.add_flag("--no-pytorch", no_pytorch, "measure ours only (ratio n/a)");
-  app.add_option("--json", json_path, "also write the rows as a JSON array to this file");
+  app.add_flag("--no-pytorch", o.no_pytorch, "measure ours only (ratio n/a)");
+  app.add_option("--json", o.json_path, "also write the rows as a JSON array to this file");
   app.add_option("--python", s.python, "interpreter for the PyTorch baseline")->capture_default_str();
   app.add_option("--script", s.script, "the PyTorch baseline script")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  if (quick) {
-    models = {"resnet18"};
-    s.warmup = 1;
-    s.iterations = 2;
-  }
+}
 
-  const int threads = s.threads > 0 ? s.threads : omp_get_num_procs();
-  omp_set_num_threads(threads);
+// What both sides run with, and what the machine was doing before the run.
+struct Setup {
+  int threads = 0;
+  std::string dnnl_version;
+  std::optional<std::string> no_torch;  // why PyTorch is not measured
+  bench::CpuSample start;
+};
+
+// Sets oneDNN's threads, looks for PyTorch, watches the machine idle for a
+// moment, and prints what the run is about to compare.
+Setup prepare(const Settings& s) {
+  Setup setup;
+  setup.threads = s.threads > 0 ? s.threads : omp_get_num_procs();
+  omp_set_num_threads(setup.threads);
   const dnnl::version_t* dnnl = dnnl::version();
-  const std::string dnnl_version = fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch);
-  s.pytorch = !no_pytorch;
-  const std::optional<std::string> no_torch =
-      s.pytorch ? torch_missing(s) : std::optional<std::string>("PyTorch not run (--no-pytorch)");
-  const CpuTimes before_pause = cpu_times();
+  setup.dnnl_version = fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch);
+  setup.no_torch = s.pytorch ? torch_missing(s) : std::optional<std::string>("PyTorch not run (--no-pytorch)");
+  const bench::CpuSample before_pause = bench::cpu_sample();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const CpuTimes start = cpu_times();
-  const double others_before = others_busy_cores(before_pause, start);
+  setup.start = bench::cpu_sample();
+  const double others_before = bench::others_busy_cores(before_pause, setup.start);
 
   fmt::print("train_throughput: training images/s (forward + backward + SGD step), cachedarrays::nn vs PyTorch\n");
   fmt::print("  batch {}, {}x{} images, {} classes, {} warm-up + {} timed iterations (median), policy all-fast\n",
              s.batch, s.image_size, s.image_size, s.classes, s.warmup, s.iterations);
   fmt::print("  ours: oneDNN v{} ({} runtime), {} OpenMP threads, {} cores; other processes busy {:.2f} cores\n",
-             dnnl_version, dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", omp_get_max_threads(),
+             setup.dnnl_version, dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", omp_get_max_threads(),
              omp_get_num_procs(), others_before);
   warn_if_disturbed(others_before, "before the start");
-  if (no_torch) fmt::print("  {}\n  reporting our figures only (ratio n/a)\n", *no_torch);
+  if (setup.no_torch) fmt::print("  {}\n  reporting our figures only (ratio n/a)\n", *setup.no_torch);
+  return setup;
+}
 
+// Each model, ours and PyTorch alternately for --rounds: alternating the two
+// sides spreads any disturbance over both; the best median of each side is
+// the least disturbed one.
+std::vector<Row> measure(const std::vector<std::string>& models, const Settings& s, const Setup& setup) {
+  std::vector<Row> rows;
+  for (const std::string& model : models) {
+    Row row;
+    row.model = model;
+    for (int round = 0; round < s.rounds; ++round) {
+      const Measurement ours = run_ours(model, s, round == 0);
+      if (round == 0 || ours.median_seconds < row.ours.median_seconds) row.ours = ours;
+      if (setup.no_torch) {
+        row.pytorch_error = *setup.no_torch;
+        continue;
+      }
+      try {
+        const PyTorchResult p = run_pytorch(model, s, setup.threads);
+        if (!row.pytorch || p.m.median_seconds < row.pytorch->m.median_seconds) row.pytorch = p;
+      } catch (const std::exception& e) {
+        row.pytorch_error = e.what();
+        fmt::print("  PyTorch {}: {}\n", model, e.what());
+        break;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void report(const std::vector<Row>& rows, const Settings& s, const Setup& setup) {
+  // Same library, same threads: otherwise the ratio compares setups, not code.
+  for (const Row& r : rows) {
+    if (!r.pytorch) continue;
+    const PyTorchResult& p = *r.pytorch;
+    fmt::print("  PyTorch {} (torch {}): mkldnn available {}, oneDNN v{} ({}), threads {} ({})\n", r.model,
+               p.torch_version, p.mkldnn ? "True" : "False", p.mkldnn_version,
+               p.mkldnn_version == setup.dnnl_version ? "same as ours" : "DIFFERENT from ours", p.threads,
+               p.threads == setup.threads ? "same as ours" : "DIFFERENT from ours");
+    if (p.m.parameters != r.ours.parameters) {
+      fmt::print("  WARNING: {} has {} parameters here and {} in PyTorch: the networks differ\n", r.model,
+                 r.ours.parameters, p.m.parameters);
+    }
+  }
+
+  fmt::print("\n");
+  const bench::Table table({{"model", 9, bench::Align::left},
+                            {"batch", 5},
+                            {"image", 6},
+                            {"threads", 7},
+                            {"ours img/s", 12},
+                            {"torch img/s", 12},
+                            {"ratio", 7},
+                            {"params ours", 12},
+                            {"params torch", 12}});
+  table.print_header();
+  for (const Row& r : rows) {
+    table.print_row({r.model, std::to_string(s.batch), std::to_string(s.image_size), std::to_string(setup.threads),
+                     fmt::format("{:.2f}", r.ours.images_per_s),
+                     r.pytorch ? fmt::format("{:.2f}", r.pytorch->m.images_per_s) : "n/a",
+                     r.pytorch ? fmt::format("{:.2f}x", r.ours.images_per_s / r.pytorch->m.images_per_s) : "n/a",
+                     std::to_string(r.ours.parameters),
+                     r.pytorch ? std::to_string(r.pytorch->m.parameters) : "n/a"});
+  }
+  fmt::print("ratio = ours / PyTorch images/s (goal >= 1.0){}\n",
+             s.rounds > 1 ? fmt::format("; best median of {} rounds per side", s.rounds) : "");
+  const double others_during = bench::others_busy_cores(setup.start, bench::cpu_sample());
+  fmt::print("other processes kept {:.2f} of {} cores busy during the run\n", others_during, omp_get_num_procs());
+  warn_if_disturbed(others_during, "during the run");
+}
+
+nlohmann::json to_json(const std::vector<Row>& rows, const Settings& s, int threads) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows) {
+    nlohmann::json row = {{"model", r.model},
+                          {"batch", s.batch},
+                          {"image_size", s.image_size},
+                          {"threads", threads},
+                          {"images_per_s", r.ours.images_per_s},
+                          {"parameters", r.ours.parameters}};
+    row["pytorch_images_per_s"] = r.pytorch ? nlohmann::json(r.pytorch->m.images_per_s) : nlohmann::json();
+    row["ratio_vs_pytorch"] =
+        r.pytorch ? nlohmann::json(r.ours.images_per_s / r.pytorch->m.images_per_s) : nlohmann::json();
+    if (r.pytorch) row["pytorch_parameters"] = r.pytorch->m.parameters;
+    if (!r.pytorch_error.empty()) row["pytorch_error"] = r.pytorch_error;
+    out.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Training images/s of cachedarrays::nn against PyTorch on the same ResNet"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
+  Settings& s = options.settings;
+  if (options.quick) {
+    options.models = {"resnet18"};
+    s.warmup = 1;
+    s.iterations = 2;
+  }
+  s.pytorch = !options.no_pytorch;
+
+  const Setup setup = prepare(s);
   std::vector<Row> rows;
   try {
-    for (const std::string& model : models) {
-      Row row;
-      row.model = model;
-      // Alternating the two sides spreads any disturbance over both; the
-      // best median of each side is the least disturbed one.
-      for (int round = 0; round < s.rounds; ++round) {
-        const Measurement ours = run_ours(model, s, round == 0);
-        if (round == 0 || ours.median_seconds < row.ours.median_seconds) row.ours = ours;
-        if (no_torch) {
-          row.pytorch_error = *no_torch;
-          continue;
-        }
-        try {
-          const PyTorchResult p = run_pytorch(model, s, threads);
-          if (!row.pytorch || p.m.median_seconds < row.pytorch->m.median_seconds) row.pytorch = p;
-        } catch (const std::exception& e) {
-          row.pytorch_error = e.what();
-          fmt::print("  PyTorch {}: {}\n", model, e.what());
-          break;
-        }
-      }
-      rows.push_back(std::move(row));
-    }
+    rows = measure(options.models, s, setup);
   } catch (const ca::error& e) {
     fmt::print(stderr, "train_throughput: {}\n", e.what());
     return EXIT_FAILURE;
@@ -407,57 +454,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "train_throughput: {}\n", e.what());
     return EXIT_FAILURE;
   }
-
-  // Same library, same threads: otherwise the ratio compares setups, not code.
-  for (const Row& r : rows) {
-    if (!r.pytorch) continue;
-    const PyTorchResult& p = *r.pytorch;
-    fmt::print("  PyTorch {} (torch {}): mkldnn available {}, oneDNN v{} ({}), threads {} ({})\n", r.model,
-               p.torch_version, p.mkldnn ? "True" : "False", p.mkldnn_version,
-               p.mkldnn_version == dnnl_version ? "same as ours" : "DIFFERENT from ours", p.threads,
-               p.threads == threads ? "same as ours" : "DIFFERENT from ours");
-    if (p.m.parameters != r.ours.parameters) {
-      fmt::print("  WARNING: {} has {} parameters here and {} in PyTorch: the networks differ\n", r.model,
-                 r.ours.parameters, p.m.parameters);
-    }
-  }
-
-  fmt::print("\n{:<9} {:>5} {:>6} {:>7} {:>12} {:>12} {:>7} {:>12} {:>12}\n", "model", "batch", "image", "threads",
-             "ours img/s", "torch img/s", "ratio", "params ours", "params torch");
-  for (const Row& r : rows) {
-    fmt::print("{:<9} {:>5} {:>6} {:>7} {:>12.2f} {:>12} {:>7} {:>12} {:>12}\n", r.model, s.batch, s.image_size,
-               threads, r.ours.images_per_s, r.pytorch ? fmt::format("{:.2f}", r.pytorch->m.images_per_s) : "n/a",
-               r.pytorch ? fmt::format("{:.2f}x", r.ours.images_per_s / r.pytorch->m.images_per_s) : "n/a",
-               r.ours.parameters, r.pytorch ? std::to_string(r.pytorch->m.parameters) : "n/a");
-  }
-  fmt::print("ratio = ours / PyTorch images/s (goal >= 1.0){}\n",
-             s.rounds > 1 ? fmt::format("; best median of {} rounds per side", s.rounds) : "");
-  const double others_during = others_busy_cores(start, cpu_times());
-  fmt::print("other processes kept {:.2f} of {} cores busy during the run\n", others_during, omp_get_num_procs());
-  warn_if_disturbed(others_during, "during the run");
-
-  if (!json_path.empty()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Row& r : rows) {
-      nlohmann::json row = {{"model", r.model},
-                            {"batch", s.batch},
-                            {"image_size", s.image_size},
-                            {"threads", threads},
-                            {"images_per_s", r.ours.images_per_s},
-                            {"parameters", r.ours.parameters}};
-      row["pytorch_images_per_s"] = r.pytorch ? nlohmann::json(r.pytorch->m.images_per_s) : nlohmann::json();
-      row["ratio_vs_pytorch"] =
-          r.pytorch ? nlohmann::json(r.ours.images_per_s / r.pytorch->m.images_per_s) : nlohmann::json();
-      if (r.pytorch) row["pytorch_parameters"] = r.pytorch->m.parameters;
-      if (!r.pytorch_error.empty()) row["pytorch_error"] = r.pytorch_error;
-      out.push_back(row);
-    }
-    std::ofstream file(json_path);
-    file << out.dump(2) << '\n';
-    if (!file) {
-      fmt::print(stderr, "train_throughput: could not write {}\n", json_path);
-      return EXIT_FAILURE;
-    }
+  report(rows, s, setup);
+  if (!options.json_path.empty() &&
+      !bench::write_json(options.json_path, to_json(rows, s, setup.threads), "train_throughput")) {
+    return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;
 }

@@ -8,15 +8,24 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "heap/block_allocator.hpp"
-
-using cachedarrays::detail::Block;
-using cachedarrays::detail::BlockAllocator;
+#include "cachedarrays/heap/detail/block_allocator.hpp"
 
 namespace {
 
-// Distinct non-null owner tags.
-void* tag(std::uintptr_t i) { return reinterpret_cast<void*>((i + 1) * 16); }
+// What the tests' blocks belong to: a number, so that callbacks can say
+// which block they were handed.
+struct Tag {
+  std::uintptr_t index;
+};
+
+// Owners with stable addresses, one per index.
+Tag& tag(std::uintptr_t i) {
+  static std::map<std::uintptr_t, Tag> tags;
+  return tags.try_emplace(i, Tag{i}).first->second;
+}
+
+using BlockAllocator = cachedarrays::detail::BlockAllocator<Tag>;
+using Block = BlockAllocator::Block;
 
 }  // namespace
 
@@ -185,15 +194,15 @@ TEST_CASE("allocator: evict_range clears a contiguous range through the callback
   BlockAllocator a(64 * 16, 64);
   std::vector<Block*> blocks;
   for (int i = 0; i < 16; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
-  std::vector<void*> visited;
-  const auto result = a.evict_range(64 * 4, 64 * 4, [&](void* owner) {
-    visited.push_back(owner);
-    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+  std::vector<std::uintptr_t> visited;
+  const auto result = a.evict_range(64 * 4, 64 * 4, [&](Tag& owner) {
+    visited.push_back(owner.index);
+    const auto i = owner.index;
     a.release(blocks[i]);
     return true;
   });
   CHECK(result == BlockAllocator::EvictResult::cleared);
-  CHECK(visited == std::vector<void*>{tag(4), tag(5), tag(6), tag(7)});
+  CHECK(visited == std::vector<std::uintptr_t>{4, 5, 6, 7});
   CHECK(a.largest_free_block() == 64 * 4);
   a.check();
   Block* again = a.try_allocate(64 * 4, tag(99));
@@ -208,8 +217,8 @@ TEST_CASE("allocator: a declined eviction rolls back to a consistent heap") {
   a.release(blocks[3]);  // a free block just before the window merges back afterwards
   blocks[3] = nullptr;
   int calls = 0;
-  const auto result = a.evict_range(64 * 4, 64 * 4, [&](void* owner) {
-    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+  const auto result = a.evict_range(64 * 4, 64 * 4, [&](Tag& owner) {
+    const auto i = owner.index;
     if (++calls == 3) return false;  // decline the third block
     a.release(blocks[i]);
     blocks[i] = nullptr;
@@ -229,8 +238,8 @@ TEST_CASE("allocator: space freed inside the window is not handed out by callbac
   for (int i = 0; i < 8; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
   a.release(blocks[7]);  // one free block outside the window
   Block* during = nullptr;
-  a.evict_range(0, 64 * 2, [&](void* owner) {
-    const auto i = reinterpret_cast<std::uintptr_t>(owner) / 16 - 1;
+  a.evict_range(0, 64 * 2, [&](Tag& owner) {
+    const auto i = owner.index;
     a.release(blocks[i]);
     // An allocation made by the callback must not land in the window.
     if (during == nullptr) during = a.try_allocate(64, tag(50));
@@ -245,7 +254,7 @@ TEST_CASE("allocator: space freed inside the window is not handed out by callbac
 TEST_CASE("allocator: a callback that claims success without freeing is reported") {
   BlockAllocator a(64 * 4, 64);
   for (int i = 0; i < 4; ++i) (void)a.try_allocate(64, tag(i));
-  CHECK_THROWS_AS(a.evict_range(0, 64, [](void*) { return true; }), cachedarrays::invariant_violation);
+  CHECK_THROWS_AS(a.evict_range(0, 64, [](Tag&) { return true; }), cachedarrays::invariant_violation);
   a.check();  // the reservation was undone
   CHECK(a.live_blocks() == 4);
 }
@@ -256,17 +265,17 @@ TEST_CASE("allocator: defrag slides blocks down and keeps pinned ones in place")
   for (int i = 0; i < 10; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
   for (int i : {0, 2, 3, 6, 8}) a.release(blocks[i]);
   // Live: 1, 4, 5, 7, 9. Pin 5.
-  std::map<void*, std::uint64_t> moved_to;
-  const auto moved = a.defrag([&](void* owner) { return owner != tag(5); },
-                              [&](void* owner, std::uint64_t offset) { moved_to[owner] = offset; });
+  std::map<std::uintptr_t, std::uint64_t> moved_to;
+  const auto moved = a.defrag([&](Tag& owner) { return owner.index != 5; },
+                              [&](Tag& owner, std::uint64_t offset) { moved_to[owner.index] = offset; });
   a.check();
   CHECK(moved == 4);
-  CHECK(moved_to[tag(1)] == 0);
-  CHECK(moved_to[tag(4)] == 64);
-  CHECK(moved_to.count(tag(5)) == 0);  // pinned: stays at 320
+  CHECK(moved_to[1] == 0);
+  CHECK(moved_to[4] == 64);
+  CHECK(moved_to.count(5) == 0);  // pinned: stays at 320
   CHECK(blocks[5]->offset == 64 * 5);
-  CHECK(moved_to[tag(7)] == 64 * 6);  // slides only into the gap after the pinned block
-  CHECK(moved_to[tag(9)] == 64 * 7);
+  CHECK(moved_to[7] == 64 * 6);  // slides only into the gap after the pinned block
+  CHECK(moved_to[9] == 64 * 7);
   // Holes left: [128, 320) before the pinned block and [512, 640) at the end.
   CHECK(a.largest_free_block() == 64 * 3);
   CHECK(a.bytes_in_use() == 64 * 5);
@@ -278,13 +287,13 @@ TEST_CASE("allocator: defrag until a hole is large enough moves no more than it 
   for (int i = 0; i < 10; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
   for (int i : {0, 2, 4, 6, 8}) a.release(blocks[i]);
   // Live: 1, 3, 5, 7, 9; five holes of 64 bytes.
-  std::vector<void*> moved;
-  const auto relocate = [&](void* owner, std::uint64_t) { moved.push_back(owner); };
-  const auto movable = [](void*) { return true; };
+  std::vector<std::uintptr_t> moved;
+  const auto relocate = [&](Tag& owner, std::uint64_t) { moved.push_back(owner.index); };
+  const auto movable = [](Tag&) { return true; };
   CHECK(a.defrag(movable, relocate, 64) == 0);  // a hole of 64 exists already
   // Sliding 1 down merges holes 0 and 2 (128 bytes); sliding 3 adds hole 4.
   CHECK(a.defrag(movable, relocate, 192) == 2);
-  CHECK(moved == std::vector<void*>{tag(1), tag(3)});
+  CHECK(moved == std::vector<std::uintptr_t>{1, 3});
   CHECK(a.largest_free_block() == 192);
   CHECK(blocks[5]->offset == 64 * 5);  // the rest of the heap did not move
   a.check();
@@ -314,7 +323,7 @@ TEST_CASE("allocator: walk_range visits exactly the blocks overlapping a range, 
       live.erase(it);
     } else {
       // Slides change block offsets: the index must follow them.
-      a.defrag([](void*) { return true; }, [](void*, std::uint64_t) {}, 1 + rng() % 65536);
+      a.defrag([](Tag&) { return true; }, [](Tag&, std::uint64_t) {}, 1 + rng() % 65536);
     }
     const std::uint64_t start = rng() % a.capacity();
     const std::uint64_t bytes = 1 + rng() % std::min<std::uint64_t>(a.capacity() - start, 32768);

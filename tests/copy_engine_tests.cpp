@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "manager/copy_engine.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -55,15 +56,10 @@ class CopyCase {
         dst_storage_(bytes + 2 * guard + 2 * line) {
     src_ = line_aligned(src_storage_.data()) + guard + src_offset;
     dst_ = line_aligned(dst_storage_.data()) + guard + dst_offset;
-    // Not periodic in any power of two, so a piece copied to the wrong
-    // offset cannot match by accident.
-    std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (std::uint64_t i = 0; i < bytes_; ++i) {
-      state ^= state << 13;
-      state ^= state >> 7;
-      state ^= state << 17;
-      src_[i] = static_cast<std::byte>(state >> 24);
-    }
+    // Random, so not periodic in any power of two: a piece copied to the
+    // wrong offset cannot match by accident.
+    test::Rng rng(seed);
+    for (std::uint64_t i = 0; i < bytes_; ++i) src_[i] = static_cast<std::byte>(rng() >> 24);
     std::fill(dst_storage_.begin(), dst_storage_.end(), dst_guard);
     for (std::uint64_t i = 0; i < bytes_; ++i) dst_[i] = ~src_[i];
   }

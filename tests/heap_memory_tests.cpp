@@ -1,11 +1,9 @@
 // The heap memory backings (src/heap/): each kind reserves usable memory of
 // the capacity asked for, DAX files are created and removed by the rules of
-// DeviceSpec, a user's file keeps its contents, and every bad spec fails
-// with the exception type and the figures a person needs to fix it.
+// DeviceSpec, and a user's file keeps its contents. Bad specs are in
+// negative_tests.cpp.
 #include <doctest/doctest.h>
-#include <numa.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,11 +18,13 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "heap/heap_memory.hpp"
+#include "test_support.hpp"
 
 namespace ca = cachedarrays;
 namespace fs = std::filesystem;
 using ca::detail::HeapMemory;
 using ca::detail::make_heap_memory;
+using test::check_contains, test::heap_files, test::ScratchPath;
 
 namespace {
 
@@ -57,52 +57,6 @@ std::uint64_t resident_pages(const std::byte* base, std::uint64_t bytes) {
   REQUIRE(::mincore(const_cast<std::byte*>(base), bytes, vec.data()) == 0);
   const auto resident = [](unsigned char c) { return (c & 1) != 0; };
   return static_cast<std::uint64_t>(std::count_if(vec.begin(), vec.end(), resident));
-}
-
-// The files this process's default-named DAX heaps have in `dir`.
-std::set<std::string> heap_files(const fs::path& dir) {
-  const std::string prefix = "cachedarrays-" + std::to_string(::getpid()) + "-";
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(prefix)) names.insert(name);
-  }
-  return names;
-}
-
-// A scratch path unique to this process, removed (with its contents) when
-// the test ends, whatever happened.
-struct ScratchPath {
-  fs::path path;
-  explicit ScratchPath(const std::string& tag)
-      : path(fs::path(fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path()) /
-             ("cachedarrays-test-" + std::to_string(::getpid()) + "-" + tag)) {
-    fs::remove_all(path);
-  }
-  ~ScratchPath() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  ScratchPath(const ScratchPath&) = delete;
-  ScratchPath& operator=(const ScratchPath&) = delete;
-};
-
-// The message of the `Exception` that making a heap for `spec` must throw;
-// any other exception escapes and fails the test.
-template <typename Exception>
-std::string thrown_message(const ca::DeviceSpec& spec) {
-  try {
-    (void)make_heap_memory(spec);
-  } catch (const Exception& e) {
-    return e.what();
-  }
-  FAIL("no exception was thrown for device " << spec.display_name());
-  return {};
-}
-
-void check_contains(const std::string& message, const std::string& part) {
-  INFO("message: " << message);
-  CHECK(message.find(part) != std::string::npos);
 }
 
 }  // namespace
@@ -284,126 +238,4 @@ TEST_CASE("dax heap, new file in an existing directory: created there, removed u
   spec.keep_file = true;
   { const auto memory = make_heap_memory(spec); }
   CHECK(fs::exists(file));  // ScratchPath removes it
-}
-
-// ---- bad specs -----------------------------------------------------------------
-
-TEST_CASE("capacity 0 is an invalid argument naming the device") {
-  for (const auto& spec :
-       {ca::dram(0, "fast0"), ca::dax_file({}, 0, "slow0"), ca::numa_node(0, 0, "far0")}) {
-    const std::string message = thrown_message<ca::invalid_argument>(spec);
-    check_contains(message, spec.display_name());
-    check_contains(message, "capacity");
-  }
-}
-
-TEST_CASE("an alignment that is not a power of two >= 8 is an invalid argument") {
-  for (const std::uint64_t alignment : {48, 4, 0, 100}) {
-    ca::DeviceSpec spec = ca::dram(8 * MiB);
-    spec.alignment = alignment;
-    const std::string message = thrown_message<ca::invalid_argument>(spec);
-    check_contains(message, "alignment " + std::to_string(alignment) + " ");
-    check_contains(message, "power of two");
-  }
-}
-
-TEST_CASE("an alignment larger than the capacity is an invalid argument") {
-  ca::DeviceSpec spec = ca::dram(8 * MiB);
-  spec.alignment = 16 * MiB;
-  const std::string message = thrown_message<ca::invalid_argument>(spec);
-  check_contains(message, std::to_string(16 * MiB));
-  check_contains(message, ca::format_bytes(8 * MiB));
-}
-
-TEST_CASE("dax heap in a directory that does not exist") {
-  ScratchPath scratch("missing-dir");  // removed, so it does not exist
-  const fs::path file = scratch.path / "heap";
-  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(file, 8 * MiB));
-  check_contains(message, "directory " + scratch.path.string() + " does not exist");
-  CHECK_FALSE(fs::exists(scratch.path));
-}
-
-TEST_CASE("dax heap on an existing file that is too small: error, file untouched") {
-  ScratchPath scratch("small-file");
-  {
-    std::ofstream out(scratch.path, std::ios::binary);
-    const std::vector<char> contents(1 * MiB, 'u');
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-  }
-  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(scratch.path, 8 * MiB));
-  check_contains(message, scratch.path.string());
-  check_contains(message, ca::format_bytes(1 * MiB));
-  check_contains(message, ca::format_bytes(8 * MiB));
-  REQUIRE(fs::exists(scratch.path));  // never removed or resized: not ours
-  CHECK(fs::file_size(scratch.path) == 1 * MiB);
-}
-
-TEST_CASE("dax heap larger than the free space of its filesystem") {
-  if (!fs::is_directory("/dev/shm")) {
-    MESSAGE("skipped: no /dev/shm on this machine");
-    return;
-  }
-  const std::uint64_t capacity = std::uint64_t{1} << 50;  // 1 PiB
-  const std::set<std::string> before = heap_files("/dev/shm");
-  const fs::path named = "/dev/shm/cachedarrays-test-" + std::to_string(::getpid()) + "-huge";
-  for (const fs::path& path : {fs::path{}, fs::path("/dev/shm"), named}) {
-    ca::DeviceSpec spec = ca::dax_file(path, capacity);
-    spec.prefault = false;
-    const std::string message = thrown_message<ca::heap_error>(spec);
-    check_contains(message, "filesystem of /dev/shm has ");
-    check_contains(message, "heap needs " + ca::format_bytes(capacity));
-  }
-  CHECK(heap_files("/dev/shm") == before);  // nothing left behind
-  CHECK_FALSE(fs::exists(named));
-}
-
-TEST_CASE("a NUMA node that does not exist") {
-  const std::string numa_message = thrown_message<ca::heap_error>(ca::numa_node(4096, 8 * MiB));
-  check_contains(numa_message, "node 4096");
-  check_contains(numa_message, "valid node");
-
-  ca::DeviceSpec bound = ca::dram(8 * MiB);
-  bound.numa_node = 4096;
-  const std::string dram_message = thrown_message<ca::heap_error>(bound);
-  check_contains(dram_message, "node 4096");
-  check_contains(dram_message, "valid node");
-}
-
-TEST_CASE("a numa device without a node is an invalid argument") {
-  const std::string message = thrown_message<ca::invalid_argument>(ca::numa_node(-1, 8 * MiB));
-  check_contains(message, "numa_node is -1");
-}
-
-TEST_CASE("a numa device larger than its node") {
-  if (numa_available() < 0) {
-    MESSAGE("skipped: no NUMA support on this machine");
-    return;
-  }
-  const auto node_bytes = static_cast<std::uint64_t>(numa_node_size64(0, nullptr));
-  ca::DeviceSpec spec = ca::numa_node(0, node_bytes * 2);
-  spec.prefault = false;
-  const std::string message = thrown_message<ca::heap_error>(spec);
-  check_contains(message, ca::format_bytes(node_bytes * 2));
-  check_contains(message, ca::format_bytes(node_bytes));
-}
-
-TEST_CASE("dax heap in a place where no file can be created, even by root") {
-  // sysfs refuses new files to every user (EACCES even for root), while
-  // access(W_OK) says yes to root: this exercises the real open error.
-  if (!fs::is_directory("/sys/kernel")) {
-    MESSAGE("skipped: no sysfs on this machine");
-    return;
-  }
-  const fs::path file = "/sys/cachedarrays-test-heap";
-  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(file, 8 * MiB));
-  check_contains(message, "/sys");
-  CHECK_FALSE(fs::exists(file));
-}
-
-TEST_CASE("dax heap whose parent is a file, not a directory") {
-  ScratchPath scratch("parent-file");
-  { std::ofstream out(scratch.path); }
-  const std::string message =
-      thrown_message<ca::heap_error>(ca::dax_file(scratch.path / "heap", 8 * MiB));
-  check_contains(message, scratch.path.string() + " is not a directory");
 }

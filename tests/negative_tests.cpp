@@ -1,14 +1,26 @@
 // Bad input: each case gets a typed exception whose message says what was
 // wrong and what is allowed, and leaves every object intact (as memkind's
-// negative_tests.cpp keeps these apart from the behaviour tests).
+// negative_tests.cpp keeps these apart from the behaviour tests). The nn
+// library's bad input is in nn_negative_tests.cpp, built only with it.
 #include <doctest/doctest.h>
+#include <numa.h>
+#include <unistd.h>
 
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "heap/heap_memory.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
+namespace fs = std::filesystem;
+using test::check_contains, test::contains, test::heap_files, test::ScratchPath;
 
 namespace {
 
@@ -26,9 +38,18 @@ std::string message_of(F&& f) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+// The message of the `Exception` that making a heap for `spec` must throw.
+template <typename Exception>
+std::string thrown_message(const ca::DeviceSpec& spec) {
+  INFO("device " << spec.display_name());
+  return message_of<Exception>([&] { (void)ca::detail::make_heap_memory(spec); });
+}
+
+constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 
 }  // namespace
+
+// ---- the runtime and the data manager ------------------------------------------
 
 TEST_CASE("negative: zero and overflowing sizes") {
   ca::Runtime rt(test::two_tiers());
@@ -198,4 +219,185 @@ TEST_CASE("negative: using a freed region") {
   CHECK(contains(message_of<ca::invalid_operation>([&] { dm.copyto(*s, *r); }), "not live"));
   CHECK_THROWS_AS(dm.free(*r), ca::invalid_operation);
   dm.check_invariants();
+}
+
+// ---- bad device specs ----------------------------------------------------------
+
+TEST_CASE("negative: capacity 0 is an invalid argument naming the device") {
+  for (const auto& spec :
+       {ca::dram(0, "fast0"), ca::dax_file({}, 0, "slow0"), ca::numa_node(0, 0, "far0")}) {
+    const std::string message = thrown_message<ca::invalid_argument>(spec);
+    check_contains(message, spec.display_name());
+    check_contains(message, "capacity");
+  }
+  CHECK_THROWS_AS(ca::Runtime({ca::virtual_device(0)}), ca::invalid_argument);
+}
+
+TEST_CASE("negative: an alignment that is not a power of two >= 8 is an invalid argument") {
+  for (const std::uint64_t alignment : {48, 4, 0, 100}) {
+    ca::DeviceSpec spec = ca::dram(8 * MiB);
+    spec.alignment = alignment;
+    const std::string message = thrown_message<ca::invalid_argument>(spec);
+    check_contains(message, "alignment " + std::to_string(alignment) + " ");
+    check_contains(message, "power of two");
+  }
+}
+
+TEST_CASE("negative: an alignment larger than the capacity is an invalid argument") {
+  ca::DeviceSpec spec = ca::dram(8 * MiB);
+  spec.alignment = 16 * MiB;
+  const std::string message = thrown_message<ca::invalid_argument>(spec);
+  check_contains(message, std::to_string(16 * MiB));
+  check_contains(message, ca::format_bytes(8 * MiB));
+}
+
+TEST_CASE("negative: dax heap in a directory that does not exist") {
+  ScratchPath scratch("missing-dir");  // removed, so it does not exist
+  const fs::path file = scratch.path / "heap";
+  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(file, 8 * MiB));
+  check_contains(message, "directory " + scratch.path.string() + " does not exist");
+  CHECK_FALSE(fs::exists(scratch.path));
+}
+
+TEST_CASE("negative: dax heap on an existing file that is too small: error, file untouched") {
+  ScratchPath scratch("small-file");
+  {
+    std::ofstream out(scratch.path, std::ios::binary);
+    const std::vector<char> contents(1 * MiB, 'u');
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  }
+  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(scratch.path, 8 * MiB));
+  check_contains(message, scratch.path.string());
+  check_contains(message, ca::format_bytes(1 * MiB));
+  check_contains(message, ca::format_bytes(8 * MiB));
+  REQUIRE(fs::exists(scratch.path));  // never removed or resized: not ours
+  CHECK(fs::file_size(scratch.path) == 1 * MiB);
+}
+
+TEST_CASE("negative: dax heap larger than the free space of its filesystem") {
+  if (!fs::is_directory("/dev/shm")) {
+    MESSAGE("skipped: no /dev/shm on this machine");
+    return;
+  }
+  const std::uint64_t capacity = std::uint64_t{1} << 50;  // 1 PiB
+  const std::set<std::string> before = heap_files("/dev/shm");
+  const fs::path named = "/dev/shm/cachedarrays-test-" + std::to_string(::getpid()) + "-huge";
+  for (const fs::path& path : {fs::path{}, fs::path("/dev/shm"), named}) {
+    ca::DeviceSpec spec = ca::dax_file(path, capacity);
+    spec.prefault = false;
+    const std::string message = thrown_message<ca::heap_error>(spec);
+    check_contains(message, "filesystem of /dev/shm has ");
+    check_contains(message, "heap needs " + ca::format_bytes(capacity));
+  }
+  CHECK(heap_files("/dev/shm") == before);  // nothing left behind
+  CHECK_FALSE(fs::exists(named));
+}
+
+TEST_CASE("negative: a NUMA node that does not exist") {
+  const std::string numa_message = thrown_message<ca::heap_error>(ca::numa_node(4096, 8 * MiB));
+  check_contains(numa_message, "node 4096");
+  check_contains(numa_message, "valid node");
+
+  ca::DeviceSpec bound = ca::dram(8 * MiB);
+  bound.numa_node = 4096;
+  const std::string dram_message = thrown_message<ca::heap_error>(bound);
+  check_contains(dram_message, "node 4096");
+  check_contains(dram_message, "valid node");
+}
+
+TEST_CASE("negative: a numa device without a node is an invalid argument") {
+  const std::string message = thrown_message<ca::invalid_argument>(ca::numa_node(-1, 8 * MiB));
+  check_contains(message, "numa_node is -1");
+}
+
+TEST_CASE("negative: a numa device larger than its node") {
+  if (numa_available() < 0) {
+    MESSAGE("skipped: no NUMA support on this machine");
+    return;
+  }
+  const auto node_bytes = static_cast<std::uint64_t>(numa_node_size64(0, nullptr));
+  ca::DeviceSpec spec = ca::numa_node(0, node_bytes * 2);
+  spec.prefault = false;
+  const std::string message = thrown_message<ca::heap_error>(spec);
+  check_contains(message, ca::format_bytes(node_bytes * 2));
+  check_contains(message, ca::format_bytes(node_bytes));
+}
+
+TEST_CASE("negative: dax heap in a place where no file can be created, even by root") {
+  // sysfs refuses new files to every user (EACCES even for root), while
+  // access(W_OK) says yes to root: this exercises the real open error.
+  if (!fs::is_directory("/sys/kernel")) {
+    MESSAGE("skipped: no sysfs on this machine");
+    return;
+  }
+  const fs::path file = "/sys/cachedarrays-test-heap";
+  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(file, 8 * MiB));
+  check_contains(message, "/sys");
+  CHECK_FALSE(fs::exists(file));
+}
+
+TEST_CASE("negative: dax heap whose parent is a file, not a directory") {
+  ScratchPath scratch("parent-file");
+  { std::ofstream out(scratch.path); }
+  const std::string message =
+      thrown_message<ca::heap_error>(ca::dax_file(scratch.path / "heap", 8 * MiB));
+  check_contains(message, scratch.path.string() + " is not a directory");
+}
+
+// ---- emulation profiles --------------------------------------------------------
+
+TEST_CASE("negative: an unknown emulation profile name") {
+  CHECK_THROWS_AS((void)ca::emulation::profile("hbm"), ca::invalid_argument);
+}
+
+TEST_CASE("negative: a memory-mode cache that is not whole 64-byte lines") {
+  const auto p = test::emulation_profile(10.0, 2.0, 300.0, 30.0, 12.0);
+  CHECK_THROWS_WITH_AS((void)ca::emulation::memory_mode(p, 1000), doctest::Contains("multiple of 64"),
+                       ca::invalid_argument);
+  CHECK_THROWS_AS((void)ca::emulation::memory_mode(p, 0), ca::invalid_argument);
+  // Refused when the runtime starts, too.
+  auto nvram = ca::dax_file({}, 1 << 20, "nvram");
+  nvram.emulation = test::emulation_profile(10.0, 2.0, 0.0, 30.0, 12.0);
+  nvram.emulation->memory_mode_cache_bytes = 100;
+  CHECK_THROWS_WITH_AS(ca::Runtime({nvram}), doctest::Contains("64-byte lines"), ca::invalid_argument);
+}
+
+// ---- policies ------------------------------------------------------------------
+
+TEST_CASE("negative: an unknown policy name lists the valid ones") {
+  const auto registry = ca::policy::Registry::builtin();
+  const std::string m = message_of<ca::invalid_argument>([&] { (void)registry.make("lru"); });
+  CHECK(m.find("unknown policy 'lru'") != std::string::npos);
+  CHECK(m.find("ca-lmp") != std::string::npos);
+  CHECK(m.find("first-touch") != std::string::npos);
+}
+
+TEST_CASE("negative: a CachedArrays mode spelled with a repeated or unknown switch") {
+  CHECK_THROWS_AS((void)ca::policy::Mode::parse("ca-ll"), ca::invalid_argument);
+  CHECK_THROWS_AS((void)ca::policy::Mode::parse("ca-x"), ca::invalid_argument);
+}
+
+TEST_CASE("negative: registering a policy name twice") {
+  auto registry = ca::policy::Registry::builtin();
+  registry.add("mine", "test", [] { return std::make_unique<ca::policy::FirstTouch>(); });
+  CHECK_THROWS_AS(registry.add("mine", "again", [] { return std::make_unique<ca::policy::FirstTouch>(); }),
+                  ca::invalid_argument);
+  CHECK(registry.make("mine")->name() == "first-touch");  // the first registration stands
+}
+
+TEST_CASE("negative: a CachedArrays mode on a single device") {
+  CHECK_THROWS_AS(ca::Runtime({ca::dram(1 << 20)}, ca::policy::Registry::builtin().make("ca-lm")),
+                  ca::invalid_argument);
+}
+
+// ---- traces --------------------------------------------------------------------
+
+TEST_CASE("negative: saving a trace under an unknown extension or into a missing directory") {
+  ca::Runtime rt(test::two_tiers(128 * 1024, 1 << 20), ca::policy::Registry::builtin().make("ca-lm"));
+  const ca::Trace& t = rt.start_trace();
+  auto x = rt.array<std::byte>(60 * 1024);
+  auto y = rt.array<std::byte>(60 * 1024);
+  rt.kernel(ca::reads(x), ca::writes(y), [](std::span<const std::byte>, std::span<std::byte>) {});
+  CHECK_THROWS_AS(t.save("/tmp/trace.txt", rt.device_names()), ca::invalid_argument);
+  CHECK_THROWS_AS(t.save("/nonexistent-dir/trace.json", rt.device_names()), ca::heap_error);
 }

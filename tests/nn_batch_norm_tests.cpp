@@ -1,7 +1,7 @@
 // nn op batch_norm: forward (output, saved batch mean and variance) against
 // a naive reference in plain and blocked layouts, finite-difference
-// gradients, plain scale/shift gradients, shape validation, the builder's
-// parameters, primitive reuse.
+// gradients, plain scale/shift gradients, the builder's parameters,
+// primitive reuse. Shape validation is in nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@ namespace {
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-using test::check_close, test::contains, test::count, test::invalid_argument_message, test::tensor;
+using test::check_close, test::count, test::tensor;
 
 nn::Op& build(nn::Graph& g, const nn::Dims& x) {
   nn::batch_norm(g, "bn", g.input("x", x));
@@ -157,29 +157,6 @@ TEST_CASE("nn batch_norm: backward on a blocked gradient gives plain scale and s
 
   std::vector<nn::Tensor> no_saved;
   CHECK_THROWS_AS(op.backward(ctx, ins, outs, grad_outs, no_saved, need, grads), ca::invalid_operation);
-}
-
-TEST_CASE("nn batch_norm: output_dims validation") {
-  nn::Graph g;
-  const std::string rank = invalid_argument_message([&] { nn::batch_norm(g, "bn1", g.input("flat", {4, 3})); });
-  CHECK(contains(rank, "batch_norm 'bn1'"));
-  CHECK(contains(rank, "[4, 3]"));
-  CHECK(g.values_with_role(nn::ValueRole::parameter).empty());
-
-  nn::batch_norm(g, "bn", g.input("x", {4, 3, 5, 5}));
-  const nn::Op& op = *g.nodes().back().op;
-  CHECK(op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}, {3}}) == std::vector<nn::Dims>{{4, 3, 5, 5}});
-  const std::string weight =
-      invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {4}, {3}}); });
-  CHECK(contains(weight, "batch_norm 'bn'"));
-  CHECK(contains(weight, "weight"));
-  CHECK(contains(weight, "[4]"));
-  CHECK(contains(weight, "[4, 3, 5, 5]"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}, {3, 1}}); }),
-                 "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}}); }),
-                 "takes 3 inputs"));
-  CHECK_FALSE(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 25}, {3}, {3}}); }).empty());
 }
 
 TEST_CASE("nn batch_norm: builder adds weight (ones) and bias (zeros) parameters") {

@@ -1,6 +1,7 @@
 // nn op conv: forward against a naive reference (plain and blocked inputs),
-// finite-difference gradients, plain parameter gradients, shape validation,
-// the builder's parameters, primitive reuse, the shape-only dry run.
+// finite-difference gradients, plain parameter gradients, the builder's
+// parameters, primitive reuse, the shape-only dry run. Shape validation is
+// in nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +18,7 @@ namespace {
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-using test::check_close, test::contains, test::count, test::invalid_argument_message, test::tensor;
+using test::check_close, test::count, test::tensor;
 
 struct Case {
   std::int64_t n, c, h, w, out, k, stride, pad;
@@ -200,42 +201,6 @@ TEST_CASE("nn conv: backward gives plain weight and bias gradients and reads no 
   CHECK(only_weights[1]);
   CHECK_FALSE(only_weights[2]);
   CHECK(ctx.read(only_weights[1]) == ctx.read(grads[1]));
-}
-
-TEST_CASE("nn conv: output_dims validation") {
-  nn::Graph g;
-  const nn::ValueId x = g.input("x", {2, 3, 6, 6});
-  const std::string rank = invalid_argument_message([&] { nn::conv2d(g, "c1", g.input("flat", {2, 3, 36}), {4}); });
-  CHECK(contains(rank, "conv 'c1'"));
-  CHECK(contains(rank, "[2, 3, 36]"));
-  const std::string big = invalid_argument_message([&] { nn::conv2d(g, "c2", x, {4, 9, 1, 1}); });
-  CHECK(contains(big, "conv 'c2'"));
-  CHECK(contains(big, "[9, 9]"));
-  CHECK(contains(big, "[2, 3, 6, 6]"));
-  CHECK(invalid_argument_message([&] { nn::conv2d(g, "c3", x, {4, 8, 1, 1}); }).empty());  // 6 + 2 = 8 fits
-  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c4", x, {0, 3, 1, 1}); }).empty());
-  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c5", x, {4, 3, 0, 1}); }).empty());
-  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c6", x, {4, 3, 1, -1}); }).empty());
-  CHECK_FALSE(invalid_argument_message([&] { nn::conv2d(g, "c7", x, {4, 0, 1, 0}); }).empty());
-  // A failed builder call leaves no stray parameters behind.
-  CHECK(g.nodes().size() == 1);
-  CHECK(g.parameter_count() == 4 * 3 * 8 * 8);
-
-  // The op itself checks what the graph hands it.
-  nn::Graph h;
-  nn::conv2d(h, "conv", h.input("x", {2, 3, 6, 6}), {4, 3, 1, 1, true});
-  const nn::Op& op = *h.nodes().back().op;
-  CHECK(op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {4}}) == std::vector<nn::Dims>{{2, 4, 6, 6}});
-  const std::string channels = invalid_argument_message(
-      [&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 6, 6}, {4, 3, 3, 3}, {4}}); });
-  CHECK(contains(channels, "conv 'conv'"));
-  CHECK(contains(channels, "[4, 3, 3, 3]"));
-  CHECK(contains(channels, "[2, 5, 6, 6]"));
-  CHECK(contains(channels, "[4, 5, 3, 3]"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {5}}); }),
-                 "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}}); }),
-                 "takes 3 inputs"));
 }
 
 TEST_CASE("nn conv: builder adds weight and bias parameters") {

@@ -1,15 +1,12 @@
 // nn data: CIFAR-10 and MNIST files written here and read back (values,
-// labels, order, wrap-around), every malformed file named in its error,
-// the synthetic dataset's determinism and distribution, open_dataset.
+// labels, order, wrap-around), the synthetic dataset's determinism and
+// distribution, open_dataset. Malformed files are in nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <string>
@@ -18,6 +15,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/data.hpp"
+#include "nn_data_files.hpp"
 #include "nn_test_support.hpp"
 
 namespace {
@@ -25,54 +23,10 @@ namespace {
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 namespace fs = std::filesystem;
-using Bytes = std::vector<std::uint8_t>;
-using test::invalid_argument_message;
-
-// A fresh directory under the system's temporary directory, removed with
-// everything in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("cachedarrays-nn-data-" + std::to_string(stamp) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  fs::path write(const std::string& name, const Bytes& bytes) const {
-    const fs::path file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return file;
-  }
-
- private:
-  fs::path path_;
-};
+using test::cifar_image, test::cifar_pixel, test::cifar_records, test::invalid_argument_message,
+    test::mnist_images, test::mnist_labels, test::mnist_pixel, test::TempDir;
 
 // ---- CIFAR-10 ----------------------------------------------------------------
-
-constexpr std::size_t cifar_image = 3 * 32 * 32;
-
-std::uint8_t cifar_pixel(int record, std::size_t i) { return static_cast<std::uint8_t>((record * 31 + i * 7) % 256); }
-
-// Records first..first+count-1, with label (record * 3) % 10.
-Bytes cifar_records(int first, int count) {
-  Bytes bytes;
-  for (int r = first; r < first + count; ++r) {
-    bytes.push_back(static_cast<std::uint8_t>((r * 3) % 10));
-    for (std::size_t i = 0; i < cifar_image; ++i) bytes.push_back(cifar_pixel(r, i));
-  }
-  return bytes;
-}
 
 double cifar_value(int record, std::size_t i) {
   const double mean[] = {0.4914, 0.4822, 0.4465};
@@ -99,36 +53,6 @@ void check_cifar_batches(nn::Dataset& data, std::size_t batch, const std::vector
   }
 }
 
-// ---- MNIST -------------------------------------------------------------------
-
-void put32(Bytes& bytes, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<std::uint8_t>(v >> shift));
-}
-
-std::uint8_t mnist_pixel(std::uint32_t image, std::size_t i) {
-  return static_cast<std::uint8_t>((image * 13 + i) % 256);
-}
-
-Bytes mnist_images(std::uint32_t count, std::uint32_t rows = 28, std::uint32_t columns = 28) {
-  Bytes bytes;
-  put32(bytes, 0x00000803);
-  put32(bytes, count);
-  put32(bytes, rows);
-  put32(bytes, columns);
-  for (std::uint32_t n = 0; n < count; ++n) {
-    for (std::size_t i = 0; i < std::size_t{rows} * columns; ++i) bytes.push_back(mnist_pixel(n, i));
-  }
-  return bytes;
-}
-
-Bytes mnist_labels(const Bytes& labels) {
-  Bytes bytes;
-  put32(bytes, 0x00000801);
-  put32(bytes, static_cast<std::uint32_t>(labels.size()));
-  bytes.insert(bytes.end(), labels.begin(), labels.end());
-  return bytes;
-}
-
 }  // namespace
 
 TEST_CASE("nn data: a CIFAR-10 file reads back normalised, in order, wrapping around") {
@@ -151,32 +75,6 @@ TEST_CASE("nn data: a CIFAR-10 directory means all its data_batch_*.bin files, i
   const auto data = nn::cifar10_dataset(dir.path());
   CHECK(data->size() == 3);
   check_cifar_batches(*data, 3, {0, 1, 2, 0, 1, 2});
-}
-
-TEST_CASE("nn data: malformed CIFAR-10 input names the file, what is wrong and what is expected") {
-  TempDir dir;
-  const auto check = [](const fs::path& path, const std::string& expected) {
-    CAPTURE(path);
-    const std::string m = invalid_argument_message([&] { (void)nn::cifar10_dataset(path); });
-    CHECK_MESSAGE(m.find(path.string()) != std::string::npos, m);
-    CHECK_MESSAGE(m.find(expected) != std::string::npos, m);
-  };
-  check(dir.path() / "missing.bin", "does not exist");
-  check(dir.write("empty.bin", {}), "is empty; expected records of 3073 bytes");
-  Bytes truncated = cifar_records(0, 2);
-  truncated.resize(truncated.size() - 5);
-  check(dir.write("truncated.bin", truncated), "6141 bytes, not a whole number of 3073-byte records");
-  Bytes bad_label = cifar_records(0, 3);
-  bad_label[2 * 3073] = 10;
-  check(dir.write("label.bin", bad_label), "record 2 has label 10; CIFAR-10 labels are 0 to 9");
-  TempDir empty_dir;
-  check(empty_dir.path(), "holds no data_batch_*.bin files");
-  // One bad file in a directory: the message names that file.
-  TempDir mixed;
-  mixed.write("data_batch_1.bin", cifar_records(0, 1));
-  const fs::path bad = mixed.write("data_batch_2.bin", truncated);
-  const std::string m = invalid_argument_message([&] { (void)nn::cifar10_dataset(mixed.path()); });
-  CHECK(m.find(bad.string()) != std::string::npos);
 }
 
 TEST_CASE("nn data: MNIST IDX files read back scaled to [0, 1], wrapping around") {
@@ -213,54 +111,6 @@ TEST_CASE("nn data: MNIST IDX files read back scaled to [0, 1], wrapping around"
   // Spans that do not fit each other.
   CHECK(invalid_argument_message([&] { data->next_batch(std::span(x5).first(100), y5); })
             .find("a batch of N images needs N labels") != std::string::npos);
-}
-
-TEST_CASE("nn data: malformed MNIST input names the file, what is wrong and what is expected") {
-  TempDir dir;
-  const fs::path images = dir.write("images", mnist_images(3));
-  const fs::path labels = dir.write("labels", mnist_labels({1, 2, 3}));
-  const auto check = [](const fs::path& i, const fs::path& l, const fs::path& named, const std::string& expected) {
-    const std::string m = invalid_argument_message([&] { (void)nn::mnist_dataset(i, l); });
-    CAPTURE(m);
-    CHECK(m.find(named.string()) != std::string::npos);
-    CHECK(m.find(expected) != std::string::npos);
-  };
-  check(dir.path() / "nope", labels, dir.path() / "nope", "does not exist");
-  check(images, dir.path() / "nope", dir.path() / "nope", "does not exist");
-  check(dir.path(), labels, dir.path(), "is not a regular file");
-
-  Bytes wrong_magic = mnist_images(3);
-  wrong_magic[3] = 0x02;
-  const fs::path wrong = dir.write("wrong-magic", wrong_magic);
-  check(wrong, labels, wrong, "has magic number 0x00000802; expected 0x00000803");
-  check(labels, images, labels, "looks like the MNIST label file, are the two swapped?");
-  check(dir.write("gz", {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), labels, dir.path() / "gz",
-        "gzip-compressed");
-
-  check(dir.write("short-header", {0, 0, 8, 3, 0, 0}), labels, dir.path() / "short-header",
-        "truncated: 6 bytes, less than its 16-byte IDX header");
-  Bytes truncated = mnist_images(3);
-  truncated.resize(truncated.size() - 1);
-  check(dir.write("truncated-images", truncated), labels, dir.path() / "truncated-images",
-        "announces 3 images of 28x28 pixels (truncated)");
-  Bytes trailing = mnist_images(3);
-  trailing.push_back(0);
-  check(dir.write("trailing-images", trailing), labels, dir.path() / "trailing-images", "(trailing data)");
-  check(dir.write("no-images", mnist_images(0)), labels, dir.path() / "no-images", "expected at least one image");
-
-  Bytes short_labels = mnist_labels({1, 2, 3});
-  short_labels.pop_back();
-  check(images, dir.write("truncated-labels", short_labels), dir.path() / "truncated-labels",
-        "announces 3 labels (truncated)");
-  check(images, dir.write("label-10", mnist_labels({1, 10, 3})), dir.path() / "label-10",
-        "label 1 is 10; MNIST labels are 0 to 9");
-
-  const fs::path four = dir.write("four-labels", mnist_labels({1, 2, 3, 4}));
-  const std::string m = invalid_argument_message([&] { (void)nn::mnist_dataset(images, four); });
-  CHECK(m.find(images.string()) != std::string::npos);
-  CHECK(m.find(four.string()) != std::string::npos);
-  CHECK(m.find("holds 3 images but") != std::string::npos);
-  CHECK(m.find("holds 4 labels") != std::string::npos);
 }
 
 TEST_CASE("nn data: synthetic data is deterministic per seed, N(0, 1), with labels in range") {

@@ -15,6 +15,7 @@
 #include "cachedarrays/nn/context.hpp"
 #include "cachedarrays/nn/op.hpp"
 #include "nn_test_support.hpp"
+#include "test_support.hpp"
 
 namespace test {
 
@@ -39,7 +40,7 @@ inline void gradcheck(cachedarrays::nn::Op& op, const std::vector<cachedarrays::
   namespace nn = cachedarrays::nn;
   auto rt = gradcheck_runtime();
   nn::Context ctx(&rt);
-  std::mt19937_64 rng(o.seed);
+  Rng rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
 
   const auto make_inputs = [&](const std::vector<std::vector<float>>& values) {
@@ -107,9 +108,10 @@ inline void gradcheck(cachedarrays::nn::Op& op, const std::vector<cachedarrays::
   }
 }
 
-// n values from N(0, 1), deterministic.
+// n values from N(0, scale), deterministic for this standard library (the
+// tests that use them compare with tolerances, not recorded values).
 inline std::vector<float> random_values(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<float> v(n);
   for (float& x : v) x = normal(rng);

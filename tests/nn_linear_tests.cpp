@@ -1,7 +1,8 @@
 // nn op linear: forward against a naive reference for [N, C] and
 // [N, C, H, W] sources (plain and blocked), finite-difference gradients,
-// plain parameter gradients, shape validation, the builder's parameters
-// (PyTorch's flatten + Linear count), primitive reuse.
+// plain parameter gradients, the builder's parameters (PyTorch's flatten +
+// Linear count), primitive reuse. Shape validation is in
+// nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,7 +19,7 @@ namespace {
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 using dnnl::memory;
-using test::check_close, test::contains, test::count, test::invalid_argument_message, test::tensor;
+using test::check_close, test::count, test::tensor;
 
 nn::Dims weight_dims(const nn::Dims& x, std::int64_t out) {
   nn::Dims w = x;
@@ -164,33 +165,6 @@ TEST_CASE("nn linear: backward on a blocked source gives plain parameter gradien
   CHECK_FALSE(only_bias[0]);
   CHECK_FALSE(only_bias[1]);
   check_close(ctx.read(only_bias[2]), db);
-}
-
-TEST_CASE("nn linear: output_dims validation") {
-  nn::Graph g;
-  const std::string rank = invalid_argument_message([&] { nn::linear(g, "fc1", g.input("x3", {2, 3, 4}), 10); });
-  CHECK(contains(rank, "linear 'fc1'"));
-  CHECK(contains(rank, "[2, 3, 4]"));
-  CHECK_FALSE(invalid_argument_message([&] { nn::linear(g, "fc2", g.input("x1", {6}), 10); }).empty());
-  CHECK(contains(invalid_argument_message([&] { nn::linear(g, "fc3", g.input("x2", {2, 6}), 0); }), "linear 'fc3'"));
-  CHECK(g.values_with_role(nn::ValueRole::parameter).empty());
-
-  nn::linear(g, "fc", g.input("x", {2, 8, 2, 2}), 10);
-  const nn::Op& op = *g.nodes().back().op;
-  CHECK(op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 8, 2, 2}, {10}}) == std::vector<nn::Dims>{{2, 10}});
-  const std::string channels = invalid_argument_message(
-      [&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 4, 2, 2}, {10, 8, 2, 2}, {10}}); });
-  CHECK(contains(channels, "linear 'fc'"));
-  CHECK(contains(channels, "[10, 8, 2, 2]"));
-  CHECK(contains(channels, "[2, 4, 2, 2]"));
-  CHECK(contains(channels, "[10, 4, 2, 2]"));
-  // A flattened weight does not fit a 4-d source: the weight keeps its spatial dims.
-  CHECK_FALSE(
-      invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 32}, {10}}); }).empty());
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 8, 2, 2}, {9}}); }),
-                 "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}}); }),
-                 "takes 3 inputs"));
 }
 
 TEST_CASE("nn linear: builder adds parameters with PyTorch's count") {

@@ -1,12 +1,11 @@
 // nn models: published parameter counts (torchvision's figures), the
 // structure of each family (torchvision's parameter names and shapes, the
-// paper's deep VGG construction), the inputs and the loss, tiny versions
-// that train, and bad configurations.
+// paper's deep VGG construction), the inputs and the loss, and tiny
+// versions that train. Bad configurations are in nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,20 +20,7 @@ namespace {
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
-
-nn::ModelConfig imagenet(const std::string& family, int depth) {
-  return {.family = family, .depth = depth, .batch = 32, .image_size = 224, .channels = 3, .classes = 1000};
-}
-
-nn::ModelConfig tiny(const std::string& family, int depth) {
-  return {.family = family, .depth = depth, .batch = 2, .image_size = 32, .channels = 3, .classes = 10,
-          .width = 0.125};
-}
-
-// The message with which build_model rejects `config` ("" if it does not).
-std::string invalid_argument_message(const nn::ModelConfig& config) {
-  return test::invalid_argument_message([&] { (void)nn::build_model(config); });
-}
+using test::imagenet_model, test::tiny_model;
 
 // The parameter of that name, or null.
 const nn::ValueInfo* find_parameter(const nn::Graph& g, const std::string& name) {
@@ -107,7 +93,7 @@ TEST_CASE("nn models: ImageNet configurations have torchvision's parameter count
   for (const Published& p : published) {
     const std::string name = std::string(p.family) + "-" + std::to_string(p.depth);
     CAPTURE(name);
-    const nn::ModelConfig config = imagenet(p.family, p.depth);
+    const nn::ModelConfig config = imagenet_model(p.family, p.depth);
     const nn::Graph g = nn::build_model(config);
     CHECK(g.parameter_count() == p.parameters);
     check_training_graph(g, config);
@@ -126,7 +112,7 @@ TEST_CASE("nn models: the paper's large networks build fast, with only shapes") 
                          Large{"vgg", 116, 320}}) {
     const std::string name = std::string(l.family) + "-" + std::to_string(l.depth);
     CAPTURE(name);
-    nn::ModelConfig config = imagenet(l.family, l.depth);
+    nn::ModelConfig config = imagenet_model(l.family, l.depth);
     config.batch = l.batch;
     const auto start = std::chrono::steady_clock::now();
     const nn::Graph g = nn::build_model(config);
@@ -140,7 +126,7 @@ TEST_CASE("nn models: the paper's large networks build fast, with only shapes") 
 
 TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants extend VGG-16") {
   SUBCASE("VGG-16 parameters are named and shaped as torchvision's state_dict") {
-    const nn::Graph g = nn::build_model(imagenet("vgg", 16));
+    const nn::Graph g = nn::build_model(imagenet_model("vgg", 16));
     CHECK(parameter_dims(g, "features.0.weight") == nn::Dims{64, 3, 3, 3});
     CHECK(parameter_dims(g, "features.0.bias") == nn::Dims{64});
     CHECK(parameter_dims(g, "features.28.weight") == nn::Dims{512, 512, 3, 3});
@@ -155,19 +141,19 @@ TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants
   SUBCASE("depth counts weight layers: convolutions + 3 linear") {
     for (int depth : nn::available_depths("vgg")) {
       CAPTURE(depth);
-      const nn::Graph g = nn::build_model(tiny("vgg", depth));
+      const nn::Graph g = nn::build_model(tiny_model("vgg", depth));
       CHECK(count_nodes(g, "conv") == depth - 3);
       CHECK(count_nodes(g, "linear") == 3);
       CHECK(count_nodes(g, "max_pool") == 5);
     }
   }
   SUBCASE("the extra convolutions go evenly to the stages, the remainder to the later ones") {
-    CHECK(nn::describe(imagenet("vgg", 116)).find("[22, 22, 23, 23, 23]") != std::string::npos);
-    CHECK(nn::describe(imagenet("vgg", 416)).find("[82, 82, 83, 83, 83]") != std::string::npos);
-    CHECK(nn::describe(imagenet("vgg", 11)).find("[1, 1, 2, 2, 2]") != std::string::npos);
-    CHECK(nn::describe(imagenet("vgg", 19)).find("[2, 2, 4, 4, 4]") != std::string::npos);
+    CHECK(nn::describe(imagenet_model("vgg", 116)).find("[22, 22, 23, 23, 23]") != std::string::npos);
+    CHECK(nn::describe(imagenet_model("vgg", 416)).find("[82, 82, 83, 83, 83]") != std::string::npos);
+    CHECK(nn::describe(imagenet_model("vgg", 11)).find("[1, 1, 2, 2, 2]") != std::string::npos);
+    CHECK(nn::describe(imagenet_model("vgg", 19)).find("[2, 2, 4, 4, 4]") != std::string::npos);
     // VGG-116's last stage: 23 convolutions of 512 -> 512 channels.
-    const nn::Graph g = nn::build_model(imagenet("vgg", 116));
+    const nn::Graph g = nn::build_model(imagenet_model("vgg", 116));
     const int last_stage_first = 2 * (22 + 22 + 23 + 23) + 4;  // convs and relus, plus 4 pools before it
     const std::string first = "features." + std::to_string(last_stage_first);
     const std::string last = "features." + std::to_string(last_stage_first + 2 * 22);
@@ -176,7 +162,7 @@ TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants
     CHECK(find_parameter(g, "features." + std::to_string(last_stage_first + 2 * 23) + ".weight") == nullptr);
   }
   SUBCASE("at another image size the first linear layer takes 512 * (S/32)^2 inputs") {
-    nn::ModelConfig config = imagenet("vgg", 16);
+    nn::ModelConfig config = imagenet_model("vgg", 16);
     config.image_size = 64;
     const nn::Graph g = nn::build_model(config);
     CHECK(parameter_dims(g, "classifier.0.weight") == nn::Dims{4096, 512, 2, 2});
@@ -186,7 +172,7 @@ TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants
 }
 
 TEST_CASE("nn models: ResNet is torchvision's v1.5") {
-  const nn::Graph g = nn::build_model(imagenet("resnet", 50));
+  const nn::Graph g = nn::build_model(imagenet_model("resnet", 50));
   CHECK(parameter_dims(g, "conv1.weight") == nn::Dims{64, 3, 7, 7});
   CHECK(find_parameter(g, "conv1.bias") == nullptr);
   CHECK(parameter_dims(g, "bn1.weight") == nn::Dims{64});
@@ -205,9 +191,9 @@ TEST_CASE("nn models: ResNet is torchvision's v1.5") {
     if (node.name == "layer4.2.relu") CHECK(g.value(node.outputs[0]).dims == nn::Dims{32, 2048, 7, 7});
   }
   CHECK(count_nodes(g, "add") == 16);
-  CHECK(count_nodes(nn::build_model(tiny("resnet", 200)), "add") == 3 + 24 + 36 + 3);
+  CHECK(count_nodes(nn::build_model(tiny_model("resnet", 200)), "add") == 3 + 24 + 36 + 3);
   // Basic blocks: two 3x3 convolutions, a projection only where the shape changes.
-  const nn::Graph r18 = nn::build_model(imagenet("resnet", 18));
+  const nn::Graph r18 = nn::build_model(imagenet_model("resnet", 18));
   CHECK(parameter_dims(r18, "layer1.0.conv2.weight") == nn::Dims{64, 64, 3, 3});
   CHECK(find_parameter(r18, "layer1.0.downsample.0.weight") == nullptr);
   CHECK(parameter_dims(r18, "layer2.0.downsample.0.weight") == nn::Dims{128, 64, 1, 1});
@@ -215,7 +201,7 @@ TEST_CASE("nn models: ResNet is torchvision's v1.5") {
 }
 
 TEST_CASE("nn models: DenseNet is torchvision's, with one running concatenation per block") {
-  const nn::Graph g = nn::build_model(imagenet("densenet", 121));
+  const nn::Graph g = nn::build_model(imagenet_model("densenet", 121));
   CHECK(parameter_dims(g, "features.conv0.weight") == nn::Dims{64, 3, 7, 7});
   CHECK(parameter_dims(g, "features.denseblock1.denselayer1.norm1.weight") == nn::Dims{64});
   CHECK(parameter_dims(g, "features.denseblock1.denselayer1.conv1.weight") == nn::Dims{128, 64, 1, 1});
@@ -233,7 +219,7 @@ TEST_CASE("nn models: DenseNet is torchvision's, with one running concatenation 
     CHECK(node.inputs.size() == 2);  // previous features, new features
     CHECK(g.value(node.inputs[1]).dims.at(1) == 32);
   }
-  CHECK(count_nodes(nn::build_model(tiny("densenet", 264)), "concat") == 6 + 12 + 64 + 48);
+  CHECK(count_nodes(nn::build_model(tiny_model("densenet", 264)), "concat") == 6 + 12 + 64 + 48);
 }
 
 TEST_CASE("nn models: tiny versions of every model build and share the training-graph shape") {
@@ -241,14 +227,14 @@ TEST_CASE("nn models: tiny versions of every model build and share the training-
     for (int depth : nn::available_depths(family)) {
       CAPTURE(family);
       CAPTURE(depth);
-      const nn::ModelConfig config = tiny(family, depth);
+      const nn::ModelConfig config = tiny_model(family, depth);
       const nn::Graph g = nn::build_model(config);
       check_training_graph(g, config);
-      CHECK(g.parameter_count() < nn::build_model(imagenet(family, depth)).parameter_count() / 20);
+      CHECK(g.parameter_count() < nn::build_model(imagenet_model(family, depth)).parameter_count() / 20);
     }
   }
   // Grey images, other class counts.
-  nn::ModelConfig mnist = tiny("resnet", 18);
+  nn::ModelConfig mnist = tiny_model("resnet", 18);
   mnist.channels = 1;
   mnist.image_size = 28;
   mnist.classes = 7;
@@ -265,7 +251,7 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
   for (const auto& [family, depth] : {std::pair{"vgg", 11}, std::pair{"resnet", 50}, std::pair{"densenet", 121}}) {
     const std::string name = std::string(family) + "-" + std::to_string(depth);
     CAPTURE(name);
-    nn::ModelConfig config = tiny(family, depth);
+    nn::ModelConfig config = tiny_model(family, depth);
     config.image_size = 64;
     nn::Trainer trainer(&rt, nn::build_model(config), options);
     std::vector<std::string> parameters;
@@ -299,73 +285,12 @@ TEST_CASE("nn models: available depths and families") {
 }
 
 TEST_CASE("nn models: describe") {
-  CHECK(nn::describe(imagenet("resnet", 50)) ==
+  CHECK(nn::describe(imagenet_model("resnet", 50)) ==
         "resnet-50 (bottleneck blocks [3, 4, 6, 3]), batch 32, 3x224x224 images, 1000 classes");
-  CHECK(nn::describe(tiny("densenet", 121)) ==
+  CHECK(nn::describe(tiny_model("densenet", 121)) ==
         "densenet-121 (dense blocks [6, 12, 24, 16], growth rate 32), width 0.125, batch 2, 3x32x32 images, "
         "10 classes");
-  CHECK(nn::describe(imagenet("vgg", 16)) ==
+  CHECK(nn::describe(imagenet_model("vgg", 16)) ==
         "vgg-16 (stage convolutions [2, 2, 3, 3, 3], no batch norm), batch 32, 3x224x224 images, 1000 classes");
-  CHECK_THROWS_AS((void)nn::describe(imagenet("resnet", 51)), ca::invalid_argument);
-}
-
-TEST_CASE("nn models: bad configurations throw invalid_argument saying what is valid") {
-  SUBCASE("unknown family") {
-    const std::string m = invalid_argument_message(imagenet("alexnet", 8));
-    CHECK(m.find("alexnet") != std::string::npos);
-    CHECK(m.find("\"vgg\", \"resnet\", \"densenet\"") != std::string::npos);
-  }
-  SUBCASE("unknown depth") {
-    std::string m = invalid_argument_message(imagenet("resnet", 51));
-    CHECK(m.find("51") != std::string::npos);
-    CHECK(m.find("[18, 34, 50, 101, 152, 200]") != std::string::npos);
-    m = invalid_argument_message(imagenet("vgg", 13));
-    CHECK(m.find("[11, 16, 19, 116, 416]") != std::string::npos);
-    m = invalid_argument_message(imagenet("densenet", 0));
-    CHECK(m.find("[121, 169, 201, 264]") != std::string::npos);
-  }
-  SUBCASE("image too small for the downsampling") {
-    nn::ModelConfig vgg = imagenet("vgg", 16);
-    vgg.image_size = 31;
-    std::string m = invalid_argument_message(vgg);
-    CHECK(m.find("at least 32x32") != std::string::npos);
-    CHECK(m.find("31x31") != std::string::npos);
-    vgg.image_size = 32;
-    CHECK(invalid_argument_message(vgg).empty());
-
-    nn::ModelConfig densenet = tiny("densenet", 121);
-    densenet.image_size = 28;
-    m = invalid_argument_message(densenet);
-    CHECK(m.find("at least 29x29") != std::string::npos);
-    densenet.image_size = 29;
-    CHECK(invalid_argument_message(densenet).empty());
-
-    nn::ModelConfig resnet = tiny("resnet", 18);
-    resnet.image_size = 0;
-    CHECK(invalid_argument_message(resnet).find("at least 1x1") != std::string::npos);
-    resnet.image_size = 1;  // every stride-2 layer pads: a 1x1 image stays 1x1
-    CHECK(invalid_argument_message(resnet).empty());
-  }
-  SUBCASE("width") {
-    for (double width : {0.0, -0.5, std::numeric_limits<double>::quiet_NaN(), 1e9}) {
-      CAPTURE(width);
-      nn::ModelConfig c = tiny("resnet", 18);
-      c.width = width;
-      CHECK(invalid_argument_message(c).find("width must be greater than 0") != std::string::npos);
-    }
-    nn::ModelConfig c = tiny("resnet", 18);
-    c.width = 0.001;  // every layer rounds up to one channel
-    CHECK(invalid_argument_message(c).empty());
-  }
-  SUBCASE("batch, channels, classes") {
-    nn::ModelConfig c = tiny("vgg", 11);
-    c.batch = 0;
-    CHECK(invalid_argument_message(c).find("batch size must be at least 1") != std::string::npos);
-    c = tiny("vgg", 11);
-    c.channels = -3;
-    CHECK(invalid_argument_message(c).find("channels must be at least 1") != std::string::npos);
-    c = tiny("vgg", 11);
-    c.classes = 0;
-    CHECK(invalid_argument_message(c).find("classes must be at least 1") != std::string::npos);
-  }
+  CHECK_THROWS_AS((void)nn::describe(imagenet_model("resnet", 51)), ca::invalid_argument);
 }

@@ -1,8 +1,8 @@
 // Helpers the nn test files share: the message of an expected
 // invalid_argument, element counts, tensors written from values, the
 // blocked layout oneDNN picks for convolutions, a relative comparison of
-// results, and one forward (and backward) pass of an op with fresh outputs,
-// as the primitive-reuse tests run it twice.
+// results, one forward (and backward) pass of an op with fresh outputs,
+// as the primitive-reuse tests run it twice, and model configurations.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -17,8 +17,10 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/context.hpp"
+#include "cachedarrays/nn/models.hpp"
 #include "cachedarrays/nn/op.hpp"
 #include "cachedarrays/nn/tensor.hpp"
+#include "test_support.hpp"
 
 namespace test {
 
@@ -32,8 +34,6 @@ std::string invalid_argument_message(F&& f) {
   }
   return "";
 }
-
-inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // The number of elements of a tensor of these dims.
 inline std::size_t count(const cachedarrays::nn::Dims& d) {
@@ -85,6 +85,17 @@ inline void forward_backward(cachedarrays::nn::Context& ctx, cachedarrays::nn::O
   std::vector<cachedarrays::nn::Tensor> grads(ins.size());
   op.forward(ctx, ins, outs, saved);
   op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
+}
+
+// A model for ImageNet: 3x224x224 images, 1000 classes, batch 32.
+inline cachedarrays::nn::ModelConfig imagenet_model(const std::string& family, int depth) {
+  return {.family = family, .depth = depth, .batch = 32, .image_size = 224, .channels = 3, .classes = 1000};
+}
+
+// A model small enough to train in a test: an eighth of the width, 32x32 images.
+inline cachedarrays::nn::ModelConfig tiny_model(const std::string& family, int depth) {
+  return {.family = family, .depth = depth, .batch = 2, .image_size = 32, .channels = 3, .classes = 10,
+          .width = 0.125};
 }
 
 }  // namespace test

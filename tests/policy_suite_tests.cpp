@@ -1,12 +1,16 @@
 // One suite run over every registered policy (as Umpire runs one typed suite
 // over all its strategies): random hint storms with a small fast tier lose
 // no data, the invariants hold after every step, and a working set larger
-// than all tiers raises out_of_memory without harming anything else.
+// than all tiers raises out_of_memory without harming anything else. Each
+// policy is its own test case, named after it, so that one failing policy
+// does not hide the others.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
-#include <random>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -35,7 +39,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   CAPTURE(policy);
   CAPTURE(fast_fraction);
   CAPTURE(seed);
-  std::mt19937_64 rng(seed);
+  test::Rng rng(seed);
   constexpr int arrays = 40;
   constexpr std::uint64_t max_bytes = 48 * 1024;
   // Working set: up to arrays * max_bytes; all-fast needs it all in fast.
@@ -131,48 +135,81 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
 
 }  // namespace
 
-TEST_CASE("policy suite: hint storms with a fast tier of 1-10% of the working set lose no data") {
-  const auto registry = ca::policy::Registry::builtin();
-  const std::uint64_t seed = test::test_seed(2024);
-  for (const std::string& name : registry.names()) {
-    for (double fraction : {0.01, 0.05, 0.10}) {
-      if (is_single_tier(name) && fraction != 0.10) continue;  // placement ignores the budget
-      hint_storm(name, fraction, seed);
-    }
-  }
+// One tag type per registered policy; doctest names each case "...<name>".
+#define POLICY_TAG(Tag, policy_name)                    \
+  namespace policy_suite {                              \
+  struct Tag {                                          \
+    static constexpr const char* name = policy_name;    \
+  };                                                    \
+  }                                                     \
+  TYPE_TO_STRING_AS(policy_name, policy_suite::Tag)
+POLICY_TAG(FirstTouch, "first-touch");
+POLICY_TAG(AllFast, "all-fast");
+POLICY_TAG(AllSlow, "all-slow");
+POLICY_TAG(Ca, "ca");
+POLICY_TAG(CaL, "ca-l");
+POLICY_TAG(CaLm, "ca-lm");
+POLICY_TAG(CaLmp, "ca-lmp");
+POLICY_TAG(HwCache, "hw-cache");
+#undef POLICY_TAG
+
+namespace policy_suite {
+using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, HwCache>;
 }
 
-TEST_CASE("policy suite: a working set larger than all tiers raises out_of_memory, others intact") {
-  const auto registry = ca::policy::Registry::builtin();
-  for (const std::string& name : registry.names()) {
-    CAPTURE(name);
-    ca::Runtime rt({ca::dram(256 * 1024, "fast"), ca::dax_file({}, 512 * 1024, "slow")}, registry.make(name));
-    std::vector<Live> kept;
-    std::string message;
-    std::uint64_t seed = 1;
-    try {
-      for (int i = 0; i < 100; ++i) {
-        Live l{rt.array<std::byte>(60 * 1024), seed++};
-        {
-          auto w = l.array.write();
-          test::fill(w.data(), w.size(), l.seed);
-        }
-        kept.push_back(std::move(l));
-      }
-      FAIL("no out_of_memory for 6 MB over 768 KiB of tiers");
-    } catch (const ca::out_of_memory& e) {
-      message = e.what();
-      CHECK(e.requested_bytes() == 60 * 1024);
-      CHECK(e.devices().size() == 2);
-    }
-    CHECK(message.find("device 0 'fast': capacity 256.00 KiB") != std::string::npos);
-    CHECK(message.find("device 1 'slow': capacity 512.00 KiB") != std::string::npos);
-    CHECK(message.find("largest free block") != std::string::npos);
-    CHECK(!kept.empty());
-    rt.manager().check_invariants(true);
-    for (Live& l : kept) {
-      auto r = l.array.read();
-      CHECK(test::holds(r.data(), r.size(), l.seed));
-    }
+// The tags must list exactly the registry's policies: a policy registered
+// without a tag would otherwise escape the suite.
+TEST_CASE("policy suite: every registered policy has its own cases") {
+  std::vector<std::string> tagged =
+      std::apply([](auto... tag) { return std::vector<std::string>{decltype(tag)::name...}; }, policy_suite::All{});
+  std::sort(tagged.begin(), tagged.end());
+  std::vector<std::string> registered = ca::policy::Registry::builtin().names();
+  std::sort(registered.begin(), registered.end());
+  CHECK(tagged == registered);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("policy suite: hint storms with a fast tier of 1-10% of the working set lose no data",
+                          P, hint_storms) {
+  const std::uint64_t seed = test::test_seed(2024);
+  for (double fraction : {0.01, 0.05, 0.10}) {
+    if (is_single_tier(P::name) && fraction != 0.10) continue;  // placement ignores the budget
+    hint_storm(P::name, fraction, seed);
   }
 }
+TEST_CASE_TEMPLATE_APPLY(hint_storms, policy_suite::All);
+
+TEST_CASE_TEMPLATE_DEFINE("policy suite: a working set larger than all tiers raises out_of_memory, others intact", P,
+                          out_of_memory) {
+  const std::string name = P::name;
+  CAPTURE(name);
+  ca::Runtime rt({ca::dram(256 * 1024, "fast"), ca::dax_file({}, 512 * 1024, "slow")},
+                 ca::policy::Registry::builtin().make(name));
+  std::vector<Live> kept;
+  std::string message;
+  std::uint64_t seed = 1;
+  try {
+    for (int i = 0; i < 100; ++i) {
+      Live l{rt.array<std::byte>(60 * 1024), seed++};
+      {
+        auto w = l.array.write();
+        test::fill(w.data(), w.size(), l.seed);
+      }
+      kept.push_back(std::move(l));
+    }
+    FAIL("no out_of_memory for 6 MB over 768 KiB of tiers");
+  } catch (const ca::out_of_memory& e) {
+    message = e.what();
+    CHECK(e.requested_bytes() == 60 * 1024);
+    CHECK(e.devices().size() == 2);
+  }
+  CHECK(message.find("device 0 'fast': capacity 256.00 KiB") != std::string::npos);
+  CHECK(message.find("device 1 'slow': capacity 512.00 KiB") != std::string::npos);
+  CHECK(message.find("largest free block") != std::string::npos);
+  CHECK(!kept.empty());
+  rt.manager().check_invariants(true);
+  for (Live& l : kept) {
+    auto r = l.array.read();
+    CHECK(test::holds(r.data(), r.size(), l.seed));
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(out_of_memory, policy_suite::All);

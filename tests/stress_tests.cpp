@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -34,41 +33,19 @@ constexpr std::uint64_t MiB = 1024 * 1024;
 constexpr int thread_count = 4;
 constexpr std::size_t private_arrays_max = 8;
 
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* s = std::getenv(name);
-  return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : fallback;
-}
-
-struct Rng {  // splitmix64: deterministic per thread
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-};
-
-// Element i of the pattern `seed`.
-std::uint64_t element(std::uint64_t seed, std::uint64_t i) {
-  const std::uint64_t x = (seed ^ (i * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
-  return x ^ (x >> 32);
-}
-
 void fill(std::span<std::uint64_t> data, std::uint64_t seed) {
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = element(seed, i);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = test::pattern_word(seed, i);
 }
 
 bool holds(std::span<const std::uint64_t> data, std::uint64_t seed) {
   std::uint64_t diff = 0;
-  for (std::size_t i = 0; i < data.size(); ++i) diff |= data[i] ^ element(seed, i);
+  for (std::size_t i = 0; i < data.size(); ++i) diff |= data[i] ^ test::pattern_word(seed, i);
   return diff == 0;
 }
 
 // Element counts skewed small: 8 B .. 256 KiB arrays (under the copy
 // engine's parallel threshold, so copies stay on the calling thread).
-std::size_t random_count(Rng& rng) {
+std::size_t random_count(test::SplitMixRng& rng) {
   const std::uint64_t c = rng.below(100);
   if (c < 50) return 1 + rng.below(512);
   if (c < 85) return 513 + rng.below(8 * 1024);
@@ -170,7 +147,7 @@ struct Tally {  // what the threads did, for the report and the stats check
 
 void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, int index,
             std::uint64_t iterations, Failures& failures, Tally& tally) {
-  Rng rng{seed * 1000003 + static_cast<std::uint64_t>(index)};
+  test::SplitMixRng rng{seed * 1000003 + static_cast<std::uint64_t>(index)};  // one per thread
   std::vector<Private> mine;
   std::uint64_t next_seed = (static_cast<std::uint64_t>(index) + 1) << 40;
   const auto fail = [&](const std::string& what) {
@@ -277,7 +254,7 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
 
 void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_bytes) {
   const std::uint64_t seed = test::test_seed(777);
-  const std::uint64_t iterations = env_or("CACHEDARRAYS_STRESS_ITERS", 10000);
+  const std::uint64_t iterations = test::env_or("CACHEDARRAYS_STRESS_ITERS", 10000);
   CAPTURE(seed);
   CAPTURE(iterations);
   // No prefault: it runs a tbb::parallel_for, and Debian's libtbb is not
@@ -291,7 +268,7 @@ void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_b
   INFO("policy " << rt.policy_name());
 
   // Shared arrays: created and written before the threads start, then only read.
-  Rng rng{seed};
+  test::SplitMixRng rng{seed};
   std::vector<Shared> shared;
   for (int i = 0; i < 6; ++i) {
     Shared s{rt.array<std::uint64_t>(random_count(rng)), 0xABCD0000ull + static_cast<std::uint64_t>(i)};

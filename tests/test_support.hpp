@@ -1,11 +1,19 @@
-// Helpers shared by the test files: small two-tier managers and content
-// patterns that detect any lost or changed byte.
+// Helpers shared by the test files: small two-tier managers, content
+// patterns that detect any lost or changed byte, scratch paths, message
+// checks, and the tests' one random source.
 #pragma once
+
+#include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"
@@ -36,11 +44,79 @@ inline bool holds(const std::byte* data, std::uint64_t bytes, std::uint64_t seed
   return true;
 }
 
-// The seed for randomized tests: CACHEDARRAYS_TEST_SEED or a fixed default.
-inline std::uint64_t test_seed(std::uint64_t fallback) {
-  if (const char* s = std::getenv("CACHEDARRAYS_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return fallback;
+// Word `word` of the pattern identified by `seed`, for tests that fill and
+// compare a word at a time: it depends on both, so a lost, changed or
+// shifted word shows.
+inline std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t word) {
+  const std::uint64_t x = (seed ^ (word * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+  return x ^ (x >> 32);
 }
+
+// A number from the environment variable `name`, or `fallback` when it is
+// unset or empty.
+inline std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* s = std::getenv(name);
+  return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : fallback;
+}
+
+// The seed for randomized tests: CACHEDARRAYS_TEST_SEED or a fixed default.
+inline std::uint64_t test_seed(std::uint64_t fallback) { return env_or("CACHEDARRAYS_TEST_SEED", fallback); }
+
+// splitmix64 (Steele, Lea and Flood): a 64-bit state and a few multiplies,
+// cheap enough for a generator per thread.
+class SplitMix64 {
+ public:
+  using result_type = std::uint64_t;
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  result_type operator()() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// The random source of every test: deterministic for a seed, which it
+// keeps so that a failing test can print it and CACHEDARRAYS_TEST_SEED (see
+// test_seed) can replay it. Both engines' outputs are fixed by their
+// definitions, so the helpers reduce them with `%` (bias negligible for the
+// small ranges tests draw from) instead of the std distributions, whose
+// results differ between standard libraries. It is a
+// UniformRandomBitGenerator, so std::shuffle and distributions take it too.
+//
+// test::Rng (std::mt19937_64) is the default; test::SplitMixRng serves the
+// property and stress tests, whose recorded sequences were drawn from it.
+template <typename Engine>
+class BasicRng {
+ public:
+  using result_type = std::uint64_t;
+  explicit BasicRng(std::uint64_t seed) : seed_(seed), engine_(seed) {}
+
+  static constexpr result_type min() { return Engine::min(); }
+  static constexpr result_type max() { return Engine::max(); }
+  result_type operator()() { return engine_(); }
+
+  [[nodiscard]] std::uint64_t seed() const { return seed_; }
+  // Uniform in [0, n); n > 0.
+  std::uint64_t below(std::uint64_t n) { return engine_() % n; }
+  // Uniform in [lo, hi].
+  std::uint64_t between(std::uint64_t lo, std::uint64_t hi) { return lo + below(hi - lo + 1); }
+  // True p times out of a hundred.
+  bool percent(std::uint64_t p) { return below(100) < p; }
+
+ private:
+  std::uint64_t seed_;
+  Engine engine_;
+};
+
+using Rng = BasicRng<std::mt19937_64>;
+using SplitMixRng = BasicRng<SplitMix64>;
+static_assert(std::uniform_random_bit_generator<Rng> && std::uniform_random_bit_generator<SplitMixRng>);
 
 // An object placed on `device` and filled with pattern `seed`, as a policy
 // and a write access would do.
@@ -62,6 +138,58 @@ inline ca::Object& make_object(ca::DataManager& dm, ca::DeviceId device, std::ui
 inline bool object_holds(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
   const ca::Region* primary = dm.getprimary(object);
   return primary != nullptr && holds(dm.pointer(*primary), object.bytes(), seed);
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A check that `message` contains `part`, showing the message when not.
+inline void check_contains(const std::string& message, const std::string& part) {
+  INFO("message: " << message);
+  CHECK(contains(message, part));
+}
+
+// A scratch path unique to this process, under /dev/shm (or the temporary
+// directory), that does not exist when the test starts and is removed with
+// its contents when the test ends, whatever happened.
+struct ScratchPath {
+  std::filesystem::path path;
+  explicit ScratchPath(const std::string& tag)
+      : path(std::filesystem::path(std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
+                                                                             : std::filesystem::temp_directory_path()) /
+             ("cachedarrays-test-" + std::to_string(::getpid()) + "-" + tag)) {
+    std::filesystem::remove_all(path);
+  }
+  ~ScratchPath() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchPath(const ScratchPath&) = delete;
+  ScratchPath& operator=(const ScratchPath&) = delete;
+};
+
+// The files this process's default-named DAX heaps have in `dir`.
+inline std::set<std::string> heap_files(const std::filesystem::path& dir) {
+  const std::string prefix = "cachedarrays-" + std::to_string(::getpid()) + "-";
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix)) names.insert(name);
+  }
+  return names;
+}
+
+// An emulation profile with these bandwidths (GB/s, i.e. bytes/ns) and
+// latency (ns).
+inline ca::EmulationProfile emulation_profile(double read, double write, double latency, double dram_read,
+                                              double dram_write) {
+  ca::EmulationProfile p;
+  p.name = "test";
+  p.read_gbps = read;
+  p.write_gbps = write;
+  p.latency_ns = latency;
+  p.dram_read_gbps = dram_read;
+  p.dram_write_gbps = dram_write;
+  return p;
 }
 
 }  // namespace test

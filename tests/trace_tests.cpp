@@ -94,8 +94,6 @@ TEST_CASE("trace: the Chrome JSON parses and has one occupancy counter track per
   }
   CHECK(initial == 2);
   CHECK(rows == t.events().size());
-  CHECK_THROWS_AS(t.save("/tmp/trace.txt", rt.device_names()), ca::invalid_argument);
-  CHECK_THROWS_AS(t.save("/nonexistent-dir/trace.json", rt.device_names()), ca::heap_error);
 }
 
 TEST_CASE("trace: a dry run of a model emits exactly the events of a real run") {

@@ -70,13 +70,10 @@ class NaiveCache {
 };
 
 void check_equal(const ca::TwoLmCounters& a, const ca::TwoLmCounters& b) {
-  CHECK(a.hits == b.hits);
-  CHECK(a.clean_misses == b.clean_misses);
-  CHECK(a.dirty_misses == b.dirty_misses);
-  CHECK(a.dram_bytes_read == b.dram_bytes_read);
-  CHECK(a.dram_bytes_written == b.dram_bytes_written);
-  CHECK(a.nvram_bytes_read == b.nvram_bytes_read);
-  CHECK(a.nvram_bytes_written == b.nvram_bytes_written);
+  for (const auto& field : ca::TwoLmCounters::fields()) {
+    CAPTURE(field.name);
+    CHECK(a.*field.member == b.*field.member);
+  }
 }
 
 }  // namespace

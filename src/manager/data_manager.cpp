@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <new>
+#include <iterator>
 #include <string>
 #include <utility>
 
 #include "cachedarrays/manager/emulation.hpp"
-#include "heap/heap.hpp"
+#include "cachedarrays/heap/detail/heap.hpp"
 #include "manager/copy_engine.hpp"
 
 namespace cachedarrays {
@@ -34,8 +34,8 @@ DataManager::DataManager(std::vector<DeviceSpec> devices) {
   }
   heaps_.reserve(devices.size());
   for (DeviceSpec& spec : devices) {
-    heaps_.push_back(std::make_unique<detail::Heap>(std::move(spec)));
-    const detail::Heap& heap = *heaps_.back();
+    heaps_.push_back(std::make_unique<detail::Heap<Region>>(std::move(spec)));
+    const detail::Heap<Region>& heap = *heaps_.back();
     DeviceCounters counters;
     counters.name = heap.spec().display_name();
     counters.capacity = heap.allocator().capacity();
@@ -50,19 +50,8 @@ DataManager::DataManager(std::vector<DeviceSpec> devices) {
   }
 }
 
-DataManager::~DataManager() {
-  for (Object* o = first_object_; o != nullptr;) {
-    Object* next = o->next_;
-    delete o;
-    o = next;
-  }
-  for (auto& heap : heaps_) {
-    heap->allocator().walk([](const detail::Block& block) {
-      if (!block.free) delete static_cast<Region*>(block.owner);
-    });
-  }
-  for (Region* r : spare_regions_) delete r;
-}
+// Objects and regions go with their lists, before the heaps they point into.
+DataManager::~DataManager() = default;
 
 // ---- devices ----------------------------------------------------------------
 
@@ -78,7 +67,7 @@ void DataManager::check_device(DeviceId device, const char* operation) const {
                        " does not exist; this manager has devices " + known);
 }
 
-detail::Heap& DataManager::heap(DeviceId device) const { return *heaps_[device]; }
+detail::Heap<Region>& DataManager::heap(DeviceId device) const { return *heaps_[device]; }
 
 const DeviceSpec& DataManager::spec(DeviceId device) const {
   check_device(device, "spec");
@@ -87,7 +76,7 @@ const DeviceSpec& DataManager::spec(DeviceId device) const {
 
 DeviceUsage DataManager::usage(DeviceId device) const {
   check_device(device, "usage");
-  const detail::BlockAllocator& a = heap(device).allocator();
+  const auto& a = heap(device).allocator();
   DeviceUsage u;
   u.device = device;
   u.name = heap(device).spec().display_name();
@@ -121,7 +110,7 @@ bool DataManager::is_pmem(DeviceId device) const {
 
 std::string DataManager::describe(DeviceId device) const {
   check_device(device, "describe");
-  const detail::Heap& h = heap(device);
+  const auto& h = heap(device);
   std::string text = "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
                      to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
                      h.memory().description();
@@ -132,20 +121,25 @@ std::string DataManager::describe(DeviceId device) const {
 // ---- regions ----------------------------------------------------------------
 
 Region* DataManager::new_region() {
-  if (spare_regions_.empty()) return new Region();
-  Region* r = spare_regions_.back();
-  spare_regions_.pop_back();
-  return r;
+  if (spare_regions_.empty()) {
+    Region& region = regions_.emplace_back(Region::Key{});
+    region.self_ = std::prev(regions_.end());
+    return &region;
+  }
+  regions_.splice(regions_.end(), spare_regions_, spare_regions_.begin());
+  return &regions_.back();
 }
 
-void DataManager::recycle(Region* region) noexcept {
-  region->~Region();
-  new (region) Region();  // every field back to its default
-  try {
-    spare_regions_.push_back(region);
-  } catch (...) {
-    delete region;
-  }
+void DataManager::recycle(Region& region) noexcept {
+  region.data_ = nullptr;
+  region.offset_ = 0;
+  region.bytes_ = 0;
+  region.device_ = 0;
+  region.dirty_ = false;
+  region.version_ = 0;
+  region.parent_ = nullptr;
+  region.block_ = nullptr;
+  spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
 }
 
 std::string DataManager::region_name(const Region& region) const {
@@ -174,12 +168,12 @@ Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
     throw invalid_argument("cachedarrays: allocate: 0 bytes asked on device " + std::to_string(device) +
                            "; a region holds at least 1 byte");
   }
-  detail::Heap& h = heap(device);
+  auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
   Region* region = new_region();
-  detail::Block* block = h.allocator().try_allocate(bytes, region);
+  auto* block = h.allocator().try_allocate(bytes, *region);
   if (block == nullptr) {
-    recycle(region);
+    recycle(*region);
     ++counters.failed_allocations;
     return nullptr;
   }
@@ -204,7 +198,7 @@ void DataManager::release_region(Region& region) {
   counters.bytes_in_use -= region.block_->size;
   if (trace_ != nullptr) trace(TraceKind::free, region.device_, region.block_->size, region.parent_);
   heap(region.device_).allocator().release(region.block_);
-  recycle(&region);
+  recycle(region);
 }
 
 void DataManager::detach(Region& region) {
@@ -246,11 +240,11 @@ void DataManager::copyto(Region& dst, const Region& src) {
                        object_name(*dst_object) + " while an access to it is open");
   }
 
-  const detail::Heap& to = heap(dst.device_);
+  const auto& to = heap(dst.device_);
   const detail::CopyDestination where = to.memory().is_pmem()   ? detail::CopyDestination::persistent
                                         : dst.device_ == 0      ? detail::CopyDestination::fast
                                                                 : detail::CopyDestination::slow;
-  const detail::Heap& from = heap(src.device_);
+  const auto& from = heap(src.device_);
   // Virtual heaps store nothing: the copy is counted, not made.
   if (!to.memory().is_virtual() && !from.memory().is_virtual()) {
     // A memory-mode device pays its cache's misses after the copy.
@@ -370,15 +364,13 @@ Object& DataManager::create_object(std::uint64_t bytes) {
   if (bytes == 0) {
     throw invalid_argument("cachedarrays: cannot create an object of 0 bytes; ask for at least 1");
   }
-  auto* object = new Object();
-  object->id_ = next_object_id_++;
-  object->bytes_ = bytes;
-  object->version_ = next_version_++;
-  object->prev_ = last_object_;
-  if (last_object_ != nullptr) last_object_->next_ = object; else first_object_ = object;
-  last_object_ = object;
+  Object& object = objects_.emplace_back(Object::Key{});
+  object.self_ = std::prev(objects_.end());
+  object.id_ = next_object_id_++;
+  object.bytes_ = bytes;
+  object.version_ = next_version_++;
   ++stats_.objects_created;
-  return *object;
+  return object;
 }
 
 void DataManager::destroy(Object& object) {
@@ -393,10 +385,8 @@ void DataManager::destroy(Object& object) {
     release_region(*region);
   }
   object.primary_ = nullptr;
-  if (object.prev_ != nullptr) object.prev_->next_ = object.next_; else first_object_ = object.next_;
-  if (object.next_ != nullptr) object.next_->prev_ = object.prev_; else last_object_ = object.prev_;
   ++stats_.objects_destroyed;
-  delete &object;
+  objects_.erase(object.self_);  // frees the policy's state with it
 }
 
 Region* DataManager::getprimary(const Object& object) const noexcept { return object.primary_; }
@@ -485,7 +475,7 @@ void DataManager::unpin(Object& object, Access access) noexcept {
 bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
                             const std::function<bool(Region&)>& evict) {
   check_device(device, "evictfrom");
-  detail::BlockAllocator& a = heap(device).allocator();
+  auto& a = heap(device).allocator();
   if (bytes == 0 || start >= a.capacity() || bytes > a.capacity() - start) {
     throw invalid_argument("cachedarrays: evictfrom: range [" + std::to_string(start) + ", +" +
                            std::to_string(bytes) + ") is outside device " + std::to_string(device) +
@@ -497,8 +487,7 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
     throw pinned_error("cachedarrays: evictfrom: the range holds the " + region_name(*pinned) +
                        ", which is pinned by an open access; pinned objects are never evicted");
   }
-  const auto result = a.evict_range(start, bytes, [&](void* owner) {
-    auto& region = *static_cast<Region*>(owner);
+  const auto result = a.evict_range(start, bytes, [&](Region& region) {
     const DeviceId d = region.device_;
     const std::uint64_t region_bytes = region.bytes_;
     const Object* object = region.parent_;
@@ -507,14 +496,14 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
     if (trace_ != nullptr) trace(TraceKind::evict, d, region_bytes, object);
     return true;
   });
-  return result == detail::BlockAllocator::EvictResult::cleared;
+  return result == detail::BlockAllocator<Region>::EvictResult::cleared;
 }
 
 const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
   const Region* found = nullptr;
-  heap(device).allocator().walk_range(start, bytes, [&](const detail::Block& block) {
+  heap(device).allocator().walk_range(start, bytes, [&](const detail::Block<Region>& block) {
     if (found != nullptr || block.free) return;
-    const auto& region = *static_cast<const Region*>(block.owner);
+    const Region& region = *block.owner;
     if (region.parent_ != nullptr && region.parent_->primary_ == &region && region.parent_->pinned()) {
       found = &region;
     }
@@ -529,16 +518,14 @@ bool DataManager::pinned_in_range(DeviceId device, std::uint64_t start, std::uin
 
 std::uint64_t DataManager::defrag(DeviceId device, std::uint64_t until_hole) {
   check_device(device, "defrag");
-  detail::Heap& h = heap(device);
+  auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
   return h.allocator().defrag(
-      [](void* owner) {
-        const auto& region = *static_cast<const Region*>(owner);
+      [](const Region& region) {
         const Object* object = region.parent_;
         return object == nullptr || object->primary_ != &region || !object->pinned();
       },
-      [&](void* owner, std::uint64_t new_offset) {
-        auto& region = *static_cast<Region*>(owner);
+      [&](Region& region, std::uint64_t new_offset) {
         std::byte* to = h.at(new_offset);
         // Sliding down within one heap: source and destination may overlap.
         if (!h.memory().is_virtual()) std::memmove(to, region.data_, region.bytes_);
@@ -565,14 +552,15 @@ void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, co
 
 void DataManager::for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const {
   check_device(device, "for_each_region");
-  heap(device).allocator().walk([&](const detail::Block& block) {
-    if (!block.free) visit(*static_cast<Region*>(block.owner));
+  heap(device).allocator().walk([&](const detail::Block<Region>& block) {
+    if (!block.free) visit(*block.owner);
   });
 }
 
 void DataManager::check_invariants(bool verify_contents) const {
   const auto fail = [](const std::string& what) { throw invariant_violation("cachedarrays: " + what); };
-  for (const Object* o = first_object_; o != nullptr; o = o->next_) {
+  for (const Object& object : objects_) {
+    const Object* o = &object;
     const Region* primary = o->primary_;
     if (primary == nullptr) fail("invariant 1: " + object_name(*o) + " has no primary");
     if (primary->parent_ != o || o->on_device_[primary->device_] != primary) {
@@ -594,13 +582,13 @@ void DataManager::check_invariants(bool verify_contents) const {
     }
   }
   for (DeviceId d = 0; d < heaps_.size(); ++d) {
-    const detail::Heap& h = heap(d);
+    const auto& h = heap(d);
     h.allocator().check();
     std::uint64_t sum = 0;
     std::uint64_t count = 0;
-    h.allocator().walk([&](const detail::Block& block) {
+    h.allocator().walk([&](const detail::Block<Region>& block) {
       if (block.free) return;
-      const auto& r = *static_cast<const Region*>(block.owner);
+      const Region& r = *block.owner;
       if (r.block_ != &block || r.device_ != d || r.offset_ != block.offset ||
           r.data_ != h.at(block.offset) || h.allocator().round_up(r.bytes_) != block.size) {
         fail("a region's fields disagree with its heap block on device " + std::to_string(d));

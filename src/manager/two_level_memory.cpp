@@ -10,28 +10,6 @@
 
 namespace cachedarrays {
 
-TwoLmCounters& TwoLmCounters::operator+=(const TwoLmCounters& o) noexcept {
-  hits += o.hits;
-  clean_misses += o.clean_misses;
-  dirty_misses += o.dirty_misses;
-  dram_bytes_read += o.dram_bytes_read;
-  dram_bytes_written += o.dram_bytes_written;
-  nvram_bytes_read += o.nvram_bytes_read;
-  nvram_bytes_written += o.nvram_bytes_written;
-  return *this;
-}
-
-TwoLmCounters& TwoLmCounters::operator-=(const TwoLmCounters& o) noexcept {
-  hits -= o.hits;
-  clean_misses -= o.clean_misses;
-  dirty_misses -= o.dirty_misses;
-  dram_bytes_read -= o.dram_bytes_read;
-  dram_bytes_written -= o.dram_bytes_written;
-  nvram_bytes_read -= o.nvram_bytes_read;
-  nvram_bytes_written -= o.nvram_bytes_written;
-  return *this;
-}
-
 TwoLevelMemory::TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes)
     : line_(line_bytes), sets_(line_bytes == 0 ? 0 : cache_bytes / line_bytes) {
   if (line_bytes == 0 || cache_bytes == 0 || cache_bytes % line_bytes != 0) {
@@ -168,6 +146,14 @@ void TwoLevelMemory::merge_around(std::uint64_t first, std::uint64_t end) {
       map_.erase(it);
     }
   }
+}
+
+double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps, double nvram_read_gbps,
+                 double nvram_write_gbps) noexcept {
+  const auto line = static_cast<double>(line_bytes);
+  const double dram_ns = dram_gbps > 0 ? static_cast<double>(delta.lines()) * line / dram_gbps : 0.0;
+  return dram_ns + static_cast<double>(delta.misses()) * line / nvram_read_gbps +
+         static_cast<double>(delta.dirty_misses) * line / nvram_write_gbps;
 }
 
 }  // namespace cachedarrays

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cachedarrays/runtime/kernel.hpp"
+#include "cachedarrays/runtime/pinned_kernel.hpp"
 
 namespace cachedarrays::nn {
 
@@ -37,41 +38,23 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
 
 namespace {
 
-// One kernel's arguments (and the scratchpad, if any), hinted and pinned
-// through the runtime for the kernel's duration, unpinned whatever happens
-// inside it; the kernel's end is traced when it completes normally.
-class PinnedKernel {
- public:
-  PinnedKernel(Runtime& runtime, const std::string& name, std::span<const KernelArg> args, Object* scratchpad)
-      : runtime_(runtime), name_(name) {
-    const std::size_t n = args.size() + (scratchpad != nullptr ? 1 : 0);
-    objects_.resize(n);
-    accesses_.resize(n);
-    data_.resize(n);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      objects_[i] = &args[i].tensor->array()->object();
-      accesses_[i] = args[i].access;
+// One kernel's arguments (and the scratchpad, if any) in the shape a
+// PinnedKernel scope pins them.
+struct KernelObjects {
+  KernelObjects(std::span<const KernelArg> args, Object* scratchpad) {
+    for (const KernelArg& arg : args) {
+      objects.push_back(&arg.tensor->array()->object());
+      accesses.push_back(arg.access);
     }
     if (scratchpad != nullptr) {
-      objects_.back() = scratchpad;
-      accesses_.back() = Access::write;
+      objects.push_back(scratchpad);
+      accesses.push_back(Access::write);
     }
-    runtime_.acquire_all(objects_.data(), accesses_.data(), data_.data(), n, name_.c_str());
+    data.resize(objects.size());
   }
-  PinnedKernel(const PinnedKernel&) = delete;
-  PinnedKernel& operator=(const PinnedKernel&) = delete;
-  ~PinnedKernel() {
-    for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
-  }
-  [[nodiscard]] std::byte* data(std::size_t i) const { return data_[i]; }
-  void done() { runtime_.end_kernel(name_.c_str()); }
-
- private:
-  Runtime& runtime_;
-  const std::string& name_;
-  std::vector<Object*> objects_;
-  std::vector<Access> accesses_;
-  std::vector<std::byte*> data_;
+  std::vector<Object*> objects;
+  std::vector<Access> accesses;
+  std::vector<std::byte*> data;
 };
 
 }  // namespace
@@ -85,32 +68,34 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
     scratchpad_.reset();  // retire the smaller one first
     scratchpad_ = std::make_unique<CachedArray<std::byte>>(runtime_->array<std::byte>(scratch_bytes));
   }
-  PinnedKernel kernel(*runtime_, name, args, scratch_bytes > 0 ? &scratchpad_->object() : nullptr);
+  KernelObjects k(args, scratch_bytes > 0 ? &scratchpad_->object() : nullptr);
+  PinnedKernel kernel(*runtime_, name.c_str(), k.objects, k.accesses, k.data);
   if (!dry_run()) {  // a dry run emits the hints and pins, and runs nothing
     std::unordered_map<int, dnnl::memory> memories;
     for (std::size_t i = 0; i < args.size(); ++i) {
-      memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, kernel.data(i)));
+      memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, k.data[i]));
     }
     if (scratch_bytes > 0) {
-      memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, kernel.data(args.size())));
+      memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, k.data[args.size()]));
     }
     primitive.execute(stream_, memories);
     stream_.wait();
   }
-  kernel.done();
+  kernel.finish();
 }
 
 void Context::run(const std::string& name, std::span<const KernelArg> args,
                   const std::function<void(std::span<float* const>)>& body) {
   if (observer_ != nullptr) observer_->on_kernel(name, args);
   if (runtime_ == nullptr) return;
-  PinnedKernel kernel(*runtime_, name, args, nullptr);
+  KernelObjects k(args, nullptr);
+  PinnedKernel kernel(*runtime_, name.c_str(), k.objects, k.accesses, k.data);
   if (!dry_run()) {
     std::vector<float*> pointers(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) pointers[i] = reinterpret_cast<float*>(kernel.data(i));
+    for (std::size_t i = 0; i < args.size(); ++i) pointers[i] = reinterpret_cast<float*>(k.data[i]);
     body(pointers);
   }
-  kernel.done();
+  kernel.finish();
 }
 
 void Context::copy(const Tensor& src, Tensor& dst) {

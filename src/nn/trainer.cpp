@@ -195,7 +195,7 @@ void Trainer::backward() {
       for (ValueId v : node.inputs) ins.push_back(values_[static_cast<std::size_t>(v)]);
       for (ValueId v : node.outputs) outs.push_back(values_[static_cast<std::size_t>(v)]);
       const std::size_t n_in = node.inputs.size();
-      std::unique_ptr<bool[]> need(new bool[n_in]);
+      auto need = std::make_unique<bool[]>(n_in);
       for (std::size_t i = 0; i < n_in; ++i) need[i] = liveness_.needs_grad[static_cast<std::size_t>(node.inputs[i])];
       std::vector<Tensor> grad_ins(n_in);
       node.op->backward(ctx_, ins, outs, grad_outs, saved_[kk], std::span<const bool>(need.get(), n_in), grad_ins);

@@ -11,7 +11,7 @@ using detail::LruList;
 
 namespace {
 
-LruList::Entry& entry_of(const Object& object) { return *static_cast<LruList::Entry*>(object.policy_state); }
+LruList::Entry& entry_of(const Object& object) { return *object.policy_state<LruList::Entry>(); }
 
 // How many victim windows make_room tries before giving up (a window may
 // hold a pinned object, or the slow tier may be full).
@@ -57,16 +57,7 @@ std::string Mode::name() const {
 CachedArraysPolicy::CachedArraysPolicy(Mode mode)
     : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()) {}
 
-CachedArraysPolicy::~CachedArraysPolicy() {
-  // The runtime destroys its policy before its manager: release the
-  // per-object entries of every object still alive.
-  if (attached()) {
-    manager().for_each_object([](Object& object) {
-      delete static_cast<LruList::Entry*>(object.policy_state);
-      object.policy_state = nullptr;
-    });
-  }
-}
+CachedArraysPolicy::~CachedArraysPolicy() = default;
 
 void CachedArraysPolicy::attach(DataManager& manager) {
   if (manager.device_count() < 2) {
@@ -81,19 +72,12 @@ void CachedArraysPolicy::attach(DataManager& manager) {
 
 Region* CachedArraysPolicy::allocate_slow(std::uint64_t bytes) {
   DataManager& dm = manager();
-  Region* region = dm.allocate(slow_, bytes);
-  if (region == nullptr && !retired_.empty()) {
-    // Memory pressure: run the deferred frees (the paper's GC) and retry.
-    collect();
-    region = dm.allocate(slow_, bytes);
-  }
-  return region;
+  return retired_.allocate_or_collect(
+      dm, [&] { return dm.allocate(slow_, bytes); }, [this](Object& dead) { forget(dead); });
 }
 
 bool CachedArraysPolicy::place(Object& object) {
   DataManager& dm = manager();
-  auto entry = std::make_unique<LruList::Entry>();
-  entry->object = &object;
   const std::uint64_t bytes = object.bytes();
 
   Region* region = nullptr;
@@ -108,7 +92,7 @@ bool CachedArraysPolicy::place(Object& object) {
   if (region == nullptr) return false;
 
   dm.setprimary(object, *region);
-  object.policy_state = entry.release();
+  object.set_policy_state(std::make_unique<LruList::Entry>(object));
   touch_if_fast(object);
   return true;
 }
@@ -203,11 +187,8 @@ void CachedArraysPolicy::archive(Object& object) {
 }
 
 void CachedArraysPolicy::forget(Object& object) {
-  LruList::Entry* e = &entry_of(object);
-  lru_->remove(*e);
-  delete e;
-  object.policy_state = nullptr;
-  manager().destroy(object);
+  lru_->remove(entry_of(object));
+  manager().destroy(object);  // frees the entry with the object
 }
 
 void CachedArraysPolicy::retire(Object& object) {
@@ -218,15 +199,11 @@ void CachedArraysPolicy::retire(Object& object) {
   // Without M nothing learns that the object is dead until collect(): it
   // keeps its place (and its recency), and may be written back if evicted.
   entry_of(object).retired = true;
-  retired_.push_back(&object);
-  ++manager().policy_counters().deferred_retires;
+  retired_.defer(manager(), object);
 }
 
 void CachedArraysPolicy::collect() {
-  std::vector<Object*> dead;
-  dead.swap(retired_);
-  for (Object* object : dead) forget(*object);
-  manager().policy_counters().collected += dead.size();
+  retired_.collect(manager(), [this](Object& dead) { forget(dead); });
 }
 
 }  // namespace cachedarrays::policy

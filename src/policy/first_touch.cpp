@@ -2,15 +2,33 @@
 
 namespace cachedarrays::policy {
 
-bool FirstTouch::place(Object& object) {
+Region* FirstTouch::allocate_first_fit(std::uint64_t bytes) {
   DataManager& dm = manager();
   for (DeviceId device = 0; device < dm.device_count(); ++device) {
-    if (Region* region = dm.allocate(device, object.bytes())) {
-      dm.setprimary(object, *region);
-      return true;
-    }
+    if (Region* region = dm.allocate(device, bytes)) return region;
   }
-  return false;
+  return nullptr;
+}
+
+bool FirstTouch::place(Object& object) {
+  DataManager& dm = manager();
+  Region* region = retired_.allocate_or_collect(
+      dm, [&] { return allocate_first_fit(object.bytes()); }, [&](Object& dead) { dm.destroy(dead); });
+  if (region == nullptr) return false;
+  dm.setprimary(object, *region);
+  return true;
+}
+
+void FirstTouch::retire(Object& object) {
+  if (retire_ == Retire::at_once) {
+    manager().destroy(object);
+  } else {
+    retired_.defer(manager(), object);
+  }
+}
+
+void FirstTouch::collect() {
+  retired_.collect(manager(), [this](Object& dead) { manager().destroy(dead); });
 }
 
 }  // namespace cachedarrays::policy

@@ -9,7 +9,9 @@ namespace cachedarrays::policy::detail {
 
 class LruList {
  public:
-  struct Entry {
+  // The policy's state of one object, owned by the object.
+  struct Entry : PolicyState {
+    explicit Entry(Object& o) : object(&o) {}
     Object* object = nullptr;
     Entry* prev = nullptr;
     Entry* next = nullptr;

@@ -1,6 +1,7 @@
 #include "cachedarrays/runtime/runtime.hpp"
 
 #include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/runtime/pinned_kernel.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
 namespace cachedarrays {
@@ -76,6 +77,10 @@ void Runtime::end_kernel(const char* kernel) {
 }
 
 void Runtime::hint(Object& object, Hint hint) {
+  if (hint == Hint::retire) {
+    retire(object);
+    return;
+  }
   std::lock_guard guard(mutex_);
   if (trace_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
   switch (hint) {
@@ -83,7 +88,7 @@ void Runtime::hint(Object& object, Hint hint) {
     case Hint::will_read: policy_->will_read(object); break;
     case Hint::will_write: policy_->will_write(object); break;
     case Hint::archive: policy_->archive(object); break;
-    case Hint::retire: policy_->retire(object); break;
+    case Hint::retire: break;  // handed over above
   }
 }
 
@@ -92,24 +97,6 @@ std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulat
   manager_.pin(object, access);
   emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
-}
-
-std::byte* Runtime::acquire(Object& object, Access access) {
-  double emulated_ns = 0;
-  std::byte* data = nullptr;
-  {
-    std::lock_guard guard(mutex_);
-    data = acquire_locked(object, access, emulated_ns);
-    if (trace_ != nullptr) {
-      // A scoped access: traced as a kernel that has no end event.
-      trace_->record_kernel(access == Access::read ? "read()" : "write()",
-                            {{object.id(), object.bytes(), access == Access::write,
-                              manager_.device(*manager_.getprimary(object))}});
-    }
-  }
-  // Charged outside the lock: other threads' hints need not wait for it.
-  emulation::wait_ns(emulated_ns);
-  return data;
 }
 
 void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
@@ -168,5 +155,24 @@ std::vector<DeviceUsage> Runtime::usage() const {
 }
 
 std::string Runtime::policy_name() const { return policy_->name(); }
+
+// ---- PinnedKernel -------------------------------------------------------------
+
+PinnedKernel::PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
+                           std::span<const Access> accesses, std::span<std::byte*> data)
+    : runtime_(runtime), name_(name), objects_(objects), accesses_(accesses) {
+  if (accesses.size() != objects.size() || data.size() != objects.size()) {
+    throw invalid_argument("cachedarrays: PinnedKernel '" + std::string(name) + "' got " +
+                           std::to_string(objects.size()) + " objects, " + std::to_string(accesses.size()) +
+                           " accesses and " + std::to_string(data.size()) + " data slots; give one of each per argument");
+  }
+  runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name);
+}
+
+PinnedKernel::~PinnedKernel() {
+  for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
+}
+
+void PinnedKernel::finish() { runtime_.end_kernel(name_); }
 
 }  // namespace cachedarrays

@@ -1,11 +1,13 @@
 #include "cachedarrays/sim/replay.hpp"
 
 #include <algorithm>
-#include <map>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/runtime/pinned_kernel.hpp"
+#include "cachedarrays/sim/trace_walker.hpp"
 
 namespace cachedarrays {
 
@@ -25,131 +27,67 @@ void check_models(const Runtime& target, const std::vector<DeviceModel>& models)
   }
 }
 
-// The replay's view of one trace: trace ids to the target's live objects.
-class Replayer {
+// Replays through the target's policy: the same hints, pins and counters
+// as the recorded run, and the memory-bound time of each kernel.
+class Replayer final : public TraceWalker {
  public:
-  Replayer(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models)
-      : trace_(trace), target_(target), models_(models) {}
-
-  void run(ReplayResult& result) {
-    const std::vector<TraceEvent>& events = trace_.events();
-    try {
-      for (index_ = 0; index_ < events.size(); ++index_) step(events[index_], result);
-    } catch (...) {
-      release_open();
-      throw;
-    }
-    release_open();
-    // Whatever the trace left alive, in creation order.
-    for (auto& [id, object] : live_) target_.retire(*object);
-    live_.clear();
-  }
+  Replayer(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models, ReplayResult& result)
+      : TraceWalker(trace, target, "replay"), models_(models), result_(result) {}
+  ~Replayer() override { open_.clear(); }  // unpin before the base retires the arrays
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
 
  private:
+  // A kernel begun and not yet ended: its arguments stay pinned.
   struct OpenKernel {
-    std::uint32_t name;
+    std::uint32_t name = 0;
     std::vector<Object*> objects;
     std::vector<Access> accesses;
+    std::vector<std::byte*> data;
+    std::unique_ptr<PinnedKernel> pinned;
   };
 
-  [[noreturn]] void fail(const std::string& what) const {
-    const TraceEvent& e = trace_.events()[index_];
-    throw invalid_argument("cachedarrays: replay: trace event " + std::to_string(index_) + " (" +
-                           to_string(e.kind) + "): " + what);
-  }
+  void hint(CachedArray<std::byte>& array, Hint hint) override { array.hint(hint); }
 
-  Object& lookup(std::uint64_t id) const {
-    auto it = live_.find(id);
-    if (it == live_.end()) {
-      fail("object #" + std::to_string(id) + " is unknown (never created in this trace, or already retired); "
-           "record the trace from before the objects it uses are created");
+  void kernel_begin(const TraceEvent& e, std::span<CachedArray<std::byte>* const> arrays,
+                    std::span<const TraceArg> args) override {
+    const std::string& name = trace().names()[e.name];
+    auto k = std::make_unique<OpenKernel>();
+    k->name = e.name;
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      k->objects.push_back(&arrays[i]->object());
+      k->accesses.push_back(args[i].write ? Access::write : Access::read);
     }
-    return *it->second;
-  }
-
-  void step(const TraceEvent& e, ReplayResult& result) {
-    switch (e.kind) {
-      case TraceKind::create: {
-        if (live_.contains(e.object)) fail("object #" + std::to_string(e.object) + " is created twice");
-        live_.emplace(e.object, &target_.create_object(e.bytes));
-        break;
-      }
-      case TraceKind::retire: {
-        Object& object = lookup(e.object);
-        live_.erase(e.object);
-        target_.retire(object);
-        break;
-      }
-      case TraceKind::hint: {
-        if (e.detail > static_cast<std::uint8_t>(Hint::archive)) fail("unknown hint " + std::to_string(e.detail));
-        target_.hint(lookup(e.object), static_cast<Hint>(e.detail));
-        break;
-      }
-      case TraceKind::kernel_begin: kernel(e, result); break;
-      case TraceKind::kernel_end: {
-        auto it = std::find_if(open_.rbegin(), open_.rend(), [&](const OpenKernel& k) { return k.name == e.name; });
-        if (it == open_.rend()) break;  // a kernel begun before recording started
-        release(*it);
-        open_.erase(std::next(it).base());
-        break;
-      }
-      case TraceKind::collect: target_.collect(); break;
-      // The mechanism's own events are what the target's policy re-derives.
-      case TraceKind::allocate:
-      case TraceKind::free:
-      case TraceKind::copy:
-      case TraceKind::evict:
-      case TraceKind::defrag_move: break;
-    }
-  }
-
-  void kernel(const TraceEvent& e, ReplayResult& result) {
-    if (static_cast<std::uint64_t>(e.arg_begin) + e.arg_count > trace_.args().size()) {
-      fail("its arguments lie outside the trace's argument table");
-    }
-    if (e.name >= trace_.names().size()) fail("its name index " + std::to_string(e.name) + " is unknown");
-    const std::string& name = trace_.names()[e.name];
-    OpenKernel k{e.name, {}, {}};
-    for (std::uint32_t i = 0; i < e.arg_count; ++i) {
-      const TraceArg& a = trace_.args()[e.arg_begin + i];
-      k.objects.push_back(&lookup(a.object));
-      k.accesses.push_back(a.write ? Access::write : Access::read);
-    }
-    // Scoped accesses went through Runtime::acquire; kernels through
-    // acquire_all: the same calls give the same hints, pins and counters.
-    const bool scoped = (name == "read()" || name == "write()") && e.arg_count == 1;
-    if (scoped) {
-      (void)target_.acquire(*k.objects[0], k.accesses[0]);
-    } else {
-      std::vector<std::byte*> data(k.objects.size());
-      target_.acquire_all(k.objects.data(), k.accesses.data(), data.data(), k.objects.size(), name.c_str());
-    }
-    ++result.kernels;
-    const DataManager& dm = target_.manager();
-    for (std::size_t i = 0; i < k.objects.size(); ++i) {
-      const DeviceModel& m = models_[dm.device(*dm.getprimary(*k.objects[i]))];
-      const double gbps = k.accesses[i] == Access::write ? m.write_gbps : m.read_gbps;
-      result.kernel_seconds += static_cast<double>(k.objects[i]->bytes()) / gbps * 1e-9;
+    k->data.resize(k->objects.size());
+    // The same hints, pins and counters as the recorded kernel or scoped
+    // access, under the same name.
+    k->pinned = std::make_unique<PinnedKernel>(target(), name.c_str(), k->objects, k->accesses, k->data);
+    ++result_.kernels;
+    const DataManager& dm = target().manager();
+    for (std::size_t i = 0; i < k->objects.size(); ++i) {
+      const DeviceModel& m = models_[dm.device(*dm.getprimary(*k->objects[i]))];
+      const double gbps = k->accesses[i] == Access::write ? m.write_gbps : m.read_gbps;
+      result_.kernel_seconds += static_cast<double>(k->objects[i]->bytes()) / gbps * 1e-9;
     }
     // A scoped access has no end event: it ends before the next event.
-    if (scoped) release(k); else open_.push_back(std::move(k));
+    const bool scoped =
+        (name == scoped_access_kernel(Access::read) || name == scoped_access_kernel(Access::write)) &&
+        e.arg_count == 1;
+    if (!scoped) open_.push_back(std::move(k));
   }
 
-  static void release(const OpenKernel& k) {
-    for (std::size_t i = 0; i < k.objects.size(); ++i) Runtime::release(*k.objects[i], k.accesses[i]);
+  void kernel_end(const TraceEvent& e) override {
+    auto it = std::find_if(open_.rbegin(), open_.rend(), [&](const auto& k) { return k->name == e.name; });
+    if (it == open_.rend()) return;  // a kernel begun before recording started
+    (*it)->pinned->finish();
+    open_.erase(std::next(it).base());
   }
 
-  void release_open() {
-    for (const OpenKernel& k : open_) release(k);
-    open_.clear();
-  }
+  void stop() override { open_.clear(); }
 
-  const Trace& trace_;
-  Runtime& target_;
   const std::vector<DeviceModel>& models_;
-  std::size_t index_ = 0;
-  std::map<std::uint64_t, Object*> live_;
-  std::vector<OpenKernel> open_;
+  ReplayResult& result_;
+  std::vector<std::unique_ptr<OpenKernel>> open_;
 };
 
 }  // namespace
@@ -174,7 +112,7 @@ ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<Devic
   check_models(target, models);
   const Stats before = target.stats();
   ReplayResult result;
-  Replayer(trace, target, models).run(result);
+  Replayer(trace, target, models, result).run();
   result.stats = target.stats().since(before);
   result.copy_seconds = modeled_copy_seconds(result.stats, models);
   result.modeled_seconds = result.kernel_seconds + result.copy_seconds;

@@ -1,12 +1,10 @@
 #include "cachedarrays/sim/simulate_2lm.hpp"
 
-#include <algorithm>
-#include <iterator>
-#include <map>
+#include <memory>
 #include <string>
-#include <vector>
 
-#include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/sim/trace_walker.hpp"
 
 namespace cachedarrays {
 
@@ -19,6 +17,39 @@ void check_model(const DeviceModel& m, const char* role) {
   }
 }
 
+// Streams every kernel argument's whole range through the cache model, the
+// inputs first, then the outputs; hints are not seen (the hardware has none).
+class TwoLmWalker final : public TraceWalker {
+ public:
+  TwoLmWalker(const Trace& trace, Runtime& nvram_space, TwoLevelMemory& cache, const DeviceModel& dram,
+              const DeviceModel& nvram, TwoLmResult& result)
+      : TraceWalker(trace, nvram_space, "simulate_2lm"), cache_(cache), dram_(dram), nvram_(nvram), result_(result) {}
+
+ private:
+  void kernel_begin(const TraceEvent& /*event*/, std::span<CachedArray<std::byte>* const> arrays,
+                    std::span<const TraceArg> args) override {
+    ++result_.kernels;
+    const DataManager& dm = target().manager();
+    for (const bool write : {false, true}) {
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i].write != write) continue;
+        const Object& object = arrays[i]->object();
+        const TwoLmCounters before = cache_.counters();
+        cache_.access(dm.offset(*dm.getprimary(object)), object.bytes(), write);
+        result_.modeled_seconds += two_lm_ns(cache_.counters() - before, cache_.line_bytes(),
+                                             write ? dram_.write_gbps : dram_.read_gbps, nvram_.read_gbps,
+                                             nvram_.write_gbps) *
+                                   1e-9;
+      }
+    }
+  }
+
+  TwoLevelMemory& cache_;
+  const DeviceModel& dram_;
+  const DeviceModel& nvram_;
+  TwoLmResult& result_;
+};
+
 }  // namespace
 
 TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
@@ -26,98 +57,24 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
   check_model(dram, "DRAM");
   check_model(nvram, "NVRAM");
   TwoLevelMemory cache(dram_bytes);
-  // The allocator of the project, on one NVRAM-sized address space; the
-  // default policy (first-touch) never moves anything.
-  Runtime rt({virtual_device(nvram_bytes, "nvram")});
-  DataManager& dm = rt.manager();
-  std::map<std::uint64_t, Object*> live;
-  std::vector<Object*> retired;  // 2LM:∅ frees them at the next collect
+  // The allocator of the project gives objects their addresses in one
+  // NVRAM-sized address space; first touch never moves them. Retired
+  // objects are freed at once with memory optimisations (2LM:M), else
+  // (2LM:∅) by the policy's garbage collection: at the next collect, or
+  // when an allocation finds NVRAM full.
+  using policy::FirstTouch;
+  Runtime rt({virtual_device(nvram_bytes, "nvram")},
+             std::make_unique<FirstTouch>(memory_optimisations ? FirstTouch::Retire::at_once
+                                                               : FirstTouch::Retire::at_collect));
   TwoLmResult result;
-  const double line = static_cast<double>(cache.line_bytes());
-  // 2LM:∅'s garbage collection: frees every deferred retire. Returns
-  // whether there was anything to free.
-  const auto collect_garbage = [&] {
-    if (retired.empty()) return false;
-    for (Object* dead : retired) rt.retire(*dead);
-    retired.clear();
-    ++result.collections;
-    return true;
-  };
-
-  const std::vector<TraceEvent>& events = trace.events();
-  for (std::size_t index = 0; index < events.size(); ++index) {
-    const TraceEvent& e = events[index];
-    const auto fail = [&](const std::string& what) {
-      throw invalid_argument("cachedarrays: simulate_2lm: trace event " + std::to_string(index) + " (" +
-                             to_string(e.kind) + "): " + what);
-    };
-    const auto lookup = [&](std::uint64_t id) -> Object& {
-      auto it = live.find(id);
-      if (it == live.end()) {
-        fail("object #" + std::to_string(id) + " is unknown (never created in this trace, or already retired)");
-      }
-      return *it->second;
-    };
-    switch (e.kind) {
-      case TraceKind::create: {
-        if (live.contains(e.object)) fail("object #" + std::to_string(e.object) + " is created twice");
-        Object* object = nullptr;
-        try {
-          object = &rt.create_object(e.bytes);
-        } catch (const out_of_memory&) {
-          // 2LM:∅ — memory is full of garbage: the garbage collector runs
-          // (as Julia's does under allocation pressure, paper V-a) and the
-          // allocation is tried again.
-          if (!collect_garbage()) throw;
-          object = &rt.create_object(e.bytes);
-        }
-        live.emplace(e.object, object);
-        break;
-      }
-      case TraceKind::retire: {
-        Object& object = lookup(e.object);
-        live.erase(e.object);
-        if (memory_optimisations) rt.retire(object); else retired.push_back(&object);
-        break;
-      }
-      case TraceKind::collect: (void)collect_garbage(); break;
-      case TraceKind::kernel_begin: {
-        if (static_cast<std::uint64_t>(e.arg_begin) + e.arg_count > trace.args().size()) {
-          fail("its arguments lie outside the trace's argument table");
-        }
-        ++result.kernels;
-        for (const bool write : {false, true}) {
-          for (std::uint32_t i = 0; i < e.arg_count; ++i) {
-            const TraceArg& a = trace.args()[e.arg_begin + i];
-            if (a.write != write) continue;
-            const Object& object = lookup(a.object);
-            const TwoLmCounters before = cache.counters();
-            cache.access(dm.offset(*dm.getprimary(object)), object.bytes(), write);
-            const TwoLmCounters& after = cache.counters();
-            const double lines = static_cast<double>(after.lines() - before.lines());
-            const double misses = static_cast<double>(after.misses() - before.misses());
-            const double dirty = static_cast<double>(after.dirty_misses - before.dirty_misses);
-            result.modeled_seconds += (lines * line / (write ? dram.write_gbps : dram.read_gbps) +
-                                       misses * line / nvram.read_gbps + dirty * line / nvram.write_gbps) *
-                                      1e-9;
-          }
-        }
-        break;
-      }
-      case TraceKind::hint:  // the hardware sees no hints
-      case TraceKind::kernel_end:
-      case TraceKind::allocate:
-      case TraceKind::free:
-      case TraceKind::copy:
-      case TraceKind::evict:
-      case TraceKind::defrag_move: break;
-    }
-  }
+  TwoLmWalker(trace, rt, cache, dram, nvram, result).run();
   result.counters = cache.counters();
   result.hit_rate = result.counters.share(result.counters.hits);
   result.clean_miss_rate = result.counters.share(result.counters.clean_misses);
   result.dirty_miss_rate = result.counters.share(result.counters.dirty_misses);
-  result.peak_bytes = rt.stats().devices.at(0).peak_bytes_in_use;
+  const Stats stats = rt.stats();
+  result.peak_bytes = stats.devices.at(0).peak_bytes_in_use;
+  result.collections = stats.policy.collections;
   return result;
 }
 

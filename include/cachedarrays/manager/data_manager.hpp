@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 namespace cachedarrays {
 
 namespace detail {
+template <typename Owner>
 class Heap;
 }
 
@@ -134,7 +136,7 @@ class DataManager {
   // Every live object, in creation order.
   template <typename F>
   void for_each_object(F&& visit) const {
-    for (Object* o = first_object_; o != nullptr; o = o->next_) visit(*o);
+    for (const Object& o : objects_) visit(o);
   }
   // Every live region of `device`, in address order.
   void for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const;
@@ -156,7 +158,7 @@ class DataManager {
   [[nodiscard]] bool pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;
 
  private:
-  detail::Heap& heap(DeviceId device) const;
+  detail::Heap<Region>& heap(DeviceId device) const;
   void check_device(DeviceId device, const char* operation) const;
   void check_region(const Region& region, const char* operation) const;
   void release_region(Region& region);
@@ -167,19 +169,22 @@ class DataManager {
   // one) and returns the extra nanoseconds its misses cost.
   double memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access);
   Region* new_region();
-  void recycle(Region* region) noexcept;
+  void recycle(Region& region) noexcept;
 
-  std::vector<std::unique_ptr<detail::Heap>> heaps_;
+  std::vector<std::unique_ptr<detail::Heap<Region>>> heaps_;
   // Per device: the model of its DRAM cache when it is emulated in 2LM
   // memory mode, else null.
   std::vector<std::unique_ptr<TwoLevelMemory>> memory_mode_;
-  Object* first_object_ = nullptr;
-  Object* last_object_ = nullptr;
+  // The manager owns every object and region: live objects in creation
+  // order; live regions, and spare ones kept for reuse (allocate and free
+  // happen on every move, and reuse keeps them off the system allocator).
+  std::list<Object> objects_;
+  std::list<Region> regions_;
+  std::list<Region> spare_regions_;
   std::uint64_t next_object_id_ = 1;
   // Content versions are unique across objects, so a copy of one object's
   // data can never pass for a valid copy of another's.
   std::uint64_t next_version_ = 1;
-  std::vector<Region*> spare_regions_;  // recycled Region nodes
   Stats stats_;
   Trace* trace_ = nullptr;
   void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2 = 0);

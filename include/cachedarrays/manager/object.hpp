@@ -7,6 +7,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <type_traits>
 
 #include "cachedarrays/types.hpp"
 
@@ -15,8 +18,25 @@ namespace cachedarrays {
 class DataManager;
 class Region;
 
-class Object {
+// What a policy keeps per object (LRU links, flags): a type of the policy's
+// own, derived from this, that the object owns and frees when it dies —
+// whoever destroys it and in whatever order a runtime's members go
+// (DESIGN.md invariant 8: no void* slots).
+class PolicyState {
  public:
+  virtual ~PolicyState() = default;
+};
+
+class Object {
+  // Only the DataManager makes objects (it owns them); the key lets its
+  // container construct them.
+  struct Key {
+    explicit Key() = default;
+  };
+  friend class DataManager;
+
+ public:
+  explicit Object(Key) {}
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 
@@ -29,14 +49,18 @@ class Object {
     return writers_.load(std::memory_order_acquire) != 0;
   }
 
-  // Free for the policy's own bookkeeping (LRU links, flags). The manager
-  // never reads it; the policy that set it owns what it points to.
-  void* policy_state = nullptr;
+  // The policy's state for this object, as the policy's own type `State`
+  // (the one it attached), or null before it attached any.
+  template <typename State>
+  [[nodiscard]] State* policy_state() const noexcept {
+    static_assert(std::is_base_of_v<PolicyState, State>, "a policy's per-object state derives from PolicyState");
+    return static_cast<State*>(policy_state_.get());
+  }
+  // Attaches (or replaces, freeing the old) the policy's state; the object
+  // owns it from now on.
+  void set_policy_state(std::unique_ptr<PolicyState> state) noexcept { policy_state_ = std::move(state); }
 
  private:
-  friend class DataManager;
-  Object() = default;
-
   std::uint64_t id_ = 0;
   std::uint64_t bytes_ = 0;
   Region* primary_ = nullptr;
@@ -46,10 +70,9 @@ class Object {
   std::uint64_t version_ = 0;
   std::atomic<std::uint32_t> pins_{0};
   std::atomic<std::uint32_t> writers_{0};
-  bool retired_ = false;
-  // Intrusive list of live objects, for walks and invariant checks.
-  Object* prev_ = nullptr;
-  Object* next_ = nullptr;
+  std::unique_ptr<PolicyState> policy_state_;
+  // Where the manager's list of live objects (creation order) holds this one.
+  std::list<Object>::iterator self_;
 };
 
 }  // namespace cachedarrays

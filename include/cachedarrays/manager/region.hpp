@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 
 #include "cachedarrays/types.hpp"
 
@@ -15,18 +16,24 @@ class DataManager;
 class Object;
 
 namespace detail {
+template <typename Owner>
 struct Block;
 }
 
 class Region {
+  // Only the DataManager makes regions (it owns them); the key lets its
+  // container construct them.
+  struct Key {
+    explicit Key() = default;
+  };
+  friend class DataManager;
+
  public:
+  explicit Region(Key) {}
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
 
  private:
-  friend class DataManager;
-  Region() = default;
-
   std::byte* data_ = nullptr;
   std::uint64_t offset_ = 0;  // from the start of the heap
   std::uint64_t bytes_ = 0;   // as asked for; the heap block may be rounded up
@@ -36,7 +43,9 @@ class Region {
   // a valid copy only while its version equals the object's.
   std::uint64_t version_ = 0;
   Object* parent_ = nullptr;
-  detail::Block* block_ = nullptr;
+  detail::Block<Region>* block_ = nullptr;
+  // Where the manager's list of regions (live or spare) holds this one.
+  std::list<Region>::iterator self_;
 };
 
 }  // namespace cachedarrays

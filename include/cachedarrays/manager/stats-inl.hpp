@@ -66,6 +66,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   p.writeback_bytes -= q.writeback_bytes;
   p.deferred_retires -= q.deferred_retires;
   p.collected -= q.collected;
+  p.collections -= q.collections;
   p.defrags -= q.defrags;
   for (std::size_t d = 0; d < max_devices; ++d) p.bytes_written[d] -= q.bytes_written[d];
   delta.objects_created -= earlier.objects_created;

@@ -42,6 +42,7 @@ struct PolicyCounters {
   std::uint64_t writeback_bytes = 0;
   std::uint64_t deferred_retires = 0;   // retires held until collect()
   std::uint64_t collected = 0;          // objects freed by collect()
+  std::uint64_t collections = 0;        // collections that freed deferred retires
   std::uint64_t defrags = 0;            // defrag passes the policy ran
   // Bytes the policy's moves wrote into each device.
   std::array<std::uint64_t, max_devices> bytes_written{};

@@ -35,6 +35,12 @@ enum class TraceKind : std::uint8_t {
 
 [[nodiscard]] const char* to_string(TraceKind kind) noexcept;
 
+// The kernel name under which a trace records a read() / write() scoped
+// access (a kernel with no end event); the replay recognises them by it.
+[[nodiscard]] constexpr const char* scoped_access_kernel(Access access) noexcept {
+  return access == Access::read ? "read()" : "write()";
+}
+
 struct TraceArg {
   std::uint64_t object = 0;
   std::uint64_t bytes = 0;

@@ -10,6 +10,7 @@
 // cache, so an access costs O(intervals it overlaps * log n), not O(lines).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 
@@ -31,11 +32,37 @@ struct TwoLmCounters {
     return lines() == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(lines());
   }
 
-  TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept;
-  TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept;
+  // Every counter, listed once: the arithmetic below, and whoever compares
+  // or prints counters, walk this list.
+  struct Field {
+    const char* name;
+    std::uint64_t TwoLmCounters::*member;
+  };
+  [[nodiscard]] static constexpr std::array<Field, 7> fields() noexcept {
+    return {{{"hits", &TwoLmCounters::hits},
+             {"clean_misses", &TwoLmCounters::clean_misses},
+             {"dirty_misses", &TwoLmCounters::dirty_misses},
+             {"dram_bytes_read", &TwoLmCounters::dram_bytes_read},
+             {"dram_bytes_written", &TwoLmCounters::dram_bytes_written},
+             {"nvram_bytes_read", &TwoLmCounters::nvram_bytes_read},
+             {"nvram_bytes_written", &TwoLmCounters::nvram_bytes_written}}};
+  }
+
+  TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member += o.*f.member;
+    return *this;
+  }
+  TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member -= o.*f.member;
+    return *this;
+  }
   friend TwoLmCounters operator-(TwoLmCounters a, const TwoLmCounters& b) noexcept { return a -= b; }
   friend bool operator==(const TwoLmCounters&, const TwoLmCounters&) = default;
 };
+// A counter added to the struct but not to fields() would be left out of the
+// arithmetic: refuse to compile.
+static_assert(sizeof(TwoLmCounters) == TwoLmCounters::fields().size() * sizeof(std::uint64_t),
+              "list every counter of TwoLmCounters in TwoLmCounters::fields()");
 
 class TwoLevelMemory {
  public:
@@ -79,5 +106,13 @@ class TwoLevelMemory {
   std::map<std::uint64_t, Interval> map_;
   TwoLmCounters counters_;
 };
+
+// The one time model of 2LM, in nanoseconds, for the line traffic `delta`:
+// every line accessed at `dram_gbps` (0: not counted, as when the access
+// itself runs on this machine's real DRAM), plus the NVRAM read of each
+// missing line and the NVRAM write of each dirty victim. The emulated memory
+// mode (emulation::memory_mode_extra_ns) and the 2LM simulation both use it.
+[[nodiscard]] double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps,
+                               double nvram_read_gbps, double nvram_write_gbps) noexcept;
 
 }  // namespace cachedarrays

@@ -38,7 +38,7 @@ struct KernelArg {
 inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read}; }
 inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write}; }
 
-// Observes every kernel (for traces and the dry run); see nn/executor.hpp.
+// Observes every kernel (for traces and the dry run).
 struct KernelObserver {
   virtual ~KernelObserver() = default;
   virtual void on_kernel(const std::string& name, std::span<const KernelArg> args) = 0;

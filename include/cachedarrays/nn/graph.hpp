@@ -2,7 +2,7 @@
 // nodes (ops) in the order the forward pass runs them. The node list is the
 // autodiff tape: backward walks it in reverse. Because the graph is known
 // before it runs, every value's last use is known too, which is where the
-// executor's archive and retire hints come from (paper III-E).
+// trainer's archive and retire hints come from (paper III-E).
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,7 @@ class Op {
   // Output shapes for these input shapes; throws invalid_argument naming
   // the op and the offending shape when they do not fit.
   [[nodiscard]] virtual std::vector<Dims> output_dims(std::span<const Dims> inputs) const = 0;
-  // Which forward inputs / outputs `backward` reads. The executor keeps
+  // Which forward inputs / outputs `backward` reads. The trainer keeps
   // exactly those alive until the op's backward has run (and archives them
   // meanwhile); the others are retired after their last forward use.
   [[nodiscard]] virtual std::vector<bool> backward_reads_inputs(std::size_t inputs) const = 0;

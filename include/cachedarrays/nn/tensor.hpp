@@ -3,7 +3,7 @@
 // layout such as nChw16c chosen by a primitive with format_tag::any).
 //
 // Tensors are shared handles: copies share one array, and the array is
-// retired when the last handle goes (the executor drops its handles right
+// retired when the last handle goes (the trainer drops its handles right
 // after a tensor's last use, so this is where the paper's retire hints come
 // from). In a shape-only dry run a tensor has a descriptor but no array.
 #pragma once

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cachedarrays/policy/deferred_retires.hpp"
 #include "cachedarrays/policy/policy.hpp"
 
 namespace cachedarrays::policy {
@@ -59,7 +60,7 @@ inline constexpr Mode hw_cache{false, true, true, true};
 class CachedArraysPolicy final : public Policy {
  public:
   explicit CachedArraysPolicy(Mode mode = mode::LM);
-  ~CachedArraysPolicy() override;
+  ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
 
   [[nodiscard]] std::string name() const override { return mode_.name(); }
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
@@ -85,7 +86,7 @@ class CachedArraysPolicy final : public Policy {
   DeviceId fast_ = 0;
   DeviceId slow_ = 1;
   std::unique_ptr<detail::LruList> lru_;
-  std::vector<Object*> retired_;  // waiting for collect() (no-M)
+  DeferredRetires retired_;  // waiting for collect() (no-M)
 };
 
 }  // namespace cachedarrays::policy

@@ -48,7 +48,14 @@ class ScopedAccess {
  private:
   template <typename>
   friend class CachedArray;
-  ScopedAccess(Object* object, std::span<element_type> span) : object_(object), span_(span) {}
+  // Hints, pins and resolves, as a one-argument kernel traced under the
+  // scoped access's name and without an end event.
+  ScopedAccess(Runtime& runtime, Object& object, std::size_t count) : object_(&object) {
+    Access access = A;
+    std::byte* data = nullptr;
+    runtime.acquire_all(&object_, &access, &data, 1, scoped_access_kernel(A));
+    span_ = {reinterpret_cast<element_type*>(data), count};
+  }
 
   Object* object_;
   std::span<element_type> span_;
@@ -96,27 +103,22 @@ class CachedArray {
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
   // Scoped accesses: hint (will_read / will_write), pin, resolve.
-  [[nodiscard]] ReadAccess<T> read() const {
-    Object& o = live_object("read");
-    return ReadAccess<T>(&o, {reinterpret_cast<const T*>(runtime_->acquire(o, Access::read)), count_});
-  }
-  [[nodiscard]] WriteAccess<T> write() {
-    Object& o = live_object("write");
-    return WriteAccess<T>(&o, {reinterpret_cast<T*>(runtime_->acquire(o, Access::write)), count_});
-  }
+  [[nodiscard]] ReadAccess<T> read() const { return ReadAccess<T>(*runtime_, live_object("read"), count_); }
+  [[nodiscard]] WriteAccess<T> write() { return WriteAccess<T>(*runtime_, live_object("write"), count_); }
 
   // Hints without an access.
-  void will_use() { runtime_->hint(live_object("will_use"), Hint::will_use); }
-  void will_read() { runtime_->hint(live_object("will_read"), Hint::will_read); }
-  void will_write() { runtime_->hint(live_object("will_write"), Hint::will_write); }
-  void archive() { runtime_->hint(live_object("archive"), Hint::archive); }
+  void will_use() { hint(Hint::will_use); }
+  void will_read() { hint(Hint::will_read); }
+  void will_write() { hint(Hint::will_write); }
+  void archive() { hint(Hint::archive); }
   // Never needed again: handed to the policy (which frees it now or at the
   // next collect) and this handle becomes retired. Throws pinned_error while
   // an access is open.
-  void retire() {
-    Object& o = live_object("retire");
-    runtime_->retire(o);
-    object_ = nullptr;
+  void retire() { hint(Hint::retire); }
+  // Any hint by its value (Hint::retire as retire()).
+  void hint(Hint hint) {
+    runtime_->hint(live_object(to_string(hint)), hint);
+    if (hint == Hint::retire) object_ = nullptr;
   }
 
   // The managed object, for policies and tests.

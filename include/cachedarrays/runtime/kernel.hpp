@@ -6,7 +6,8 @@
 //             [](std::span<const float> x, std::span<const float> w, std::span<float> y) {...});
 //
 // All arguments are hinted and pinned under one lock acquisition before the
-// callable runs, and unpinned (without the lock) when it returns or throws.
+// callable runs, and unpinned (without the lock) when it returns or throws:
+// a PinnedKernel scope.
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "cachedarrays/runtime/cached_array.hpp"
+#include "cachedarrays/runtime/pinned_kernel.hpp"
 
 namespace cachedarrays {
 
@@ -34,19 +36,6 @@ template <typename T>
 struct IsArgGroup : std::false_type {};
 template <typename... Ts, Access... As>
 struct IsArgGroup<std::tuple<KernelArg<Ts, As>...>> : std::true_type {};
-
-// Unpins every pinned argument when the kernel scope ends.
-template <std::size_t N>
-struct PinnedArgs {
-  std::array<Object*, N> objects{};
-  std::array<Access, N> accesses{};
-  std::array<std::byte*, N> data{};
-  bool pinned = false;
-  ~PinnedArgs() {
-    if (!pinned) return;
-    for (std::size_t i = 0; i < N; ++i) Runtime::release(*objects[i], accesses[i]);
-  }
-};
 
 template <typename Arg>
 typename Arg::span_type make_span(const Arg& arg, std::byte* data) {
@@ -89,16 +78,16 @@ void Runtime::kernel(Args&&... groups_then_callable) {
   }(std::make_index_sequence<groups>{});
 
   constexpr std::size_t n = std::tuple_size_v<decltype(args)>;
-  detail::PinnedArgs<n> pins;
+  std::array<Object*, n> objects{};
+  std::array<Access, n> accesses{};
+  std::array<std::byte*, n> data{};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((pins.objects[I] = &std::get<I>(args).array->object(),
-      pins.accesses[I] = std::tuple_element_t<I, decltype(args)>::access),
+    ((objects[I] = &std::get<I>(args).array->object(), accesses[I] = std::tuple_element_t<I, decltype(args)>::access),
      ...);
   }(std::make_index_sequence<n>{});
-  acquire_all(pins.objects.data(), pins.accesses.data(), pins.data.data(), n);
-  pins.pinned = true;
-  std::apply(callable, detail::make_spans(args, pins.data, std::make_index_sequence<n>{}));
-  end_kernel("kernel");
+  PinnedKernel pinned(*this, "kernel", objects, accesses, data);
+  std::apply(callable, detail::make_spans(args, data, std::make_index_sequence<n>{}));
+  pinned.finish();
 }
 
 }  // namespace cachedarrays

@@ -22,6 +22,9 @@ namespace cachedarrays {
 
 template <typename T>
 class CachedArray;
+template <typename T, Access A>
+class ScopedAccess;
+class PinnedKernel;
 
 class Runtime {
  public:
@@ -69,21 +72,28 @@ class Runtime {
   [[nodiscard]] policy::Policy& policy() noexcept { return *policy_; }
   [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock{mutex_}; }
 
-  // ---- used by CachedArray and kernel(); not for applications ---------------
+ private:
+  // The scoped accesses and kernels of CachedArray, kernel() and
+  // PinnedKernel are the only ways in: they pair every pin with its unpin.
+  template <typename T>
+  friend class CachedArray;
+  template <typename T, Access A>
+  friend class ScopedAccess;
+  friend class PinnedKernel;
+
   Object& create_object(std::uint64_t bytes);
+  // Hands `hint` to the policy (retire: the object is handed over).
   void hint(Object& object, Hint hint);
-  // Hint, pin and resolve the primary pointer, all under the lock.
-  std::byte* acquire(Object& object, Access access);
-  // Same for many objects under one lock acquisition; on an exception every
-  // object pinned so far is unpinned again.
+  // Hints, pins and resolves the primary pointer of each object, all under
+  // one lock acquisition: each is pinned before the next is hinted, so a
+  // later hint cannot evict an earlier argument. On an exception every
+  // object pinned so far is unpinned again. Traced as kernel `kernel`.
   void acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                   const char* kernel = "kernel");
+                   const char* kernel);
   // Marks the end of the kernel `acquire_all` began (for the trace).
   void end_kernel(const char* kernel);
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
-
- private:
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);

@@ -1,15 +1,146 @@
-#include "heap/block_allocator.hpp"
+// Offset allocator shared by every heap kind. Its bookkeeping lives here, in
+// ordinary process memory, never inside the heap (DESIGN.md: never write
+// metadata into slow memory).
+//
+// Blocks are kept in address order (a doubly linked list) so that evictfrom
+// can clear a contiguous range and defrag can slide live blocks down; every
+// block is also indexed by its offset, so the block at an address is found in
+// O(log n) (a policy looking for an eviction window asks this once per
+// candidate); free blocks are indexed by (size, offset) for O(log n) best
+// fit, except the one at the end of the heap (the wilderness), used last.
+#pragma once
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
+#include <functional>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <memory_resource>
+#include <set>
 #include <string>
 
 #include "cachedarrays/error.hpp"
 
+
 namespace cachedarrays::detail {
 
-BlockAllocator::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
+// `Owner` is what a live block belongs to (the manager's Region); the
+// allocator only hands it back, typed, to the callbacks of evict_range and
+// defrag and to walks.
+template <typename Owner>
+struct Block {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;  // a multiple of the alignment
+  Block* prev = nullptr;   // address order
+  Block* next = nullptr;
+  Owner* owner = nullptr;  // of a live block; null when free
+  bool free = true;
+  bool reserved = false;   // freed inside an evictfrom window: not reusable yet
+};
+
+template <typename Owner>
+class BlockAllocator {
+ public:
+  using Block = detail::Block<Owner>;
+
+  BlockAllocator(std::uint64_t capacity, std::uint64_t alignment);
+  ~BlockAllocator();
+  BlockAllocator(const BlockAllocator&) = delete;
+  BlockAllocator& operator=(const BlockAllocator&) = delete;
+
+  // Best fit: the smallest free block that holds `bytes` (lowest address on
+  // ties), taking the free block at the end of the heap only when no other
+  // fits. Returns null when no free block is large enough. `bytes` > 0.
+  [[nodiscard]] Block* try_allocate(std::uint64_t bytes, Owner& owner);
+  // Returns the block to the free pool, coalescing with free neighbours.
+  void release(Block* block);
+
+  // Visits each live block overlapping [start, start + bytes) in address
+  // order and hands its owner to `evict`, which must release the block (and
+  // return true) or decline (return false). Space freed meanwhile is held
+  // back from allocation so the range cannot be refilled by the callbacks.
+  // On success the whole range is one free block; on a decline the walk
+  // stops and every block freed so far is returned to the pool, leaving a
+  // consistent heap. `start` is rounded down, the end up, to the alignment.
+  enum class EvictResult { cleared, declined, out_of_range };
+  EvictResult evict_range(std::uint64_t start, std::uint64_t bytes,
+                          const std::function<bool(Owner& owner)>& evict);
+
+  // Slides live blocks towards offset 0. `movable(owner)` says whether a
+  // block may move (pinned ones may not: they stay, and later blocks slide
+  // only into the gap after them). `relocate(owner, new_offset)` must copy
+  // the data down (source and destination may overlap: use memmove) before
+  // returning. With until_hole > 0 the walk stops once a free block of that
+  // many bytes exists. Returns the number of blocks moved.
+  std::uint64_t defrag(const std::function<bool(Owner& owner)>& movable,
+                       const std::function<void(Owner& owner, std::uint64_t new_offset)>& relocate,
+                       std::uint64_t until_hole = 0);
+
+  // Address-order walk over every block, free and live.
+  template <typename F>
+  void walk(F&& visit) const {
+    for (const Block* b = head_; b != nullptr; b = b->next) visit(*b);
+  }
+  // Address-order walk over the blocks overlapping [start, start + bytes):
+  // O(log n) to find the first, then one step per block in the range.
+  template <typename F>
+  void walk_range(std::uint64_t start, std::uint64_t bytes, F&& visit) const {
+    const std::uint64_t end = start + bytes;
+    for (const Block* b = block_containing(start); b != nullptr && b->offset < end; b = b->next) visit(*b);
+  }
+
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::uint64_t alignment() const noexcept { return alignment_; }
+  [[nodiscard]] std::uint64_t bytes_in_use() const noexcept { return in_use_; }
+  [[nodiscard]] std::uint64_t live_blocks() const noexcept { return live_; }
+  [[nodiscard]] std::uint64_t largest_free_block() const noexcept;
+  [[nodiscard]] std::uint64_t round_up(std::uint64_t bytes) const noexcept {
+    return (bytes + alignment_ - 1) & ~(alignment_ - 1);
+  }
+  // Checks list order, coalescing, index contents and the byte count;
+  // throws invariant_violation with the first inconsistency found.
+  void check() const;
+
+ private:
+  struct BySizeThenOffset {
+    bool operator()(const Block* a, const Block* b) const noexcept {
+      return a->size != b->size ? a->size < b->size : a->offset < b->offset;
+    }
+  };
+
+  Block* new_block();
+  void delete_block(Block* block);
+  void index(Block* block);
+  void unindex(Block* block);
+  Block* coalesce(Block* block);  // with free, unreserved neighbours
+  Block* block_containing(std::uint64_t offset) const;
+  void unreserve_window();
+
+  std::uint64_t capacity_;
+  std::uint64_t alignment_;
+  std::uint64_t in_use_ = 0;
+  std::uint64_t live_ = 0;
+  Block* head_ = nullptr;
+  // The evictfrom window being cleared, [lo, hi); empty outside evict_range.
+  std::uint64_t window_lo_ = 0;
+  std::uint64_t window_hi_ = 0;
+  // Node memory for the index and the blocks: allocation and free stay in
+  // the hundred-nanosecond range with tens of thousands of live regions.
+  std::pmr::unsynchronized_pool_resource pool_;
+  std::pmr::set<Block*, BySizeThenOffset> free_index_{&pool_};
+  // Every block by its offset: kept in step with the list on each split,
+  // merge and defrag slide.
+  std::pmr::map<std::uint64_t, Block*> by_offset_{&pool_};
+  // The free block at the end of the heap, if any: not in free_index_.
+  Block* wilderness_ = nullptr;
+  Block* spare_ = nullptr;  // free list of Block nodes
+};
+
+// ---- definitions ---------------------------------------------------------
+template <typename Owner>
+BlockAllocator<Owner>::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
     : capacity_(capacity & ~(alignment - 1)), alignment_(alignment) {
   // Callers validate the spec; these are programming errors, not user input.
   assert(alignment >= 8 && (alignment & (alignment - 1)) == 0);
@@ -20,54 +151,55 @@ BlockAllocator::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
   if (capacity_ > 0) index(head_);
 }
 
-BlockAllocator::~BlockAllocator() {
-  for (Block* b = head_; b != nullptr;) {
-    Block* next = b->next;
-    delete_block(b);
-    b = next;
-  }
-  while (spare_ != nullptr) {
-    Block* next = spare_->next;
-    pool_.deallocate(spare_, sizeof(Block), alignof(Block));
-    spare_ = next;
+template <typename Owner>
+BlockAllocator<Owner>::~BlockAllocator() {
+  std::pmr::polymorphic_allocator<Block> nodes(&pool_);
+  for (Block* list : {head_, spare_}) {
+    for (Block* b = list; b != nullptr;) {
+      Block* next = b->next;
+      nodes.delete_object(b);
+      b = next;
+    }
   }
 }
 
-Block* BlockAllocator::new_block() {
-  void* memory = nullptr;
-  if (spare_ != nullptr) {
-    memory = spare_;
-    spare_ = spare_->next;
-  } else {
-    memory = pool_.allocate(sizeof(Block), alignof(Block));
-  }
-  return new (memory) Block{};
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::new_block() {
+  if (spare_ == nullptr) return std::pmr::polymorphic_allocator<Block>(&pool_).template new_object<Block>();
+  Block* block = spare_;
+  spare_ = spare_->next;
+  *block = Block{};
+  return block;
 }
 
-void BlockAllocator::delete_block(Block* block) {
-  block->~Block();
+template <typename Owner>
+void BlockAllocator<Owner>::delete_block(Block* block) {
   // Keep the node for reuse: splitting and merging happen on every
   // allocation and free, and recycling nodes keeps them off the pool's path.
   block->next = spare_;
   spare_ = block;
 }
 
-void BlockAllocator::index(Block* block) {
+template <typename Owner>
+void BlockAllocator<Owner>::index(Block* block) {
   // The free block at the end of the heap is the wilderness, kept apart.
   if (block->next == nullptr) wilderness_ = block; else free_index_.insert(block);
 }
 
-void BlockAllocator::unindex(Block* block) {
+template <typename Owner>
+void BlockAllocator<Owner>::unindex(Block* block) {
   if (block == wilderness_) wilderness_ = nullptr; else free_index_.erase(block);
 }
 
-std::uint64_t BlockAllocator::largest_free_block() const noexcept {
+template <typename Owner>
+std::uint64_t BlockAllocator<Owner>::largest_free_block() const noexcept {
   const std::uint64_t interior = free_index_.empty() ? 0 : (*free_index_.rbegin())->size;
   return std::max(interior, wilderness_ == nullptr ? 0 : wilderness_->size);
 }
 
-Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
-  assert(bytes > 0 && owner != nullptr);
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate(std::uint64_t bytes, Owner& owner) {
+  assert(bytes > 0);
   if (bytes > capacity_) return nullptr;
   const std::uint64_t need = round_up(bytes);
   // Best fit: the index orders free blocks by size, then address, so the
@@ -104,13 +236,14 @@ Block* BlockAllocator::try_allocate(std::uint64_t bytes, void* owner) {
     index(tail);
   }
   block->free = false;
-  block->owner = owner;
+  block->owner = &owner;
   in_use_ += block->size;
   ++live_;
   return block;
 }
 
-Block* BlockAllocator::coalesce(Block* block) {
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::coalesce(Block* block) {
   // Reserved blocks (inside an evictfrom window) never merge with outside
   // ones, so that the window can be restored precisely on a decline.
   const auto mergeable = [block](const Block* other) {
@@ -138,7 +271,8 @@ Block* BlockAllocator::coalesce(Block* block) {
   return block;
 }
 
-void BlockAllocator::release(Block* block) {
+template <typename Owner>
+void BlockAllocator<Owner>::release(Block* block) {
   assert(block != nullptr && !block->free);
   in_use_ -= block->size;
   --live_;
@@ -150,7 +284,8 @@ void BlockAllocator::release(Block* block) {
   if (!block->reserved) index(block);
 }
 
-Block* BlockAllocator::block_containing(std::uint64_t offset) const {
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::block_containing(std::uint64_t offset) const {
   // The last block starting at or before `offset`.
   auto it = by_offset_.upper_bound(offset);
   if (it == by_offset_.begin()) return nullptr;
@@ -158,8 +293,9 @@ Block* BlockAllocator::block_containing(std::uint64_t offset) const {
   return offset < b->offset + b->size ? b : nullptr;
 }
 
-BlockAllocator::EvictResult BlockAllocator::evict_range(
-    std::uint64_t start, std::uint64_t bytes, const std::function<bool(void* owner)>& evict) {
+template <typename Owner>
+typename BlockAllocator<Owner>::EvictResult BlockAllocator<Owner>::evict_range(
+    std::uint64_t start, std::uint64_t bytes, const std::function<bool(Owner& owner)>& evict) {
   if (bytes == 0 || start >= capacity_ || bytes > capacity_ - start) return EvictResult::out_of_range;
   window_lo_ = start & ~(alignment_ - 1);
   window_hi_ = round_up(start + bytes);
@@ -184,7 +320,7 @@ BlockAllocator::EvictResult BlockAllocator::evict_range(
         continue;
       }
       const std::uint64_t offset = b->offset;
-      if (!evict(b->owner)) {
+      if (!evict(*b->owner)) {
         declined = true;
         break;
       }
@@ -209,7 +345,8 @@ BlockAllocator::EvictResult BlockAllocator::evict_range(
   return declined ? EvictResult::declined : EvictResult::cleared;
 }
 
-void BlockAllocator::unreserve_window() {
+template <typename Owner>
+void BlockAllocator<Owner>::unreserve_window() {
   Block* b = block_containing(window_lo_);
   while (b != nullptr && b->prev != nullptr && b->prev->reserved) b = b->prev;
   while (b != nullptr && b->offset < window_hi_) {
@@ -225,18 +362,19 @@ void BlockAllocator::unreserve_window() {
   window_lo_ = window_hi_ = 0;
 }
 
-std::uint64_t BlockAllocator::defrag(
-    const std::function<bool(void* owner)>& movable,
-    const std::function<void(void* owner, std::uint64_t new_offset)>& relocate, std::uint64_t until_hole) {
+template <typename Owner>
+std::uint64_t BlockAllocator<Owner>::defrag(
+    const std::function<bool(Owner& owner)>& movable,
+    const std::function<void(Owner& owner, std::uint64_t new_offset)>& relocate, std::uint64_t until_hole) {
   std::uint64_t moved = 0;
   if (until_hole > 0 && largest_free_block() >= until_hole) return 0;
   for (Block* b = head_; b != nullptr; b = b->next) {
-    if (b->free || b->prev == nullptr || !b->prev->free || !movable(b->owner)) continue;
+    if (b->free || b->prev == nullptr || !b->prev->free || !movable(*b->owner)) continue;
     // Slide b into the start of the free block before it; the hole moves up
     // past b and merges with whatever free block follows.
     Block* hole = b->prev;
     const std::uint64_t new_offset = hole->offset;
-    relocate(b->owner, new_offset);
+    relocate(*b->owner, new_offset);
     unindex(hole);
     // Swap positions in the list: hole goes after b.
     Block* before = hole->prev;
@@ -261,7 +399,8 @@ std::uint64_t BlockAllocator::defrag(
   return moved;
 }
 
-void BlockAllocator::check() const {
+template <typename Owner>
+void BlockAllocator<Owner>::check() const {
   const auto fail = [](const std::string& what) {
     throw invariant_violation("heap allocator inconsistent: " + what);
   };

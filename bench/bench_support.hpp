@@ -1,0 +1,159 @@
+// What every benchmark here needs around its measurement: the statistic it
+// reports (median), the wall and CPU time it takes them from, a table a
+// person can read, JSON a script can compare (STYLE.md "Benchmarks"), and
+// running a helper script (the PyTorch baseline, the plot scripts).
+#pragma once
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cachedarrays::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// The middle sample (the mean of the middle two for an even count): on a
+// shared machine a disturbance only ever slows a sample down, and the median
+// ignores the few that were.
+inline double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  return n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
+// Wall time of one call of `run`, in seconds.
+template <typename F>
+double seconds_of(F&& run) {
+  const auto start = Clock::now();
+  run();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU seconds the whole machine spent busy (/proc/stat) and those this
+// process and its waited-for children used: between two samples, the
+// difference is what other processes took from a measurement.
+struct CpuSample {
+  double machine_busy = -1;  // -1: /proc/stat unreadable
+  double ours = 0;
+  Clock::time_point when;
+};
+
+inline CpuSample cpu_sample() {
+  CpuSample t;
+  t.when = Clock::now();
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu") {
+    t.machine_busy = static_cast<double>(user + nice + system + irq + softirq + steal) /
+                     static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+  const auto seconds = [](const ::rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  ::rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  t.ours = seconds(self) + seconds(children);
+  return t;
+}
+
+// Cores other processes kept busy on average between `from` and `to`.
+inline double others_busy_cores(const CpuSample& from, const CpuSample& to) {
+  const double wall = std::chrono::duration<double>(to.when - from.when).count();
+  if (from.machine_busy < 0 || to.machine_busy < 0 || wall <= 0) return 0;
+  return std::max(0.0, (to.machine_busy - from.machine_busy) - (to.ours - from.ours)) / wall;
+}
+
+// A table whose column widths are written once, for the header and the rows
+// alike. Cells are formatted by the caller and padded, never cut.
+enum class Align { left, right };
+
+struct Column {
+  std::string title;
+  int width = 0;
+  Align align = Align::right;
+  int gap = 1;  // spaces before the column; the first column has the table's indent instead
+};
+
+class Table {
+ public:
+  explicit Table(std::vector<Column> columns, std::string indent = {})
+      : columns_(std::move(columns)), indent_(std::move(indent)) {}
+
+  void print_header() const {
+    std::vector<std::string> titles;
+    for (const Column& c : columns_) titles.push_back(c.title);
+    print_row(titles);
+  }
+
+  // A row of dashes as wide as each column.
+  void print_rule() const {
+    std::vector<std::string> dashes;
+    for (const Column& c : columns_) dashes.emplace_back(static_cast<std::size_t>(c.width), '-');
+    print_row(dashes);
+  }
+
+  // The first cells.size() columns (a row may stop early).
+  void print_row(const std::vector<std::string>& cells) const {
+    std::string line = indent_;
+    for (std::size_t i = 0; i < cells.size() && i < columns_.size(); ++i) {
+      const Column& c = columns_[i];
+      if (i > 0) line.append(static_cast<std::size_t>(c.gap), ' ');
+      line += c.align == Align::left ? fmt::format("{:<{}}", cells[i], c.width)
+                                     : fmt::format("{:>{}}", cells[i], c.width);
+    }
+    fmt::print("{}\n", line);
+  }
+
+ private:
+  std::vector<Column> columns_;
+  std::string indent_;
+};
+
+// Writes `value` to `path` as indented JSON; says on stderr, as `program`,
+// when it cannot.
+inline bool write_json(const std::string& path, const nlohmann::json& value, std::string_view program) {
+  std::ofstream out(path);
+  out << value.dump(2) << '\n';
+  if (!out) {
+    fmt::print(stderr, "{}: cannot write {}\n", program, path);
+    return false;
+  }
+  return true;
+}
+
+// `s` as one /bin/sh word.
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command`, returning its standard output and exit status (-1 when it
+// could not be run or did not exit normally).
+inline std::pair<std::string, int> capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {out, -1};
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+}  // namespace cachedarrays::bench

@@ -1,0 +1,43 @@
+// The one "pin these objects, unpin on every exit" scope: Runtime::kernel,
+// the nn trainer's kernels and the replay simulator all run a kernel through
+// it. Constructing it hints every argument (will_read / will_write), pins it
+// before the next one is hinted (so a later hint cannot evict an earlier
+// argument) and resolves its primary pointer, all under one lock; the
+// destructor unpins them, whether the kernel returned or threw.
+//
+// The caller owns the three arrays (objects, accesses, resolved pointers),
+// so that Runtime::kernel keeps them on its stack; they must outlive the
+// scope.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "cachedarrays/runtime/runtime.hpp"
+
+namespace cachedarrays {
+
+class PinnedKernel {
+ public:
+  // Pins objects[i] for accesses[i] and writes its primary pointer to
+  // data[i]. `name` (kept, not copied) names the kernel in a trace. Throws
+  // invalid_argument unless the three spans have the same size; whatever the
+  // policy or the manager throws leaves nothing pinned.
+  PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
+               std::span<const Access> accesses, std::span<std::byte*> data);
+  ~PinnedKernel();
+  PinnedKernel(const PinnedKernel&) = delete;
+  PinnedKernel& operator=(const PinnedKernel&) = delete;
+
+  // The kernel ran to its end: a trace records its kernel_end. (A kernel
+  // that threw, and a read()/write() scoped access, have none.)
+  void finish();
+
+ private:
+  Runtime& runtime_;
+  const char* name_;
+  std::span<Object* const> objects_;
+  std::span<const Access> accesses_;
+};
+
+}  // namespace cachedarrays

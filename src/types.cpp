@@ -1,19 +1,3 @@
-#include "cachedarrays/types.hpp"
-
-#include <fmt/format.h>
-
-namespace cachedarrays {
-
-std::string format_bytes(std::uint64_t bytes) {
-  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 6) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return fmt::format("{:.2f} {}", value, units[unit]);
-}
-
-}  // namespace cachedarrays
+// One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/error-inl.hpp"
+#include "cachedarrays/types-inl.hpp"

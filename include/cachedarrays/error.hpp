@@ -91,3 +91,7 @@ class out_of_memory : public error {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/error-inl.hpp"
+#endif

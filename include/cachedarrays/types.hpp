@@ -39,3 +39,7 @@ enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retir
 [[nodiscard]] std::string format_bytes(std::uint64_t bytes);
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/types-inl.hpp"
+#endif

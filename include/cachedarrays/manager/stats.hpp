@@ -91,3 +91,7 @@ struct fmt::formatter<cachedarrays::Stats> : fmt::formatter<std::string> {
   }
 };
 #endif
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/stats-inl.hpp"
+#endif

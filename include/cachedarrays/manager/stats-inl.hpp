@@ -1,31 +1,36 @@
-#include "cachedarrays/manager/stats.hpp"
+// Implementation of stats.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
+#pragma once
 
 #include <fmt/format.h>
 
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/manager/stats.hpp"
+
 namespace cachedarrays {
 
-std::uint64_t Stats::total_bytes_copied() const {
+CACHEDARRAYS_INLINE std::uint64_t Stats::total_bytes_copied() const {
   std::uint64_t total = 0;
   for (const auto& row : bytes_copied)
     for (std::uint64_t b : row) total += b;
   return total;
 }
 
-std::uint64_t Stats::bytes_copied_into(DeviceId dst) const {
+CACHEDARRAYS_INLINE std::uint64_t Stats::bytes_copied_into(DeviceId dst) const {
   std::uint64_t total = 0;
   for (std::size_t src = 0; src < max_devices; ++src)
     if (src != dst) total += bytes_copied[src][dst];
   return total;
 }
 
-std::uint64_t Stats::bytes_copied_out_of(DeviceId src) const {
+CACHEDARRAYS_INLINE std::uint64_t Stats::bytes_copied_out_of(DeviceId src) const {
   std::uint64_t total = 0;
   for (std::size_t dst = 0; dst < max_devices; ++dst)
     if (dst != src) total += bytes_copied[src][dst];
   return total;
 }
 
-Stats Stats::since(const Stats& earlier) const {
+CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   Stats delta = *this;
   for (std::size_t d = 0; d < delta.devices.size() && d < earlier.devices.size(); ++d) {
     DeviceCounters& c = delta.devices[d];
@@ -69,7 +74,7 @@ Stats Stats::since(const Stats& earlier) const {
   return delta;
 }
 
-std::string Stats::to_string() const {
+CACHEDARRAYS_INLINE std::string Stats::to_string() const {
   std::string out = fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", "dev",
                                 "name", "capacity", "in use", "peak", "regions", "allocs", "frees",
                                 "evicted", "defrag", "defragged");

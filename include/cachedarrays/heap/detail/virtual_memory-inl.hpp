@@ -4,6 +4,8 @@
 // the copies (and counts them). Any stray access faults at once instead of
 // silently consuming memory. Used by the replay simulator and dry runs to
 // model machines far larger than this one.
+#pragma once
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,22 +13,22 @@
 #include <cstring>
 #include <string>
 
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
-#include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {
-namespace {
 
 class VirtualMemory final : public HeapMemory {
  public:
   explicit VirtualMemory(const DeviceSpec& spec) {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     // Reserve enough to align the base to the spec's alignment.
-    mapped_bytes_ = (spec.capacity + spec.alignment + page - 1) / page * page;
+    mapped_bytes_ = round_up_to(spec.capacity + spec.alignment, page);
     void* p = map_anonymous(mapped_bytes_, PROT_NONE, MAP_NORESERVE);
     if (p == nullptr) {
-      throw heap_error("device '" + spec.display_name() + "' (virtual): cannot reserve " +
+      throw heap_error(heap_label(spec) + ": cannot reserve " +
                        format_bytes(spec.capacity) + " of address space (" + std::strerror(errno) +
                        "); pick a smaller capacity");
     }
@@ -47,9 +49,7 @@ class VirtualMemory final : public HeapMemory {
   std::uint64_t mapped_bytes_ = 0;
 };
 
-}  // namespace
-
-std::unique_ptr<HeapMemory> make_virtual_memory(const DeviceSpec& spec) {
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_virtual_memory(const DeviceSpec& spec) {
   return std::make_unique<VirtualMemory>(spec);
 }
 

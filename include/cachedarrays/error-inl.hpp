@@ -1,13 +1,21 @@
-#include <string>
+// Implementation of error.hpp (header-only mode includes it from there; the
+// compiled library from src/types.cpp).
+#pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 
-namespace {
+namespace detail {
 
-std::string out_of_memory_message(std::uint64_t requested, const std::vector<DeviceUsage>& devices) {
+CACHEDARRAYS_INLINE std::string out_of_memory_message(std::uint64_t requested,
+                                                      const std::vector<DeviceUsage>& devices) {
   std::string message = "cachedarrays: out of memory: cannot place an object of " +
                         format_bytes(requested) + " (" + std::to_string(requested) +
                         " bytes); no device has a free block that large:";
@@ -21,9 +29,11 @@ std::string out_of_memory_message(std::uint64_t requested, const std::vector<Dev
   return message;
 }
 
-}  // namespace
+}  // namespace detail
 
-out_of_memory::out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices)
-    : error(out_of_memory_message(requested, devices)), requested_(requested), devices_(std::move(devices)) {}
+CACHEDARRAYS_INLINE out_of_memory::out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices)
+    : error(detail::out_of_memory_message(requested, devices)),
+      requested_(requested),
+      devices_(std::move(devices)) {}
 
 }  // namespace cachedarrays

@@ -1,6 +1,8 @@
 // DRAM heap: one anonymous private mapping of the whole capacity, with
 // transparent huge pages advised (fewer TLB misses when kernels stream over
 // large arrays) and, when the spec names a node, bound to that NUMA node.
+#pragma once
+
 #include <numa.h>
 #include <numaif.h>
 #include <sys/mman.h>
@@ -13,18 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
-#include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {
-namespace {
 
 // The size of a transparent huge page on x86-64; the mapping starts on such
 // a boundary so THP can back the heap from its first byte.
-constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
-
-std::uint64_t round_up(std::uint64_t bytes, std::uint64_t to) { return (bytes + to - 1) / to * to; }
+inline constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
 
 class DramMemory final : public HeapMemory {
  public:
@@ -37,7 +37,7 @@ class DramMemory final : public HeapMemory {
 
   void map(const DeviceSpec& spec) {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    mapped_bytes_ = round_up(spec.capacity, page);
+    mapped_bytes_ = round_up_to(spec.capacity, page);
     // Regions are aligned relative to the base, so the base itself must be
     // aligned to spec.alignment; over-reserve and trim to get there.
     std::uint64_t align = std::max(spec.alignment, page);
@@ -49,13 +49,13 @@ class DramMemory final : public HeapMemory {
     void* raw = map_anonymous(reserve, PROT_READ | PROT_WRITE, spec.prefault ? 0 : MAP_NORESERVE);
     if (raw == nullptr) {
       const int err = errno;
-      throw heap_error("device '" + spec.display_name() + "' (dram): cannot reserve " +
+      throw heap_error(heap_label(spec) + ": cannot reserve " +
                        format_bytes(spec.capacity) + " of anonymous memory: " + std::strerror(err) +
                        "; pick a smaller capacity or check `ulimit -v` and vm.overcommit_memory");
     }
     auto* start = static_cast<std::byte*>(raw);
     const auto address = reinterpret_cast<std::uintptr_t>(start);
-    const std::uint64_t head = round_up(address, align) - address;
+    const std::uint64_t head = round_up_to(address, align) - address;
     if (head > 0) ::munmap(start, head);
     const std::uint64_t tail = reserve - head - mapped_bytes_;
     if (tail > 0) ::munmap(start + head + mapped_bytes_, tail);
@@ -78,7 +78,7 @@ class DramMemory final : public HeapMemory {
     // follows too).
     if (::mbind(base_, mapped_bytes_, MPOL_BIND, mask.data(), mask.size() * bits + 1, 0) != 0) {
       const int err = errno;
-      throw heap_error("device '" + spec.display_name() + "' (dram): cannot bind " +
+      throw heap_error(heap_label(spec) + ": cannot bind " +
                        format_bytes(spec.capacity) + " to NUMA node " + std::to_string(node) +
                        ": mbind failed: " + std::strerror(err) +
                        "; leave numa_node at -1 to use memory from any node");
@@ -95,9 +95,7 @@ class DramMemory final : public HeapMemory {
   std::uint64_t mapped_bytes_ = 0;  // capacity rounded up to whole pages
 };
 
-}  // namespace
-
-std::unique_ptr<HeapMemory> make_dram_memory(const DeviceSpec& spec) {
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dram_memory(const DeviceSpec& spec) {
   // Built step by step inside the unique_ptr: if a later step throws, the
   // destructor unmaps what was already mapped.
   auto memory = std::make_unique<DramMemory>();

@@ -1,7 +1,7 @@
 // The copy engine: splits a copy into chunks, runs them on oneTBB when the
 // copy is large, and picks the store flavour from where the bytes go (see
 // copy_engine.hpp for why each destination gets the stores it gets).
-#include "manager/copy_engine.hpp"
+#pragma once
 
 #if !defined(__x86_64__)
 #error "cachedarrays' copy engine targets x86-64 (SSE2 is its baseline vector path)"
@@ -22,33 +22,35 @@
 #include <cstring>
 #include <string_view>
 
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/manager/detail/copy_engine.hpp"
+
 namespace cachedarrays::detail {
-namespace {
 
 // Below this the set-up of a streamed copy (aligning the head, the fence)
 // costs more than it saves, and the destination lines are few enough that
 // leaving them in the cache does no harm.
-constexpr std::uint64_t stream_min_bytes = 256;
-constexpr std::uint64_t cache_line = 64;
+inline constexpr std::uint64_t stream_min_bytes = 256;
+inline constexpr std::uint64_t copy_cache_line = 64;
 
 // Streamed copies go through memory in blocks of four pages, one vector from
 // each page in turn (as glibc's large memcpy does): four independent streams
 // keep more DRAM pages open and more fills in flight than one. On the
 // project's test VM (one thread, 256 MiB) it streamed 11.3 GB/s against
 // 8.8 GB/s for one sequential stream and 10.1 GB/s for glibc's memcpy.
-constexpr std::uint64_t page_bytes = 4096;
-constexpr std::uint64_t block_bytes = 4 * page_bytes;
+inline constexpr std::uint64_t copy_page_bytes = 4096;
+inline constexpr std::uint64_t copy_block_bytes = 4 * copy_page_bytes;
 
 // The intrinsics take vector pointers; only pointers cross this helper (a
 // vector value returned from a function without the target's ISA enabled
 // would change the ABI). Loads are unaligned; stores are aligned because the
 // destination has been brought to a cache-line boundary first.
 template <typename Vector>
-inline Vector* as(std::byte* p) noexcept {
+Vector* as_vector(std::byte* p) noexcept {
   return reinterpret_cast<Vector*>(p);
 }
 template <typename Vector>
-inline const Vector* as(const std::byte* p) noexcept {
+const Vector* as_vector(const std::byte* p) noexcept {
   return reinterpret_cast<const Vector*>(p);
 }
 
@@ -57,71 +59,73 @@ inline const Vector* as(const std::byte* p) noexcept {
 // (what is left after the blocks, less than a block). Neither fences; see
 // finish_pieces.
 
-__attribute__((target("avx512f"))) void blocks_avx512(std::byte* dst, const std::byte* src,
-                                                      std::uint64_t blocks) noexcept {
-  for (; blocks > 0; --blocks, dst += block_bytes, src += block_bytes) {
-    for (std::uint64_t at = 0; at < page_bytes; at += sizeof(__m512i)) {
+CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void blocks_avx512(
+    std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
+  for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
+    for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m512i)) {
       const __m512i a = _mm512_loadu_si512(src + at);
-      const __m512i b = _mm512_loadu_si512(src + page_bytes + at);
-      const __m512i c = _mm512_loadu_si512(src + 2 * page_bytes + at);
-      const __m512i d = _mm512_loadu_si512(src + 3 * page_bytes + at);
-      _mm512_stream_si512(as<__m512i>(dst + at), a);
-      _mm512_stream_si512(as<__m512i>(dst + page_bytes + at), b);
-      _mm512_stream_si512(as<__m512i>(dst + 2 * page_bytes + at), c);
-      _mm512_stream_si512(as<__m512i>(dst + 3 * page_bytes + at), d);
+      const __m512i b = _mm512_loadu_si512(src + copy_page_bytes + at);
+      const __m512i c = _mm512_loadu_si512(src + 2 * copy_page_bytes + at);
+      const __m512i d = _mm512_loadu_si512(src + 3 * copy_page_bytes + at);
+      _mm512_stream_si512(as_vector<__m512i>(dst + at), a);
+      _mm512_stream_si512(as_vector<__m512i>(dst + copy_page_bytes + at), b);
+      _mm512_stream_si512(as_vector<__m512i>(dst + 2 * copy_page_bytes + at), c);
+      _mm512_stream_si512(as_vector<__m512i>(dst + 3 * copy_page_bytes + at), d);
     }
   }
 }
 
-__attribute__((target("avx512f"))) void vectors_avx512(std::byte* dst, const std::byte* src,
-                                                       std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void vectors_avx512(
+    std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m512i), src += sizeof(__m512i)) {
-    _mm512_stream_si512(as<__m512i>(dst), _mm512_loadu_si512(src));
+    _mm512_stream_si512(as_vector<__m512i>(dst), _mm512_loadu_si512(src));
   }
 }
 
-__attribute__((target("avx2"))) void blocks_avx2(std::byte* dst, const std::byte* src,
-                                                 std::uint64_t blocks) noexcept {
-  for (; blocks > 0; --blocks, dst += block_bytes, src += block_bytes) {
-    for (std::uint64_t at = 0; at < page_bytes; at += sizeof(__m256i)) {
-      const __m256i a = _mm256_loadu_si256(as<__m256i>(src + at));
-      const __m256i b = _mm256_loadu_si256(as<__m256i>(src + page_bytes + at));
-      const __m256i c = _mm256_loadu_si256(as<__m256i>(src + 2 * page_bytes + at));
-      const __m256i d = _mm256_loadu_si256(as<__m256i>(src + 3 * page_bytes + at));
-      _mm256_stream_si256(as<__m256i>(dst + at), a);
-      _mm256_stream_si256(as<__m256i>(dst + page_bytes + at), b);
-      _mm256_stream_si256(as<__m256i>(dst + 2 * page_bytes + at), c);
-      _mm256_stream_si256(as<__m256i>(dst + 3 * page_bytes + at), d);
+CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void blocks_avx2(
+    std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
+  for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
+    for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m256i)) {
+      const __m256i a = _mm256_loadu_si256(as_vector<__m256i>(src + at));
+      const __m256i b = _mm256_loadu_si256(as_vector<__m256i>(src + copy_page_bytes + at));
+      const __m256i c = _mm256_loadu_si256(as_vector<__m256i>(src + 2 * copy_page_bytes + at));
+      const __m256i d = _mm256_loadu_si256(as_vector<__m256i>(src + 3 * copy_page_bytes + at));
+      _mm256_stream_si256(as_vector<__m256i>(dst + at), a);
+      _mm256_stream_si256(as_vector<__m256i>(dst + copy_page_bytes + at), b);
+      _mm256_stream_si256(as_vector<__m256i>(dst + 2 * copy_page_bytes + at), c);
+      _mm256_stream_si256(as_vector<__m256i>(dst + 3 * copy_page_bytes + at), d);
     }
   }
 }
 
-__attribute__((target("avx2"))) void vectors_avx2(std::byte* dst, const std::byte* src,
-                                                  std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void vectors_avx2(
+    std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m256i), src += sizeof(__m256i)) {
-    _mm256_stream_si256(as<__m256i>(dst), _mm256_loadu_si256(as<__m256i>(src)));
+    _mm256_stream_si256(as_vector<__m256i>(dst), _mm256_loadu_si256(as_vector<__m256i>(src)));
   }
 }
 
 // SSE2 is part of x86-64, so these need no target attribute.
-void blocks_sse2(std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
-  for (; blocks > 0; --blocks, dst += block_bytes, src += block_bytes) {
-    for (std::uint64_t at = 0; at < page_bytes; at += sizeof(__m128i)) {
-      const __m128i a = _mm_loadu_si128(as<__m128i>(src + at));
-      const __m128i b = _mm_loadu_si128(as<__m128i>(src + page_bytes + at));
-      const __m128i c = _mm_loadu_si128(as<__m128i>(src + 2 * page_bytes + at));
-      const __m128i d = _mm_loadu_si128(as<__m128i>(src + 3 * page_bytes + at));
-      _mm_stream_si128(as<__m128i>(dst + at), a);
-      _mm_stream_si128(as<__m128i>(dst + page_bytes + at), b);
-      _mm_stream_si128(as<__m128i>(dst + 2 * page_bytes + at), c);
-      _mm_stream_si128(as<__m128i>(dst + 3 * page_bytes + at), d);
+CACHEDARRAYS_INLINE void blocks_sse2(std::byte* dst, const std::byte* src,
+                                     std::uint64_t blocks) noexcept {
+  for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
+    for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m128i)) {
+      const __m128i a = _mm_loadu_si128(as_vector<__m128i>(src + at));
+      const __m128i b = _mm_loadu_si128(as_vector<__m128i>(src + copy_page_bytes + at));
+      const __m128i c = _mm_loadu_si128(as_vector<__m128i>(src + 2 * copy_page_bytes + at));
+      const __m128i d = _mm_loadu_si128(as_vector<__m128i>(src + 3 * copy_page_bytes + at));
+      _mm_stream_si128(as_vector<__m128i>(dst + at), a);
+      _mm_stream_si128(as_vector<__m128i>(dst + copy_page_bytes + at), b);
+      _mm_stream_si128(as_vector<__m128i>(dst + 2 * copy_page_bytes + at), c);
+      _mm_stream_si128(as_vector<__m128i>(dst + 3 * copy_page_bytes + at), d);
     }
   }
 }
 
-void vectors_sse2(std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE void vectors_sse2(std::byte* dst, const std::byte* src,
+                                      std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m128i), src += sizeof(__m128i)) {
-    _mm_stream_si128(as<__m128i>(dst), _mm_loadu_si128(as<__m128i>(src)));
+    _mm_stream_si128(as_vector<__m128i>(dst), _mm_loadu_si128(as_vector<__m128i>(src)));
   }
 }
 
@@ -137,7 +141,7 @@ struct StreamPath {
 // The widest path this CPU supports, capped by CACHEDARRAYS_NT_ISA
 // (avx512, avx2 or sse2) so that tests and benchmarks can exercise the
 // narrower paths on a machine that has the wider ones.
-StreamPath choose_stream_path() noexcept {
+CACHEDARRAYS_INLINE StreamPath choose_stream_path() noexcept {
   __builtin_cpu_init();
   const char* cap_env = std::getenv("CACHEDARRAYS_NT_ISA");
   const std::string_view cap = cap_env == nullptr ? std::string_view{"avx512"} : cap_env;
@@ -150,7 +154,7 @@ StreamPath choose_stream_path() noexcept {
   return {blocks_sse2, vectors_sse2, sizeof(__m128i), "sse2"};
 }
 
-const StreamPath& stream_path() noexcept {
+CACHEDARRAYS_INLINE const StreamPath& stream_path() noexcept {
   static const StreamPath path = choose_stream_path();
   return path;
 }
@@ -159,19 +163,20 @@ const StreamPath& stream_path() noexcept {
 // and ordinary stores for the unaligned head and the tail; bytes >=
 // stream_min_bytes. Does not fence: the caller issues one sfence after all
 // the streams of a thread (streaming stores are weakly ordered).
-void stream(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
+CACHEDARRAYS_INLINE void stream_copy(std::byte* dst, const std::byte* src,
+                                     std::uint64_t bytes) noexcept {
   const StreamPath& path = stream_path();
-  const auto misalignment = reinterpret_cast<std::uintptr_t>(dst) & (cache_line - 1);
-  const std::uint64_t head = misalignment == 0 ? 0 : cache_line - misalignment;
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(dst) & (copy_cache_line - 1);
+  const std::uint64_t head = misalignment == 0 ? 0 : copy_cache_line - misalignment;
   std::memcpy(dst, src, head);
   dst += head;
   src += head;
   bytes -= head;
-  const std::uint64_t blocks = bytes / block_bytes;
+  const std::uint64_t blocks = bytes / copy_block_bytes;
   path.blocks(dst, src, blocks);
-  dst += blocks * block_bytes;
-  src += blocks * block_bytes;
-  bytes -= blocks * block_bytes;
+  dst += blocks * copy_block_bytes;
+  src += blocks * copy_block_bytes;
+  bytes -= blocks * copy_block_bytes;
   const std::uint64_t vectors = bytes / path.vector_bytes;
   path.vectors(dst, src, vectors);
   dst += vectors * path.vector_bytes;
@@ -188,7 +193,7 @@ void stream(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept 
 // streaming for copies >= 2 MiB (bench/copy_bandwidth --tuning-sweep). A
 // single memcpy makes this choice internally by size, but a copy split into
 // chunks hides the size from it, so the engine decides.
-std::uint64_t fast_cached_bytes() noexcept {
+CACHEDARRAYS_INLINE std::uint64_t fast_cached_bytes() noexcept {
   static const std::uint64_t bytes = [] {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     return l2 > 0 ? static_cast<std::uint64_t>(l2) / 2 : std::uint64_t{512} << 10;
@@ -197,20 +202,21 @@ std::uint64_t fast_cached_bytes() noexcept {
 }
 
 // Returns true when it streamed, i.e. when the caller owes a fence.
-bool stream_or_memcpy(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
+CACHEDARRAYS_INLINE bool stream_or_memcpy(std::byte* dst, const std::byte* src,
+                                          std::uint64_t bytes) noexcept {
   if (bytes < stream_min_bytes) {
     std::memcpy(dst, src, bytes);
     return false;
   }
-  stream(dst, src, bytes);
+  stream_copy(dst, src, bytes);
   return true;
 }
 
 // Copies `bytes` that start `offset` bytes into the whole copy, with the
 // stores `where` asks for, without fencing. Returns true when the caller
 // owes a fence for streamed stores.
-bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset, std::uint64_t bytes,
-                CopyDestination where) noexcept {
+CACHEDARRAYS_INLINE bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset,
+                                    std::uint64_t bytes, CopyDestination where) noexcept {
   switch (where) {
     case CopyDestination::fast: {
       const std::uint64_t cached = fast_cached_bytes();
@@ -231,7 +237,7 @@ bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset, std:
 // it does next. Fences only order the stores of the thread that issues them,
 // so every thread that copied pieces finishes with its own fence; the task
 // join that follows then publishes them to the caller.
-void finish_pieces(CopyDestination where, bool streamed) noexcept {
+CACHEDARRAYS_INLINE void finish_pieces(CopyDestination where, bool streamed) noexcept {
   if (where == CopyDestination::persistent) {
     pmem_drain();
   } else if (streamed) {
@@ -239,16 +245,14 @@ void finish_pieces(CopyDestination where, bool streamed) noexcept {
   }
 }
 
-}  // namespace
-
-void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes, CopyDestination where,
-                const CopyTuning& tuning) {
+CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes,
+                                    CopyDestination where, const CopyTuning& tuning) {
   if (bytes == 0) return;
   // Chunks are whole cache lines of the destination so that no two threads
   // ever write the same line (a shared line would bounce between cores and,
   // for streamed stores, defeat write combining).
-  const std::uint64_t chunk =
-      std::max<std::uint64_t>((tuning.chunk_bytes + cache_line - 1) / cache_line * cache_line, cache_line);
+  const std::uint64_t chunk = std::max<std::uint64_t>(
+      (tuning.chunk_bytes + copy_cache_line - 1) / copy_cache_line * copy_cache_line, copy_cache_line);
   if (bytes < tuning.parallel_threshold || bytes <= chunk || tuning.max_threads == 1) {
     finish_pieces(where, copy_piece(dst, src, 0, bytes, where));
     return;
@@ -256,8 +260,8 @@ void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes, CopyD
 
   // Chunk 0 runs up to the first destination line boundary past `chunk`;
   // every later chunk starts on a line boundary.
-  const auto misalignment = reinterpret_cast<std::uintptr_t>(dst) & (cache_line - 1);
-  const std::uint64_t lead = misalignment == 0 ? 0 : cache_line - misalignment;
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(dst) & (copy_cache_line - 1);
+  const std::uint64_t lead = misalignment == 0 ? 0 : copy_cache_line - misalignment;
   const std::uint64_t chunks = (bytes - lead + chunk - 1) / chunk;
   // oneTBB orders every task after the spawn and before the join, but it does
   // so inside libtbb, which ThreadSanitizer cannot see when libtbb is not
@@ -287,16 +291,17 @@ void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes, CopyD
   assert(total == bytes && "the chunks must cover the copy exactly once");
 }
 
-void copy_nontemporal(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
+CACHEDARRAYS_INLINE void copy_nontemporal(std::byte* dst, const std::byte* src,
+                                          std::uint64_t bytes) noexcept {
   if (bytes == 0) return;  // memcpy must not see the null pointers an empty copy may pass
   if (bytes < stream_min_bytes) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  stream(dst, src, bytes);
+  stream_copy(dst, src, bytes);
   _mm_sfence();
 }
 
-std::string_view nontemporal_path() noexcept { return stream_path().name; }
+CACHEDARRAYS_INLINE std::string_view nontemporal_path() noexcept { return stream_path().name; }
 
 }  // namespace cachedarrays::detail

@@ -1,6 +1,8 @@
 // NUMA heap: the memory of one NUMA node (a far socket, or a CXL expander
 // that shows up as a CPU-less node), reserved through libnuma. On a machine
 // without NUMA support, node 0 is all of memory and a plain mapping serves.
+#pragma once
+
 #include <numa.h>
 #include <numaif.h>
 #include <sys/mman.h>
@@ -13,16 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
-#include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {
-namespace {
 
-std::uint64_t round_up(std::uint64_t bytes, std::uint64_t to) { return (bytes + to - 1) / to * to; }
-
-std::string label(const DeviceSpec& spec) {
+CACHEDARRAYS_INLINE std::string numa_label(const DeviceSpec& spec) {
   return "device '" + spec.display_name() + "' (numa, node " + std::to_string(spec.numa_node) + ")";
 }
 
@@ -44,11 +44,11 @@ class NumaMemory final : public HeapMemory {
   // to spec.alignment: both paths over-reserve by (alignment - page) and
   // start the heap at the first aligned byte.
   void allocate_on_node(const DeviceSpec& spec, std::uint64_t page) {
-    raw_bytes_ = round_up(spec.capacity, page) + std::max(spec.alignment, page) - page;
+    raw_bytes_ = round_up_to(spec.capacity, page) + std::max(spec.alignment, page) - page;
     raw_ = numa_alloc_onnode(raw_bytes_, spec.numa_node);
     if (raw_ == nullptr) {
       const int err = errno;
-      throw heap_error(label(spec) + ": numa_alloc_onnode could not reserve " +
+      throw heap_error(numa_label(spec) + ": numa_alloc_onnode could not reserve " +
                        format_bytes(spec.capacity) + ": " + std::strerror(err) +
                        "; pick a smaller capacity");
     }
@@ -57,11 +57,11 @@ class NumaMemory final : public HeapMemory {
   }
 
   void allocate_plain(const DeviceSpec& spec, std::uint64_t page) {
-    raw_bytes_ = round_up(spec.capacity, page) + std::max(spec.alignment, page) - page;
+    raw_bytes_ = round_up_to(spec.capacity, page) + std::max(spec.alignment, page) - page;
     void* raw = map_anonymous(raw_bytes_, PROT_READ | PROT_WRITE, spec.prefault ? 0 : MAP_NORESERVE);
     if (raw == nullptr) {
       const int err = errno;
-      throw heap_error(label(spec) + ": cannot reserve " + format_bytes(spec.capacity) +
+      throw heap_error(numa_label(spec) + ": cannot reserve " + format_bytes(spec.capacity) +
                        " of anonymous memory: " + std::strerror(err) + "; pick a smaller capacity");
     }
     raw_ = raw;
@@ -81,13 +81,13 @@ class NumaMemory final : public HeapMemory {
     int mode = MPOL_DEFAULT;
     if (::get_mempolicy(&mode, mask.data(), mask.size() * bits, base_, MPOL_F_ADDR) != 0) {
       const int err = errno;
-      throw heap_error(label(spec) +
+      throw heap_error(numa_label(spec) +
                        ": cannot read the memory policy of the heap: " + std::strerror(err));
     }
     const auto n = static_cast<std::size_t>(node);
     const bool on_node = (mask[n / bits] >> (n % bits)) & 1UL;
     if (mode == MPOL_DEFAULT || !on_node) {
-      throw heap_error(label(spec) + ": libnuma could not bind " + format_bytes(spec.capacity) +
+      throw heap_error(numa_label(spec) + ": libnuma could not bind " + format_bytes(spec.capacity) +
                        " to node " + std::to_string(node) +
                        " (mbind refused; see the libnuma warning above); check that this "
                        "process may use the node (cpuset, `numactl --show`)");
@@ -99,7 +99,7 @@ class NumaMemory final : public HeapMemory {
  private:
   void set_base(const DeviceSpec& spec) {
     const auto address = reinterpret_cast<std::uintptr_t>(raw_);
-    base_ = static_cast<std::byte*>(raw_) + (round_up(address, spec.alignment) - address);
+    base_ = static_cast<std::byte*>(raw_) + (round_up_to(address, spec.alignment) - address);
     capacity_ = spec.capacity;
   }
 
@@ -108,9 +108,7 @@ class NumaMemory final : public HeapMemory {
   bool from_libnuma_ = false;  // numa_free vs munmap
 };
 
-}  // namespace
-
-std::unique_ptr<HeapMemory> make_numa_memory(const DeviceSpec& spec) {
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_numa_memory(const DeviceSpec& spec) {
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   // Built inside the unique_ptr so that a failure after the reservation
   // (binding check, prefault) still releases it.

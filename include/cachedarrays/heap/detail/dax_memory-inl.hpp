@@ -5,6 +5,8 @@
 // Files the library creates are removed when the heap goes away (unless the
 // spec says keep_file); a file the user named and that already existed is
 // mapped as it is and never truncated or removed.
+#pragma once
+
 #include <libpmem.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -17,32 +19,36 @@
 #include <filesystem>
 #include <string>
 
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
-#include "heap/heap_memory.hpp"
 
 namespace cachedarrays::detail {
-namespace {
 
+// At namespace scope so that the class below can use it; an alias may be
+// declared again for the same namespace, so it cannot clash with another
+// file of a header-only build.
 namespace fs = std::filesystem;
 
 // Distinguishes the heaps of one process; the pid distinguishes processes.
-std::atomic<std::uint64_t> next_file_number{0};
+// An inline variable: one counter per process also when every translation
+// unit of a header-only program compiles this file (a per-TU counter would
+// hand two TUs the same name).
+inline std::atomic<std::uint64_t> next_dax_file_number{0};
 
 // A pid is reused, so a stale file of a crashed run may hold our name:
 // creation is exclusive and moves on to the next number.
-constexpr int max_name_attempts = 1000;
+inline constexpr int max_dax_name_attempts = 1000;
 
-std::string label(const DeviceSpec& spec) { return "device '" + spec.display_name() + "' (dax)"; }
-
-bool directory_exists(const fs::path& path) {
+CACHEDARRAYS_INLINE bool directory_exists(const fs::path& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);
 }
 
 // /dev/shm is memory-backed, so the stand-in slow tier costs no disk I/O;
 // $TMPDIR and /tmp are the fallbacks where it is missing (containers, macOS).
-fs::path default_directory() {
+CACHEDARRAYS_INLINE fs::path default_dax_directory() {
   if (directory_exists("/dev/shm")) return "/dev/shm";
   if (const char* tmpdir = std::getenv("TMPDIR");
       tmpdir != nullptr && *tmpdir != '\0' && directory_exists(tmpdir)) {
@@ -51,12 +57,14 @@ fs::path default_directory() {
   return "/tmp";
 }
 
-bool is_permission_error(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+CACHEDARRAYS_INLINE bool is_permission_error(int err) {
+  return err == EACCES || err == EPERM || err == EROFS;
+}
 
 // Free bytes on the filesystem holding `dir`; root may also use the blocks
 // reserved for it. Returns false for pseudo-filesystems that report no size
 // (their real error comes from the open).
-bool free_bytes(const fs::path& dir, std::uint64_t& bytes) {
+CACHEDARRAYS_INLINE bool filesystem_free_bytes(const fs::path& dir, std::uint64_t& bytes) {
   struct statvfs fs_stat {};
   if (::statvfs(dir.c_str(), &fs_stat) != 0 || fs_stat.f_blocks == 0) return false;
   const auto blocks = ::geteuid() == 0 ? fs_stat.f_bfree : fs_stat.f_bavail;
@@ -64,10 +72,10 @@ bool free_bytes(const fs::path& dir, std::uint64_t& bytes) {
   return true;
 }
 
-std::string space_message(const DeviceSpec& spec, const fs::path& dir) {
+CACHEDARRAYS_INLINE std::string dax_space_message(const DeviceSpec& spec, const fs::path& dir) {
   std::uint64_t available = 0;
-  const std::string have = free_bytes(dir, available) ? format_bytes(available) : "too little";
-  return label(spec) + ": filesystem of " + dir.string() + " has " + have + " free, heap needs " +
+  const std::string have = filesystem_free_bytes(dir, available) ? format_bytes(available) : "too little";
+  return heap_label(spec) + ": filesystem of " + dir.string() + " has " + have + " free, heap needs " +
          format_bytes(spec.capacity) + "; pick a smaller capacity or another path";
 }
 
@@ -84,12 +92,12 @@ class DaxMemory final : public HeapMemory {
   // A fresh file named cachedarrays-<pid>-<n> inside `dir`.
   void create_unique(const DeviceSpec& spec, const fs::path& dir) {
     check_can_create(spec, dir);
-    for (int attempt = 0; attempt < max_name_attempts; ++attempt) {
+    for (int attempt = 0; attempt < max_dax_name_attempts; ++attempt) {
       const fs::path candidate = dir / ("cachedarrays-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(next_file_number++));
+                                        std::to_string(next_dax_file_number++));
       if (try_create(spec, candidate, dir)) return;
     }
-    throw heap_error(label(spec) + ": " + std::to_string(max_name_attempts) +
+    throw heap_error(heap_label(spec) + ": " + std::to_string(max_dax_name_attempts) +
                      " file names cachedarrays-" + std::to_string(::getpid()) + "-* in " +
                      dir.string() + " are all taken; remove stale cachedarrays-* files there");
   }
@@ -98,7 +106,7 @@ class DaxMemory final : public HeapMemory {
   void create_named(const DeviceSpec& spec, const fs::path& path, const fs::path& dir) {
     check_can_create(spec, dir);
     if (!try_create(spec, path, dir)) {
-      throw heap_error(label(spec) + ": " + path.string() +
+      throw heap_error(heap_label(spec) + ": " + path.string() +
                        " was created by someone else while the heap was being set up; "
                        "give another path or a directory");
     }
@@ -107,13 +115,13 @@ class DaxMemory final : public HeapMemory {
   // An existing file (or device DAX) the user named: mapped whole, as it is.
   void map_existing(const DeviceSpec& spec, const fs::path& path, const struct stat& st) {
     if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
-      throw heap_error(label(spec) + ": " + path.string() +
+      throw heap_error(heap_label(spec) + ": " + path.string() +
                        " is neither a regular file, a directory nor a device DAX; give a file "
                        "to map or a directory to create one in");
     }
     if (::access(path.c_str(), R_OK | W_OK) != 0) {
       const int err = errno;
-      throw heap_error(label(spec) + ": " + path.string() + " is not writable (" +
+      throw heap_error(heap_label(spec) + ": " + path.string() + " is not writable (" +
                        std::strerror(err) +
                        "); the heap needs read-write access: fix its permissions or give another "
                        "path");
@@ -129,10 +137,10 @@ class DaxMemory final : public HeapMemory {
     if (mapping == nullptr) {
       const int err = errno;
       if (is_permission_error(err)) {
-        throw heap_error(label(spec) + ": cannot map " + path.string() + " read-write (" +
+        throw heap_error(heap_label(spec) + ": cannot map " + path.string() + " read-write (" +
                          std::strerror(err) + "); fix its permissions or give another path");
       }
-      throw heap_error(label(spec) + ": cannot map " + path.string() + ": " + std::strerror(err) +
+      throw heap_error(heap_label(spec) + ": cannot map " + path.string() + ": " + std::strerror(err) +
                        "; give a regular file, a device DAX (/dev/daxN.M) or a directory");
     }
     adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/false);
@@ -148,7 +156,7 @@ class DaxMemory final : public HeapMemory {
     const auto address = reinterpret_cast<std::uintptr_t>(base_);
     if (address % spec.alignment != 0) {
       const std::uintptr_t achieved = address & (~address + 1);  // lowest set bit
-      throw heap_error(label(spec) + ": libpmem mapped " + path_.string() +
+      throw heap_error(heap_label(spec) + ": libpmem mapped " + path_.string() +
                        " at an address aligned to " + std::to_string(achieved) +
                        " bytes, but alignment " + std::to_string(spec.alignment) +
                        " was asked for; use an alignment of at most " + std::to_string(achieved));
@@ -168,13 +176,13 @@ class DaxMemory final : public HeapMemory {
     // pmem_map_file then gives the real answer (handled in try_create).
     if (::access(dir.c_str(), W_OK | X_OK) != 0) {
       const int err = errno;
-      throw heap_error(label(spec) + ": cannot create the heap file in " + dir.string() +
+      throw heap_error(heap_label(spec) + ": cannot create the heap file in " + dir.string() +
                        ": directory is not writable (" + std::strerror(err) +
                        "); give a writable directory (e.g. /dev/shm) or fix its permissions");
     }
     std::uint64_t available = 0;
-    if (free_bytes(dir, available) && available < spec.capacity) {
-      throw heap_error(space_message(spec, dir));
+    if (filesystem_free_bytes(dir, available) && available < spec.capacity) {
+      throw heap_error(dax_space_message(spec, dir));
     }
   }
 
@@ -192,13 +200,13 @@ class DaxMemory final : public HeapMemory {
     if (mapping == nullptr) {
       const int err = errno;
       if (err == EEXIST) return false;
-      if (err == ENOSPC) throw heap_error(space_message(spec, dir));
+      if (err == ENOSPC) throw heap_error(dax_space_message(spec, dir));
       if (is_permission_error(err)) {
-        throw heap_error(label(spec) + ": cannot create " + path.string() + " (" +
+        throw heap_error(heap_label(spec) + ": cannot create " + path.string() + " (" +
                          std::strerror(err) +
                          "); give a writable directory (e.g. /dev/shm) or fix its permissions");
       }
-      throw heap_error(label(spec) + ": cannot create " + path.string() + ": " +
+      throw heap_error(heap_label(spec) + ": cannot create " + path.string() + ": " +
                        std::strerror(err) +
                        "; give a path on a filesystem that holds ordinary files (e.g. /dev/shm)");
     }
@@ -208,7 +216,7 @@ class DaxMemory final : public HeapMemory {
   }
 
   heap_error too_small(const DeviceSpec& spec, const fs::path& path, std::uint64_t size) const {
-    return heap_error(label(spec) + ": " + path.string() + " is " + format_bytes(size) +
+    return heap_error(heap_label(spec) + ": " + path.string() + " is " + format_bytes(size) +
                       ", smaller than the capacity of " + format_bytes(spec.capacity) +
                       " asked for; enlarge it (truncate -s " + std::to_string(spec.capacity) + " " +
                       path.string() +
@@ -236,15 +244,13 @@ class DaxMemory final : public HeapMemory {
   std::string owner_;
 };
 
-}  // namespace
-
-std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec) {
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec) {
   // Built inside the unique_ptr: when a step after the mapping throws, the
   // destructor unmaps and removes the file if the library created it.
   auto memory = std::make_unique<DaxMemory>();
   const fs::path& path = spec.path;
   if (path.empty()) {
-    memory->create_unique(spec, default_directory());
+    memory->create_unique(spec, default_dax_directory());
   } else {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
@@ -257,18 +263,18 @@ std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec) {
       // ENOTDIR: some component of the parent is a file; say which below.
       const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
       if (std::error_code ec; fs::exists(dir, ec) && !directory_exists(dir)) {
-        throw heap_error(label(spec) + ": " + dir.string() + " is not a directory, so the " +
+        throw heap_error(heap_label(spec) + ": " + dir.string() + " is not a directory, so the " +
                          "heap file " + path.string() + " cannot be created in it; give a path "
                          "inside an existing directory");
       }
       if (!directory_exists(dir)) {
-        throw heap_error(label(spec) + ": directory " + dir.string() +
+        throw heap_error(heap_label(spec) + ": directory " + dir.string() +
                          " does not exist (needed for the heap file " + path.string() +
                          "); create it first, or give an existing directory or file");
       }
       memory->create_named(spec, path, dir);
     } else {
-      throw heap_error(label(spec) + ": cannot use " + path.string() + ": " + std::strerror(err) +
+      throw heap_error(heap_label(spec) + ": cannot use " + path.string() + ": " + std::strerror(err) +
                        "; give an existing directory, an existing file, or a new file in an "
                        "existing directory");
     }

@@ -34,7 +34,7 @@
 #include <cachedarrays/manager/data_manager.hpp>
 
 #include "bench_support.hpp"
-#include "manager/copy_engine.hpp"
+#include "cachedarrays/manager/detail/copy_engine.hpp"
 
 namespace ca = cachedarrays;
 namespace detail = cachedarrays::detail;

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "manager/copy_engine.hpp"
+#include "cachedarrays/manager/detail/copy_engine.hpp"
 #include "test_support.hpp"
 
 namespace {

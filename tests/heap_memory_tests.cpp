@@ -17,7 +17,7 @@
 #include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/stats.hpp"
-#include "heap/heap_memory.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "heap/heap_memory.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

@@ -1,8 +1,6 @@
-#include "cachedarrays/policy/policy.hpp"
-
-namespace cachedarrays::policy {
-
-// Out of line so that Policy's vtable is emitted once, in the library.
-Policy::~Policy() = default;
-
-}  // namespace cachedarrays::policy
+// One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/policy/cachedarrays_policy-inl.hpp"
+#include "cachedarrays/policy/first_touch-inl.hpp"
+#include "cachedarrays/policy/moves-inl.hpp"
+#include "cachedarrays/policy/policy-inl.hpp"
+#include "cachedarrays/policy/registry-inl.hpp"

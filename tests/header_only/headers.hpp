@@ -1,14 +1,10 @@
-// The headers whose implementation is in -inl files so far. The layers
-// still compiled only into the library (block allocator, data manager,
-// policies, runtime, sim) join as they are converted; then this is the
-// umbrella header.
+// What both translation units include: the umbrella header (the whole
+// library in header-only mode) and the internals the test reaches into.
 #pragma once
 
-#include "cachedarrays/error.hpp"
+#include "cachedarrays/cachedarrays.hpp"
 #include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
-#include "cachedarrays/manager/stats.hpp"
-#include "cachedarrays/types.hpp"
 
 #include <string>
 

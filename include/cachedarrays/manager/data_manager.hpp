@@ -11,6 +11,8 @@
 // scoped access can end without taking the lock.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -191,3 +193,7 @@ class DataManager {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/data_manager-inl.hpp"
+#endif

@@ -7,6 +7,8 @@
 // hold. Everything that involves emulation says so in its output.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -86,3 +88,7 @@ void wait_ns(double ns);
 [[nodiscard]] std::string describe(const EmulationProfile& p);
 
 }  // namespace cachedarrays::emulation
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/emulation-inl.hpp"
+#endif

@@ -7,6 +7,8 @@
 // what the replay simulator replays against another policy or machine.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
@@ -99,3 +101,7 @@ class Trace {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/trace-inl.hpp"
+#endif

@@ -10,6 +10,8 @@
 // cache, so an access costs O(intervals it overlaps * log n), not O(lines).
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -116,3 +118,7 @@ class TwoLevelMemory {
                                double nvram_read_gbps, double nvram_write_gbps) noexcept;
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/two_level_memory-inl.hpp"
+#endif

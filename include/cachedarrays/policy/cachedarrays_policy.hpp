@@ -21,6 +21,8 @@
 // does, the fast heap is defragmented first.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,3 +92,7 @@ class CachedArraysPolicy final : public Policy {
 };
 
 }  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/cachedarrays_policy-inl.hpp"
+#endif

@@ -6,6 +6,8 @@
 // device full.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include "cachedarrays/policy/deferred_retires.hpp"
 #include "cachedarrays/policy/policy.hpp"
 
@@ -29,3 +31,7 @@ class FirstTouch final : public Policy {
 };
 
 }  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/first_touch-inl.hpp"
+#endif

@@ -4,6 +4,8 @@
 // object has a region in the fast device, that region is its primary.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,3 +34,7 @@ bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
               const std::function<bool(std::uint64_t bytes)>& make_room = {});
 
 }  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/moves-inl.hpp"
+#endif

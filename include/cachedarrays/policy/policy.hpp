@@ -8,6 +8,8 @@
 // hint, whatever the policy does with it, only changes speed.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -56,3 +58,7 @@ class Policy {
 };
 
 }  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/policy-inl.hpp"
+#endif

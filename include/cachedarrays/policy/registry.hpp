@@ -7,6 +7,8 @@
 //   ca::Runtime rt{devices, registry.make(name)};
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,3 +47,7 @@ class Registry {
 };
 
 }  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/registry-inl.hpp"
+#endif

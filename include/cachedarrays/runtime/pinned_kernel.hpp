@@ -10,6 +10,8 @@
 // scope.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstddef>
 #include <span>
 
@@ -41,3 +43,7 @@ class PinnedKernel {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/runtime/pinned_kernel-inl.hpp"
+#endif

@@ -5,6 +5,8 @@
 // hints from any thread are safe.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,3 +107,7 @@ class Runtime {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/runtime/runtime-inl.hpp"
+#endif

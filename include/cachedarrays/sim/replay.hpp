@@ -7,6 +7,8 @@
 // Modeled figures are a model, not a measurement: label them as such.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,3 +57,7 @@ struct ReplayResult {
 [[nodiscard]] double modeled_copy_seconds(const Stats& stats, const std::vector<DeviceModel>& models);
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/sim/replay-inl.hpp"
+#endif

@@ -5,6 +5,8 @@
 // measurement: label them as such.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstdint>
 
 #include "cachedarrays/manager/trace.hpp"
@@ -39,3 +41,7 @@ struct TwoLmResult {
                                        const DeviceModel& nvram);
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/sim/simulate_2lm-inl.hpp"
+#endif

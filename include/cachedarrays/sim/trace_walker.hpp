@@ -8,6 +8,8 @@
 // own: it derives from TraceWalker.
 #pragma once
 
+#include "cachedarrays/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -62,3 +64,7 @@ class TraceWalker {
 };
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/sim/trace_walker-inl.hpp"
+#endif

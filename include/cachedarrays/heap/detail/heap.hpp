@@ -7,7 +7,7 @@
 
 #include "cachedarrays/heap/detail/block_allocator.hpp"
 #include "cachedarrays/heap/device_spec.hpp"
-#include "heap/heap_memory.hpp"
+#include "cachedarrays/heap/detail/heap_memory.hpp"
 
 namespace cachedarrays::detail {
 

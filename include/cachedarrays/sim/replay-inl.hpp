@@ -1,3 +1,8 @@
+// Implementation of replay.hpp (header-only mode includes it from there; the
+// compiled library from src/sim/sim.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/sim/replay.hpp"
 
 #include <algorithm>
@@ -11,9 +16,9 @@
 
 namespace cachedarrays {
 
-namespace {
+namespace detail {
 
-void check_models(const Runtime& target, const std::vector<DeviceModel>& models) {
+CACHEDARRAYS_INLINE void check_models(const Runtime& target, const std::vector<DeviceModel>& models) {
   const DeviceId devices = target.manager().device_count();
   if (models.size() < devices) {
     throw invalid_argument("cachedarrays: replay needs one DeviceModel per target device (" +
@@ -90,9 +95,9 @@ class Replayer final : public TraceWalker {
   std::vector<std::unique_ptr<OpenKernel>> open_;
 };
 
-}  // namespace
+}  // namespace detail
 
-double modeled_copy_seconds(const Stats& stats, const std::vector<DeviceModel>& models) {
+CACHEDARRAYS_INLINE double modeled_copy_seconds(const Stats& stats, const std::vector<DeviceModel>& models) {
   double seconds = 0;
   for (std::size_t src = 0; src < stats.bytes_copied.size(); ++src) {
     for (std::size_t dst = 0; dst < stats.bytes_copied[src].size(); ++dst) {
@@ -108,11 +113,11 @@ double modeled_copy_seconds(const Stats& stats, const std::vector<DeviceModel>& 
   return seconds;
 }
 
-ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models) {
-  check_models(target, models);
+CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models) {
+  detail::check_models(target, models);
   const Stats before = target.stats();
   ReplayResult result;
-  Replayer(trace, target, models, result).run();
+  detail::Replayer(trace, target, models, result).run();
   result.stats = target.stats().since(before);
   result.copy_seconds = modeled_copy_seconds(result.stats, models);
   result.modeled_seconds = result.kernel_seconds + result.copy_seconds;

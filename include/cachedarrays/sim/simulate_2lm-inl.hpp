@@ -1,3 +1,8 @@
+// Implementation of simulate_2lm.hpp (header-only mode includes it from there; the
+// compiled library from src/sim/sim.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/sim/simulate_2lm.hpp"
 
 #include <memory>
@@ -8,9 +13,9 @@
 
 namespace cachedarrays {
 
-namespace {
+namespace detail {
 
-void check_model(const DeviceModel& m, const char* role) {
+CACHEDARRAYS_INLINE void check_model(const DeviceModel& m, const char* role) {
   if (!(m.read_gbps > 0) || !(m.write_gbps > 0)) {
     throw invalid_argument(std::string("cachedarrays: simulate_2lm: the ") + role + " model '" + m.name +
                            "' needs read and write bandwidths > 0 GB/s");
@@ -50,12 +55,12 @@ class TwoLmWalker final : public TraceWalker {
   TwoLmResult& result_;
 };
 
-}  // namespace
+}  // namespace detail
 
-TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
+CACHEDARRAYS_INLINE TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
                          bool memory_optimisations, const DeviceModel& dram, const DeviceModel& nvram) {
-  check_model(dram, "DRAM");
-  check_model(nvram, "NVRAM");
+  detail::check_model(dram, "DRAM");
+  detail::check_model(nvram, "NVRAM");
   TwoLevelMemory cache(dram_bytes);
   // The allocator of the project gives objects their addresses in one
   // NVRAM-sized address space; first touch never moves them. Retired
@@ -67,7 +72,7 @@ TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint
              std::make_unique<FirstTouch>(memory_optimisations ? FirstTouch::Retire::at_once
                                                                : FirstTouch::Retire::at_collect));
   TwoLmResult result;
-  TwoLmWalker(trace, rt, cache, dram, nvram, result).run();
+  detail::TwoLmWalker(trace, rt, cache, dram, nvram, result).run();
   result.counters = cache.counters();
   result.hit_rate = result.counters.share(result.counters.hits);
   result.clean_miss_rate = result.counters.share(result.counters.clean_misses);

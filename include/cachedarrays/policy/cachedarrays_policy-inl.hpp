@@ -1,27 +1,32 @@
+// Implementation of cachedarrays_policy.hpp (header-only mode includes it from there; the
+// compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 #include <algorithm>
 
 #include "cachedarrays/policy/moves.hpp"
-#include "policy/lru_list.hpp"
+#include "cachedarrays/policy/detail/lru_list.hpp"
 
 namespace cachedarrays::policy {
 
 using detail::LruList;
 
-namespace {
+namespace detail {
 
-LruList::Entry& entry_of(const Object& object) { return *object.policy_state<LruList::Entry>(); }
+CACHEDARRAYS_INLINE LruList::Entry& entry_of(const Object& object) { return *object.policy_state<LruList::Entry>(); }
 
 // How many victim windows make_room tries before giving up (a window may
 // hold a pinned object, or the slow tier may be full).
-constexpr int max_victim_windows = 16;
+inline constexpr int max_victim_windows = 16;
 
-}  // namespace
+}  // namespace detail
 
 // ---- Mode -------------------------------------------------------------------
 
-Mode Mode::parse(std::string_view name) {
+CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
   const auto invalid = [&] {
     return invalid_argument("cachedarrays: '" + std::string(name) +
                             "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
@@ -45,7 +50,7 @@ Mode Mode::parse(std::string_view name) {
   return mode;
 }
 
-std::string Mode::name() const {
+CACHEDARRAYS_INLINE std::string Mode::name() const {
   if (hardware_cache) return "hw-cache";
   std::string letters = std::string(local_allocation ? "l" : "") + (memory_optimisations ? "m" : "") +
                         (prefetch ? "p" : "");
@@ -54,12 +59,12 @@ std::string Mode::name() const {
 
 // ---- CachedArraysPolicy -------------------------------------------------------
 
-CachedArraysPolicy::CachedArraysPolicy(Mode mode)
+CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode)
     : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()) {}
 
-CachedArraysPolicy::~CachedArraysPolicy() = default;
+CACHEDARRAYS_INLINE CachedArraysPolicy::~CachedArraysPolicy() = default;
 
-void CachedArraysPolicy::attach(DataManager& manager) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::attach(DataManager& manager) {
   if (manager.device_count() < 2) {
     throw invalid_argument("cachedarrays: policy '" + name() +
                            "' moves data between a fast and a slow device, but the runtime has " +
@@ -70,13 +75,13 @@ void CachedArraysPolicy::attach(DataManager& manager) {
   slow_ = manager.device_count() - 1;
 }
 
-Region* CachedArraysPolicy::allocate_slow(std::uint64_t bytes) {
+CACHEDARRAYS_INLINE Region* CachedArraysPolicy::allocate_slow(std::uint64_t bytes) {
   DataManager& dm = manager();
   return retired_.allocate_or_collect(
       dm, [&] { return dm.allocate(slow_, bytes); }, [this](Object& dead) { forget(dead); });
 }
 
-bool CachedArraysPolicy::place(Object& object) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::place(Object& object) {
   DataManager& dm = manager();
   const std::uint64_t bytes = object.bytes();
 
@@ -97,26 +102,26 @@ bool CachedArraysPolicy::place(Object& object) {
   return true;
 }
 
-void CachedArraysPolicy::touch_if_fast(Object& object) {
-  LruList::Entry& e = entry_of(object);
+CACHEDARRAYS_INLINE void CachedArraysPolicy::touch_if_fast(Object& object) {
+  LruList::Entry& e = detail::entry_of(object);
   if (manager().device(*manager().getprimary(object)) == fast_) lru_->touch(e); else lru_->remove(e);
 }
 
-bool CachedArraysPolicy::bring_to_fast(Object& object) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::bring_to_fast(Object& object) {
   DataManager& dm = manager();
   const Region* primary = dm.getprimary(object);
   if (dm.device(*primary) == fast_) {
-    lru_->touch(entry_of(object));
+    lru_->touch(detail::entry_of(object));
     return true;
   }
   if (object.bytes() > dm.capacity(fast_)) return false;
   const bool moved = policy::prefetch(dm, object, fast_, dm.device(*primary),
                                       [this](std::uint64_t bytes) { return make_room(bytes); });
-  if (moved) lru_->touch(entry_of(object));
+  if (moved) lru_->touch(detail::entry_of(object));
   return moved;
 }
 
-bool CachedArraysPolicy::evict_for_room(Region& region) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::evict_for_room(Region& region) {
   DataManager& dm = manager();
   Object* object = dm.parent(region);
   if (object == nullptr || dm.getprimary(*object) != &region) {
@@ -125,20 +130,20 @@ bool CachedArraysPolicy::evict_for_room(Region& region) {
     return true;
   }
   EvictOutcome outcome = policy::evict(dm, *object, fast_, slow_);
-  if (!outcome.moved && !retired_.empty() && !entry_of(*object).retired) {
+  if (!outcome.moved && !retired_.empty() && !detail::entry_of(*object).retired) {
     collect();  // the slow tier is full: free what is retired, then retry
     outcome = policy::evict(dm, *object, fast_, slow_);
-  } else if (!outcome.moved && entry_of(*object).retired) {
+  } else if (!outcome.moved && detail::entry_of(*object).retired) {
     // A retired object nobody will read again: dropping it is collect()'s
     // job, and the slow tier has no room to keep it anyway.
     collect();
     return true;
   }
-  if (outcome.moved) lru_->remove(entry_of(*object));
+  if (outcome.moved) lru_->remove(detail::entry_of(*object));
   return outcome.moved;
 }
 
-bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   DataManager& dm = manager();
   const DeviceUsage usage = dm.usage(fast_);
   if (usage.largest_free_block >= bytes) return true;
@@ -153,7 +158,7 @@ bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   const std::uint64_t span = (bytes + 63) & ~std::uint64_t{63};
   if (span > usage.capacity) return false;
   std::vector<Object*> tried;
-  for (int attempt = 0; attempt < max_victim_windows; ++attempt) {
+  for (int attempt = 0; attempt < detail::max_victim_windows; ++attempt) {
     // The window starts at the least recently used unpinned victim (paper
     // Listing 2, line 8) and covers `bytes`; it must hold no pinned object.
     std::uint64_t start = 0;
@@ -173,36 +178,36 @@ bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   return false;
 }
 
-void CachedArraysPolicy::will_use(Object& object) { bring_to_fast(object); }
+CACHEDARRAYS_INLINE void CachedArraysPolicy::will_use(Object& object) { bring_to_fast(object); }
 
-void CachedArraysPolicy::will_read(Object& object) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
   if (mode_.prefetch) bring_to_fast(object); else touch_if_fast(object);
 }
 
-void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
+CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
 
-void CachedArraysPolicy::archive(Object& object) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
-  if (manager().device(*manager().getprimary(object)) == fast_) lru_->archive(entry_of(object));
+  if (manager().device(*manager().getprimary(object)) == fast_) lru_->archive(detail::entry_of(object));
 }
 
-void CachedArraysPolicy::forget(Object& object) {
-  lru_->remove(entry_of(object));
+CACHEDARRAYS_INLINE void CachedArraysPolicy::forget(Object& object) {
+  lru_->remove(detail::entry_of(object));
   manager().destroy(object);  // frees the entry with the object
 }
 
-void CachedArraysPolicy::retire(Object& object) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::retire(Object& object) {
   if (mode_.memory_optimisations) {
     forget(object);
     return;
   }
   // Without M nothing learns that the object is dead until collect(): it
   // keeps its place (and its recency), and may be written back if evicted.
-  entry_of(object).retired = true;
+  detail::entry_of(object).retired = true;
   retired_.defer(manager(), object);
 }
 
-void CachedArraysPolicy::collect() {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::collect() {
   retired_.collect(manager(), [this](Object& dead) { forget(dead); });
 }
 

@@ -1,8 +1,13 @@
+// Implementation of first_touch.hpp (header-only mode includes it from there; the
+// compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
 namespace cachedarrays::policy {
 
-Region* FirstTouch::allocate_first_fit(std::uint64_t bytes) {
+CACHEDARRAYS_INLINE Region* FirstTouch::allocate_first_fit(std::uint64_t bytes) {
   DataManager& dm = manager();
   for (DeviceId device = 0; device < dm.device_count(); ++device) {
     if (Region* region = dm.allocate(device, bytes)) return region;
@@ -10,7 +15,7 @@ Region* FirstTouch::allocate_first_fit(std::uint64_t bytes) {
   return nullptr;
 }
 
-bool FirstTouch::place(Object& object) {
+CACHEDARRAYS_INLINE bool FirstTouch::place(Object& object) {
   DataManager& dm = manager();
   Region* region = retired_.allocate_or_collect(
       dm, [&] { return allocate_first_fit(object.bytes()); }, [&](Object& dead) { dm.destroy(dead); });
@@ -19,7 +24,7 @@ bool FirstTouch::place(Object& object) {
   return true;
 }
 
-void FirstTouch::retire(Object& object) {
+CACHEDARRAYS_INLINE void FirstTouch::retire(Object& object) {
   if (retire_ == Retire::at_once) {
     manager().destroy(object);
   } else {
@@ -27,7 +32,7 @@ void FirstTouch::retire(Object& object) {
   }
 }
 
-void FirstTouch::collect() {
+CACHEDARRAYS_INLINE void FirstTouch::collect() {
   retired_.collect(manager(), [this](Object& dead) { manager().destroy(dead); });
 }
 

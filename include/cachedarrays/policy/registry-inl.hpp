@@ -1,3 +1,8 @@
+// Implementation of registry.hpp (header-only mode includes it from there; the
+// compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/registry.hpp"
 
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
@@ -6,7 +11,7 @@
 
 namespace cachedarrays::policy {
 
-Registry Registry::builtin() {
+CACHEDARRAYS_INLINE Registry Registry::builtin() {
   Registry r;
   r.add("first-touch", "fast device until full, then slower ones; never moves (NUMA first touch)",
         [] { return std::make_unique<FirstTouch>(); });
@@ -29,7 +34,7 @@ Registry Registry::builtin() {
   return r;
 }
 
-void Registry::add(std::string name, std::string description, Factory factory) {
+CACHEDARRAYS_INLINE void Registry::add(std::string name, std::string description, Factory factory) {
   if (name.empty()) throw invalid_argument("cachedarrays: a policy needs a non-empty name");
   if (!factory) throw invalid_argument("cachedarrays: policy '" + name + "' needs a factory");
   if (contains(name)) {
@@ -38,9 +43,9 @@ void Registry::add(std::string name, std::string description, Factory factory) {
   entries_.emplace(std::move(name), Entry{std::move(description), std::move(factory)});
 }
 
-bool Registry::contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
+CACHEDARRAYS_INLINE bool Registry::contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
 
-std::unique_ptr<Policy> Registry::make(std::string_view name) const {
+CACHEDARRAYS_INLINE std::unique_ptr<Policy> Registry::make(std::string_view name) const {
   if (auto it = entries_.find(name); it != entries_.end()) return it->second.factory();
   // Any other spelling of the CachedArrays switches (ca-m, ca-pl, ...).
   if (name.substr(0, 3) == "ca-") {
@@ -55,13 +60,13 @@ std::unique_ptr<Policy> Registry::make(std::string_view name) const {
   throw invalid_argument("cachedarrays: unknown policy '" + std::string(name) + "'; valid policies: " + valid);
 }
 
-std::vector<std::string> Registry::names() const {
+CACHEDARRAYS_INLINE std::vector<std::string> Registry::names() const {
   std::vector<std::string> names;
   for (const auto& [name, entry] : entries_) names.push_back(name);
   return names;
 }
 
-std::string Registry::description(std::string_view name) const {
+CACHEDARRAYS_INLINE std::string Registry::description(std::string_view name) const {
   auto it = entries_.find(name);
   return it == entries_.end() ? std::string{} : it->second.description;
 }

@@ -1,3 +1,8 @@
+// Implementation of trace.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/trace.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +17,7 @@
 
 namespace cachedarrays {
 
-const char* to_string(TraceKind kind) noexcept {
+CACHEDARRAYS_INLINE const char* to_string(TraceKind kind) noexcept {
   switch (kind) {
     case TraceKind::create: return "create";
     case TraceKind::retire: return "retire";
@@ -29,13 +34,13 @@ const char* to_string(TraceKind kind) noexcept {
   return "?";
 }
 
-namespace {
+namespace detail {
 
-const char* hint_name(std::uint8_t detail) {
+CACHEDARRAYS_INLINE const char* hint_name(std::uint8_t detail) {
   return detail <= static_cast<std::uint8_t>(Hint::retire) ? to_string(static_cast<Hint>(detail)) : "?";
 }
 
-std::string json_escape(const std::string& s) {
+CACHEDARRAYS_INLINE std::string json_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -44,24 +49,24 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-}  // namespace
+}  // namespace detail
 
-Trace::Trace() : start_(std::chrono::steady_clock::now()) {}
+CACHEDARRAYS_INLINE Trace::Trace() : start_(std::chrono::steady_clock::now()) {}
 
-void Trace::record(TraceEvent event) {
+CACHEDARRAYS_INLINE void Trace::record(TraceEvent event) {
   event.ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
   events_.push_back(event);
 }
 
-std::uint32_t Trace::intern(const std::string& name) {
+CACHEDARRAYS_INLINE std::uint32_t Trace::intern(const std::string& name) {
   auto it = std::find(names_.begin(), names_.end(), name);
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
   names_.push_back(name);
   return static_cast<std::uint32_t>(names_.size() - 1);
 }
 
-std::uint32_t Trace::record_kernel(const std::string& name, const std::vector<TraceArg>& args) {
+CACHEDARRAYS_INLINE std::uint32_t Trace::record_kernel(const std::string& name, const std::vector<TraceArg>& args) {
   TraceEvent e;
   e.kind = TraceKind::kernel_begin;
   e.name = intern(name);
@@ -72,13 +77,13 @@ std::uint32_t Trace::record_kernel(const std::string& name, const std::vector<Tr
   return e.name;
 }
 
-void Trace::clear() {
+CACHEDARRAYS_INLINE void Trace::clear() {
   events_.clear();
   args_.clear();
   start_ = std::chrono::steady_clock::now();
 }
 
-void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>& device_names) const {
+CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>& device_names) const {
   const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
   const auto device = [&](DeviceId d) {
     return d < device_names.size() ? device_names[d] : "device " + std::to_string(d);
@@ -94,13 +99,13 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
   emit(R"({"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"hints"}})");
   for (DeviceId d = 0; d < device_names.size(); ++d) {
     emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":"{}"}}}})", 10 + d,
-                     json_escape(device(d))));
+                     detail::json_escape(device(d))));
   }
   std::map<DeviceId, std::int64_t> occupancy;
   for (DeviceId d = 0; d < device_names.size(); ++d) {
     occupancy[d] = d < initial_occupancy_.size() ? static_cast<std::int64_t>(initial_occupancy_[d]) : 0;
     emit(fmt::format(R"({{"name":"occupancy {}","ph":"C","pid":1,"ts":0,"args":{{"bytes":{}}}}})",
-                     json_escape(device(d)), occupancy[d]));
+                     detail::json_escape(device(d)), occupancy[d]));
   }
   std::vector<const TraceEvent*> open_kernels;
   for (const TraceEvent& e : events_) {
@@ -115,15 +120,15 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
         for (std::uint32_t i = 0; i < b.arg_count; ++i) {
           const TraceArg& a = args_[b.arg_begin + i];
           args += fmt::format("{}\"#{} {}\":\"{} B on {}\"", i == 0 ? "" : ",", a.object, a.write ? "w" : "r",
-                              a.bytes, json_escape(device(a.device)));
+                              a.bytes, detail::json_escape(device(a.device)));
         }
         emit(fmt::format(R"({{"name":"{}","ph":"X","pid":1,"tid":1,"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})",
-                         json_escape(names_[b.name]), us(b.ns), us(e.ns - b.ns), args));
+                         detail::json_escape(names_[b.name]), us(b.ns), us(e.ns - b.ns), args));
         open_kernels.erase(std::next(it).base());
         break;
       }
       case TraceKind::hint:
-        emit(fmt::format(R"({{"name":"{} #{}","ph":"i","s":"t","pid":1,"tid":2,"ts":{:.3f}}})", hint_name(e.detail),
+        emit(fmt::format(R"({{"name":"{} #{}","ph":"i","s":"t","pid":1,"tid":2,"ts":{:.3f}}})", detail::hint_name(e.detail),
                          e.object, us(e.ns)));
         break;
       case TraceKind::allocate:
@@ -131,12 +136,12 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
         std::int64_t& bytes = occupancy[e.device];
         bytes += e.kind == TraceKind::allocate ? static_cast<std::int64_t>(e.bytes) : -static_cast<std::int64_t>(e.bytes);
         emit(fmt::format(R"({{"name":"occupancy {}","ph":"C","pid":1,"ts":{:.3f},"args":{{"bytes":{}}}}})",
-                         json_escape(device(e.device)), us(e.ns), bytes));
+                         detail::json_escape(device(e.device)), us(e.ns), bytes));
         break;
       }
       case TraceKind::copy:
         emit(fmt::format(R"({{"name":"copy #{} {} B {} -> {}","ph":"i","s":"t","pid":1,"tid":{},"ts":{:.3f}}})",
-                         e.object, e.bytes, json_escape(device(e.device)), json_escape(device(e.device2)),
+                         e.object, e.bytes, detail::json_escape(device(e.device)), detail::json_escape(device(e.device2)),
                          10 + e.device2, us(e.ns)));
         break;
       case TraceKind::evict:
@@ -155,7 +160,7 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
   out << "\n]}\n";
 }
 
-void Trace::write_csv(std::ostream& out) const {
+CACHEDARRAYS_INLINE void Trace::write_csv(std::ostream& out) const {
   out << "ns,kind,detail,device,device2,object,bytes,name,args\n";
   // Occupancy when recording started, so that readers can rebuild it.
   for (std::size_t d = 0; d < initial_occupancy_.size(); ++d) {
@@ -168,13 +173,13 @@ void Trace::write_csv(std::ostream& out) const {
       args += fmt::format("{}{}:{}:{}:{}", i == 0 ? "" : " ", a.object, a.bytes, a.write ? 'w' : 'r', a.device);
     }
     const bool named = e.kind == TraceKind::kernel_begin || e.kind == TraceKind::kernel_end;
-    const std::string detail = e.kind == TraceKind::hint ? hint_name(e.detail) : std::to_string(e.detail);
+    const std::string detail = e.kind == TraceKind::hint ? detail::hint_name(e.detail) : std::to_string(e.detail);
     fmt::print(out, "{},{},{},{},{},{},{},{},{}\n", e.ns, to_string(e.kind), detail, e.device, e.device2, e.object,
                e.bytes, named ? names_[e.name] : "", args);
   }
 }
 
-void Trace::save(const std::string& path, const std::vector<std::string>& device_names) const {
+CACHEDARRAYS_INLINE void Trace::save(const std::string& path, const std::vector<std::string>& device_names) const {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
   if (!json && !csv) {

@@ -1,7 +1,12 @@
+// Implementation of data_manager.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
 // The data manager (paper III-C): regions, objects and the operations of
 // the data management API. Every check that guards an invariant of
 // DESIGN.md happens before any state changes, so a rejected call leaves
 // everything as it was.
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 
 #include <algorithm>
@@ -13,17 +18,17 @@
 
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/heap/detail/heap.hpp"
-#include "manager/copy_engine.hpp"
+#include "cachedarrays/manager/detail/copy_engine.hpp"
 
 namespace cachedarrays {
 
-namespace {
+namespace detail {
 
-std::string object_name(const Object& object) { return "object #" + std::to_string(object.id()); }
+CACHEDARRAYS_INLINE std::string object_name(const Object& object) { return "object #" + std::to_string(object.id()); }
 
-}  // namespace
+}  // namespace detail
 
-DataManager::DataManager(std::vector<DeviceSpec> devices) {
+CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices) {
   if (devices.empty()) {
     throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
                            "{cachedarrays::dram(1 << 30)}");
@@ -51,13 +56,13 @@ DataManager::DataManager(std::vector<DeviceSpec> devices) {
 }
 
 // Objects and regions go with their lists, before the heaps they point into.
-DataManager::~DataManager() = default;
+CACHEDARRAYS_INLINE DataManager::~DataManager() = default;
 
 // ---- devices ----------------------------------------------------------------
 
-DeviceId DataManager::device_count() const noexcept { return static_cast<DeviceId>(heaps_.size()); }
+CACHEDARRAYS_INLINE DeviceId DataManager::device_count() const noexcept { return static_cast<DeviceId>(heaps_.size()); }
 
-void DataManager::check_device(DeviceId device, const char* operation) const {
+CACHEDARRAYS_INLINE void DataManager::check_device(DeviceId device, const char* operation) const {
   if (device < heaps_.size()) return;
   std::string known;
   for (DeviceId d = 0; d < heaps_.size(); ++d) {
@@ -67,14 +72,14 @@ void DataManager::check_device(DeviceId device, const char* operation) const {
                        " does not exist; this manager has devices " + known);
 }
 
-detail::Heap<Region>& DataManager::heap(DeviceId device) const { return *heaps_[device]; }
+CACHEDARRAYS_INLINE detail::Heap<Region>& DataManager::heap(DeviceId device) const { return *heaps_[device]; }
 
-const DeviceSpec& DataManager::spec(DeviceId device) const {
+CACHEDARRAYS_INLINE const DeviceSpec& DataManager::spec(DeviceId device) const {
   check_device(device, "spec");
   return heap(device).spec();
 }
 
-DeviceUsage DataManager::usage(DeviceId device) const {
+CACHEDARRAYS_INLINE DeviceUsage DataManager::usage(DeviceId device) const {
   check_device(device, "usage");
   const auto& a = heap(device).allocator();
   DeviceUsage u;
@@ -87,28 +92,28 @@ DeviceUsage DataManager::usage(DeviceId device) const {
   return u;
 }
 
-std::uint64_t DataManager::capacity(DeviceId device) const {
+CACHEDARRAYS_INLINE std::uint64_t DataManager::capacity(DeviceId device) const {
   check_device(device, "capacity");
   return heap(device).allocator().capacity();
 }
 
-std::vector<DeviceUsage> DataManager::usage() const {
+CACHEDARRAYS_INLINE std::vector<DeviceUsage> DataManager::usage() const {
   std::vector<DeviceUsage> all;
   for (DeviceId d = 0; d < device_count(); ++d) all.push_back(usage(d));
   return all;
 }
 
-bool DataManager::is_virtual(DeviceId device) const {
+CACHEDARRAYS_INLINE bool DataManager::is_virtual(DeviceId device) const {
   check_device(device, "is_virtual");
   return heap(device).memory().is_virtual();
 }
 
-bool DataManager::is_pmem(DeviceId device) const {
+CACHEDARRAYS_INLINE bool DataManager::is_pmem(DeviceId device) const {
   check_device(device, "is_pmem");
   return heap(device).memory().is_pmem();
 }
 
-std::string DataManager::describe(DeviceId device) const {
+CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
   check_device(device, "describe");
   const auto& h = heap(device);
   std::string text = "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
@@ -120,7 +125,7 @@ std::string DataManager::describe(DeviceId device) const {
 
 // ---- regions ----------------------------------------------------------------
 
-Region* DataManager::new_region() {
+CACHEDARRAYS_INLINE Region* DataManager::new_region() {
   if (spare_regions_.empty()) {
     Region& region = regions_.emplace_back(Region::Key{});
     region.self_ = std::prev(regions_.end());
@@ -130,7 +135,7 @@ Region* DataManager::new_region() {
   return &regions_.back();
 }
 
-void DataManager::recycle(Region& region) noexcept {
+CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.data_ = nullptr;
   region.offset_ = 0;
   region.bytes_ = 0;
@@ -142,18 +147,18 @@ void DataManager::recycle(Region& region) noexcept {
   spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
 }
 
-std::string DataManager::region_name(const Region& region) const {
+CACHEDARRAYS_INLINE std::string DataManager::region_name(const Region& region) const {
   std::string name = "region of " + format_bytes(region.bytes_) + " at offset " +
                      std::to_string(region.offset_) + " on device " + std::to_string(region.device_) +
                      " '" + heap(region.device_).spec().display_name() + "'";
   if (region.parent_ != nullptr) {
     name += region.parent_->primary_ == &region ? " (primary of " : " (secondary of ";
-    name += object_name(*region.parent_) + ")";
+    name += detail::object_name(*region.parent_) + ")";
   }
   return name;
 }
 
-void DataManager::check_region(const Region& region, const char* operation) const {
+CACHEDARRAYS_INLINE void DataManager::check_region(const Region& region, const char* operation) const {
   if (region.block_ == nullptr || region.device_ >= heaps_.size() ||
       region.block_->owner != &region) {
     throw invalid_operation("cachedarrays: " + std::string(operation) +
@@ -162,7 +167,7 @@ void DataManager::check_region(const Region& region, const char* operation) cons
   }
 }
 
-Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
+CACHEDARRAYS_INLINE Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
   check_device(device, "allocate");
   if (bytes == 0) {
     throw invalid_argument("cachedarrays: allocate: 0 bytes asked on device " + std::to_string(device) +
@@ -191,7 +196,7 @@ Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
   return region;
 }
 
-void DataManager::release_region(Region& region) {
+CACHEDARRAYS_INLINE void DataManager::release_region(Region& region) {
   DeviceCounters& counters = stats_.devices[region.device_];
   ++counters.frees;
   --counters.live_regions;
@@ -201,13 +206,13 @@ void DataManager::release_region(Region& region) {
   recycle(region);
 }
 
-void DataManager::detach(Region& region) {
+CACHEDARRAYS_INLINE void DataManager::detach(Region& region) {
   Object* object = region.parent_;
   object->on_device_[region.device_] = nullptr;
   region.parent_ = nullptr;
 }
 
-void DataManager::free(Region& region) {
+CACHEDARRAYS_INLINE void DataManager::free(Region& region) {
   check_region(region, "free");
   if (Object* object = region.parent_) {
     if (object->primary_ == &region) {
@@ -220,7 +225,7 @@ void DataManager::free(Region& region) {
   release_region(region);
 }
 
-void DataManager::copyto(Region& dst, const Region& src) {
+CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
   check_region(dst, "copyto (destination)");
   check_region(src, "copyto (source)");
   if (&dst == &src) {
@@ -237,7 +242,7 @@ void DataManager::copyto(Region& dst, const Region& src) {
   const bool into_primary = dst_object != nullptr && dst_object->primary_ == &dst;
   if (into_primary && dst_object->pinned()) {
     throw pinned_error("cachedarrays: copyto would overwrite the primary of pinned " +
-                       object_name(*dst_object) + " while an access to it is open");
+                       detail::object_name(*dst_object) + " while an access to it is open");
   }
 
   const auto& to = heap(dst.device_);
@@ -289,7 +294,7 @@ void DataManager::copyto(Region& dst, const Region& src) {
   dst.dirty_ = false;
 }
 
-void DataManager::link(Region& a, Region& b) {
+CACHEDARRAYS_INLINE void DataManager::link(Region& a, Region& b) {
   check_region(a, "link");
   check_region(b, "link");
   if (&a == &b || a.device_ == b.device_) {
@@ -313,7 +318,7 @@ void DataManager::link(Region& a, Region& b) {
   Object& object = a.parent_ != nullptr ? *a.parent_ : *b.parent_;
   Region& joining = a.parent_ != nullptr ? b : a;
   if (Region* present = object.on_device_[joining.device_]) {
-    throw invalid_operation("cachedarrays: cannot link: " + object_name(object) +
+    throw invalid_operation("cachedarrays: cannot link: " + detail::object_name(object) +
                             " already has a region on device " + std::to_string(joining.device_) +
                             " (" + region_name(*present) + "); free or unlink it first");
   }
@@ -321,7 +326,7 @@ void DataManager::link(Region& a, Region& b) {
   object.on_device_[joining.device_] = &joining;
 }
 
-void DataManager::unlink(Region& a, Region& b) {
+CACHEDARRAYS_INLINE void DataManager::unlink(Region& a, Region& b) {
   check_region(a, "unlink");
   check_region(b, "unlink");
   if (&a == &b || a.parent_ == nullptr || a.parent_ != b.parent_) {
@@ -331,12 +336,12 @@ void DataManager::unlink(Region& a, Region& b) {
   detach(a.parent_->primary_ == &b ? a : b);
 }
 
-Region* DataManager::getlinked(const Region& region, DeviceId device) const {
+CACHEDARRAYS_INLINE Region* DataManager::getlinked(const Region& region, DeviceId device) const {
   check_device(device, "getlinked");
   return region.parent_ != nullptr ? region.parent_->on_device_[device] : nullptr;
 }
 
-void DataManager::setdirty(Region& region, bool dirty) {
+CACHEDARRAYS_INLINE void DataManager::setdirty(Region& region, bool dirty) {
   check_region(region, "setdirty");
   region.dirty_ = dirty;
   if (!dirty) return;
@@ -351,7 +356,7 @@ void DataManager::setdirty(Region& region, bool dirty) {
   }
 }
 
-bool DataManager::isvalid(const Region& region) const noexcept {
+CACHEDARRAYS_INLINE bool DataManager::isvalid(const Region& region) const noexcept {
   const Object* object = region.parent_;
   if (object == nullptr) return false;
   if (object->primary_ == &region) return true;
@@ -360,7 +365,7 @@ bool DataManager::isvalid(const Region& region) const noexcept {
 
 // ---- objects ----------------------------------------------------------------
 
-Object& DataManager::create_object(std::uint64_t bytes) {
+CACHEDARRAYS_INLINE Object& DataManager::create_object(std::uint64_t bytes) {
   if (bytes == 0) {
     throw invalid_argument("cachedarrays: cannot create an object of 0 bytes; ask for at least 1");
   }
@@ -373,9 +378,9 @@ Object& DataManager::create_object(std::uint64_t bytes) {
   return object;
 }
 
-void DataManager::destroy(Object& object) {
+CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
   if (object.pinned()) {
-    throw pinned_error("cachedarrays: cannot free " + object_name(object) +
+    throw pinned_error("cachedarrays: cannot free " + detail::object_name(object) +
                        " while an access to it is open; end the read()/write() scope first");
   }
   for (Region*& r : object.on_device_) {
@@ -389,33 +394,33 @@ void DataManager::destroy(Object& object) {
   objects_.erase(object.self_);  // frees the policy's state with it
 }
 
-Region* DataManager::getprimary(const Object& object) const noexcept { return object.primary_; }
+CACHEDARRAYS_INLINE Region* DataManager::getprimary(const Object& object) const noexcept { return object.primary_; }
 
-void DataManager::setprimary(Object& object, Region& region) {
+CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region) {
   check_region(region, "setprimary");
   if (object.primary_ == &region) return;
   if (region.bytes_ != object.bytes_) {
-    throw invalid_operation("cachedarrays: setprimary: " + object_name(object) + " holds " +
+    throw invalid_operation("cachedarrays: setprimary: " + detail::object_name(object) + " holds " +
                             std::to_string(object.bytes_) + " bytes but the " + region_name(region) +
                             " holds " + std::to_string(region.bytes_) +
                             "; a primary has exactly the object's size");
   }
   if (region.parent_ != nullptr && region.parent_ != &object) {
     throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
-                            " belongs to another object than " + object_name(object));
+                            " belongs to another object than " + detail::object_name(object));
   }
   if (object.pinned() && object.primary_ != nullptr) {
-    throw pinned_error("cachedarrays: cannot move the primary of " + object_name(object) +
+    throw pinned_error("cachedarrays: cannot move the primary of " + detail::object_name(object) +
                        " while an access to it is open (pinned objects never move)");
   }
   if (region.parent_ == nullptr && object.on_device_[region.device_] != nullptr) {
-    throw invalid_operation("cachedarrays: setprimary: " + object_name(object) +
+    throw invalid_operation("cachedarrays: setprimary: " + detail::object_name(object) +
                             " already has a region on device " + std::to_string(region.device_) +
                             "; free or unlink it before giving the object another one there");
   }
   if (object.primary_ != nullptr && region.version_ != object.version_) {
     throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
-                            " is not a valid copy of " + object_name(object) +
+                            " is not a valid copy of " + detail::object_name(object) +
                             " (the primary changed since it was copied); copyto from the current "
                             "primary first");
   }
@@ -427,10 +432,10 @@ void DataManager::setprimary(Object& object, Region& region) {
 
 // ---- pins -------------------------------------------------------------------
 
-void DataManager::pin(Object& object, Access access) {
+CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
   Region* primary = object.primary_;
   if (primary == nullptr) {
-    throw invalid_operation("cachedarrays: cannot access " + object_name(object) +
+    throw invalid_operation("cachedarrays: cannot access " + detail::object_name(object) +
                             ": it has no primary region yet (the policy did not place it)");
   }
   object.pins_.fetch_add(1, std::memory_order_acq_rel);
@@ -440,7 +445,7 @@ void DataManager::pin(Object& object, Access access) {
   }
 }
 
-double DataManager::note_access(const Object& object, Access access) {
+CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access access) {
   const Region& primary = *object.primary_;
   const DeviceId d = primary.device_;
   ++stats_.accesses;
@@ -453,7 +458,7 @@ double DataManager::note_access(const Object& object, Access access) {
   return extra;
 }
 
-double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access) {
+CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access) {
   TwoLevelMemory* cache = memory_mode_[device].get();
   if (cache == nullptr) return 0.0;
   const TwoLmCounters before = cache->counters();
@@ -465,14 +470,14 @@ double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::u
   return emulation::memory_mode_extra_ns(*heap(device).spec().emulation, delta, cache->line_bytes());
 }
 
-void DataManager::unpin(Object& object, Access access) noexcept {
+CACHEDARRAYS_INLINE void DataManager::unpin(Object& object, Access access) noexcept {
   if (access == Access::write) object.writers_.fetch_sub(1, std::memory_order_acq_rel);
   object.pins_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 // ---- device-wide operations -------------------------------------------------
 
-bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
+CACHEDARRAYS_INLINE bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
                             const std::function<bool(Region&)>& evict) {
   check_device(device, "evictfrom");
   auto& a = heap(device).allocator();
@@ -499,7 +504,7 @@ bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t 
   return result == detail::BlockAllocator<Region>::EvictResult::cleared;
 }
 
-const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
+CACHEDARRAYS_INLINE const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
   const Region* found = nullptr;
   heap(device).allocator().walk_range(start, bytes, [&](const detail::Block<Region>& block) {
     if (found != nullptr || block.free) return;
@@ -511,12 +516,12 @@ const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t star
   return found;
 }
 
-bool DataManager::pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
+CACHEDARRAYS_INLINE bool DataManager::pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
   check_device(device, "pinned_in_range");
   return pinned_primary_in(device, start, bytes) != nullptr;
 }
 
-std::uint64_t DataManager::defrag(DeviceId device, std::uint64_t until_hole) {
+CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint64_t until_hole) {
   check_device(device, "defrag");
   auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
@@ -538,7 +543,7 @@ std::uint64_t DataManager::defrag(DeviceId device, std::uint64_t until_hole) {
       until_hole);
 }
 
-void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2) {
+CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2) {
   TraceEvent e;
   e.kind = kind;
   e.device = device;
@@ -550,33 +555,33 @@ void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, co
 
 // ---- walks and checks -------------------------------------------------------
 
-void DataManager::for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const {
+CACHEDARRAYS_INLINE void DataManager::for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const {
   check_device(device, "for_each_region");
   heap(device).allocator().walk([&](const detail::Block<Region>& block) {
     if (!block.free) visit(*block.owner);
   });
 }
 
-void DataManager::check_invariants(bool verify_contents) const {
+CACHEDARRAYS_INLINE void DataManager::check_invariants(bool verify_contents) const {
   const auto fail = [](const std::string& what) { throw invariant_violation("cachedarrays: " + what); };
   for (const Object& object : objects_) {
     const Object* o = &object;
     const Region* primary = o->primary_;
-    if (primary == nullptr) fail("invariant 1: " + object_name(*o) + " has no primary");
+    if (primary == nullptr) fail("invariant 1: " + detail::object_name(*o) + " has no primary");
     if (primary->parent_ != o || o->on_device_[primary->device_] != primary) {
-      fail("invariant 1: the primary of " + object_name(*o) + " is not among its regions");
+      fail("invariant 1: the primary of " + detail::object_name(*o) + " is not among its regions");
     }
     for (DeviceId d = 0; d < max_devices; ++d) {
       const Region* r = o->on_device_[d];
       if (r == nullptr) continue;
       if (d >= heaps_.size() || r->device_ != d) fail("invariant 2: region filed under the wrong device");
-      if (r->parent_ != o) fail("invariant 2: linked region of " + object_name(*o) + " names another parent");
-      if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + object_name(*o) + " differ in size");
-      if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + object_name(*o) + " is not live");
+      if (r->parent_ != o) fail("invariant 2: linked region of " + detail::object_name(*o) + " names another parent");
+      if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + detail::object_name(*o) + " differ in size");
+      if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + detail::object_name(*o) + " is not live");
       if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).memory().is_virtual() &&
           !heap(primary->device_).memory().is_virtual() &&
           std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
-        fail("invariant 4: a secondary of " + object_name(*o) +
+        fail("invariant 4: a secondary of " + detail::object_name(*o) +
              " counts as a valid copy but differs from the primary");
       }
     }

@@ -1,3 +1,8 @@
+// Implementation of two_level_memory.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 
 #include <algorithm>
@@ -10,7 +15,7 @@
 
 namespace cachedarrays {
 
-TwoLevelMemory::TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes)
+CACHEDARRAYS_INLINE TwoLevelMemory::TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes)
     : line_(line_bytes), sets_(line_bytes == 0 ? 0 : cache_bytes / line_bytes) {
   if (line_bytes == 0 || cache_bytes == 0 || cache_bytes % line_bytes != 0) {
     throw invalid_argument("cachedarrays: a 2LM cache needs a line size > 0 and a capacity that is a positive "
@@ -19,7 +24,7 @@ TwoLevelMemory::TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_byt
   }
 }
 
-void TwoLevelMemory::access(std::uint64_t address, std::uint64_t bytes, bool write) {
+CACHEDARRAYS_INLINE void TwoLevelMemory::access(std::uint64_t address, std::uint64_t bytes, bool write) {
   if (bytes == 0) return;
   if (address + (bytes - 1) < address) {
     throw invalid_argument("cachedarrays: 2LM access of " + std::to_string(bytes) + " bytes at " +
@@ -60,7 +65,7 @@ void TwoLevelMemory::access(std::uint64_t address, std::uint64_t bytes, bool wri
   }
 }
 
-void TwoLevelMemory::count_misses(std::uint64_t lines, bool victim_dirty) noexcept {
+CACHEDARRAYS_INLINE void TwoLevelMemory::count_misses(std::uint64_t lines, bool victim_dirty) noexcept {
   if (victim_dirty) {
     counters_.dirty_misses += lines;
     counters_.dram_bytes_read += lines * line_;  // the victim leaves DRAM
@@ -72,11 +77,11 @@ void TwoLevelMemory::count_misses(std::uint64_t lines, bool victim_dirty) noexce
   counters_.dram_bytes_written += lines * line_;
 }
 
-void TwoLevelMemory::count_demand(std::uint64_t lines, bool write) noexcept {
+CACHEDARRAYS_INLINE void TwoLevelMemory::count_demand(std::uint64_t lines, bool write) noexcept {
   if (write) counters_.dram_bytes_written += lines * line_; else counters_.dram_bytes_read += lines * line_;
 }
 
-void TwoLevelMemory::split(std::uint64_t set) {
+CACHEDARRAYS_INLINE void TwoLevelMemory::split(std::uint64_t set) {
   if (set >= sets_) return;
   auto it = map_.upper_bound(set);
   if (it == map_.begin()) return;
@@ -87,7 +92,7 @@ void TwoLevelMemory::split(std::uint64_t set) {
   }
 }
 
-void TwoLevelMemory::access_sets(std::uint64_t first, std::uint64_t last, std::uint64_t tag, bool write) {
+CACHEDARRAYS_INLINE void TwoLevelMemory::access_sets(std::uint64_t first, std::uint64_t last, std::uint64_t tag, bool write) {
   split(first);
   split(last + 1);
   std::vector<std::pair<std::uint64_t, Interval>> pieces;
@@ -126,7 +131,7 @@ void TwoLevelMemory::access_sets(std::uint64_t first, std::uint64_t last, std::u
   merge_around(first, last + 1);
 }
 
-void TwoLevelMemory::merge_around(std::uint64_t first, std::uint64_t end) {
+CACHEDARRAYS_INLINE void TwoLevelMemory::merge_around(std::uint64_t first, std::uint64_t end) {
   const auto same = [](const Interval& a, const Interval& b) { return a.tag == b.tag && a.dirty == b.dirty; };
   // The last piece with its right neighbour.
   auto next = map_.find(end);
@@ -148,7 +153,7 @@ void TwoLevelMemory::merge_around(std::uint64_t first, std::uint64_t end) {
   }
 }
 
-double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps, double nvram_read_gbps,
+CACHEDARRAYS_INLINE double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps, double nvram_read_gbps,
                  double nvram_write_gbps) noexcept {
   const auto line = static_cast<double>(line_bytes);
   const double dram_ns = dram_gbps > 0 ? static_cast<double>(delta.lines()) * line / dram_gbps : 0.0;

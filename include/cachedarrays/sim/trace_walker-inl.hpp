@@ -1,3 +1,8 @@
+// Implementation of trace_walker.hpp (header-only mode includes it from there; the
+// compiled library from src/sim/sim.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/sim/trace_walker.hpp"
 
 #include <utility>
@@ -5,10 +10,10 @@
 
 namespace cachedarrays {
 
-TraceWalker::TraceWalker(const Trace& trace, Runtime& target, std::string who)
+CACHEDARRAYS_INLINE TraceWalker::TraceWalker(const Trace& trace, Runtime& target, std::string who)
     : trace_(trace), target_(target), who_(std::move(who)) {}
 
-void TraceWalker::run() {
+CACHEDARRAYS_INLINE void TraceWalker::run() {
   const std::vector<TraceEvent>& events = trace_.events();
   try {
     for (index_ = 0; index_ < events.size(); ++index_) step(events[index_]);
@@ -21,17 +26,17 @@ void TraceWalker::run() {
   live_.clear();
 }
 
-void TraceWalker::hint(CachedArray<std::byte>& /*array*/, Hint /*hint*/) {}
+CACHEDARRAYS_INLINE void TraceWalker::hint(CachedArray<std::byte>& /*array*/, Hint /*hint*/) {}
 
-void TraceWalker::kernel_end(const TraceEvent& /*event*/) {}
+CACHEDARRAYS_INLINE void TraceWalker::kernel_end(const TraceEvent& /*event*/) {}
 
-void TraceWalker::fail(const std::string& what) const {
+CACHEDARRAYS_INLINE void TraceWalker::fail(const std::string& what) const {
   const TraceEvent& e = trace_.events()[index_];
   throw invalid_argument("cachedarrays: " + who_ + ": trace event " + std::to_string(index_) + " (" +
                          to_string(e.kind) + "): " + what);
 }
 
-CachedArray<std::byte>& TraceWalker::lookup(std::uint64_t id) {
+CACHEDARRAYS_INLINE CachedArray<std::byte>& TraceWalker::lookup(std::uint64_t id) {
   auto it = live_.find(id);
   if (it == live_.end()) {
     fail("object #" + std::to_string(id) + " is unknown (never created in this trace, or already retired); "
@@ -40,7 +45,7 @@ CachedArray<std::byte>& TraceWalker::lookup(std::uint64_t id) {
   return it->second;
 }
 
-void TraceWalker::step(const TraceEvent& e) {
+CACHEDARRAYS_INLINE void TraceWalker::step(const TraceEvent& e) {
   switch (e.kind) {
     case TraceKind::create: {
       if (live_.contains(e.object)) fail("object #" + std::to_string(e.object) + " is created twice");

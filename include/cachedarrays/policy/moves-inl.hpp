@@ -1,8 +1,13 @@
+// Implementation of moves.hpp (header-only mode includes it from there; the
+// compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/moves.hpp"
 
 namespace cachedarrays::policy {
 
-EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow) {
+CACHEDARRAYS_INLINE EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow) {
   Region* x = dm.getprimary(object);                       // Listing 1, line 2
   if (x == nullptr || dm.device(*x) != fast) return {};     // line 3
   if (object.pinned()) return {};  // an open access: its primary must stay
@@ -32,7 +37,7 @@ EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow
   return {true, write_back};
 }
 
-bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
+CACHEDARRAYS_INLINE bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
               const std::function<bool(std::uint64_t bytes)>& make_room) {
   Region* x = dm.getprimary(object);                        // Listing 2, line 3
   if (x == nullptr) return false;

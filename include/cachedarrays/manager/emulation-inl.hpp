@@ -1,3 +1,8 @@
+// Implementation of emulation.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 
 #include <fmt/format.h>
@@ -14,13 +19,13 @@
 
 namespace cachedarrays::emulation {
 
-namespace {
+namespace detail {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
+CACHEDARRAYS_INLINE double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-DramBandwidth measure() {
+CACHEDARRAYS_INLINE DramBandwidth measure() {
   constexpr std::size_t bytes = std::size_t{128} << 20;
   std::vector<std::uint64_t> buffer(bytes / sizeof(std::uint64_t), 1);
   DramBandwidth best;
@@ -40,7 +45,7 @@ DramBandwidth measure() {
   return best;
 }
 
-EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read_ratio, double write_ratio,
+CACHEDARRAYS_INLINE EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read_ratio, double write_ratio,
                         double latency_ns) {
   EmulationProfile p;
   p.name = std::move(name);
@@ -52,32 +57,32 @@ EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read
   return p;
 }
 
-}  // namespace
+}  // namespace detail
 
-DramBandwidth measure_dram_bandwidth() {
+CACHEDARRAYS_INLINE DramBandwidth measure_dram_bandwidth() {
   static std::once_flag once;
   static DramBandwidth cached;
-  std::call_once(once, [] { cached = measure(); });
+  std::call_once(once, [] { cached = detail::measure(); });
   return cached;
 }
 
-EmulationProfile optane(const DramBandwidth& dram) {
-  return scaled("optane", dram, published::optane_six_dimms.read_gbps / published::ddr4_six_channel.read_gbps,
+CACHEDARRAYS_INLINE EmulationProfile optane(const DramBandwidth& dram) {
+  return detail::scaled("optane", dram, published::optane_six_dimms.read_gbps / published::ddr4_six_channel.read_gbps,
                 published::optane_six_dimms.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
-EmulationProfile optane_one_dimm(const DramBandwidth& dram) {
+CACHEDARRAYS_INLINE EmulationProfile optane_one_dimm(const DramBandwidth& dram) {
   // The profiles keep the published ratios against the platform measured.
-  return scaled("optane-1dimm", dram, published::optane_one_dimm.read_gbps / published::ddr4_six_channel.read_gbps,
+  return detail::scaled("optane-1dimm", dram, published::optane_one_dimm.read_gbps / published::ddr4_six_channel.read_gbps,
                 published::optane_one_dimm.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
-EmulationProfile cxl(const DramBandwidth& dram) {
+CACHEDARRAYS_INLINE EmulationProfile cxl(const DramBandwidth& dram) {
   // DRAM's own latency is taken as 90 ns; CXL adds about as much again.
-  return scaled("cxl", dram, 0.5, 0.5, 180.0);
+  return detail::scaled("cxl", dram, 0.5, 0.5, 180.0);
 }
 
-EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes) {
+CACHEDARRAYS_INLINE EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes) {
   if (dram_cache_bytes == 0 || dram_cache_bytes % 64 != 0) {
     throw invalid_argument("cachedarrays: a 2LM memory-mode DRAM cache must be a positive multiple of 64 bytes "
                            "(whole cache lines); got " + std::to_string(dram_cache_bytes) + " bytes");
@@ -87,11 +92,11 @@ EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_byt
   return slow;
 }
 
-std::uint64_t memory_mode_cache_within(std::uint64_t budget) noexcept {
+CACHEDARRAYS_INLINE std::uint64_t memory_mode_cache_within(std::uint64_t budget) noexcept {
   return std::max<std::uint64_t>(64, budget / 64 * 64);
 }
 
-std::optional<EmulationProfile> profile(std::string_view name) {
+CACHEDARRAYS_INLINE std::optional<EmulationProfile> profile(std::string_view name) {
   if (name == "none") return std::nullopt;
   if (name == "optane") return optane(measure_dram_bandwidth());
   if (name == "optane-1dimm") return optane_one_dimm(measure_dram_bandwidth());
@@ -100,15 +105,15 @@ std::optional<EmulationProfile> profile(std::string_view name) {
                          "'; valid profiles: optane, optane-1dimm, cxl, none");
 }
 
-double read_ns(const EmulationProfile& p, std::uint64_t bytes) {
+CACHEDARRAYS_INLINE double read_ns(const EmulationProfile& p, std::uint64_t bytes) {
   return p.latency_ns + static_cast<double>(bytes) / p.read_gbps;  // GB/s == bytes/ns
 }
 
-double write_ns(const EmulationProfile& p, std::uint64_t bytes) {
+CACHEDARRAYS_INLINE double write_ns(const EmulationProfile& p, std::uint64_t bytes) {
   return p.latency_ns + static_cast<double>(bytes) / p.write_gbps;
 }
 
-double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<EmulationProfile>& dst,
+CACHEDARRAYS_INLINE double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<EmulationProfile>& dst,
                std::uint64_t bytes) {
   double ns = 0;
   if (src) ns = std::max(ns, read_ns(*src, bytes));
@@ -116,20 +121,20 @@ double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<E
   return ns;
 }
 
-double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access) {
+CACHEDARRAYS_INLINE double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access) {
   const auto b = static_cast<double>(bytes);
   const double extra = access == Access::read ? b / p.read_gbps - b / p.dram_read_gbps
                                               : b / p.write_gbps - b / p.dram_write_gbps;
   return std::max(0.0, extra);
 }
 
-double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta, std::uint64_t line_bytes) {
+CACHEDARRAYS_INLINE double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta, std::uint64_t line_bytes) {
   // Hits and line fills run at DRAM speed, which the real access on this
   // machine already takes: no DRAM term.
   return two_lm_ns(delta, line_bytes, 0.0, p.read_gbps, p.write_gbps);
 }
 
-void wait_ns(double ns) {
+CACHEDARRAYS_INLINE void wait_ns(double ns) {
   if (ns <= 0) return;
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
   // Sleep through the bulk (the OS wakes us late by tens of microseconds),
@@ -139,7 +144,7 @@ void wait_ns(double ns) {
   }
 }
 
-std::string describe(const EmulationProfile& p) {
+CACHEDARRAYS_INLINE std::string describe(const EmulationProfile& p) {
   if (p.memory_mode_cache_bytes > 0) {
     return fmt::format("{} (emulated memory mode: a {} direct-mapped DRAM cache over a device of read {:.1f} GB/s, "
                        "write {:.1f} GB/s; this machine's DRAM {:.1f} / {:.1f} GB/s)",

@@ -1,0 +1,4 @@
+// One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/sim/replay-inl.hpp"
+#include "cachedarrays/sim/simulate_2lm-inl.hpp"
+#include "cachedarrays/sim/trace_walker-inl.hpp"

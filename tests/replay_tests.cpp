@@ -78,28 +78,19 @@ void check_same_traffic(const ca::Stats& real, const ca::Stats& replayed) {
   REQUIRE(real.devices.size() == replayed.devices.size());
   for (std::size_t d = 0; d < real.devices.size(); ++d) {
     CAPTURE(d);
-    CHECK(real.devices[d].allocations == replayed.devices[d].allocations);
-    CHECK(real.devices[d].failed_allocations == replayed.devices[d].failed_allocations);
-    CHECK(real.devices[d].frees == replayed.devices[d].frees);
-    CHECK(real.devices[d].evictions == replayed.devices[d].evictions);
-    CHECK(real.devices[d].defrag_moves == replayed.devices[d].defrag_moves);
-    CHECK(real.devices[d].defrag_bytes == replayed.devices[d].defrag_bytes);
+    for (const auto& field : ca::DeviceCounters::event_fields()) {
+      CAPTURE(field.name);
+      CHECK(real.devices[d].*field.member == replayed.devices[d].*field.member);
+    }
     CHECK(real.devices[d].peak_bytes_in_use == replayed.devices[d].peak_bytes_in_use);
   }
   CHECK(real.objects_created == replayed.objects_created);
   CHECK(real.objects_destroyed == replayed.objects_destroyed);
   CHECK(real.accesses == replayed.accesses);
-  const ca::PolicyCounters& a = real.policy;
-  const ca::PolicyCounters& b = replayed.policy;
-  CHECK(a.prefetches == b.prefetches);
-  CHECK(a.prefetch_bytes == b.prefetch_bytes);
-  CHECK(a.evictions == b.evictions);
-  CHECK(a.writebacks == b.writebacks);
-  CHECK(a.writebacks_elided == b.writebacks_elided);
-  CHECK(a.writeback_bytes == b.writeback_bytes);
-  CHECK(a.deferred_retires == b.deferred_retires);
-  CHECK(a.collected == b.collected);
-  CHECK(a.defrags == b.defrags);
+  for (const auto& field : ca::PolicyCounters::fields()) {
+    CAPTURE(field.name);
+    CHECK(real.policy.*field.member == replayed.policy.*field.member);
+  }
 }
 
 // Hand-made traces.

@@ -33,14 +33,9 @@ CACHEDARRAYS_INLINE std::uint64_t Stats::bytes_copied_out_of(DeviceId src) const
 CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   Stats delta = *this;
   for (std::size_t d = 0; d < delta.devices.size() && d < earlier.devices.size(); ++d) {
-    DeviceCounters& c = delta.devices[d];
-    const DeviceCounters& e = earlier.devices[d];
-    c.allocations -= e.allocations;
-    c.failed_allocations -= e.failed_allocations;
-    c.frees -= e.frees;
-    c.evictions -= e.evictions;
-    c.defrag_moves -= e.defrag_moves;
-    c.defrag_bytes -= e.defrag_bytes;
+    for (const DeviceCounters::Field& f : DeviceCounters::event_fields()) {
+      delta.devices[d].*f.member -= earlier.devices[d].*f.member;
+    }
   }
   for (std::size_t s = 0; s < max_devices; ++s) {
     for (std::size_t d = 0; d < max_devices; ++d) {
@@ -56,19 +51,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   delta.emulated_copy_wait_ns -= earlier.emulated_copy_wait_ns;
   delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
   delta.memory_mode -= earlier.memory_mode;
-  PolicyCounters& p = delta.policy;
-  const PolicyCounters& q = earlier.policy;
-  p.prefetches -= q.prefetches;
-  p.prefetch_bytes -= q.prefetch_bytes;
-  p.evictions -= q.evictions;
-  p.writebacks -= q.writebacks;
-  p.writebacks_elided -= q.writebacks_elided;
-  p.writeback_bytes -= q.writeback_bytes;
-  p.deferred_retires -= q.deferred_retires;
-  p.collected -= q.collected;
-  p.collections -= q.collections;
-  p.defrags -= q.defrags;
-  for (std::size_t d = 0; d < max_devices; ++d) p.bytes_written[d] -= q.bytes_written[d];
+  delta.policy -= earlier.policy;
   delta.objects_created -= earlier.objects_created;
   delta.objects_destroyed -= earlier.objects_destroyed;
   return delta;

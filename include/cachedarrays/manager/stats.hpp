@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,21 @@ struct DeviceCounters {
   std::uint64_t evictions = 0;       // regions cleared by evictfrom
   std::uint64_t defrag_moves = 0;    // regions slid down by defrag
   std::uint64_t defrag_bytes = 0;
+
+  // The counters of events (not occupancy), listed once: Stats::since and
+  // whoever compares two runs walk this list.
+  struct Field {
+    const char* name;
+    std::uint64_t DeviceCounters::*member;
+  };
+  [[nodiscard]] static constexpr std::array<Field, 6> event_fields() noexcept {
+    return {{{"allocations", &DeviceCounters::allocations},
+             {"failed_allocations", &DeviceCounters::failed_allocations},
+             {"frees", &DeviceCounters::frees},
+             {"evictions", &DeviceCounters::evictions},
+             {"defrag_moves", &DeviceCounters::defrag_moves},
+             {"defrag_bytes", &DeviceCounters::defrag_bytes}}};
+  }
 };
 
 // What the policy's moves did (paper Listings 1 and 2, counted where they
@@ -46,7 +62,35 @@ struct PolicyCounters {
   std::uint64_t defrags = 0;            // defrag passes the policy ran
   // Bytes the policy's moves wrote into each device.
   std::array<std::uint64_t, max_devices> bytes_written{};
+
+  // Every scalar counter, listed once: -=, and whoever compares two runs,
+  // walk this list (bytes_written beside it).
+  struct Field {
+    const char* name;
+    std::uint64_t PolicyCounters::*member;
+  };
+  [[nodiscard]] static constexpr std::array<Field, 10> fields() noexcept {
+    return {{{"prefetches", &PolicyCounters::prefetches},
+             {"prefetch_bytes", &PolicyCounters::prefetch_bytes},
+             {"evictions", &PolicyCounters::evictions},
+             {"writebacks", &PolicyCounters::writebacks},
+             {"writebacks_elided", &PolicyCounters::writebacks_elided},
+             {"writeback_bytes", &PolicyCounters::writeback_bytes},
+             {"deferred_retires", &PolicyCounters::deferred_retires},
+             {"collected", &PolicyCounters::collected},
+             {"collections", &PolicyCounters::collections},
+             {"defrags", &PolicyCounters::defrags}}};
+  }
+  PolicyCounters& operator-=(const PolicyCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member -= o.*f.member;
+    for (std::size_t d = 0; d < max_devices; ++d) bytes_written[d] -= o.bytes_written[d];
+    return *this;
+  }
 };
+// A counter added to the struct but not to fields() would be left out of
+// since(): refuse to compile.
+static_assert(sizeof(PolicyCounters) == (PolicyCounters::fields().size() + max_devices) * sizeof(std::uint64_t),
+              "list every counter of PolicyCounters in PolicyCounters::fields()");
 
 struct Stats {
   std::vector<DeviceCounters> devices;

@@ -7,6 +7,8 @@
 #include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/manager/fence.hpp"
+#include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"

@@ -28,7 +28,8 @@ CACHEDARRAYS_INLINE std::string object_name(const Object& object) { return "obje
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices) {
+CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices, MoverOptions mover)
+    : mover_(std::move(mover)) {
   if (devices.empty()) {
     throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
                            "{cachedarrays::dram(1 << 30)}");
@@ -55,7 +56,8 @@ CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices) {
   }
 }
 
-// Objects and regions go with their lists, before the heaps they point into.
+// The mover goes first (it finishes its queued copies), then objects and
+// regions go with their lists, before the heaps they point into.
 CACHEDARRAYS_INLINE DataManager::~DataManager() = default;
 
 // ---- devices ----------------------------------------------------------------
@@ -144,6 +146,7 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.version_ = 0;
   region.parent_ = nullptr;
   region.block_ = nullptr;
+  region.copy_.reset();
   spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
 }
 
@@ -222,33 +225,46 @@ CACHEDARRAYS_INLINE void DataManager::free(Region& region) {
     }
     detach(region);
   }
+  settle(region);
   release_region(region);
 }
 
-CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
-  check_region(dst, "copyto (destination)");
-  check_region(src, "copyto (source)");
+CACHEDARRAYS_INLINE bool DataManager::check_copy(const Region& dst, const Region& src, const char* operation) const {
+  check_region(dst, operation);
+  check_region(src, operation);
   if (&dst == &src) {
-    throw invalid_operation("cachedarrays: copyto: source and destination are the same " +
+    throw invalid_operation("cachedarrays: " + std::string(operation) + ": source and destination are the same " +
                             region_name(dst) + "; copy between two different regions");
   }
   if (dst.bytes_ != src.bytes_) {
-    throw invalid_operation("cachedarrays: copyto between regions of different sizes: destination " +
-                            region_name(dst) + " holds " + std::to_string(dst.bytes_) +
-                            " bytes, source " + region_name(src) + " holds " +
+    throw invalid_operation("cachedarrays: " + std::string(operation) +
+                            " between regions of different sizes: destination " + region_name(dst) + " holds " +
+                            std::to_string(dst.bytes_) + " bytes, source " + region_name(src) + " holds " +
                             std::to_string(src.bytes_) + "; regions must have the same size");
   }
-  Object* dst_object = dst.parent_;
+  const Object* dst_object = dst.parent_;
   const bool into_primary = dst_object != nullptr && dst_object->primary_ == &dst;
   if (into_primary && dst_object->pinned()) {
-    throw pinned_error("cachedarrays: copyto would overwrite the primary of pinned " +
+    throw pinned_error("cachedarrays: " + std::string(operation) + " would overwrite the primary of pinned " +
                        detail::object_name(*dst_object) + " while an access to it is open");
   }
+  return into_primary;
+}
+
+CACHEDARRAYS_INLINE detail::CopyDestination DataManager::destination_kind(const Region& dst) const {
+  return heap(dst.device_).memory().is_pmem() ? detail::CopyDestination::persistent
+         : dst.device_ == 0                   ? detail::CopyDestination::fast
+                                              : detail::CopyDestination::slow;
+}
+
+CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
+  const bool into_primary = check_copy(dst, src, "copyto");
+  settle(src, /*rethrow=*/true);
+  settle(dst);
+  Object* dst_object = dst.parent_;
 
   const auto& to = heap(dst.device_);
-  const detail::CopyDestination where = to.memory().is_pmem()   ? detail::CopyDestination::persistent
-                                        : dst.device_ == 0      ? detail::CopyDestination::fast
-                                                                : detail::CopyDestination::slow;
+  const detail::CopyDestination where = destination_kind(dst);
   const auto& from = heap(src.device_);
   // Virtual heaps store nothing: the copy is counted, not made.
   if (!to.memory().is_virtual() && !from.memory().is_virtual()) {
@@ -343,6 +359,7 @@ CACHEDARRAYS_INLINE Region* DataManager::getlinked(const Region& region, DeviceI
 
 CACHEDARRAYS_INLINE void DataManager::setdirty(Region& region, bool dirty) {
   check_region(region, "setdirty");
+  if (dirty) settle(region);  // its bytes are about to change
   region.dirty_ = dirty;
   if (!dirty) return;
   if (region.parent_ != nullptr && region.parent_->primary_ == &region) {
@@ -383,6 +400,9 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
     throw pinned_error("cachedarrays: cannot free " + detail::object_name(object) +
                        " while an access to it is open; end the read()/write() scope first");
   }
+  for (Region* r : object.on_device_) {
+    if (r != nullptr) settle(*r);
+  }
   for (Region*& r : object.on_device_) {
     if (r == nullptr) continue;
     Region* region = std::exchange(r, nullptr);
@@ -418,6 +438,8 @@ CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region)
                             " already has a region on device " + std::to_string(region.device_) +
                             "; free or unlink it before giving the object another one there");
   }
+  // A copy in flight into the region must land first (invariant 7).
+  settle(region, /*rethrow=*/true);
   if (object.primary_ != nullptr && region.version_ != object.version_) {
     throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
                             " is not a valid copy of " + detail::object_name(object) +
@@ -438,6 +460,9 @@ CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
     throw invalid_operation("cachedarrays: cannot access " + detail::object_name(object) +
                             ": it has no primary region yet (the policy did not place it)");
   }
+  // A write must not tear a copy reading the primary (invariant 7); a read
+  // may run beside it.
+  if (access == Access::write) settle(*primary);
   object.pins_.fetch_add(1, std::memory_order_acq_rel);
   if (access == Access::write) {
     object.writers_.fetch_add(1, std::memory_order_acq_rel);
@@ -531,6 +556,7 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
         return object == nullptr || object->primary_ != &region || !object->pinned();
       },
       [&](Region& region, std::uint64_t new_offset) {
+        settle(region);  // a copy in flight reads or writes the old place
         std::byte* to = h.at(new_offset);
         // Sliding down within one heap: source and destination may overlap.
         if (!h.memory().is_virtual()) std::memmove(to, region.data_, region.bytes_);
@@ -543,9 +569,11 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
       until_hole);
 }
 
-CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2) {
+CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object,
+                                            DeviceId device2, std::uint8_t detail) {
   TraceEvent e;
   e.kind = kind;
+  e.detail = detail;
   e.device = device;
   e.device2 = device2;
   e.bytes = bytes;
@@ -578,6 +606,10 @@ CACHEDARRAYS_INLINE void DataManager::check_invariants(bool verify_contents) con
       if (r->parent_ != o) fail("invariant 2: linked region of " + detail::object_name(*o) + " names another parent");
       if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + detail::object_name(*o) + " differ in size");
       if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + detail::object_name(*o) + " is not live");
+      if (r->copy_ != nullptr && r->copy_->dst_region == r && !r->copy_->settled && (r == primary || isvalid(*r))) {
+        fail("invariant 7: a region of " + detail::object_name(*o) +
+             " that an asynchronous copy has not finished writing counts as the object's contents");
+      }
       if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).memory().is_virtual() &&
           !heap(primary->device_).memory().is_virtual() &&
           std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {

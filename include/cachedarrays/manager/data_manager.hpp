@@ -24,6 +24,8 @@
 #include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/types.hpp"
+#include "cachedarrays/manager/fence.hpp"
+#include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/object.hpp"
 #include "cachedarrays/manager/region.hpp"
 #include "cachedarrays/manager/stats.hpp"
@@ -40,7 +42,8 @@ class DataManager {
  public:
   // Reserves every device's whole capacity now (prefaulted). Throws
   // invalid_argument / heap_error for a bad spec, naming the device.
-  explicit DataManager(std::vector<DeviceSpec> devices);
+  // `mover` configures the threads of copyto_async (started on first use).
+  explicit DataManager(std::vector<DeviceSpec> devices, MoverOptions mover = {});
   ~DataManager();
   DataManager(const DataManager&) = delete;
   DataManager& operator=(const DataManager&) = delete;
@@ -101,6 +104,25 @@ class DataManager {
   // Copies src's bytes into dst; both must have the same size and must not
   // be the same region. dst becomes a clean, valid copy of src.
   void copyto(Region& dst, const Region& src);
+  // The same copy, made by the mover beside the caller; returns its fence.
+  // The destination must not be a primary (a copy in flight is not the
+  // object's contents yet). Until the copy is done (invariant 7) both
+  // regions are "in flight": dst is not a valid copy, and every operation
+  // that would read dst's bytes, overwrite src's or free or move either
+  // (setprimary, copyto, free, destroy, setdirty, a write pin, defrag) first
+  // waits for it; a read pin of src's object does not wait. The wait at
+  // setprimary(dst) and copyto from dst rethrows a failed copy, which leaves
+  // dst invalid and src untouched. A region already in flight is waited for
+  // before the new copy is queued.
+  Fence copyto_async(Region& dst, const Region& src);
+  // True while an asynchronous copy reads or writes `region`.
+  [[nodiscard]] bool in_flight(const Region& region) const noexcept;
+  // Waits for every asynchronous copy and applies its outcome (a failed one
+  // is counted, not thrown: its fence holds the failure).
+  void finish_copies();
+  // Applies the outcome of the copies that have finished, without waiting
+  // (their regions stop being in flight; the stats count them).
+  void poll_copies();
   // Associates a and b with the same object. At least one must belong to an
   // object, the other joins it; they must be on different devices, of the
   // same size, and the object must have no other region on the joining
@@ -172,6 +194,13 @@ class DataManager {
   double memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access);
   Region* new_region();
   void recycle(Region& region) noexcept;
+  // Invariant 7: waits for the copy in flight on `region` (if any) and
+  // applies its outcome; with rethrow, a failed copy is thrown here.
+  void settle(const Region& region, bool rethrow = false);
+  void apply(detail::CopyState& copy);
+  // Checks shared by copyto and copyto_async; true when dst is a primary.
+  bool check_copy(const Region& dst, const Region& src, const char* operation) const;
+  detail::CopyDestination destination_kind(const Region& dst) const;
 
   std::vector<std::unique_ptr<detail::Heap<Region>>> heaps_;
   // Per device: the model of its DRAM cache when it is emulated in 2LM
@@ -189,11 +218,18 @@ class DataManager {
   std::uint64_t next_version_ = 1;
   Stats stats_;
   Trace* trace_ = nullptr;
-  void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2 = 0);
+  // Asynchronous copies issued and not yet applied, oldest first.
+  std::vector<std::shared_ptr<detail::CopyState>> copies_in_flight_;
+  // Last: its destructor finishes the queued copies while the regions and
+  // heaps they touch still exist.
+  Mover mover_;
+  void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2 = 0,
+             std::uint8_t detail = 0);
 };
 
 }  // namespace cachedarrays
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/manager/data_manager-inl.hpp"
+#include "cachedarrays/manager/data_manager_async-inl.hpp"
 #endif

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 
 #include "cachedarrays/types.hpp"
 
@@ -18,6 +19,7 @@ class Object;
 namespace detail {
 template <typename Owner>
 struct Block;
+struct CopyState;
 }
 
 class Region {
@@ -44,6 +46,10 @@ class Region {
   std::uint64_t version_ = 0;
   Object* parent_ = nullptr;
   detail::Block<Region>* block_ = nullptr;
+  // The asynchronous copy that reads or writes this region and whose
+  // outcome the manager has not applied yet (invariant 7), or null.
+  // (Mutable: a copy may read a region the caller passed as const.)
+  mutable std::shared_ptr<detail::CopyState> copy_;
   // Where the manager's list of regions (live or spare) holds this one.
   std::list<Region>::iterator self_;
 };

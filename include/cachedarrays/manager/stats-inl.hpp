@@ -52,6 +52,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
   delta.memory_mode -= earlier.memory_mode;
   delta.policy -= earlier.policy;
+  delta.async -= earlier.async;
   delta.objects_created -= earlier.objects_created;
   delta.objects_destroyed -= earlier.objects_destroyed;
   return delta;
@@ -94,6 +95,14 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                        "dirty misses {:.1f}%",
                        memory_mode.lines(), percent(memory_mode.hits), percent(memory_mode.clean_misses),
                        percent(memory_mode.dirty_misses));
+  }
+  if (async.copies + async.failures > 0) {
+    out += fmt::format("\nasynchronous copies: {} ({}), {} failed; mover busy {:.3f} s (of which emulation "
+                       "{:.3f} s), compute waited {:.3f} s at {} fences: {:.1f}% overlapped",
+                       async.copies, format_bytes(async.bytes), async.failures,
+                       static_cast<double>(async.busy_ns) / 1e9, static_cast<double>(async.emulated_wait_ns) / 1e9,
+                       static_cast<double>(async.fence_wait_ns) / 1e9, async.fence_waits,
+                       100.0 * async.overlap_fraction());
   }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;

@@ -92,9 +92,50 @@ struct PolicyCounters {
 static_assert(sizeof(PolicyCounters) == (PolicyCounters::fields().size() + max_devices) * sizeof(std::uint64_t),
               "list every counter of PolicyCounters in PolicyCounters::fields()");
 
+// The asynchronous mover's work (DataManager::copyto_async), and what it
+// cost the compute threads: the time they waited at fences is the part of
+// the copies that did not overlap anything.
+struct AsyncCounters {
+  std::uint64_t copies = 0;          // asynchronous copies finished
+  std::uint64_t bytes = 0;
+  std::uint64_t failures = 0;        // copies that failed (see their fences)
+  std::uint64_t busy_ns = 0;         // mover time, emulation included
+  std::uint64_t emulated_wait_ns = 0;  // of which the mover held back for an emulated device
+  std::uint64_t fence_waits = 0;     // times a compute thread had to wait
+  std::uint64_t fence_wait_ns = 0;   // time it waited
+
+  struct Field {
+    const char* name;
+    std::uint64_t AsyncCounters::*member;
+  };
+  [[nodiscard]] static constexpr std::array<Field, 7> fields() noexcept {
+    return {{{"copies", &AsyncCounters::copies},
+             {"bytes", &AsyncCounters::bytes},
+             {"failures", &AsyncCounters::failures},
+             {"busy_ns", &AsyncCounters::busy_ns},
+             {"emulated_wait_ns", &AsyncCounters::emulated_wait_ns},
+             {"fence_waits", &AsyncCounters::fence_waits},
+             {"fence_wait_ns", &AsyncCounters::fence_wait_ns}}};
+  }
+  AsyncCounters& operator-=(const AsyncCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member -= o.*f.member;
+    return *this;
+  }
+  // Share of the mover's time that ran beside the compute threads instead
+  // of holding them up (1 when nothing was copied asynchronously).
+  [[nodiscard]] double overlap_fraction() const noexcept {
+    if (busy_ns == 0) return 1.0;
+    const double exposed = static_cast<double>(fence_wait_ns < busy_ns ? fence_wait_ns : busy_ns);
+    return 1.0 - exposed / static_cast<double>(busy_ns);
+  }
+};
+static_assert(sizeof(AsyncCounters) == AsyncCounters::fields().size() * sizeof(std::uint64_t),
+              "list every counter of AsyncCounters in AsyncCounters::fields()");
+
 struct Stats {
   std::vector<DeviceCounters> devices;
-  // bytes_copied[src][dst]: bytes moved by copyto from device src to dst.
+  // bytes_copied[src][dst]: bytes moved by copyto and copyto_async from
+  // device src to dst (asynchronous ones counted when they are issued).
   std::array<std::array<std::uint64_t, max_devices>, max_devices> bytes_copied{};
   std::array<std::array<std::uint64_t, max_devices>, max_devices> copies{};
   std::uint64_t objects_created = 0;
@@ -112,6 +153,7 @@ struct Stats {
   // memory_mode_cache_bytes), summed over such devices.
   TwoLmCounters memory_mode;
   PolicyCounters policy;
+  AsyncCounters async;
 
   [[nodiscard]] std::uint64_t total_bytes_copied() const;
   // Bytes written into device `dst` by copies from any other device.

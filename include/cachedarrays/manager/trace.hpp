@@ -30,7 +30,8 @@ enum class TraceKind : std::uint8_t {
   // mechanism level
   allocate,      // device, bytes, object (0: free-standing)
   free,          // device, bytes, object
-  copy,          // device (source), device2 (destination), bytes, object
+  copy,          // device (source), device2 (destination), bytes, object;
+                 // detail 1: issued asynchronously (copyto_async)
   evict,         // device, bytes, object: a region cleared by evictfrom
   defrag_move,   // device, bytes, object
 };

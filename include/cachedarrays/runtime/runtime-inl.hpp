@@ -10,8 +10,9 @@
 
 namespace cachedarrays {
 
-CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy)
-    : manager_(std::move(devices)),
+CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy,
+                                     MoverOptions mover)
+    : manager_(std::move(devices), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
 }
@@ -146,6 +147,7 @@ CACHEDARRAYS_INLINE void Runtime::collect() {
   std::lock_guard guard(mutex_);
   if (trace_ != nullptr) trace_->record({.kind = TraceKind::collect});
   policy_->collect();
+  manager_.poll_copies();
 }
 
 CACHEDARRAYS_INLINE Stats Runtime::stats() const {

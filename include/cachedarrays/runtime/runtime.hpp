@@ -31,8 +31,10 @@ class PinnedKernel;
 class Runtime {
  public:
   // Reserves every device now. Without a policy, first-touch is used
-  // (fastest device with room; never moves).
-  explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr);
+  // (fastest device with room; never moves). `mover` configures the
+  // threads that make the policy's asynchronous copies.
+  explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr,
+                   MoverOptions mover = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -1,0 +1,84 @@
+// Implementation of mover.hpp (header-only mode includes it from there; the
+// compiled library from src/manager/manager.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/manager/mover.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/emulation.hpp"
+
+namespace cachedarrays {
+
+CACHEDARRAYS_INLINE Mover::Mover(MoverOptions options) : options_(std::move(options)) {
+  if (options_.threads == 0) {
+    throw invalid_argument("cachedarrays: a mover needs at least 1 thread (MoverOptions::threads = 0 given)");
+  }
+}
+
+CACHEDARRAYS_INLINE Mover::~Mover() {
+  // The threads drain the queue before they look at the stop request.
+  for (std::jthread& t : threads_) t.request_stop();
+  queued_.notify_all();
+  threads_.clear();  // joins
+}
+
+CACHEDARRAYS_INLINE void Mover::submit(std::shared_ptr<detail::CopyState> state) {
+  {
+    std::lock_guard guard(mutex_);
+    queue_.push_back(std::move(state));
+    // Threads start with the first copy: a program that never copies
+    // asynchronously never pays for them.
+    while (threads_.size() < options_.threads) {
+      threads_.emplace_back([this](std::stop_token stop) { run(stop); });
+    }
+  }
+  queued_.notify_one();
+}
+
+CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
+  for (;;) {
+    std::shared_ptr<detail::CopyState> state;
+    {
+      std::unique_lock lock(mutex_);
+      queued_.wait(lock, [&] { return !queue_.empty() || stop.stop_requested(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to copy
+      state = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr failure;
+    try {
+      copy(*state, options_);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    state->complete(std::move(failure));
+  }
+}
+
+CACHEDARRAYS_INLINE void Mover::copy(detail::CopyState& state, const MoverOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.before_copy) options.before_copy(state.bytes);
+  // One thread per copy: the mover runs beside the compute threads and must
+  // not take their cores for a parallel copy.
+  if (state.dst != nullptr) {
+    detail::copy_bytes(state.dst, state.src, state.bytes, state.where, {.max_threads = 1});
+  }
+  const auto spent = [&] { return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count(); };
+  double held = 0;
+  if (state.least_ns > spent()) {
+    held = state.least_ns - spent();
+    emulation::wait_ns(held);
+  }
+  if (state.after_ns > 0) {
+    emulation::wait_ns(state.after_ns);
+    held += state.after_ns;
+  }
+  state.emulated_wait_ns = static_cast<std::uint64_t>(held);
+  state.busy_ns = static_cast<std::uint64_t>(spent());
+}
+
+}  // namespace cachedarrays

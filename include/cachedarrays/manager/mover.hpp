@@ -1,0 +1,65 @@
+// The asynchronous mover (DESIGN.md "What is known ahead"): threads beside
+// the compute threads that make the copies DataManager::copyto_async
+// queues, so that a prefetch or a write-back overlaps the kernels instead of
+// sitting on the critical path. Copies run in the order they were queued
+// (one thread: strictly; several: started in that order).
+//
+// When a copy touches an emulated device, the mover thread also waits out
+// the time that device's bandwidth adds: the compute threads only wait when
+// they need the copy's bytes (at its fence).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "cachedarrays/manager/fence.hpp"
+
+namespace cachedarrays {
+
+struct MoverOptions {
+  // Threads making asynchronous copies; they start with the first copy.
+  unsigned threads = 1;
+  // Called on a mover thread before each copy with its size; whatever it
+  // throws fails that copy (the failure surfaces at the copy's fence). Tests
+  // inject failing copies with it; leave it empty otherwise.
+  std::function<void(std::uint64_t bytes)> before_copy;
+};
+
+class Mover {
+ public:
+  // Throws invalid_argument for 0 threads.
+  explicit Mover(MoverOptions options = {});
+  // Finishes every queued copy, then stops the threads.
+  ~Mover();
+  Mover(const Mover&) = delete;
+  Mover& operator=(const Mover&) = delete;
+
+  // Queues the copy `state` describes; its fence completes when it is made.
+  void submit(std::shared_ptr<detail::CopyState> state);
+  [[nodiscard]] const MoverOptions& options() const noexcept { return options_; }
+
+ private:
+  void run(std::stop_token stop);
+  static void copy(detail::CopyState& state, const MoverOptions& options);
+
+  MoverOptions options_;
+  std::mutex mutex_;
+  std::condition_variable_any queued_;
+  std::deque<std::shared_ptr<detail::CopyState>> queue_;
+  std::vector<std::jthread> threads_;  // last: they stop before the queue goes
+};
+
+}  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/manager/mover-inl.hpp"
+#endif

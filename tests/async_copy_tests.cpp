@@ -1,0 +1,321 @@
+// Asynchronous copies and their fences (DataManager::copyto_async, the
+// Mover): invariant 7 of DESIGN.md — a region a copy in flight reads or
+// writes is not freed, moved or read as a valid copy until the copy is done,
+// an access waits for it and never sees half a copy — and a failed copy
+// loses nothing. Copies are held in flight deterministically by a
+// MoverOptions::before_copy gate, never by sleeping.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+using test::two_tiers;
+
+namespace {
+
+constexpr ca::DeviceId fast = 0;
+constexpr ca::DeviceId slow = 1;
+
+// Holds every copy on the mover thread until opened; counts the copies
+// that reached it.
+class Gate {
+ public:
+  ca::MoverOptions options(unsigned threads = 1) {
+    ca::MoverOptions o;
+    o.threads = threads;
+    o.before_copy = [this](std::uint64_t) {
+      std::unique_lock lock(mutex_);
+      ++arrived_;
+      arrived_cv_.notify_all();
+      open_cv_.wait(lock, [&] { return open_; });
+    };
+    return o;
+  }
+  void open() {
+    {
+      std::lock_guard guard(mutex_);
+      open_ = true;
+    }
+    open_cv_.notify_all();
+  }
+  // Blocks until `n` copies have reached the gate (so they are in flight).
+  void wait_arrived(int n) {
+    std::unique_lock lock(mutex_);
+    arrived_cv_.wait(lock, [&] { return arrived_ >= n; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable open_cv_;
+  std::condition_variable arrived_cv_;
+  bool open_ = false;
+  int arrived_ = 0;
+};
+
+// The object's primary on `from`, a fresh region for it on `to`, linked.
+ca::Region& linked_region(ca::DataManager& dm, ca::Object& object, ca::DeviceId to) {
+  ca::Region* region = dm.allocate(to, object.bytes());
+  REQUIRE(region != nullptr);
+  dm.link(*dm.getprimary(object), *region);
+  return *region;
+}
+
+}  // namespace
+
+TEST_CASE("async copy: the fence completes, the copy is whole and valid, and the stats count it") {
+  ca::DataManager dm(two_tiers(1 << 20, 8 << 20));
+  ca::Object& o = test::make_object(dm, slow, 256 * 1024, 7);
+  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
+  fence.wait();
+  CHECK(fence.ready());
+  CHECK(!dm.in_flight(dst));
+  dm.poll_copies();
+  CHECK(dm.isvalid(dst));
+  CHECK(test::holds(dm.pointer(dst), o.bytes(), 7));
+  dm.setprimary(o, dst);
+  CHECK(dm.device(*dm.getprimary(o)) == fast);
+  dm.check_invariants(/*verify_contents=*/true);
+  const ca::Stats& s = dm.stats();
+  CHECK(s.async.copies == 1);
+  CHECK(s.async.bytes == 256 * 1024);
+  CHECK(s.async.failures == 0);
+  CHECK(s.bytes_copied[slow][fast] == 256 * 1024);
+}
+
+TEST_CASE("async copy: a destination in flight is not a valid copy; setprimary waits for it") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options());
+  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 11);
+  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
+  gate.wait_arrived(1);
+  CHECK(dm.in_flight(dst));
+  CHECK(dm.in_flight(*dm.getprimary(o)));
+  CHECK(!fence.ready());
+  CHECK(!dm.isvalid(dst));
+  dm.poll_copies();  // not finished: nothing to apply
+  CHECK(dm.in_flight(dst));
+  dm.check_invariants();
+
+  std::thread opener([&] { gate.open(); });
+  dm.setprimary(o, dst);  // waits for the copy, then switches
+  opener.join();
+  CHECK(fence.ready());
+  CHECK(dm.getprimary(o) == &dst);
+  CHECK(test::object_holds(dm, o, 11));
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a write access waits for a copy reading the primary and never tears it") {
+  ca::DataManager* manager = nullptr;
+  ca::Object* object = nullptr;
+  std::atomic<bool> writer_started{false};
+  ca::MoverOptions options;
+  // The copy starts only once the writer is about to pin: without the wait
+  // in pin(), the writer would overwrite the primary while it is copied.
+  options.before_copy = [&](std::uint64_t) {
+    while (!writer_started.load()) std::this_thread::yield();
+  };
+  ca::DataManager dm(two_tiers(16 << 20, 32 << 20), options);
+  manager = &dm;
+  ca::Object& o = test::make_object(dm, fast, 8 << 20, 3);
+  object = &o;
+  ca::Region& backup = linked_region(dm, o, slow);
+  ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o));
+
+  bool ready_when_pinned = false;
+  std::thread writer([&] {
+    writer_started.store(true);
+    manager->pin(*object, ca::Access::write);
+    ready_when_pinned = fence.ready();
+    test::fill(manager->pointer(*manager->getprimary(*object)), object->bytes(), 4);
+    ca::DataManager::unpin(*object, ca::Access::write);
+  });
+  writer.join();
+  CHECK(ready_when_pinned);
+  dm.poll_copies();
+  // The copy holds the contents from before the write, whole; it is stale now.
+  CHECK(test::holds(dm.pointer(backup), o.bytes(), 3));
+  CHECK(!dm.isvalid(backup));
+  CHECK(test::object_holds(dm, o, 4));
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a read access runs beside a copy reading the same primary") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options());
+  ca::Object& o = test::make_object(dm, fast, 64 * 1024, 5);
+  ca::Region& backup = linked_region(dm, o, slow);
+  ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o));
+  gate.wait_arrived(1);
+  dm.pin(o, ca::Access::read);  // would deadlock if it waited: the gate is shut
+  CHECK(!fence.ready());
+  CHECK(test::object_holds(dm, o, 5));
+  ca::DataManager::unpin(o, ca::Access::read);
+  gate.open();
+  fence.wait();
+  dm.poll_copies();
+  CHECK(dm.isvalid(backup));
+}
+
+TEST_CASE("async copy: destroying or freeing regions in flight waits for the copy first") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options());
+  ca::Object& o = test::make_object(dm, slow, 128 * 1024, 9);
+  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
+  gate.wait_arrived(1);
+  std::thread opener([&] { gate.open(); });
+  dm.destroy(o);  // both regions are in flight; they go only after the copy
+  opener.join();
+  CHECK(fence.ready());
+  CHECK(dm.usage(fast).live_regions == 0);
+  CHECK(dm.usage(slow).live_regions == 0);
+  dm.check_invariants();
+  CHECK(dm.stats().async.copies == 1);
+
+  // A free-standing destination freed in flight.
+  ca::Object& p = test::make_object(dm, slow, 4096, 1);
+  ca::Region* loose = dm.allocate(fast, 4096);
+  REQUIRE(loose != nullptr);
+  ca::Fence second = dm.copyto_async(*loose, *dm.getprimary(p));
+  dm.free(*loose);
+  CHECK(second.ready());
+  dm.check_invariants();
+}
+
+TEST_CASE("async copy: a failed copy surfaces at its fence and loses nothing") {
+  std::atomic<int> fail_next{1};
+  ca::MoverOptions options;
+  options.before_copy = [&](std::uint64_t) {
+    if (fail_next.fetch_sub(1) > 0) throw std::runtime_error("injected copy failure");
+  };
+  ca::DataManager dm(two_tiers(), options);
+  ca::Object& o = test::make_object(dm, slow, 32 * 1024, 21);
+  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
+  CHECK_THROWS_WITH_AS(fence.wait(), "injected copy failure", std::runtime_error);
+  CHECK_THROWS_WITH_AS(dm.setprimary(o, dst), "injected copy failure", std::runtime_error);
+  CHECK(dm.device(*dm.getprimary(o)) == slow);  // the primary never moved
+  CHECK(test::object_holds(dm, o, 21));
+  CHECK(!dm.isvalid(dst));
+  CHECK(dm.stats().async.failures == 1);
+  CHECK(dm.stats().async.copies == 0);
+  dm.check_invariants(true);
+
+  // The next copy into the same region succeeds.
+  dm.copyto_async(dst, *dm.getprimary(o)).wait();
+  dm.setprimary(o, dst);
+  CHECK(test::object_holds(dm, o, 21));
+  CHECK(dm.stats().async.copies == 1);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: refused into a primary, between a region and itself, or of different sizes") {
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, slow, 4096, 2);
+  ca::Region* other = dm.allocate(fast, 4096);
+  ca::Region* small = dm.allocate(fast, 1024);
+  REQUIRE(other != nullptr);
+  REQUIRE(small != nullptr);
+  CHECK_THROWS_AS(dm.copyto_async(*dm.getprimary(o), *other), ca::invalid_operation);
+  CHECK_THROWS_AS(dm.copyto_async(*other, *other), ca::invalid_operation);
+  CHECK_THROWS_AS(dm.copyto_async(*small, *dm.getprimary(o)), ca::invalid_operation);
+  CHECK(dm.stats().async.copies == 0);
+  CHECK(dm.stats().copies[slow][fast] == 0);
+  CHECK(test::object_holds(dm, o, 2));
+  ca::MoverOptions none;
+  none.threads = 0;
+  CHECK_THROWS_AS(ca::Mover{none}, ca::invalid_argument);
+  CHECK_THROWS_AS(ca::DataManager(two_tiers(), none), ca::invalid_argument);
+}
+
+TEST_CASE("async copy: several mover threads make many copies, each whole") {
+  ca::MoverOptions options;
+  options.threads = 3;
+  ca::DataManager dm(two_tiers(4 << 20, 8 << 20), options);
+  std::vector<ca::Object*> objects;
+  std::vector<ca::Fence> fences;
+  for (std::uint64_t i = 0; i < 24; ++i) {
+    ca::Object& o = test::make_object(dm, slow, 64 * 1024 + 64 * i, 100 + i);
+    objects.push_back(&o);
+    fences.push_back(dm.copyto_async(linked_region(dm, o, fast), *dm.getprimary(o)));
+  }
+  dm.finish_copies();
+  for (const ca::Fence& f : fences) CHECK(f.ready());
+  for (std::uint64_t i = 0; i < objects.size(); ++i) {
+    ca::Object& o = *objects[i];
+    dm.setprimary(o, *dm.getlinked(*dm.getprimary(o), fast));
+    CHECK(test::object_holds(dm, o, 100 + i));
+  }
+  CHECK(dm.stats().async.copies == 24);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a manager destroyed with copies queued finishes them first") {
+  Gate gate;
+  auto dm = std::make_unique<ca::DataManager>(two_tiers(), gate.options());
+  ca::Object& o = test::make_object(*dm, slow, 64 * 1024, 8);
+  ca::Fence fence = dm->copyto_async(linked_region(*dm, o, fast), *dm->getprimary(o));
+  gate.wait_arrived(1);
+  std::thread opener([&] { gate.open(); });
+  dm.reset();  // waits for the mover; the heaps outlive the copy
+  opener.join();
+  CHECK(fence.ready());
+}
+
+TEST_CASE("async copy: with an emulated slow tier the mover, not the caller, waits out its bandwidth") {
+  const double dram = 10.0;  // GB/s: 1 MiB at 1 GB/s is about a millisecond
+  std::vector<ca::DeviceSpec> devices = two_tiers(2 << 20, 8 << 20);
+  devices[1].emulation = test::emulation_profile(1.0, 1.0, 0, dram, dram);
+  ca::DataManager dm(devices);
+  ca::Object& o = test::make_object(dm, slow, 1 << 20, 13);
+  ca::Region& dst = linked_region(dm, o, fast);
+  dm.copyto_async(dst, *dm.getprimary(o)).wait();
+  dm.poll_copies();
+  const ca::Stats& s = dm.stats();
+  CHECK(s.async.emulated_wait_ns > 0);
+  CHECK(s.async.busy_ns >= s.async.emulated_wait_ns);
+  CHECK(s.emulated_copy_wait_ns == 0);  // the synchronous counter: the caller's own waits
+  CHECK(test::holds(dm.pointer(dst), o.bytes(), 13));
+}
+
+TEST_CASE("async copy: virtual heaps complete at once and count the traffic") {
+  ca::DataManager dm({ca::virtual_device(1 << 20), ca::virtual_device(1 << 24)});
+  ca::Object& o = dm.create_object(4096);
+  ca::Region* primary = dm.allocate(slow, 4096);
+  dm.setprimary(o, *primary);
+  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Fence fence = dm.copyto_async(dst, *primary);
+  CHECK(fence.ready());
+  dm.setprimary(o, dst);
+  CHECK(dm.stats().async.copies == 1);
+  CHECK(dm.stats().bytes_copied[slow][fast] == 4096);
+}
+
+TEST_CASE("async copy: a trace marks asynchronous copies") {
+  ca::DataManager dm(two_tiers());
+  ca::Trace trace;
+  dm.set_trace(&trace);
+  ca::Object& o = test::make_object(dm, slow, 4096, 1);
+  ca::Region& dst = linked_region(dm, o, fast);
+  dm.copyto(dst, *dm.getprimary(o));
+  dm.copyto_async(dst, *dm.getprimary(o)).wait();
+  int sync = 0;
+  int async = 0;
+  for (const ca::TraceEvent& e : trace.events()) {
+    if (e.kind != ca::TraceKind::copy) continue;
+    (e.detail == 1 ? async : sync) += 1;
+  }
+  CHECK(sync == 1);
+  CHECK(async == 1);
+  dm.set_trace(nullptr);
+}

@@ -75,6 +75,12 @@ void Harness::check_object(const ModelObject& m, bool contents) {
       REQUIRE(c.epoch == m.epoch);
       continue;
     }
+    if (dm_.in_flight(*r)) {
+      // Invariant 7: not a valid copy, and not to be read, until it lands.
+      REQUIRE_FALSE(dm_.isvalid(*r));
+      ++counts.async_in_flight_at_check;
+      continue;
+    }
     REQUIRE(dm_.isvalid(*r) == m.valid(d));
     if (m.valid(d)) REQUIRE(c.seed == m.seed);  // the model's own consistency
     // A stale copy keeps the older contents it was given: nothing but a
@@ -96,7 +102,7 @@ void Harness::check_loose(ca::Region* region, const Loose& l, bool contents) {
   REQUIRE(dm_.size(*region) == l.bytes);
   REQUIRE(dm_.isdirty(*region) == l.dirty);
   REQUIRE_FALSE(dm_.isvalid(*region));
-  if (contents && l.seed) {
+  if (contents && l.seed && !dm_.in_flight(*region)) {
     REQUIRE_MESSAGE(first_mismatch(dm_.pointer(*region), l.bytes, *l.seed) == l.bytes,
                     "a free-standing region lost its contents");
   }
@@ -213,9 +219,10 @@ void Harness::run(std::uint64_t ops) {
     std::uint64_t weight;
     void (Harness::*apply)();
   };
-  std::array<Operation, 23> operations{{
+  std::array<Operation, 24> operations{{
       {"create", 14, &Harness::op_create}, {"write", 9, &Harness::op_write}, {"clean", 2, &Harness::op_clean},
-      {"read", 9, &Harness::op_read}, {"copy_link", 9, &Harness::op_copy_link},
+      {"read", 9, &Harness::op_read}, {"copy_link", 6, &Harness::op_copy_link},
+      {"copy_link_async", 5, &Harness::op_copy_link_async},
       {"setprimary", 5, &Harness::op_setprimary}, {"stale_setprimary", 2, &Harness::op_stale_setprimary},
       {"setprimary_join", 2, &Harness::op_setprimary_join}, {"evict_down", 4, &Harness::op_evict_down},
       {"evict_up", 2, &Harness::op_evict_up}, {"prefetch", 8, &Harness::op_prefetch},

@@ -2,7 +2,8 @@
 // mimalloc test/test-stress.c): a long random sequence of the paper's
 // operations — placement, writes, copies and links, setprimary, Listing 1
 // `evict`, Listing 2 `prefetch`, evictfrom with moving or declining
-// callbacks, defrag, pins, destroy, and calls that must be refused — over a
+// callbacks, defrag, pins, destroy, asynchronous copies left in flight
+// across the following operations, and calls that must be refused — over a
 // small DRAM heap that fills up often and a larger DAX heap. A model knows,
 // for every object, where each of its regions is, which pattern its contents
 // hold, which copies are valid and which are dirty. After every operation
@@ -189,6 +190,7 @@ class Harness {
   void op_clean();
   void op_read();
   void op_copy_link();
+  void op_copy_link_async();
   void op_setprimary();
   void op_stale_setprimary();
   void op_setprimary_join();
@@ -233,7 +235,7 @@ class Harness {
     std::uint64_t creates = 0, failed_creates = 0, evicts = 0, evicts_refused = 0, prefetches = 0,
                   prefetch_room = 0, evictfrom_cleared = 0, evictfrom_declined = 0, defrags = 0,
                   defrag_moves = 0, pinned_refusals = 0, expected_errors = 0, destroys = 0,
-                  relinks = 0, relinked_valid = 0;
+                  relinks = 0, relinked_valid = 0, async_copies = 0, async_in_flight_at_check = 0;
   } counts;
 };
 

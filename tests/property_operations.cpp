@@ -101,6 +101,27 @@ void Harness::op_copy_link() {
   touch(*m);
 }
 
+// The same with copyto_async, left in flight: whatever operation comes next
+// must wait for it where it needs the bytes (invariant 7), and the model
+// counts the copy as valid, as it will be once it lands.
+void Harness::op_copy_link_async() {
+  ModelObject* m = pick();
+  if (m == nullptr) return;
+  const ca::DeviceId e = 1 - m->primary;
+  ca::Region& p = primary(*m);
+  ca::Region* r = dm_.getlinked(p, e);
+  if (r == nullptr) {
+    r = dm_.allocate(e, m->bytes);
+    if (r == nullptr) return;
+    dm_.link(p, *r);
+  }
+  // The fence is dropped: the manager keeps the copy's state.
+  (void)dm_.copyto_async(*r, p);
+  m->copies[e] = {true, m->epoch, m->seed, false};
+  ++counts.async_copies;
+  touch(*m);
+}
+
 void Harness::op_setprimary() {
   ModelObject* m = pick([](const ModelObject& x) { return x.valid(1 - x.primary); });
   if (m == nullptr) return;

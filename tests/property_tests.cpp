@@ -31,7 +31,9 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
                   << " made room), evictfrom " << c.evictfrom_cleared << " cleared / " << c.evictfrom_declined
                   << " declined, " << c.defrags << " defrags moving " << c.defrag_moves << " regions, "
                   << c.relinks << " relinks (" << c.relinked_valid << " valid again), " << c.pinned_refusals
-                  << " pinned refusals, " << c.expected_errors << " expected errors; allocations that found "
+                  << " pinned refusals, " << c.expected_errors << " expected errors, " << c.async_copies
+                  << " asynchronous copies (" << c.async_in_flight_at_check << " seen in flight by a check, "
+                  << stats.async.fence_waits << " waited for); allocations that found "
                   << "the heap full: fast " << stats.devices[fast].failed_allocations << " of "
                   << stats.devices[fast].allocations + stats.devices[fast].failed_allocations << ", slow "
                   << stats.devices[slow].failed_allocations << " of "
@@ -45,6 +47,8 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
     CHECK(c.relinked_valid > 0);
     CHECK(c.pinned_refusals > 0);
     CHECK(c.failed_creates > 0);
+    CHECK(c.async_copies > 0);
+    CHECK(stats.async.copies + stats.async.fence_waits > 0);
     CHECK(stats.devices[fast].failed_allocations > 0);
   }
 }

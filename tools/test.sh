@@ -3,7 +3,7 @@
 #  1. a warnings-as-errors build of everything, and every ctest test
 #     (unit, property, stress, examples, install/consumer);
 #  2. the suite again under AddressSanitizer and UndefinedBehaviorSanitizer;
-#  3. the multi-threaded tests under ThreadSanitizer.
+#  3. the multi-threaded tests (stress, asynchronous copies) under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -30,4 +30,4 @@ echo "== thread sanitizer (multi-threaded tests)"
 run_build build-thread -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCACHEDARRAYS_SANITIZE=thread \
   -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_EXAMPLES=OFF
 TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp halt_on_error=1" \
-  ctest --test-dir build-thread --output-on-failure -j"$jobs" -R 'stress|thread'
+  ctest --test-dir build-thread --output-on-failure -j"$jobs" -R 'stress|thread|async'

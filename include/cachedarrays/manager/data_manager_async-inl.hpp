@@ -30,12 +30,11 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   copy->bytes = src.bytes_;
   copy->dst_region = &dst;
   copy->src_region = &src;
-  // Not a valid copy before it lands (invariant 7); then the source's
-  // version, unless the source was being written and the copy may be torn
-  // (invariant 4).
+  // The source's version, unless the source was being written and the copy
+  // may be torn (invariant 4); isvalid() says no until the copy has landed
+  // (invariant 7), and a failed copy resets it.
   const bool torn = src.parent_ != nullptr && src.parent_->being_written();
-  copy->dst_version = torn ? 0 : src.version_;
-  dst.version_ = 0;
+  dst.version_ = torn ? 0 : src.version_;
   dst.dirty_ = false;
 
   const auto& to = heap(dst.device_);
@@ -94,11 +93,11 @@ CACHEDARRAYS_INLINE void DataManager::apply(detail::CopyState& copy) {
   stats_.async.busy_ns += copy.busy_ns;
   stats_.async.emulated_wait_ns += copy.emulated_wait_ns;
   if (copy.error != nullptr) {
-    ++stats_.async.failures;  // dst keeps version 0: never a valid copy
+    ++stats_.async.failures;
+    copy.dst_region->version_ = 0;  // never a valid copy
   } else {
     ++stats_.async.copies;
     stats_.async.bytes += copy.bytes;
-    copy.dst_region->version_ = copy.dst_version;
   }
   if (copy.dst_region->copy_.get() == &copy) copy.dst_region->copy_.reset();
   if (copy.src_region->copy_.get() == &copy) copy.src_region->copy_.reset();

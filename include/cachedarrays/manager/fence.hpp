@@ -42,7 +42,6 @@ struct CopyState {
   // The manager's bookkeeping (read and written only under its lock).
   Region* dst_region = nullptr;
   const Region* src_region = nullptr;
-  std::uint64_t dst_version = 0;  // what the destination holds once complete
   bool settled = false;           // the manager has applied the outcome
 
   // Set by the mover thread.

@@ -273,11 +273,13 @@ TEST_CASE("async copy: a manager destroyed with copies queued finishes them firs
 }
 
 TEST_CASE("async copy: with an emulated slow tier the mover, not the caller, waits out its bandwidth") {
-  const double dram = 10.0;  // GB/s: 1 MiB at 1 GB/s is about a millisecond
+  // 64 KiB at 0.01 GB/s take 6.5 ms: far longer than the copy itself, even
+  // in a sanitizer build, so the mover always has emulated time to wait.
+  const double dram = 10.0;
   std::vector<ca::DeviceSpec> devices = two_tiers(2 << 20, 8 << 20);
-  devices[1].emulation = test::emulation_profile(1.0, 1.0, 0, dram, dram);
+  devices[1].emulation = test::emulation_profile(0.01, 0.01, 0, dram, dram);
   ca::DataManager dm(devices);
-  ca::Object& o = test::make_object(dm, slow, 1 << 20, 13);
+  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 13);
   ca::Region& dst = linked_region(dm, o, fast);
   dm.copyto_async(dst, *dm.getprimary(o)).wait();
   dm.poll_copies();
@@ -318,4 +320,35 @@ TEST_CASE("async copy: a trace marks asynchronous copies") {
   CHECK(sync == 1);
   CHECK(async == 1);
   dm.set_trace(nullptr);
+}
+
+TEST_CASE("async copy: the paper's moves use a copy issued ahead instead of copying again") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options());
+  // Listing 2 with a prefetch in flight: it waits for it and promotes it.
+  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 31);
+  ca::Region& ahead = linked_region(dm, o, fast);
+  (void)dm.copyto_async(ahead, *dm.getprimary(o));
+  gate.wait_arrived(1);
+  std::thread opener([&] { gate.open(); });
+  CHECK(ca::policy::prefetch(dm, o, fast, slow));
+  opener.join();
+  CHECK(dm.getprimary(o) == &ahead);
+  CHECK(test::object_holds(dm, o, 31));
+  CHECK(dm.stats().copies[slow][fast] == 1);
+
+  // Listing 1 with a write-back in flight: it lands, and the eviction needs
+  // no copy of its own.
+  dm.pin(o, ca::Access::write);  // dirty, as a kernel's write leaves it
+  test::fill(dm.pointer(*dm.getprimary(o)), o.bytes(), 32);
+  ca::DataManager::unpin(o, ca::Access::write);
+  (void)dm.copyto_async(*dm.getlinked(*dm.getprimary(o), slow), *dm.getprimary(o));
+  const ca::policy::EvictOutcome out = ca::policy::evict(dm, o, fast, slow);
+  CHECK(out.moved);
+  CHECK_FALSE(out.wrote_back);
+  CHECK(dm.device(*dm.getprimary(o)) == slow);
+  CHECK(test::object_holds(dm, o, 32));
+  CHECK(dm.stats().copies[fast][slow] == 1);
+  CHECK(dm.stats().async.copies == 2);
+  dm.check_invariants(true);
 }

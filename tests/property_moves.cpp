@@ -12,13 +12,14 @@ namespace property {
 
 // Listing 1 through policy::evict, with its outcome predicted by the model:
 // it moves when the primary is on `from` and `to` has a linked region or a
-// hole, and writes back unless a clean primary has a valid copy there.
+// hole, and writes back unless `to` holds a valid copy (also of a dirty
+// primary, copied since its last write).
 bool Harness::do_evict(ModelObject& m, ca::DeviceId from, ca::DeviceId to) {
   const Copy& y = m.copies[to];
   const bool allocated = !y.present;
   const bool movable = m.primary == from && !m.object->pinned() &&
                        (!allocated || dm_.usage(to).largest_free_block >= round_up(m.bytes));
-  const bool write_back = m.copies[from].dirty || allocated || !m.valid(to);
+  const bool write_back = allocated || !m.valid(to);
   const ca::policy::EvictOutcome out = ca::policy::evict(dm_, *m.object, from, to);
   REQUIRE(out.moved == movable);
   if (!out.moved) return false;

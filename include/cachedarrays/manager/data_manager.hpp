@@ -117,6 +117,10 @@ class DataManager {
   Fence copyto_async(Region& dst, const Region& src);
   // True while an asynchronous copy reads or writes `region`.
   [[nodiscard]] bool in_flight(const Region& region) const noexcept;
+  // Waits for the asynchronous copy reading or writing `region` (if any)
+  // and applies its outcome; when `region` is that copy's destination, its
+  // failure is rethrown here. The time waited counts as a fence wait.
+  void wait_for_copy(const Region& region);
   // Waits for every asynchronous copy and applies its outcome (a failed one
   // is counted, not thrown: its fence holds the failure).
   void finish_copies();

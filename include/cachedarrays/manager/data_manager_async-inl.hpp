@@ -75,6 +75,11 @@ CACHEDARRAYS_INLINE bool DataManager::in_flight(const Region& region) const noex
   return region.copy_ != nullptr && !region.copy_->done.load(std::memory_order_acquire);
 }
 
+CACHEDARRAYS_INLINE void DataManager::wait_for_copy(const Region& region) {
+  check_region(region, "wait_for_copy");
+  settle(region, /*rethrow=*/true);
+}
+
 CACHEDARRAYS_INLINE void DataManager::settle(const Region& region, bool rethrow) {
   if (region.copy_ == nullptr) return;
   const std::shared_ptr<detail::CopyState> copy = region.copy_;  // apply() clears region.copy_

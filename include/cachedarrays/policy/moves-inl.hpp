@@ -17,9 +17,14 @@ CACHEDARRAYS_INLINE EvictOutcome evict(DataManager& dm, Object& object, DeviceId
     y = dm.allocate(slow, dm.size(*x));
     if (y == nullptr) return {};
   }
+  // A write-back issued ahead (copyto_async) is let land rather than made
+  // again.
+  if (!allocated && dm.in_flight(*y)) dm.wait_for_copy(*y);
   // Lines 11-13: a clean fast copy of a linked slow region needs no
-  // write-back; a valid slow copy is exactly that.
-  const bool write_back = dm.isdirty(*x) || allocated || !dm.isvalid(*y);
+  // write-back. The paper asks isdirty(x); a valid slow copy is the exact
+  // form of that question, and it also holds when a dirty primary was
+  // written back ahead (copyto_async) since its last write.
+  const bool write_back = allocated || !dm.isvalid(*y);
   if (write_back) dm.copyto(*y, *x);
   dm.setprimary(object, *y);                                // line 14
   if (!allocated) dm.unlink(*x, *y);                        // lines 15-17
@@ -46,7 +51,9 @@ CACHEDARRAYS_INLINE bool prefetch(DataManager& dm, Object& object, DeviceId fast
   if (object.pinned()) return false;  // an open access: its primary must stay
   if (Region* existing = dm.getlinked(*x, fast)) {
     // A fast secondary already exists (a policy made slow the primary
-    // without dropping it): promote it if it is still a valid copy.
+    // without dropping it, or issued this prefetch ahead with copyto_async
+    // and it may still be in flight): promote it if it is a valid copy.
+    if (dm.in_flight(*existing)) dm.wait_for_copy(*existing);
     if (dm.isvalid(*existing)) {
       dm.setprimary(object, *existing);
       return true;

@@ -55,6 +55,7 @@ std::vector<float> train(const nn::ModelConfig& config, const std::string& polic
     CHECK(s.objects_created - s.objects_destroyed <= trainer.persistent_tensors() + 1);
   }
   rt.manager().check_invariants(true);
+  CHECK(rt.iteration() == static_cast<std::uint64_t>(iterations));  // each step begins an iteration
   return losses;
 }
 

@@ -116,6 +116,7 @@ void Trainer::initialise_parameters(std::uint64_t seed) {
 }
 
 float Trainer::step(std::span<const float> images, std::span<const float> labels) {
+  if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
   const ValueId image_id = graph_.values_with_role(ValueRole::input).front();
   const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
   Tensor x = ctx_.make_plain(graph_.value(image_id).dims);

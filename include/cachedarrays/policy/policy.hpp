@@ -11,11 +11,23 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "cachedarrays/manager/data_manager.hpp"
 
 namespace cachedarrays::policy {
+
+// A kernel at one of its boundaries (DESIGN.md "What is known ahead"): its
+// position among the kernels of the current iteration (scoped read()/
+// write() accesses count as kernels), and its arguments, every one of them
+// already hinted and pinned.
+struct KernelPoint {
+  std::uint64_t iteration = 0;  // Runtime::begin_iteration calls so far (0: before the first)
+  std::uint64_t index = 0;      // kernels begun in this iteration before this one
+  std::span<Object* const> objects;
+  std::span<const Access> accesses;
+};
 
 class Policy {
  public:
@@ -48,6 +60,17 @@ class Policy {
   // A point where deferred work may run: end of an iteration, or memory
   // pressure detected.
   virtual void collect() {}
+
+  // Program position, for policies that plan ahead. An iteration begins
+  // (Runtime::begin_iteration; the nn trainer calls it at every step).
+  virtual void on_iteration_begin(std::uint64_t /*iteration*/) {}
+  // A kernel's arguments are hinted and pinned and it is about to run: the
+  // moment to start copies for the kernels after it (they cannot evict its
+  // arguments). Throwing fails the kernel, whose arguments are unpinned.
+  virtual void on_kernel_begin(const KernelPoint& /*kernel*/) {}
+  // The kernel ran to its end (its arguments are still pinned). Scoped
+  // read()/write() accesses and kernels that threw have no end.
+  virtual void on_kernel_end(const KernelPoint& /*kernel*/) {}
 
  protected:
   [[nodiscard]] DataManager& manager() const { return *manager_; }

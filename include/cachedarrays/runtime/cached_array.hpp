@@ -53,7 +53,7 @@ class ScopedAccess {
   ScopedAccess(Runtime& runtime, Object& object, std::size_t count) : object_(&object) {
     Access access = A;
     std::byte* data = nullptr;
-    runtime.acquire_all(&object_, &access, &data, 1, scoped_access_kernel(A));
+    (void)runtime.acquire_all(&object_, &access, &data, 1, scoped_access_kernel(A));
     span_ = {reinterpret_cast<element_type*>(data), count};
   }
 

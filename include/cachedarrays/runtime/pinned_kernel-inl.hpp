@@ -18,13 +18,13 @@ CACHEDARRAYS_INLINE PinnedKernel::PinnedKernel(Runtime& runtime, const char* nam
                            std::to_string(objects.size()) + " objects, " + std::to_string(accesses.size()) +
                            " accesses and " + std::to_string(data.size()) + " data slots; give one of each per argument");
   }
-  runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name);
+  index_ = runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name);
 }
 
 CACHEDARRAYS_INLINE PinnedKernel::~PinnedKernel() {
   for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
 }
 
-CACHEDARRAYS_INLINE void PinnedKernel::finish() { runtime_.end_kernel(name_); }
+CACHEDARRAYS_INLINE void PinnedKernel::finish() { runtime_.end_kernel(name_, index_, objects_, accesses_); }
 
 }  // namespace cachedarrays

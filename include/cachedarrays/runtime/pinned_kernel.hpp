@@ -40,6 +40,7 @@ class PinnedKernel {
   const char* name_;
   std::span<Object* const> objects_;
   std::span<const Access> accesses_;
+  std::uint64_t index_ = 0;  // in the iteration (Policy::on_kernel_begin)
 };
 
 }  // namespace cachedarrays

@@ -72,13 +72,32 @@ CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
   return names;
 }
 
-CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel) {
-  if (trace_ == nullptr) return;
+CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
+                                             std::span<const Access> accesses) {
   std::lock_guard guard(mutex_);
+  policy_->on_kernel_end({iteration_, index, objects, accesses});
+  if (trace_ == nullptr) return;
   TraceEvent e;
   e.kind = TraceKind::kernel_end;
   e.name = trace_->intern(kernel);
   trace_->record(e);
+}
+
+CACHEDARRAYS_INLINE void Runtime::begin_iteration() {
+  std::lock_guard guard(mutex_);
+  ++iteration_;
+  kernel_index_ = 0;
+  policy_->on_iteration_begin(iteration_);
+}
+
+CACHEDARRAYS_INLINE std::uint64_t Runtime::iteration() const {
+  std::lock_guard guard(mutex_);
+  return iteration_;
+}
+
+CACHEDARRAYS_INLINE std::uint64_t Runtime::kernels_in_iteration() const {
+  std::lock_guard guard(mutex_);
+  return kernel_index_;
 }
 
 CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
@@ -104,9 +123,10 @@ CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access ac
   return manager_.pointer(*manager_.getprimary(object));
 }
 
-CACHEDARRAYS_INLINE void Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                          const char* kernel) {
+CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
+                                                     std::size_t n, const char* kernel) {
   double emulated_ns = 0;
+  std::uint64_t index = 0;
   {
     std::lock_guard guard(mutex_);
     std::size_t pinned = 0;
@@ -114,6 +134,9 @@ CACHEDARRAYS_INLINE void Runtime::acquire_all(Object* const* objects, const Acce
       // Hint and pin one argument at a time: once pinned, a later argument's
       // hint cannot evict it.
       for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
+      index = kernel_index_;
+      policy_->on_kernel_begin({iteration_, index, std::span(objects, n), std::span(accesses, n)});
+      ++kernel_index_;
     } catch (...) {
       while (pinned > 0) {
         --pinned;
@@ -131,6 +154,7 @@ CACHEDARRAYS_INLINE void Runtime::acquire_all(Object* const* objects, const Acce
     }
   }
   emulation::wait_ns(emulated_ns);
+  return index;
 }
 
 CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ class Runtime {
 
   // Lets the policy run deferred work (paper: end of an iteration).
   void collect();
+  // A new iteration of the program begins: kernels are numbered from 0
+  // again and the policy hears of it (Policy::on_iteration_begin). The nn
+  // trainer calls it at every step; a program of its own calls it at the
+  // top of its loop.
+  void begin_iteration();
+  // Iterations begun so far, and the kernels begun in the current one.
+  [[nodiscard]] std::uint64_t iteration() const;
+  [[nodiscard]] std::uint64_t kernels_in_iteration() const;
 
   // Starts recording every event (see manager/trace.hpp); a new recording
   // replaces the old one. Call before other threads use the runtime.
@@ -92,10 +101,13 @@ class Runtime {
   // one lock acquisition: each is pinned before the next is hinted, so a
   // later hint cannot evict an earlier argument. On an exception every
   // object pinned so far is unpinned again. Traced as kernel `kernel`.
-  void acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                   const char* kernel);
-  // Marks the end of the kernel `acquire_all` began (for the trace).
-  void end_kernel(const char* kernel);
+  // Returns the kernel's index in the iteration (Policy::on_kernel_begin).
+  std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
+                            const char* kernel);
+  // Marks the end of the kernel `acquire_all` began (for the trace and
+  // Policy::on_kernel_end).
+  void end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
+                  std::span<const Access> accesses);
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
@@ -106,6 +118,8 @@ class Runtime {
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<Trace> trace_;
+  std::uint64_t iteration_ = 0;
+  std::uint64_t kernel_index_ = 0;
 };
 
 }  // namespace cachedarrays

@@ -13,7 +13,7 @@ packages=(
   libcli11-dev     # command lines of examples and benchmarks
   libdnnl-dev      # oneDNN: the CNN trainer's kernels
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
-  nlohmann-json3-dev  # JSON output of benchmarks
+  nlohmann-json3-dev  # programs saved as JSON; JSON output of benchmarks
   python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
 )
 

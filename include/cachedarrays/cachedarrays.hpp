@@ -12,6 +12,7 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/plan/program.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 #include "cachedarrays/policy/moves.hpp"

@@ -294,4 +294,16 @@ std::uint64_t measure_footprint(const std::function<Graph()>& build) {
   return runtime.stats().devices[0].peak_extent;
 }
 
+plan::Program dry_run_program(const std::function<Graph()>& build) {
+  Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
+  runtime.start_trace();
+  Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+  for (int i = 0; i < 2; ++i) {  // the training loop: a step, then the end-of-iteration collect
+    (void)trainer.step({}, {});
+    runtime.collect();
+  }
+  runtime.stop_trace();  // before the trainer's tensors are retired: that is not an iteration's doing
+  return plan::Program::from_trace(*runtime.trace(), 2);
+}
+
 }  // namespace cachedarrays::nn

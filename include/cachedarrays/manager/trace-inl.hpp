@@ -25,6 +25,7 @@ CACHEDARRAYS_INLINE const char* to_string(TraceKind kind) noexcept {
     case TraceKind::kernel_begin: return "kernel_begin";
     case TraceKind::kernel_end: return "kernel_end";
     case TraceKind::collect: return "collect";
+    case TraceKind::iteration: return "iteration";
     case TraceKind::allocate: return "allocate";
     case TraceKind::free: return "free";
     case TraceKind::copy: return "copy";
@@ -152,6 +153,7 @@ CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::
       case TraceKind::create:
       case TraceKind::retire:
       case TraceKind::collect:
+      case TraceKind::iteration:
         emit(fmt::format(R"({{"name":"{} #{}","ph":"i","s":"t","pid":1,"tid":2,"ts":{:.3f}}})", to_string(e.kind),
                          e.object, us(e.ns)));
         break;

@@ -27,6 +27,7 @@ enum class TraceKind : std::uint8_t {
   kernel_begin,  // name, args (object, bytes, access, device)
   kernel_end,    // name
   collect,
+  iteration,     // object = the iteration's number (Runtime::begin_iteration)
   // mechanism level
   allocate,      // device, bytes, object (0: free-standing)
   free,          // device, bytes, object

@@ -20,6 +20,7 @@
 
 #include "cachedarrays/nn/context.hpp"
 #include "cachedarrays/nn/graph.hpp"
+#include "cachedarrays/plan/program.hpp"
 
 namespace cachedarrays::nn {
 
@@ -95,5 +96,13 @@ class Trainer {
 // (all-fast fits in exactly this much). `build` makes the graph (graphs are
 // move-only).
 [[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build);
+
+// The program of one training iteration (plan/program.hpp) from a dry run of
+// two iterations on a virtual heap, each a step() and then Runtime::collect()
+// as a training loop runs them: the second, the steady state every later
+// iteration repeats. It equals the program a real run records
+// (Runtime::record_program) from its second iteration on; hand it to a
+// runtime with Runtime::set_program before training.
+[[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build);
 
 }  // namespace cachedarrays::nn

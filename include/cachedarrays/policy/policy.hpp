@@ -11,10 +11,13 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "cachedarrays/manager/data_manager.hpp"
+#include "cachedarrays/plan/program.hpp"
 
 namespace cachedarrays::policy {
 
@@ -25,6 +28,7 @@ namespace cachedarrays::policy {
 struct KernelPoint {
   std::uint64_t iteration = 0;  // Runtime::begin_iteration calls so far (0: before the first)
   std::uint64_t index = 0;      // kernels begun in this iteration before this one
+  std::string_view name;        // the kernel's name ("read()"/"write()" for scoped accesses)
   std::span<Object* const> objects;
   std::span<const Access> accesses;
 };
@@ -61,6 +65,11 @@ class Policy {
   // pressure detected.
   virtual void collect() {}
 
+  // The program of an iteration (plan/program.hpp), for policies that plan
+  // ahead: given by Runtime::set_program, or recorded by
+  // Runtime::record_program once the first iteration has run. It is shared,
+  // so a policy may keep it.
+  virtual void on_program(std::shared_ptr<const plan::Program> /*program*/) {}
   // Program position, for policies that plan ahead. An iteration begins
   // (Runtime::begin_iteration; the nn trainer calls it at every step).
   virtual void on_iteration_begin(std::uint64_t /*iteration*/) {}

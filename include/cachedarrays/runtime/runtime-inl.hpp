@@ -31,7 +31,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     throw;
   }
-  if (placed && trace_ != nullptr) record(TraceKind::create, object);
+  if (placed && recording_ != nullptr) record(TraceKind::create, object);
   if (!placed) {
     // Snapshot the usage before destroying: the message shows what the
     // policy saw. Nothing else changes: every other object stays intact.
@@ -48,7 +48,7 @@ CACHEDARRAYS_INLINE void Runtime::record(TraceKind kind, const Object& object, s
   e.object = object.id();
   e.bytes = object.bytes();
   e.detail = detail;
-  trace_->record(e);
+  recording_->record(e);
 }
 
 CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
@@ -57,13 +57,64 @@ CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
   std::vector<std::uint64_t> occupancy;
   for (const DeviceUsage& u : manager_.usage()) occupancy.push_back(u.bytes_used);
   trace_->set_initial_occupancy(std::move(occupancy));
-  manager_.set_trace(trace_.get());
+  recording_ = trace_.get();
+  manager_.set_trace(recording_);
+  program_recording_.own_trace = false;
   return *trace_;
 }
 
 CACHEDARRAYS_INLINE void Runtime::stop_trace() {
   std::lock_guard guard(mutex_);
+  recording_ = nullptr;
   manager_.set_trace(nullptr);
+}
+
+CACHEDARRAYS_INLINE void Runtime::record_program() {
+  std::lock_guard guard(mutex_);
+  program_recording_ = {.pending = true, .own_trace = recording_ == nullptr};
+  if (program_recording_.own_trace) {
+    trace_ = std::make_unique<Trace>();
+    recording_ = trace_.get();
+    manager_.set_trace(recording_);
+  }
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_program(plan::Program program) {
+  std::lock_guard guard(mutex_);
+  install_program(std::make_shared<const plan::Program>(std::move(program)));
+}
+
+CACHEDARRAYS_INLINE void Runtime::install_program(std::shared_ptr<const plan::Program> program) {
+  program_ = std::move(program);
+  policy_->on_program(program_);
+}
+
+CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() const {
+  std::lock_guard guard(mutex_);
+  return program_;
+}
+
+CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
+  ProgramRecording& r = program_recording_;
+  if (!r.pending || r.first == 0 || iteration_ != r.first + 1 || recording_ == nullptr) return;
+  r.pending = false;
+  std::shared_ptr<const plan::Program> program;
+  try {
+    program = std::make_shared<const plan::Program>(plan::Program::from_trace(*recording_, r.first));
+  } catch (...) {
+    if (r.own_trace) {
+      recording_ = nullptr;
+      manager_.set_trace(nullptr);
+      trace_.reset();
+    }
+    throw;
+  }
+  if (r.own_trace) {  // the trace was only for the program: drop it
+    recording_ = nullptr;
+    manager_.set_trace(nullptr);
+    trace_.reset();
+  }
+  install_program(std::move(program));
 }
 
 CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
@@ -75,18 +126,22 @@ CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
 CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
                                              std::span<const Access> accesses) {
   std::lock_guard guard(mutex_);
-  policy_->on_kernel_end({iteration_, index, objects, accesses});
-  if (trace_ == nullptr) return;
+  policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
+  if (recording_ == nullptr) return;
   TraceEvent e;
   e.kind = TraceKind::kernel_end;
-  e.name = trace_->intern(kernel);
-  trace_->record(e);
+  e.name = recording_->intern(kernel);
+  recording_->record(e);
 }
 
 CACHEDARRAYS_INLINE void Runtime::begin_iteration() {
   std::lock_guard guard(mutex_);
   ++iteration_;
   kernel_index_ = 0;
+  // The program recorded by record_program: its iteration has just ended.
+  finish_program_recording();
+  if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
+  if (recording_ != nullptr) recording_->record({.kind = TraceKind::iteration, .object = iteration_});
   policy_->on_iteration_begin(iteration_);
 }
 
@@ -106,7 +161,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
     return;
   }
   std::lock_guard guard(mutex_);
-  if (trace_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
+  if (recording_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
@@ -135,7 +190,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
       // hint cannot evict it.
       for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
       index = kernel_index_;
-      policy_->on_kernel_begin({iteration_, index, std::span(objects, n), std::span(accesses, n)});
+      policy_->on_kernel_begin({iteration_, index, kernel, std::span(objects, n), std::span(accesses, n)});
       ++kernel_index_;
     } catch (...) {
       while (pinned > 0) {
@@ -144,13 +199,13 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
       }
       throw;
     }
-    if (trace_ != nullptr) {
+    if (recording_ != nullptr) {
       std::vector<TraceArg> args(n);
       for (std::size_t i = 0; i < n; ++i) {
         const Object& o = *objects[i];
         args[i] = {o.id(), o.bytes(), accesses[i] == Access::write, manager_.device(*manager_.getprimary(o))};
       }
-      trace_->record_kernel(kernel, args);
+      recording_->record_kernel(kernel, args);
     }
   }
   emulation::wait_ns(emulated_ns);
@@ -163,13 +218,13 @@ CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
     throw pinned_error("cachedarrays: cannot retire array #" + std::to_string(object.id()) +
                        " while a read()/write() access or kernel on it is open; end that scope first");
   }
-  if (trace_ != nullptr) record(TraceKind::retire, object);
+  if (recording_ != nullptr) record(TraceKind::retire, object);
   policy_->retire(object);
 }
 
 CACHEDARRAYS_INLINE void Runtime::collect() {
   std::lock_guard guard(mutex_);
-  if (trace_ != nullptr) trace_->record({.kind = TraceKind::collect});
+  if (recording_ != nullptr) recording_->record({.kind = TraceKind::collect});
   policy_->collect();
   manager_.poll_copies();
 }

@@ -67,7 +67,21 @@ class Runtime {
   // Starts recording every event (see manager/trace.hpp); a new recording
   // replaces the old one. Call before other threads use the runtime.
   Trace& start_trace();
+  // Stops recording; the recording stays readable through trace().
   void stop_trace();
+
+  // The program of an iteration (plan/program.hpp), for policies that plan
+  // ahead (Policy::on_program). `set_program` gives one (from the nn
+  // trainer's dry run, or loaded from JSON). `record_program` records the
+  // next iteration — from the next begin_iteration() to the one after —
+  // and gives that: the way for a program without a dry run to plan its
+  // later iterations. Call it after the first iteration when that one
+  // differs from the rest (the nn trainer's first creates its scratchpad). It uses the running trace if there is one, else a
+  // trace of its own that it drops once the program is made.
+  void set_program(plan::Program program);
+  void record_program();
+  // The program given or recorded, or null.
+  [[nodiscard]] std::shared_ptr<const plan::Program> program() const;
   // The recording, or null. Read it when no other thread uses the runtime.
   [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }
   // Device names, for trace exports.
@@ -114,10 +128,24 @@ class Runtime {
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
+  void install_program(std::shared_ptr<const plan::Program> program);
+  // At a begin_iteration: hands over the program record_program recorded
+  // once its iteration has ended.
+  void finish_program_recording();
+
+  struct ProgramRecording {
+    bool pending = false;     // record_program() was called and no program made yet
+    bool own_trace = false;   // the trace was started for the program alone
+    std::uint64_t first = 0;  // the iteration recorded (0: not begun yet)
+  };
+
   mutable std::mutex mutex_;
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<Trace> trace_;
+  Trace* recording_ = nullptr;  // trace_ while recording, else null
+  ProgramRecording program_recording_;
+  std::shared_ptr<const plan::Program> program_;
   std::uint64_t iteration_ = 0;
   std::uint64_t kernel_index_ = 0;
 };

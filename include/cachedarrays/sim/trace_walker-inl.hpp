@@ -80,6 +80,7 @@ CACHEDARRAYS_INLINE void TraceWalker::step(const TraceEvent& e) {
     }
     case TraceKind::kernel_end: kernel_end(e); break;
     case TraceKind::collect: target_.collect(); break;
+    case TraceKind::iteration: target_.begin_iteration(); break;
     // The mechanism's own events are what the target's policy re-derives.
     case TraceKind::allocate:
     case TraceKind::free:

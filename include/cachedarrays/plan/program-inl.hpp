@@ -1,0 +1,417 @@
+// Implementation of program.hpp (header-only mode includes it from there; the
+// compiled library from src/plan/plan.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/plan/program.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "cachedarrays/error.hpp"
+
+namespace cachedarrays::plan {
+
+CACHEDARRAYS_INLINE const char* to_string(StepKind kind) noexcept {
+  switch (kind) {
+    case StepKind::create: return "create";
+    case StepKind::retire: return "retire";
+    case StepKind::hint: return "hint";
+    case StepKind::kernel: return "kernel";
+    case StepKind::collect: return "collect";
+  }
+  return "?";
+}
+
+CACHEDARRAYS_INLINE Program::Program(std::vector<ProgramObject> objects, std::vector<ProgramKernel> kernels,
+                                     std::vector<ProgramStep> steps)
+    : objects_(std::move(objects)), kernels_(std::move(kernels)), steps_(std::move(steps)) {
+  validate_and_index();
+}
+
+CACHEDARRAYS_INLINE void Program::validate_and_index() {
+  const auto fail = [](const std::string& what) { throw invalid_argument("cachedarrays: program: " + what); };
+  enum class Life : std::uint8_t { unborn, alive, retired };
+  std::vector<Life> life(objects_.size(), Life::unborn);
+  std::uint64_t live = 0;
+  for (std::size_t i = 0; i < objects_.size(); ++i) {
+    if (objects_[i].bytes == 0) fail("object " + std::to_string(i) + " has 0 bytes; every object has a size");
+    if (objects_[i].persistent) {
+      life[i] = Life::alive;
+      live += objects_[i].bytes;
+    }
+  }
+  uses_.assign(objects_.size(), {});
+  live_bytes_.assign(kernels_.size(), 0);
+  std::uint32_t next_kernel = 0;
+  for (std::size_t s = 0; s < steps_.size(); ++s) {
+    const ProgramStep& step = steps_[s];
+    const std::string where = "step " + std::to_string(s) + " (" + to_string(step.kind) + ")";
+    const auto object_alive = [&](std::uint32_t o, const std::string& role) {
+      if (o >= objects_.size()) {
+        fail(where + ": " + role + " " + std::to_string(o) + " is out of range; the program has " +
+             std::to_string(objects_.size()) + " objects");
+      }
+      if (life[o] == Life::unborn) fail(where + ": object " + std::to_string(o) + " is used before it is created");
+      if (life[o] == Life::retired) fail(where + ": object " + std::to_string(o) + " is used after it is retired");
+    };
+    switch (step.kind) {
+      case StepKind::create:
+        if (step.index >= objects_.size()) {
+          fail(where + ": object " + std::to_string(step.index) + " is out of range; the program has " +
+               std::to_string(objects_.size()) + " objects");
+        }
+        if (life[step.index] != Life::unborn) {
+          fail(where + ": object " + std::to_string(step.index) +
+               (objects_[step.index].persistent ? " is persistent (alive before the iteration), so it is not created"
+                                                : " is created twice"));
+        }
+        life[step.index] = Life::alive;
+        live += objects_[step.index].bytes;
+        break;
+      case StepKind::retire:
+        object_alive(step.index, "object");
+        life[step.index] = Life::retired;
+        live -= objects_[step.index].bytes;
+        break;
+      case StepKind::hint:
+        object_alive(step.index, "object");
+        if (step.hint == Hint::retire) fail(where + ": retire is a step of its own, not a hint");
+        break;
+      case StepKind::kernel: {
+        if (step.index != next_kernel) {
+          fail(where + ": kernel " + std::to_string(step.index) + " out of order; kernel " +
+               std::to_string(next_kernel) + " comes next (kernels run once each, in index order)");
+        }
+        if (step.index >= kernels_.size()) {
+          fail(where + ": kernel " + std::to_string(step.index) + " is out of range; the program has " +
+               std::to_string(kernels_.size()) + " kernels");
+        }
+        for (const ProgramArg& a : kernels_[step.index].args) {
+          object_alive(a.object, "argument object");
+          if (a.bytes == 0 || a.bytes > objects_[a.object].bytes) {
+            fail(where + ": an argument of " + std::to_string(a.bytes) + " bytes on object " +
+                 std::to_string(a.object) + " of " + std::to_string(objects_[a.object].bytes) +
+                 " bytes; an argument covers 1 byte to the whole object");
+          }
+          std::vector<std::uint32_t>& u = uses_[a.object];
+          if (u.empty() || u.back() != step.index) u.push_back(step.index);
+        }
+        live_bytes_[step.index] = live;
+        ++next_kernel;
+        break;
+      }
+      case StepKind::collect: break;
+    }
+  }
+  if (next_kernel != kernels_.size()) {
+    fail("the steps run " + std::to_string(next_kernel) + " of the " + std::to_string(kernels_.size()) +
+         " kernels; each kernel needs a kernel step");
+  }
+}
+
+CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optional<std::uint64_t> iteration) {
+  const std::vector<TraceEvent>& events = trace.events();
+  const auto fail = [](const std::string& what) {
+    throw invalid_argument("cachedarrays: program from trace: " + what);
+  };
+  // The iteration's events: [begin, end).
+  std::size_t marker = events.size();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].kind != TraceKind::iteration) continue;
+    if (!iteration || events[i].object == *iteration) marker = i;
+    if (iteration && events[i].object == *iteration) break;
+  }
+  if (marker == events.size()) {
+    fail(iteration ? "the trace holds no iteration " + std::to_string(*iteration)
+                   : std::string("the trace marks no iteration; call Runtime::begin_iteration at the top of each "
+                                 "iteration while recording (the nn trainer does)"));
+  }
+  const std::size_t begin = marker + 1;
+  std::size_t end = begin;
+  while (end < events.size() && events[end].kind != TraceKind::iteration) ++end;
+
+  // What happened to each object before the iteration: created and alive
+  // (true) or retired (false).
+  std::unordered_map<std::uint64_t, bool> before;
+  for (std::size_t i = 0; i < marker; ++i) {
+    const TraceEvent& e = events[i];
+    if (e.kind == TraceKind::create) before[e.object] = true;
+    if (e.kind == TraceKind::retire) before[e.object] = false;
+  }
+  // The persistent objects: used by the iteration, not created by it, in
+  // order of first use — the same order whether or not the trace saw them
+  // created (Runtime::record_program starts recording after them).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> persistent;  // (trace id, bytes)
+  std::unordered_map<std::uint64_t, bool> known;  // persistent or created here
+  const auto note_use = [&](std::uint64_t id, std::uint64_t bytes, std::size_t at) {
+    if (known.contains(id)) return;
+    const auto it = before.find(id);
+    if (it != before.end() && !it->second) {
+      fail("event " + std::to_string(at) + " uses object #" + std::to_string(id) +
+           ", retired before the iteration began");
+    }
+    known[id] = true;
+    persistent.emplace_back(id, bytes);
+  };
+  for (std::size_t i = begin; i < end; ++i) {
+    const TraceEvent& e = events[i];
+    switch (e.kind) {
+      case TraceKind::create:
+        if (known.contains(e.object) || before.contains(e.object)) {
+          fail("event " + std::to_string(i) + " creates object #" + std::to_string(e.object) + " a second time");
+        }
+        known[e.object] = false;
+        break;
+      case TraceKind::retire:
+      case TraceKind::hint: note_use(e.object, e.bytes, i); break;
+      case TraceKind::kernel_begin:
+        for (std::uint32_t a = 0; a < e.arg_count; ++a) {
+          const TraceArg& arg = trace.args()[e.arg_begin + a];
+          note_use(arg.object, arg.bytes, i);
+        }
+        break;
+      default: break;
+    }
+  }
+
+  std::vector<ProgramObject> objects;
+  std::unordered_map<std::uint64_t, std::uint32_t> name;  // trace id -> program object
+  for (const auto& [id, bytes] : persistent) {
+    name[id] = static_cast<std::uint32_t>(objects.size());
+    objects.push_back({bytes, true});
+  }
+  std::vector<ProgramKernel> kernels;
+  std::vector<ProgramStep> steps;
+  const auto named = [&](std::uint64_t id, std::size_t at) {
+    const auto it = name.find(id);
+    if (it == name.end()) fail("event " + std::to_string(at) + " uses object #" + std::to_string(id) +
+                               " before the iteration creates it");
+    return it->second;
+  };
+  for (std::size_t i = begin; i < end; ++i) {
+    const TraceEvent& e = events[i];
+    switch (e.kind) {
+      case TraceKind::create:
+        name[e.object] = static_cast<std::uint32_t>(objects.size());
+        steps.push_back({StepKind::create, static_cast<std::uint32_t>(objects.size())});
+        objects.push_back({e.bytes, false});
+        break;
+      case TraceKind::retire: steps.push_back({StepKind::retire, named(e.object, i)}); break;
+      case TraceKind::hint:
+        steps.push_back({StepKind::hint, named(e.object, i), static_cast<Hint>(e.detail)});
+        break;
+      case TraceKind::kernel_begin: {
+        ProgramKernel k{trace.names().at(e.name), {}};
+        for (std::uint32_t a = 0; a < e.arg_count; ++a) {
+          const TraceArg& arg = trace.args()[e.arg_begin + a];
+          k.args.push_back({named(arg.object, i), arg.bytes, arg.write ? Access::write : Access::read});
+        }
+        steps.push_back({StepKind::kernel, static_cast<std::uint32_t>(kernels.size())});
+        kernels.push_back(std::move(k));
+        break;
+      }
+      case TraceKind::collect: steps.push_back({StepKind::collect}); break;
+      default: break;  // kernel ends and the mechanism's events are not the program's
+    }
+  }
+  return Program(std::move(objects), std::move(kernels), std::move(steps));
+}
+
+// ---- queries -----------------------------------------------------------------
+
+CACHEDARRAYS_INLINE const std::vector<std::uint32_t>& Program::uses(std::uint32_t object) const {
+  if (object >= uses_.size()) {
+    throw invalid_argument("cachedarrays: program: object " + std::to_string(object) + " is out of range; it has " +
+                           std::to_string(uses_.size()) + " objects");
+  }
+  return uses_[object];
+}
+
+CACHEDARRAYS_INLINE std::optional<std::uint32_t> Program::next_use(std::uint32_t object, std::uint32_t after) const {
+  const std::vector<std::uint32_t>& u = uses(object);
+  const auto it = std::upper_bound(u.begin(), u.end(), after);
+  if (it == u.end()) return std::nullopt;
+  return *it;
+}
+
+CACHEDARRAYS_INLINE std::optional<std::uint32_t> Program::first_use(std::uint32_t object) const {
+  const std::vector<std::uint32_t>& u = uses(object);
+  if (u.empty()) return std::nullopt;
+  return u.front();
+}
+
+CACHEDARRAYS_INLINE std::optional<std::uint32_t> Program::last_use(std::uint32_t object) const {
+  const std::vector<std::uint32_t>& u = uses(object);
+  if (u.empty()) return std::nullopt;
+  return u.back();
+}
+
+CACHEDARRAYS_INLINE std::uint64_t Program::max_live() const noexcept {
+  return live_bytes_.empty() ? 0 : *std::max_element(live_bytes_.begin(), live_bytes_.end());
+}
+
+CACHEDARRAYS_INLINE std::uint64_t Program::total_bytes() const noexcept {
+  std::uint64_t sum = 0;
+  for (const ProgramObject& o : objects_) sum += o.bytes;
+  return sum;
+}
+
+// ---- JSON --------------------------------------------------------------------
+
+namespace detail {
+
+inline constexpr const char* program_format = "cachedarrays-program";
+inline constexpr int program_version = 1;
+
+// Reads a JSON document field by field, naming the field in every error.
+class ProgramJsonReader {
+ public:
+  [[noreturn]] static void fail(const std::string& path, const std::string& what) {
+    throw invalid_argument("cachedarrays: program JSON: " + path + ": " + what);
+  }
+  static const nlohmann::json& field(const nlohmann::json& j, const std::string& path, const char* key) {
+    if (!j.is_object()) fail(path, "must be an object");
+    const auto it = j.find(key);
+    if (it == j.end()) fail(path + "." + key, "is missing");
+    return *it;
+  }
+  static const nlohmann::json& array(const nlohmann::json& j, const std::string& path) {
+    if (!j.is_array()) fail(path, std::string("must be an array, not ") + j.type_name());
+    return j;
+  }
+  static std::uint64_t unsigned_int(const nlohmann::json& j, const std::string& path) {
+    if (!j.is_number_unsigned()) fail(path, std::string("must be an unsigned integer, not ") + j.dump());
+    return j.get<std::uint64_t>();
+  }
+  static std::uint32_t index(const nlohmann::json& j, const std::string& path) {
+    const std::uint64_t v = unsigned_int(j, path);
+    if (v > 0xffffffffULL) fail(path, "index " + std::to_string(v) + " is too large");
+    return static_cast<std::uint32_t>(v);
+  }
+  static std::string string(const nlohmann::json& j, const std::string& path) {
+    if (!j.is_string()) fail(path, std::string("must be a string, not ") + j.dump());
+    return j.get<std::string>();
+  }
+};
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE std::string Program::to_json() const {
+  nlohmann::json j;
+  j["format"] = detail::program_format;
+  j["version"] = detail::program_version;
+  nlohmann::json& objects = j["objects"] = nlohmann::json::array();
+  for (const ProgramObject& o : objects_) objects.push_back({{"bytes", o.bytes}, {"persistent", o.persistent}});
+  nlohmann::json& kernels = j["kernels"] = nlohmann::json::array();
+  for (const ProgramKernel& k : kernels_) {
+    nlohmann::json args = nlohmann::json::array();
+    for (const ProgramArg& a : k.args) args.push_back({a.object, a.bytes, a.access == Access::write ? "w" : "r"});
+    kernels.push_back({{"name", k.name}, {"args", std::move(args)}});
+  }
+  nlohmann::json& steps = j["steps"] = nlohmann::json::array();
+  for (const ProgramStep& s : steps_) {
+    nlohmann::json step = {to_string(s.kind)};
+    if (s.kind != StepKind::collect) step.push_back(s.index);
+    if (s.kind == StepKind::hint) step.push_back(to_string(s.hint));
+    steps.push_back(std::move(step));
+  }
+  return j.dump(1);
+}
+
+CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
+  using R = detail::ProgramJsonReader;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    R::fail("(document)", std::string("is not JSON: ") + e.what());
+  }
+  if (R::string(R::field(j, "(document)", "format"), "format") != detail::program_format) {
+    R::fail("format", std::string("must be \"") + detail::program_format + "\"");
+  }
+  if (R::unsigned_int(R::field(j, "(document)", "version"), "version") != detail::program_version) {
+    R::fail("version", "must be " + std::to_string(detail::program_version) + " (this library's program format)");
+  }
+  std::vector<ProgramObject> objects;
+  const nlohmann::json& jo = R::array(R::field(j, "(document)", "objects"), "objects");
+  for (std::size_t i = 0; i < jo.size(); ++i) {
+    const std::string path = "objects[" + std::to_string(i) + "]";
+    const nlohmann::json& p = R::field(jo[i], path, "persistent");
+    if (!p.is_boolean()) R::fail(path + ".persistent", "must be true or false");
+    objects.push_back({R::unsigned_int(R::field(jo[i], path, "bytes"), path + ".bytes"), p.get<bool>()});
+  }
+  std::vector<ProgramKernel> kernels;
+  const nlohmann::json& jk = R::array(R::field(j, "(document)", "kernels"), "kernels");
+  for (std::size_t i = 0; i < jk.size(); ++i) {
+    const std::string path = "kernels[" + std::to_string(i) + "]";
+    ProgramKernel k{R::string(R::field(jk[i], path, "name"), path + ".name"), {}};
+    const nlohmann::json& ja = R::array(R::field(jk[i], path, "args"), path + ".args");
+    for (std::size_t a = 0; a < ja.size(); ++a) {
+      const std::string apath = path + ".args[" + std::to_string(a) + "]";
+      if (!ja[a].is_array() || ja[a].size() != 3) R::fail(apath, "must be [object, bytes, \"r\" or \"w\"]");
+      const std::string access = R::string(ja[a][2], apath + "[2]");
+      if (access != "r" && access != "w") R::fail(apath + "[2]", "must be \"r\" or \"w\", not \"" + access + "\"");
+      k.args.push_back({R::index(ja[a][0], apath + "[0]"), R::unsigned_int(ja[a][1], apath + "[1]"),
+                        access == "w" ? Access::write : Access::read});
+    }
+    kernels.push_back(std::move(k));
+  }
+  std::vector<ProgramStep> steps;
+  const nlohmann::json& js = R::array(R::field(j, "(document)", "steps"), "steps");
+  for (std::size_t i = 0; i < js.size(); ++i) {
+    const std::string path = "steps[" + std::to_string(i) + "]";
+    if (!js[i].is_array() || js[i].empty()) R::fail(path, "must be an array [kind, index(, hint)]");
+    const std::string kind = R::string(js[i][0], path + "[0]");
+    ProgramStep step;
+    std::size_t size = 2;
+    if (kind == "create") step.kind = StepKind::create;
+    else if (kind == "retire") step.kind = StepKind::retire;
+    else if (kind == "hint") { step.kind = StepKind::hint; size = 3; }
+    else if (kind == "kernel") step.kind = StepKind::kernel;
+    else if (kind == "collect") { step.kind = StepKind::collect; size = 1; }
+    else R::fail(path + "[0]", "unknown step kind \"" + kind + "\"; one of create, retire, hint, kernel, collect");
+    if (js[i].size() != size) R::fail(path, "a " + kind + " step has " + std::to_string(size) + " entries");
+    if (size >= 2) step.index = R::index(js[i][1], path + "[1]");
+    if (size == 3) {
+      const std::string hint = R::string(js[i][2], path + "[2]");
+      bool found = false;
+      for (Hint h : {Hint::will_use, Hint::will_read, Hint::will_write, Hint::archive}) {
+        if (hint == to_string(h)) { step.hint = h; found = true; }
+      }
+      if (!found) R::fail(path + "[2]", "unknown hint \"" + hint + "\"; one of will_use, will_read, will_write, archive");
+    }
+    steps.push_back(step);
+  }
+  try {
+    return Program(std::move(objects), std::move(kernels), std::move(steps));
+  } catch (const invalid_argument& e) {
+    R::fail("(document)", e.what());
+  }
+}
+
+CACHEDARRAYS_INLINE void Program::save(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out) throw heap_error("cachedarrays: cannot write the program to '" + path + "'; check the directory exists");
+  out << to_json() << '\n';
+  if (!out) throw heap_error("cachedarrays: writing the program to '" + path + "' failed (disk full?)");
+}
+
+CACHEDARRAYS_INLINE Program Program::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw heap_error("cachedarrays: cannot read the program file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return from_json(text.str());
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(std::string(e.what()) + " (in '" + path + "')");
+  }
+}
+
+}  // namespace cachedarrays::plan

@@ -1,0 +1,144 @@
+// The program of one iteration (DESIGN.md "What is known ahead"): training
+// repeats one iteration, so it is written down once — the ordered kernels
+// with their arguments (object, bytes, read or write), and each object's
+// creation, hints and retirement — and planners and lookahead policies read
+// it instead of guessing from the past.
+//
+// Objects are named by number, in the order a planner can rely on in every
+// run of the same program: first the objects alive when the iteration
+// begins that it uses (parameters, optimiser state; "persistent"), in the
+// order of their first use, then the objects the iteration creates, in
+// creation order. Objects alive but untouched by the iteration are not
+// part of it.
+// Kernels are numbered as Runtime::kernels_in_iteration() numbers them
+// (scoped read()/write() accesses count as kernels), so a policy's
+// KernelPoint::index is the program's kernel index.
+//
+// A program comes from a Trace (Program::from_trace): of a dry run (the nn
+// trainer's, which allocates on virtual heaps and runs no kernel) or of the
+// first iterations of any Runtime (Runtime::begin_iteration marks them in
+// the trace). It saves to and loads from JSON.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/types.hpp"
+
+namespace cachedarrays::plan {
+
+struct ProgramObject {
+  std::uint64_t bytes = 0;
+  // Alive when the iteration begins (created by an earlier iteration or
+  // before the first one). A persistent object the iteration does not
+  // retire is alive at its end too.
+  bool persistent = false;
+
+  friend bool operator==(const ProgramObject&, const ProgramObject&) = default;
+};
+
+struct ProgramArg {
+  std::uint32_t object = 0;
+  std::uint64_t bytes = 0;  // what the kernel touches (the object's size)
+  Access access = Access::read;
+
+  friend bool operator==(const ProgramArg&, const ProgramArg&) = default;
+};
+
+struct ProgramKernel {
+  std::string name;
+  std::vector<ProgramArg> args;
+
+  friend bool operator==(const ProgramKernel&, const ProgramKernel&) = default;
+};
+
+// One event of the iteration, in program order. `index` is an object for
+// create/retire/hint and a kernel for kernel.
+enum class StepKind : std::uint8_t { create, retire, hint, kernel, collect };
+[[nodiscard]] const char* to_string(StepKind kind) noexcept;
+
+struct ProgramStep {
+  StepKind kind = StepKind::kernel;
+  std::uint32_t index = 0;
+  Hint hint = Hint::will_use;  // hint steps only
+
+  friend bool operator==(const ProgramStep&, const ProgramStep&) = default;
+};
+
+class Program {
+ public:
+  Program() = default;
+  // Checks that the parts form a program: every index in range, each object
+  // created at most once (and never if persistent) and retired at most once,
+  // nothing used before its creation or after its retirement, each kernel
+  // once in order 0, 1, .... Throws invalid_argument naming what is wrong.
+  Program(std::vector<ProgramObject> objects, std::vector<ProgramKernel> kernels, std::vector<ProgramStep> steps);
+
+  // The iteration `iteration` (its number as Runtime::begin_iteration gave
+  // it: 1 for the first) of a recorded trace: from its iteration event to
+  // the next one or the end. Without a number, the last iteration the trace
+  // holds (a dry run of two iterations gives the steady state: what the
+  // first one creates for good, such as momentum, is persistent in the
+  // second). Throws invalid_argument when the trace marks no iterations or
+  // not that one, or when it is inconsistent (an object used before it was
+  // created, in the trace's own words).
+  [[nodiscard]] static Program from_trace(const Trace& trace, std::optional<std::uint64_t> iteration = std::nullopt);
+
+  [[nodiscard]] const std::vector<ProgramObject>& objects() const noexcept { return objects_; }
+  [[nodiscard]] const std::vector<ProgramKernel>& kernels() const noexcept { return kernels_; }
+  [[nodiscard]] const std::vector<ProgramStep>& steps() const noexcept { return steps_; }
+
+  // ---- queries a planner needs -------------------------------------------
+  // The first kernel after kernel `after` that uses `object` (nullopt: none
+  // later in this iteration).
+  [[nodiscard]] std::optional<std::uint32_t> next_use(std::uint32_t object, std::uint32_t after) const;
+  [[nodiscard]] std::optional<std::uint32_t> first_use(std::uint32_t object) const;
+  [[nodiscard]] std::optional<std::uint32_t> last_use(std::uint32_t object) const;
+  // The kernels that use `object`, in order.
+  [[nodiscard]] const std::vector<std::uint32_t>& uses(std::uint32_t object) const;
+  // Bytes of the objects alive while each kernel runs (created before it,
+  // not yet retired): one entry per kernel.
+  [[nodiscard]] const std::vector<std::uint64_t>& live_bytes() const noexcept { return live_bytes_; }
+  // The peak of live_bytes: a lower bound on the memory the iteration
+  // needs, whatever the placement (a heap also holds the holes).
+  [[nodiscard]] std::uint64_t max_live() const noexcept;
+  // Bytes of all the objects the iteration touches or holds.
+  [[nodiscard]] std::uint64_t total_bytes() const noexcept;
+
+  // ---- JSON ---------------------------------------------------------------
+  // {"format": "cachedarrays-program", "version": 1, "objects": [{"bytes",
+  // "persistent"}...], "kernels": [{"name", "args": [[object, bytes, "r"|
+  // "w"]...]}...], "steps": [["create", 3], ["hint", 3, "will_read"],
+  // ["kernel", 0], ["retire", 3], ["collect"]...]}.
+  [[nodiscard]] std::string to_json() const;
+  // Throws invalid_argument naming the field that is missing or wrong
+  // ("program JSON: steps[12][1]: ...").
+  [[nodiscard]] static Program from_json(const std::string& text);
+  // Throws heap_error when the file cannot be written or read.
+  void save(const std::string& path) const;
+  [[nodiscard]] static Program load(const std::string& path);
+
+  friend bool operator==(const Program& a, const Program& b) {
+    return a.objects_ == b.objects_ && a.kernels_ == b.kernels_ && a.steps_ == b.steps_;
+  }
+
+ private:
+  void validate_and_index();
+
+  std::vector<ProgramObject> objects_;
+  std::vector<ProgramKernel> kernels_;
+  std::vector<ProgramStep> steps_;
+  std::vector<std::vector<std::uint32_t>> uses_;  // by object
+  std::vector<std::uint64_t> live_bytes_;         // by kernel
+};
+
+}  // namespace cachedarrays::plan
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/plan/program-inl.hpp"
+#endif

@@ -33,14 +33,17 @@ nn::ModelConfig tiny(const std::string& family, int depth) {
 }
 
 // Runs `iterations` steps of `config` under `policy` with the fast tier at
-// `fast_fraction` of the footprint; returns the losses.
+// `fast_fraction` of the footprint, the program of the iteration given to
+// the runtime (policies that do not plan ahead ignore it); returns the
+// losses, and the run's counters in `stats` if given.
 std::vector<float> train(const nn::ModelConfig& config, const std::string& policy, double fast_fraction,
-                         int iterations = 2) {
+                         int iterations = 2, ca::Stats* stats = nullptr) {
   const auto build = [&] { return nn::build_model(config); };
   const std::uint64_t footprint = nn::measure_footprint(build);
   const auto fast = std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(fast_fraction * static_cast<double>(footprint)));
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")},
                  ca::policy::Registry::builtin().make(policy));
+  rt.set_program(nn::dry_run_program(build));
   nn::Trainer trainer(&rt, build());
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);
   std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
@@ -56,6 +59,7 @@ std::vector<float> train(const nn::ModelConfig& config, const std::string& polic
   }
   rt.manager().check_invariants(true);
   CHECK(rt.iteration() == static_cast<std::uint64_t>(iterations));  // each step begins an iteration
+  if (stats != nullptr) *stats = rt.stats();
   return losses;
 }
 
@@ -103,8 +107,9 @@ TEST_CASE("nn trainer: a tiny network learns a learnable synthetic task") {
 
 TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical losses under every policy and budget") {
   // Every policy with a fast tier of 20% of the footprint; the budgets
-  // 100%, 50% and 20% under the CachedArrays extremes (CA:∅ and CA:LMP);
-  // and a DenseNet (concatenations) under the busiest policy.
+  // 100%, 50% and 20% under the CachedArrays extremes (CA:∅ and CA:LMP)
+  // and the asynchronous lookahead modes (copies in flight beside the
+  // kernels); and a DenseNet (concatenations) under the busiest policies.
   struct Run {
     std::string family;
     int depth;
@@ -115,10 +120,11 @@ TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical loss
   for (const std::string& policy : ca::policy::Registry::builtin().names()) {
     if (policy != "all-fast") runs.push_back({"resnet", 18, policy, policy == "all-slow" ? 0.0 : 0.2});
   }
-  for (const char* policy : {"ca", "ca-lmp"}) {
+  for (const char* policy : {"ca", "ca-lmp", "ca-lma", "ca-lmpa"}) {
     for (double fraction : {1.0, 0.5}) runs.push_back({"resnet", 18, policy, fraction});
   }
   runs.push_back({"densenet", 121, "ca-lmp", 0.2});
+  runs.push_back({"densenet", 121, "ca-lma", 0.2});
 
   std::map<std::string, std::vector<float>> reference;
   for (const char* family : {"resnet", "densenet"}) {
@@ -198,4 +204,15 @@ TEST_CASE("nn trainer: all-fast trains in a fast tier of exactly the measured fo
     CHECK_NOTHROW(train(footprint));
     CHECK_THROWS_AS(train(footprint - 64), ca::out_of_memory);
   }
+}
+
+TEST_CASE("nn trainer: the lookahead modes copy ahead through the mover, and only with a program") {
+  ca::Stats with_program;
+  (void)train(tiny("resnet", 18), "ca-lma", 0.2, 3, &with_program);
+  CHECK(with_program.async.copies > 0);
+  CHECK(with_program.async.failures == 0);
+  // The same budget without A: every copy is made on the compute thread.
+  ca::Stats without;
+  (void)train(tiny("resnet", 18), "ca-lm", 0.2, 3, &without);
+  CHECK(without.async.copies == 0);
 }

@@ -23,12 +23,14 @@ struct Live {
   std::uint64_t seed;
 };
 
-// The CachedArrays invariant: an object with a fast region has it as primary.
-void check_fast_is_primary(const ca::DataManager& dm) {
+// The CachedArrays invariant: an object with a fast region has it as
+// primary — except, in the lookahead modes, a copy made ahead of use, which
+// stays a secondary until the kernel that needs it promotes it.
+void check_fast_is_primary(const ca::DataManager& dm, bool copies_ahead) {
   dm.for_each_object([&](const ca::Object& o) {
     const ca::Region* primary = dm.getprimary(o);
     if (const ca::Region* fast = dm.getlinked(*primary, 0)) {
-      if (fast != primary) FAIL("object #" << o.id() << " has a fast region that is not its primary");
+      if (fast != primary && !copies_ahead) FAIL("object #" << o.id() << " has a fast region that is not its primary");
     }
   });
 }
@@ -50,6 +52,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 8 * working_set, "slow")},
                  ca::policy::Registry::builtin().make(policy));
   const bool cached = policy.rfind("ca", 0) == 0 || policy == "hw-cache";
+  const bool lookahead = cached && policy != "hw-cache" && ca::policy::Mode::parse(policy).async_lookahead;
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;
@@ -64,10 +67,29 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   };
   for (int i = 0; i < arrays; ++i) create(i);
 
+  // The storm is one random iteration of 250 operations run six times, so
+  // that a policy planning ahead has a program to follow (recorded from the
+  // second iteration); sizes repeat with it, contents do not.
+  struct Op {
+    int slot;
+    int kind;
+    int other_slot;
+    std::uint64_t bytes;
+  };
+  std::vector<Op> iteration_ops;
+  for (int i = 0; i < 250; ++i) {
+    iteration_ops.push_back({static_cast<int>(rng() % arrays), static_cast<int>(rng() % 9),
+                             static_cast<int>(rng() % arrays), 1 + rng() % max_bytes});
+  }
   for (int step = 0; step < 1500; ++step) {
-    const int slot = static_cast<int>(rng() % arrays);
+    const Op& op = iteration_ops[static_cast<std::size_t>(step) % iteration_ops.size()];
+    if (step % 250 == 0) {
+      if (step == 250) rt.record_program();
+      rt.begin_iteration();
+    }
+    const int slot = op.slot;
     Live& l = live.at(slot);
-    switch (rng() % 9) {
+    switch (op.kind) {
       case 0: {  // rewrite
         auto w = l.array.write();
         l.seed = next_seed++;
@@ -80,7 +102,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
         break;
       }
       case 2: {  // kernel: copy another array's contents into this one
-        const int other_slot = static_cast<int>(rng() % arrays);
+        const int other_slot = op.other_slot;
         if (other_slot == slot) break;
         Live& other = live.at(other_slot);
         const std::uint64_t new_seed = next_seed++;
@@ -96,16 +118,22 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
       case 4: l.array.will_write(); break;
       case 5: l.array.archive(); break;
       case 6: l.array.will_use(); break;
-      case 7:  // retire and replace
+      case 7: {  // retire and replace
         l.array.retire();
-        create(slot);
+        Live fresh{rt.array<std::byte>(op.bytes), next_seed++};
+        {
+          auto w = fresh.array.write();
+          test::fill(w.data(), w.size(), fresh.seed);
+        }
+        live.insert_or_assign(slot, std::move(fresh));
         break;
+      }
       case 8:
-        if (rng() % 8 == 0) rt.collect();
+        if (op.bytes % 8 == 0) rt.collect();
         break;
     }
     rt.manager().check_invariants();
-    if (cached) check_fast_is_primary(rt.manager());
+    if (cached) check_fast_is_primary(rt.manager(), lookahead);
     if (step % 250 == 0) {
       rt.manager().check_invariants(/*verify_contents=*/true);
       for (auto& [s, entry] : live) {
@@ -126,6 +154,10 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   if (cached) {
     CHECK(stats.policy.evictions > 0);
     CHECK(stats.policy.prefetches > 0);
+    // The lookahead modes followed the recorded program: copies went
+    // through the mover, and none failed.
+    if (lookahead) CHECK(stats.async.copies > 0);
+    CHECK(stats.async.failures == 0);
   } else {
     CHECK(stats.total_bytes_copied() == 0);
   }
@@ -150,11 +182,13 @@ POLICY_TAG(Ca, "ca");
 POLICY_TAG(CaL, "ca-l");
 POLICY_TAG(CaLm, "ca-lm");
 POLICY_TAG(CaLmp, "ca-lmp");
+POLICY_TAG(CaLma, "ca-lma");
+POLICY_TAG(CaLmpa, "ca-lmpa");
 POLICY_TAG(HwCache, "hw-cache");
 #undef POLICY_TAG
 
 namespace policy_suite {
-using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, HwCache>;
+using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache>;
 }
 
 // The tags must list exactly the registry's policies: a policy registered

@@ -365,3 +365,10 @@ TEST_CASE("stress: four threads share a runtime whose policy moves data on every
 TEST_CASE("stress: four threads share a runtime whose policy leaves asynchronous write-backs in flight") {
   run_stress(std::make_unique<MovingPolicy>(/*async_writeback=*/true), 1 * MiB);
 }
+
+TEST_CASE("stress: four threads share a runtime under ca-lma (archived objects written back by the mover)") {
+  // Threads interleave at random, so no program is followed here; what runs
+  // concurrently is the background write-back of every archive hint beside
+  // the compute threads' kernels, reads, evictions and retires.
+  run_stress(std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LMA), 1 * MiB);
+}

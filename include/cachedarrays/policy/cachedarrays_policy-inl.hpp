@@ -6,6 +6,8 @@
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 
 #include "cachedarrays/policy/moves.hpp"
 #include "cachedarrays/policy/detail/lru_list.hpp"
@@ -30,7 +32,8 @@ CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
   const auto invalid = [&] {
     return invalid_argument("cachedarrays: '" + std::string(name) +
                             "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
-                            "the letters L, M, P, each at most once: ca-l, ca-lm, ca-lmp, ...; or 'hw-cache'");
+                            "the letters L, M, P, A, each at most once: ca-l, ca-lm, ca-lmp, ca-lma, ...; or "
+                            "'hw-cache'");
   };
   Mode mode;
   if (name == "ca") return mode;
@@ -42,6 +45,7 @@ CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
       case 'l': case 'L': flag = &mode.local_allocation; break;
       case 'm': case 'M': flag = &mode.memory_optimisations; break;
       case 'p': case 'P': flag = &mode.prefetch; break;
+      case 'a': case 'A': flag = &mode.async_lookahead; break;
       default: throw invalid();
     }
     if (*flag) throw invalid();
@@ -53,14 +57,19 @@ CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
 CACHEDARRAYS_INLINE std::string Mode::name() const {
   if (hardware_cache) return "hw-cache";
   std::string letters = std::string(local_allocation ? "l" : "") + (memory_optimisations ? "m" : "") +
-                        (prefetch ? "p" : "");
+                        (prefetch ? "p" : "") + (async_lookahead ? "a" : "");
   return letters.empty() ? "ca" : "ca-" + letters;
 }
 
 // ---- CachedArraysPolicy -------------------------------------------------------
 
-CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode)
-    : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()) {}
+CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode, Lookahead lookahead)
+    : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()), lookahead_(lookahead) {
+  if (!(lookahead.fast_fraction > 0 && lookahead.fast_fraction <= 1)) {
+    throw invalid_argument("cachedarrays: Lookahead::fast_fraction is " + std::to_string(lookahead.fast_fraction) +
+                           "; it is the share of the fast device copies ahead may fill, in (0, 1]");
+  }
+}
 
 CACHEDARRAYS_INLINE CachedArraysPolicy::~CachedArraysPolicy() = default;
 
@@ -181,22 +190,28 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_use(Object& object) { bring_to_fast(object); }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
-  if (mode_.prefetch) bring_to_fast(object); else touch_if_fast(object);
+  // A copy made ahead (A) is taken even without P: it has been paid for.
+  const bool copied_ahead = mode_.async_lookahead && manager().getlinked(*manager().getprimary(object), fast_);
+  if (mode_.prefetch || copied_ahead) bring_to_fast(object); else touch_if_fast(object);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
-  if (manager().device(*manager().getprimary(object)) == fast_) lru_->archive(detail::entry_of(object));
+  if (manager().device(*manager().getprimary(object)) != fast_) return;
+  lru_->archive(detail::entry_of(object));
+  if (mode_.async_lookahead) write_back_ahead(object);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::forget(Object& object) {
+  unbind(object);
   lru_->remove(detail::entry_of(object));
   manager().destroy(object);  // frees the entry with the object
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::retire(Object& object) {
+  unbind(object);
   if (mode_.memory_optimisations) {
     forget(object);
     return;
@@ -209,6 +224,163 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::retire(Object& object) {
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::collect() {
   retired_.collect(manager(), [this](Object& dead) { forget(dead); });
+}
+
+// ---- A: asynchronous lookahead -------------------------------------------------
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const plan::Program> program) {
+  for (Object* o : bound_) {
+    if (o != nullptr) detail::entry_of(*o).program_object = LruList::Entry::unbound;
+  }
+  program_ = std::move(program);
+  bound_.assign(program_ != nullptr ? program_->objects().size() : 0, nullptr);
+  following_ = false;  // from the next iteration on
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t /*iteration*/) {
+  following_ = mode_.async_lookahead && program_ != nullptr;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, Object& object) {
+  LruList::Entry& e = detail::entry_of(object);
+  if (bound_[program_object] == &object) return;
+  if (bound_[program_object] != nullptr) {
+    detail::entry_of(*bound_[program_object]).program_object = LruList::Entry::unbound;
+  }
+  if (e.program_object != LruList::Entry::unbound) bound_[e.program_object] = nullptr;
+  e.program_object = program_object;
+  bound_[program_object] = &object;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::unbind(Object& object) {
+  LruList::Entry& e = detail::entry_of(object);
+  if (e.program_object == LruList::Entry::unbound) return;
+  bound_[e.program_object] = nullptr;
+  e.program_object = LruList::Entry::unbound;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::on_kernel_begin(const KernelPoint& kernel) {
+  if (!following_) return;
+  // The program's objects are the runtime's by position: the kernel's
+  // arguments say which object each program object is in this iteration.
+  // Anything that does not match stops the lookahead until the next
+  // iteration: a wrong guess would only cost copies, but it is a guess.
+  const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
+  if (kernel.index >= kernels.size() || kernels[kernel.index].name != kernel.name ||
+      kernels[kernel.index].args.size() != kernel.objects.size()) {
+    following_ = false;
+    return;
+  }
+  const plan::ProgramKernel& k = kernels[kernel.index];
+  for (std::size_t j = 0; j < k.args.size(); ++j) {
+    if (program_->objects()[k.args[j].object].bytes != kernel.objects[j]->bytes()) {
+      following_ = false;
+      return;
+    }
+  }
+  for (std::size_t j = 0; j < k.args.size(); ++j) bind(k.args[j].object, *kernel.objects[j]);
+  look_ahead(static_cast<std::uint32_t>(kernel.index));
+}
+
+CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
+                                                                     std::uint32_t current) const {
+  constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
+  const std::uint32_t id = detail::entry_of(object).program_object;
+  if (id == LruList::Entry::unbound) return never - 1;  // unknown: after every known use
+  if (const auto next = program_->next_use(id, current)) return *next - current;
+  if (!program_->objects()[id].persistent) return never;  // the iteration is done with it
+  const auto first = program_->first_use(id);
+  return first ? program_->kernels().size() - current + *first : never;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::uint32_t current) {
+  DataManager& dm = manager();
+  const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
+  const auto budget = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(dm.capacity(fast_)));
+  const std::size_t end = std::min<std::size_t>(kernels.size(), std::size_t{current} + 1 + lookahead_.kernels);
+  std::uint64_t ahead = 0;  // bytes on their way to, or waiting in, fast memory for the window
+  for (std::size_t n = std::size_t{current} + 1; n < end; ++n) {
+    for (const plan::ProgramArg& arg : kernels[n].args) {
+      Object* object = bound_[arg.object];
+      if (object == nullptr || object->pinned()) continue;  // not made yet, or in use now
+      Region* primary = dm.getprimary(*object);
+      if (dm.device(*primary) == fast_) continue;
+      if (dm.getlinked(*primary, fast_) != nullptr) {  // copied ahead already
+        ahead += object->bytes();
+        continue;
+      }
+      if (ahead + object->bytes() > budget) return;
+      if (!prefetch_ahead(*object, current, static_cast<std::uint32_t>(n))) return;
+      ahead += object->bytes();
+    }
+  }
+}
+
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::uint32_t current,
+                                                           std::uint32_t target) {
+  DataManager& dm = manager();
+  Region& x = *dm.getprimary(object);
+  const std::uint64_t bytes = object.bytes();
+  Region* y = dm.allocate(fast_, bytes);
+  if (y == nullptr && make_room_ahead(bytes, current, target)) y = dm.allocate(fast_, bytes);
+  if (y == nullptr) return false;
+  dm.link(x, *y);
+  (void)dm.copyto_async(*y, x);  // its outcome is seen where it is used (prefetch waits on it)
+  PolicyCounters& counters = dm.policy_counters();
+  ++counters.prefetches;
+  counters.prefetch_bytes += bytes;
+  counters.bytes_written[fast_] += bytes;
+  return true;
+}
+
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_ahead(std::uint64_t bytes, std::uint32_t current,
+                                                            std::uint32_t target) {
+  // Belady's choice among what can go for free: unpinned fast objects used
+  // later than the target kernel, whose slow copy is valid (evicting them
+  // copies nothing), farthest next use first.
+  DataManager& dm = manager();
+  const std::uint64_t until_target = target - current;
+  std::vector<std::pair<std::uint64_t, Object*>> victims;
+  (void)lru_->find([&](Object& candidate) {
+    if (candidate.pinned()) return false;
+    const Region* x = dm.getprimary(candidate);
+    if (dm.device(*x) != fast_) return false;
+    const std::uint64_t distance = distance_to_use(candidate, current);
+    if (distance <= until_target) return false;
+    const Region* y = dm.getlinked(*x, slow_);
+    if (y == nullptr || dm.in_flight(*y) || !dm.isvalid(*y)) return false;
+    victims.emplace_back(distance, &candidate);
+    return false;
+  });
+  std::sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::uint64_t freed = 0;
+  for (const auto& [distance, victim] : victims) {
+    // Free bytes may not make a hole: stop once a few times the bytes
+    // needed have been freed without one.
+    if (freed >= 4 * bytes) return false;
+    if (!policy::evict(dm, *victim, fast_, slow_).moved) continue;
+    lru_->remove(detail::entry_of(*victim));
+    freed += victim->bytes();
+    if (dm.usage(fast_).largest_free_block >= bytes) return true;
+  }
+  return false;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::write_back_ahead(Object& object) {
+  DataManager& dm = manager();
+  Region& x = *dm.getprimary(object);
+  Region* y = dm.getlinked(x, slow_);
+  if (y != nullptr && (dm.in_flight(*y) || dm.isvalid(*y))) return;  // clean, or on its way
+  if (y == nullptr) {
+    y = dm.allocate(slow_, object.bytes());
+    if (y == nullptr) return;  // no room: the eviction, if any, will write it back
+    dm.link(x, *y);
+  }
+  (void)dm.copyto_async(*y, x);
+  PolicyCounters& counters = dm.policy_counters();
+  ++counters.writebacks;
+  counters.writeback_bytes += object.bytes();
+  counters.bytes_written[slow_] += object.bytes();
 }
 
 }  // namespace cachedarrays::policy

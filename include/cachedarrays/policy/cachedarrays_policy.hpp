@@ -10,7 +10,18 @@
 //      back to slow memory when evicted: the waste the paper measures.
 //   P  prefetch: will_read copies a slow object into fast memory; without P
 //      reads are served where the object is and only will_write moves it.
-// Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp" (any combination parses).
+//   A  asynchronous lookahead (not in the paper; DESIGN.md "What is known
+//      ahead"): with the program of the iteration (Policy::on_program), at
+//      each kernel the objects the next kernels use are copied into fast
+//      memory by the mover, behind the kernels, and an archived object is
+//      written back in the background so that its later eviction costs no
+//      copy. Room for a copy ahead is made only from objects used later than
+//      the one copied and already clean in slow memory, so a copy ahead
+//      never puts a write-back on the critical path. Without a program, or
+//      once an iteration departs from it, A does nothing until the next
+//      iteration.
+// Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa" (any
+// combination parses).
 // "hw-cache" is DESIGN.md's 2LM-like baseline at object granularity: every
 // object starts in slow memory, any use fills a fast copy (evicting the
 // least recently used, written back only when dirty), archive hints are not
@@ -23,6 +34,7 @@
 
 #include "cachedarrays/config.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,11 +53,12 @@ struct Mode {
   bool local_allocation = false;    // L
   bool memory_optimisations = false;  // M
   bool prefetch = false;            // P
+  bool async_lookahead = false;     // A
   // hw-cache: new objects in slow memory, fill on every use, archive
   // ignored, retire frees at once (L, M and P are set accordingly).
   bool hardware_cache = false;
 
-  // "ca", "ca-l", "ca-lm", "ca-lmp", ... (letters in any order, each once),
+  // "ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", ... (letters in any order, each once),
   // or "hw-cache". Throws invalid_argument naming the valid spellings.
   [[nodiscard]] static Mode parse(std::string_view name);
   [[nodiscard]] std::string name() const;
@@ -56,12 +69,21 @@ inline constexpr Mode none{};
 inline constexpr Mode L{true, false, false};
 inline constexpr Mode LM{true, true, false};
 inline constexpr Mode LMP{true, true, true};
-inline constexpr Mode hw_cache{false, true, true, true};
+inline constexpr Mode LMA{true, true, false, true};
+inline constexpr Mode LMPA{true, true, true, true};
+inline constexpr Mode hw_cache{false, true, true, false, true};
 }  // namespace mode
+
+// How far the A modes look ahead: up to `kernels` kernels, and no more than
+// `fast_fraction` of the fast device in copies ahead at once.
+struct Lookahead {
+  std::uint32_t kernels = 32;
+  double fast_fraction = 0.25;
+};
 
 class CachedArraysPolicy final : public Policy {
  public:
-  explicit CachedArraysPolicy(Mode mode = mode::LM);
+  explicit CachedArraysPolicy(Mode mode = mode::LM, Lookahead lookahead = {});
   ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
 
   [[nodiscard]] std::string name() const override { return mode_.name(); }
@@ -75,8 +97,23 @@ class CachedArraysPolicy final : public Policy {
   void archive(Object& object) override;
   void retire(Object& object) override;
   void collect() override;
+  void on_program(std::shared_ptr<const plan::Program> program) override;
+  void on_iteration_begin(std::uint64_t iteration) override;
+  void on_kernel_begin(const KernelPoint& kernel) override;
 
  private:
+  // ---- A: asynchronous lookahead -------------------------------------------
+  void bind(std::uint32_t program_object, Object& object);
+  void unbind(Object& object);
+  // Kernels after `current` whose objects should start moving now.
+  void look_ahead(std::uint32_t current);
+  // Kernels until `object` is used again after kernel `current` (the next
+  // iteration's first use for a persistent object; "never" for the rest).
+  [[nodiscard]] std::uint64_t distance_to_use(const Object& object, std::uint32_t current) const;
+  bool prefetch_ahead(Object& object, std::uint32_t current, std::uint32_t target);
+  bool make_room_ahead(std::uint64_t bytes, std::uint32_t current, std::uint32_t target);
+  void write_back_ahead(Object& object);
+
   bool bring_to_fast(Object& object);
   bool make_room(std::uint64_t bytes);
   bool evict_for_room(Region& region);
@@ -89,6 +126,10 @@ class CachedArraysPolicy final : public Policy {
   DeviceId slow_ = 1;
   std::unique_ptr<detail::LruList> lru_;
   DeferredRetires retired_;  // waiting for collect() (no-M)
+  Lookahead lookahead_;
+  std::shared_ptr<const plan::Program> program_;
+  std::vector<Object*> bound_;  // by program object: the object it is now (A)
+  bool following_ = false;      // this iteration has matched the program so far
 };
 
 }  // namespace cachedarrays::policy

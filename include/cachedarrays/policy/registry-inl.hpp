@@ -24,6 +24,9 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
       {"ca-l", "CA:L — local allocation in fast memory; retire waits for collect()"},
       {"ca-lm", "CA:LM — local allocation, retire frees at once"},
       {"ca-lmp", "CA:LMP — CA:LM plus prefetch on will_read"},
+      {"ca-lma", "CA:LMA — CA:LM plus asynchronous lookahead in the program: prefetches ahead of use and "
+                 "writes archived objects back in the background (needs a program)"},
+      {"ca-lmpa", "CA:LMPA — CA:LMP plus asynchronous lookahead"},
       {"hw-cache", "2LM-like object cache — created in slow memory, a fast copy filled on every use and written "
                    "back when dirty; no archive hints; retire frees at once"},
   };

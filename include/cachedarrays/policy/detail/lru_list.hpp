@@ -3,6 +3,8 @@
 // own that is drained first. Intrusive, O(1) per touch.
 #pragma once
 
+#include <cstdint>
+
 #include "cachedarrays/manager/object.hpp"
 
 namespace cachedarrays::policy::detail {
@@ -18,6 +20,9 @@ class LruList {
     bool listed = false;
     bool archived = false;
     bool retired = false;  // retired, waiting for collect() (no-M modes)
+    // The program object it is in the current iteration (A modes), or none.
+    static constexpr std::uint32_t unbound = 0xffffffffu;
+    std::uint32_t program_object = unbound;
   };
 
   // Most recently used: moves to the end of the ordinary list.

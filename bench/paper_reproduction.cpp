@@ -7,9 +7,11 @@
 //   emulated  real training runs on this machine: DRAM + a DAX heap emulated
 //             as Optane (emulation::profile("optane")); 2LM:M is a single
 //             emulated-Optane device in memory mode (emulation::memory_mode),
-//             its DRAM cache as large as the fast budget. Seconds are the
-//             measured wall time of one iteration (the median of
-//             --iterations after a warm-up).
+//             its DRAM cache as large as the fast budget. The policies run
+//             interleaved in --rounds rounds (all-fast in every round); a
+//             run times --iterations iterations after a warm-up. Seconds are
+//             the median over rounds, and a ratio to all-fast comes with its
+//             spread over rounds: a goal inside the spread is "not decided".
 //   modeled   the paper's configurations (DenseNet-264 batch 1536, ResNet-200
 //             batch 2048, VGG-416 batch 256; 180 GB DRAM, 1300 GB NVRAM) and
 //             the emulated ones: a dry-run trace replayed on virtual devices
@@ -20,7 +22,7 @@
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
 //
 //   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
-//                      [--fractions LIST] [--iterations N] [--batch N]
+//                      [--fractions LIST] [--iterations N] [--rounds N] [--batch N]
 //                      [--image-size N] [--width X] [--json FILE] [--plots DIR]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -62,9 +64,13 @@ ca::DeviceModel device_model(std::string name, ca::emulation::Bandwidth bandwidt
 // per socket.
 const ca::DeviceModel dram_model = device_model("dram", ca::emulation::published::ddr4_six_channel);
 const ca::DeviceModel optane_model = device_model("optane", ca::emulation::published::optane_six_dimms);
-const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "hw-cache",
-                                        "ca",       "ca-l",     "ca-lm",       "ca-lmp"};
-const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp"};
+const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "hw-cache", "ca",
+                                        "ca-l",     "ca-lm",    "ca-lmp",      "ca-lma",   "ca-lmpa"};
+const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa"};
+// The lookahead modes follow the program of the iteration (nn::dry_run_program).
+bool plans_ahead(const std::string& policy) {
+  return policy.rfind("ca", 0) == 0 && ca::policy::Mode::parse(policy).async_lookahead;
+}
 // The fast budget at which the goals table holds the policies to their
 // targets: 20% of the footprint.
 constexpr double goal_fraction = 0.2;
@@ -75,8 +81,16 @@ struct Row {
   std::string policy;
   double fast_fraction = 0;
   std::uint64_t fast_bytes = 0;
-  std::optional<double> seconds;  // empty: out of memory
-  double slowdown = 0;
+  std::optional<double> seconds;  // empty: out of memory; emulated: the median over rounds
+  double slowdown = 0;            // emulated: the median over rounds of the ratio within a round
+  // Emulated: one time per round (the median of its iterations), and the
+  // lowest and highest ratio to all-fast over the rounds.
+  std::vector<double> round_seconds;
+  double slowdown_low = 0, slowdown_high = 0;
+  // Copy time on the critical path per iteration: emulated, copies made by
+  // compute threads plus their waits on the mover's fences; modeled, the
+  // copy time the model does not overlap with kernels.
+  double exposed_copy_seconds = 0;
   // Bytes read / written on each tier by kernels and copies (2LM: the cache
   // model's DRAM and NVRAM traffic).
   std::uint64_t fast_read = 0, fast_written = 0, slow_read = 0, slow_written = 0;
@@ -161,6 +175,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
   const ca::Trace trace = dry_run_trace(config, footprint);
+  const ca::plan::Program program = ca::plan::Program::from_trace(trace);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
   const std::vector<ca::DeviceModel> models{dram_model, optane_model};
   // The baseline: everything in DRAM.
@@ -182,8 +197,10 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
       rows.push_back(attempt(row, [&](Row& r) {
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
                        ca::policy::Registry::builtin().make(policy));
+        if (plans_ahead(policy)) rt.set_program(program);
         const ca::ReplayResult result = ca::replay(trace, rt, models);
         r.seconds = result.modeled_seconds;
+        r.exposed_copy_seconds = result.copy_seconds;
         fill_traffic(r, result.stats);
       }));
     }
@@ -197,7 +214,9 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
     }
   }
   for (Row& row : rows) {
-    if (row.kind == "modeled" && row.model == label(config) && row.seconds) row.slowdown = *row.seconds / all_fast;
+    if (row.kind == "modeled" && row.model == label(config) && row.seconds) {
+      row.slowdown = row.slowdown_low = row.slowdown_high = *row.seconds / all_fast;
+    }
   }
 }
 
@@ -208,64 +227,108 @@ double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> i
   });
 }
 
-void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations,
+// Real runs, interleaved: every round runs each policy once (A B C ... A B
+// C ...), each run a fresh runtime with a warm-up iteration and then
+// `iterations` timed ones, so that a disturbance of this shared machine
+// lands on one round of every policy rather than on all runs of one. A row
+// reports the median over rounds and the spread of its ratio to all-fast,
+// which runs in every round as the baseline.
+void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations, int rounds,
               std::vector<Row>& rows) {
-  const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
-  fmt::print(stderr, "emulated {}: footprint {}\n", label(config), ca::format_bytes(footprint));
+  const auto build = [&] { return nn::build_model(config); };
+  const std::uint64_t footprint = nn::measure_footprint(build);
+  const ca::plan::Program program = nn::dry_run_program(build);
+  fmt::print(stderr, "emulated {}: footprint {}, {} kernels per iteration\n", label(config),
+             ca::format_bytes(footprint), program.kernels().size());
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
   std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size *
                                                      config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   data->next_batch(images, labels);
   const auto optane = *ca::emulation::profile("optane");
-  const auto run = [&](const std::string& policy, std::uint64_t fast) -> Row {
-    return attempt(make_row("emulated", label(config), policy, 0, fast), [&](Row& row) {
-      std::vector<ca::DeviceSpec> devices;
-      std::string placement = policy;
-      if (policy == "2lm:m") {
-        // One device, as the paper's 2LM runs: all data in (emulated)
-        // Optane behind a DRAM cache of the fast budget; nothing is moved
-        // by software, and retired tensors are freed at once (M).
-        ca::DeviceSpec nvram = ca::dax_file({}, 2 * footprint + (1 << 20), "nvram");
-        nvram.emulation = ca::emulation::memory_mode(optane, ca::emulation::memory_mode_cache_within(fast));
-        devices = {nvram};
-        placement = "all-fast";
-      } else {
-        ca::DeviceSpec slow = ca::dax_file({}, 2 * footprint + (1 << 20), "slow");
-        slow.emulation = optane;
-        devices = {ca::dram(fast, "fast"), slow};
-      }
-      ca::Runtime rt(devices, ca::policy::Registry::builtin().make(placement));
-      nn::Trainer trainer(&rt, nn::build_model(config));
-      (void)time_step(trainer, rt, images, labels);  // warm-up: first touches, primitive creation
-      const ca::Stats before = rt.stats();
-      std::vector<double> seconds;
-      for (int i = 0; i < iterations; ++i) seconds.push_back(time_step(trainer, rt, images, labels));
-      row.seconds = bench::median(seconds);
-      // Traffic per iteration, averaged over the timed ones.
-      const ca::Stats s = rt.stats().since(before);
-      if (policy == "2lm:m") fill_two_lm(row, s.memory_mode); else fill_traffic(row, s);
-      for (std::uint64_t* bytes : {&row.fast_read, &row.fast_written, &row.slow_read, &row.slow_written}) {
-        *bytes /= static_cast<std::uint64_t>(iterations);
-      }
-    });
+  // One run: the median of its timed iterations, its traffic per iteration
+  // added to `row`, and its exposed copy time.
+  const auto run = [&](const std::string& policy, std::uint64_t fast, Row& row) {
+    std::vector<ca::DeviceSpec> devices;
+    std::string placement = policy;
+    if (policy == "2lm:m") {
+      // One device, as the paper's 2LM runs: all data in (emulated)
+      // Optane behind a DRAM cache of the fast budget; nothing is moved
+      // by software, and retired tensors are freed at once (M).
+      ca::DeviceSpec nvram = ca::dax_file({}, 2 * footprint + (1 << 20), "nvram");
+      nvram.emulation = ca::emulation::memory_mode(optane, ca::emulation::memory_mode_cache_within(fast));
+      devices = {nvram};
+      placement = "all-fast";
+    } else {
+      ca::DeviceSpec slow = ca::dax_file({}, 2 * footprint + (1 << 20), "slow");
+      slow.emulation = optane;
+      devices = {ca::dram(fast, "fast"), slow};
+    }
+    ca::Runtime rt(devices, ca::policy::Registry::builtin().make(placement));
+    if (plans_ahead(policy)) rt.set_program(program);
+    nn::Trainer trainer(&rt, build());
+    (void)time_step(trainer, rt, images, labels);  // warm-up: first touches, primitive creation
+    const ca::Stats before = rt.stats();
+    std::vector<double> seconds;
+    for (int i = 0; i < iterations; ++i) seconds.push_back(time_step(trainer, rt, images, labels));
+    // Traffic per iteration, averaged over the timed ones (the same in
+    // every round: it is the policy's, not the machine's).
+    const ca::Stats s = rt.stats().since(before);
+    Row traffic = row;
+    if (policy == "2lm:m") fill_two_lm(traffic, s.memory_mode); else fill_traffic(traffic, s);
+    row.note = traffic.note;
+    row.fast_read = traffic.fast_read / static_cast<std::uint64_t>(iterations);
+    row.fast_written = traffic.fast_written / static_cast<std::uint64_t>(iterations);
+    row.slow_read = traffic.slow_read / static_cast<std::uint64_t>(iterations);
+    row.slow_written = traffic.slow_written / static_cast<std::uint64_t>(iterations);
+    row.exposed_copy_seconds += static_cast<double>(s.emulated_sync_copy_ns + s.async.fence_wait_ns) / 1e9 /
+                                static_cast<double>(iterations);
+    row.round_seconds.push_back(bench::median(seconds));
   };
-  (void)run("all-fast", footprint);  // warms oneDNN's primitive cache and the page cache
-  const Row baseline = run("all-fast", footprint);
-  if (!baseline.seconds) throw std::runtime_error("all-fast ran out of memory at 100% of the footprint");
+  {
+    Row warm = make_row("emulated", label(config), "all-fast", 1.0, footprint);
+    run("all-fast", footprint, warm);  // warms oneDNN's primitive cache and the page cache
+  }
   std::vector<std::string> emulated_policies = policies;
   emulated_policies.insert(emulated_policies.begin() + 4, "2lm:m");
   for (const double fraction : fractions) {
     const std::uint64_t fast = fast_budget(fraction, footprint);
+    Row baseline = make_row("emulated", label(config), "all-fast", fraction, footprint);
+    std::vector<Row> at_fraction;
     for (const std::string& policy : emulated_policies) {
-      // all-fast cannot run below the footprint: say so without trying.
-      Row row = policy == "all-fast" && fraction < 1.0 ? make_row("emulated", label(config), policy, 0, fast)
-                                                        : run(policy, fast);
-      if (policy == "all-fast" && fraction < 1.0) row.note = "out of memory";
-      row.fast_fraction = fraction;
-      if (row.seconds) row.slowdown = *row.seconds / *baseline.seconds;
-      fmt::print(stderr, "  {:<12} {:>4.0f}%  {}\n", policy, 100 * fraction,
-                 row.seconds ? fmt::format("{:.4f} s ({:.2f}x all-fast)", *row.seconds, row.slowdown) : row.note);
+      at_fraction.push_back(make_row("emulated", label(config), policy, fraction, fast));
+    }
+    for (int round = 0; round < rounds; ++round) {
+      run("all-fast", footprint, baseline);
+      for (Row& row : at_fraction) {
+        // all-fast cannot run below the footprint: say so without trying.
+        if (row.policy == "all-fast" && fraction < 1.0) {
+          row.note = "out of memory";
+          continue;
+        }
+        if (row.note == "out of memory") continue;
+        row = attempt(row, [&](Row& r) { run(r.policy, fast, r); });
+      }
+    }
+    for (Row& row : at_fraction) {
+      if (row.round_seconds.size() == static_cast<std::size_t>(rounds)) {
+        std::vector<double> ratios;
+        for (int r = 0; r < rounds; ++r) ratios.push_back(row.round_seconds[r] / baseline.round_seconds[r]);
+        row.seconds = bench::median(row.round_seconds);
+        row.slowdown = bench::median(ratios);
+        row.slowdown_low = *std::min_element(ratios.begin(), ratios.end());
+        row.slowdown_high = *std::max_element(ratios.begin(), ratios.end());
+        row.exposed_copy_seconds /= rounds;
+      } else {
+        row.seconds.reset();
+        row.note = "out of memory";
+      }
+      fmt::print(stderr, "  {:<12} {:>4.0f}%  {}\n", row.policy, 100 * fraction,
+                 row.seconds ? fmt::format("{:.4f} s ({:.2f}x all-fast, {:.2f}-{:.2f} over {} rounds; exposed "
+                                           "copies {:.4f} s)",
+                                           *row.seconds, row.slowdown, row.slowdown_low, row.slowdown_high, rounds,
+                                           row.exposed_copy_seconds)
+                             : row.note);
       rows.push_back(row);
     }
   }
@@ -286,13 +349,16 @@ std::vector<std::string> models_of(const std::vector<Row>& rows, P&& keep) {
 void print_goals(const std::vector<Row>& rows) {
   const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.kind == "emulated"; });
   if (models.empty()) return;
-  fmt::print("\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured):\n", 100 * goal_fraction);
+  fmt::print("\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured; ratios as median "
+             "[spread over rounds]):\n",
+             100 * goal_fraction);
   const bench::Table table({{"model", 20, bench::Align::left},
                             {"best CA", 8, bench::Align::left},
                             {"seconds", 10},
-                            {"vs all-fast", 12},
-                            {"2LM:M / best CA", 16},
-                            {"first-touch / CA", 18}});
+                            {"vs all-fast", 34},
+                            {"2LM:M / best CA", 34},
+                            {"first-touch / CA", 34},
+                            {"exposed copies/it", 18}});
   table.print_header();
   for (const std::string& model : models) {
     const auto find = [&](const std::string& policy) -> const Row* {
@@ -313,13 +379,28 @@ void print_goals(const std::vector<Row>& rows) {
       table.print_row({model, fmt::format("no CA run at {:.0f}% (add it to --fractions)", 100 * goal_fraction)});
       continue;
     }
-    const auto ratio = [&](const Row* other, double goal, bool at_most) {
-      if (other == nullptr) return std::string("-");
-      const double x = at_most ? best->slowdown : *other->seconds / *best->seconds;
-      return fmt::format("{:.2f}x ({} {:.2f})", x, (at_most ? x <= goal : x >= goal) ? "meets" : "misses", goal);
+    // A ratio over the rounds: its median and spread, and whether the goal
+    // is met (the whole spread on the right side), missed (the whole spread
+    // on the wrong side) or not decided (the goal inside the spread).
+    const auto verdict = [](double median, double low, double high, double goal, bool at_most) {
+      const bool meets = at_most ? high <= goal : low >= goal;
+      const bool misses = at_most ? low > goal : high < goal;
+      return fmt::format("{:.2f}x [{:.2f}-{:.2f}] ({} {:.2f})", median, low, high,
+                         meets ? "meets" : misses ? "misses" : "not decided", goal);
     };
-    table.print_row({model, best->policy, fmt::format("{:.4f}", *best->seconds), ratio(best, 1.10, true),
-                     ratio(find("2lm:m"), 2.0, false), ratio(find("first-touch"), 1.5, false)});
+    const auto ratio = [&](const Row* other, double goal) {
+      if (other == nullptr || other->round_seconds.size() != best->round_seconds.size()) return std::string("-");
+      std::vector<double> ratios;
+      for (std::size_t r = 0; r < best->round_seconds.size(); ++r) {
+        ratios.push_back(other->round_seconds[r] / best->round_seconds[r]);
+      }
+      return verdict(bench::median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+                     *std::max_element(ratios.begin(), ratios.end()), goal, false);
+    };
+    table.print_row({model, best->policy, fmt::format("{:.4f}", *best->seconds),
+                     verdict(best->slowdown, best->slowdown_low, best->slowdown_high, 1.10, true),
+                     ratio(find("2lm:m"), 2.0), ratio(find("first-touch"), 1.5),
+                     fmt::format("{:.4f}", best->exposed_copy_seconds)});
   }
 }
 
@@ -331,6 +412,8 @@ void print(const std::vector<Row>& rows) {
                             {"fast", 11},
                             {"seconds", 9},
                             {"slowdown", 9},
+                            {"spread", 11},
+                            {"exposed", 8},
                             {"fast rd", 10},
                             {"fast wr", 10},
                             {"slow rd", 10},
@@ -340,7 +423,11 @@ void print(const std::vector<Row>& rows) {
   for (const Row& r : rows) {
     table.print_row({r.kind, r.model, r.policy, fmt::format("{:.0f}%", 100 * r.fast_fraction),
                      ca::format_bytes(r.fast_bytes), r.seconds ? fmt::format("{:.4f}", *r.seconds) : "-",
-                     r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-", ca::format_bytes(r.fast_read),
+                     r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-",
+                     r.seconds && r.round_seconds.size() > 1
+                         ? fmt::format("{:.2f}-{:.2f}", r.slowdown_low, r.slowdown_high)
+                         : "-",
+                     r.seconds ? fmt::format("{:.4f}", r.exposed_copy_seconds) : "-", ca::format_bytes(r.fast_read),
                      ca::format_bytes(r.fast_written), ca::format_bytes(r.slow_read),
                      ca::format_bytes(r.slow_written), r.note});
   }
@@ -356,6 +443,10 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
                    {"fast_bytes", r.fast_bytes},
                    {"seconds", r.seconds ? nlohmann::json(*r.seconds) : nlohmann::json(nullptr)},
                    {"slowdown_vs_all_fast", r.seconds ? nlohmann::json(r.slowdown) : nlohmann::json(nullptr)},
+                   {"slowdown_low", r.seconds ? nlohmann::json(r.slowdown_low) : nlohmann::json(nullptr)},
+                   {"slowdown_high", r.seconds ? nlohmann::json(r.slowdown_high) : nlohmann::json(nullptr)},
+                   {"round_seconds", r.round_seconds},
+                   {"exposed_copy_seconds", r.exposed_copy_seconds},
                    {"fast_bytes_read", r.fast_read},
                    {"fast_bytes_written", r.fast_written},
                    {"slow_bytes_read", r.slow_read},
@@ -414,7 +505,8 @@ struct Options {
   bool no_paper = false;
   std::vector<std::string> families{"resnet", "densenet", "vgg"};
   std::vector<double> fractions;  // empty: the default sweep
-  int iterations = 3;
+  int iterations = 2;
+  int rounds = 3;
   std::int64_t batch = 0;  // 0: the default of the family (and of --quick)
   std::int64_t image_size = 0;
   double width = 0;
@@ -434,7 +526,12 @@ void add_options(CLI::App& app, Options& o) {
                  "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0)")
       ->check(CLI::Range(0.0, 1.0))
       ->delimiter(',');
-  app.add_option("--iterations", o.iterations, "timed iterations per emulated run (the median is reported)")
+  app.add_option("--iterations", o.iterations, "timed iterations per emulated run (its median is the run's time)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--rounds", o.rounds,
+                 "emulated: rounds of interleaved runs of every policy (the median and spread over rounds are "
+                 "reported; quick 1)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--batch", o.batch, "emulated runs: images per iteration (default 32, quick 4)")
@@ -474,7 +571,7 @@ std::vector<Row> run(const Options& o) {
   std::vector<Row> rows;
   for (const std::string& family : o.families) {
     const nn::ModelConfig c = small_config(family, o);
-    if (!o.no_emulated) emulated(c, fractions, o.iterations, rows);
+    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, rows);
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, rows);
   }
   if (o.no_paper) return rows;
@@ -491,8 +588,10 @@ std::vector<Row> run(const Options& o) {
 }
 
 void report(const Options& o, const std::vector<Row>& rows) {
-  fmt::print("emulated: measured wall time on this machine (median of {} iterations), slow tier emulated as {}\n",
-             o.iterations, o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
+  fmt::print("emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
+             "iterations), slow tier emulated as {}\n",
+             o.quick ? 1 : o.rounds, o.iterations,
+             o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
   fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
   fmt::print("modeled: replay / 2LM model, DRAM {} / {} GB/s, Optane {} / {} GB/s (read / write); "
              "not measurements\n\n",

@@ -284,6 +284,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
         emulation::wait_ns(least - spent);
         stats_.emulated_copy_wait_ns += static_cast<std::uint64_t>(least - spent);
       }
+      stats_.emulated_sync_copy_ns += static_cast<std::uint64_t>(std::max(least, spent));
     }
     if (after > 0) {
       emulation::wait_ns(after);

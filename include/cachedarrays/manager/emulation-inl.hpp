@@ -144,6 +144,13 @@ CACHEDARRAYS_INLINE void wait_ns(double ns) {
   }
 }
 
+CACHEDARRAYS_INLINE double sleep_ns(double ns) {
+  if (ns <= 0) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(ns)));
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+
 CACHEDARRAYS_INLINE std::string describe(const EmulationProfile& p) {
   if (p.memory_mode_cache_bytes > 0) {
     return fmt::format("{} (emulated memory mode: a {} direct-mapped DRAM cache over a device of read {:.1f} GB/s, "

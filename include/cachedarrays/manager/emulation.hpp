@@ -83,6 +83,10 @@ inline constexpr Bandwidth optane_one_dimm{6.6, 2.3};
 
 // Waits `ns` of wall time (sleeping for the bulk, spinning for the rest).
 void wait_ns(double ns);
+// Sleeps about `ns` without spinning, for threads beside the compute threads
+// (the mover) that must not take a core to wait; returns the time slept,
+// which the OS makes tens of microseconds longer than asked.
+double sleep_ns(double ns);
 
 // "optane (emulated: read 12.1 GB/s, write 4.2 GB/s, 305 ns)".
 [[nodiscard]] std::string describe(const EmulationProfile& p);

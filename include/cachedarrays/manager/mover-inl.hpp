@@ -68,13 +68,26 @@ CACHEDARRAYS_INLINE void Mover::copy(detail::CopyState& state, const MoverOption
     detail::copy_bytes(state.dst, state.src, state.bytes, state.where, {.max_threads = 1});
   }
   const auto spent = [&] { return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count(); };
+  // The emulated time a copy owes is slept, not spun: a spinning mover
+  // would take a core from the kernels it runs beside (two cores here).
+  // Sleep overshoots; the overshoot is credited to the next copies of this
+  // mover thread, so that the mover's throughput stays the emulated one.
+  thread_local double credit_ns = 0;
+  const auto hold = [&](double owed) {
+    const double pay = owed - credit_ns;
+    if (pay <= 0) {
+      credit_ns -= owed;
+      return;
+    }
+    credit_ns = emulation::sleep_ns(pay) - pay;
+  };
   double held = 0;
   if (state.least_ns > spent()) {
     held = state.least_ns - spent();
-    emulation::wait_ns(held);
+    hold(held);
   }
   if (state.after_ns > 0) {
-    emulation::wait_ns(state.after_ns);
+    hold(state.after_ns);
     held += state.after_ns;
   }
   state.emulated_wait_ns = static_cast<std::uint64_t>(held);

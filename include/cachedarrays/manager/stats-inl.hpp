@@ -50,6 +50,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   delta.accesses -= earlier.accesses;
   delta.emulated_copy_wait_ns -= earlier.emulated_copy_wait_ns;
   delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
+  delta.emulated_sync_copy_ns -= earlier.emulated_sync_copy_ns;
   delta.memory_mode -= earlier.memory_mode;
   delta.policy -= earlier.policy;
   delta.async -= earlier.async;
@@ -86,8 +87,10 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                        format_bytes(kernel_bytes_written[d]));
   }
   if (emulated_copy_wait_ns + emulated_kernel_ns > 0) {
-    out += fmt::format("\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s (emulated slow tier)",
-                       static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9);
+    out += fmt::format("\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s, copies on compute threads "
+                       "{:.3f} s (emulated slow tier)",
+                       static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9,
+                       static_cast<double>(emulated_sync_copy_ns) / 1e9);
   }
   if (memory_mode.lines() > 0) {
     const auto percent = [&](std::uint64_t n) { return 100.0 * memory_mode.share(n); };

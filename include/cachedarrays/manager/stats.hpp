@@ -149,6 +149,10 @@ struct Stats {
   // bandwidth, and kernels charged for arguments on an emulated device.
   std::uint64_t emulated_copy_wait_ns = 0;
   std::uint64_t emulated_kernel_ns = 0;
+  // Wall time of the copies to or from an emulated device that a compute
+  // thread made itself (copyto), the held-back part included: with
+  // async.fence_wait_ns, the copy time a run did not overlap ("exposed").
+  std::uint64_t emulated_sync_copy_ns = 0;
   // Lines of devices emulated in 2LM memory mode (EmulationProfile::
   // memory_mode_cache_bytes), summed over such devices.
   TwoLmCounters memory_mode;

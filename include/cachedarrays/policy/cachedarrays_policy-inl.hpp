@@ -166,6 +166,8 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   }
   const std::uint64_t span = (bytes + 63) & ~std::uint64_t{63};
   if (span > usage.capacity) return false;
+  // A: what the program says is used last, and is clean, goes first.
+  if (following_ && make_room_clean(bytes, last_kernel_, last_kernel_ + 1)) return true;
   std::vector<Object*> tried;
   for (int attempt = 0; attempt < detail::max_victim_windows; ++attempt) {
     // The window starts at the least recently used unpinned victim (paper
@@ -201,7 +203,14 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
   if (manager().device(*manager().getprimary(object)) != fast_) return;
   lru_->archive(detail::entry_of(object));
-  if (mode_.async_lookahead) write_back_ahead(object);
+  // Written back ahead only when fast memory is under pressure (less free
+  // than the lookahead may fill): with room to spare it will not be evicted.
+  if (mode_.async_lookahead) {
+    const DeviceUsage usage = manager().usage(fast_);
+    if (static_cast<double>(usage.bytes_free()) < lookahead_.fast_fraction * static_cast<double>(usage.capacity)) {
+      write_back_ahead(object);
+    }
+  }
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::forget(Object& object) {
@@ -239,6 +248,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t /*iteration*/) {
   following_ = mode_.async_lookahead && program_ != nullptr;
+  last_kernel_ = -1;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, Object& object) {
@@ -279,27 +289,31 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_kernel_begin(const KernelPoint& 
     }
   }
   for (std::size_t j = 0; j < k.args.size(); ++j) bind(k.args[j].object, *kernel.objects[j]);
-  look_ahead(static_cast<std::uint32_t>(kernel.index));
+  last_kernel_ = static_cast<std::int64_t>(kernel.index);
+  look_ahead(last_kernel_);
 }
 
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
-                                                                     std::uint32_t current) const {
+                                                                     std::int64_t current) const {
   constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
   const std::uint32_t id = detail::entry_of(object).program_object;
   if (id == LruList::Entry::unbound) return never - 1;  // unknown: after every known use
-  if (const auto next = program_->next_use(id, current)) return *next - current;
+  const auto next = current < 0 ? program_->first_use(id) : program_->next_use(id, static_cast<std::uint32_t>(current));
+  if (next) return static_cast<std::uint64_t>(*next - current);
   if (!program_->objects()[id].persistent) return never;  // the iteration is done with it
   const auto first = program_->first_use(id);
-  return first ? program_->kernels().size() - current + *first : never;
+  return first ? static_cast<std::uint64_t>(static_cast<std::int64_t>(program_->kernels().size()) - current + *first)
+               : never;
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::uint32_t current) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
   DataManager& dm = manager();
   const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
   const auto budget = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(dm.capacity(fast_)));
-  const std::size_t end = std::min<std::size_t>(kernels.size(), std::size_t{current} + 1 + lookahead_.kernels);
+  const auto first = static_cast<std::size_t>(current + 1);
+  const std::size_t end = std::min<std::size_t>(kernels.size(), first + lookahead_.kernels);
   std::uint64_t ahead = 0;  // bytes on their way to, or waiting in, fast memory for the window
-  for (std::size_t n = std::size_t{current} + 1; n < end; ++n) {
+  for (std::size_t n = first; n < end; ++n) {
     for (const plan::ProgramArg& arg : kernels[n].args) {
       Object* object = bound_[arg.object];
       if (object == nullptr || object->pinned()) continue;  // not made yet, or in use now
@@ -310,19 +324,19 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::uint32_t current) {
         continue;
       }
       if (ahead + object->bytes() > budget) return;
-      if (!prefetch_ahead(*object, current, static_cast<std::uint32_t>(n))) return;
+      if (!prefetch_ahead(*object, current, static_cast<std::int64_t>(n))) return;
       ahead += object->bytes();
     }
   }
 }
 
-CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::uint32_t current,
-                                                           std::uint32_t target) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::int64_t current,
+                                                           std::int64_t target) {
   DataManager& dm = manager();
   Region& x = *dm.getprimary(object);
   const std::uint64_t bytes = object.bytes();
   Region* y = dm.allocate(fast_, bytes);
-  if (y == nullptr && make_room_ahead(bytes, current, target)) y = dm.allocate(fast_, bytes);
+  if (y == nullptr && make_room_clean(bytes, current, target)) y = dm.allocate(fast_, bytes);
   if (y == nullptr) return false;
   dm.link(x, *y);
   (void)dm.copyto_async(*y, x);  // its outcome is seen where it is used (prefetch waits on it)
@@ -333,14 +347,15 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std:
   return true;
 }
 
-CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_ahead(std::uint64_t bytes, std::uint32_t current,
-                                                            std::uint32_t target) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes, std::int64_t current,
+                                                            std::int64_t target) {
   // Belady's choice among what can go for free: unpinned fast objects used
   // later than the target kernel, whose slow copy is valid (evicting them
   // copies nothing), farthest next use first.
   DataManager& dm = manager();
-  const std::uint64_t until_target = target - current;
-  std::vector<std::pair<std::uint64_t, Object*>> victims;
+  const auto until_target = static_cast<std::uint64_t>(target - current);
+  std::vector<std::pair<std::uint64_t, Object*>> clean;
+  std::vector<std::pair<std::uint64_t, Object*>> dirty;
   (void)lru_->find([&](Object& candidate) {
     if (candidate.pinned()) return false;
     const Region* x = dm.getprimary(candidate);
@@ -348,13 +363,23 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_ahead(std::uint64_t bytes
     const std::uint64_t distance = distance_to_use(candidate, current);
     if (distance <= until_target) return false;
     const Region* y = dm.getlinked(*x, slow_);
-    if (y == nullptr || dm.in_flight(*y) || !dm.isvalid(*y)) return false;
-    victims.emplace_back(distance, &candidate);
+    if (y != nullptr && dm.in_flight(*y)) return false;  // being written back: clean soon
+    (y != nullptr && dm.isvalid(*y) ? clean : dirty).emplace_back(distance, &candidate);
     return false;
   });
-  std::sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const auto farthest_first = [](const auto& a, const auto& b) { return a.first > b.first; };
+  std::sort(clean.begin(), clean.end(), farthest_first);
+  std::sort(dirty.begin(), dirty.end(), farthest_first);
+  // The farthest dirty ones start their write-back now, so that a later
+  // call finds them clean.
+  std::uint64_t started = 0;
+  for (const auto& [distance, object] : dirty) {
+    if (started >= bytes) break;
+    write_back_ahead(*object);
+    started += object->bytes();
+  }
   std::uint64_t freed = 0;
-  for (const auto& [distance, victim] : victims) {
+  for (const auto& [distance, victim] : clean) {
     // Free bytes may not make a hole: stop once a few times the bytes
     // needed have been freed without one.
     if (freed >= 4 * bytes) return false;

@@ -106,12 +106,17 @@ class CachedArraysPolicy final : public Policy {
   void bind(std::uint32_t program_object, Object& object);
   void unbind(Object& object);
   // Kernels after `current` whose objects should start moving now.
-  void look_ahead(std::uint32_t current);
-  // Kernels until `object` is used again after kernel `current` (the next
-  // iteration's first use for a persistent object; "never" for the rest).
-  [[nodiscard]] std::uint64_t distance_to_use(const Object& object, std::uint32_t current) const;
-  bool prefetch_ahead(Object& object, std::uint32_t current, std::uint32_t target);
-  bool make_room_ahead(std::uint64_t bytes, std::uint32_t current, std::uint32_t target);
+  void look_ahead(std::int64_t current);
+  // Kernels until `object` is used again after kernel `current` (-1: from
+  // the start of the iteration; the next iteration's first use for a
+  // persistent object; "never" for the rest).
+  [[nodiscard]] std::uint64_t distance_to_use(const Object& object, std::int64_t current) const;
+  bool prefetch_ahead(Object& object, std::int64_t current, std::int64_t target);
+  // Frees a hole of `bytes` in fast memory by evicting only objects used
+  // after kernel `target` whose slow copy is valid (no copy), farthest next
+  // use first; starts background write-backs of dirty ones that would have
+  // qualified, so that they are clean by a later call.
+  bool make_room_clean(std::uint64_t bytes, std::int64_t current, std::int64_t target);
   void write_back_ahead(Object& object);
 
   bool bring_to_fast(Object& object);
@@ -130,6 +135,7 @@ class CachedArraysPolicy final : public Policy {
   std::shared_ptr<const plan::Program> program_;
   std::vector<Object*> bound_;  // by program object: the object it is now (A)
   bool following_ = false;      // this iteration has matched the program so far
+  std::int64_t last_kernel_ = -1;  // the kernel begun last in this iteration
 };
 
 }  // namespace cachedarrays::policy

@@ -145,6 +145,9 @@ void run(Options o) {
 
   ca::Runtime rt(devices(o, footprint, fast_bytes),
                  ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : o.policy));
+  // The program of an iteration, for the policies that plan ahead (ca-lma,
+  // ca-lmpa); the others ignore it.
+  rt.set_program(nn::dry_run_program(build));
   nn::Graph graph = build();
   fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
              model.depth, model.width, model.batch, model.channels, model.image_size, model.image_size,

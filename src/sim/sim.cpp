@@ -2,3 +2,4 @@
 #include "cachedarrays/sim/replay-inl.hpp"
 #include "cachedarrays/sim/simulate_2lm-inl.hpp"
 #include "cachedarrays/sim/trace_walker-inl.hpp"
+#include "cachedarrays/sim/copy_timeline-inl.hpp"

@@ -177,6 +177,7 @@ class DataManager {
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
   // Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }
+  [[nodiscard]] Trace* trace() const noexcept { return trace_; }
   // The policy's own counters live beside the manager's, so one snapshot
   // holds both; policies (and policy/moves.cpp) add to them.
   [[nodiscard]] PolicyCounters& policy_counters() noexcept { return stats_.policy; }

@@ -109,9 +109,10 @@ nn::ModelConfig model_config(const std::string& name, const Settings& s) {
   return c;
 }
 
-// Wall time from each kernel's start to the next kernel's start, by name.
-// Reorders are split by layout change and by whether the tensor is shaped
-// like a parameter (first dimension other than the batch) or an activation.
+// Wall time from each kernel's start to the next kernel's start, by op
+// kind (the first word of the kernel's signature). Reorders are split by
+// layout change and by whether the tensor is shaped like a parameter (first
+// dimension other than the batch) or an activation.
 class KernelTimer final : public nn::KernelObserver {
  public:
   explicit KernelTimer(std::int64_t batch) : batch_(batch) {}
@@ -120,10 +121,10 @@ class KernelTimer final : public nn::KernelObserver {
     current_ = "(before the first kernel)";
   }
   void stop() { charge(Clock::now()); }
-  void on_kernel(const std::string& name, std::span<const nn::KernelArg> args) override {
+  void on_kernel(const std::string& signature, std::span<const nn::KernelArg> args) override {
     charge(Clock::now());
-    current_ = name;
-    if (name == "reorder" && args.size() == 2) {
+    current_ = ca::plan::kernel_kind(signature);
+    if (current_ == "reorder" && args.size() == 2) {
       const nn::Tensor& from = *args[0].tensor;
       current_ = fmt::format("reorder {} {}->{}", from.dims().at(0) == batch_ ? "activation" : "parameter",
                              layout(from), layout(*args[1].tensor));

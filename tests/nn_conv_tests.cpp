@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cachedarrays/nn/layers.hpp"
+#include "cachedarrays/plan/kernel_signature.hpp"
 #include "nn_gradcheck.hpp"
 #include "nn_test_support.hpp"
 
@@ -267,7 +268,9 @@ TEST_CASE("nn conv: a shape-only dry run records the kernels and runs nothing") 
   nn::Op& op = build(g, c);
   struct Recorder : nn::KernelObserver {
     std::vector<std::string> names;
-    void on_kernel(const std::string& name, std::span<const nn::KernelArg>) override { names.push_back(name); }
+    void on_kernel(const std::string& signature, std::span<const nn::KernelArg>) override {
+      names.emplace_back(ca::plan::kernel_kind(signature));
+    }
   } recorder;
   ctx.set_observer(&recorder);
   const std::vector<nn::Tensor> ins{ctx.make_plain(x_dims(c)), ctx.make_plain(w_dims(c)), ctx.make_plain({4})};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/roofline.hpp"
 #include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/nn/data.hpp"
 #include "cachedarrays/nn/models.hpp"
@@ -101,12 +103,7 @@ void retire(ca::Trace& t, std::uint64_t id) { t.record({.kind = ca::TraceKind::r
 
 std::string replay_error(const ca::Trace& t) {
   ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
-  try {
-    (void)ca::replay(t, target, models);
-  } catch (const ca::invalid_argument& e) {
-    return e.what();
-  }
-  return "no error";
+  return test::invalid_argument_of([&] { (void)ca::replay(t, target, models); });
 }
 
 }  // namespace
@@ -189,6 +186,56 @@ TEST_CASE("replay: modeled time is bytes over the bandwidth of the device each a
     CHECK(c.copy_seconds == doctest::Approx(ca::modeled_copy_seconds(c.stats, models)));
     CHECK(c.modeled_seconds == doctest::Approx(c.kernel_seconds + c.copy_seconds));
   }
+}
+
+TEST_CASE("replay: with the roofline, a kernel takes the larger of its compute and memory time") {
+  ca::Trace t;
+  create(t, 1, 1000);  // first-touch: fast (1 KiB)
+  create(t, 2, 1000);  // slow
+  // 10 us of compute at 1 GFLOP/s; 110 ns of memory on these devices.
+  const std::string dense = ca::plan::make_signature("conv", {}, 10'000);
+  t.record_kernel(dense, {{1, 1000, false, 0}, {2, 1000, true, 1}});
+  t.record({.kind = ca::TraceKind::kernel_end, .name = t.intern(dense)});
+  // 1 ns of compute: memory-bound.
+  t.record_kernel("relu flops=1", {{1, 1000, false, 0}, {2, 1000, true, 1}});
+  t.record({.kind = ca::TraceKind::kernel_end, .name = t.intern("relu flops=1")});
+  const auto run = [&](const ca::plan::KernelTimeModel* model) {
+    ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
+    return ca::replay(t, target, models, model);
+  };
+  const ca::plan::Roofline roofline(1e9, {models[0].read_gbps, models[0].write_gbps});
+  const double memory = (1000 / 100.0 + 1000 / 10.0) * 1e-9;
+  const ca::ReplayResult r = run(&roofline);
+  CHECK(r.kernel_seconds == doctest::Approx(10'000e-9 + memory));
+  CHECK(r.kernel_seconds >= roofline.compute_seconds(dense) + roofline.compute_seconds("relu flops=1"));
+  // Without a model (and through the three-argument call) every kernel is memory-bound.
+  CHECK(run(nullptr).kernel_seconds == doctest::Approx(2 * memory));
+  ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
+  CHECK(ca::replay(t, target, models).kernel_seconds == doctest::Approx(2 * memory));
+}
+
+TEST_CASE("replay: a recorded model under the roofline takes at least its compute and its memory bound") {
+  const Recording rec = record_real_run("ca-lmp");
+  double compute = 0;
+  for (const ca::TraceEvent& e : rec.trace.events()) {
+    if (e.kind == ca::TraceKind::kernel_begin) {
+      compute += static_cast<double>(ca::plan::kernel_flops(rec.trace.names()[e.name])) / 1e9;
+    }
+  }
+  REQUIRE(compute > 0);
+  const ca::plan::Roofline roofline(1e9, {models[0].read_gbps, models[0].write_gbps});
+  const auto run = [&](const ca::plan::KernelTimeModel* model) {
+    ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
+                       ca::policy::Registry::builtin().make("all-slow"));
+    return ca::replay(rec.trace, target, models, model);
+  };
+  const ca::ReplayResult with_roofline = run(&roofline);
+  const ca::ReplayResult memory_bound = run(nullptr);
+  CHECK(with_roofline.kernel_seconds >= compute);
+  CHECK(with_roofline.kernel_seconds >= memory_bound.kernel_seconds);
+  CHECK(with_roofline.kernel_seconds < compute + memory_bound.kernel_seconds);  // max, not sum: some overlap
+  CHECK(with_roofline.copy_seconds == memory_bound.copy_seconds);
+  CHECK(with_roofline.kernels == memory_bound.kernels);
 }
 
 TEST_CASE("replay: a bad trace is rejected naming the event") {

@@ -142,6 +142,17 @@ inline bool object_holds(const ca::DataManager& dm, const ca::Object& object, st
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The message of the invalid_argument `f()` throws ("no error" if it throws none).
+template <typename F>
+std::string invalid_argument_of(F&& f) {
+  try {
+    f();
+  } catch (const ca::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // A check that `message` contains `part`, showing the message when not.
 inline void check_contains(const std::string& message, const std::string& part) {
   INFO("message: " << message);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cachedarrays/nn/kernel_signature.hpp"
 #include "cachedarrays/runtime/kernel.hpp"
 #include "cachedarrays/runtime/pinned_kernel.hpp"
 
@@ -61,7 +62,8 @@ struct KernelObjects {
 
 void Context::execute(const std::string& name, const dnnl::primitive& primitive,
                       const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
-  if (observer_ != nullptr) observer_->on_kernel(name, args);
+  const std::string signature = kernel_signature(name, args);
+  if (observer_ != nullptr) observer_->on_kernel(signature, args);
   if (runtime_ == nullptr) return;
   const std::size_t scratch_bytes = scratchpad.get_size();
   if (scratch_bytes > 0 && (scratchpad_ == nullptr || scratchpad_->bytes() < scratch_bytes)) {
@@ -69,7 +71,7 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
     scratchpad_ = std::make_unique<CachedArray<std::byte>>(runtime_->array<std::byte>(scratch_bytes));
   }
   KernelObjects k(args, scratch_bytes > 0 ? &scratchpad_->object() : nullptr);
-  PinnedKernel kernel(*runtime_, name.c_str(), k.objects, k.accesses, k.data);
+  PinnedKernel kernel(*runtime_, signature.c_str(), k.objects, k.accesses, k.data);
   if (!dry_run()) {  // a dry run emits the hints and pins, and runs nothing
     std::unordered_map<int, dnnl::memory> memories;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -86,10 +88,11 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
 
 void Context::run(const std::string& name, std::span<const KernelArg> args,
                   const std::function<void(std::span<float* const>)>& body) {
-  if (observer_ != nullptr) observer_->on_kernel(name, args);
+  const std::string signature = kernel_signature(name, args);
+  if (observer_ != nullptr) observer_->on_kernel(signature, args);
   if (runtime_ == nullptr) return;
   KernelObjects k(args, nullptr);
-  PinnedKernel kernel(*runtime_, name.c_str(), k.objects, k.accesses, k.data);
+  PinnedKernel kernel(*runtime_, signature.c_str(), k.objects, k.accesses, k.data);
   if (!dry_run()) {
     std::vector<float*> pointers(args.size());
     for (std::size_t i = 0; i < args.size(); ++i) pointers[i] = reinterpret_cast<float*>(k.data[i]);

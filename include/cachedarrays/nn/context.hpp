@@ -38,10 +38,12 @@ struct KernelArg {
 inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read}; }
 inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write}; }
 
-// Observes every kernel (for traces and the dry run).
+// Observes every kernel (for traces and the dry run). `signature` is the
+// kernel's signature (nn/kernel_signature.hpp), the name a trace records it
+// under; plan::kernel_kind(signature) is its op kind.
 struct KernelObserver {
   virtual ~KernelObserver() = default;
-  virtual void on_kernel(const std::string& name, std::span<const KernelArg> args) = 0;
+  virtual void on_kernel(const std::string& signature, std::span<const KernelArg> args) = 0;
 };
 
 class Context {
@@ -82,14 +84,17 @@ class Context {
   }
   [[nodiscard]] std::uint64_t primitives_created() const noexcept { return primitives_created_; }
 
-  // Runs `primitive` as one kernel over `args` (see the file comment).
-  // `scratchpad` is the primitive descriptor's scratchpad_desc().
+  // Runs `primitive` as one kernel over `args` (see the file comment), under
+  // the signature kernel_signature(name, args): `name` is the op kind and
+  // whatever else the primitive depends on that the arguments do not show
+  // ("conv s2p1"). `scratchpad` is the primitive descriptor's scratchpad_desc().
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::initializer_list<KernelArg> args);
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::span<const KernelArg> args);
   // A hand-written kernel: `body` gets each argument's float pointer, in
-  // order (dnnl_arg is ignored). Nothing runs in a dry run.
+  // order (dnnl_arg names the argument's role in the signature only).
+  // Nothing runs in a dry run.
   void run(const std::string& name, std::span<const KernelArg> args,
            const std::function<void(std::span<float* const>)>& body);
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/plan/detail/json_reader.hpp"
 
 namespace cachedarrays::plan {
 
@@ -269,37 +270,6 @@ namespace detail {
 inline constexpr const char* program_format = "cachedarrays-program";
 inline constexpr int program_version = 1;
 
-// Reads a JSON document field by field, naming the field in every error.
-class ProgramJsonReader {
- public:
-  [[noreturn]] static void fail(const std::string& path, const std::string& what) {
-    throw invalid_argument("cachedarrays: program JSON: " + path + ": " + what);
-  }
-  static const nlohmann::json& field(const nlohmann::json& j, const std::string& path, const char* key) {
-    if (!j.is_object()) fail(path, "must be an object");
-    const auto it = j.find(key);
-    if (it == j.end()) fail(path + "." + key, "is missing");
-    return *it;
-  }
-  static const nlohmann::json& array(const nlohmann::json& j, const std::string& path) {
-    if (!j.is_array()) fail(path, std::string("must be an array, not ") + j.type_name());
-    return j;
-  }
-  static std::uint64_t unsigned_int(const nlohmann::json& j, const std::string& path) {
-    if (!j.is_number_unsigned()) fail(path, std::string("must be an unsigned integer, not ") + j.dump());
-    return j.get<std::uint64_t>();
-  }
-  static std::uint32_t index(const nlohmann::json& j, const std::string& path) {
-    const std::uint64_t v = unsigned_int(j, path);
-    if (v > 0xffffffffULL) fail(path, "index " + std::to_string(v) + " is too large");
-    return static_cast<std::uint32_t>(v);
-  }
-  static std::string string(const nlohmann::json& j, const std::string& path) {
-    if (!j.is_string()) fail(path, std::string("must be a string, not ") + j.dump());
-    return j.get<std::string>();
-  }
-};
-
 }  // namespace detail
 
 CACHEDARRAYS_INLINE std::string Program::to_json() const {
@@ -325,49 +295,43 @@ CACHEDARRAYS_INLINE std::string Program::to_json() const {
 }
 
 CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
-  using R = detail::ProgramJsonReader;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    R::fail("(document)", std::string("is not JSON: ") + e.what());
+  const detail::JsonReader r("program JSON");
+  const nlohmann::json j = r.parse(text);
+  if (r.string(r.field(j, "(document)", "format"), "format") != detail::program_format) {
+    r.fail("format", std::string("must be \"") + detail::program_format + "\"");
   }
-  if (R::string(R::field(j, "(document)", "format"), "format") != detail::program_format) {
-    R::fail("format", std::string("must be \"") + detail::program_format + "\"");
-  }
-  if (R::unsigned_int(R::field(j, "(document)", "version"), "version") != detail::program_version) {
-    R::fail("version", "must be " + std::to_string(detail::program_version) + " (this library's program format)");
+  if (r.unsigned_int(r.field(j, "(document)", "version"), "version") != detail::program_version) {
+    r.fail("version", "must be " + std::to_string(detail::program_version) + " (this library's program format)");
   }
   std::vector<ProgramObject> objects;
-  const nlohmann::json& jo = R::array(R::field(j, "(document)", "objects"), "objects");
+  const nlohmann::json& jo = r.array(r.field(j, "(document)", "objects"), "objects");
   for (std::size_t i = 0; i < jo.size(); ++i) {
     const std::string path = "objects[" + std::to_string(i) + "]";
-    const nlohmann::json& p = R::field(jo[i], path, "persistent");
-    if (!p.is_boolean()) R::fail(path + ".persistent", "must be true or false");
-    objects.push_back({R::unsigned_int(R::field(jo[i], path, "bytes"), path + ".bytes"), p.get<bool>()});
+    objects.push_back({r.unsigned_int(r.field(jo[i], path, "bytes"), path + ".bytes"),
+                       r.boolean(r.field(jo[i], path, "persistent"), path + ".persistent")});
   }
   std::vector<ProgramKernel> kernels;
-  const nlohmann::json& jk = R::array(R::field(j, "(document)", "kernels"), "kernels");
+  const nlohmann::json& jk = r.array(r.field(j, "(document)", "kernels"), "kernels");
   for (std::size_t i = 0; i < jk.size(); ++i) {
     const std::string path = "kernels[" + std::to_string(i) + "]";
-    ProgramKernel k{R::string(R::field(jk[i], path, "name"), path + ".name"), {}};
-    const nlohmann::json& ja = R::array(R::field(jk[i], path, "args"), path + ".args");
+    ProgramKernel k{r.string(r.field(jk[i], path, "name"), path + ".name"), {}};
+    const nlohmann::json& ja = r.array(r.field(jk[i], path, "args"), path + ".args");
     for (std::size_t a = 0; a < ja.size(); ++a) {
       const std::string apath = path + ".args[" + std::to_string(a) + "]";
-      if (!ja[a].is_array() || ja[a].size() != 3) R::fail(apath, "must be [object, bytes, \"r\" or \"w\"]");
-      const std::string access = R::string(ja[a][2], apath + "[2]");
-      if (access != "r" && access != "w") R::fail(apath + "[2]", "must be \"r\" or \"w\", not \"" + access + "\"");
-      k.args.push_back({R::index(ja[a][0], apath + "[0]"), R::unsigned_int(ja[a][1], apath + "[1]"),
+      if (!ja[a].is_array() || ja[a].size() != 3) r.fail(apath, "must be [object, bytes, \"r\" or \"w\"]");
+      const std::string access = r.string(ja[a][2], apath + "[2]");
+      if (access != "r" && access != "w") r.fail(apath + "[2]", "must be \"r\" or \"w\", not \"" + access + "\"");
+      k.args.push_back({r.index(ja[a][0], apath + "[0]"), r.unsigned_int(ja[a][1], apath + "[1]"),
                         access == "w" ? Access::write : Access::read});
     }
     kernels.push_back(std::move(k));
   }
   std::vector<ProgramStep> steps;
-  const nlohmann::json& js = R::array(R::field(j, "(document)", "steps"), "steps");
+  const nlohmann::json& js = r.array(r.field(j, "(document)", "steps"), "steps");
   for (std::size_t i = 0; i < js.size(); ++i) {
     const std::string path = "steps[" + std::to_string(i) + "]";
-    if (!js[i].is_array() || js[i].empty()) R::fail(path, "must be an array [kind, index(, hint)]");
-    const std::string kind = R::string(js[i][0], path + "[0]");
+    if (!js[i].is_array() || js[i].empty()) r.fail(path, "must be an array [kind, index(, hint)]");
+    const std::string kind = r.string(js[i][0], path + "[0]");
     ProgramStep step;
     std::size_t size = 2;
     if (kind == "create") step.kind = StepKind::create;
@@ -375,23 +339,23 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
     else if (kind == "hint") { step.kind = StepKind::hint; size = 3; }
     else if (kind == "kernel") step.kind = StepKind::kernel;
     else if (kind == "collect") { step.kind = StepKind::collect; size = 1; }
-    else R::fail(path + "[0]", "unknown step kind \"" + kind + "\"; one of create, retire, hint, kernel, collect");
-    if (js[i].size() != size) R::fail(path, "a " + kind + " step has " + std::to_string(size) + " entries");
-    if (size >= 2) step.index = R::index(js[i][1], path + "[1]");
+    else r.fail(path + "[0]", "unknown step kind \"" + kind + "\"; one of create, retire, hint, kernel, collect");
+    if (js[i].size() != size) r.fail(path, "a " + kind + " step has " + std::to_string(size) + " entries");
+    if (size >= 2) step.index = r.index(js[i][1], path + "[1]");
     if (size == 3) {
-      const std::string hint = R::string(js[i][2], path + "[2]");
+      const std::string hint = r.string(js[i][2], path + "[2]");
       bool found = false;
       for (Hint h : {Hint::will_use, Hint::will_read, Hint::will_write, Hint::archive}) {
         if (hint == to_string(h)) { step.hint = h; found = true; }
       }
-      if (!found) R::fail(path + "[2]", "unknown hint \"" + hint + "\"; one of will_use, will_read, will_write, archive");
+      if (!found) r.fail(path + "[2]", "unknown hint \"" + hint + "\"; one of will_use, will_read, will_write, archive");
     }
     steps.push_back(step);
   }
   try {
     return Program(std::move(objects), std::move(kernels), std::move(steps));
   } catch (const invalid_argument& e) {
-    R::fail("(document)", e.what());
+    r.fail("(document)", e.what());
   }
 }
 

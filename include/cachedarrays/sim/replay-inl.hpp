@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cachedarrays/runtime/pinned_kernel.hpp"
+#include "cachedarrays/sim/copy_timeline.hpp"
 #include "cachedarrays/sim/trace_walker.hpp"
 
 namespace cachedarrays {
@@ -33,12 +34,29 @@ CACHEDARRAYS_INLINE void check_models(const Runtime& target, const std::vector<D
 }
 
 // Replays through the target's policy: the same hints, pins and counters
-// as the recorded run, and the memory-bound time of each kernel.
+// as the recorded run, and each kernel's time under the kernel time model.
 class Replayer final : public TraceWalker {
  public:
-  Replayer(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models, ReplayResult& result)
-      : TraceWalker(trace, target, "replay"), models_(models), result_(result) {}
-  ~Replayer() override { open_.clear(); }  // unpin before the base retires the arrays
+  Replayer(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models,
+           const plan::KernelTimeModel& kernel_time, ReplayResult& result)
+      : TraceWalker(trace, target, "replay"),
+        models_(models),
+        kernel_time_(kernel_time),
+        result_(result),
+        timeline_(models),
+        saved_hook_(target.manager().trace()) {
+    target.manager().set_trace(&copies_);
+  }
+  ~Replayer() override {
+    open_.clear();  // unpin before the base retires the arrays
+    target().manager().set_trace(saved_hook_);
+  }
+
+  // The timeline once the walk is over (copies made at the end included).
+  const CopyTimeline& finish() {
+    feed_copies();
+    return timeline_;
+  }
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
 
@@ -69,11 +87,20 @@ class Replayer final : public TraceWalker {
     k->pinned = std::make_unique<PinnedKernel>(target(), name.c_str(), k->objects, k->accesses, k->data);
     ++result_.kernels;
     const DataManager& dm = target().manager();
+    std::vector<plan::ArgTraffic> traffic(k->objects.size());
     for (std::size_t i = 0; i < k->objects.size(); ++i) {
       const DeviceModel& m = models_[dm.device(*dm.getprimary(*k->objects[i]))];
-      const double gbps = k->accesses[i] == Access::write ? m.write_gbps : m.read_gbps;
-      result_.kernel_seconds += static_cast<double>(k->objects[i]->bytes()) / gbps * 1e-9;
+      const Access access = k->accesses[i];
+      traffic[i] = {k->objects[i]->bytes(), access, access == Access::write ? m.write_gbps : m.read_gbps};
     }
+    const double seconds = kernel_time_.seconds(name, traffic);
+    result_.kernel_seconds += seconds;
+    // The copies its hints and the policy's on_kernel_begin made come
+    // before it on the timeline.
+    feed_copies();
+    std::vector<std::uint64_t> ids;
+    for (const Object* o : k->objects) ids.push_back(o->id());
+    timeline_.kernel(ids, seconds);
     // A scoped access has no end event: it ends before the next event.
     const bool scoped =
         (name == scoped_access_kernel(Access::read) || name == scoped_access_kernel(Access::write)) &&
@@ -90,9 +117,22 @@ class Replayer final : public TraceWalker {
 
   void stop() override { open_.clear(); }
 
+  // The copies recorded since the last call, onto the timeline (the other
+  // mechanism events are dropped as they come: only copies take time here).
+  void feed_copies() {
+    for (const TraceEvent& e : copies_.events()) {
+      if (e.kind == TraceKind::copy) timeline_.copy(e);
+    }
+    copies_.clear();
+  }
+
   const std::vector<DeviceModel>& models_;
+  const plan::KernelTimeModel& kernel_time_;
   ReplayResult& result_;
   std::vector<std::unique_ptr<OpenKernel>> open_;
+  Trace copies_;  // the target manager's events during the replay
+  CopyTimeline timeline_;
+  Trace* saved_hook_;
 };
 
 }  // namespace detail
@@ -113,14 +153,19 @@ CACHEDARRAYS_INLINE double modeled_copy_seconds(const Stats& stats, const std::v
   return seconds;
 }
 
-CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models) {
+CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models,
+                                        const plan::KernelTimeModel* kernel_time) {
   detail::check_models(target, models);
   const Stats before = target.stats();
   ReplayResult result;
-  detail::Replayer(trace, target, models, result).run();
+  const plan::MemoryBound memory_bound;
+  detail::Replayer replayer(trace, target, models, kernel_time != nullptr ? *kernel_time : memory_bound, result);
+  replayer.run();
+  const CopyTimeline& timeline = replayer.finish();
   result.stats = target.stats().since(before);
   result.copy_seconds = modeled_copy_seconds(result.stats, models);
-  result.modeled_seconds = result.kernel_seconds + result.copy_seconds;
+  result.modeled_seconds = timeline.seconds();
+  result.exposed_copy_seconds = timeline.exposed_copy_seconds();
   return result;
 }
 

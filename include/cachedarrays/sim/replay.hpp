@@ -3,7 +3,8 @@
 // other devices (typically virtual ones, so that the paper's 180 GB / 1.3 TB
 // machines can be simulated here), another policy — without running any
 // kernel. The target's Stats then show the traffic that policy would have
-// caused, and a memory-bound time model turns that traffic into seconds.
+// caused, and a kernel time model (memory-bound unless another is given,
+// such as the roofline of plan/roofline.hpp) turns it into seconds.
 // Modeled figures are a model, not a measurement: label them as such.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/roofline.hpp"
 
 namespace cachedarrays {
 
@@ -29,9 +31,13 @@ struct DeviceModel {
 
 struct ReplayResult {
   Stats stats;                 // the target's counters accumulated by the replay
-  double modeled_seconds = 0;  // kernel_seconds + copy_seconds
+  // The end of the overlapped timeline (sim/copy_timeline.hpp): kernels and
+  // synchronous copies in turn, asynchronous copies beside them. Without
+  // asynchronous copies it is kernel_seconds + copy_seconds.
+  double modeled_seconds = 0;
   double kernel_seconds = 0;
-  double copy_seconds = 0;
+  double copy_seconds = 0;          // every copy's time, hidden or not
+  double exposed_copy_seconds = 0;  // copy time the kernels waited for
   std::uint64_t kernels = 0;   // kernel_begin events, scoped accesses included
 };
 
@@ -45,12 +51,22 @@ struct ReplayResult {
 // retired) throws invalid_argument naming the event's index. Objects still
 // alive at the end are retired.
 //
-// Time model (memory-bound): a kernel takes the sum over its arguments of
-// bytes / bandwidth of the device the argument is on once pinned (read
-// bandwidth for inputs, write bandwidth for outputs); a copy takes
-// bytes / min(source read, destination write bandwidth). `models[d]` is
-// device d's model; there must be one per target device, each bandwidth > 0.
-[[nodiscard]] ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models);
+// Time model: a kernel takes `kernel_time`'s seconds for its name (its
+// signature, plan/kernel_signature.hpp) and its arguments, each with the
+// bandwidth of the device it is on once pinned (read bandwidth for inputs,
+// write bandwidth for outputs). Without one, kernels are memory-bound
+// (plan::MemoryBound: the sum over the arguments of bytes / bandwidth);
+// plan::Roofline adds the compute bound. A copy takes
+// bytes / min(source read, destination write bandwidth), on the compute
+// timeline when the policy made it synchronously, else on its device pair's
+// copy channel beside the kernels; a kernel waits for copies in flight on
+// its arguments (sim/copy_timeline.hpp). `models[d]` is device d's model;
+// there must be one per target device, each bandwidth > 0. `kernel_time`
+// (kept for the call, not copied) may be null. The replay records the
+// target's copies through its manager's trace hook and restores the hook
+// after.
+[[nodiscard]] ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models,
+                                  const plan::KernelTimeModel* kernel_time = nullptr);
 
 // Seconds the copies counted in `stats` take under `models` (the copy part
 // of the time model above).

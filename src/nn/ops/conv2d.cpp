@@ -89,7 +89,8 @@ class Conv2d final : public Op {
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
     const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
     outputs[0] = ctx.make(pd->dst_desc());
-    detail::execute_forward(ctx, "conv", *prim, *pd, src, weights, options_.bias ? &inputs[2] : nullptr, outputs[0]);
+    detail::execute_forward(ctx, kernel_name("conv"), *prim, *pd, src, weights, options_.bias ? &inputs[2] : nullptr,
+                            outputs[0]);
   }
 
   void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
@@ -146,7 +147,8 @@ class Conv2d final : public Op {
                                                     padding(), padding());
       return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    detail::execute_backward_data(ctx, "conv_backward_data", *prim, *pd, weights_plain, grad_output, grad_src);
+    detail::execute_backward_data(ctx, kernel_name("conv_backward_data"), *prim, *pd, weights_plain, grad_output,
+                                  grad_src);
   }
 
   void backward_weights(Context& ctx, const Shapes& s, const Tensor& src_any, const Tensor& grad_output,
@@ -158,8 +160,14 @@ class Conv2d final : public Op {
       return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
     const Tensor src = ctx.reorder(src_any, pd->src_desc());
-    detail::execute_backward_weights(ctx, "conv_backward_weights", *prim, *pd, src, grad_output, options_.bias,
-                                     need_grad, grad_inputs);
+    detail::execute_backward_weights(ctx, kernel_name("conv_backward_weights"), *prim, *pd, src, grad_output,
+                                     options_.bias, need_grad, grad_inputs);
+  }
+
+  // The kernel's name (nn/kernel_signature.hpp): its kind and what the
+  // argument shapes do not show, the stride and padding ("conv s2p1").
+  [[nodiscard]] std::string kernel_name(const char* kind) const {
+    return std::string(kind) + " s" + std::to_string(options_.stride) + "p" + std::to_string(options_.padding);
   }
 
   [[nodiscard]] std::string where() const { return "conv '" + name_ + "'"; }

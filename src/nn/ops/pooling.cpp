@@ -74,10 +74,11 @@ class Pooling final : public Op {
     saved.clear();
     if (alg_ == algorithm::pooling_max) {
       saved.push_back(ctx.make(pd->workspace_desc()));
-      ctx.execute(kind_, *prim, pd->scratchpad_desc(),
+      ctx.execute(kernel_name(kind_), *prim, pd->scratchpad_desc(),
                   {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0]), out(DNNL_ARG_WORKSPACE, saved[0])});
     } else {
-      ctx.execute(kind_, *prim, pd->scratchpad_desc(), {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
+      ctx.execute(kernel_name(kind_), *prim, pd->scratchpad_desc(),
+                  {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
     }
   }
 
@@ -95,7 +96,7 @@ class Pooling final : public Op {
     });
     const Tensor diff_dst = ctx.reorder(grad_outputs[0], pd->diff_dst_desc());
     grad_inputs[0] = ctx.make(pd->diff_src_desc());
-    const std::string name = kind_ + "_backward";
+    const std::string name = kernel_name(kind_ + "_backward");
     if (alg_ == algorithm::pooling_max) {
       if (saved.size() != 1) {
         throw invalid_operation("cachedarrays::nn: " + where() + ": backward without the forward workspace");
@@ -111,6 +112,16 @@ class Pooling final : public Op {
 
  private:
   [[nodiscard]] std::string where() const { return kind_ + " '" + name_ + "'"; }
+
+  // The kernel's name (nn/kernel_signature.hpp): its kind and the window,
+  // which the argument shapes do not show ("max_pool k3s2p1"; a window that
+  // is not square lists both sides, "k3x2").
+  [[nodiscard]] std::string kernel_name(const std::string& kind) const {
+    const auto sides = [](const Dims& d) {
+      return d.at(0) == d.at(1) ? std::to_string(d[0]) : std::to_string(d[0]) + "x" + std::to_string(d[1]);
+    };
+    return kind + " k" + sides(kernel_) + "s" + sides(stride_) + "p" + sides(padding_);
+  }
 
   // Everything besides the source descriptor that the primitive depends on.
   [[nodiscard]] std::string attributes() const {

@@ -1,0 +1,55 @@
+// The kernel profiler (plan/kernel_profile.hpp; AutoTM section 3): measures
+// every distinct kernel of a model's training iteration with all its
+// arguments in the fast tier (a runtime whose only device is DRAM) and with
+// all of them in the slow tier (a runtime whose only device is an emulated
+// slow tier, manager/emulation.hpp), and keeps the profiles in a cache file
+// keyed by the machine, so that a second run loads them.
+//
+// Kernels are timed where they run, in whole training iterations (after one
+// warm-up iteration), from the runtime's trace: each sample is one kernel's
+// kernel_begin to kernel_end, and a profile's time is the median of all the
+// samples of its signature. AutoTM profiled kernels one at a time behind
+// streaming copies, i.e. with cold caches, and reports that this
+// overestimates kernels whose inputs a real run finds in the CPU caches
+// (its section 6.5); timing them in place keeps the caches as the run has them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/nn/graph.hpp"
+#include "cachedarrays/plan/kernel_profile.hpp"
+
+namespace cachedarrays::nn {
+
+struct ProfilerOptions {
+  int iterations = 3;                // timed iterations per tier, after one warm-up
+  std::string slow_tier = "optane";  // emulation::profile() name of the slow tier
+};
+
+// This machine as a profile cache key: the CPU's model name
+// (/proc/cpuinfo), its hardware threads, dnnl_version(), and `slow_tier`.
+[[nodiscard]] plan::MachineKey this_machine(const std::string& slow_tier);
+
+// The distinct kernel signatures of a steady-state training iteration (the
+// second) of the graph `build` makes, in the order they first run, from a
+// shape-only dry run: no memory, no kernels.
+[[nodiscard]] std::vector<std::string> kernel_signatures(const std::function<Graph()>& build);
+
+// Measures the profile of every kernel of build()'s training iterations (see
+// the file comment). The batch is a fixed pattern of values in [0, 1) with
+// every label 0: kernel times do not depend on the values. Throws
+// invalid_argument for iterations < 1 or a slow tier emulation::profile()
+// does not know (or "none").
+[[nodiscard]] plan::KernelProfiles measure_profiles(const std::function<Graph()>& build,
+                                                    const ProfilerOptions& options = {});
+
+// The profiles of build()'s kernels from the cache file `cache_path`, measured
+// (and the file written) when it lacks them or was measured on another
+// machine (plan::load_or_measure). `measured`, when given, says whether
+// this call measured.
+[[nodiscard]] plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,
+                                                 const ProfilerOptions& options = {}, bool* measured = nullptr);
+
+}  // namespace cachedarrays::nn

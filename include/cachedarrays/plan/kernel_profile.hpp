@@ -1,0 +1,114 @@
+// Kernel profiles as data (DESIGN.md "What is known ahead"), after AutoTM
+// (Hildebrand et al., ASPLOS 2020) section 3, "AutoTM": every kernel of the
+// graph is profiled with its inputs and outputs in each memory pool, and the
+// times are kept in a software cache of profiled kernels so that a network
+// is profiled once (its section 3.5 then uses the time of the configuration
+// each kernel runs in). Two configurations are measured here per kernel —
+// every argument in the fast tier and every argument in the slow tier —
+// where AutoTM measures every combination; placements in between come from
+// the roofline (roofline.hpp). Kernels are keyed by their signature
+// (kernel_signature.hpp); the nn profiler (nn/profiler.hpp) measures them.
+//
+// A profile holds only on the machine it was measured on: the cache file is
+// keyed by a MachineKey, and load_or_measure measures again when the key
+// differs.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/manager/trace.hpp"
+
+namespace cachedarrays::plan {
+
+struct KernelProfile {
+  double fast_seconds = 0;  // median wall time, every argument in the fast tier
+  double slow_seconds = 0;  // median wall time, every argument in the slow tier
+  std::uint64_t flops = 0;
+  std::uint64_t bytes_read = 0;     // over its input arguments
+  std::uint64_t bytes_written = 0;  // over its output arguments (scratchpad included)
+
+  friend bool operator==(const KernelProfile&, const KernelProfile&) = default;
+};
+
+// What measured times depend on besides the kernel: the CPU, how many cores
+// run it, the oneDNN build, and which emulated slow tier stood in for slow
+// memory.
+struct MachineKey {
+  std::string cpu;        // "model name" of /proc/cpuinfo
+  unsigned cores = 0;     // hardware threads
+  std::string onednn;     // dnnl_version(): "2.6.3 (N/A)"
+  std::string slow_tier;  // the emulation profile's name ("optane")
+
+  friend bool operator==(const MachineKey&, const MachineKey&) = default;
+  // "AMD EPYC, 2 cores, oneDNN 2.6.3 (N/A), slow tier optane".
+  [[nodiscard]] std::string describe() const;
+};
+
+class KernelProfiles {
+ public:
+  KernelProfiles() = default;
+  explicit KernelProfiles(MachineKey key) : key_(std::move(key)) {}
+
+  [[nodiscard]] const MachineKey& key() const noexcept { return key_; }
+  // The profile of `signature`, or null when it has none.
+  [[nodiscard]] const KernelProfile* find(std::string_view signature) const;
+  void set(const std::string& signature, const KernelProfile& profile) { kernels_[signature] = profile; }
+  [[nodiscard]] const std::map<std::string, KernelProfile, std::less<>>& kernels() const noexcept { return kernels_; }
+
+  // {"format": "cachedarrays-kernel-profiles", "version": 1,
+  //  "machine": {"cpu", "cores", "onednn", "slow_tier"},
+  //  "kernels": {"<signature>": {"fast_seconds", "slow_seconds", "flops",
+  //  "bytes_read", "bytes_written"}, ...}}
+  [[nodiscard]] std::string to_json() const;
+  // Throws invalid_argument naming the field that is missing or wrong
+  // ("kernel profiles JSON: machine.cores: ...").
+  [[nodiscard]] static KernelProfiles from_json(std::string_view text);
+  // Throws heap_error when the file cannot be written or read, and
+  // invalid_argument (naming the file and the field) for a malformed one.
+  void save(const std::string& path) const;
+  [[nodiscard]] static KernelProfiles load(const std::string& path);
+
+  friend bool operator==(const KernelProfiles&, const KernelProfiles&) = default;
+
+ private:
+  MachineKey key_;
+  std::map<std::string, KernelProfile, std::less<>> kernels_;
+};
+
+// One kernel a trace recorded, begun and ended: its name (the signature),
+// the wall time from its kernel_begin to its kernel_end (pinning done, any
+// emulated slow-tier charge included), and the bytes of the arguments it
+// read and wrote. Scoped read()/write() accesses, which have no end, and
+// kernels still open when the trace ends are left out.
+struct TracedKernel {
+  std::uint32_t name = 0;  // index into Trace::names()
+  double seconds = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+};
+// In the order they ended.
+[[nodiscard]] std::vector<TracedKernel> traced_kernels(const Trace& trace);
+
+// The profile cache (AutoTM section 3): the profiles of `needed` for
+// `machine`, loaded from `path` when the file was measured on this machine
+// and holds them all; otherwise `measure()` runs, its profiles are merged
+// into the file's (when the machine matches; a file of another machine is
+// replaced) and saved to `path`. A malformed file is not overwritten: it
+// throws invalid_argument naming the file and the field.
+[[nodiscard]] KernelProfiles load_or_measure(const std::string& path, const MachineKey& machine,
+                                             std::span<const std::string> needed,
+                                             const std::function<KernelProfiles()>& measure);
+
+}  // namespace cachedarrays::plan
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/plan/kernel_profile-inl.hpp"
+#endif

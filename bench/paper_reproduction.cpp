@@ -64,8 +64,14 @@ ca::DeviceModel device_model(std::string name, ca::emulation::Bandwidth bandwidt
 // per socket.
 const ca::DeviceModel dram_model = device_model("dram", ca::emulation::published::ddr4_six_channel);
 const ca::DeviceModel optane_model = device_model("optane", ca::emulation::published::optane_six_dimms);
-const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "hw-cache", "ca",
-                                        "ca-l",     "ca-lm",    "ca-lmp",      "ca-lma",   "ca-lmpa"};
+// Every policy the comparison runs, in table order. 2lm (hardware memory
+// mode with software retiring nothing) is modeled only; 2lm:m runs emulated
+// and modeled.
+std::vector<std::string> policy_names() {
+  return {"all-fast", "all-slow", "first-touch", "hw-cache", "2lm:m", "ca", "ca-l",
+          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",  "2lm"};
+}
+bool is_two_lm(const std::string& policy) { return policy.rfind("2lm", 0) == 0; }
 const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa"};
 // The lookahead modes follow the program of the iteration (nn::dry_run_program).
 bool plans_ahead(const std::string& policy) {
@@ -171,7 +177,8 @@ ca::Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) 
 }
 
 void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::uint64_t nvram,
-             std::optional<std::uint64_t> paper_dram, std::vector<Row>& rows) {
+             std::optional<std::uint64_t> paper_dram, const std::vector<std::string>& policies,
+             std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
   const ca::Trace trace = dry_run_trace(config, footprint);
@@ -193,6 +200,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
     Row row = make_row("modeled", label(config), "", fraction, fast);
     row.paper_budget = paper_budget;
     for (const std::string& policy : policies) {
+      if (is_two_lm(policy)) continue;  // the 2LM model below
       row.policy = policy;
       rows.push_back(attempt(row, [&](Row& r) {
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
@@ -200,12 +208,13 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
         if (plans_ahead(policy)) rt.set_program(program);
         const ca::ReplayResult result = ca::replay(trace, rt, models);
         r.seconds = result.modeled_seconds;
-        r.exposed_copy_seconds = result.copy_seconds;
+        r.exposed_copy_seconds = result.exposed_copy_seconds;
         fill_traffic(r, result.stats);
       }));
     }
     for (const bool m : {false, true}) {
       row.policy = m ? "2lm:m" : "2lm";
+      if (std::find(policies.begin(), policies.end(), row.policy) == policies.end()) continue;
       rows.push_back(attempt(row, [&](Row& r) {
         const ca::TwoLmResult result = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
         r.seconds = result.modeled_seconds;
@@ -234,7 +243,7 @@ double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> i
 // reports the median over rounds and the spread of its ratio to all-fast,
 // which runs in every round as the baseline.
 void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations, int rounds,
-              std::vector<Row>& rows) {
+              const std::vector<std::string>& policies, std::vector<Row>& rows) {
   const auto build = [&] { return nn::build_model(config); };
   const std::uint64_t footprint = nn::measure_footprint(build);
   const ca::plan::Program program = nn::dry_run_program(build);
@@ -289,13 +298,12 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
     Row warm = make_row("emulated", label(config), "all-fast", 1.0, footprint);
     run("all-fast", footprint, warm);  // warms oneDNN's primitive cache and the page cache
   }
-  std::vector<std::string> emulated_policies = policies;
-  emulated_policies.insert(emulated_policies.begin() + 4, "2lm:m");
   for (const double fraction : fractions) {
     const std::uint64_t fast = fast_budget(fraction, footprint);
     Row baseline = make_row("emulated", label(config), "all-fast", fraction, footprint);
     std::vector<Row> at_fraction;
-    for (const std::string& policy : emulated_policies) {
+    for (const std::string& policy : policies) {
+      if (policy == "2lm") continue;  // modeled only
       at_fraction.push_back(make_row("emulated", label(config), policy, fraction, fast));
     }
     for (int round = 0; round < rounds; ++round) {
@@ -510,6 +518,7 @@ struct Options {
   std::int64_t batch = 0;  // 0: the default of the family (and of --quick)
   std::int64_t image_size = 0;
   double width = 0;
+  std::vector<std::string> policies;  // empty: all of them
   std::string json_path;
   std::string plots_dir;
 };
@@ -541,6 +550,11 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::PositiveNumber);
   app.add_option("--width", o.width, "emulated runs: channel multiplier (default 1, quick 0.25)")
       ->check(CLI::Range(0.01, 4.0));
+  app.add_option("--policies", o.policies,
+                 "policies to run (default all; all-fast always runs as the baseline; 2lm is modeled only, "
+                 "2lm:m both)")
+      ->check(CLI::IsMember(policy_names()))
+      ->delimiter(',');
   app.add_option("--json", o.json_path, "write the rows as JSON to this file");
   app.add_option("--plots", o.plots_dir,
                  "draw PNGs into this directory with tools/plot_reproduction.py (/usr/bin/python3, "
@@ -568,11 +582,16 @@ std::vector<Row> run(const Options& o) {
     fractions = o.quick ? std::vector<double>{1.0, goal_fraction, 0.0}
                         : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
   }
+  std::vector<std::string> policies = o.policies.empty() ? policy_names() : o.policies;
+  if (std::find(policies.begin(), policies.end(), "all-fast") == policies.end()) {
+    policies.insert(policies.begin(), "all-fast");
+  }
   std::vector<Row> rows;
   for (const std::string& family : o.families) {
     const nn::ModelConfig c = small_config(family, o);
-    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, rows);
-    modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, rows);
+    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, rows);
+    modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
+            rows);
   }
   if (o.no_paper) return rows;
   for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
@@ -582,7 +601,7 @@ std::vector<Row> run(const Options& o) {
     c.family = family;
     c.depth = depth;
     c.batch = batch;
-    modeled(c, fractions, 1300 * gb, 180 * gb, rows);
+    modeled(c, fractions, 1300 * gb, 180 * gb, policies, rows);
   }
   return rows;
 }

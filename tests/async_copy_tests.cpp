@@ -9,9 +9,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -23,20 +25,25 @@ namespace {
 constexpr ca::DeviceId fast = 0;
 constexpr ca::DeviceId slow = 1;
 
-// Holds every copy on the mover thread until opened; counts the copies
-// that reached it.
+// Holds every copy (or the first `held` ones) until opened; counts the
+// copies that reached it and remembers their sizes in order.
 class Gate {
  public:
-  ca::MoverOptions options(unsigned threads = 1) {
+  ca::MoverOptions options(unsigned threads = 1, int held = std::numeric_limits<int>::max()) {
     ca::MoverOptions o;
     o.threads = threads;
-    o.before_copy = [this](std::uint64_t) {
+    o.before_copy = [this, held](std::uint64_t bytes) {
       std::unique_lock lock(mutex_);
       ++arrived_;
+      order_.push_back(bytes);
       arrived_cv_.notify_all();
-      open_cv_.wait(lock, [&] { return open_; });
+      if (arrived_ <= held) open_cv_.wait(lock, [&] { return open_; });
     };
     return o;
+  }
+  std::vector<std::uint64_t> order() {
+    std::lock_guard guard(mutex_);
+    return order_;
   }
   void open() {
     {
@@ -57,6 +64,7 @@ class Gate {
   std::condition_variable arrived_cv_;
   bool open_ = false;
   int arrived_ = 0;
+  std::vector<std::uint64_t> order_;
 };
 
 // The object's primary on `from`, a fresh region for it on `to`, linked.
@@ -350,5 +358,78 @@ TEST_CASE("async copy: the paper's moves use a copy issued ahead instead of copy
   CHECK(test::object_holds(dm, o, 32));
   CHECK(dm.stats().copies[fast][slow] == 1);
   CHECK(dm.stats().async.copies == 2);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a background copy runs after the normal copies queued before it starts") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options());
+  ca::Object& first = test::make_object(dm, slow, 4096, 1);
+  ca::Object& writeback = test::make_object(dm, fast, 8192, 2);
+  ca::Object& prefetch = test::make_object(dm, slow, 12288, 3);
+  (void)dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  gate.wait_arrived(1);  // the mover holds the first copy; the next two queue
+  (void)dm.copyto_async(linked_region(dm, writeback, slow), *dm.getprimary(writeback),
+                        ca::CopyPriority::background);
+  (void)dm.copyto_async(linked_region(dm, prefetch, fast), *dm.getprimary(prefetch));
+  gate.open();
+  dm.finish_copies();
+  CHECK(gate.order() == std::vector<std::uint64_t>{4096, 12288, 8192});
+  CHECK(dm.isvalid(*dm.getlinked(*dm.getprimary(writeback), slow)));
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a copy the mover has not started is made by the thread that needs it") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options(1, /*held=*/1));
+  ca::Object& first = test::make_object(dm, slow, 4096, 1);
+  ca::Object& needed = test::make_object(dm, slow, 64 * 1024, 7);
+  ca::Fence held = dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  gate.wait_arrived(1);
+  ca::Region& copy = linked_region(dm, needed, fast);
+  ca::Fence fence = dm.copyto_async(copy, *dm.getprimary(needed));
+  // The mover is held on the first copy: waiting behind it would never end.
+  dm.setprimary(needed, copy);
+  CHECK(fence.ready());
+  CHECK(!held.ready());
+  CHECK(test::object_holds(dm, needed, 7));
+  CHECK(dm.stats().async.taken_over == 1);
+  CHECK(dm.stats().async.copies == 1);
+  gate.open();
+  dm.finish_copies();
+  CHECK(dm.stats().async.copies == 2);
+  dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: a background copy not yet started is dropped when its data is destroyed or overwritten") {
+  Gate gate;
+  ca::DataManager dm(two_tiers(), gate.options(1, /*held=*/1));
+  ca::Object& first = test::make_object(dm, slow, 4096, 1);
+  (void)dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  gate.wait_arrived(1);
+
+  SUBCASE("destroyed: nothing is copied, both regions go") {
+    ca::Object& dead = test::make_object(dm, fast, 64 * 1024, 2);
+    ca::Fence fence = dm.copyto_async(linked_region(dm, dead, slow), *dm.getprimary(dead),
+                                      ca::CopyPriority::background);
+    dm.destroy(dead);
+    CHECK(fence.ready());
+    CHECK(dm.usage(slow).live_regions == 1);  // first's primary only
+  }
+  SUBCASE("overwritten: the write-back is not a valid copy; the object keeps the new contents") {
+    ca::Object& o = test::make_object(dm, fast, 64 * 1024, 3);
+    ca::Region& backup = linked_region(dm, o, slow);
+    ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o), ca::CopyPriority::background);
+    dm.pin(o, ca::Access::write);
+    CHECK(fence.ready());
+    test::fill(dm.pointer(*dm.getprimary(o)), o.bytes(), 4);
+    ca::DataManager::unpin(o, ca::Access::write);
+    CHECK(!dm.isvalid(backup));
+    CHECK(test::object_holds(dm, o, 4));
+  }
+  CHECK(dm.stats().async.cancelled == 1);
+  CHECK(gate.order().size() == 1);  // the dropped copy never reached the mover
+  gate.open();
+  dm.finish_copies();
   dm.check_invariants(true);
 }

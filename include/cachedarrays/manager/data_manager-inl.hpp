@@ -225,7 +225,7 @@ CACHEDARRAYS_INLINE void DataManager::free(Region& region) {
     }
     detach(region);
   }
-  settle(region);
+  settle(region, /*rethrow=*/false, /*drop_background=*/true);
   release_region(region);
 }
 
@@ -408,7 +408,7 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
                        " while an access to it is open; end the read()/write() scope first");
   }
   for (Region* r : object.on_device_) {
-    if (r != nullptr) settle(*r);
+    if (r != nullptr) settle(*r, /*rethrow=*/false, /*drop_background=*/true);
   }
   for (Region*& r : object.on_device_) {
     if (r == nullptr) continue;
@@ -469,7 +469,7 @@ CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
   }
   // A write must not tear a copy reading the primary (invariant 7); a read
   // may run beside it.
-  if (access == Access::write) settle(*primary);
+  if (access == Access::write) settle(*primary, /*rethrow=*/false, /*drop_background=*/true);
   object.pins_.fetch_add(1, std::memory_order_acq_rel);
   if (access == Access::write) {
     object.writers_.fetch_add(1, std::memory_order_acq_rel);
@@ -563,7 +563,9 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
         return object == nullptr || object->primary_ != &region || !object->pinned();
       },
       [&](Region& region, std::uint64_t new_offset) {
-        settle(region);  // a copy in flight reads or writes the old place
+        // A copy in flight reads or writes the old place; a write-back made
+        // ahead is dropped rather than waited for (the policy makes it again).
+        settle(region, /*rethrow=*/false, /*drop_background=*/true);
         std::byte* to = h.at(new_offset);
         // Sliding down within one heap: source and destination may overlap.
         if (!h.memory().is_virtual()) std::memmove(to, region.data_, region.bytes_);

@@ -113,8 +113,9 @@ class DataManager {
   // waits for it; a read pin of src's object does not wait. The wait at
   // setprimary(dst) and copyto from dst rethrows a failed copy, which leaves
   // dst invalid and src untouched. A region already in flight is waited for
-  // before the new copy is queued.
-  Fence copyto_async(Region& dst, const Region& src);
+  // before the new copy is queued. `priority` orders it on the mover's queue
+  // (CopyPriority); a fence waited for settles it whatever its place.
+  Fence copyto_async(Region& dst, const Region& src, CopyPriority priority = CopyPriority::normal);
   // True while an asynchronous copy reads or writes `region`.
   [[nodiscard]] bool in_flight(const Region& region) const noexcept;
   // Waits for the asynchronous copy reading or writing `region` (if any)
@@ -200,8 +201,11 @@ class DataManager {
   Region* new_region();
   void recycle(Region& region) noexcept;
   // Invariant 7: waits for the copy in flight on `region` (if any) and
-  // applies its outcome; with rethrow, a failed copy is thrown here.
-  void settle(const Region& region, bool rethrow = false);
+  // applies its outcome; with rethrow, a failed copy is thrown here. A copy
+  // the mover has not started yet is not waited for behind the queue: this
+  // thread makes it itself, or, with drop_background and a background copy
+  // (whose region the caller is about to free, move or overwrite), drops it.
+  void settle(const Region& region, bool rethrow = false, bool drop_background = false);
   void apply(detail::CopyState& copy);
   // Checks shared by copyto and copyto_async; true when dst is a primary.
   bool check_copy(const Region& dst, const Region& src, const char* operation) const;

@@ -10,6 +10,7 @@
 #include "cachedarrays/manager/data_manager.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "cachedarrays/heap/detail/heap.hpp"
@@ -17,7 +18,7 @@
 
 namespace cachedarrays {
 
-CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& src) {
+CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& src, CopyPriority priority) {
   if (check_copy(dst, src, "copyto_async")) {
     throw invalid_operation("cachedarrays: copyto_async into the " + region_name(dst) +
                             ": a primary must hold the object's contents at every moment; copy into a "
@@ -28,6 +29,7 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
 
   auto copy = std::make_shared<detail::CopyState>();
   copy->bytes = src.bytes_;
+  copy->background = priority == CopyPriority::background;
   copy->dst_region = &dst;
   copy->src_region = &src;
   // The source's version, unless the source was being written and the copy
@@ -80,9 +82,29 @@ CACHEDARRAYS_INLINE void DataManager::wait_for_copy(const Region& region) {
   settle(region, /*rethrow=*/true);
 }
 
-CACHEDARRAYS_INLINE void DataManager::settle(const Region& region, bool rethrow) {
+CACHEDARRAYS_INLINE void DataManager::settle(const Region& region, bool rethrow, bool drop_background) {
   if (region.copy_ == nullptr) return;
   const std::shared_ptr<detail::CopyState> copy = region.copy_;  // apply() clears region.copy_
+  if (!copy->done.load(std::memory_order_acquire) && mover_.withdraw(*copy)) {
+    if (drop_background && copy->background) {
+      copy->cancelled = true;
+      copy->complete(nullptr);
+    } else {
+      // Waiting would mean waiting for every copy queued before it too.
+      const auto t0 = std::chrono::steady_clock::now();
+      std::exception_ptr failure;
+      try {
+        Mover::make(*copy, mover_.options());
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      copy->complete(std::move(failure));
+      ++stats_.async.taken_over;
+      ++stats_.async.fence_waits;
+      stats_.async.fence_wait_ns += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
   const std::uint64_t waited = copy->wait();
   if (waited > 0) {
     ++stats_.async.fence_waits;
@@ -97,7 +119,10 @@ CACHEDARRAYS_INLINE void DataManager::apply(detail::CopyState& copy) {
   copy.settled = true;
   stats_.async.busy_ns += copy.busy_ns;
   stats_.async.emulated_wait_ns += copy.emulated_wait_ns;
-  if (copy.error != nullptr) {
+  if (copy.cancelled) {
+    ++stats_.async.cancelled;
+    copy.dst_region->version_ = 0;  // never made: not a valid copy
+  } else if (copy.error != nullptr) {
     ++stats_.async.failures;
     copy.dst_region->version_ = 0;  // never a valid copy
   } else {

@@ -25,6 +25,12 @@ namespace cachedarrays {
 
 class Region;
 
+// How soon an asynchronous copy is wanted. A normal copy (a prefetch a
+// kernel will wait for) runs in the order it was issued; a background copy
+// (a write-back made so that the data is clean when room is needed later)
+// runs after every normal copy issued before it starts.
+enum class CopyPriority { normal, background };
+
 namespace detail {
 
 // What the mover needs to make one copy, and what it reports back. The
@@ -39,10 +45,12 @@ struct CopyState {
   // the extra time of a memory-mode device's cache misses after it.
   double least_ns = 0;
   double after_ns = 0;
+  bool background = false;  // CopyPriority::background
   // The manager's bookkeeping (read and written only under its lock).
   Region* dst_region = nullptr;
   const Region* src_region = nullptr;
   bool settled = false;           // the manager has applied the outcome
+  bool cancelled = false;         // dropped before it started (never made)
 
   // Set by the mover thread.
   std::uint64_t busy_ns = 0;            // from the start of the copy to its end

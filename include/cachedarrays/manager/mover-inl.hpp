@@ -5,6 +5,7 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/mover.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -29,7 +30,12 @@ CACHEDARRAYS_INLINE Mover::~Mover() {
 CACHEDARRAYS_INLINE void Mover::submit(std::shared_ptr<detail::CopyState> state) {
   {
     std::lock_guard guard(mutex_);
-    queue_.push_back(std::move(state));
+    if (state->background) {
+      queue_.push_back(std::move(state));
+    } else {
+      queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(foreground_), std::move(state));
+      ++foreground_;
+    }
     // Threads start with the first copy: a program that never copies
     // asynchronously never pays for them.
     while (threads_.size() < options_.threads) {
@@ -48,10 +54,11 @@ CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
       if (queue_.empty()) return;  // stopping, and nothing left to copy
       state = std::move(queue_.front());
       queue_.pop_front();
+      if (foreground_ > 0) --foreground_;
     }
     std::exception_ptr failure;
     try {
-      copy(*state, options_);
+      make(*state, options_);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -59,7 +66,16 @@ CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
   }
 }
 
-CACHEDARRAYS_INLINE void Mover::copy(detail::CopyState& state, const MoverOptions& options) {
+CACHEDARRAYS_INLINE bool Mover::withdraw(const detail::CopyState& state) {
+  std::lock_guard guard(mutex_);
+  const auto at = std::find_if(queue_.begin(), queue_.end(), [&](const auto& s) { return s.get() == &state; });
+  if (at == queue_.end()) return false;  // started (or done)
+  if (at - queue_.begin() < static_cast<std::ptrdiff_t>(foreground_)) --foreground_;
+  queue_.erase(at);
+  return true;
+}
+
+CACHEDARRAYS_INLINE void Mover::make(detail::CopyState& state, const MoverOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (options.before_copy) options.before_copy(state.bytes);
   // One thread per copy: the mover runs beside the compute threads and must

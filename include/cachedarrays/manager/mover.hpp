@@ -2,7 +2,10 @@
 // the compute threads that make the copies DataManager::copyto_async
 // queues, so that a prefetch or a write-back overlaps the kernels instead of
 // sitting on the critical path. Copies run in the order they were queued
-// (one thread: strictly; several: started in that order).
+// (one thread: strictly; several: started in that order), except that a
+// background copy (CopyPriority::background) waits behind every other copy
+// queued before it starts: a write-back made only to have clean data later
+// must not delay a prefetch a kernel will wait for.
 //
 // When a copy touches an emulated device, the mover thread also waits out
 // the time that device's bandwidth adds: the compute threads only wait when
@@ -45,16 +48,23 @@ class Mover {
 
   // Queues the copy `state` describes; its fence completes when it is made.
   void submit(std::shared_ptr<detail::CopyState> state);
+  // Removes `state` from the queue if no thread has started it yet; true
+  // when it did, and the caller then owns the copy (make() it or drop it).
+  [[nodiscard]] bool withdraw(const detail::CopyState& state);
+  // Makes the copy on the calling thread as a mover thread would (the
+  // before_copy hook and the emulated time included); throws what the copy
+  // throws. Does not complete the state.
+  static void make(detail::CopyState& state, const MoverOptions& options);
   [[nodiscard]] const MoverOptions& options() const noexcept { return options_; }
 
  private:
   void run(std::stop_token stop);
-  static void copy(detail::CopyState& state, const MoverOptions& options);
 
   MoverOptions options_;
   std::mutex mutex_;
   std::condition_variable_any queued_;
-  std::deque<std::shared_ptr<detail::CopyState>> queue_;
+  std::deque<std::shared_ptr<detail::CopyState>> queue_;  // the others, then the background ones
+  std::size_t foreground_ = 0;  // copies at the front of queue_ that are not background
   std::vector<std::jthread> threads_;  // last: they stop before the queue goes
 };
 

@@ -106,6 +106,11 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                        static_cast<double>(async.busy_ns) / 1e9, static_cast<double>(async.emulated_wait_ns) / 1e9,
                        static_cast<double>(async.fence_wait_ns) / 1e9, async.fence_waits,
                        100.0 * async.overlap_fraction());
+    if (async.taken_over + async.cancelled > 0) {
+      out += fmt::format("; {} taken over by a compute thread that needed them first, {} background copies "
+                         "dropped",
+                         async.taken_over, async.cancelled);
+    }
   }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;

@@ -102,20 +102,30 @@ struct AsyncCounters {
   std::uint64_t busy_ns = 0;         // mover time, emulation included
   std::uint64_t emulated_wait_ns = 0;  // of which the mover held back for an emulated device
   std::uint64_t fence_waits = 0;     // times a compute thread had to wait
-  std::uint64_t fence_wait_ns = 0;   // time it waited
+  std::uint64_t fence_wait_ns = 0;   // time it waited (making a copy it took over included)
+  // Copies a compute thread needed before the mover had started them: it
+  // took them off the queue and made them itself rather than wait behind
+  // the copies queued before them (counted in copies and fence waits too).
+  std::uint64_t taken_over = 0;
+  // Background copies (CopyPriority::background) dropped before they
+  // started because their region was about to be freed, moved or
+  // overwritten: the copy would have been thrown away.
+  std::uint64_t cancelled = 0;
 
   struct Field {
     const char* name;
     std::uint64_t AsyncCounters::*member;
   };
-  [[nodiscard]] static constexpr std::array<Field, 7> fields() noexcept {
+  [[nodiscard]] static constexpr std::array<Field, 9> fields() noexcept {
     return {{{"copies", &AsyncCounters::copies},
              {"bytes", &AsyncCounters::bytes},
              {"failures", &AsyncCounters::failures},
              {"busy_ns", &AsyncCounters::busy_ns},
              {"emulated_wait_ns", &AsyncCounters::emulated_wait_ns},
              {"fence_waits", &AsyncCounters::fence_waits},
-             {"fence_wait_ns", &AsyncCounters::fence_wait_ns}}};
+             {"fence_wait_ns", &AsyncCounters::fence_wait_ns},
+             {"taken_over", &AsyncCounters::taken_over},
+             {"cancelled", &AsyncCounters::cancelled}}};
   }
   AsyncCounters& operator-=(const AsyncCounters& o) noexcept {
     for (const Field& f : fields()) this->*f.member -= o.*f.member;

@@ -156,7 +156,11 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   DataManager& dm = manager();
   const DeviceUsage usage = dm.usage(fast_);
   if (usage.largest_free_block >= bytes) return true;
-  if (usage.bytes_free() >= bytes) {
+  // A: what the program says is used last, and is clean, goes first; it
+  // costs no copy now (defrag below copies on this thread), and the
+  // lookahead brings it back beside the kernels before it is used.
+  if (following_ && make_room_clean(bytes, last_kernel_, last_kernel_ + 1)) return true;
+  if (dm.usage(fast_).bytes_free() >= bytes) {
     // Enough free bytes, no hole: slide live regions down until one hole
     // is large enough (a copy within DRAM, cheaper than a write-back), and
     // no further: the rest of the heap stays where it is.
@@ -166,8 +170,6 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   }
   const std::uint64_t span = (bytes + 63) & ~std::uint64_t{63};
   if (span > usage.capacity) return false;
-  // A: what the program says is used last, and is clean, goes first.
-  if (following_ && make_room_clean(bytes, last_kernel_, last_kernel_ + 1)) return true;
   std::vector<Object*> tried;
   for (int attempt = 0; attempt < detail::max_victim_windows; ++attempt) {
     // The window starts at the least recently used unpinned victim (paper
@@ -401,7 +403,8 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::write_back_ahead(Object& object) {
     if (y == nullptr) return;  // no room: the eviction, if any, will write it back
     dm.link(x, *y);
   }
-  (void)dm.copyto_async(*y, x);
+  // Behind the prefetches: nothing waits for it until its object is evicted.
+  (void)dm.copyto_async(*y, x, CopyPriority::background);
   PolicyCounters& counters = dm.policy_counters();
   ++counters.writebacks;
   counters.writeback_bytes += object.bytes();

@@ -1,6 +1,8 @@
 // paper_reproduction: the CachedArrays paper's comparison (section V) of
 // the policies all-fast, all-slow, first-touch, hw-cache (DESIGN.md's
-// object-granularity 2LM-like policy), CA:∅, CA:L, CA:LM, CA:LMP and
+// object-granularity 2LM-like policy), CA:∅, CA:L, CA:LM, CA:LMP, the
+// lookahead modes CA:LMA and CA:LMPA (given the program of the iteration,
+// their copies made by the asynchronous mover beside the kernels) and
 // the hardware 2LM memory mode (2LM:∅, 2LM:M), over a sweep of the fast
 // tier's budget from 100% to 0% of the training footprint (paper IV-B), for
 // ResNet, DenseNet and VGG. Two kinds of figures, always labelled:
@@ -18,11 +20,16 @@
 //             (sim/replay.hpp) and through the 2LM model
 //             (sim/simulate_2lm.hpp); seconds come from the memory-bound
 //             time model with the published DDR4 and Optane bandwidths
-//             (emulation::published).
+//             (emulation::published), asynchronous copies overlapping the
+//             kernels on a copy channel per device pair (sim/copy_timeline.hpp).
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
+// "exposed" is the copy time per iteration the compute threads waited for:
+// emulated, the synchronous copies to or from the slow tier plus the fence
+// waits (Stats::emulated_sync_copy_ns + async.fence_wait_ns); modeled, the
+// copy time the timeline did not overlap.
 //
 //   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
-//                      [--fractions LIST] [--iterations N] [--rounds N] [--batch N]
+//                      [--fractions LIST] [--policies LIST] [--iterations N] [--rounds N] [--batch N]
 //                      [--image-size N] [--width X] [--json FILE] [--plots DIR]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

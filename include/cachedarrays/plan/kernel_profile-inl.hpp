@@ -81,24 +81,11 @@ CACHEDARRAYS_INLINE KernelProfiles KernelProfiles::from_json(std::string_view te
 }
 
 CACHEDARRAYS_INLINE void KernelProfiles::save(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) {
-    throw heap_error("cachedarrays: cannot write kernel profiles to '" + path + "'; check the directory exists");
-  }
-  out << to_json() << '\n';
-  if (!out) throw heap_error("cachedarrays: writing kernel profiles to '" + path + "' failed (disk full?)");
+  detail::write_json_file(path, to_json(), "kernel profiles");
 }
 
 CACHEDARRAYS_INLINE KernelProfiles KernelProfiles::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw heap_error("cachedarrays: cannot read the kernel profiles file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return from_json(text.str());
-  } catch (const invalid_argument& e) {
-    throw invalid_argument(std::string(e.what()) + " (in '" + path + "')");
-  }
+  return detail::read_json_file(path, "kernel profiles", [](const std::string& text) { return from_json(text); });
 }
 
 CACHEDARRAYS_INLINE std::vector<TracedKernel> traced_kernels(const Trace& trace) {

@@ -360,22 +360,11 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
 }
 
 CACHEDARRAYS_INLINE void Program::save(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) throw heap_error("cachedarrays: cannot write the program to '" + path + "'; check the directory exists");
-  out << to_json() << '\n';
-  if (!out) throw heap_error("cachedarrays: writing the program to '" + path + "' failed (disk full?)");
+  detail::write_json_file(path, to_json(), "the program");
 }
 
 CACHEDARRAYS_INLINE Program Program::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw heap_error("cachedarrays: cannot read the program file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return from_json(text.str());
-  } catch (const invalid_argument& e) {
-    throw invalid_argument(std::string(e.what()) + " (in '" + path + "')");
-  }
+  return detail::read_json_file(path, "program", [](const std::string& text) { return from_json(text); });
 }
 
 }  // namespace cachedarrays::plan

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -71,5 +73,28 @@ class JsonReader {
  private:
   std::string document_;
 };
+
+// The JSON files of plan/ (programs, kernel profiles): `what` names the
+// contents in errors ("the program", "kernel profiles").
+inline void write_json_file(const std::string& path, const std::string& json, const std::string& what) {
+  std::ofstream out(path);
+  if (!out) throw heap_error("cachedarrays: cannot write " + what + " to '" + path + "'; check the directory exists");
+  out << json << '\n';
+  if (!out) throw heap_error("cachedarrays: writing " + what + " to '" + path + "' failed (disk full?)");
+}
+
+// Parses the file with `parse` (a from_json), adding the path to its errors.
+template <typename Parse>
+auto read_json_file(const std::string& path, const std::string& what, Parse&& parse) {
+  std::ifstream in(path);
+  if (!in) throw heap_error("cachedarrays: cannot read the " + what + " file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return parse(text.str());
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(std::string(e.what()) + " (in '" + path + "')");
+  }
+}
 
 }  // namespace cachedarrays::plan::detail

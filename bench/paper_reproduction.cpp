@@ -18,10 +18,15 @@
 //             batch 2048, VGG-416 batch 256; 180 GB DRAM, 1300 GB NVRAM) and
 //             the emulated ones: a dry-run trace replayed on virtual devices
 //             (sim/replay.hpp) and through the 2LM model
-//             (sim/simulate_2lm.hpp); seconds come from the memory-bound
-//             time model with the published DDR4 and Optane bandwidths
-//             (emulation::published), asynchronous copies overlapping the
+//             (sim/simulate_2lm.hpp) as the paper's machine would run them:
+//             kernels on the roofline (plan::Roofline: max of FLOPs over the
+//             compute rate of the paper's 28-core socket, taken as this
+//             machine's measured rate per core unless --paper-gflops says,
+//             and bytes over the published DDR4 and Optane bandwidths of
+//             emulation::published), asynchronous copies overlapping the
 //             kernels on a copy channel per device pair (sim/copy_timeline.hpp).
+//             bench/model_accuracy checks the same models against
+//             measurements on this machine.
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.
 // "exposed" is the copy time per iteration the compute threads waited for:
 // emulated, the synchronous copies to or from the slow tier plus the fence
@@ -31,6 +36,7 @@
 //   paper_reproduction [--quick] [--no-emulated] [--no-paper] [--models LIST]
 //                      [--fractions LIST] [--policies LIST] [--iterations N] [--rounds N] [--batch N]
 //                      [--image-size N] [--width X] [--json FILE] [--plots DIR]
+//                      [--profile-cache FILE] [--paper-gflops X]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -53,13 +59,18 @@
 #include <cachedarrays/sim/simulate_2lm.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
 #include "bench_support.hpp"
+#include "training_runs.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 namespace bench = cachedarrays::bench;
+using bench::fast_budget;
+using bench::label;
+using bench::plans_ahead;
 
 namespace {
 
@@ -80,10 +91,6 @@ std::vector<std::string> policy_names() {
 }
 bool is_two_lm(const std::string& policy) { return policy.rfind("2lm", 0) == 0; }
 const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa"};
-// The lookahead modes follow the program of the iteration (nn::dry_run_program).
-bool plans_ahead(const std::string& policy) {
-  return policy.rfind("ca", 0) == 0 && ca::policy::Mode::parse(policy).async_lookahead;
-}
 // The fast budget at which the goals table holds the policies to their
 // targets: 20% of the footprint.
 constexpr double goal_fraction = 0.2;
@@ -133,16 +140,6 @@ Row attempt(Row row, F&& run) {
   return row;
 }
 
-// The fast tier for a budget of `fraction` of the footprint: whole pages,
-// at least one, and exactly the footprint at 100% (all-fast fits in exactly
-// that much; a page less would not hold it).
-std::uint64_t fast_budget(double fraction, std::uint64_t footprint) {
-  if (fraction >= 1.0) return footprint;
-  constexpr std::uint64_t page = 4096;
-  const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
-  return std::max(page, bytes / page * page);
-}
-
 void fill_traffic(Row& row, const ca::Stats& s) {
   row.fast_read = s.kernel_bytes_read[0] + s.bytes_copied_out_of(0);
   row.fast_written = s.kernel_bytes_written[0] + s.bytes_copied_into(0);
@@ -161,34 +158,12 @@ void fill_two_lm(Row& row, const ca::TwoLmCounters& c) {
                          100 * c.share(c.clean_misses), 100 * c.share(c.dirty_misses));
 }
 
-std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
-
-// One iteration's application events, recorded by a dry run (no kernels,
-// nothing stored) on virtual devices: the events do not depend on the policy.
-ca::Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) {
-  ca::Runtime rt({ca::virtual_device(footprint, "fast"),
-                  ca::virtual_device(footprint + (1 << 20), "slow")});
-  rt.start_trace();
-  {
-    nn::Trainer trainer(&rt, nn::build_model(config), {}, /*run_kernels=*/false);
-    const std::size_t n = static_cast<std::size_t>(config.batch * config.channels * config.image_size *
-                                                   config.image_size);
-    // Never touched by a dry run: left uninitialised so no page is faulted in.
-    auto images = std::make_unique_for_overwrite<float[]>(n);
-    std::vector<float> labels(static_cast<std::size_t>(config.batch), 0.0f);
-    (void)trainer.step({images.get(), n}, labels);
-    rt.collect();
-  }
-  rt.collect();
-  return *rt.trace();
-}
-
 void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::uint64_t nvram,
              std::optional<std::uint64_t> paper_dram, const std::vector<std::string>& policies,
-             std::vector<Row>& rows) {
+             const ca::plan::KernelTimeModel& kernel_time, std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
-  const ca::Trace trace = dry_run_trace(config, footprint);
+  const ca::Trace trace = bench::dry_run_trace(config, footprint);
   const ca::plan::Program program = ca::plan::Program::from_trace(trace);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
   const std::vector<ca::DeviceModel> models{dram_model, optane_model};
@@ -198,7 +173,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
     ca::Runtime rt({ca::virtual_device(footprint, "fast"),
                     ca::virtual_device(nvram, "slow")},
                    ca::policy::Registry::builtin().make("all-fast"));
-    all_fast = ca::replay(trace, rt, models).modeled_seconds;
+    all_fast = ca::replay(trace, rt, models, &kernel_time).modeled_seconds;
   }
   for (std::size_t f = 0; f < fractions.size(); ++f) {
     const double fraction = fractions[f];
@@ -213,7 +188,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
                        ca::policy::Registry::builtin().make(policy));
         if (plans_ahead(policy)) rt.set_program(program);
-        const ca::ReplayResult result = ca::replay(trace, rt, models);
+        const ca::ReplayResult result = ca::replay(trace, rt, models, &kernel_time);
         r.seconds = result.modeled_seconds;
         r.exposed_copy_seconds = result.exposed_copy_seconds;
         fill_traffic(r, result.stats);
@@ -223,7 +198,8 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
       row.policy = m ? "2lm:m" : "2lm";
       if (std::find(policies.begin(), policies.end(), row.policy) == policies.end()) continue;
       rows.push_back(attempt(row, [&](Row& r) {
-        const ca::TwoLmResult result = ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model);
+        const ca::TwoLmResult result =
+            ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model, &kernel_time);
         r.seconds = result.modeled_seconds;
         fill_two_lm(r, result.counters);
       }));
@@ -236,13 +212,6 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   }
 }
 
-double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> images, std::span<const float> labels) {
-  return bench::seconds_of([&] {
-    (void)trainer.step(images, labels);
-    rt.collect();
-  });
-}
-
 // Real runs, interleaved: every round runs each policy once (A B C ... A B
 // C ...), each run a fresh runtime with a warm-up iteration and then
 // `iterations` timed ones, so that a disturbance of this shared machine
@@ -250,56 +219,26 @@ double time_step(nn::Trainer& trainer, ca::Runtime& rt, std::span<const float> i
 // reports the median over rounds and the spread of its ratio to all-fast,
 // which runs in every round as the baseline.
 void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations, int rounds,
-              const std::vector<std::string>& policies, std::vector<Row>& rows) {
-  const auto build = [&] { return nn::build_model(config); };
-  const std::uint64_t footprint = nn::measure_footprint(build);
-  const ca::plan::Program program = nn::dry_run_program(build);
+              const std::vector<std::string>& policies, const ca::MoverOptions& mover, std::vector<Row>& rows) {
+  const bench::TrainingSetup setup(config);
+  const std::uint64_t footprint = setup.footprint;
   fmt::print(stderr, "emulated {}: footprint {}, {} kernels per iteration\n", label(config),
-             ca::format_bytes(footprint), program.kernels().size());
-  auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
-  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size *
-                                                     config.image_size));
-  std::vector<float> labels(static_cast<std::size_t>(config.batch));
-  data->next_batch(images, labels);
-  const auto optane = *ca::emulation::profile("optane");
-  // One run: the median of its timed iterations, its traffic per iteration
-  // added to `row`, and its exposed copy time.
+             ca::format_bytes(footprint), setup.program.kernels().size());
+  // One run (bench::measure_training): its time added to the row's rounds,
+  // its traffic per iteration and its exposed copy time.
   const auto run = [&](const std::string& policy, std::uint64_t fast, Row& row) {
-    std::vector<ca::DeviceSpec> devices;
-    std::string placement = policy;
-    if (policy == "2lm:m") {
-      // One device, as the paper's 2LM runs: all data in (emulated)
-      // Optane behind a DRAM cache of the fast budget; nothing is moved
-      // by software, and retired tensors are freed at once (M).
-      ca::DeviceSpec nvram = ca::dax_file({}, 2 * footprint + (1 << 20), "nvram");
-      nvram.emulation = ca::emulation::memory_mode(optane, ca::emulation::memory_mode_cache_within(fast));
-      devices = {nvram};
-      placement = "all-fast";
-    } else {
-      ca::DeviceSpec slow = ca::dax_file({}, 2 * footprint + (1 << 20), "slow");
-      slow.emulation = optane;
-      devices = {ca::dram(fast, "fast"), slow};
-    }
-    ca::Runtime rt(devices, ca::policy::Registry::builtin().make(placement));
-    if (plans_ahead(policy)) rt.set_program(program);
-    nn::Trainer trainer(&rt, build());
-    (void)time_step(trainer, rt, images, labels);  // warm-up: first touches, primitive creation
-    const ca::Stats before = rt.stats();
-    std::vector<double> seconds;
-    for (int i = 0; i < iterations; ++i) seconds.push_back(time_step(trainer, rt, images, labels));
+    const bench::MeasuredRun m = bench::measure_training(setup, policy, fast, iterations, mover);
     // Traffic per iteration, averaged over the timed ones (the same in
     // every round: it is the policy's, not the machine's).
-    const ca::Stats s = rt.stats().since(before);
     Row traffic = row;
-    if (policy == "2lm:m") fill_two_lm(traffic, s.memory_mode); else fill_traffic(traffic, s);
+    if (policy == "2lm:m") fill_two_lm(traffic, m.stats.memory_mode); else fill_traffic(traffic, m.stats);
     row.note = traffic.note;
     row.fast_read = traffic.fast_read / static_cast<std::uint64_t>(iterations);
     row.fast_written = traffic.fast_written / static_cast<std::uint64_t>(iterations);
     row.slow_read = traffic.slow_read / static_cast<std::uint64_t>(iterations);
     row.slow_written = traffic.slow_written / static_cast<std::uint64_t>(iterations);
-    row.exposed_copy_seconds += static_cast<double>(s.emulated_sync_copy_ns + s.async.fence_wait_ns) / 1e9 /
-                                static_cast<double>(iterations);
-    row.round_seconds.push_back(bench::median(seconds));
+    row.exposed_copy_seconds += m.exposed_copy_seconds();
+    row.round_seconds.push_back(m.seconds);
   };
   {
     Row warm = make_row("emulated", label(config), "all-fast", 1.0, footprint);
@@ -528,6 +467,10 @@ struct Options {
   std::vector<std::string> policies;  // empty: all of them
   std::string json_path;
   std::string plots_dir;
+  std::string profile_cache = bench::default_profile_cache();
+  double paper_gflops = 0;  // 0: from this machine's profile (paper_machine)
+  std::string kernel_model = "roofline";
+  std::string mover_priority = "normal";
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -563,27 +506,57 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember(policy_names()))
       ->delimiter(',');
   app.add_option("--json", o.json_path, "write the rows as JSON to this file");
+  app.add_option("--profile-cache", o.profile_cache,
+                 "the kernel profile cache file (nn::profile_model): measured once per machine, then loaded")
+      ->capture_default_str();
+  app.add_option("--paper-gflops", o.paper_gflops,
+                 "the compute rate of the paper's machine for the modeled roofline (default: this machine's "
+                 "measured rate per core times 28 cores)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--mover-priority", o.mover_priority,
+                 "emulated runs: the asynchronous mover's threads scheduled normally or SCHED_IDLE "
+                 "(ca::MoverPriority)")
+      ->check(CLI::IsMember({"normal", "idle"}))
+      ->capture_default_str();
+  app.add_option("--kernel-model", o.kernel_model,
+                 "modeled kernel time: roofline (max of compute and memory time) or memory-bound (bytes over "
+                 "bandwidth only, which overstates tier effects on compute-bound kernels)")
+      ->check(CLI::IsMember({"roofline", "memory-bound"}))
+      ->capture_default_str();
   app.add_option("--plots", o.plots_dir,
                  "draw PNGs into this directory with tools/plot_reproduction.py (/usr/bin/python3, "
                  "python3-matplotlib); the JSON goes there too unless --json is given");
 }
 
-// The small configuration of `family` that runs on this machine: small
-// enough for it, large enough that one iteration lasts a good fraction of a
-// second with compute, not bookkeeping, dominating.
-nn::ModelConfig small_config(const std::string& family, const Options& o) {
-  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}};
-  nn::ModelConfig c;
-  c.family = family;
-  c.depth = small_depth.at(family);
-  c.batch = o.batch > 0 ? o.batch : o.quick ? 4 : family == "resnet" ? 32 : 16;
-  c.image_size = o.image_size > 0 ? o.image_size : o.quick ? 32 : family == "resnet" ? 96 : 64;
-  c.classes = 10;
-  c.width = o.width > 0 ? o.width : o.quick ? 0.25 : 1.0;
-  return c;
+// The compute rate of the paper's machine for the roofline of the modeled
+// rows: --paper-gflops when given; else this machine's rate measured on the
+// profile of the first family's small model (plan::compute_rate), per core,
+// times the 28 cores of the paper's socket (a Xeon Platinum 8276L; the
+// paper ran on one socket, one thread per core) — an assumption, printed
+// with the figures.
+struct PaperMachine {
+  double flops_per_second = 0;
+  std::string how;
+};
+
+PaperMachine paper_machine(const Options& o) {
+  constexpr int paper_cores = 28;
+  if (o.paper_gflops > 0) return {o.paper_gflops * 1e9, "given by --paper-gflops"};
+  if (o.kernel_model != "roofline") return {0, "not used"};
+  const nn::ModelConfig c = bench::small_config(o.families.front(), o.quick, o.batch, o.image_size, o.width);
+  bool measured = false;
+  const ca::plan::KernelProfiles profiles =
+      nn::profile_model([&] { return nn::build_model(c); }, o.profile_cache, {}, &measured);
+  const double here = ca::plan::compute_rate(profiles);
+  const unsigned cores = profiles.key().cores;
+  return {here / cores * paper_cores,
+          fmt::format("this machine's measured {:.1f} GFLOP/s on {} cores ({} kernels of {}, profiles {} {}) per core "
+                      "times the paper's {} cores",
+                      here / 1e9, cores, profiles.kernels().size(), label(c), measured ? "measured into" : "from",
+                      o.profile_cache, paper_cores)};
 }
 
-std::vector<Row> run(const Options& o) {
+std::vector<Row> run(const Options& o, const PaperMachine& paper) {
   std::vector<double> fractions = o.fractions;
   if (fractions.empty()) {
     fractions = o.quick ? std::vector<double>{1.0, goal_fraction, 0.0}
@@ -593,12 +566,21 @@ std::vector<Row> run(const Options& o) {
   if (std::find(policies.begin(), policies.end(), "all-fast") == policies.end()) {
     policies.insert(policies.begin(), "all-fast");
   }
+  // Modeled rows: kernels take the roofline of the paper's machine (its
+  // compute rate, its DDR4), copies the published bandwidths.
+  std::optional<ca::plan::Roofline> roofline;
+  if (o.kernel_model == "roofline") roofline.emplace(paper.flops_per_second, ca::emulation::published::ddr4_six_channel);
+  const ca::plan::MemoryBound memory_bound;
+  const ca::plan::KernelTimeModel& kernel_time =
+      roofline ? static_cast<const ca::plan::KernelTimeModel&>(*roofline) : memory_bound;
   std::vector<Row> rows;
   for (const std::string& family : o.families) {
-    const nn::ModelConfig c = small_config(family, o);
-    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, rows);
+    const nn::ModelConfig c = bench::small_config(family, o.quick, o.batch, o.image_size, o.width);
+    ca::MoverOptions mover;
+    mover.priority = o.mover_priority == "idle" ? ca::MoverPriority::idle : ca::MoverPriority::normal;
+    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover, rows);
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
-            rows);
+            kernel_time, rows);
   }
   if (o.no_paper) return rows;
   for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
@@ -608,20 +590,24 @@ std::vector<Row> run(const Options& o) {
     c.family = family;
     c.depth = depth;
     c.batch = batch;
-    modeled(c, fractions, 1300 * gb, 180 * gb, policies, rows);
+    modeled(c, fractions, 1300 * gb, 180 * gb, policies, kernel_time, rows);
   }
   return rows;
 }
 
-void report(const Options& o, const std::vector<Row>& rows) {
+void report(const Options& o, const PaperMachine& paper, const std::vector<Row>& rows) {
   fmt::print("emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
              "iterations), slow tier emulated as {}\n",
              o.quick ? 1 : o.rounds, o.iterations,
              o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
   fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
-  fmt::print("modeled: replay / 2LM model, DRAM {} / {} GB/s, Optane {} / {} GB/s (read / write); "
-             "not measurements\n\n",
-             dram_model.read_gbps, dram_model.write_gbps, optane_model.read_gbps, optane_model.write_gbps);
+  fmt::print("modeled: replay / 2LM model of the paper's machine, not measurements: DRAM {} / {} GB/s, Optane {} / {} "
+             "GB/s (read / write);\n         {}\n\n",
+             dram_model.read_gbps, dram_model.write_gbps, optane_model.read_gbps, optane_model.write_gbps,
+             o.kernel_model == "roofline"
+                 ? fmt::format("kernels on the roofline max(FLOPs / {:.0f} GFLOP/s, bytes / bandwidth), the rate {}",
+                               paper.flops_per_second / 1e9, paper.how)
+                 : std::string("kernels memory-bound: bytes / bandwidth (--kernel-model memory-bound)"));
   print(rows);
   print_goals(rows);
   print_paper(rows);
@@ -659,7 +645,8 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
-  const std::vector<Row> rows = run(options);
-  report(options, rows);
+  const PaperMachine paper = paper_machine(options);
+  const std::vector<Row> rows = run(options, paper);
+  report(options, paper, rows);
   return write_outputs(options, rows) ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/plan/kernel_profile.hpp"
 #include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/profiled_time.hpp"
 #include "cachedarrays/plan/roofline.hpp"
 #include "test_support.hpp"
 
@@ -223,6 +224,33 @@ TEST_CASE("roofline: a profiled kernel takes its measured fast time plus what th
   CHECK(roofline.seconds("relu flops=100", slow) == doctest::Approx(2e-6 + 1.2e-6));
   // A kernel without a profile keeps its roofline.
   CHECK(roofline.seconds("relu flops=101", slow) == doctest::Approx(1.5e-6));
+}
+
+TEST_CASE("profiled time: the measured ends, and between them the share of memory time moved to the slow tier") {
+  plan::KernelProfiles profiles(here);
+  // Measured 2 us with both arguments fast, 8 us with both slow.
+  profiles.set("conv flops=5000", {2e-6, 8e-6, 5000, 1000, 1000});
+  const plan::Roofline roofline(1e9, {10, 5});
+  // Fast tier 10/5 GB/s, slow tier 2/1 GB/s.
+  const plan::ProfiledTime model(profiles, {10, 5}, {2, 1}, roofline);
+  const plan::ArgTraffic in_fast{1000, ca::Access::read, 10}, in_slow{1000, ca::Access::read, 2};
+  const plan::ArgTraffic out_fast{1000, ca::Access::write, 5}, out_slow{1000, ca::Access::write, 1};
+  const auto seconds = [&](plan::ArgTraffic in, plan::ArgTraffic out) {
+    const std::vector<plan::ArgTraffic> args{in, out};
+    return model.seconds("conv flops=5000", args);
+  };
+  CHECK(seconds(in_fast, out_fast) == doctest::Approx(2e-6));
+  CHECK(seconds(in_slow, out_slow) == doctest::Approx(8e-6));
+  // The input moves 500 - 100 = 400 ns of the 1200 ns that all-slow adds.
+  CHECK(seconds(in_slow, out_fast) == doctest::Approx(2e-6 + 6e-6 * 400 / 1200));
+  // The output the other 800 ns: the two halves add up to the whole.
+  CHECK(seconds(in_fast, out_slow) == doctest::Approx(2e-6 + 6e-6 * 800 / 1200));
+  // Unprofiled kernels take the fallback's time: here the compute bound.
+  const std::vector<plan::ArgTraffic> args{in_slow, out_slow};
+  CHECK(model.seconds("conv flops=7000", args) == doctest::Approx(roofline.seconds("conv flops=7000", args)));
+  // A kernel without bytes does not depend on the placement.
+  CHECK(model.slow_share({}) == 0.0);
+  CHECK_THROWS_AS(plan::ProfiledTime(profiles, {10, 5}, {0, 1}, roofline), ca::invalid_argument);
 }
 
 TEST_CASE("compute_rate: FLOPs over fast seconds of the compute-dense kernels only") {

@@ -14,6 +14,7 @@
 #include "cachedarrays/manager/two_level_memory.hpp"
 #include "cachedarrays/plan/kernel_profile.hpp"
 #include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/profiled_time.hpp"
 #include "cachedarrays/plan/program.hpp"
 #include "cachedarrays/plan/roofline.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"

@@ -9,6 +9,9 @@
 #include <chrono>
 #include <string>
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 
@@ -46,6 +49,13 @@ CACHEDARRAYS_INLINE void Mover::submit(std::shared_ptr<detail::CopyState> state)
 }
 
 CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
+  if (options_.priority == MoverPriority::idle) {
+    // This thread only (pid 0 is the caller on Linux); needs no privilege.
+    // Where the scheduler refuses, the lowest nice value does the same less
+    // strictly.
+    sched_param none{};
+    if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) (void)setpriority(PRIO_PROCESS, 0, 19);
+  }
   for (;;) {
     std::shared_ptr<detail::CopyState> state;
     {

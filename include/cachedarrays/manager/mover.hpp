@@ -28,9 +28,25 @@
 
 namespace cachedarrays {
 
+// How the mover's threads compete with the compute threads for the cores.
+enum class MoverPriority : std::uint8_t {
+  // Scheduled like any thread: a copy takes a core as soon as it is queued.
+  normal,
+  // SCHED_IDLE (Linux): a mover thread runs only on a core nothing else
+  // wants, so its copies fill the gaps between and inside kernels (serial
+  // sections, barrier waits) instead of preempting a compute thread. On a
+  // machine whose compute threads hold every core, a thread preempted in a
+  // parallel kernel stalls all of them at the next barrier, so a normal
+  // mover costs more than its own time there. A copy a kernel needs before
+  // the mover got to it is taken over by the thread that needs it
+  // (DataManager's take-over), so an idle mover never starves a kernel.
+  idle,
+};
+
 struct MoverOptions {
   // Threads making asynchronous copies; they start with the first copy.
   unsigned threads = 1;
+  MoverPriority priority = MoverPriority::normal;
   // Called on a mover thread before each copy with its size; whatever it
   // throws fails that copy (the failure surfaces at the copy's fence). Tests
   // inject failing copies with it; leave it empty otherwise.

@@ -14,9 +14,9 @@ namespace cachedarrays {
 CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models)
     : models_(models), channel_free_(models.size() * models.size(), 0.0) {}
 
-CACHEDARRAYS_INLINE double CopyTimeline::copy_time(const TraceEvent& e) const {
-  const double gbps = std::min(models_.at(e.device).read_gbps, models_.at(e.device2).write_gbps);
-  return static_cast<double>(e.bytes) / gbps * 1e-9;
+CACHEDARRAYS_INLINE double CopyTimeline::copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const {
+  const double gbps = std::min(models_.at(src).read_gbps, models_.at(dst).write_gbps);
+  return static_cast<double>(bytes) / gbps * 1e-9;
 }
 
 CACHEDARRAYS_INLINE double& CopyTimeline::channel(DeviceId src, DeviceId dst) {
@@ -29,10 +29,13 @@ CACHEDARRAYS_INLINE double CopyTimeline::ready(std::uint64_t object) const {
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
-  const double t = copy_time(e);
+  // A defrag move slides a region down its own heap, on the compute thread.
+  const bool defrag = e.kind == TraceKind::defrag_move;
+  const DeviceId dst = defrag ? e.device : e.device2;
+  const double t = copy_time(e.device, dst, e.bytes);
   copying_ += t;
-  double& free_at = channel(e.device, e.device2);
-  if (e.detail == 1) {  // the mover: after what its channel already carries
+  double& free_at = channel(e.device, dst);
+  if (!defrag && e.detail == 1) {  // the mover: after what its channel already carries
     const double start = std::max(compute_, free_at);
     free_at = start + t;
     ready_at_[e.object] = std::max(ready(e.object), free_at);

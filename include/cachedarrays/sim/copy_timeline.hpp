@@ -32,7 +32,9 @@ class CopyTimeline {
 
   // A copy event of a trace (TraceKind::copy): detail 1 is asynchronous
   // (issued to the mover at the current compute time), else synchronous
-  // (made by the compute thread).
+  // (made by the compute thread). A TraceKind::defrag_move is a synchronous
+  // copy from its device to itself (defrag slides regions on the caller's
+  // thread).
   void copy(const TraceEvent& event);
   // A kernel of `seconds` on `objects` (trace ids): it waits for their
   // copies in flight, then runs.
@@ -46,7 +48,7 @@ class CopyTimeline {
   [[nodiscard]] double copy_seconds() const noexcept { return copying_; }
 
  private:
-  double copy_time(const TraceEvent& event) const;
+  double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;
   double& channel(DeviceId src, DeviceId dst);
   double ready(std::uint64_t object) const;
 

@@ -117,11 +117,12 @@ class Replayer final : public TraceWalker {
 
   void stop() override { open_.clear(); }
 
-  // The copies recorded since the last call, onto the timeline (the other
-  // mechanism events are dropped as they come: only copies take time here).
+  // The copies and defrag moves recorded since the last call, onto the
+  // timeline (the other mechanism events are dropped as they come: only
+  // moving bytes takes time here).
   void feed_copies() {
     for (const TraceEvent& e : copies_.events()) {
-      if (e.kind == TraceKind::copy) timeline_.copy(e);
+      if (e.kind == TraceKind::copy || e.kind == TraceKind::defrag_move) timeline_.copy(e);
     }
     copies_.clear();
   }
@@ -163,7 +164,7 @@ CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, con
   replayer.run();
   const CopyTimeline& timeline = replayer.finish();
   result.stats = target.stats().since(before);
-  result.copy_seconds = modeled_copy_seconds(result.stats, models);
+  result.copy_seconds = timeline.copy_seconds();
   result.modeled_seconds = timeline.seconds();
   result.exposed_copy_seconds = timeline.exposed_copy_seconds();
   return result;

@@ -36,7 +36,7 @@ struct ReplayResult {
   // asynchronous copies it is kernel_seconds + copy_seconds.
   double modeled_seconds = 0;
   double kernel_seconds = 0;
-  double copy_seconds = 0;          // every copy's time, hidden or not
+  double copy_seconds = 0;          // every copy's and defrag move's time, hidden or not
   double exposed_copy_seconds = 0;  // copy time the kernels waited for
   std::uint64_t kernels = 0;   // kernel_begin events, scoped accesses included
 };

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cachedarrays/policy/first_touch.hpp"
 #include "cachedarrays/sim/trace_walker.hpp"
@@ -27,38 +28,52 @@ CACHEDARRAYS_INLINE void check_model(const DeviceModel& m, const char* role) {
 class TwoLmWalker final : public TraceWalker {
  public:
   TwoLmWalker(const Trace& trace, Runtime& nvram_space, TwoLevelMemory& cache, const DeviceModel& dram,
-              const DeviceModel& nvram, TwoLmResult& result)
-      : TraceWalker(trace, nvram_space, "simulate_2lm"), cache_(cache), dram_(dram), nvram_(nvram), result_(result) {}
+              const DeviceModel& nvram, const plan::KernelTimeModel& kernel_time, TwoLmResult& result)
+      : TraceWalker(trace, nvram_space, "simulate_2lm"),
+        cache_(cache),
+        dram_(dram),
+        nvram_(nvram),
+        kernel_time_(kernel_time),
+        result_(result) {}
 
  private:
-  void kernel_begin(const TraceEvent& /*event*/, std::span<CachedArray<std::byte>* const> arrays,
+  void kernel_begin(const TraceEvent& event, std::span<CachedArray<std::byte>* const> arrays,
                     std::span<const TraceArg> args) override {
     ++result_.kernels;
     const DataManager& dm = target().manager();
+    // Each argument as the time model sees it: its bytes at the bandwidth
+    // its cache traffic achieves (every line at DRAM speed, plus the NVRAM
+    // read of each miss and the NVRAM write of each dirty victim).
+    std::vector<plan::ArgTraffic> traffic;
     for (const bool write : {false, true}) {
       for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i].write != write) continue;
         const Object& object = arrays[i]->object();
         const TwoLmCounters before = cache_.counters();
         cache_.access(dm.offset(*dm.getprimary(object)), object.bytes(), write);
-        result_.modeled_seconds += two_lm_ns(cache_.counters() - before, cache_.line_bytes(),
-                                             write ? dram_.write_gbps : dram_.read_gbps, nvram_.read_gbps,
-                                             nvram_.write_gbps) *
-                                   1e-9;
+        const double dram_gbps = write ? dram_.write_gbps : dram_.read_gbps;
+        const double ns = two_lm_ns(cache_.counters() - before, cache_.line_bytes(), dram_gbps, nvram_.read_gbps,
+                                    nvram_.write_gbps);
+        const auto bytes = object.bytes();
+        traffic.push_back({bytes, write ? Access::write : Access::read,
+                           ns > 0 && bytes > 0 ? static_cast<double>(bytes) / ns : dram_gbps});
       }
     }
+    result_.modeled_seconds += kernel_time_.seconds(trace().names()[event.name], traffic);
   }
 
   TwoLevelMemory& cache_;
   const DeviceModel& dram_;
   const DeviceModel& nvram_;
+  const plan::KernelTimeModel& kernel_time_;
   TwoLmResult& result_;
 };
 
 }  // namespace detail
 
 CACHEDARRAYS_INLINE TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
-                         bool memory_optimisations, const DeviceModel& dram, const DeviceModel& nvram) {
+                         bool memory_optimisations, const DeviceModel& dram, const DeviceModel& nvram,
+                         const plan::KernelTimeModel* kernel_time) {
   detail::check_model(dram, "DRAM");
   detail::check_model(nvram, "NVRAM");
   TwoLevelMemory cache(dram_bytes);
@@ -72,7 +87,9 @@ CACHEDARRAYS_INLINE TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t d
              std::make_unique<FirstTouch>(memory_optimisations ? FirstTouch::Retire::at_once
                                                                : FirstTouch::Retire::at_collect));
   TwoLmResult result;
-  detail::TwoLmWalker(trace, rt, cache, dram, nvram, result).run();
+  const plan::MemoryBound memory_bound;
+  detail::TwoLmWalker(trace, rt, cache, dram, nvram, kernel_time != nullptr ? *kernel_time : memory_bound, result)
+      .run();
   result.counters = cache.counters();
   result.hit_rate = result.counters.share(result.counters.hits);
   result.clean_miss_rate = result.counters.share(result.counters.clean_misses);

@@ -33,12 +33,16 @@ struct TwoLmResult {
 // first, then the outputs). Retired objects are freed at once with
 // memory_optimisations (2LM:M), else (2LM:∅) at the next collect or, like a
 // garbage collector under pressure, when an allocation finds NVRAM full.
-// Modeled time: every line at DRAM bandwidth (read or write by role), plus
-// the NVRAM read of each missing line, plus the NVRAM write of each dirty
-// victim. Hints are ignored: the hardware does not see them.
+// Modeled time: each argument's memory time is every line at DRAM bandwidth
+// (read or write by role), plus the NVRAM read of each missing line, plus
+// the NVRAM write of each dirty victim; `kernel_time` (kept for the call;
+// null: plan::MemoryBound, the sum of those times) turns a kernel's
+// arguments at the bandwidths so achieved into seconds — plan::Roofline adds
+// the compute bound. Hints are ignored: the hardware does not see them.
 [[nodiscard]] TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
                                        bool memory_optimisations, const DeviceModel& dram,
-                                       const DeviceModel& nvram);
+                                       const DeviceModel& nvram,
+                                       const plan::KernelTimeModel* kernel_time = nullptr);
 
 }  // namespace cachedarrays
 

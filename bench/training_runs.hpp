@@ -1,0 +1,170 @@
+// What the benchmarks that train CNNs share (paper_reproduction,
+// model_accuracy): the small configurations that run on this machine, the
+// fast budget of a fraction of the footprint, a dry-run trace, and one
+// measured run of a policy with the slow tier emulated as Optane — so that
+// a modeled figure and the measurement it is checked against come from the
+// same run loop.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <cachedarrays/cachedarrays.hpp>
+#include <cachedarrays/manager/emulation.hpp>
+#include <cachedarrays/nn/data.hpp>
+#include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/trainer.hpp>
+
+#include "bench_support.hpp"
+
+namespace cachedarrays::bench {
+
+// "resnet-18 b32".
+inline std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
+
+// The small configuration of `family` that runs on this machine: small
+// enough for it, large enough that one iteration lasts a good fraction of a
+// second with compute, not bookkeeping, dominating. A value of 0 takes the
+// default (of --quick when `quick`).
+inline nn::ModelConfig small_config(const std::string& family, bool quick, std::int64_t batch = 0,
+                                    std::int64_t image_size = 0, double width = 0) {
+  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}};
+  nn::ModelConfig c;
+  c.family = family;
+  c.depth = small_depth.at(family);
+  c.batch = batch > 0 ? batch : quick ? 4 : family == "resnet" ? 32 : 16;
+  c.image_size = image_size > 0 ? image_size : quick ? 32 : family == "resnet" ? 96 : 64;
+  c.classes = 10;
+  c.width = width > 0 ? width : quick ? 0.25 : 1.0;
+  return c;
+}
+
+// The fast tier for a budget of `fraction` of the footprint: whole pages,
+// at least one, and exactly the footprint at 100% (all-fast fits in exactly
+// that much; a page less would not hold it).
+inline std::uint64_t fast_budget(double fraction, std::uint64_t footprint) {
+  if (fraction >= 1.0) return footprint;
+  constexpr std::uint64_t page = 4096;
+  const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
+  return std::max(page, bytes / page * page);
+}
+
+// The lookahead modes follow the program of the iteration (nn::dry_run_program).
+inline bool plans_ahead(const std::string& policy) {
+  return policy.rfind("ca", 0) == 0 && policy::Mode::parse(policy).async_lookahead;
+}
+
+// Where the benchmarks keep the kernel profile cache (nn::profile_model)
+// unless told otherwise: $XDG_CACHE_HOME/cachedarrays, else
+// ~/.cache/cachedarrays, else the working directory; the directory is made.
+inline std::string default_profile_cache() {
+  std::filesystem::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    dir = std::filesystem::path(xdg) / "cachedarrays";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    dir = std::filesystem::path(home) / ".cache" / "cachedarrays";
+  }
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (dir.empty() || ec) dir = ".";
+  return (dir / "kernel_profiles.json").string();
+}
+
+// One iteration's application events, recorded by a dry run (no kernels,
+// nothing stored) on virtual devices: the events do not depend on the policy.
+inline Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) {
+  Runtime rt({virtual_device(footprint, "fast"), virtual_device(footprint + (1 << 20), "slow")});
+  rt.start_trace();
+  {
+    nn::Trainer trainer(&rt, nn::build_model(config), {}, /*run_kernels=*/false);
+    const std::size_t n = static_cast<std::size_t>(config.batch * config.channels * config.image_size *
+                                                   config.image_size);
+    // Never touched by a dry run: left uninitialised so no page is faulted in.
+    auto images = std::make_unique_for_overwrite<float[]>(n);
+    std::vector<float> labels(static_cast<std::size_t>(config.batch), 0.0f);
+    (void)trainer.step({images.get(), n}, labels);
+    rt.collect();
+  }
+  rt.collect();
+  return *rt.trace();
+}
+
+// A model, its footprint, its program and one batch of synthetic data: what
+// every measured run of it needs.
+struct TrainingSetup {
+  explicit TrainingSetup(nn::ModelConfig c)
+      : config(std::move(c)),
+        footprint(nn::measure_footprint([&] { return nn::build_model(config); })),
+        program(nn::dry_run_program([&] { return nn::build_model(config); })),
+        images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size)),
+        labels(static_cast<std::size_t>(config.batch)) {
+    auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
+    data->next_batch(images, labels);
+  }
+  nn::ModelConfig config;
+  std::uint64_t footprint;
+  plan::Program program;
+  std::vector<float> images;
+  std::vector<float> labels;
+};
+
+struct MeasuredRun {
+  double seconds = 0;  // the median of the timed iterations
+  Stats stats;         // over all the timed iterations
+  int iterations = 0;
+  // Copy time per iteration the compute threads waited for: synchronous
+  // copies to or from the emulated tier plus waits at the mover's fences.
+  [[nodiscard]] double exposed_copy_seconds() const {
+    return static_cast<double>(stats.emulated_sync_copy_ns + stats.async.fence_wait_ns) / 1e9 / iterations;
+  }
+};
+
+// One measured run: a fresh runtime with a fast DRAM tier of `fast` bytes
+// and a slow DAX tier emulated as Optane (for "2lm:m": one emulated-Optane
+// device in memory mode whose DRAM cache is the fast budget, as the paper's
+// 2LM runs: nothing moved by software, retired tensors freed at once), the
+// policy given the program when it plans ahead, a warm-up iteration (first
+// touches, primitive creation) and `iterations` timed ones. `mover`: the
+// runtime's asynchronous mover.
+inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
+                                    int iterations, const MoverOptions& mover = {}) {
+  const EmulationProfile optane = *emulation::profile("optane");
+  std::vector<DeviceSpec> devices;
+  std::string placement = policy;
+  if (policy == "2lm:m") {
+    DeviceSpec nvram = dax_file({}, 2 * setup.footprint + (1 << 20), "nvram");
+    nvram.emulation = emulation::memory_mode(optane, emulation::memory_mode_cache_within(fast));
+    devices = {nvram};
+    placement = "all-fast";
+  } else {
+    DeviceSpec slow = dax_file({}, 2 * setup.footprint + (1 << 20), "slow");
+    slow.emulation = optane;
+    devices = {dram(fast, "fast"), slow};
+  }
+  Runtime rt(devices, policy::Registry::builtin().make(placement), mover);
+  if (plans_ahead(policy)) rt.set_program(setup.program);
+  nn::Trainer trainer(&rt, nn::build_model(setup.config));
+  const auto step = [&] {
+    return seconds_of([&] {
+      (void)trainer.step(setup.images, setup.labels);
+      rt.collect();
+    });
+  };
+  (void)step();
+  const Stats before = rt.stats();
+  std::vector<double> seconds;
+  for (int i = 0; i < iterations; ++i) seconds.push_back(step());
+  return {median(seconds), rt.stats().since(before), iterations};
+}
+
+}  // namespace cachedarrays::bench

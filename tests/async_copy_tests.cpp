@@ -15,6 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -432,4 +435,26 @@ TEST_CASE("async copy: a background copy not yet started is dropped when its dat
   gate.open();
   dm.finish_copies();
   dm.check_invariants(true);
+}
+
+TEST_CASE("async copy: an idle-priority mover copies on a SCHED_IDLE thread, and the copy is whole") {
+  int policy_seen = -1;
+  int nice_seen = 0;
+  ca::MoverOptions options;
+  options.priority = ca::MoverPriority::idle;
+  options.before_copy = [&](std::uint64_t) {  // on the mover thread
+    policy_seen = sched_getscheduler(0);
+    nice_seen = getpriority(PRIO_PROCESS, 0);
+  };
+  ca::DataManager dm(two_tiers(1 << 20, 8 << 20), options);
+  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 3);
+  ca::Region& dst = linked_region(dm, o, fast);
+  dm.copyto_async(dst, *dm.getprimary(o)).wait();
+  // SCHED_IDLE, or where the scheduler refused it, the lowest nice value.
+  CHECK((policy_seen == SCHED_IDLE || nice_seen == 19));
+  // The compute thread keeps its own scheduling.
+  CHECK(sched_getscheduler(0) == SCHED_OTHER);
+  dm.poll_copies();
+  CHECK(test::holds(dm.pointer(dst), o.bytes(), 3));
+  dm.check_invariants(/*verify_contents=*/true);
 }

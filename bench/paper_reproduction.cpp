@@ -550,7 +550,7 @@ PaperMachine paper_machine(const Options& o) {
   const double here = ca::plan::compute_rate(profiles);
   const unsigned cores = profiles.key().cores;
   return {here / cores * paper_cores,
-          fmt::format("this machine's measured {:.1f} GFLOP/s on {} cores ({} kernels of {}, profiles {} {}) per core "
+          fmt::format("this machine's measured {:.1f} GFLOP/s on {} cores ({} profiled kernels, {}; profiles {} {}) per core "
                       "times the paper's {} cores",
                       here / 1e9, cores, profiles.kernels().size(), label(c), measured ? "measured into" : "from",
                       o.profile_cache, paper_cores)};

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cachedarrays/policy/registry.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -28,6 +29,7 @@ class RecordingPolicy final : public ca::policy::Policy {
  public:
   std::vector<Call> calls;
   bool throw_at_begin = false;
+  bool follows = true;
 
   [[nodiscard]] std::string name() const override { return "test-recording"; }
   [[nodiscard]] bool place(ca::Object& object) override {
@@ -42,6 +44,7 @@ class RecordingPolicy final : public ca::policy::Policy {
     if (throw_at_begin) throw std::runtime_error("hook failed");
   }
   void on_kernel_end(const ca::policy::KernelPoint& k) override { record("end", k); }
+  [[nodiscard]] bool follows_kernels() const override { return follows; }
 
  private:
   void record(const char* what, const ca::policy::KernelPoint& k) {
@@ -107,4 +110,39 @@ TEST_CASE("policy hooks: a throwing on_kernel_begin fails the kernel and leaves 
   CHECK(ran);
   CHECK(policy.calls.back().what == "end");
   CHECK(policy.calls.back().index == 0);
+}
+
+TEST_CASE("policy hooks: a policy that does not follow kernels hears none, and kernels are still counted and traced") {
+  auto owned = std::make_unique<RecordingPolicy>();
+  owned->follows = false;
+  RecordingPolicy& policy = *owned;
+  ca::Runtime rt({ca::dram(1 << 20)}, std::move(owned));
+  auto a = rt.array<float>(16);
+  auto b = rt.array<float>(16);
+  const ca::Trace& trace = rt.start_trace();
+  rt.begin_iteration();
+  rt.kernel(ca::reads(a), ca::writes(b), [](std::span<const float>, std::span<float>) {});
+  rt.kernel(ca::reads(b), ca::writes(a), [](std::span<const float>, std::span<float>) {});
+  CHECK(rt.kernels_in_iteration() == 2);
+  rt.stop_trace();
+  // The iteration is heard; no kernel is.
+  REQUIRE(policy.calls.size() == 1);
+  CHECK(policy.calls[0].what == "iteration");
+  int begins = 0, ends = 0;
+  for (const ca::TraceEvent& e : trace.events()) {
+    begins += e.kind == ca::TraceKind::kernel_begin;
+    ends += e.kind == ca::TraceKind::kernel_end;
+  }
+  CHECK(begins == 2);
+  CHECK(ends == 2);
+}
+
+TEST_CASE("policy hooks: the built-in policies follow kernels only where they look ahead") {
+  const auto& registry = ca::policy::Registry::builtin();
+  for (const char* name : {"first-touch", "all-fast", "all-slow", "ca", "ca-l", "ca-lm", "ca-lmp", "hw-cache"}) {
+    CAPTURE(name);
+    CHECK_FALSE(registry.make(name)->follows_kernels());
+  }
+  CHECK(registry.make("ca-lma")->follows_kernels());
+  CHECK(registry.make("ca-lmpa")->follows_kernels());
 }

@@ -87,6 +87,8 @@ class CachedArraysPolicy final : public Policy {
   ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
 
   [[nodiscard]] std::string name() const override { return mode_.name(); }
+  // Only the A modes look ahead from the program position.
+  [[nodiscard]] bool follows_kernels() const override { return mode_.async_lookahead; }
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
   // Fast is device 0, slow the last device; at least two are needed.
   void attach(DataManager& manager) override;

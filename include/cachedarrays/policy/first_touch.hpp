@@ -19,6 +19,7 @@ class FirstTouch final : public Policy {
   explicit FirstTouch(Retire retire = Retire::at_once) : retire_(retire) {}
 
   [[nodiscard]] std::string name() const override { return "first-touch"; }
+  [[nodiscard]] bool follows_kernels() const override { return false; }
   [[nodiscard]] bool place(Object& object) override;
   void retire(Object& object) override;
   void collect() override;

@@ -80,6 +80,12 @@ class Policy {
   // The kernel ran to its end (its arguments are still pinned). Scoped
   // read()/write() accesses and kernels that threw have no end.
   virtual void on_kernel_end(const KernelPoint& /*kernel*/) {}
+  // Whether on_kernel_begin / on_kernel_end are wanted, asked once when the
+  // runtime is made. A policy that does not follow the program position
+  // returns false, and every kernel is spared the two calls and a second
+  // lock of the runtime (hint_overhead's kernel rows). Kernels are counted
+  // either way.
+  [[nodiscard]] virtual bool follows_kernels() const { return true; }
 
  protected:
   [[nodiscard]] DataManager& manager() const { return *manager_; }

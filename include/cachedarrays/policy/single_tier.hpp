@@ -14,6 +14,7 @@ class SingleTier final : public Policy {
   explicit SingleTier(Tier tier) : tier_(tier) {}
 
   [[nodiscard]] std::string name() const override { return tier_ == Tier::fastest ? "all-fast" : "all-slow"; }
+  [[nodiscard]] bool follows_kernels() const override { return false; }
   [[nodiscard]] bool place(Object& object) override {
     DataManager& dm = manager();
     const DeviceId device = tier_ == Tier::fastest ? 0 : dm.device_count() - 1;

@@ -15,6 +15,7 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
     : manager_(std::move(devices), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
+  kernel_hooks_ = policy_->follows_kernels();
 }
 
 // Members go in reverse order: the policy (which may own per-object state)
@@ -57,7 +58,7 @@ CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
   std::vector<std::uint64_t> occupancy;
   for (const DeviceUsage& u : manager_.usage()) occupancy.push_back(u.bytes_used);
   trace_->set_initial_occupancy(std::move(occupancy));
-  recording_ = trace_.get();
+  set_recording(trace_.get());
   manager_.set_trace(recording_);
   program_recording_.own_trace = false;
   return *trace_;
@@ -65,7 +66,7 @@ CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
 
 CACHEDARRAYS_INLINE void Runtime::stop_trace() {
   std::lock_guard guard(mutex_);
-  recording_ = nullptr;
+  set_recording(nullptr);
   manager_.set_trace(nullptr);
 }
 
@@ -74,7 +75,7 @@ CACHEDARRAYS_INLINE void Runtime::record_program() {
   program_recording_ = {.pending = true, .own_trace = recording_ == nullptr};
   if (program_recording_.own_trace) {
     trace_ = std::make_unique<Trace>();
-    recording_ = trace_.get();
+    set_recording(trace_.get());
     manager_.set_trace(recording_);
   }
 }
@@ -103,14 +104,14 @@ CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
     program = std::make_shared<const plan::Program>(plan::Program::from_trace(*recording_, r.first));
   } catch (...) {
     if (r.own_trace) {
-      recording_ = nullptr;
+      set_recording(nullptr);
       manager_.set_trace(nullptr);
       trace_.reset();
     }
     throw;
   }
   if (r.own_trace) {  // the trace was only for the program: drop it
-    recording_ = nullptr;
+    set_recording(nullptr);
     manager_.set_trace(nullptr);
     trace_.reset();
   }
@@ -125,8 +126,9 @@ CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
 
 CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
                                              std::span<const Access> accesses) {
+  if (!kernel_hooks_ && !recording_on_.load(std::memory_order_acquire)) return;
   std::lock_guard guard(mutex_);
-  policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
+  if (kernel_hooks_) policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
   if (recording_ == nullptr) return;
   TraceEvent e;
   e.kind = TraceKind::kernel_end;
@@ -190,7 +192,9 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
       // hint cannot evict it.
       for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
       index = kernel_index_;
-      policy_->on_kernel_begin({iteration_, index, kernel, std::span(objects, n), std::span(accesses, n)});
+      if (kernel_hooks_) {
+        policy_->on_kernel_begin({iteration_, index, kernel, std::span(objects, n), std::span(accesses, n)});
+      }
       ++kernel_index_;
     } catch (...) {
       while (pinned > 0) {

@@ -8,6 +8,7 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -133,6 +134,12 @@ class Runtime {
   // once its iteration has ended.
   void finish_program_recording();
 
+  // recording_ and recording_on_ together (under mutex_).
+  void set_recording(Trace* trace) noexcept {
+    recording_ = trace;
+    recording_on_.store(trace != nullptr, std::memory_order_release);
+  }
+
   struct ProgramRecording {
     bool pending = false;     // record_program() was called and no program made yet
     bool own_trace = false;   // the trace was started for the program alone
@@ -144,6 +151,11 @@ class Runtime {
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<Trace> trace_;
   Trace* recording_ = nullptr;  // trace_ while recording, else null
+  // recording_ != nullptr, readable without the lock: a kernel's end takes
+  // the lock only when it has something to do (a policy following kernels,
+  // or a trace to record it in).
+  std::atomic<bool> recording_on_{false};
+  bool kernel_hooks_ = true;  // policy_->follows_kernels(), asked once
   ProgramRecording program_recording_;
   std::shared_ptr<const plan::Program> program_;
   std::uint64_t iteration_ = 0;

@@ -219,15 +219,23 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
 // reports the median over rounds and the spread of its ratio to all-fast,
 // which runs in every round as the baseline.
 void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations, int rounds,
-              const std::vector<std::string>& policies, const ca::MoverOptions& mover, std::vector<Row>& rows) {
+              const std::vector<std::string>& policies, const ca::MoverOptions& mover,
+              const std::string* lookahead_profiles, std::vector<Row>& rows) {
   const bench::TrainingSetup setup(config);
   const std::uint64_t footprint = setup.footprint;
   fmt::print(stderr, "emulated {}: footprint {}, {} kernels per iteration\n", label(config),
              ca::format_bytes(footprint), setup.program.kernels().size());
+  std::optional<ca::policy::Lookahead> lookahead;
+  if (lookahead_profiles != nullptr) {  // the A modes' window from the kernel profiles in this cache file
+    ca::plan::LookaheadChoice choice;
+    lookahead = bench::profiled_lookahead(setup, *lookahead_profiles, &choice);
+    fmt::print(stderr, "  lookahead of the A modes from the kernel profiles: {} kernels ({} kernels' copies longer "
+                       "than any window)\n", choice.kernels, choice.uncovered);
+  }
   // One run (bench::measure_training): its time added to the row's rounds,
   // its traffic per iteration and its exposed copy time.
   const auto run = [&](const std::string& policy, std::uint64_t fast, Row& row) {
-    const bench::MeasuredRun m = bench::measure_training(setup, policy, fast, iterations, mover);
+    const bench::MeasuredRun m = bench::measure_training(setup, policy, fast, iterations, mover, lookahead);
     // Traffic per iteration, averaged over the timed ones (the same in
     // every round: it is the policy's, not the machine's).
     Row traffic = row;
@@ -471,6 +479,7 @@ struct Options {
   double paper_gflops = 0;  // 0: from this machine's profile (paper_machine)
   std::string kernel_model = "roofline";
   std::string mover_priority = "normal";
+  std::string lookahead = "profiled";
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -517,6 +526,11 @@ void add_options(CLI::App& app, Options& o) {
                  "emulated runs: the asynchronous mover's threads scheduled normally or SCHED_IDLE "
                  "(ca::MoverPriority)")
       ->check(CLI::IsMember({"normal", "idle"}))
+      ->capture_default_str();
+  app.add_option("--lookahead", o.lookahead,
+                 "emulated runs: the A modes' window, chosen from the kernel profiles (plan::choose_lookahead) "
+                 "or the policy's fixed default (32 kernels)")
+      ->check(CLI::IsMember({"profiled", "fixed"}))
       ->capture_default_str();
   app.add_option("--kernel-model", o.kernel_model,
                  "modeled kernel time: roofline (max of compute and memory time) or memory-bound (bytes over "
@@ -578,7 +592,10 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     const nn::ModelConfig c = bench::small_config(family, o.quick, o.batch, o.image_size, o.width);
     ca::MoverOptions mover;
     mover.priority = o.mover_priority == "idle" ? ca::MoverPriority::idle : ca::MoverPriority::normal;
-    if (!o.no_emulated) emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover, rows);
+    if (!o.no_emulated) {
+      emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover,
+               o.lookahead == "profiled" ? &o.profile_cache : nullptr, rows);
+    }
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
             kernel_time, rows);
   }

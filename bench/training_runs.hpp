@@ -23,6 +23,7 @@
 #include <cachedarrays/manager/emulation.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
 #include "bench_support.hpp"
@@ -118,6 +119,17 @@ struct TrainingSetup {
   std::vector<float> labels;
 };
 
+// The A modes' lookahead from the model's kernel profiles
+// (policy::profiled_lookahead), the slow tier emulated as Optane.
+inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,
+                                            plan::LookaheadChoice* choice = nullptr) {
+  const plan::KernelProfiles profiles =
+      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache);
+  const EmulationProfile optane = *emulation::profile("optane");
+  return policy::profiled_lookahead(setup.program, profiles, {optane.dram_read_gbps, optane.dram_write_gbps},
+                                    {optane.read_gbps, optane.write_gbps}, choice);
+}
+
 struct MeasuredRun {
   double seconds = 0;  // the median of the timed iterations
   Stats stats;         // over all the timed iterations
@@ -135,9 +147,11 @@ struct MeasuredRun {
 // 2LM runs: nothing moved by software, retired tensors freed at once), the
 // policy given the program when it plans ahead, a warm-up iteration (first
 // touches, primitive creation) and `iterations` timed ones. `mover`: the
-// runtime's asynchronous mover.
+// runtime's asynchronous mover; `lookahead`, given, the A modes' window
+// (else the policy's default).
 inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
-                                    int iterations, const MoverOptions& mover = {}) {
+                                    int iterations, const MoverOptions& mover = {},
+                                    std::optional<policy::Lookahead> lookahead = std::nullopt) {
   const EmulationProfile optane = *emulation::profile("optane");
   std::vector<DeviceSpec> devices;
   std::string placement = policy;
@@ -151,7 +165,11 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     slow.emulation = optane;
     devices = {dram(fast, "fast"), slow};
   }
-  Runtime rt(devices, policy::Registry::builtin().make(placement), mover);
+  std::unique_ptr<policy::Policy> chosen =
+      lookahead && plans_ahead(policy)
+          ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(policy), *lookahead)
+          : policy::Registry::builtin().make(placement);
+  Runtime rt(devices, std::move(chosen), mover);
   if (plans_ahead(policy)) rt.set_program(setup.program);
   nn::Trainer trainer(&rt, nn::build_model(setup.config));
   const auto step = [&] {

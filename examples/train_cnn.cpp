@@ -6,6 +6,7 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,7 @@ struct Options {
   std::string slow_emulation = "none";
   std::string trace_path;
   bool memory_mode = false;
+  std::string profile_cache;  // empty: the A modes keep their fixed lookahead
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -63,6 +65,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--lr", o.learning_rate, "SGD learning rate")->capture_default_str();
   app.add_option("--slow-emulation", o.slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
+  app.add_option("--profile-cache", o.profile_cache,
+                 "with ca-lma / ca-lmpa: profile the model's kernels into FILE (once per machine) and choose how "
+                 "far the policy looks ahead from them (ca::policy::profiled_lookahead) instead of a fixed 32 "
+                 "kernels");
   app.add_option("--trace", o.trace_path, "record the last iteration to FILE.json (Chrome trace) or FILE.csv");
   app.add_flag("--memory-mode", o.memory_mode,
                "emulate Intel's 2LM memory mode instead of two tiers: everything lives on the slow tier "
@@ -143,11 +149,29 @@ void run(Options o) {
   }
   fast_bytes = std::max<std::uint64_t>(fast_bytes, 4096);
 
-  ca::Runtime rt(devices(o, footprint, fast_bytes),
-                 ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : o.policy));
   // The program of an iteration, for the policies that plan ahead (ca-lma,
   // ca-lmpa); the others ignore it.
-  rt.set_program(nn::dry_run_program(build));
+  const ca::plan::Program program = nn::dry_run_program(build);
+  std::unique_ptr<ca::policy::Policy> policy =
+      ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : o.policy);
+  if (!o.memory_mode && !o.profile_cache.empty() && o.policy.rfind("ca", 0) == 0 &&
+      ca::policy::Mode::parse(o.policy).async_lookahead) {
+    // The profiles time every kernel all-fast and on the emulated slow tier.
+    const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
+    nn::ProfilerOptions profiler;
+    profiler.slow_tier = slow;
+    const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, profiler);
+    const ca::EmulationProfile tier = *ca::emulation::profile(slow);
+    ca::plan::LookaheadChoice choice;
+    const ca::policy::Lookahead lookahead =
+        ca::policy::profiled_lookahead(program, profiles, {tier.dram_read_gbps, tier.dram_write_gbps},
+                                       {tier.read_gbps, tier.write_gbps}, &choice);
+    fmt::print("lookahead from the kernel profiles ({}): {} kernels ({} kernels' copies longer than any window)\n",
+               o.profile_cache, lookahead.kernels, choice.uncovered);
+    policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(o.policy), lookahead);
+  }
+  ca::Runtime rt(devices(o, footprint, fast_bytes), std::move(policy));
+  rt.set_program(program);
   nn::Graph graph = build();
   fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
              model.depth, model.width, model.batch, model.channels, model.image_size, model.image_size,

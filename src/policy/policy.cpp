@@ -3,4 +3,5 @@
 #include "cachedarrays/policy/first_touch-inl.hpp"
 #include "cachedarrays/policy/moves-inl.hpp"
 #include "cachedarrays/policy/policy-inl.hpp"
+#include "cachedarrays/policy/profiled_lookahead-inl.hpp"
 #include "cachedarrays/policy/registry-inl.hpp"

@@ -25,6 +25,5 @@ CACHEDARRAYS_INLINE PinnedKernel::~PinnedKernel() {
   for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
 }
 
-CACHEDARRAYS_INLINE void PinnedKernel::finish() { runtime_.end_kernel(name_, index_, objects_, accesses_); }
 
 }  // namespace cachedarrays

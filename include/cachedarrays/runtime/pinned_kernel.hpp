@@ -33,7 +33,9 @@ class PinnedKernel {
 
   // The kernel ran to its end: a trace records its kernel_end. (A kernel
   // that threw, and a read()/write() scoped access, have none.)
-  void finish();
+  void finish() {
+    if (runtime_.kernel_end_heard()) runtime_.end_kernel(name_, index_, objects_, accesses_);
+  }
 
  private:
   Runtime& runtime_;

@@ -126,7 +126,7 @@ CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
 
 CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
                                              std::span<const Access> accesses) {
-  if (!kernel_hooks_ && !recording_on_.load(std::memory_order_acquire)) return;
+  if (!kernel_end_heard()) return;
   std::lock_guard guard(mutex_);
   if (kernel_hooks_) policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
   if (recording_ == nullptr) return;

@@ -123,6 +123,12 @@ class Runtime {
   // Policy::on_kernel_end).
   void end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
                   std::span<const Access> accesses);
+  // Whether end_kernel has anything to do: checked inline by PinnedKernel,
+  // so that a kernel under a policy that does not follow kernels, with no
+  // trace, ends without a call into the library.
+  [[nodiscard]] bool kernel_end_heard() const noexcept {
+    return kernel_hooks_ || recording_on_.load(std::memory_order_acquire);
+  }
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.

@@ -72,6 +72,10 @@ struct Row {
   std::vector<double> measured;  // one per round
   double profiled = 0, roofline = 0, memory_bound = 0;  // modeled seconds
   double exposed_copy_seconds = 0;                     // modeled, the profiled model's
+  // The profiled replay's breakdown: kernel time, and the bytes copied by
+  // the compute thread (synchronous), by the mover, and slid by defrag.
+  double kernel_seconds = 0;
+  std::uint64_t sync_bytes = 0, async_bytes = 0, defrag_bytes = 0;
   std::string note;
 };
 
@@ -132,7 +136,7 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
 
   std::vector<Row> model_rows;
   for (const Case& c : cases) {
-    Row row{bench::label(config), c, {}, 0, 0, 0, 0, {}};
+    Row row{bench::label(config), c, {}, 0, 0, 0, 0, 0, 0, 0, 0, {}};
     const std::uint64_t fast_bytes = bench::fast_budget(c.fraction, setup.footprint);
     const auto replay = [&](const ca::plan::KernelTimeModel& model) {
       ca::Runtime rt({ca::virtual_device(fast_bytes, "fast"), ca::virtual_device(4 * setup.footprint, "slow")},
@@ -144,6 +148,10 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
       const ca::ReplayResult r = replay(profiled);
       row.profiled = r.modeled_seconds;
       row.exposed_copy_seconds = r.exposed_copy_seconds;
+      row.kernel_seconds = r.kernel_seconds;
+      row.async_bytes = r.stats.async.bytes;
+      row.sync_bytes = r.stats.total_bytes_copied() - r.stats.async.bytes;
+      for (const auto& device : r.stats.devices) row.defrag_bytes += device.defrag_bytes;
       row.roofline = replay(roofline).modeled_seconds;
       row.memory_bound = replay(memory_bound).modeled_seconds;
     } catch (const ca::out_of_memory&) {
@@ -182,7 +190,9 @@ void report(const Options& o, const std::vector<Row>& rows) {
   fmt::print("modeled: the dry-run trace replayed at this machine's bandwidths (measured DRAM, emulated Optane), "
              "copies on the copy timeline; not measurements.\n"
              "         profiled = measured kernel profiles (AutoTM 3.5), roofline = max(FLOPs / rate, bytes / "
-             "bandwidth) uncalibrated, memory-bound = bytes / bandwidth\n");
+             "bandwidth) uncalibrated, memory-bound = bytes / bandwidth\n"
+             "         the profiled replay per iteration: kernels (s), bytes copied by the compute thread (sync), by "
+             "the mover (async), slid by defrag\n");
   fmt::print("ratio = modeled / measured, median [lowest-highest over rounds]; goal: within ±{:.0f}%\n\n",
              100 * tolerance);
   const bench::Table table({{"model", 17, bench::Align::left},
@@ -196,7 +206,11 @@ void report(const Options& o, const std::vector<Row>& rows) {
                             {"roofline", 9},
                             {"ratio", 6},
                             {"mem-bound", 9},
-                            {"ratio", 6}});
+                            {"ratio", 6},
+                            {"kernels", 8},
+                            {"sync", 10},
+                            {"async", 10},
+                            {"defrag", 10}});
   table.print_header();
   int within = 0, counted = 0;
   for (const Row& r : rows) {
@@ -214,7 +228,9 @@ void report(const Options& o, const std::vector<Row>& rows) {
                      fmt::format("{:.2f}x [{:.2f}-{:.2f}]", a.median, a.low, a.high), a.verdict,
                      fmt::format("{:.4f}", r.exposed_copy_seconds), fmt::format("{:.4f}", r.roofline),
                      fmt::format("{:.2f}x", r.roofline / measured), fmt::format("{:.4f}", r.memory_bound),
-                     fmt::format("{:.2f}x", r.memory_bound / measured)});
+                     fmt::format("{:.2f}x", r.memory_bound / measured), fmt::format("{:.4f}", r.kernel_seconds),
+                     ca::format_bytes(r.sync_bytes), ca::format_bytes(r.async_bytes),
+                     ca::format_bytes(r.defrag_bytes)});
   }
   fmt::print("\nprofiled model within ±{:.0f}% of the measurement in every round: {} of {} cases\n", 100 * tolerance,
              within, counted);
@@ -238,7 +254,11 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
                   {"verdict", a.verdict},
                   {"modeled_exposed_copy_seconds", r.exposed_copy_seconds},
                   {"roofline_seconds", r.roofline},
-                  {"memory_bound_seconds", r.memory_bound}});
+                  {"memory_bound_seconds", r.memory_bound},
+                  {"modeled_kernel_seconds", r.kernel_seconds},
+                  {"modeled_sync_copy_bytes", r.sync_bytes},
+                  {"modeled_async_copy_bytes", r.async_bytes},
+                  {"modeled_defrag_bytes", r.defrag_bytes}});
     }
     out.push_back(std::move(row));
   }

@@ -293,6 +293,41 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_kernel_begin(const KernelPoint& 
   for (std::size_t j = 0; j < k.args.size(); ++j) bind(k.args[j].object, *kernel.objects[j]);
   last_kernel_ = static_cast<std::int64_t>(kernel.index);
   look_ahead(last_kernel_);
+  keep_clean_reserve(last_kernel_);
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::keep_clean_reserve(std::int64_t current) {
+  // Room the next kernels will ask for (new objects, copies ahead) is made
+  // from free bytes and from clean objects used after the window, which
+  // leave without a copy. When those fall short of the lookahead's budget,
+  // the farthest-used dirty objects start their write-backs now, behind the
+  // prefetches, so that making room later copies nothing on this thread.
+  DataManager& dm = manager();
+  const DeviceUsage usage = dm.usage(fast_);
+  const auto reserve = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(usage.capacity));
+  std::uint64_t ready = usage.bytes_free();
+  if (ready >= reserve) return;
+  std::vector<std::pair<std::uint64_t, Object*>> dirty;
+  (void)lru_->find([&](Object& candidate) {
+    if (candidate.pinned()) return false;
+    const Region* x = dm.getprimary(candidate);
+    if (dm.device(*x) != fast_) return false;
+    const std::uint64_t distance = distance_to_use(candidate, current);
+    if (distance <= lookahead_.kernels) return false;  // wanted soon: stays
+    const Region* y = dm.getlinked(*x, slow_);
+    if (y != nullptr && (dm.in_flight(*y) || dm.isvalid(*y))) {
+      ready += candidate.bytes();  // clean, or on its way to being clean
+    } else {
+      dirty.emplace_back(distance, &candidate);
+    }
+    return false;
+  });
+  std::sort(dirty.begin(), dirty.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [distance, object] : dirty) {
+    if (ready >= reserve) break;
+    write_back_ahead(*object);
+    ready += object->bytes();
+  }
 }
 
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
@@ -325,7 +360,9 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
         ahead += object->bytes();
         continue;
       }
-      if (ahead + object->bytes() > budget) return;
+      // An object larger than the whole budget still goes alone: else it
+      // would never be copied ahead, and every use of it would wait.
+      if (ahead > 0 && ahead + object->bytes() > budget) return;
       if (!prefetch_ahead(*object, current, static_cast<std::int64_t>(n))) return;
       ahead += object->bytes();
     }

@@ -120,6 +120,9 @@ class CachedArraysPolicy final : public Policy {
   // qualified, so that they are clean by a later call.
   bool make_room_clean(std::uint64_t bytes, std::int64_t current, std::int64_t target);
   void write_back_ahead(Object& object);
+  // Starts background write-backs of dirty objects used after the window
+  // until free plus clean-and-far bytes reach the lookahead's budget.
+  void keep_clean_reserve(std::int64_t current);
 
   bool bring_to_fast(Object& object);
   bool make_room(std::uint64_t bytes);

@@ -1,5 +1,6 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
 #include "cachedarrays/plan/best_fit_offsets-inl.hpp"
+#include "cachedarrays/plan/dsa_mip-inl.hpp"
 #include "cachedarrays/plan/dsa_problem-inl.hpp"
 #include "cachedarrays/plan/kernel_profile-inl.hpp"
 #include "cachedarrays/plan/kernel_signature-inl.hpp"

@@ -13,6 +13,7 @@
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
 #include "cachedarrays/plan/best_fit_offsets.hpp"
+#include "cachedarrays/plan/dsa_mip.hpp"
 #include "cachedarrays/plan/dsa_problem.hpp"
 #include "cachedarrays/plan/kernel_profile.hpp"
 #include "cachedarrays/plan/kernel_signature.hpp"

@@ -334,3 +334,243 @@ TEST_CASE("allocator: walk_range visits exactly the blocks overlapping a range, 
   }
   a.check();
 }
+
+// ---- allocate_at: blocks at planned offsets -------------------------------------
+
+namespace {
+
+// Everything a failed allocate_at must leave as it was.
+struct Layout {
+  struct Entry {
+    std::uint64_t offset, size;
+    bool free;
+    const Tag* owner;
+    bool operator==(const Entry&) const = default;
+  };
+  std::vector<Entry> blocks;
+  std::uint64_t in_use, live, largest_free;
+  bool operator==(const Layout&) const = default;
+};
+
+Layout layout_of(const BlockAllocator& a) {
+  Layout l{{}, a.bytes_in_use(), a.live_blocks(), a.largest_free_block()};
+  a.walk([&](const Block& b) { l.blocks.push_back({b.offset, b.size, b.free, b.owner}); });
+  return l;
+}
+
+// True when every byte of [offset, offset + bytes rounded up) lies in the
+// heap and in free blocks, by the full address-order walk.
+bool range_free(const BlockAllocator& a, std::uint64_t offset, std::uint64_t bytes) {
+  if (bytes == 0 || offset % a.alignment() != 0 || offset >= a.capacity() || bytes > a.capacity() - offset) {
+    return false;
+  }
+  const std::uint64_t end = offset + a.round_up(bytes);
+  bool free = true;
+  a.walk([&](const Block& b) {
+    if (b.offset < end && b.offset + b.size > offset && !b.free) free = false;
+  });
+  return free;
+}
+
+}  // namespace
+
+TEST_CASE("allocator: allocate_at takes exactly the range asked, splitting the free block around it") {
+  BlockAllocator a(64 * 64, 64);
+  Block* placed = a.try_allocate_at(64 * 10, 100, tag(0));
+  REQUIRE(placed != nullptr);
+  CHECK(placed->offset == 64 * 10);
+  CHECK(placed->size == 128);  // rounded up to the alignment, as allocate does
+  CHECK(placed->owner == &tag(0));
+  a.check();
+  // The free space before it is an interior hole now: best fit fills it
+  // before the end of the heap.
+  Block* online = a.try_allocate(64, tag(1));
+  REQUIRE(online != nullptr);
+  CHECK(online->offset == 0);
+  // Inside a hole, the hole splits on both sides.
+  Block* inner = a.try_allocate_at(64 * 4, 64 * 2, tag(2));
+  REQUIRE(inner != nullptr);
+  CHECK(inner->offset == 64 * 4);
+  a.check();
+  // Up to the last byte of the heap: no free block is left at its end.
+  Block* last = a.try_allocate_at(64 * 63, 64, tag(3));
+  REQUIRE(last != nullptr);
+  CHECK(last->offset == 64 * 63);
+  a.check();
+  using E = Layout::Entry;
+  CHECK(layout_of(a).blocks == std::vector<E>{{0, 64, false, &tag(1)},
+                                              {64, 192, true, nullptr},
+                                              {256, 128, false, &tag(2)},
+                                              {384, 256, true, nullptr},
+                                              {640, 128, false, &tag(0)},
+                                              {768, 64 * 63 - 768, true, nullptr},
+                                              {64 * 63, 64, false, &tag(3)}});
+  CHECK(a.bytes_in_use() == 64 + 128 + 128 + 64);
+  CHECK(a.live_blocks() == 4);
+  CHECK(a.largest_free_block() == 64 * 63 - 768);
+  // Best fit still takes the smallest hole that fits.
+  CHECK(a.try_allocate(200, tag(4))->offset == 384);
+  a.check();
+}
+
+TEST_CASE("allocator: allocate_at on a taken, partly taken or outside range returns null and changes nothing") {
+  BlockAllocator a(64 * 32, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(a.try_allocate(256, tag(i)));  // 0, 256, 512, 768
+  a.release(blocks[1]);  // a hole [256, 512); the end of the heap [1024, 2048) is free
+  const Layout before = layout_of(a);
+  struct Ask {
+    std::uint64_t offset, bytes;
+    const char* what;
+  };
+  const std::uint64_t max = ~std::uint64_t{0};
+  for (const Ask& ask : std::vector<Ask>{
+           {0, 64, "inside a live block"},
+           {512, 256, "exactly a live block"},
+           {192, 128, "a live block's end and the hole's start"},
+           {448, 128, "the hole's end and a live block's start"},
+           {256, 320, "the whole hole and more"},
+           {256, 257, "one byte more than the hole, once rounded up"},
+           {960, 128, "a live block's end and the free end of the heap"},
+           {64 * 32, 64, "starting at the end of the heap"},
+           {64 * 31, 128, "running past the end of the heap"},
+           {64 * 31, max, "a size that overflows"},
+           {max - 63, 64, "an offset past the heap whose end overflows"},
+           {1024 + 32, 64, "an unaligned offset in a free block"},
+           {1024, 0, "zero bytes"}}) {
+    INFO(ask.what << ": [" << ask.offset << ", +" << ask.bytes << ")");
+    CHECK(a.try_allocate_at(ask.offset, ask.bytes, tag(9)) == nullptr);
+    CHECK(layout_of(a) == before);
+    a.check();
+  }
+  // The ranges that are free are taken exactly: the whole hole, and the
+  // heap's last byte.
+  Block* hole = a.try_allocate_at(256, 256, tag(10));
+  REQUIRE(hole != nullptr);
+  CHECK(hole->offset == 256);
+  Block* last = a.try_allocate_at(64 * 31, 1, tag(11));
+  REQUIRE(last != nullptr);
+  CHECK(last->offset == 64 * 31);
+  CHECK(a.bytes_in_use() == 4 * 256 + 64);
+  a.check();
+}
+
+TEST_CASE("allocator: blocks placed by allocate_at free and coalesce like any other") {
+  BlockAllocator a(64 * 16, 64);
+  Block* p0 = a.try_allocate_at(128, 64, tag(0));
+  Block* p1 = a.try_allocate_at(256, 128, tag(1));
+  Block* p2 = a.try_allocate_at(384, 64, tag(2));
+  REQUIRE((p0 != nullptr && p1 != nullptr && p2 != nullptr));
+  // Free: [0, 128), [192, 256), [448, 1024).
+  a.check();
+  a.release(p1);  // merges with [192, 256) before it
+  a.check();
+  CHECK(layout_of(a).blocks[2].offset == 192);
+  CHECK(layout_of(a).blocks[2].size == 192);
+  a.release(p0);  // merges both sides: [0, 384)
+  a.check();
+  CHECK(a.largest_free_block() == 1024 - 448);
+  CHECK(layout_of(a).blocks.front().size == 384);
+  a.release(p2);  // one free block again
+  a.check();
+  CHECK(layout_of(a).blocks.size() == 1);
+  CHECK(a.largest_free_block() == 1024);
+  CHECK(a.bytes_in_use() == 0);
+  // And the whole heap can be placed at 0 again.
+  CHECK(a.try_allocate_at(0, 1024, tag(3)) != nullptr);
+  a.check();
+}
+
+TEST_CASE("allocator: allocate_at does not take space an evict_range holds back") {
+  BlockAllocator a(64 * 8, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  a.release(blocks[6]);  // free, outside the window
+  int refused = 0;
+  const auto result = a.evict_range(0, 64 * 2, [&](Tag& owner) {
+    a.release(blocks[owner.index]);
+    // Freed, but reserved for the eviction: a callback cannot place a block there.
+    if (a.try_allocate_at(64 * owner.index, 64, tag(50)) == nullptr) ++refused;
+    return true;
+  });
+  CHECK(result == BlockAllocator::EvictResult::cleared);
+  CHECK(refused == 2);
+  a.check();
+  Block* after = a.try_allocate_at(0, 128, tag(51));
+  REQUIRE(after != nullptr);
+  CHECK(after->offset == 0);
+  CHECK(a.try_allocate_at(64 * 6, 64, tag(52)) != nullptr);  // the free block outside
+  a.check();
+}
+
+TEST_CASE("allocator: allocate_at among random allocate, release, evict_range and defrag agrees with the layout") {
+  BlockAllocator a(1 << 20, 64);
+  test::Rng rng(test::test_seed(2024));
+  INFO("seed " << rng.seed());
+  std::map<std::uintptr_t, Block*> live;
+  std::uintptr_t next = 0;
+  std::uint64_t placed = 0;
+  std::uint64_t refused = 0;
+  const auto release_random = [&] {
+    auto it = live.begin();
+    std::advance(it, static_cast<long>(rng.below(live.size())));
+    a.release(it->second);
+    live.erase(it);
+  };
+  for (int step = 0; step < 6000; ++step) {
+    const auto choice = rng.below(20);
+    if (choice < 5) {
+      if (Block* b = a.try_allocate(rng.between(1, 16384), tag(next))) live[next++] = b;
+    } else if (choice < 12) {
+      // Half the asks start inside a free block and fit it; the others are
+      // anywhere, mostly over live blocks.
+      std::uint64_t offset = rng.below(a.capacity() / 64) * 64;
+      std::uint64_t bytes = rng.between(1, 16384);
+      if (rng.percent(50)) {
+        std::vector<const Block*> holes;
+        a.walk([&](const Block& b) {
+          if (b.free) holes.push_back(&b);
+        });
+        if (!holes.empty()) {
+          const Block& hole = *holes[rng.below(holes.size())];
+          offset = hole.offset + rng.below(hole.size / 64) * 64;
+          bytes = rng.between(1, hole.offset + hole.size - offset);
+        }
+      }
+      const bool expected = range_free(a, offset, bytes);
+      const Layout before = layout_of(a);
+      Block* b = a.try_allocate_at(offset, bytes, tag(next));
+      INFO("step " << step << ": allocate_at [" << offset << ", +" << bytes << ")");
+      REQUIRE((b != nullptr) == expected);
+      if (b != nullptr) {
+        CHECK(b->offset == offset);
+        CHECK(b->size == a.round_up(bytes));
+        live[next++] = b;
+        ++placed;
+      } else {
+        REQUIRE(layout_of(a) == before);
+        ++refused;
+      }
+    } else if (choice < 17) {
+      if (!live.empty()) release_random();
+    } else if (choice < 19) {
+      const std::uint64_t start = rng.below(a.capacity());
+      const std::uint64_t bytes = rng.between(1, std::min<std::uint64_t>(a.capacity() - start, 65536));
+      a.evict_range(start, bytes, [&](Tag& owner) {
+        if (rng.percent(10)) return false;
+        a.release(live.at(owner.index));
+        live.erase(owner.index);
+        return true;
+      });
+    } else {
+      a.defrag([&](Tag& owner) { return owner.index % 7 != 0; }, [](Tag&, std::uint64_t) {}, rng.below(131072));
+    }
+    if (step % 100 == 0) a.check();
+  }
+  a.check();
+  CHECK(placed > 100);
+  CHECK(refused > 100);
+  std::uint64_t sum = 0;
+  for (const auto& [index, b] : live) sum += b->size;
+  CHECK(sum == a.bytes_in_use());
+}

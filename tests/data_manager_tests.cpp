@@ -258,3 +258,89 @@ TEST_CASE("manager: invariant check catches a corrupted byte count") {
   dm.create_object(100);
   CHECK_THROWS_AS(dm.check_invariants(), ca::invariant_violation);
 }
+
+TEST_CASE("manager: allocate_at places a region at a planned offset; a taken range gets null and changes nothing") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  ca::Region& first = dm.allocate_at(fast, 0, 64);
+  ca::Region* r = dm.try_allocate_at(fast, 8192, 1000);
+  REQUIRE(r != nullptr);
+  CHECK(dm.offset(*r) == 8192);
+  CHECK(dm.size(*r) == 1000);
+  CHECK(dm.device(*r) == fast);
+  CHECK(dm.parent(*r) == nullptr);
+  CHECK(dm.pointer(*r) - dm.pointer(first) == 8192);
+  CHECK(dm.usage(fast).bytes_used == 64 + 1024);
+  CHECK(dm.stats().devices[fast].allocations == 2);
+  CHECK(dm.stats().devices[fast].peak_extent == 8192 + 1024);
+  dm.check_invariants();
+
+  ca::Object& o = dm.create_object(1000);
+  dm.setprimary(o, *r);
+  test::fill(dm.pointer(*r), 1000, 3);
+  const ca::DeviceUsage before = dm.usage(fast);
+  const ca::Stats stats_before = dm.stats();
+  CHECK(dm.try_allocate_at(fast, 8192, 64) == nullptr);         // its first bytes
+  CHECK(dm.try_allocate_at(fast, 8192 - 64, 128) == nullptr);   // straddles its start
+  CHECK(dm.try_allocate_at(fast, 8192 + 960, 4096) == nullptr);  // straddles its end
+  CHECK(dm.try_allocate_at(fast, 4096, 60 * 1024) == nullptr);   // covers it
+  CHECK_THROWS_AS(dm.allocate_at(fast, 8192 + 512, 64), ca::invalid_operation);
+  const ca::DeviceUsage after = dm.usage(fast);
+  CHECK(after.bytes_used == before.bytes_used);
+  CHECK(after.largest_free_block == before.largest_free_block);
+  CHECK(after.live_regions == before.live_regions);
+  CHECK(dm.stats().since(stats_before).devices[fast].allocations == 0);
+  CHECK(dm.stats().since(stats_before).devices[fast].failed_allocations == 0);
+  CHECK(dm.getprimary(o) == r);
+  CHECK(test::object_holds(dm, o, 3));
+  dm.check_invariants(true);
+
+  // Around it the heap serves online allocations as before: the hole in
+  // front of the planned region first (best fit), then the end.
+  ca::Region* online = dm.allocate(fast, 4096);
+  REQUIRE(online != nullptr);
+  CHECK(dm.offset(*online) == 64);
+  dm.free(*online);
+  dm.free(first);
+  dm.destroy(o);
+  dm.check_invariants();
+  CHECK(dm.usage(fast).largest_free_block == 64 * 1024);
+}
+
+TEST_CASE("manager: regions placed by allocate_at are evicted, defragmented and freed like any other") {
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    ca::Object& o = dm.create_object(8 * 1024);
+    dm.setprimary(o, dm.allocate_at(fast, (2 + 2 * i) * 8 * 1024, 8 * 1024));  // 16, 32 and 48 KiB
+    dm.pin(o, ca::Access::write);
+    test::fill(dm.pointer(*dm.getprimary(o)), 8 * 1024, 60 + i);
+    ca::DataManager::unpin(o, ca::Access::write);
+    objects.push_back(&o);
+  }
+  dm.check_invariants(true);
+  // defrag slides planned regions down too (their offsets leave the plan),
+  // except a pinned primary.
+  dm.pin(*objects[1], ca::Access::read);
+  CHECK(dm.defrag(fast) == 2);
+  CHECK(dm.offset(*dm.getprimary(*objects[0])) == 0);
+  CHECK(dm.offset(*dm.getprimary(*objects[1])) == 32 * 1024);
+  CHECK(dm.offset(*dm.getprimary(*objects[2])) == 40 * 1024);
+  ca::DataManager::unpin(*objects[1], ca::Access::read);
+  for (std::uint64_t i = 0; i < 3; ++i) CHECK(test::object_holds(dm, *objects[i], 60 + i));
+  dm.check_invariants(true);
+  // evictfrom clears them through the callback.
+  CHECK(dm.evictfrom(fast, 32 * 1024, 16 * 1024, [&](ca::Region& region) {
+    return ca::policy::evict(dm, *dm.parent(region), fast, slow).moved;
+  }));
+  CHECK(dm.device(*dm.getprimary(*objects[1])) == slow);
+  CHECK(dm.device(*dm.getprimary(*objects[2])) == slow);
+  for (std::uint64_t i = 0; i < 3; ++i) CHECK(test::object_holds(dm, *objects[i], 60 + i));
+  dm.check_invariants(true);
+  // The freed range can be placed again, and freeing coalesces to one hole.
+  ca::Region& again = dm.allocate_at(fast, 32 * 1024, 16 * 1024);
+  dm.free(again);
+  for (ca::Object* o : objects) dm.destroy(*o);
+  dm.check_invariants();
+  CHECK(dm.usage(fast).bytes_used == 0);
+  CHECK(dm.usage(fast).largest_free_block == 64 * 1024);
+}

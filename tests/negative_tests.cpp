@@ -211,6 +211,42 @@ TEST_CASE("negative: evictfrom outside the heap") {
   CHECK_THROWS_AS(dm.evictfrom(0, 1024, 64 * 1024, none), ca::invalid_argument);
 }
 
+TEST_CASE("negative: allocate_at unaligned, outside the heap, empty, or over live regions") {
+  ca::DataManager dm(test::two_tiers(64 * 1024));
+  ca::Object& o = test::make_object(dm, 0, 4096, 1);  // at offset 0
+  ca::Region& planned = dm.allocate_at(0, 8192, 100);
+  const ca::DeviceUsage before = dm.usage(0);
+  const auto argument = [&](std::uint64_t offset, std::uint64_t bytes) {
+    INFO("allocate_at [" << offset << ", +" << bytes << ")");
+    // Bad input is an error for both forms, never a null.
+    CHECK_THROWS_AS((void)dm.try_allocate_at(0, offset, bytes), ca::invalid_argument);
+    return message_of<ca::invalid_argument>([&] { (void)dm.allocate_at(0, offset, bytes); });
+  };
+  std::string m = argument(100, 64);
+  check_contains(m, "offset 100 on device 0 'fast' is not a multiple of its alignment of 64 bytes");
+  check_contains(m, "64 and 128");
+  m = argument(64 * 1024, 64);
+  check_contains(m, "outside device 0 'fast', whose heap holds 65536 bytes");
+  check_contains(argument(60 * 1024, 8 * 1024), "outside");
+  check_contains(argument(std::numeric_limits<std::uint64_t>::max() - 63, 64), "outside");
+  check_contains(argument(16 * 1024, 0), "0 bytes");
+  CHECK_THROWS_AS((void)dm.allocate_at(2, 0, 64), ca::unknown_device);
+  // A range that is not free names what is there.
+  m = message_of<ca::invalid_operation>([&] { (void)dm.allocate_at(0, 2048, 8192); });
+  check_contains(m, "[2048, +8192) of device 0 'fast' is not free");
+  check_contains(m, "overlaps the region of 4.00 KiB at offset 0 on device 0 'fast' (primary of object #1)");
+  check_contains(m, "the region of 100 B at offset 8192");
+  check_contains(m, "evictfrom");
+  // Nothing changed.
+  const ca::DeviceUsage after = dm.usage(0);
+  CHECK(after.bytes_used == before.bytes_used);
+  CHECK(after.largest_free_block == before.largest_free_block);
+  CHECK(after.live_regions == before.live_regions);
+  CHECK(test::object_holds(dm, o, 1));
+  CHECK(dm.offset(planned) == 8192);
+  dm.check_invariants(true);
+}
+
 TEST_CASE("negative: using a freed region") {
   ca::DataManager dm(test::two_tiers());
   ca::Region* r = dm.allocate(0, 64);

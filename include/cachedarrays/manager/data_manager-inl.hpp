@@ -185,18 +185,77 @@ CACHEDARRAYS_INLINE Region* DataManager::allocate(DeviceId device, std::uint64_t
     ++counters.failed_allocations;
     return nullptr;
   }
-  region->block_ = block;
-  region->offset_ = block->offset;
-  region->data_ = h.at(block->offset);
-  region->bytes_ = bytes;
-  region->device_ = device;
+  return adopt(device, *region, *block, bytes);
+}
+
+CACHEDARRAYS_INLINE Region* DataManager::adopt(DeviceId device, Region& region, detail::Block<Region>& block,
+                                               std::uint64_t bytes) {
+  DeviceCounters& counters = stats_.devices[device];
+  region.block_ = &block;
+  region.offset_ = block.offset;
+  region.data_ = heap(device).at(block.offset);
+  region.bytes_ = bytes;
+  region.device_ = device;
   ++counters.allocations;
   ++counters.live_regions;
-  counters.bytes_in_use += block->size;
+  counters.bytes_in_use += block.size;
   counters.peak_bytes_in_use = std::max(counters.peak_bytes_in_use, counters.bytes_in_use);
-  counters.peak_extent = std::max(counters.peak_extent, block->offset + block->size);
-  if (trace_ != nullptr) trace(TraceKind::allocate, device, block->size, nullptr);
-  return region;
+  counters.peak_extent = std::max(counters.peak_extent, block.offset + block.size);
+  if (trace_ != nullptr) trace(TraceKind::allocate, device, block.size, nullptr);
+  return &region;
+}
+
+CACHEDARRAYS_INLINE Region* DataManager::try_allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes) {
+  check_device(device, "allocate_at");
+  auto& h = heap(device);
+  auto& a = h.allocator();
+  const std::string where = "device " + std::to_string(device) + " '" + h.spec().display_name() + "'";
+  if (bytes == 0) {
+    throw invalid_argument("cachedarrays: allocate_at: 0 bytes asked at offset " + std::to_string(offset) +
+                           " on " + where + "; a region holds at least 1 byte");
+  }
+  if (offset % a.alignment() != 0) {
+    throw invalid_argument("cachedarrays: allocate_at: offset " + std::to_string(offset) + " on " + where +
+                           " is not a multiple of its alignment of " + std::to_string(a.alignment()) +
+                           " bytes; regions start at aligned offsets, so plan with that alignment (the "
+                           "nearest ones are " + std::to_string(offset / a.alignment() * a.alignment()) +
+                           " and " + std::to_string(a.round_up(offset)) + ")");
+  }
+  if (offset >= a.capacity() || bytes > a.capacity() - offset) {
+    throw invalid_argument("cachedarrays: allocate_at: the range [" + std::to_string(offset) + ", +" +
+                           std::to_string(bytes) + ") is outside " + where + ", whose heap holds " +
+                           std::to_string(a.capacity()) + " bytes; place it below that");
+  }
+  Region* region = new_region();
+  auto* block = a.try_allocate_at(offset, bytes, *region);
+  if (block == nullptr) {
+    recycle(*region);
+    return nullptr;
+  }
+  return adopt(device, *region, *block, bytes);
+}
+
+CACHEDARRAYS_INLINE Region& DataManager::allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes) {
+  if (Region* region = try_allocate_at(device, offset, bytes)) return *region;
+  throw invalid_operation("cachedarrays: allocate_at: the range [" + std::to_string(offset) + ", +" +
+                          std::to_string(bytes) + ") of device " + std::to_string(device) + " '" +
+                          heap(device).spec().display_name() + "' is not free: " +
+                          occupants(device, offset, bytes) +
+                          "; free or evict what is there (evictfrom), or place the region elsewhere");
+}
+
+CACHEDARRAYS_INLINE std::string DataManager::occupants(DeviceId device, std::uint64_t offset, std::uint64_t bytes) const {
+  constexpr int named = 3;  // enough to act on, short enough to read
+  std::string text;
+  int live = 0;
+  const auto& a = heap(device).allocator();
+  a.walk_range(offset, a.round_up(bytes), [&](const detail::Block<Region>& block) {
+    if (block.free) return;
+    if (live < named) text += (live == 0 ? "it overlaps the " : "; the ") + region_name(*block.owner);
+    ++live;
+  });
+  if (live > named) text += "; and " + std::to_string(live - named) + " more live regions";
+  return live > 0 ? text : "an evictfrom in progress is clearing it";
 }
 
 CACHEDARRAYS_INLINE void DataManager::release_region(Region& region) {

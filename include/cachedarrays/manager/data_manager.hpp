@@ -98,6 +98,23 @@ class DataManager {
   // A free-standing region of `bytes` on `device`, or null when no hole is
   // large enough (full is a normal outcome here).
   [[nodiscard]] Region* allocate(DeviceId device, std::uint64_t bytes);
+  // A free-standing region of `bytes` at exactly heap offset `offset` of
+  // `device` (offsets as `offset(region)` gives them), for offset planners
+  // that place objects at planned addresses; it covers [offset, offset +
+  // bytes rounded up to the device's alignment). Returns null, changing
+  // nothing, when any byte of that range belongs to a live region or is
+  // held back by an evictfrom in progress (a plan's executor then falls
+  // back to allocate). Throws invalid_argument for 0 bytes, for a range
+  // that does not lie inside the heap, and for an offset that is not a
+  // multiple of the device's alignment (DeviceSpec::alignment): an offset
+  // is never rounded, since a rounded one could overlap the planned
+  // neighbour. Once placed it is an ordinary region: defrag may slide it
+  // down like any other (offset() then differs from the plan; a pinned
+  // primary stays where it is), and evictfrom may clear it.
+  [[nodiscard]] Region* try_allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
+  // try_allocate_at for a range that must be free: when it is not, throws
+  // invalid_operation naming the live regions it overlaps.
+  Region& allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
   // Frees a free-standing region or a secondary. An object's primary cannot
   // be freed (invariant 1): destroy the object or setprimary elsewhere first.
   void free(Region& region);
@@ -191,6 +208,12 @@ class DataManager {
   detail::Heap<Region>& heap(DeviceId device) const;
   void check_device(DeviceId device, const char* operation) const;
   void check_region(const Region& region, const char* operation) const;
+  // Makes `region` the new region that `block` of `device` holds, and
+  // counts the allocation.
+  Region* adopt(DeviceId device, Region& region, detail::Block<Region>& block, std::uint64_t bytes);
+  // What allocate_at throws for: the live regions in the range, or the
+  // evictfrom holding it.
+  std::string occupants(DeviceId device, std::uint64_t offset, std::uint64_t bytes) const;
   void release_region(Region& region);
   void detach(Region& region);
   const Region* pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;

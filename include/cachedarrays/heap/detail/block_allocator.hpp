@@ -54,6 +54,15 @@ class BlockAllocator {
   // ties), taking the free block at the end of the heap only when no other
   // fits. Returns null when no free block is large enough. `bytes` > 0.
   [[nodiscard]] Block* try_allocate(std::uint64_t bytes, Owner& owner);
+  // The block [offset, offset + round_up(bytes)) exactly, for offset
+  // planners that place objects at planned addresses. Returns null, and
+  // changes nothing, when any byte of it is live, held back by a running
+  // evict_range, or outside the heap, and for an `offset` that is not a
+  // multiple of the alignment or 0 bytes (callers that take user input say
+  // which: DataManager::allocate_at). Placed blocks are ordinary blocks:
+  // release coalesces them, evict_range clears them, and defrag slides them
+  // down like any other, so a planned address holds only until a defrag.
+  [[nodiscard]] Block* try_allocate_at(std::uint64_t offset, std::uint64_t bytes, Owner& owner);
   // Returns the block to the free pool, coalescing with free neighbours.
   void release(Block* block);
 
@@ -115,6 +124,10 @@ class BlockAllocator {
   void index(Block* block);
   void unindex(Block* block);
   Block* coalesce(Block* block);  // with free, unreserved neighbours
+  // Cuts [block->offset + need, end) off a free, unindexed block as a new
+  // free block, indexed.
+  void split_tail(Block* block, std::uint64_t need);
+  Block* take(Block* block, Owner& owner);  // marks an unindexed block live
   Block* block_containing(std::uint64_t offset) const;
   void unreserve_window();
 
@@ -222,19 +235,57 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate(std::
     return nullptr;
   }
 
-  if (block->size > need) {
-    // Split: the tail stays free and goes back into the index.
-    Block* tail = new_block();
-    tail->offset = block->offset + need;
-    tail->size = block->size - need;
-    tail->prev = block;
-    tail->next = block->next;
-    if (block->next != nullptr) block->next->prev = tail;
-    block->next = tail;
-    block->size = need;
-    by_offset_.emplace(tail->offset, tail);
-    index(tail);
+  split_tail(block, need);
+  return take(block, owner);
+}
+
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate_at(std::uint64_t offset,
+                                                                              std::uint64_t bytes, Owner& owner) {
+  if (bytes == 0 || offset % alignment_ != 0 || offset >= capacity_ || bytes > capacity_ - offset) return nullptr;
+  const std::uint64_t need = round_up(bytes);  // still inside: capacity_ is aligned
+  Block* block = block_containing(offset);
+  // One free block must hold the whole range: free neighbours are always
+  // coalesced, so a range over two blocks crosses a live (or reserved) one.
+  if (block == nullptr || !block->free || block->reserved || block->offset + block->size < offset + need) {
+    return nullptr;
   }
+  unindex(block);
+  if (block->offset < offset) {
+    // The free head before the range stays where it is, as its own block.
+    Block* head = block;
+    block = new_block();
+    block->offset = offset;
+    block->size = head->offset + head->size - offset;
+    block->prev = head;
+    block->next = head->next;
+    if (head->next != nullptr) head->next->prev = block;
+    head->next = block;
+    head->size = offset - head->offset;
+    by_offset_.emplace(block->offset, block);
+    index(head);
+  }
+  split_tail(block, need);
+  return take(block, owner);
+}
+
+template <typename Owner>
+void BlockAllocator<Owner>::split_tail(Block* block, std::uint64_t need) {
+  if (block->size == need) return;
+  Block* tail = new_block();
+  tail->offset = block->offset + need;
+  tail->size = block->size - need;
+  tail->prev = block;
+  tail->next = block->next;
+  if (block->next != nullptr) block->next->prev = tail;
+  block->next = tail;
+  block->size = need;
+  by_offset_.emplace(tail->offset, tail);
+  index(tail);
+}
+
+template <typename Owner>
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::take(Block* block, Owner& owner) {
   block->free = false;
   block->owner = &owner;
   in_use_ += block->size;

@@ -302,32 +302,42 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::keep_clean_reserve(std::int64_t cur
   // leave without a copy. When those fall short of the lookahead's budget,
   // the farthest-used dirty objects start their write-backs now, behind the
   // prefetches, so that making room later copies nothing on this thread.
-  DataManager& dm = manager();
-  const DeviceUsage usage = dm.usage(fast_);
+  const DeviceUsage usage = manager().usage(fast_);
   const auto reserve = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(usage.capacity));
   std::uint64_t ready = usage.bytes_free();
   if (ready >= reserve) return;
-  std::vector<std::pair<std::uint64_t, Object*>> dirty;
+  const FarObjects far = far_fast_objects(current, lookahead_.kernels);
+  for (const auto& [distance, object] : far.clean) ready += object->bytes();
+  ready += far.writing_bytes;  // clean once their write-backs land
+  for (const auto& [distance, object] : far.dirty) {
+    if (ready >= reserve) break;
+    write_back_ahead(*object);
+    ready += object->bytes();
+  }
+}
+
+CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_objects(std::int64_t current,
+                                                                                      std::uint64_t beyond) {
+  DataManager& dm = manager();
+  FarObjects far;
   (void)lru_->find([&](Object& candidate) {
     if (candidate.pinned()) return false;
     const Region* x = dm.getprimary(candidate);
     if (dm.device(*x) != fast_) return false;
     const std::uint64_t distance = distance_to_use(candidate, current);
-    if (distance <= lookahead_.kernels) return false;  // wanted soon: stays
+    if (distance <= beyond) return false;
     const Region* y = dm.getlinked(*x, slow_);
-    if (y != nullptr && (dm.in_flight(*y) || dm.isvalid(*y))) {
-      ready += candidate.bytes();  // clean, or on its way to being clean
+    if (y != nullptr && dm.in_flight(*y)) {
+      far.writing_bytes += candidate.bytes();
     } else {
-      dirty.emplace_back(distance, &candidate);
+      (y != nullptr && dm.isvalid(*y) ? far.clean : far.dirty).emplace_back(distance, &candidate);
     }
     return false;
   });
-  std::sort(dirty.begin(), dirty.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [distance, object] : dirty) {
-    if (ready >= reserve) break;
-    write_back_ahead(*object);
-    ready += object->bytes();
-  }
+  const auto farthest_first = [](const auto& a, const auto& b) { return a.first > b.first; };
+  std::sort(far.clean.begin(), far.clean.end(), farthest_first);
+  std::sort(far.dirty.begin(), far.dirty.end(), farthest_first);
+  return far;
 }
 
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
@@ -392,33 +402,17 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes
   // later than the target kernel, whose slow copy is valid (evicting them
   // copies nothing), farthest next use first.
   DataManager& dm = manager();
-  const auto until_target = static_cast<std::uint64_t>(target - current);
-  std::vector<std::pair<std::uint64_t, Object*>> clean;
-  std::vector<std::pair<std::uint64_t, Object*>> dirty;
-  (void)lru_->find([&](Object& candidate) {
-    if (candidate.pinned()) return false;
-    const Region* x = dm.getprimary(candidate);
-    if (dm.device(*x) != fast_) return false;
-    const std::uint64_t distance = distance_to_use(candidate, current);
-    if (distance <= until_target) return false;
-    const Region* y = dm.getlinked(*x, slow_);
-    if (y != nullptr && dm.in_flight(*y)) return false;  // being written back: clean soon
-    (y != nullptr && dm.isvalid(*y) ? clean : dirty).emplace_back(distance, &candidate);
-    return false;
-  });
-  const auto farthest_first = [](const auto& a, const auto& b) { return a.first > b.first; };
-  std::sort(clean.begin(), clean.end(), farthest_first);
-  std::sort(dirty.begin(), dirty.end(), farthest_first);
+  const FarObjects far = far_fast_objects(current, static_cast<std::uint64_t>(target - current));
   // The farthest dirty ones start their write-back now, so that a later
   // call finds them clean.
   std::uint64_t started = 0;
-  for (const auto& [distance, object] : dirty) {
+  for (const auto& [distance, object] : far.dirty) {
     if (started >= bytes) break;
     write_back_ahead(*object);
     started += object->bytes();
   }
   std::uint64_t freed = 0;
-  for (const auto& [distance, victim] : clean) {
+  for (const auto& [distance, victim] : far.clean) {
     // Free bytes may not make a hole: stop once a few times the bytes
     // needed have been freed without one.
     if (freed >= 4 * bytes) return false;

@@ -38,6 +38,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/policy/deferred_retires.hpp"
@@ -123,6 +124,14 @@ class CachedArraysPolicy final : public Policy {
   // Starts background write-backs of dirty objects used after the window
   // until free plus clean-and-far bytes reach the lookahead's budget.
   void keep_clean_reserve(std::int64_t current);
+  // Unpinned fast objects next used more than `beyond` kernels after
+  // `current`, by the state of their slow copy, farthest next use first.
+  struct FarObjects {
+    std::vector<std::pair<std::uint64_t, Object*>> clean;  // valid slow copy: leave without a copy
+    std::vector<std::pair<std::uint64_t, Object*>> dirty;  // would need a write-back
+    std::uint64_t writing_bytes = 0;                      // their write-back in flight
+  };
+  [[nodiscard]] FarObjects far_fast_objects(std::int64_t current, std::uint64_t beyond);
 
   bool bring_to_fast(Object& object);
   bool make_room(std::uint64_t bytes);

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
@@ -573,4 +575,102 @@ TEST_CASE("allocator: allocate_at among random allocate, release, evict_range an
   std::uint64_t sum = 0;
   for (const auto& [index, b] : live) sum += b->size;
   CHECK(sum == a.bytes_in_use());
+}
+
+// ---- the free-block index: exact best fit in size classes --------------------------
+
+namespace {
+
+// Where best fit must put `bytes`, by the full address-order walk: the
+// smallest free block that holds it, the lowest address among equals, and
+// the free block at the end of the heap only when nothing else fits.
+std::optional<std::uint64_t> best_fit_by_walk(const BlockAllocator& a, std::uint64_t bytes) {
+  const std::uint64_t need = a.round_up(bytes);
+  const Block* best = nullptr;
+  const Block* end = nullptr;
+  a.walk([&](const Block& b) {
+    if (!b.free || b.size < need) return;
+    if (b.next == nullptr) {
+      end = &b;
+    } else if (best == nullptr || b.size < best->size) {
+      best = &b;  // the walk is in address order: the first of a size is the lowest
+    }
+  });
+  if (best == nullptr) best = end;
+  return best == nullptr ? std::nullopt : std::optional<std::uint64_t>(best->offset);
+}
+
+}  // namespace
+
+TEST_CASE("allocator: best fit is exact across size classes, for every alignment and heap size") {
+  // Sizes from one unit to a quarter of the heap, spread evenly over the
+  // powers of two, so that every level of the size classes is used, from
+  // the one-size classes of small blocks to the wide ones of large blocks.
+  struct Heap {
+    std::uint64_t capacity, alignment;
+  };
+  for (const Heap heap : {Heap{1 << 22, 8}, Heap{std::uint64_t{1} << 30, 64}, Heap{std::uint64_t{1} << 40, 4096},
+                          Heap{std::uint64_t{1} << 58, std::uint64_t{1} << 21}}) {
+    INFO("capacity " << heap.capacity << ", alignment " << heap.alignment);
+    BlockAllocator a(heap.capacity, heap.alignment);
+    test::Rng rng(test::test_seed(99));
+    INFO("seed " << rng.seed());
+    const int top = std::countr_zero(heap.capacity) - 2;
+    const auto random_size = [&] {
+      const std::uint64_t scale = std::uint64_t{1} << rng.below(static_cast<std::uint64_t>(top));
+      return rng.between(1, scale);
+    };
+    std::vector<Block*> live;
+    for (int step = 0; step < 3000; ++step) {
+      if (live.empty() || rng.percent(60)) {
+        const std::uint64_t bytes = random_size();
+        const std::optional<std::uint64_t> expected = best_fit_by_walk(a, bytes);
+        Block* b = a.try_allocate(bytes, tag(live.size()));
+        INFO("step " << step << ": " << bytes << " bytes");
+        REQUIRE((b != nullptr) == expected.has_value());
+        if (b == nullptr) continue;
+        REQUIRE(b->offset == *expected);
+        live.push_back(b);
+      } else {
+        const std::size_t victim = rng.below(live.size());
+        a.release(live[victim]);
+        live[victim] = live.back();
+        live.pop_back();
+      }
+      if (step % 200 == 0) a.check();
+    }
+    a.check();
+    // The largest free block agrees with the walk too.
+    std::uint64_t largest = 0;
+    a.walk([&](const Block& b) {
+      if (b.free) largest = std::max(largest, b.size);
+    });
+    CHECK(a.largest_free_block() == largest);
+  }
+}
+
+TEST_CASE("allocator: many free blocks of one size are taken lowest address first") {
+  // The case a size class holding one size meets most: a layer's
+  // activations, all alike, freed in any order.
+  BlockAllocator a(64 * 4096, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 2000; ++i) blocks.push_back(a.try_allocate(64 * (1 + i % 2), tag(i)));
+  test::Rng rng(test::test_seed(5));
+  std::vector<std::size_t> order(blocks.size() / 2);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = 2 * i;  // every 64-byte block
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::size_t i : order) a.release(blocks[i]);
+  a.check();
+  // 1000 holes of 64 bytes between live 128-byte blocks: refilled in
+  // address order whatever order they were freed in.
+  std::uint64_t previous = 0;
+  for (int i = 0; i < 1000; ++i) {
+    Block* b = a.try_allocate(64, tag(5000 + i));
+    REQUIRE(b != nullptr);
+    CHECK(b->offset == static_cast<std::uint64_t>(i) * 192);
+    CHECK((i == 0 || b->offset > previous));
+    previous = b->offset;
+  }
+  a.check();
+  CHECK(a.largest_free_block() == a.capacity() - 1000 * 192);
 }

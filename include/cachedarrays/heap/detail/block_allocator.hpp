@@ -3,26 +3,29 @@
 // metadata into slow memory).
 //
 // Blocks are kept in address order (a doubly linked list) so that evictfrom
-// can clear a contiguous range and defrag can slide live blocks down; every
-// block is also indexed by its offset, so the block at an address is found in
-// O(log n) (a policy looking for an eviction window asks this once per
-// candidate); free blocks are indexed by (size, offset) for O(log n) best
-// fit, except the one at the end of the heap (the wilderness), used last.
+// can clear a contiguous range and defrag can slide live blocks down. Two
+// indexes live in the blocks themselves, so that allocate and free make no
+// allocation of their own (tens of nanoseconds with 10,000 live blocks:
+// bench/hint_overhead):
+//   - every block in a treap by offset (treap.hpp): the block at an address
+//     in O(log n) (a policy looking for an eviction window asks this once
+//     per candidate), kept in step with each split and merge in O(1)
+//     expected, without a search;
+//   - free blocks in size classes under a bitmap (segregated_free_index.hpp)
+//     for exact best fit, except the one at the end of the heap (the
+//     wilderness), used last.
 #pragma once
 
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <deque>
 #include <functional>
-#include <iterator>
-#include <map>
-#include <memory>
-#include <memory_resource>
-#include <set>
 #include <string>
 
 #include "cachedarrays/error.hpp"
-
+#include "cachedarrays/heap/detail/segregated_free_index.hpp"
+#include "cachedarrays/heap/detail/treap.hpp"
 
 namespace cachedarrays::detail {
 
@@ -36,6 +39,9 @@ struct Block {
   Block* prev = nullptr;   // address order
   Block* next = nullptr;
   Owner* owner = nullptr;  // of a live block; null when free
+  TreapLinks<Block> by_address;  // every block
+  TreapLinks<Block> by_size;     // a free block in its size class (not the wilderness)
+  std::uint32_t priority = 0;    // the treaps' random heap order
   bool free = true;
   bool reserved = false;   // freed inside an evictfrom window: not reusable yet
 };
@@ -46,13 +52,15 @@ class BlockAllocator {
   using Block = detail::Block<Owner>;
 
   BlockAllocator(std::uint64_t capacity, std::uint64_t alignment);
-  ~BlockAllocator();
   BlockAllocator(const BlockAllocator&) = delete;
   BlockAllocator& operator=(const BlockAllocator&) = delete;
 
   // Best fit: the smallest free block that holds `bytes` (lowest address on
   // ties), taking the free block at the end of the heap only when no other
   // fits. Returns null when no free block is large enough. `bytes` > 0.
+  // A bitmap search and walks down small per-size-class treaps
+  // (segregated_free_index.hpp); nothing is allocated once the heap has
+  // held as many blocks before.
   [[nodiscard]] Block* try_allocate(std::uint64_t bytes, Owner& owner);
   // The block [offset, offset + round_up(bytes)) exactly, for offset
   // planners that place objects at planned addresses. Returns null, and
@@ -113,11 +121,10 @@ class BlockAllocator {
   void check() const;
 
  private:
-  struct BySizeThenOffset {
-    bool operator()(const Block* a, const Block* b) const noexcept {
-      return a->size != b->size ? a->size < b->size : a->offset < b->offset;
-    }
+  struct ByOffset {
+    bool operator()(const Block& a, const Block& b) const noexcept { return a.offset < b.offset; }
   };
+  using AddressIndex = Treap<Block, &Block::by_address, ByOffset>;
 
   Block* new_block();
   void delete_block(Block* block);
@@ -139,56 +146,52 @@ class BlockAllocator {
   // The evictfrom window being cleared, [lo, hi); empty outside evict_range.
   std::uint64_t window_lo_ = 0;
   std::uint64_t window_hi_ = 0;
-  // Node memory for the index and the blocks: allocation and free stay in
-  // the hundred-nanosecond range with tens of thousands of live regions.
-  std::pmr::unsynchronized_pool_resource pool_;
-  std::pmr::set<Block*, BySizeThenOffset> free_index_{&pool_};
+  // Every Block node made (a deque keeps their addresses), and the ones
+  // not in use, linked through `next`: splitting and merging happen on
+  // every allocation and free, and recycled nodes keep them off the
+  // system allocator.
+  std::deque<Block> nodes_;
+  Block* spare_ = nullptr;
+  std::uint32_t random_ = 0x9E3779B9u;  // xorshift32 state: treap priorities
   // Every block by its offset: kept in step with the list on each split,
   // merge and defrag slide.
-  std::pmr::map<std::uint64_t, Block*> by_offset_{&pool_};
+  AddressIndex by_address_;
+  SegregatedFreeIndex<Block, &Block::by_size> free_index_;
   // The free block at the end of the heap, if any: not in free_index_.
   Block* wilderness_ = nullptr;
-  Block* spare_ = nullptr;  // free list of Block nodes
 };
 
 // ---- definitions ---------------------------------------------------------
 template <typename Owner>
 BlockAllocator<Owner>::BlockAllocator(std::uint64_t capacity, std::uint64_t alignment)
-    : capacity_(capacity & ~(alignment - 1)), alignment_(alignment) {
+    : capacity_(capacity & ~(alignment - 1)), alignment_(alignment), free_index_(alignment) {
   // Callers validate the spec; these are programming errors, not user input.
   assert(alignment >= 8 && (alignment & (alignment - 1)) == 0);
   head_ = new_block();
   head_->offset = 0;
   head_->size = capacity_;
-  by_offset_.emplace(0, head_);
+  by_address_.insert_after(nullptr, head_);
   if (capacity_ > 0) index(head_);
 }
 
 template <typename Owner>
-BlockAllocator<Owner>::~BlockAllocator() {
-  std::pmr::polymorphic_allocator<Block> nodes(&pool_);
-  for (Block* list : {head_, spare_}) {
-    for (Block* b = list; b != nullptr;) {
-      Block* next = b->next;
-      nodes.delete_object(b);
-      b = next;
-    }
-  }
-}
-
-template <typename Owner>
 typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::new_block() {
-  if (spare_ == nullptr) return std::pmr::polymorphic_allocator<Block>(&pool_).template new_object<Block>();
   Block* block = spare_;
-  spare_ = spare_->next;
-  *block = Block{};
+  if (block == nullptr) {
+    block = &nodes_.emplace_back();
+  } else {
+    spare_ = spare_->next;
+    *block = Block{};
+  }
+  random_ ^= random_ << 13;
+  random_ ^= random_ >> 17;
+  random_ ^= random_ << 5;
+  block->priority = random_;
   return block;
 }
 
 template <typename Owner>
 void BlockAllocator<Owner>::delete_block(Block* block) {
-  // Keep the node for reuse: splitting and merging happen on every
-  // allocation and free, and recycling nodes keeps them off the pool's path.
   block->next = spare_;
   spare_ = block;
 }
@@ -206,7 +209,8 @@ void BlockAllocator<Owner>::unindex(Block* block) {
 
 template <typename Owner>
 std::uint64_t BlockAllocator<Owner>::largest_free_block() const noexcept {
-  const std::uint64_t interior = free_index_.empty() ? 0 : (*free_index_.rbegin())->size;
+  const Block* largest = free_index_.largest();
+  const std::uint64_t interior = largest == nullptr ? 0 : largest->size;
   return std::max(interior, wilderness_ == nullptr ? 0 : wilderness_->size);
 }
 
@@ -215,19 +219,15 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate(std::
   assert(bytes > 0);
   if (bytes > capacity_) return nullptr;
   const std::uint64_t need = round_up(bytes);
-  // Best fit: the index orders free blocks by size, then address, so the
-  // first block not smaller than `need` is the smallest that fits. The
-  // wilderness serves only requests no interior hole can (wilderness
-  // preservation, Wilson et al. 1995): holes get reused first, and where a
-  // block lands never depends on how far the heap extends past its highest
-  // block, so a run fits in exactly its peak extent (Stats::peak_extent).
-  Block probe;
-  probe.size = need;
-  probe.offset = 0;
-  Block* block = nullptr;
-  if (auto it = free_index_.lower_bound(&probe); it != free_index_.end()) {
-    block = *it;
-    free_index_.erase(it);
+  // Best fit: the smallest free block not smaller than `need`, the lowest
+  // address among equals. The wilderness serves only requests no interior
+  // hole can (wilderness preservation, Wilson et al. 1995): holes get
+  // reused first, and where a block lands never depends on how far the heap
+  // extends past its highest block, so a run fits in exactly its peak
+  // extent (Stats::peak_extent).
+  Block* block = free_index_.best_fit(need);
+  if (block != nullptr) {
+    free_index_.erase(block);
   } else if (wilderness_ != nullptr && wilderness_->size >= need) {
     block = wilderness_;
     wilderness_ = nullptr;
@@ -262,7 +262,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate_at(st
     if (head->next != nullptr) head->next->prev = block;
     head->next = block;
     head->size = offset - head->offset;
-    by_offset_.emplace(block->offset, block);
+    by_address_.insert_after(head, block);
     index(head);
   }
   split_tail(block, need);
@@ -280,7 +280,7 @@ void BlockAllocator<Owner>::split_tail(Block* block, std::uint64_t need) {
   if (block->next != nullptr) block->next->prev = tail;
   block->next = tail;
   block->size = need;
-  by_offset_.emplace(tail->offset, tail);
+  by_address_.insert_after(block, tail);
   index(tail);
 }
 
@@ -306,7 +306,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::coalesce(Block* bl
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
-    by_offset_.erase(block->offset);
+    by_address_.erase(block);
     delete_block(block);
     block = prev;
   }
@@ -316,7 +316,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::coalesce(Block* bl
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
-    by_offset_.erase(next->offset);
+    by_address_.erase(next);
     delete_block(next);
   }
   return block;
@@ -338,10 +338,8 @@ void BlockAllocator<Owner>::release(Block* block) {
 template <typename Owner>
 typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::block_containing(std::uint64_t offset) const {
   // The last block starting at or before `offset`.
-  auto it = by_offset_.upper_bound(offset);
-  if (it == by_offset_.begin()) return nullptr;
-  Block* b = std::prev(it)->second;
-  return offset < b->offset + b->size ? b : nullptr;
+  Block* b = by_address_.last_where([offset](const Block& n) { return n.offset <= offset; });
+  return b != nullptr && offset < b->offset + b->size ? b : nullptr;
 }
 
 template <typename Owner>
@@ -427,6 +425,7 @@ std::uint64_t BlockAllocator<Owner>::defrag(
     const std::uint64_t new_offset = hole->offset;
     relocate(*b->owner, new_offset);
     unindex(hole);
+    by_address_.erase(hole);  // back in after b, below
     // Swap positions in the list: hole goes after b.
     Block* before = hole->prev;
     Block* after = b->next;
@@ -436,11 +435,9 @@ std::uint64_t BlockAllocator<Owner>::defrag(
     hole->prev = b;
     hole->next = after;
     if (after != nullptr) after->prev = hole;
-    by_offset_.erase(b->offset);
-    by_offset_[new_offset] = b;  // the hole's old key
-    b->offset = new_offset;
+    b->offset = new_offset;  // b keeps its place in the address order
     hole->offset = new_offset + b->size;
-    by_offset_.emplace(hole->offset, hole);
+    by_address_.insert_after(b, hole);
     Block* merged = coalesce(hole);
     index(merged);
     ++moved;
@@ -461,11 +458,11 @@ void BlockAllocator<Owner>::check() const {
   std::uint64_t free_blocks = 0;
   std::uint64_t blocks = 0;
   const Block* prev = nullptr;
+  const Block* indexed = by_address_.first();
   for (const Block* b = head_; b != nullptr; b = b->next) {
     if (b->prev != prev) fail("broken back link at offset " + std::to_string(b->offset));
-    if (auto it = by_offset_.find(b->offset); it == by_offset_.end() || it->second != b) {
-      fail("block at offset " + std::to_string(b->offset) + " missing from the address index");
-    }
+    if (indexed != b) fail("block at offset " + std::to_string(b->offset) + " missing from the address index");
+    indexed = AddressIndex::next(indexed);
     ++blocks;
     if (b->offset != expected_offset) fail("gap or overlap at offset " + std::to_string(b->offset));
     if (b->size == 0 && capacity_ != 0) fail("empty block at offset " + std::to_string(b->offset));
@@ -475,7 +472,7 @@ void BlockAllocator<Owner>::check() const {
     if (b->reserved) fail("block still reserved after evictfrom");
     if (b->free) {
       if (prev != nullptr && prev->free) fail("adjacent free blocks not coalesced");
-      if (b->next == nullptr ? b != wilderness_ : free_index_.count(const_cast<Block*>(b)) == 0) {
+      if (b->next == nullptr ? b != wilderness_ : !free_index_.holds(b)) {
         fail("free block at offset " + std::to_string(b->offset) + " missing from the index");
       }
       if (b->owner != nullptr) fail("free block with an owner");
@@ -495,7 +492,8 @@ void BlockAllocator<Owner>::check() const {
   if (wilderness_ != nullptr && (wilderness_->next != nullptr || !wilderness_->free)) {
     fail("the wilderness is not the free block at the end of the heap");
   }
-  if (blocks != by_offset_.size()) fail("the address index holds blocks that no longer exist");
+  if (blocks != by_address_.check(fail)) fail("the address index holds blocks that no longer exist");
+  free_index_.check(fail);
   if (free_blocks != free_index_.size() + (wilderness_ != nullptr ? 1 : 0)) {
     fail("index holds blocks that are not free");
   }

@@ -2,6 +2,7 @@
 #include "cachedarrays/plan/best_fit_offsets-inl.hpp"
 #include "cachedarrays/plan/dsa_mip-inl.hpp"
 #include "cachedarrays/plan/dsa_problem-inl.hpp"
+#include "cachedarrays/plan/dsa_search-inl.hpp"
 #include "cachedarrays/plan/kernel_profile-inl.hpp"
 #include "cachedarrays/plan/kernel_signature-inl.hpp"
 #include "cachedarrays/plan/lookahead-inl.hpp"

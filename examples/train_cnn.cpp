@@ -6,6 +6,7 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/planned_footprint.hpp>
 #include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
@@ -38,6 +39,7 @@ struct Options {
   std::string trace_path;
   bool memory_mode = false;
   std::string profile_cache;  // empty: the A modes keep their fixed lookahead
+  std::string planner = "online";
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -69,6 +71,12 @@ void add_options(CLI::App& app, Options& o) {
                  "with ca-lma / ca-lmpa: profile the model's kernels into FILE (once per machine) and choose how "
                  "far the policy looks ahead from them (ca::policy::profiled_lookahead) instead of a fixed 32 "
                  "kernels");
+  app.add_option("--planner", o.planner,
+                 "where the objects of an iteration go in the fast tier: online (the allocator decides when each "
+                 "is created), or planned ahead by best-fit (offset lines), smartpool or mip; a planner makes the "
+                 "ca-l*m* policies place by its plan and --fast-fraction a fraction of the planned footprint")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"online", "best-fit", "smartpool", "mip"}));
   app.add_option("--trace", o.trace_path, "record the last iteration to FILE.json (Chrome trace) or FILE.csv");
   app.add_flag("--memory-mode", o.memory_mode,
                "emulate Intel's 2LM memory mode instead of two tiers: everything lives on the slow tier "
@@ -90,6 +98,21 @@ std::vector<ca::DeviceSpec> devices(const Options& o, std::uint64_t footprint, s
   }
   slow.emulation = ca::emulation::profile(o.slow_emulation);
   return {ca::dram(fast_bytes, "fast"), slow};
+}
+
+// The policy --policy names, placing by the --planner's offset plan when
+// there is one: ca-lm + best-fit is ca-lm+best-fit.
+std::string with_planner(const Options& o) {
+  if (o.planner == "online" || o.memory_mode) return o.policy;
+  std::string modes = o.policy;
+  if (modes == "planned") modes = "ca-lm";
+  if (modes == "planned-a") modes = "ca-lma";
+  modes = modes.substr(0, modes.find('+'));
+  if (modes.rfind("ca", 0) != 0) {
+    throw ca::invalid_argument("--planner " + o.planner + " places objects for a ca-l*m* policy (ca-lm, ca-lma, "
+                               "ca-lmp, ca-lmpa, planned); --policy " + o.policy + " does not take an offset plan");
+  }
+  return modes + "+" + o.planner;  // Mode::parse says what is wrong with a mode that cannot take one
 }
 
 // Trains for o.iterations, printing each one's loss, speed and traffic
@@ -142,20 +165,31 @@ void run(Options o) {
   model.classes = dataset->classes();
 
   const auto build = [&] { return nn::build_model(model); };
-  const std::uint64_t footprint = nn::measure_footprint(build);
+  // The program of an iteration, for the policies that plan ahead (ca-lma,
+  // ca-lmpa, offset plans); the others ignore it.
+  const ca::plan::Program program = nn::dry_run_program(build);
+  const std::string policy_name = with_planner(o);
+  const std::uint64_t online_footprint = nn::measure_footprint(build);
+  std::uint64_t footprint = online_footprint;
+  if (o.planner != "online") {
+    const nn::PlannedFootprint planned =
+        nn::measure_planned_footprint(build, program, ca::plan::parse_offset_planner(o.planner));
+    footprint = planned.footprint;
+    fmt::print("offset plan ({}): footprint {} ({:.4f}x its lower bound {}), online allocator {}\n", o.planner,
+               ca::format_bytes(planned.footprint),
+               static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound),
+               ca::format_bytes(planned.lower_bound), ca::format_bytes(online_footprint));
+  }
   std::uint64_t fast_bytes = o.fast_bytes;
   if (fast_bytes == 0) {
     fast_bytes = static_cast<std::uint64_t>(std::llround(o.fast_fraction * static_cast<double>(footprint)));
   }
   fast_bytes = std::max<std::uint64_t>(fast_bytes, 4096);
 
-  // The program of an iteration, for the policies that plan ahead (ca-lma,
-  // ca-lmpa); the others ignore it.
-  const ca::plan::Program program = nn::dry_run_program(build);
   std::unique_ptr<ca::policy::Policy> policy =
-      ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : o.policy);
-  if (!o.memory_mode && !o.profile_cache.empty() && o.policy.rfind("ca", 0) == 0 &&
-      ca::policy::Mode::parse(o.policy).async_lookahead) {
+      ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : policy_name);
+  if (!o.memory_mode && !o.profile_cache.empty() && policy_name.rfind("ca", 0) == 0 &&
+      ca::policy::Mode::parse(policy_name).async_lookahead) {
     // The profiles time every kernel all-fast and on the emulated slow tier.
     const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
     nn::ProfilerOptions profiler;
@@ -168,9 +202,12 @@ void run(Options o) {
                                        {tier.read_gbps, tier.write_gbps}, &choice);
     fmt::print("lookahead from the kernel profiles ({}): {} kernels ({} kernels' copies longer than any window)\n",
                o.profile_cache, lookahead.kernels, choice.uncovered);
-    policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(o.policy), lookahead);
+    policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
   }
-  ca::Runtime rt(devices(o, footprint, fast_bytes), std::move(policy));
+  const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
+  const ca::policy::PlannedPlacement* placement =
+      planned_policy != nullptr ? planned_policy->planned_placement() : nullptr;
+  ca::Runtime rt(devices(o, std::max(footprint, online_footprint), fast_bytes), std::move(policy));
   rt.set_program(program);
   nn::Graph graph = build();
   fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
@@ -188,6 +225,12 @@ void run(Options o) {
   options.sgd.learning_rate = o.learning_rate;
   nn::Trainer trainer(&rt, std::move(graph), options);
   train(rt, trainer, *dataset, o);
+  if (placement != nullptr) {
+    const ca::policy::PlannedPlacement::Counters& c = placement->counters();
+    fmt::print("offset plan ({}): {} objects at planned offsets, {} unplanned (no plan yet, or "
+               "unknown to it), {} slots taken, {} placed above the plan, {} slots beyond the fast tier; {} plans made\n",
+               ca::plan::to_string(placement->planner()), c.planned, c.unplanned, c.collisions, c.above, c.beyond, c.plans);
+  }
 }
 
 }  // namespace

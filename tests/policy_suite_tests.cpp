@@ -51,8 +51,10 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
                                                         4096, static_cast<std::uint64_t>(static_cast<double>(working_set) * fast_fraction));
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 8 * working_set, "slow")},
                  ca::policy::Registry::builtin().make(policy));
-  const bool cached = policy.rfind("ca", 0) == 0 || policy == "hw-cache";
-  const bool lookahead = cached && policy != "hw-cache" && ca::policy::Mode::parse(policy).async_lookahead;
+  // By the name the policy gives itself: "planned" is ca-lm+best-fit.
+  const std::string mode = rt.policy_name();
+  const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache";
+  const bool lookahead = cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;
@@ -185,10 +187,12 @@ POLICY_TAG(CaLmp, "ca-lmp");
 POLICY_TAG(CaLma, "ca-lma");
 POLICY_TAG(CaLmpa, "ca-lmpa");
 POLICY_TAG(HwCache, "hw-cache");
+POLICY_TAG(Planned, "planned");
+POLICY_TAG(PlannedA, "planned-a");
 #undef POLICY_TAG
 
 namespace policy_suite {
-using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache>;
+using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache, Planned, PlannedA>;
 }
 
 // The tags must list exactly the registry's policies: a policy registered

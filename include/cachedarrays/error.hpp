@@ -74,6 +74,8 @@ struct DeviceUsage {
   std::uint64_t bytes_used = 0;
   std::uint64_t largest_free_block = 0;
   std::uint64_t live_regions = 0;
+  // One past the highest byte taken: what is free above it is one block.
+  std::uint64_t extent = 0;
   [[nodiscard]] std::uint64_t bytes_free() const { return capacity - bytes_used; }
 };
 

@@ -6,6 +6,7 @@
 #include "cachedarrays/plan/kernel_profile-inl.hpp"
 #include "cachedarrays/plan/kernel_signature-inl.hpp"
 #include "cachedarrays/plan/lookahead-inl.hpp"
+#include "cachedarrays/plan/offset_planner-inl.hpp"
 #include "cachedarrays/plan/profiled_time-inl.hpp"
 #include "cachedarrays/plan/program-inl.hpp"
 #include "cachedarrays/plan/roofline-inl.hpp"

@@ -2,6 +2,7 @@
 #include "cachedarrays/policy/cachedarrays_policy-inl.hpp"
 #include "cachedarrays/policy/first_touch-inl.hpp"
 #include "cachedarrays/policy/moves-inl.hpp"
+#include "cachedarrays/policy/planned_placement-inl.hpp"
 #include "cachedarrays/policy/policy-inl.hpp"
 #include "cachedarrays/policy/profiled_lookahead-inl.hpp"
 #include "cachedarrays/policy/registry-inl.hpp"

@@ -91,6 +91,7 @@ CACHEDARRAYS_INLINE DeviceUsage DataManager::usage(DeviceId device) const {
   u.bytes_used = a.bytes_in_use();
   u.largest_free_block = a.largest_free_block();
   u.live_regions = a.live_blocks();
+  u.extent = a.extent();
   return u;
 }
 

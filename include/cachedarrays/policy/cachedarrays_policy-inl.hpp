@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "cachedarrays/policy/moves.hpp"
@@ -28,17 +29,15 @@ inline constexpr int max_victim_windows = 16;
 
 // ---- Mode -------------------------------------------------------------------
 
-CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
-  const auto invalid = [&] {
-    return invalid_argument("cachedarrays: '" + std::string(name) +
-                            "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
-                            "the letters L, M, P, A, each at most once: ca-l, ca-lm, ca-lmp, ca-lma, ...; or "
-                            "'hw-cache'");
-  };
+namespace detail {
+
+
+// The letters of a mode name ("ca", "ca-lm", "hw-cache"), or nullopt.
+CACHEDARRAYS_INLINE std::optional<Mode> parse_mode_letters(std::string_view name) {
   Mode mode;
   if (name == "ca") return mode;
   if (name == "hw-cache") return mode::hw_cache;
-  if (name.size() < 4 || name.substr(0, 3) != "ca-") throw invalid();
+  if (name.size() < 4 || name.substr(0, 3) != "ca-") return std::nullopt;
   for (char c : name.substr(3)) {
     bool* flag = nullptr;
     switch (c) {
@@ -46,25 +45,60 @@ CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view name) {
       case 'm': case 'M': flag = &mode.memory_optimisations; break;
       case 'p': case 'P': flag = &mode.prefetch; break;
       case 'a': case 'A': flag = &mode.async_lookahead; break;
-      default: throw invalid();
+      default: return std::nullopt;
     }
-    if (*flag) throw invalid();
+    if (*flag) return std::nullopt;
     *flag = true;
   }
   return mode;
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE Mode Mode::parse(std::string_view full_name) {
+  // "<mode>+<planner>".
+  const std::size_t plus = full_name.find('+');
+  const std::string_view name = full_name.substr(0, plus);
+  std::optional<Mode> mode = detail::parse_mode_letters(name);
+  if (!mode) {
+    throw invalid_argument("cachedarrays: '" + std::string(name) +
+                           "' is not a CachedArrays policy mode; use 'ca' (CA:∅) or 'ca-' followed by "
+                           "the letters L, M, P, A, each at most once: ca-l, ca-lm, ca-lmp, ca-lma, ...; or "
+                           "'hw-cache'; a mode with L and M may end in +best-fit, +smartpool or +mip");
+  }
+  if (plus == std::string_view::npos) return *mode;
+  const std::string_view planner = full_name.substr(plus + 1);
+  mode->offsets = plan::parse_offset_planner(planner);
+  if (mode->offsets != plan::OffsetPlanner::online &&
+      (!mode->local_allocation || !mode->memory_optimisations || mode->hardware_cache)) {
+    throw invalid_argument("cachedarrays: '" + std::string(full_name) +
+                           "': an offset plan places new objects in fast memory and reuses the bytes of retired "
+                           "ones at once, so it needs local allocation (L) and at-once retires (M): ca-lm+" +
+                           std::string(planner) + ", ca-lma+" + std::string(planner) + ", ...");
+  }
+  return *mode;
 }
 
 CACHEDARRAYS_INLINE std::string Mode::name() const {
   if (hardware_cache) return "hw-cache";
   std::string letters = std::string(local_allocation ? "l" : "") + (memory_optimisations ? "m" : "") +
                         (prefetch ? "p" : "") + (async_lookahead ? "a" : "");
-  return letters.empty() ? "ca" : "ca-" + letters;
+  const std::string plan = offsets == plan::OffsetPlanner::online ? "" : std::string("+") + plan::to_string(offsets);
+  return (letters.empty() ? "ca" : "ca-" + letters) + plan;
 }
 
 // ---- CachedArraysPolicy -------------------------------------------------------
 
 CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode, Lookahead lookahead)
     : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()), lookahead_(lookahead) {
+  if (mode_.offsets != plan::OffsetPlanner::online) {
+    if (!mode_.local_allocation || !mode_.memory_optimisations) {
+      throw invalid_argument("cachedarrays: mode '" + mode_.name() +
+                             "' has an offset plan but not both L and M; a plan needs local allocation and "
+                             "at-once retires");
+    }
+    planned_ = std::make_unique<PlannedPlacement>(mode_.offsets);
+  }
   if (!(lookahead.fast_fraction > 0 && lookahead.fast_fraction <= 1)) {
     throw invalid_argument("cachedarrays: Lookahead::fast_fraction is " + std::to_string(lookahead.fast_fraction) +
                            "; it is the share of the fast device copies ahead may fill, in (0, 1]");
@@ -94,8 +128,8 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place(Object& object) {
   DataManager& dm = manager();
   const std::uint64_t bytes = object.bytes();
 
-  Region* region = nullptr;
-  if (mode_.local_allocation && bytes <= dm.capacity(fast_)) {
+  Region* region = planned_ ? planned_->place(dm, fast_, object) : nullptr;
+  if (region == nullptr && mode_.local_allocation && bytes <= dm.capacity(fast_)) {
     region = dm.allocate(fast_, bytes);
     if (region == nullptr && make_room(bytes)) region = dm.allocate(fast_, bytes);
   }
@@ -223,6 +257,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::forget(Object& object) {
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::retire(Object& object) {
   unbind(object);
+  if (planned_) planned_->retired(object);
   if (mode_.memory_optimisations) {
     forget(object);
     return;
@@ -243,12 +278,14 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   for (Object* o : bound_) {
     if (o != nullptr) detail::entry_of(*o).program_object = LruList::Entry::unbound;
   }
+  if (planned_ && program != nullptr) planned_->set_program(*program);
   program_ = std::move(program);
   bound_.assign(program_ != nullptr ? program_->objects().size() : 0, nullptr);
   following_ = false;  // from the next iteration on
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t /*iteration*/) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t iteration) {
+  if (planned_) planned_->begin_iteration(manager(), fast_, iteration);
   following_ = mode_.async_lookahead && program_ != nullptr;
   last_kernel_ = -1;
 }

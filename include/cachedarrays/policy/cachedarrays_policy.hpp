@@ -20,8 +20,14 @@
 //      never puts a write-back on the critical path. Without a program, or
 //      once an iteration departs from it, A does nothing until the next
 //      iteration.
+//   +planner  offset plan (issue 12; not in the paper): with L and M, the
+//      objects an iteration creates go to the fast-heap offsets an offset
+//      planner gave them (planned_placement.hpp), so the iteration needs
+//      the planned footprint instead of the online allocator's; what the
+//      plan cannot place, and every move, is the mode's as without it.
 // Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa" (any
-// combination parses).
+// combination parses), each with M and L optionally followed by
+// "+best-fit", "+smartpool" or "+mip" ("planned" is ca-lm+best-fit).
 // "hw-cache" is DESIGN.md's 2LM-like baseline at object granularity: every
 // object starts in slow memory, any use fills a fast copy (evicting the
 // least recently used, written back only when dirty), archive hints are not
@@ -41,7 +47,9 @@
 #include <utility>
 #include <vector>
 
+#include "cachedarrays/plan/offset_planner.hpp"
 #include "cachedarrays/policy/deferred_retires.hpp"
+#include "cachedarrays/policy/planned_placement.hpp"
 #include "cachedarrays/policy/policy.hpp"
 
 namespace cachedarrays::policy {
@@ -58,9 +66,12 @@ struct Mode {
   // hw-cache: new objects in slow memory, fill on every use, archive
   // ignored, retire frees at once (L, M and P are set accordingly).
   bool hardware_cache = false;
+  // +planner: objects created in an iteration at planned offsets (needs L and M).
+  plan::OffsetPlanner offsets = plan::OffsetPlanner::online;
 
   // "ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", ... (letters in any order, each once),
-  // or "hw-cache". Throws invalid_argument naming the valid spellings.
+  // or "hw-cache"; an L and M mode may end in "+best-fit", "+smartpool" or
+  // "+mip". Throws invalid_argument naming the valid spellings.
   [[nodiscard]] static Mode parse(std::string_view name);
   [[nodiscard]] std::string name() const;
 };
@@ -91,6 +102,8 @@ class CachedArraysPolicy final : public Policy {
   // Only the A modes look ahead from the program position.
   [[nodiscard]] bool follows_kernels() const override { return mode_.async_lookahead; }
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
+  // The offset plan being followed (+planner modes), else null.
+  [[nodiscard]] const PlannedPlacement* planned_placement() const noexcept { return planned_.get(); }
   // Fast is device 0, slow the last device; at least two are needed.
   void attach(DataManager& manager) override;
   [[nodiscard]] bool place(Object& object) override;
@@ -150,6 +163,7 @@ class CachedArraysPolicy final : public Policy {
   std::vector<Object*> bound_;  // by program object: the object it is now (A)
   bool following_ = false;      // this iteration has matched the program so far
   std::int64_t last_kernel_ = -1;  // the kernel begun last in this iteration
+  std::unique_ptr<PlannedPlacement> planned_;  // +planner modes
 };
 
 }  // namespace cachedarrays::policy

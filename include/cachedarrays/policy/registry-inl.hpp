@@ -34,6 +34,12 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
     const Mode mode = Mode::parse(name);
     r.add(name, description, [mode] { return std::make_unique<CachedArraysPolicy>(mode); });
   }
+  // The offset-planned family: any L and M mode + a planner (ca-lmpa+smartpool, ...) is made by make().
+  r.add("planned", "CA:LM with the objects of each iteration at offsets planned by best-fit offset lines (= "
+                   "ca-lm+best-fit; +smartpool and +mip plan with the others)",
+        [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lm+best-fit")); });
+  r.add("planned-a", "CA:LMA with planned offsets (= ca-lma+best-fit)",
+        [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lma+best-fit")); });
   return r;
 }
 
@@ -50,17 +56,20 @@ CACHEDARRAYS_INLINE bool Registry::contains(std::string_view name) const { retur
 
 CACHEDARRAYS_INLINE std::unique_ptr<Policy> Registry::make(std::string_view name) const {
   if (auto it = entries_.find(name); it != entries_.end()) return it->second.factory();
-  // Any other spelling of the CachedArrays switches (ca-m, ca-pl, ...).
-  if (name.substr(0, 3) == "ca-") {
+  // Any other spelling of the CachedArrays switches (ca-m, ca-pl, ...), with
+  // or without an offset planner (ca-lmp+smartpool).
+  if (name.substr(0, 2) == "ca") {
     try {
       return std::make_unique<CachedArraysPolicy>(Mode::parse(name));
     } catch (const invalid_argument&) {
-      // fall through to the list of names
+      // A mode that parses but cannot take a plan says why.
+      if (name.find('+') != std::string_view::npos) throw;
     }
   }
   std::string valid;
   for (const auto& [known, entry] : entries_) valid += (valid.empty() ? "" : ", ") + known;
-  throw invalid_argument("cachedarrays: unknown policy '" + std::string(name) + "'; valid policies: " + valid);
+  throw invalid_argument("cachedarrays: unknown policy '" + std::string(name) + "'; valid policies: " + valid +
+                         " (and any ca-<letters>[+best-fit|+smartpool|+mip])");
 }
 
 CACHEDARRAYS_INLINE std::vector<std::string> Registry::names() const {

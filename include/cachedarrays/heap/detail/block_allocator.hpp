@@ -113,6 +113,12 @@ class BlockAllocator {
   [[nodiscard]] std::uint64_t bytes_in_use() const noexcept { return in_use_; }
   [[nodiscard]] std::uint64_t live_blocks() const noexcept { return live_; }
   [[nodiscard]] std::uint64_t largest_free_block() const noexcept;
+  // One past the highest byte taken (live, or held back by a running
+  // evict_range): where an offset plan placed above everything here can
+  // start. 0 for an empty heap.
+  [[nodiscard]] std::uint64_t extent() const noexcept {
+    return wilderness_ != nullptr ? wilderness_->offset : capacity_;
+  }
   [[nodiscard]] std::uint64_t round_up(std::uint64_t bytes) const noexcept {
     return (bytes + alignment_ - 1) & ~(alignment_ - 1);
   }

@@ -1,0 +1,119 @@
+// Objects at planned offsets (issue 12): where a new object goes in the
+// fast heap, decided ahead for a whole iteration by an offset planner
+// (plan/offset_planner.hpp) instead of by the online allocator when it is
+// created. Training repeats one iteration, so its sizes and lifetimes are
+// known, and a plan packs them into its footprint (best-fit offset lines:
+// max-live or within 1% of it on the zoo, bench/plan_footprint), where the
+// online allocator's holes cost up to a fifth more.
+//
+// What it plans: the objects an iteration creates, numbered in creation
+// order, each alive from its creation to its retirement, in a time that
+// counts creations and retirements (only their order matters). They go
+// above `base`, the extent of the fast heap when the first plan is made
+// (parameters and other objects made before the first iteration sit below
+// it, packed by the online allocator). An object the iteration creates and
+// does not retire (the trainer's input batch, retired by the next
+// iteration after it made its own) has two slots, used in alternate
+// iterations, each reserved for the whole iteration.
+//
+// Where the plan comes from: the program (Policy::on_program), from the
+// next iteration on; without one, the previous iteration as observed here.
+// A new object is the plan's next one when it has its size; when it has
+// not, one of the next few (those between did not come this time), or an
+// object the plan does not know. That one, and one whose slot is taken,
+// goes above the plan (not into a hole of it, which is a later object's
+// slot); a slot beyond the fast heap, or no room above the plan, leaves the
+// object to the policy's online placement. When an iteration departs
+// from the plan (objects added, dropped or resized, a different order of
+// creations and retirements: paper 001 §4.3), the next iteration is planned
+// from it, as recorded here. A slot that is not
+// free (an object placed online sits there) or beyond the fast heap is a
+// miss for that object only: it is placed online. A plan never fails a run;
+// it only places.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "cachedarrays/manager/data_manager.hpp"
+#include "cachedarrays/plan/offset_planner.hpp"
+#include "cachedarrays/plan/program.hpp"
+
+namespace cachedarrays::policy {
+
+class PlannedPlacement {
+ public:
+  // `planner` other than online; throws invalid_argument for online.
+  explicit PlannedPlacement(plan::OffsetPlanner planner, plan::MipOptions mip = {});
+
+  struct Counters {
+    std::uint64_t planned = 0;     // objects placed at their planned offset
+    std::uint64_t unplanned = 0;   // created when no plan was made yet, or unknown to it (placed online)
+    std::uint64_t collisions = 0;  // their slot was taken
+    std::uint64_t above = 0;       // unplanned or slot taken, placed above the plan
+    std::uint64_t beyond = 0;      // their slot lies beyond the fast heap: placed online
+    std::uint64_t plans = 0;       // plans made (the first, and one per departure)
+  };
+
+  // The program of an iteration: planned from the next iteration on.
+  void set_program(const plan::Program& program);
+  // An iteration begins: plans when a new program came or the last
+  // iteration departed from the plan, then starts recording this one.
+  void begin_iteration(const DataManager& manager, DeviceId fast, std::uint64_t iteration);
+  // A region at `object`'s planned offset in `fast`, or null: the caller
+  // places it as it would without a plan. Records the creation either way.
+  [[nodiscard]] Region* place(DataManager& manager, DeviceId fast, const Object& object);
+  // `object` is retired (before its regions are freed).
+  void retired(const Object& object);
+
+  [[nodiscard]] plan::OffsetPlanner planner() const noexcept { return planner_; }
+  [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
+  // Whether a plan is being followed.
+  [[nodiscard]] bool active() const noexcept { return planned_.has_value(); }
+  // The fast-heap bytes the plan needs: base plus the plan's footprint (0
+  // before the first plan).
+  [[nodiscard]] std::uint64_t footprint() const noexcept { return footprint_; }
+  // The planned problem's lower bound (base plus max-live), for reports.
+  [[nodiscard]] std::uint64_t lower_bound() const noexcept { return lower_bound_; }
+
+ private:
+  // One iteration's creations in order: size, and [start, end) in events
+  // (creations and retirements); end 0 while alive.
+  using Record = std::vector<plan::DsaBuffer>;
+  void make_plan(const Record& record, const DataManager& manager, DeviceId fast);
+  // An object the plan has no free slot for, above everything planned and
+  // placed; null when the fast heap has no room there.
+  Region* above_plan(DataManager& manager, DeviceId fast, std::uint64_t bytes);
+
+  plan::OffsetPlanner planner_;
+  plan::MipOptions mip_;
+  std::optional<Record> program_;   // from set_program, not planned yet
+  std::optional<Record> planned_;   // what the plan was made for
+  // Per created object, its slot's offset from base; a second one for an
+  // object alive at the iteration's end (odd iterations), else the same.
+  std::vector<std::uint64_t> slots_;
+  std::vector<std::uint64_t> odd_slots_;
+  std::optional<std::uint64_t> base_;
+  std::uint64_t footprint_ = 0;
+  std::uint64_t lower_bound_ = 0;
+  bool odd_ = false;
+
+  Record observed_;  // this iteration
+  std::unordered_map<const Object*, std::uint32_t> created_;  // this iteration's objects by address
+  std::uint32_t clock_ = 0;
+  bool in_iteration_ = false;
+  std::uint32_t cursor_ = 0;  // the first planned object not matched yet in this iteration
+  // How many planned objects a creation may skip to find its own.
+  static constexpr std::uint32_t resync_window = 16;
+  Counters counters_;
+};
+
+}  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/planned_placement-inl.hpp"
+#endif

@@ -83,6 +83,70 @@ TEST_CASE("nn relu: backward on a blocked layout matches the plain one") {
   }
 }
 
+TEST_CASE("nn relu: backward reads the output, so it may run in place with the same values and gradient") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 4, 4};
+  nn::relu(g, "r", g.input("x", dims));
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.backward_reads_inputs(1) == std::vector<bool>{false});
+  CHECK(op.backward_reads_outputs(1) == std::vector<bool>{true});
+  CHECK(op.in_place_input() == 0);
+  const std::vector<float> values = away_from_zero(96, 8);
+  const std::vector<float> r = test::random_values(96, 9);
+  std::vector<float> forward_expected(96);
+  std::vector<float> backward_expected(96);
+  for (std::size_t i = 0; i < 96; ++i) {
+    forward_expected[i] = std::max(values[i], 0.0f);
+    backward_expected[i] = values[i] > 0 ? r[i] : 0.0f;
+  }
+  const bool need[] = {true};
+  const std::vector<nn::Tensor> no_inputs(1);  // backward must not need them
+  for (const memory::desc& desc : {nn::plain_desc(dims), blocked(dims)}) {
+    CAPTURE(nn::key_of(desc));
+    const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(dims), r)};
+    std::vector<nn::Tensor> saved;
+    // Out of place (nothing offered): a new output.
+    const std::vector<nn::Tensor> ins{tensor(ctx, desc, values)};
+    std::vector<nn::Tensor> outs(1);
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].id() != ins[0].id());
+    CHECK(ctx.read(ins[0]) == values);
+    std::vector<nn::Tensor> grads(1);
+    op.backward(ctx, no_inputs, outs, grad_outs, saved, need, grads);
+    CHECK(ctx.read(grads[0]) == backward_expected);
+    // In place (the input offered): the input's own tensor holds the result.
+    const std::vector<nn::Tensor> ins_in_place{tensor(ctx, desc, values)};
+    std::vector<nn::Tensor> outs_in_place{ins_in_place[0]};
+    op.forward(ctx, ins_in_place, outs_in_place, saved);
+    CHECK(outs_in_place[0].id() == ins_in_place[0].id());
+    CHECK(ctx.read(outs_in_place[0]) == forward_expected);
+    std::vector<nn::Tensor> grads_in_place(1);
+    op.backward(ctx, no_inputs, outs_in_place, grad_outs, saved, need, grads_in_place);
+    CHECK(ctx.read(grads_in_place[0]) == backward_expected);
+  }
+}
+
+TEST_CASE("nn relu: an offered output that is not the input is declined") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 3, 2, 2};
+  nn::relu(g, "r", g.input("x", dims));
+  nn::Op& op = *g.nodes().back().op;
+  const std::vector<float> values = away_from_zero(24, 10);
+  const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(dims), values)};
+  const nn::Tensor other = tensor(ctx, nn::plain_desc(dims), std::vector<float>(24, 7.0f));
+  std::vector<nn::Tensor> outs{other};
+  std::vector<nn::Tensor> saved;
+  op.forward(ctx, ins, outs, saved);
+  CHECK(outs[0].id() != other.id());
+  CHECK(outs[0].id() != ins[0].id());
+  CHECK(ctx.read(other) == std::vector<float>(24, 7.0f));
+  CHECK(ctx.read(ins[0]) == values);
+}
+
 TEST_CASE("nn relu: forward and backward twice create no new primitives") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
@@ -168,6 +232,30 @@ TEST_CASE("nn add: forward twice creates no new primitives") {
   const std::uint64_t created = ctx.primitives_created();
   pass();
   CHECK(ctx.primitives_created() == created);
+}
+
+TEST_CASE("nn add: in place over a in its layout, b untouched, the same sum as out of place") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  nn::Graph g;
+  const nn::Dims dims{2, 16, 3, 3};
+  nn::add(g, "sum", g.input("a", dims), g.input("b", dims));
+  nn::Op& op = *g.nodes().back().op;
+  CHECK(op.in_place_input() == 0);
+  const std::vector<float> a = test::random_values(288, 14);
+  const std::vector<float> b = test::random_values(288, 15);
+  std::vector<float> expected(288);
+  for (std::size_t i = 0; i < 288; ++i) expected[i] = a[i] + b[i];
+  for (const memory::desc& b_desc : {nn::plain_desc(dims), blocked(dims)}) {
+    const std::vector<nn::Tensor> ins{tensor(ctx, blocked(dims), a), tensor(ctx, b_desc, b)};
+    std::vector<nn::Tensor> outs{ins[0]};
+    std::vector<nn::Tensor> saved;
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].id() == ins[0].id());
+    CHECK(outs[0].desc() == blocked(dims));
+    CHECK(ctx.read(outs[0]) == expected);
+    CHECK(ctx.read(ins[1]) == b);
+  }
 }
 
 TEST_CASE("nn add: x + x reads one tensor through both inputs") {

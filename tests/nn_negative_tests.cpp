@@ -191,6 +191,17 @@ TEST_CASE("nn graph: an unknown value id is a clear error in every builder") {
   CHECK(g.value(x).name == "images");
 }
 
+TEST_CASE("nn graph: only a node's output can be recomputed") {
+  nn::Graph g;
+  const auto x = g.input("images", {2, 3, 8, 8});
+  const auto y = nn::relu(g, "r", x);
+  check_rejected([&] { g.recompute_in_backward(x); }, {"'images'", "not the output of a node"});
+  CHECK_THROWS_AS(g.recompute_in_backward(42), ca::invalid_argument);
+  CHECK_FALSE(g.nodes().back().recompute);
+  g.recompute_in_backward(y);
+  CHECK(g.nodes().back().recompute);
+}
+
 // ---- losses ------------------------------------------------------------------
 
 TEST_CASE("nn softmax_cross_entropy: bad labels name the row and the label") {

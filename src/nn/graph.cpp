@@ -46,7 +46,7 @@ std::vector<ValueId> Graph::add(std::string name, std::unique_ptr<Op> op, std::v
     outputs.push_back(new_value({value_name, out_dims[i], ValueRole::activation, Init::zeros, 0, index, {}}));
   }
   for (ValueId v : inputs) values_[static_cast<std::size_t>(v)].consumers.push_back(index);
-  nodes_.push_back({std::move(name), std::move(op), std::move(inputs), outputs});
+  nodes_.push_back({std::move(name), std::move(op), std::move(inputs), outputs, false});
   return outputs;
 }
 
@@ -64,6 +64,15 @@ void Graph::set_loss(ValueId loss) {
     throw invalid_argument("cachedarrays::nn: the loss must be a value of shape [1] of this graph");
   }
   loss_ = loss;
+}
+
+void Graph::recompute_in_backward(ValueId v) {
+  const ValueInfo& info = value(v);
+  if (info.producer < 0) {
+    throw invalid_argument("cachedarrays::nn: '" + info.name + "' is not the output of a node (an input, label or "
+                           "parameter), so there is nothing to recompute");
+  }
+  nodes_[static_cast<std::size_t>(info.producer)].recompute = true;
 }
 
 std::vector<ValueId> Graph::values_with_role(ValueRole role) const {

@@ -21,11 +21,22 @@ Liveness Liveness::of(const Graph& graph) {
   Liveness l;
   l.last_forward_use.assign(n, -1);
   l.last_backward_use.assign(n, -1);
+  l.first_backward_use.assign(n, -1);
   l.needs_grad.assign(n, false);
+  l.recompute.assign(n, false);
+  l.read_by_backward.assign(n, false);
   const auto& nodes = graph.nodes();
   for (std::size_t v = 0; v < n; ++v) {
     l.needs_grad[v] = graph.value(static_cast<ValueId>(v)).role == ValueRole::parameter;
   }
+  // Backward runs nodes in reverse, so the smallest reader is the last use
+  // and the largest the first.
+  const auto note = [&](ValueId id, int k) {
+    const auto v = static_cast<std::size_t>(id);
+    int& last = l.last_backward_use[v];
+    last = last < 0 ? k : std::min(last, k);
+    l.first_backward_use[v] = std::max(l.first_backward_use[v], k);
+  };
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& node = nodes[k];
     bool any = false;
@@ -33,19 +44,32 @@ Liveness Liveness::of(const Graph& graph) {
       l.last_forward_use[static_cast<std::size_t>(v)] = static_cast<int>(k);
       any = any || l.needs_grad[static_cast<std::size_t>(v)];
     }
-    for (ValueId v : node.outputs) l.needs_grad[static_cast<std::size_t>(v)] = any;
+    for (ValueId v : node.outputs) {
+      l.needs_grad[static_cast<std::size_t>(v)] = any;
+      l.recompute[static_cast<std::size_t>(v)] = node.recompute;
+    }
     if (!any) continue;  // this node's backward never runs
     const auto reads_in = node.op->backward_reads_inputs(node.inputs.size());
     const auto reads_out = node.op->backward_reads_outputs(node.outputs.size());
-    // Backward runs nodes in reverse, so the smallest reader is the last.
-    const auto note = [&](ValueId v) {
-      int& last = l.last_backward_use[static_cast<std::size_t>(v)];
-      last = last < 0 ? static_cast<int>(k) : std::min(last, static_cast<int>(k));
+    const auto read = [&](ValueId v) {
+      note(v, static_cast<int>(k));
+      l.read_by_backward[static_cast<std::size_t>(v)] = true;
     };
     for (std::size_t i = 0; i < node.inputs.size(); ++i)
-      if (reads_in[i]) note(node.inputs[i]);
+      if (reads_in[i]) read(node.inputs[i]);
     for (std::size_t j = 0; j < node.outputs.size(); ++j)
-      if (reads_out[j]) note(node.outputs[j]);
+      if (reads_out[j]) read(node.outputs[j]);
+  }
+  // A recomputed node runs again at the first backward use of its outputs
+  // and reads its inputs there. Its inputs come from earlier nodes, so one
+  // pass from the last node back settles chains of recomputations (a
+  // DenseNet layer's ReLU needs its batch norm, which needs the concat).
+  for (std::size_t k = nodes.size(); k-- > 0;) {
+    if (!nodes[k].recompute) continue;
+    int when = -1;
+    for (ValueId v : nodes[k].outputs) when = std::max(when, l.first_backward_use[static_cast<std::size_t>(v)]);
+    if (when < 0) continue;
+    for (ValueId v : nodes[k].inputs) note(v, when);
   }
   return l;
 }
@@ -64,6 +88,12 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
   grads_.resize(graph_.value_count());
   momentum_.resize(graph_.value_count());
   saved_.resize(graph_.nodes().size());
+  dies_in_backward_.resize(graph_.nodes().size());
+  for (std::size_t v = 0; v < graph_.value_count(); ++v) {
+    const int last = liveness_.last_backward_use[v];
+    const bool parameter = graph_.value(static_cast<ValueId>(v)).role == ValueRole::parameter;
+    if (last >= 0 && !parameter) dies_in_backward_[static_cast<std::size_t>(last)].push_back(static_cast<ValueId>(v));
+  }
   parameters_ = graph_.values_with_role(ValueRole::parameter);
   initialise_parameters(options_.seed);
 }
@@ -134,36 +164,86 @@ float Trainer::step(std::span<const float> images, std::span<const float> labels
   return loss;
 }
 
+bool Trainer::may_overwrite(std::size_t k, std::size_t input, bool recomputing) const {
+  const Node& node = graph_.nodes()[k];
+  const ValueId id = node.inputs.at(input);
+  const auto v = static_cast<std::size_t>(id);
+  const ValueInfo& info = graph_.value(id);
+  // Another handle on the storage (the same value in two input slots, a
+  // value this one was computed in place over) would see it change.
+  if (info.role != ValueRole::activation || id == graph_.loss() || values_[v].use_count() != 1 ||
+      std::count(node.inputs.begin(), node.inputs.end(), id) != 1) {
+    return false;
+  }
+  if (recomputing) {
+    // In the backward pass: only this recomputation reads the value.
+    return info.consumers.size() == 1 && !liveness_.read_by_backward[v];
+  }
+  // In the forward pass: no later forward op reads it, and the backward pass
+  // either does not read it or recomputes it into storage of its own.
+  return liveness_.last_forward_use[v] == static_cast<int>(k) &&
+         (liveness_.last_backward_use[v] < 0 || liveness_.recompute[v]);
+}
+
+void Trainer::run_forward(std::size_t k, int recompute_step) {
+  Node& node = graph_.nodes()[k];
+  const bool recomputing = recompute_step >= 0;
+  std::vector<Tensor> outs(node.outputs.size());
+  const int overwritten = node.op->in_place_input();
+  const bool in_place = overwritten >= 0 && may_overwrite(k, static_cast<std::size_t>(overwritten), recomputing);
+  std::vector<Tensor> ins;
+  ins.reserve(node.inputs.size());
+  for (ValueId v : node.inputs) {
+    const Tensor& t = values_[static_cast<std::size_t>(v)];
+    if (!t) {
+      throw retired_error("cachedarrays::nn: node '" + node.name + "' reads '" + graph_.value(v).name +
+                          "' after it was retired (a liveness bug)");
+    }
+    ins.push_back(t);
+  }
+  if (in_place) outs[0] = values_[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(overwritten)])];
+  // A recomputation remakes the outputs only: what it would save (batch
+  // norm statistics, identical) is dropped, the first forward's is kept.
+  std::vector<Tensor> scratch;
+  node.op->forward(ctx_, ins, outs, recomputing ? scratch : saved_[k]);
+  ins.clear();
+  // The overwritten input is dead (may_overwrite): drop its handle now.
+  if (in_place) values_[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(overwritten)])].reset();
+  for (std::size_t j = 0; j < outs.size(); ++j) {
+    const auto v = static_cast<std::size_t>(node.outputs[j]);
+    const int last_backward = liveness_.last_backward_use[v];
+    const bool used = recomputing ? last_backward >= 0 && last_backward <= recompute_step
+                                  : liveness_.last_forward_use[v] >= 0 || last_backward >= 0 ||
+                                        node.outputs[j] == graph_.loss();
+    if (used) values_[v] = std::move(outs[j]);  // else retired right here
+  }
+}
+
+void Trainer::make_present(ValueId id, int step) {
+  const auto v = static_cast<std::size_t>(id);
+  if (values_[v]) return;
+  const ValueInfo& info = graph_.value(id);
+  if (!liveness_.recompute[v]) {
+    throw retired_error("cachedarrays::nn: the backward pass reads '" + info.name +
+                        "' after it was retired (a liveness bug)");
+  }
+  const auto producer = static_cast<std::size_t>(info.producer);
+  for (ValueId input : graph_.nodes()[producer].inputs) make_present(input, step);
+  run_forward(producer, step);
+}
+
 void Trainer::forward() {
   auto& nodes = graph_.nodes();
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     Node& node = nodes[k];
-    std::vector<Tensor> ins;
-    ins.reserve(node.inputs.size());
-    for (ValueId v : node.inputs) {
-      const Tensor& t = values_[static_cast<std::size_t>(v)];
-      if (!t) {
-        throw retired_error("cachedarrays::nn: node '" + node.name + "' reads '" + graph_.value(v).name +
-                            "' after it was retired (a liveness bug)");
-      }
-      ins.push_back(t);
-    }
-    std::vector<Tensor> outs(node.outputs.size());
-    node.op->forward(ctx_, ins, outs, saved_[k]);
-    for (std::size_t j = 0; j < outs.size(); ++j) {
-      const auto v = static_cast<std::size_t>(node.outputs[j]);
-      const bool used = liveness_.last_forward_use[v] >= 0 || liveness_.last_backward_use[v] >= 0 ||
-                        node.outputs[j] == graph_.loss();
-      if (used) values_[v] = std::move(outs[j]);  // else retired right here
-    }
-    ins.clear();
+    run_forward(k, -1);
     // Hints after the forward kernel (paper III-E).
     for (ValueId id : node.inputs) {
       const auto v = static_cast<std::size_t>(id);
       if (graph_.value(id).role == ValueRole::parameter) {
         archive(values_[v]);
       } else if (liveness_.last_forward_use[v] == static_cast<int>(k)) {
-        if (liveness_.last_backward_use[v] >= 0) archive(values_[v]); else values_[v].reset();
+        if (liveness_.last_backward_use[v] >= 0 && !liveness_.recompute[v]) archive(values_[v]); else values_[v].reset();
       }
     }
     for (const Tensor& t : saved_[k]) archive(t);
@@ -185,6 +265,13 @@ void Trainer::backward() {
     for (ValueId v : node.outputs) grad_outs.push_back(grads_[static_cast<std::size_t>(v)]);
     runs = runs && std::any_of(grad_outs.begin(), grad_outs.end(), [](const Tensor& t) { return bool(t); });
     if (runs) {
+      // Remake what this backward reads and was not kept (Node::recompute).
+      const auto reads_in = node.op->backward_reads_inputs(node.inputs.size());
+      const auto reads_out = node.op->backward_reads_outputs(node.outputs.size());
+      for (std::size_t i = 0; i < node.inputs.size(); ++i)
+        if (reads_in[i]) make_present(node.inputs[i], k);
+      for (std::size_t j = 0; j < node.outputs.size(); ++j)
+        if (reads_out[j]) make_present(node.outputs[j], k);
       for (std::size_t j = 0; j < grad_outs.size(); ++j) {
         if (!grad_outs[j]) {  // an output that does not reach the loss: zero gradient
           grad_outs[j] = ctx_.make(values_[static_cast<std::size_t>(node.outputs[j])].desc());
@@ -226,16 +313,13 @@ void Trainer::backward() {
         grad_ins[i].reset();
       }
     }
-    // Retire what this node's backward was the last to need (parameters
-    // live on: the optimizer and the next iteration need them).
+    // Retire what this step was the last to need: the outputs' gradients,
+    // and every value whose last backward use (this node's backward, or a
+    // recomputation run for it) was here. Parameters live on: the optimizer
+    // and the next iteration need them.
     for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
     saved_[kk].clear();
-    const auto retire_if_last = [&](ValueId id) {
-      const auto v = static_cast<std::size_t>(id);
-      if (liveness_.last_backward_use[v] == k && graph_.value(id).role != ValueRole::parameter) values_[v].reset();
-    };
-    for (ValueId v : node.inputs) retire_if_last(v);
-    for (ValueId v : node.outputs) retire_if_last(v);
+    for (ValueId v : dies_in_backward_[kk]) values_[static_cast<std::size_t>(v)].reset();
   }
   // Whatever is left besides parameters (inputs whose backward never ran,
   // the loss) dies with the iteration.

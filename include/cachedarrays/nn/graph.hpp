@@ -41,6 +41,12 @@ struct Node {
   std::unique_ptr<Op> op;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  // The outputs are not kept for the backward pass: the trainer drops them
+  // after their last forward use and runs this node's forward again when a
+  // backward op needs them. For cheap ops with large outputs, such as the
+  // concatenation, batch norm and ReLU that open a DenseNet layer
+  // (memory-efficient DenseNet, Pleiss et al. 2017, section 4).
+  bool recompute = false;
 };
 
 class Graph {
@@ -55,6 +61,9 @@ class Graph {
   }
   // The scalar the trainer minimises (output of softmax_cross_entropy).
   void set_loss(ValueId loss);
+  // Marks the node that produces `v` as recomputed in the backward pass
+  // (Node::recompute). Throws invalid_argument for a value no node produces.
+  void recompute_in_backward(ValueId v);
 
   // Throws invalid_argument for an id this graph does not have.
   [[nodiscard]] const ValueInfo& value(ValueId id) const;

@@ -31,9 +31,21 @@ class Op {
   [[nodiscard]] virtual std::vector<bool> backward_reads_inputs(std::size_t inputs) const = 0;
   [[nodiscard]] virtual std::vector<bool> backward_reads_outputs(std::size_t outputs) const = 0;
 
+  // The input whose storage output 0 may take, computing in place (-1:
+  // none). The trainer offers it only when nothing reads that input's
+  // storage after this op's forward kernel, neither a later forward op nor
+  // a backward op (one may read a recomputed copy), as nGraph and PyTorch's
+  // inplace=True do for ReLU and residual adds.
+  [[nodiscard]] virtual int in_place_input() const { return -1; }
+
   // Creates each outputs[i] (ctx.make with the layout the primitive chose)
   // and computes it. Op-private tensors backward needs (batch-norm mean and
-  // variance, pooling workspace) go into `saved`.
+  // variance, pooling workspace) go into `saved`. When outputs[0] is not
+  // empty on entry, it is the input in_place_input() names, offered for
+  // the result: the op writes there if the layouts agree and otherwise
+  // makes a new output (detail::writes_in_place). The trainer may also run
+  // forward a second time, in the backward pass, to recompute an output it
+  // did not keep (Node::recompute): it must give the same values again.
   virtual void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                        std::vector<Tensor>& saved) = 0;
   // For every input i with need_grad[i], creates grad_inputs[i] (any layout)

@@ -1,5 +1,9 @@
 // Trains a Graph with SGD, running every kernel through the runtime and
-// emitting the paper's hints by itself (III-E):
+// emitting the paper's hints by itself (III-E). What it keeps for the
+// backward pass is only what each backward op reads (Op::backward_reads_*);
+// an op may compute in place over an input nothing reads afterwards
+// (Op::in_place_input); outputs of Node::recompute nodes are not kept but
+// recomputed in the backward pass. The hints:
 //  - before each kernel: will_read on inputs, will_write on outputs (done by
 //    Context::execute, which pins them for the kernel's duration);
 //  - after each forward kernel: archive on its parameters and on the
@@ -43,9 +47,20 @@ struct Liveness {
   std::vector<int> last_forward_use;
   // Smallest node index whose backward reads the value (-1: none); since
   // backward runs nodes in reverse, this is the value's last backward use.
+  // A recomputation (below) reads its node's inputs at the backward step
+  // where it runs, and counts as a use there.
   std::vector<int> last_backward_use;
+  // Largest such node index (-1: none): the value's first backward use,
+  // where a recomputed value is made again.
+  std::vector<int> first_backward_use;
   // Values that need a gradient (parameters and what depends on them).
   std::vector<bool> needs_grad;
+  // Outputs of Node::recompute nodes: retired after their last forward use
+  // even when a backward op reads them, and recomputed at their first
+  // backward use.
+  std::vector<bool> recompute;
+  // Read by some op's backward itself (recomputations aside).
+  std::vector<bool> read_by_backward;
 
   static Liveness of(const Graph& graph);
 };
@@ -74,6 +89,15 @@ class Trainer {
  private:
   void forward();
   void backward();
+  // Runs node k's forward kernel: in the forward pass, or (`recompute_step`
+  // >= 0) to remake outputs the backward step `recompute_step` needs.
+  void run_forward(std::size_t k, int recompute_step);
+  // Makes value v present for backward step `step`, recomputing it (and
+  // whatever its node reads) if it was not kept.
+  void make_present(ValueId v, int step);
+  // Whether node k may write its output over its input `input`: nothing
+  // reads that input's storage afterwards.
+  [[nodiscard]] bool may_overwrite(std::size_t k, std::size_t input, bool recomputing) const;
   void update();
   void initialise_parameters(std::uint64_t seed);
 
@@ -85,6 +109,7 @@ class Trainer {
   std::vector<Tensor> grads_;         // by ValueId; activation and parameter gradients
   std::vector<Tensor> momentum_;      // by ValueId; parameters only
   std::vector<std::vector<Tensor>> saved_;  // by node
+  std::vector<std::vector<ValueId>> dies_in_backward_;  // by node: values whose last backward use it is
   std::vector<ValueId> parameters_;
 };
 

@@ -1,5 +1,8 @@
 // Element-wise a + b of two tensors of the same shape (residual
 // connections). The sum takes a's layout; b is reordered to it if needed.
+// Backward reads neither input, so the sum may overwrite a (in_place_input):
+// in a residual block a is the last batch norm's output, which nothing else
+// reads (nGraph and PyTorch's `out += identity` add in place the same way).
 #include <memory>
 #include <span>
 #include <string>
@@ -36,6 +39,7 @@ class Add final : public Op {
 
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {false, false}; }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
+  [[nodiscard]] int in_place_input() const override { return 0; }
 
   void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                std::vector<Tensor>&) override {
@@ -46,6 +50,13 @@ class Add final : public Op {
       const dnnl::binary::desc d(dnnl::algorithm::binary_add, desc, desc, desc);
       return dnnl::binary::primitive_desc(d, ctx.attr(), ctx.engine());
     });
+    if (detail::writes_in_place(outputs[0], a, pd->dst_desc())) {
+      // oneDNN's binary may write over its first source; a is listed as
+      // written because its contents are overwritten.
+      ctx.execute("add", *prim, pd->scratchpad_desc(),
+                  {out(DNNL_ARG_SRC_0, a), in(DNNL_ARG_SRC_1, b), out(DNNL_ARG_DST, outputs[0])});
+      return;
+    }
     outputs[0] = ctx.make(pd->dst_desc());
     ctx.execute("add", *prim, pd->scratchpad_desc(),
                 {in(DNNL_ARG_SRC_0, a), in(DNNL_ARG_SRC_1, b), out(DNNL_ARG_DST, outputs[0])});

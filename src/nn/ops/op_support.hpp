@@ -50,6 +50,16 @@ inline void check_bias_dims(const std::string& where, const Dims& bias, std::int
   }
 }
 
+// Whether a forward pass writes its result into `output`, the storage of
+// its input `src` that the trainer offered (Op::in_place_input): only when
+// one was offered, it is `src` itself and it has the output's layout.
+// Otherwise the offer is dropped and the op makes a new output.
+inline bool writes_in_place(Tensor& output, const Tensor& src, const dnnl::memory::desc& dst_desc) {
+  if (output && src && output.id() == src.id() && output.desc() == dst_desc) return true;
+  output.reset();
+  return false;
+}
+
 // What backward reads of a weighted primitive's inputs (src, weights[,
 // bias]): the source for the weight gradient and the weights for the source
 // gradient, never the bias, so the trainer may retire the bias after forward.

@@ -200,7 +200,7 @@ TEST_CASE("nn models: ResNet is torchvision's v1.5") {
   CHECK(parameter_dims(r18, "fc.weight") == nn::Dims{1000, 512, 1, 1});
 }
 
-TEST_CASE("nn models: DenseNet is torchvision's, with one running concatenation per block") {
+TEST_CASE("nn models: DenseNet is torchvision's, each layer reading one recomputed concatenation") {
   const nn::Graph g = nn::build_model(imagenet_model("densenet", 121));
   CHECK(parameter_dims(g, "features.conv0.weight") == nn::Dims{64, 3, 7, 7});
   CHECK(parameter_dims(g, "features.denseblock1.denselayer1.norm1.weight") == nn::Dims{64});
@@ -214,11 +214,25 @@ TEST_CASE("nn models: DenseNet is torchvision's, with one running concatenation 
   CHECK(parameter_dims(g, "classifier.weight") == nn::Dims{1000, 1024, 1, 1});
   CHECK(count_nodes(g, "concat") == 6 + 12 + 24 + 16);
   CHECK(count_nodes(g, "avg_pool") == 3);
+  // Within a block the k-th concatenation joins the block's input and k + 1
+  // layers' new features; it and the batch norm and ReLU over it are
+  // recomputed in the backward pass, nothing else is.
+  std::size_t previous_inputs = 0;
+  int recomputed = 0;
   for (const nn::Node& node : g.nodes()) {
+    recomputed += node.recompute ? 1 : 0;
     if (node.op->kind() != "concat") continue;
-    CHECK(node.inputs.size() == 2);  // previous features, new features
-    CHECK(g.value(node.inputs[1]).dims.at(1) == 32);
+    CHECK(node.recompute);
+    CHECK((node.inputs.size() == previous_inputs + 1 || node.inputs.size() == 2));
+    previous_inputs = node.inputs.size();
+    for (std::size_t i = 1; i < node.inputs.size(); ++i) CHECK(g.value(node.inputs[i]).dims.at(1) == 32);
+    for (int consumer : g.value(node.outputs[0]).consumers) {
+      const nn::Node& norm = g.nodes().at(static_cast<std::size_t>(consumer));
+      CHECK(norm.op->kind() == "batch_norm");
+      if (norm.name.find("denselayer") != std::string::npos) CHECK(norm.recompute);
+    }
   }
+  CHECK(recomputed == (6 + 12 + 24 + 16) + 2 * (6 + 12 + 24 + 16));  // concats; norm1 and relu1 of every layer
   CHECK(count_nodes(nn::build_model(tiny_model("densenet", 264)), "concat") == 6 + 12 + 64 + 48);
 }
 

@@ -1,6 +1,6 @@
 // DenseNet 121/169/201/264 as torchvision (growth 32, bottleneck 4x growth,
-// compression 0.5); see models.hpp for why each dense layer extends one
-// running concatenation.
+// compression 0.5), with memory-efficient DenseNet's recomputed
+// concatenations; see models.hpp.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -49,13 +49,35 @@ Conv2dOptions conv(std::int64_t out_channels, std::int64_t kernel) {
   return {.out_channels = out_channels, .kernel = kernel, .stride = 1, .padding = kernel / 2, .bias = false};
 }
 
-// BN-ReLU-conv1x1-BN-ReLU-conv3x3, then concat(x, new features).
-ValueId dense_layer(Graph& g, const std::string& name, ValueId x, std::int64_t growth, std::int64_t bottleneck) {
-  ValueId y = relu(g, name + ".relu1", batch_norm(g, name + ".norm1", x));
+// The concatenation of a block's features so far (the block's input and
+// each earlier layer's new features), as torchvision's dense layers make it.
+// It is marked for recomputation, and so are the batch norm and ReLU over it
+// in the next layer: memory-efficient DenseNet (Pleiss et al. 2017, section
+// 4, "shared storage"). Kept for the backward pass, these three tensors
+// would grow with every layer, O(layers^2) per block; instead only the new
+// features (32 channels each) are kept, and the concatenation, batch norm
+// and ReLU are remade, one layer at a time, when the backward pass reaches
+// the layer. The values do not change: concat copies, and the recomputed
+// batch norm sees the same input and batch.
+ValueId features_so_far(Graph& g, const std::string& name, const std::vector<ValueId>& features) {
+  if (features.size() == 1) return features.front();
+  const ValueId x = concat(g, name, features);
+  g.recompute_in_backward(x);
+  return x;
+}
+
+// BN-ReLU-conv1x1-BN-ReLU-conv3x3 over the concatenation of `features`;
+// returns the new features.
+ValueId dense_layer(Graph& g, const std::string& name, const std::vector<ValueId>& features, std::int64_t growth,
+                    std::int64_t bottleneck) {
+  const ValueId x = features_so_far(g, name + ".concat", features);
+  const ValueId normalised = batch_norm(g, name + ".norm1", x);
+  ValueId y = relu(g, name + ".relu1", normalised);
+  g.recompute_in_backward(normalised);
+  g.recompute_in_backward(y);
   y = conv2d(g, name + ".conv1", y, conv(bottleneck, 1));
   y = relu(g, name + ".relu2", batch_norm(g, name + ".norm2", y));
-  y = conv2d(g, name + ".conv2", y, conv(growth, 3));
-  return concat(g, name + ".concat", {x, y});
+  return conv2d(g, name + ".conv2", y, conv(growth, 3));
 }
 
 Graph build(const ModelConfig& config) {
@@ -71,14 +93,16 @@ Graph build(const ModelConfig& config) {
   x = max_pool(g, "features.pool0", x, 3, 2, 1);
   for (std::size_t b = 0; b < l.layers.size(); ++b) {
     const std::string block = "features.denseblock" + std::to_string(b + 1);
+    std::vector<ValueId> features = {x};
     for (int i = 0; i < l.layers[b]; ++i) {
-      x = dense_layer(g, block + ".denselayer" + std::to_string(i + 1), x, growth, bottleneck);
+      features.push_back(dense_layer(g, block + ".denselayer" + std::to_string(i + 1), features, growth, bottleneck));
     }
+    x = features_so_far(g, block + ".concat", features);
     if (b + 1 == l.layers.size()) break;
     const std::string transition = "features.transition" + std::to_string(b + 1);
-    const std::int64_t features = g.value(x).dims.at(1);
+    const std::int64_t channels = g.value(x).dims.at(1);
     x = relu(g, transition + ".relu", batch_norm(g, transition + ".norm", x));
-    x = conv2d(g, transition + ".conv", x, conv(std::max<std::int64_t>(1, features / 2), 1));  // floor, as torchvision
+    x = conv2d(g, transition + ".conv", x, conv(std::max<std::int64_t>(1, channels / 2), 1));  // floor, as torchvision
     x = avg_pool(g, transition + ".pool", x, 2, 2);
   }
   x = relu(g, "features.relu5", batch_norm(g, "features.norm5", x));

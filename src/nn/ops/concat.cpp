@@ -61,8 +61,9 @@ class Concat final : public Op {
       key += ":" + key_of(t.desc());
       input_dims_.push_back(t.dims());
     }
-    auto [pd, prim] = ctx.cached<dnnl::concat::primitive_desc, dnnl::concat>(
-        key, [&] { return dnnl::concat::primitive_desc(1, srcs, ctx.engine(), ctx.attr()); });
+    auto [pd, prim] = ctx.cached<dnnl::concat::primitive_desc, dnnl::concat>(key, [&] {
+      return dnnl::concat::primitive_desc(chained_dst_desc(ctx, srcs), 1, srcs, ctx.engine(), ctx.attr());
+    });
     outputs[0] = ctx.make(pd->dst_desc());
     std::vector<KernelArg> args;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -111,6 +112,23 @@ class Concat final : public Op {
   }
 
  private:
+  // The output's layout: the one oneDNN gives the last of a chain of
+  // two-input concatenations, concat(concat(concat(x0, x1), x2), ...). Left
+  // to itself, oneDNN picks the output layout from the first input, and
+  // where channel counts are not multiples of its vector block (narrow test
+  // networks) an n-input concat and the chain differ (plain vs blocked). The
+  // chain's layout is what DenseNet's running concatenation had before its
+  // layers read one recomputed n-input concat (models.hpp); keeping it keeps
+  // the batch norm after it summing in the same order, so the losses stay
+  // bit-identical to that form.
+  static dnnl::memory::desc chained_dst_desc(Context& ctx, const std::vector<dnnl::memory::desc>& srcs) {
+    dnnl::memory::desc dst = srcs.front();
+    for (std::size_t i = 1; i < srcs.size(); ++i) {
+      dst = dnnl::concat::primitive_desc(1, {dst, srcs[i]}, ctx.engine(), ctx.attr()).dst_desc();
+    }
+    return dst;
+  }
+
   std::string name_;
   std::vector<Dims> input_dims_;  // of the last forward pass
 };

@@ -86,11 +86,11 @@ const ca::DeviceModel optane_model = device_model("optane", ca::emulation::publi
 // mode with software retiring nothing) is modeled only; 2lm:m runs emulated
 // and modeled.
 std::vector<std::string> policy_names() {
-  return {"all-fast", "all-slow", "first-touch", "hw-cache", "2lm:m", "ca", "ca-l",
-          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",  "2lm"};
+  return {"all-fast", "all-slow", "first-touch", "hw-cache", "2lm:m",   "ca",       "ca-l",
+          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",  "planned", "planned-a", "2lm"};
 }
 bool is_two_lm(const std::string& policy) { return policy.rfind("2lm", 0) == 0; }
-const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa"};
+const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa", "planned", "planned-a"};
 // The fast budget at which the goals table holds the policies to their
 // targets: 20% of the footprint.
 constexpr double goal_fraction = 0.2;

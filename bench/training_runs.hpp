@@ -60,9 +60,26 @@ inline std::uint64_t fast_budget(double fraction, std::uint64_t footprint) {
   return std::max(page, bytes / page * page);
 }
 
-// The lookahead modes follow the program of the iteration (nn::dry_run_program).
+// The name a policy gives itself ("planned" is ca-lm+best-fit); names the
+// registry does not know ("2lm:m") as they are.
+inline std::string mode_name(const std::string& policy) {
+  const policy::Registry registry = policy::Registry::builtin();
+  return registry.contains(policy) ? registry.make(policy)->name() : policy;
+}
+
+// The lookahead modes and the offset-planned ones follow the program of the
+// iteration (nn::dry_run_program).
 inline bool plans_ahead(const std::string& policy) {
-  return policy.rfind("ca", 0) == 0 && policy::Mode::parse(policy).async_lookahead;
+  const std::string name = mode_name(policy);
+  if (name.rfind("ca", 0) != 0) return false;
+  const policy::Mode mode = policy::Mode::parse(name);
+  return mode.async_lookahead || mode.offsets != plan::OffsetPlanner::online;
+}
+
+// The lookahead modes take a window (Lookahead).
+inline bool looks_ahead(const std::string& policy) {
+  const std::string name = mode_name(policy);
+  return name.rfind("ca", 0) == 0 && policy::Mode::parse(name).async_lookahead;
 }
 
 // Where the benchmarks keep the kernel profile cache (nn::profile_model)
@@ -166,8 +183,8 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     devices = {dram(fast, "fast"), slow};
   }
   std::unique_ptr<policy::Policy> chosen =
-      lookahead && plans_ahead(policy)
-          ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(policy), *lookahead)
+      lookahead && looks_ahead(policy)
+          ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);
   Runtime rt(devices, std::move(chosen), mover);
   if (plans_ahead(policy)) rt.set_program(setup.program);

@@ -105,9 +105,21 @@ TEST_CASE("dsa search: the alignment — offsets multiples of it, the top buffer
   check_minimum(p, m);
   CHECK(m.plan.footprint == 158);
   CHECK(m.optimal);
+  // Nine 8-byte buffers together, aligned to 64: eight take 64 bytes each,
+  // the top one 8. The bound counting the alignment (520, not max-live 72)
+  // proves it at once, and a capacity of 519 without a search.
+  const DsaProblem nine(std::vector<DsaBuffer>(9, DsaBuffer{8, 0, 1}), 64);
+  const FootprintSearchResult packed = ca::plan::minimize_footprint(nine);
+  check_minimum(nine, packed);
+  CHECK(packed.plan.footprint == 8 * 64 + 8);
+  CHECK(packed.lower_bound == 8 * 64 + 8);
+  CHECK(packed.optimal);
+  const SearchResult tight = search(nine, 519);
+  CHECK(tight.status == SearchStatus::infeasible);
+  CHECK(tight.nodes == 0);
 }
 
-TEST_CASE("dsa search: an empty problem fits anywhere; buffers apart in time share offset 0") {
+TEST_CASE("dsa search: an empty problem fits anywhere, and buffers apart in time share offset 0") {
   const SearchResult none = search(DsaProblem(), 0);
   CHECK(none.status == SearchStatus::found);
   CHECK(none.plan.footprint == 0);

@@ -29,6 +29,10 @@ struct SearchSweep {
   // cliques of the interval graph), in time order. A buffer is in a
   // contiguous run of them, [first_section, last_section].
   std::vector<std::uint64_t> section_total;  // bytes of the section's buffers
+  // Their sizes rounded up to the alignment, and the most any of them was
+  // rounded up by: stacked, all but the top one take their aligned size.
+  std::vector<std::uint64_t> section_aligned_total;
+  std::vector<std::uint64_t> section_slack;
   std::vector<std::vector<std::uint32_t>> section_buffers;
   std::vector<std::uint32_t> first_section;
   std::vector<std::uint32_t> last_section;
@@ -72,6 +76,14 @@ CACHEDARRAYS_INLINE SearchSweep search_sweep(const DsaProblem& problem) {
     // before it.
     if (!section_closed_at || *section_closed_at != time) {
       sweep.section_total.push_back(alive_bytes);
+      std::uint64_t aligned = 0;
+      std::uint64_t slack = 0;
+      for (const std::uint32_t a : alive) {
+        aligned += problem.aligned_size(a);
+        slack = std::max(slack, problem.aligned_size(a) - buffers[a].size);
+      }
+      sweep.section_aligned_total.push_back(aligned);
+      sweep.section_slack.push_back(slack);
       sweep.section_buffers.push_back(alive);
       section_closed_at = time;
     }
@@ -83,6 +95,17 @@ CACHEDARRAYS_INLINE SearchSweep search_sweep(const DsaProblem& problem) {
     alive_bytes -= buffers[b].size;
   }
   return sweep;
+}
+
+// No solution's footprint is below this: in every section, the buffers
+// stacked with all but the top one at their aligned size (max-live when
+// the alignment is 1).
+CACHEDARRAYS_INLINE std::uint64_t search_aligned_max_live(const SearchSweep& sweep) {
+  std::uint64_t bound = 0;
+  for (std::size_t s = 0; s < sweep.section_total.size(); ++s) {
+    bound = std::max(bound, sweep.section_aligned_total[s] - sweep.section_slack[s]);
+  }
+  return bound;
 }
 
 // The static preorder of the buffers under one of MiniMalloc's heuristics
@@ -149,7 +172,7 @@ class CanonicalSearch {
     solution_.assign(n, 0);
     min_offset_.assign(n, 0);
     floor_.assign(sections, 0);
-    total_ = sweep_.section_total;
+    total_ = sweep_.section_aligned_total;
     section_stamp_.assign(sections, 0);
     stamp_ = 0;
     offset_log_.clear();
@@ -320,7 +343,7 @@ class CanonicalSearch {
     // Its sections: everything still to place there goes above its top.
     for (std::uint32_t s = sweep_.first_section[b]; s <= sweep_.last_section[b]; ++s) {
       set_floor(s, top);
-      total_[s] -= buffers[b].size;
+      total_[s] -= problem_.aligned_size(b);
     }
     // A section's floor is no lower than the least minimum offset of the
     // buffers still to place in it (solver.cc `unallocated_floor`).
@@ -340,8 +363,9 @@ class CanonicalSearch {
   }
 
   void unplace(std::uint32_t b, std::size_t offset_mark, std::size_t floor_mark) {
-    const std::vector<DsaBuffer>& buffers = problem_.buffers();
-    for (std::uint32_t s = sweep_.first_section[b]; s <= sweep_.last_section[b]; ++s) total_[s] += buffers[b].size;
+    for (std::uint32_t s = sweep_.first_section[b]; s <= sweep_.last_section[b]; ++s) {
+      total_[s] += problem_.aligned_size(b);
+    }
     while (floor_log_.size() > floor_mark) {
       floor_[floor_log_.back().index] = floor_log_.back().old_value;
       floor_log_.pop_back();
@@ -356,10 +380,21 @@ class CanonicalSearch {
   // The section bound (§4.2, solver.cc Check): in every section of the part,
   // the bytes still to place there stack above its floor, and above the
   // offset just used (no later buffer of the part goes lower:
-  // `monotonic_floor`), within the capacity.
+  // `monotonic_floor`), within the capacity. The alignment adds to it: the
+  // lowest of them starts at an aligned offset, and all but the top one
+  // take their aligned size (the most any was rounded up by is subtracted
+  // for the top one).
   [[nodiscard]] bool consistent(std::uint32_t lo, std::uint32_t hi, std::uint64_t offset) const {
+    const std::uint64_t alignment = problem_.alignment();
     for (std::uint32_t s = lo; s < hi; ++s) {
-      if (std::max(floor_[s], offset) + total_[s] > capacity_) return false;
+      const std::uint64_t floor = std::max(floor_[s], offset);
+      if (total_[s] == 0) {
+        if (floor > capacity_) return false;
+        continue;
+      }
+      // total_[s] holds at least one aligned size, more than any slack.
+      const std::uint64_t top = (floor + alignment - 1) / alignment * alignment + total_[s] - sweep_.section_slack[s];
+      if (top > capacity_) return false;
     }
     return true;
   }
@@ -412,6 +447,7 @@ CACHEDARRAYS_INLINE SearchResult search_offsets_until(const DsaProblem& problem,
   if (problem.max_live() > capacity) return finish(SearchStatus::infeasible);
 
   const SearchSweep sweep = search_sweep(problem);
+  if (search_aligned_max_live(sweep) > capacity) return finish(SearchStatus::infeasible);
   // MiniMalloc's default preorders, in turn under node limits that double
   // from twice the buffer count (solver.cc RoundRobin): one of them often
   // finds a plan fast where another wanders.
@@ -477,7 +513,7 @@ CACHEDARRAYS_INLINE FootprintSearchResult minimize_footprint(const DsaProblem& p
     OffsetPlan p = smartpool_offsets(problem, fit);
     if (p.footprint < result.plan.footprint) result.plan = std::move(p);
   }
-  result.lower_bound = problem.max_live();
+  result.lower_bound = std::max(problem.max_live(), detail::search_aligned_max_live(detail::search_sweep(problem)));
   // Max-live first, then bisection of [lower bound, best - 1]. `low` is
   // where the next probes start: above the proven bound, and above any
   // capacity whose probe stopped unanswered.

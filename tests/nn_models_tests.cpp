@@ -87,8 +87,8 @@ TEST_CASE("nn models: ImageNet configurations have torchvision's parameter count
   const std::vector<Published> published = {
       {"resnet", 18, 11'689'512},  {"resnet", 34, 21'797'672},   {"resnet", 50, 25'557'032},
       {"resnet", 101, 44'549'160}, {"resnet", 152, 60'192'808},  {"vgg", 11, 132'863'336},
-      {"vgg", 16, 138'357'544},    {"vgg", 19, 143'667'240},     {"densenet", 121, 7'978'856},
-      {"densenet", 169, 14'149'480}, {"densenet", 201, 20'013'928},
+      {"vgg", 13, 133'047'848},    {"vgg", 16, 138'357'544},     {"vgg", 19, 143'667'240},
+      {"densenet", 121, 7'978'856}, {"densenet", 169, 14'149'480}, {"densenet", 201, 20'013'928},
   };
   for (const Published& p : published) {
     const std::string name = std::string(p.family) + "-" + std::to_string(p.depth);
@@ -292,7 +292,7 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
 
 TEST_CASE("nn models: available depths and families") {
   CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet"});
-  CHECK(nn::available_depths("vgg") == std::vector<int>{11, 16, 19, 116, 416});
+  CHECK(nn::available_depths("vgg") == std::vector<int>{11, 13, 16, 19, 116, 416});
   CHECK(nn::available_depths("resnet") == std::vector<int>{18, 34, 50, 101, 152, 200});
   CHECK(nn::available_depths("densenet") == std::vector<int>{121, 169, 201, 264});
   CHECK_THROWS_AS((void)nn::available_depths("alexnet"), ca::invalid_argument);

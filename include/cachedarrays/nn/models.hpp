@@ -8,12 +8,13 @@
 // 7,978,856), and parameters are named as in torchvision's state_dict
 // ("layer1.0.conv1.weight", "features.denseblock1.denselayer1.norm1.bias").
 //
-// VGG (11, 16, 19; configs A, D, E of Simonyan & Zisserman, torchvision's
-// vgg11/vgg16/vgg19 without batch norm): 3x3 convolutions (padding 1, with
-// bias) + ReLU in five stages of 64, 128, 256, 512, 512 channels, each
-// stage ending in a 2x2/2 max pool, then Linear(512*7*7 -> 4096) + ReLU,
-// Linear(4096 -> 4096) + ReLU, Linear(4096 -> classes). Dropout is left out
-// (it is not an op of this trainer; it has no parameters). torchvision's
+// VGG (11, 13, 16, 19; configs A, B, D, E of Simonyan & Zisserman,
+// torchvision's vgg11/vgg13/vgg16/vgg19 without batch norm): 3x3
+// convolutions (padding 1, with bias) + ReLU in five stages of 64, 128, 256,
+// 512, 512 channels, each stage ending in a 2x2/2 max pool, then
+// Linear(512*7*7 -> 4096) + ReLU, Linear(4096 -> 4096) + ReLU,
+// Linear(4096 -> classes). Dropout is left out (it is not an op of this
+// trainer; it has no parameters). torchvision's
 // adaptive 7x7 average pool is the identity at 224x224 and is left out too:
 // at another image size S the first linear layer takes 512*(S/32)^2 inputs.
 //
@@ -24,7 +25,8 @@
 // evenly as possible, the remainder going to the later stages:
 //   VGG-116: [22, 22, 23, 23, 23] convolutions per stage,
 //   VGG-416: [82, 82, 83, 83, 83].
-// The same rule gives VGG-11's [1, 1, 2, 2, 2] and VGG-16's [2, 2, 3, 3, 3].
+// The same rule gives VGG-11's [1, 1, 2, 2, 2], VGG-13's [2, 2, 2, 2, 2] and
+// VGG-16's [2, 2, 3, 3, 3].
 //
 // ResNet (18, 34: basic blocks; 50, 101, 152, 200: bottleneck blocks with
 // expansion 4), torchvision's ResNet v1.5 (the stride sits on the

@@ -1,5 +1,5 @@
-// VGG 11/16/19 (torchvision configs A, D, E without batch norm) and the
-// paper's deep VGG 116/416; the construction is documented in models.hpp.
+// VGG 11/13/16/19 (torchvision configs A, B, D, E without batch norm) and
+// the paper's deep VGG 116/416; the construction is documented in models.hpp.
 #include <array>
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ constexpr int linear_layers = 3;
 std::vector<int> stage_convolutions(int depth) {
   if (depth == 19) return {2, 2, 4, 4, 4};  // config E: not the even split
   // depth - 3 convolutions spread evenly, the remainder to the later stages:
-  // this is config A for 11 and D for 16.
+  // this is config A for 11, B for 13 and D for 16.
   const int convs = depth - linear_layers;
   const int stages = static_cast<int>(stage_channels.size());
   std::vector<int> counts(stage_channels.size(), convs / stages);
@@ -27,7 +27,7 @@ std::vector<int> stage_convolutions(int depth) {
   return counts;
 }
 
-std::vector<int> depths() { return {11, 16, 19, 116, 416}; }
+std::vector<int> depths() { return {11, 13, 16, 19, 116, 416}; }
 
 std::string architecture(int depth) {
   return "(stage convolutions " + list_string(stage_convolutions(depth)) + ", no batch norm)";

@@ -5,13 +5,20 @@
 //               (paper 002 §III-C), and its first-fit variant,
 //   MIP         paper 001's exact formulation (1)-(6) solved by Cbc from the
 //               best heuristic plan, under --mip-seconds; proven optimal, or
-//               the gap to its lower bound when it stops at the limit.
+//               the gap to its lower bound when it stops at the limit;
+//   search      the branch and bound over canonical placements in
+//               MiniMalloc's manner (plan/dsa_search.hpp): the least footprint
+//               it finds from the best heuristic within --search-seconds,
+//               proven optimal or not; and on a CSV instance, whether it fits
+//               the instance's capacity (search_offsets at the capacity, the
+//               MiniMalloc question), how fast.
 // Instances: the MiniMalloc CSV files (--data DIR, or any --instances FILE...),
 // whose file name carries a capacity (A.1048576.csv: 1 MiB) that each plan
 // fits or not; and, when the nn library is built, the training programs
 // (nn::dry_run_program, one steady-state iteration) of ResNet-18/34/50/101
 // and VGG-11/13/16/19 at batch 100, the models of SmartPool's Table I, whose
-// published footprint / peak load (1.0005-1.016) is printed beside ours.
+// published footprint / peak load (1.0005-1.016) is printed beside ours,
+// and DenseNet-121/264 (the issue's; not in Table I).
 // Those programs also give the online baseline: the peak extent of the
 // trainer's own heap (nn::measure_footprint: best-fit online allocation).
 // The MIP runs where it has at most --mip-max-pairs binaries (pairs of
@@ -21,7 +28,7 @@
 //
 //   plan_footprint [--quick] [--data DIR | --instances FILE...] [--models LIST] [--batch N]
 //                  [--image-size N] [--classes N] [--no-models] [--mip-seconds S]
-//                  [--mip-max-pairs N] [--json FILE]
+//                  [--mip-max-pairs N] [--search-seconds S] [--json FILE]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -40,6 +47,7 @@
 #include <cachedarrays/plan/best_fit_offsets.hpp>
 #include <cachedarrays/plan/dsa_mip.hpp>
 #include <cachedarrays/plan/dsa_problem.hpp>
+#include <cachedarrays/plan/dsa_search.hpp>
 #include <cachedarrays/plan/smartpool_offsets.hpp>
 #include <cachedarrays/types.hpp>
 #ifdef CACHEDARRAYS_BENCH_HAS_NN
@@ -95,6 +103,13 @@ struct MipOutcome {
   std::string skipped;  // when !result
 };
 
+// The search's outcome on one instance: the least footprint it found, and on
+// an instance with a capacity, the answer at the capacity.
+struct SearchOutcome {
+  plan::FootprintSearchResult minimum;
+  std::optional<plan::SearchResult> at_capacity;
+};
+
 struct Row {
   std::string instance;
   std::string kind;  // "csv" | "model"
@@ -107,6 +122,7 @@ struct Row {
   std::optional<double> paper_ratio;      // SmartPool's published ratio (models)
   std::vector<Result> results;            // in heuristics() order
   MipOutcome mip;
+  SearchOutcome search;
 };
 
 struct Options {
@@ -114,8 +130,8 @@ struct Options {
   bool no_models = false;
   std::string data_dir = CACHEDARRAYS_DSA_DATA_DIR;
   std::vector<std::string> instances;
-  std::vector<std::string> models{"resnet-18", "resnet-34", "resnet-50", "resnet-101",
-                                  "vgg-11",    "vgg-13",    "vgg-16",    "vgg-19"};
+  std::vector<std::string> models{"resnet-18", "resnet-34", "resnet-50",    "resnet-101",  "vgg-11",
+                                  "vgg-13",    "vgg-16",    "vgg-19",       "densenet-121", "densenet-264"};
   std::int64_t batch = 100;
   std::int64_t image_size = 224;
   std::int64_t classes = 1000;
@@ -124,13 +140,16 @@ struct Options {
   // initial LP, the warm start's, the final resolve; coin-or/Cbc issue
   // 231): ResNet-18's 65,656 pairs took 18 s at a limit of 0.25 s here.
   std::size_t mip_max_pairs = 20'000;
+  // Per instance, for the least footprint and, on a CSV instance, again for
+  // the answer at its capacity.
+  double search_seconds = 60;
   std::string json_path;
 };
 
 void add_options(CLI::App& app, Options& o) {
   app.add_flag("--quick", o.quick,
-               "one run per planner, the MIP 0.25 s unless --mip-seconds; models ResNet-18 and VGG-11 only, "
-               "batch 4, 32x32, width 0.25 (a smoke test)");
+               "one run per planner, the MIP 0.25 s unless --mip-seconds, the search 0.25 s unless "
+               "--search-seconds; models ResNet-18 and VGG-11 only, batch 4, 32x32, width 0.25 (a smoke test)");
   app.add_option("--data", o.data_dir, "the directory of the MiniMalloc CSV instances (*.csv)")->capture_default_str();
   app.add_option("--instances", o.instances, "CSV instance files to measure instead of those in --data")
       ->check(CLI::ExistingFile);
@@ -152,6 +171,11 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--mip-max-pairs", o.mip_max_pairs,
                  "skip the MIP on instances with more pairs of buffers alive together (its binaries)")
+      ->capture_default_str();
+  app.add_option("--search-seconds", o.search_seconds,
+                 "time limit of the search per instance (for the least footprint; on a CSV instance as much again "
+                 "for its capacity)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--json", o.json_path, "write one row per instance and planner as JSON to this file");
 }
@@ -187,7 +211,31 @@ MipOutcome run_mip(const plan::DsaProblem& problem, std::size_t pairs, const Opt
   return {std::move(r), {}};
 }
 
-Row row_for(std::string instance, std::string kind, const plan::DsaProblem& problem, const Options& o) {
+// The least footprint the search finds, and whether it fits `capacity`;
+// each plan checked.
+SearchOutcome run_search(const plan::DsaProblem& problem, std::optional<std::uint64_t> capacity, const Options& o) {
+  plan::SearchOptions options;
+  options.time_limit_seconds = o.search_seconds;
+  SearchOutcome out;
+  out.minimum = plan::minimize_footprint(problem, options);
+  plan::check_plan(problem, out.minimum.plan);
+  if (capacity) {
+    out.at_capacity = plan::search_offsets(problem, *capacity, options);
+    const plan::SearchResult& a = *out.at_capacity;
+    if (a.status == plan::SearchStatus::found) {
+      plan::check_plan(problem, a.plan);
+      // The search's column shows the better of its two plans.
+      if (a.plan.footprint < out.minimum.plan.footprint) {
+        out.minimum.plan = a.plan;
+        out.minimum.optimal = a.plan.footprint == out.minimum.lower_bound;
+      }
+    }
+  }
+  return out;
+}
+
+Row row_for(std::string instance, std::string kind, const plan::DsaProblem& problem,
+            std::optional<std::uint64_t> capacity, const Options& o) {
   Row row;
   row.instance = std::move(instance);
   row.kind = std::move(kind);
@@ -197,6 +245,8 @@ Row row_for(std::string instance, std::string kind, const plan::DsaProblem& prob
   row.alignment = problem.alignment();
   row.results = run_heuristics(problem, o.quick);
   row.mip = run_mip(problem, row.pairs, o);
+  row.capacity = capacity;
+  row.search = run_search(problem, capacity, o);
   return row;
 }
 
@@ -226,9 +276,7 @@ std::vector<Row> csv_rows(const Options& o) {
   std::vector<Row> rows;
   for (const std::filesystem::path& file : files) {
     const plan::DsaProblem problem = plan::DsaProblem::from_csv(file.string());
-    Row row = row_for(file.filename().string(), "csv", problem, o);
-    row.capacity = capacity_of(file);
-    rows.push_back(std::move(row));
+    rows.push_back(row_for(file.filename().string(), "csv", problem, capacity_of(file), o));
   }
   return rows;
 }
@@ -260,7 +308,7 @@ std::vector<Row> model_rows(const Options& o) {
     }
     const auto build = [&] { return nn::build_model(c); };
     const plan::DsaProblem problem = plan::DsaProblem::from_program(nn::dry_run_program(build));
-    Row row = row_for(fmt::format("{} b{} {}px", name, c.batch, c.image_size), "model", problem, o);
+    Row row = row_for(fmt::format("{} b{} {}px", name, c.batch, c.image_size), "model", problem, std::nullopt, o);
     row.online = nn::measure_footprint(build);
     for (const Published& p : table_i) {
       if (p.model == name) row.paper_ratio = p.ratio;
@@ -293,18 +341,37 @@ std::vector<Footprint> footprints(const Row& r) {
     all.push_back({r.results[i].planner, abbreviations[i], r.results[i].footprint});
   }
   if (r.mip.result) all.push_back({"mip", "mip", r.mip.result->plan.footprint});
+  all.push_back({"search", "srch", r.search.minimum.plan.footprint});
   return all;
 }
 
 // The planners whose footprint is within the capacity, e.g. "bf,mip";
-// "none", or "-" without a capacity.
+// "none", or "-" without a capacity. The search counts when its plan at the
+// capacity was found, even if its least footprint within the time was not.
 std::string fits(const Row& r) {
   if (!r.capacity) return "-";
   std::vector<std::string> within;
   for (const Footprint& f : footprints(r)) {
-    if (f.bytes <= *r.capacity) within.push_back(f.abbreviation);
+    const bool search_fits = f.planner == "search" && r.search.at_capacity &&
+                             r.search.at_capacity->status == plan::SearchStatus::found;
+    if (f.bytes <= *r.capacity || search_fits) within.push_back(f.abbreviation);
   }
   return within.empty() ? "none" : fmt::format("{}", fmt::join(within, ","));
+}
+
+// The search's least footprint: proven optimal, or the gap to what it proved.
+std::string search_gap(const plan::FootprintSearchResult& s) {
+  if (s.optimal) return "optimal";
+  const double gap = static_cast<double>(s.plan.footprint - s.lower_bound) / static_cast<double>(s.plan.footprint);
+  return gap < 1e-4 ? "<0.01%" : fmt::format("{:.2f}%", gap * 100);
+}
+
+// At the capacity: "found 1.23s", "infeasible 0.10s", "stopped 60.0s"; "-"
+// without a capacity.
+std::string capacity_answer(const Row& r) {
+  if (!r.search.at_capacity) return "-";
+  const plan::SearchResult& a = *r.search.at_capacity;
+  return fmt::format("{} {:.2f}s", plan::to_string(a.status), a.seconds);
 }
 
 std::string mip_gap(const MipOutcome& m) {
@@ -326,7 +393,9 @@ void print_footprints(const std::vector<Row>& rows) {
                             {"MIP", 7},
                             {"MIP gap", 8},
                             {"MIP bound", 9},
-                            {"fit capacity", 12, Align::left, 2},
+                            {"search", 7},
+                            {"srch gap", 8},
+                            {"fit capacity", 16, Align::left, 2},
                             {"SP paper", 8}});
   table.print_header();
   table.print_rule();
@@ -339,6 +408,8 @@ void print_footprints(const std::vector<Row>& rows) {
     cells.push_back(mip ? ratio(mip->plan.footprint, r.max_live) : "-");
     cells.push_back(mip_gap(r.mip));
     cells.push_back(mip ? ratio(static_cast<std::uint64_t>(mip->lower_bound), r.max_live) : "-");
+    cells.push_back(ratio(r.search.minimum.plan.footprint, r.max_live));
+    cells.push_back(search_gap(r.search.minimum));
     cells.push_back(fits(r));
     cells.push_back(r.paper_ratio ? fmt::format("{}", *r.paper_ratio) : "-");
     table.print_row(cells);
@@ -347,8 +418,10 @@ void print_footprints(const std::vector<Row>& rows) {
       "\nratios are footprint / max-live; max-live (the peak of live bytes) is the lower bound. capacity: the "
       "instance's (its file name), as a ratio. online: the trainer's own heap (best-fit online allocation) at its "
       "peak extent. MIP: paper 001's (1)-(6) by Cbc from the best heuristic; MIP gap: to its proven lower bound "
-      "(MIP bound), when it stopped at the time limit. fit capacity: on online, bf best-fit, sp SmartPool, spf "
-      "SP first-fit. SP paper: SmartPool's Table I (paper 002), CIFAR-10 at batch 100.\n\n");
+      "(MIP bound), when it stopped at the time limit. search: the branch and bound over canonical placements "
+      "(MiniMalloc), the least footprint found; srch gap: to what it proved. fit capacity: on online, bf best-fit, "
+      "sp SmartPool, spf SP first-fit, srch the search (at the least footprint, or its search at the capacity). SP "
+      "paper: SmartPool's Table I (paper 002), CIFAR-10 at batch 100.\n\n");
 }
 
 void print_times(const std::vector<Row>& rows, const Options& o) {
@@ -358,6 +431,9 @@ void print_times(const std::vector<Row>& rows, const Options& o) {
                             {"best-fit ms", 11},
                             {"SmartPool ms", 12},
                             {"SP first ms", 11},
+                            {"search s", 8},
+                            {"probes", 6},
+                            {"at capacity", 17, Align::left, 2},
                             {"MIP s", 7},
                             {"MIP status", 10, Align::left, 2}});
   table.print_header();
@@ -365,14 +441,19 @@ void print_times(const std::vector<Row>& rows, const Options& o) {
   for (const Row& r : rows) {
     std::vector<std::string> cells{r.instance, std::to_string(r.pairs)};
     for (const Result& res : r.results) cells.push_back(fmt::format("{:.2f}", res.seconds * 1e3));
+    cells.push_back(fmt::format("{:.2f}", r.search.minimum.seconds));
+    cells.push_back(std::to_string(r.search.minimum.probes));
+    cells.push_back(capacity_answer(r));
     const std::optional<plan::MipResult>& mip = r.mip.result;
     cells.push_back(mip ? fmt::format("{:.2f}", mip->seconds) : "-");
     cells.push_back(mip ? mip->status : "skipped: " + r.mip.skipped);
     table.print_row(cells);
   }
   fmt::print("\npairs: of buffers alive together, the MIP's binaries. MIP limit {} s per instance (--mip-seconds); "
-             "its time includes the heuristics that give its warm start.\n",
-             o.mip_seconds);
+             "its time includes the heuristics that give its warm start. search s: the least footprint's search, "
+             "probes: the capacities it tried, at capacity: the search at the instance's capacity; limit {} s each "
+             "(--search-seconds).\n",
+             o.mip_seconds, o.search_seconds);
 }
 
 nlohmann::json to_json(const std::vector<Row>& rows) {
@@ -401,12 +482,30 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
       j["proven_lower_bound_bytes"] = m.lower_bound;
       j["status"] = m.status;
     }
+    if (f.planner == "search") {
+      const plan::FootprintSearchResult& m = r.search.minimum;
+      j["optimal"] = m.optimal;
+      j["proven_lower_bound_bytes"] = m.lower_bound;
+      j["nodes"] = m.nodes;
+      j["probes"] = m.probes;
+      if (r.search.at_capacity) {
+        const plan::SearchResult& a = *r.search.at_capacity;
+        j["fits_capacity"] = f.bytes <= *r.capacity || a.status == plan::SearchStatus::found;
+        j["capacity_search"] = {{"status", plan::to_string(a.status)},
+                                {"seconds", a.seconds},
+                                {"nodes", a.nodes},
+                                {"footprint_bytes", a.status == plan::SearchStatus::found
+                                                        ? nlohmann::json(a.plan.footprint)
+                                                        : nlohmann::json(nullptr)}};
+      }
+    }
     return j;
   };
   for (const Row& r : rows) {
     for (const Footprint& f : footprints(r)) {
       std::optional<double> seconds;
       if (f.planner == "mip") seconds = r.mip.result->seconds;
+      if (f.planner == "search") seconds = r.search.minimum.seconds;
       for (const Result& res : r.results) {
         if (res.planner == f.planner) seconds = res.seconds;
       }
@@ -419,12 +518,13 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Offset planners against max-live: best-fit offset lines (paper 001), SmartPool (paper 002) and "
-               "paper 001's exact MIP (Cbc)"};
+  CLI::App app{"Offset planners against max-live: best-fit offset lines (paper 001), SmartPool (paper 002), "
+               "paper 001's exact MIP (Cbc) and a MiniMalloc-style exact search"};
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
   if (options.quick && app.count("--mip-seconds") == 0) options.mip_seconds = 0.25;
+  if (options.quick && app.count("--search-seconds") == 0) options.search_seconds = 0.25;
   std::vector<Row> rows;
   try {
     rows = csv_rows(options);

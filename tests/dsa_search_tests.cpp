@@ -81,6 +81,10 @@ TEST_CASE("dsa search: three buffers alive together fit in their sum, not one by
   const SearchResult below = search(p, 223);
   CHECK(below.status == SearchStatus::infeasible);
   CHECK(std::string(ca::plan::to_string(below.status)) == "infeasible");
+  // A time limit past what the clock holds is no limit.
+  SearchOptions forever;
+  forever.time_limit_seconds = 1e300;
+  CHECK(ca::plan::search_offsets(p, 224, forever).status == SearchStatus::found);
 }
 
 TEST_CASE("dsa search: a capacity below max-live is proven infeasible without searching") {

@@ -431,6 +431,14 @@ CACHEDARRAYS_INLINE void search_check_options(const char* who, const SearchOptio
   }
 }
 
+// The moment `seconds` from now; a limit beyond a century (which the
+// clock's nanoseconds could not hold for long) is no limit at all.
+CACHEDARRAYS_INLINE std::chrono::steady_clock::time_point search_deadline(double seconds) {
+  constexpr double century = 100.0 * 365 * 24 * 3600;
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(std::min(seconds, century)));
+}
+
 CACHEDARRAYS_INLINE SearchResult search_offsets_until(const DsaProblem& problem, std::uint64_t capacity,
                                                       std::uint64_t node_limit,
                                                       std::chrono::steady_clock::time_point deadline) {
@@ -493,10 +501,8 @@ CACHEDARRAYS_INLINE const char* to_string(SearchStatus status) noexcept {
 CACHEDARRAYS_INLINE SearchResult search_offsets(const DsaProblem& problem, std::uint64_t capacity,
                                                 const SearchOptions& options) {
   detail::search_check_options("search_offsets", options);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(options.time_limit_seconds));
-  return detail::search_offsets_until(problem, capacity, options.node_limit, deadline);
+  return detail::search_offsets_until(problem, capacity, options.node_limit,
+                                      detail::search_deadline(options.time_limit_seconds));
 }
 
 CACHEDARRAYS_INLINE FootprintSearchResult minimize_footprint(const DsaProblem& problem,
@@ -504,8 +510,7 @@ CACHEDARRAYS_INLINE FootprintSearchResult minimize_footprint(const DsaProblem& p
   detail::search_check_options("minimize_footprint", options);
   using Clock = std::chrono::steady_clock;
   const auto began = Clock::now();
-  const auto end = began + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(options.time_limit_seconds));
+  const auto end = detail::search_deadline(options.time_limit_seconds);
   FootprintSearchResult result;
   // The incumbent: the best heuristic plan.
   result.plan = best_fit_offsets(problem);

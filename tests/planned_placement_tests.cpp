@@ -190,6 +190,40 @@ TEST_CASE("planned placement: an iteration that departs from the plan is placed 
   rt.manager().check_invariants(true);
 }
 
+TEST_CASE("planned placement: an object added once goes above the plan; added again, it joins the plan") {
+  const Script script = fragmenting();
+  // The iteration with one more object, made and dropped before the
+  // others, as the trainer's first iteration makes its scratchpad.
+  Script added = {{true, 3, 8 * kib}, {false, 3, 0}};
+  added.insert(added.end(), script.begin(), script.end());
+
+  ca::Runtime rt = planned_runtime(1 << 20);
+  run_iteration(rt, script, 1);
+  run_iteration(rt, script, 2);  // planned from the first
+  REQUIRE(placement_of(rt).counters().plans == 1);
+  const std::uint64_t footprint = placement_of(rt).footprint();
+
+  std::vector<std::optional<std::uint64_t>> offsets;
+  run_iteration(rt, added, 3, &offsets);
+  CHECK(offsets[3] >= footprint);  // above the plan: no later object's slot
+  CHECK(placement_of(rt).counters().above == 1);
+  CHECK(placement_of(rt).counters().planned == 6);  // A, B and C kept theirs
+
+  run_iteration(rt, script, 4);  // the plan was kept: nothing to re-plan
+  CHECK(placement_of(rt).counters().plans == 1);
+  CHECK(placement_of(rt).counters().planned == 9);
+
+  run_iteration(rt, added, 5);
+  run_iteration(rt, added, 6);
+  CHECK(placement_of(rt).counters().plans == 1);
+  const std::uint64_t unplanned = placement_of(rt).counters().unplanned;
+  run_iteration(rt, added, 7);  // the same addition twice in a row: planned with it
+  CHECK(placement_of(rt).counters().plans == 2);
+  CHECK(placement_of(rt).counters().unplanned == unplanned);
+  CHECK(placement_of(rt).footprint() == ca::plan::best_fit_offsets(problem_of(added)).footprint);
+  rt.manager().check_invariants(true);
+}
+
 TEST_CASE("planned placement: a taken slot sends its object above the plan, not into a later object's slot") {
   const Script script = fragmenting();
   ca::Runtime rt = planned_runtime(1 << 20);

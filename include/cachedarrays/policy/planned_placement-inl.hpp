@@ -85,13 +85,19 @@ CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& ma
   if (program_) {
     make_plan(*program_, manager, fast);
     program_.reset();
-  } else if (in_iteration_ && (!planned_ || observed_ != *planned_)) {
+  } else if (in_iteration_ && !observed_.empty() && (!planned_ || observed_ != *planned_)) {
     // Re-plan from what the last iteration did (paper 001 §4.3: a plan
     // profiled on one iteration serves the next ones as long as they repeat
-    // it); an empty iteration keeps the plan.
-    if (!observed_.empty()) make_plan(observed_, manager, fast);
+    // it). Not when it only added objects the plan did not know, once: they
+    // went above the plan, and the trainer's first iteration is like that
+    // (it makes its scratchpad); a plan made from it would hold their room
+    // for nothing in every later iteration. When they come again, they are
+    // part of the program.
+    if (!planned_ || matched_only() != *planned_ || observed_ == last_observed_) make_plan(observed_, manager, fast);
   }
+  if (in_iteration_) last_observed_ = std::move(observed_);
   observed_.clear();
+  matched_.clear();
   created_.clear();
   clock_ = 0;
   cursor_ = 0;
@@ -104,6 +110,7 @@ CACHEDARRAYS_INLINE Region* PlannedPlacement::place(DataManager& manager, Device
   const auto k = static_cast<std::uint32_t>(observed_.size());
   const std::uint64_t bytes = object.bytes();
   observed_.push_back({bytes, clock_++, 0});
+  matched_.push_back(unmatched);
   created_[&object] = k;
   if (!planned_) {
     ++counters_.unplanned;
@@ -127,6 +134,7 @@ CACHEDARRAYS_INLINE Region* PlannedPlacement::place(DataManager& manager, Device
     return above_plan(manager, fast, bytes);
   }
   cursor_ = match + 1;
+  matched_[k] = match;
   const std::uint64_t offset = *base_ + (odd_ ? odd_slots_[match] : slots_[match]);
   if (offset >= manager.capacity(fast) || bytes > manager.capacity(fast) - offset) {
     ++counters_.beyond;
@@ -153,6 +161,28 @@ CACHEDARRAYS_INLINE Region* PlannedPlacement::above_plan(DataManager& manager, D
   Region* region = manager.try_allocate_at(fast, offset, bytes);
   if (region != nullptr) ++counters_.above;
   return region;
+}
+
+CACHEDARRAYS_INLINE PlannedPlacement::Record PlannedPlacement::matched_only() const {
+  // The objects matched to the plan, their events renumbered as if the
+  // others had not happened.
+  std::vector<std::uint32_t> times;
+  for (std::size_t k = 0; k < observed_.size(); ++k) {
+    if (matched_[k] == unmatched) continue;
+    times.push_back(observed_[k].start);
+    if (observed_[k].end != 0) times.push_back(observed_[k].end);
+  }
+  std::sort(times.begin(), times.end());
+  const auto rank = [&](std::uint32_t t) {
+    return static_cast<std::uint32_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
+  };
+  Record record;
+  for (std::size_t k = 0; k < observed_.size(); ++k) {
+    if (matched_[k] == unmatched) continue;
+    const plan::DsaBuffer& b = observed_[k];
+    record.push_back({b.size, rank(b.start), b.end == 0 ? 0 : rank(b.end)});
+  }
+  return record;
 }
 
 CACHEDARRAYS_INLINE void PlannedPlacement::retired(const Object& object) {

@@ -26,7 +26,9 @@
 // object to the policy's online placement. When an iteration departs
 // from the plan (objects added, dropped or resized, a different order of
 // creations and retirements: paper 001 §4.3), the next iteration is planned
-// from it, as recorded here. A slot that is not
+// from it, as recorded here — unless it only added objects the plan did not
+// know and the iteration before did not add the same (the trainer's first
+// iteration makes its scratchpad): those went above the plan. A slot that is not
 // free (an object placed online sits there) or beyond the fast heap is a
 // miss for that object only: it is placed online. A plan never fails a run;
 // it only places.
@@ -102,7 +104,13 @@ class PlannedPlacement {
   std::uint64_t lower_bound_ = 0;
   bool odd_ = false;
 
-  Record observed_;  // this iteration
+  // This iteration's record, the previous one's, and per object of this
+  // one the planned object it was matched to (unmatched: none).
+  [[nodiscard]] Record matched_only() const;
+  static constexpr std::uint32_t unmatched = UINT32_MAX;
+  Record observed_;
+  Record last_observed_;
+  std::vector<std::uint32_t> matched_;
   std::unordered_map<const Object*, std::uint32_t> created_;  // this iteration's objects by address
   std::uint32_t clock_ = 0;
   bool in_iteration_ = false;

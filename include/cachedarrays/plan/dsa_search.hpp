@@ -23,8 +23,9 @@
 //     preorder; the preorders "WAT", "TAW", "TWA" (width = lifetime, area =
 //     size x lifetime, total = the largest section total the buffer is in)
 //     take turns under node limits that double (solver.cc RoundRobin).
-// MiniMalloc's dynamic decomposition into independent time partitions is
-// not implemented.
+//   - dynamic decomposition (solver.cc DynamicallyDecompose): where no
+//     unplaced buffer crosses between two sections, the parts on either side
+//     do not interact and are searched one after the other.
 //
 // search_offsets answers "does it fit in `capacity`": a plan, a proof that
 // none exists, or "stopped" at a limit. minimize_footprint searches for the

@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -144,6 +145,9 @@ struct Options {
   // the answer at its capacity.
   double search_seconds = 60;
   std::string json_path;
+  // A directory to write each model's DSA problem into, in the MiniMalloc
+  // CSV format (empty: none), so that other solvers can be run on them.
+  std::string write_programs;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -178,6 +182,9 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--json", o.json_path, "write one row per instance and planner as JSON to this file");
+  app.add_option("--write-programs", o.write_programs,
+                 "write each model's DSA problem to DIR/<model>-b<batch>-<size>px.csv in the MiniMalloc format "
+                 "(buffer,start,end,size), for other solvers; the directory is created");
 }
 
 // Each heuristic on `problem`, its plan checked; timed as the median of
@@ -284,6 +291,16 @@ std::vector<Row> csv_rows(const Options& o) {
 #ifdef CACHEDARRAYS_BENCH_HAS_NN
 namespace nn = cachedarrays::nn;
 
+// `problem` as DIR/NAME.csv; throws heap_error when it cannot be written.
+void write_program(const plan::DsaProblem& problem, const std::string& name, const Options& o) {
+  std::filesystem::create_directories(o.write_programs);
+  const std::filesystem::path path = std::filesystem::path(o.write_programs) / (name + ".csv");
+  std::ofstream out(path);
+  out << problem.to_csv();
+  if (!out) throw ca::heap_error("plan_footprint: cannot write " + path.string());
+  fmt::print("wrote {} ({} buffers)\n", path.string(), problem.size());
+}
+
 std::vector<Row> model_rows(const Options& o) {
   std::vector<std::string> models = o.models;
   if (o.quick) models = {"resnet-18", "vgg-11"};
@@ -308,6 +325,7 @@ std::vector<Row> model_rows(const Options& o) {
     }
     const auto build = [&] { return nn::build_model(c); };
     const plan::DsaProblem problem = plan::DsaProblem::from_program(nn::dry_run_program(build));
+    if (!o.write_programs.empty()) write_program(problem, fmt::format("{}-b{}-{}px", name, c.batch, c.image_size), o);
     Row row = row_for(fmt::format("{} b{} {}px", name, c.batch, c.image_size), "model", problem, std::nullopt, o);
     row.online = nn::measure_footprint(build);
     for (const Published& p : table_i) {

@@ -108,44 +108,54 @@ CACHEDARRAYS_INLINE std::uint64_t search_aligned_max_live(const SearchSweep& swe
   return bound;
 }
 
-// The static preorder of the buffers under one of MiniMalloc's heuristics
-// (solver.cc PreorderingComparator): a string of keys compared in turn, each
-// larger first — W the lifetime's width, A the area (size x width), T the
-// largest section total the buffer is in — then the lower index. Returns
-// each buffer's rank in it.
-CACHEDARRAYS_INLINE std::vector<std::uint32_t> search_preorder(const DsaProblem& problem, const SearchSweep& sweep,
-                                                               std::string_view keys) {
+// The static preorder of a part's buffers under one of MiniMalloc's
+// heuristics (solver.cc PreorderingComparator): a string of keys compared in
+// turn, each larger first — W the lifetime's width, A the area (size x
+// width), T the largest total of the bytes still to place in a section the
+// buffer is in — then the lower index. Like solver.cc SubSolve, it is
+// computed afresh for every part the search decomposes into, from the
+// totals of that moment (`section_total`, the unplaced bytes per section):
+// after a decomposition, T ranks the buffers of the part by what is left
+// around them, not by what was there at the start. Writes each part
+// buffer's rank among them to `rank`.
+CACHEDARRAYS_INLINE void search_preorder(const DsaProblem& problem, const SearchSweep& sweep,
+                                         const std::vector<std::uint64_t>& section_total, std::string_view keys,
+                                         const std::vector<std::uint32_t>& part, std::vector<std::uint32_t>& rank) {
   const std::vector<DsaBuffer>& buffers = problem.buffers();
-  const std::size_t n = buffers.size();
-  std::vector<std::uint64_t> total(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
+  struct Keys {
+    long double width, area, total;
+    std::uint32_t buffer;
+  };
+  std::vector<Keys> order;
+  order.reserve(part.size());
+  for (const std::uint32_t i : part) {
+    std::uint64_t total = 0;
     for (std::uint32_t s = sweep.first_section[i]; s <= sweep.last_section[i]; ++s) {
-      total[i] = std::max(total[i], sweep.section_total[s]);
+      total = std::max(total, section_total[s]);
     }
+    const std::uint64_t width = buffers[i].end - buffers[i].start;
+    // The area as long double: size (< 2^63) x width (< 2^32) may exceed 64
+    // bits; the order of two areas is all that matters.
+    order.push_back({static_cast<long double>(width),
+                     static_cast<long double>(buffers[i].size) * static_cast<long double>(width),
+                     static_cast<long double>(total), i});
   }
-  const auto width = [&](std::size_t i) -> std::uint64_t { return buffers[i].end - buffers[i].start; };
-  const auto key = [&](char k, std::size_t i) -> long double {
+  const auto key = [](char k, const Keys& x) -> long double {
     switch (k) {
-      case 'W': return static_cast<long double>(width(i));
-      // The area as long double: size (< 2^63) x width (< 2^32) may exceed
-      // 64 bits; the order of two areas is all that matters.
-      case 'A': return static_cast<long double>(buffers[i].size) * static_cast<long double>(width(i));
-      default: return static_cast<long double>(total[i]);
+      case 'W': return x.width;
+      case 'A': return x.area;
+      default: return x.total;
     }
   };
-  std::vector<std::uint32_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+  std::sort(order.begin(), order.end(), [&](const Keys& a, const Keys& b) {
     for (const char k : keys) {
       const long double ka = key(k, a);
       const long double kb = key(k, b);
       if (ka != kb) return ka > kb;
     }
-    return a < b;
+    return a.buffer < b.buffer;
   });
-  std::vector<std::uint32_t> rank(n);
-  for (std::size_t r = 0; r < n; ++r) rank[order[r]] = static_cast<std::uint32_t>(r);
-  return rank;
+  for (std::size_t r = 0; r < order.size(); ++r) rank[order[r].buffer] = static_cast<std::uint32_t>(r);
 }
 
 enum class DfsOutcome : std::uint8_t { found, exhausted, node_limit, time_limit };
@@ -160,8 +170,8 @@ class CanonicalSearch {
   using Clock = std::chrono::steady_clock;
 
   CanonicalSearch(const DsaProblem& problem, const SearchSweep& sweep, std::uint64_t capacity,
-                  std::vector<std::uint32_t> rank)
-      : problem_(problem), sweep_(sweep), capacity_(capacity), rank_(std::move(rank)) {}
+                  std::string_view keys)
+      : problem_(problem), sweep_(sweep), capacity_(capacity), keys_(keys) {}
 
   // Searches until a plan is found, the tree is exhausted or a limit is met;
   // `nodes` counts the placements tried.
@@ -170,11 +180,10 @@ class CanonicalSearch {
     const std::size_t sections = sweep_.section_total.size();
     offset_.assign(n, unplaced);
     solution_.assign(n, 0);
+    rank_.assign(n, 0);
     min_offset_.assign(n, 0);
     floor_.assign(sections, 0);
     total_ = sweep_.section_aligned_total;
-    section_stamp_.assign(sections, 0);
-    stamp_ = 0;
     offset_log_.clear();
     floor_log_.clear();
     // cuts_[s]: the unplaced buffers alive in both section s and s + 1
@@ -219,7 +228,6 @@ class CanonicalSearch {
   // (solver.cc DynamicallyDecompose).
   DfsOutcome solve_parts(const std::vector<std::uint32_t>& buffers, std::uint32_t lo, std::uint32_t hi,
                          const std::vector<std::uint32_t>& cutpoints) {
-    if (cutpoints.empty()) return search(buffers, lo, hi, 0, 0, false);
     std::uint32_t begin = lo;
     for (std::size_t c = 0; c <= cutpoints.size(); ++c) {
       const std::uint32_t end = c < cutpoints.size() ? cutpoints[c] : hi;
@@ -230,7 +238,13 @@ class CanonicalSearch {
         }
       }
       if (!part.empty()) {
+        // The part's own preorder (solver.cc SubSolve); the ranks it had in
+        // the enclosing part come back afterwards, for the candidates there.
+        std::vector<std::uint32_t> saved(part.size());
+        for (std::size_t k = 0; k < part.size(); ++k) saved[k] = rank_[part[k]];
+        search_preorder(problem_, sweep_, total_, keys_, part, rank_);
         const DfsOutcome outcome = search(part, begin, end, 0, 0, false);
+        for (std::size_t k = 0; k < part.size(); ++k) rank_[part[k]] = saved[k];
         if (outcome != DfsOutcome::found) return outcome;
       }
       begin = end;
@@ -327,8 +341,10 @@ class CanonicalSearch {
     const std::uint64_t alignment = problem_.alignment();
     const std::uint64_t aligned_top = (top + alignment - 1) / alignment * alignment;
     // The buffers alive with it go above it; the sections they are in may
-    // see their floor rise with them.
-    ++stamp_;
+    // see their floor rise with them. Those sections, and the buffer's own,
+    // lie in one run: every raised buffer's run meets the buffer's.
+    std::uint32_t affected_first = sweep_.first_section[b];
+    std::uint32_t affected_last = sweep_.last_section[b];
     bool hatless = true;
     for (const std::uint32_t other : sweep_.overlaps[b]) {
       if (offset_[other] != unplaced) continue;
@@ -336,9 +352,8 @@ class CanonicalSearch {
       if (min_offset_[other] >= aligned_top) continue;
       offset_log_.push_back({other, min_offset_[other]});
       min_offset_[other] = aligned_top;
-      for (std::uint32_t s = sweep_.first_section[other]; s <= sweep_.last_section[other]; ++s) {
-        section_stamp_[s] = stamp_;
-      }
+      affected_first = std::min(affected_first, sweep_.first_section[other]);
+      affected_last = std::max(affected_last, sweep_.last_section[other]);
     }
     // Its sections: everything still to place there goes above its top.
     for (std::uint32_t s = sweep_.first_section[b]; s <= sweep_.last_section[b]; ++s) {
@@ -346,18 +361,19 @@ class CanonicalSearch {
       total_[s] -= problem_.aligned_size(b);
     }
     // A section's floor is no lower than the least minimum offset of the
-    // buffers still to place in it (solver.cc `unallocated_floor`).
-    for (const std::uint32_t other : sweep_.overlaps[b]) {
-      if (offset_[other] != unplaced) continue;
-      for (std::uint32_t s = sweep_.first_section[other]; s <= sweep_.last_section[other]; ++s) {
-        if (section_stamp_[s] != stamp_) continue;
-        section_stamp_[s] = 0;  // once per section
-        std::uint64_t least = unplaced;
-        for (const std::uint32_t member : sweep_.section_buffers[s]) {
-          if (offset_[member] == unplaced) least = std::min(least, min_offset_[member]);
-        }
-        if (least != unplaced) set_floor(s, least);
+    // buffers still to place in it (solver.cc `unallocated_floor`; it
+    // recomputes the sections of the raised buffers, this the run that holds
+    // them, which is no weaker). The floor already equals that least offset
+    // where a buffer at or below it is left, which ends the scan early.
+    for (std::uint32_t s = affected_first; s <= affected_last; ++s) {
+      const std::uint64_t floor = floor_[s];
+      std::uint64_t least = unplaced;
+      for (const std::uint32_t member : sweep_.section_buffers[s]) {
+        if (offset_[member] != unplaced) continue;
+        least = std::min(least, min_offset_[member]);
+        if (least <= floor) break;
       }
+      if (least != unplaced) set_floor(s, least);
     }
     return hatless;
   }
@@ -402,7 +418,8 @@ class CanonicalSearch {
   const DsaProblem& problem_;
   const SearchSweep& sweep_;
   std::uint64_t capacity_;
-  std::vector<std::uint32_t> rank_;
+  std::string_view keys_;
+  std::vector<std::uint32_t> rank_;  // per buffer: its rank in its part's preorder
 
   std::vector<std::uint64_t> offset_;      // unplaced or the placed offset
   std::vector<std::uint64_t> solution_;    // each buffer's latest placement
@@ -410,8 +427,6 @@ class CanonicalSearch {
   std::vector<std::uint64_t> floor_;       // per section
   std::vector<std::uint64_t> total_;       // per section: the bytes of its unplaced buffers
   std::vector<std::uint32_t> cuts_;        // per pair of neighbouring sections
-  std::vector<std::uint64_t> section_stamp_;
-  std::uint64_t stamp_ = 0;
   std::vector<Change> offset_log_;
   std::vector<Change> floor_log_;
   std::uint64_t node_limit_ = 0;
@@ -462,7 +477,7 @@ CACHEDARRAYS_INLINE SearchResult search_offsets_until(const DsaProblem& problem,
   static constexpr std::array<std::string_view, 3> heuristics{"WAT", "TAW", "TWA"};
   std::vector<CanonicalSearch> searches;
   for (const std::string_view keys : heuristics) {
-    searches.emplace_back(problem, sweep, capacity, search_preorder(problem, sweep, keys));
+    searches.emplace_back(problem, sweep, capacity, keys);
   }
   std::uint64_t round_limit = n;
   while (true) {

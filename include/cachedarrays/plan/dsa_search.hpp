@@ -22,7 +22,9 @@
 //   - ordering (§4.4): buffers are tried by minimum offset, then by a static
 //     preorder; the preorders "WAT", "TAW", "TWA" (width = lifetime, area =
 //     size x lifetime, total = the largest section total the buffer is in)
-//     take turns under node limits that double (solver.cc RoundRobin).
+//     take turns under node limits that double (solver.cc RoundRobin). As in
+//     solver.cc SubSolve, each part a decomposition yields gets its own
+//     preorder, "total" counting the bytes still to place there.
 //   - dynamic decomposition (solver.cc DynamicallyDecompose): where no
 //     unplaced buffer crosses between two sections, the parts on either side
 //     do not interact and are searched one after the other.

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,35 @@ TEST_CASE("dsa search: the node and time limits stop the search, and the result 
   check_minimum(p, m);
   CHECK(m.probes >= 1);
   CHECK(m.seconds < 0.5);
+}
+
+TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at max-live, included)") {
+#ifdef CACHEDARRAYS_SHARED_DATA_DIR
+  const std::filesystem::path dir = std::filesystem::path(CACHEDARRAYS_SHARED_DATA_DIR) / "dsa";
+#else
+  const std::filesystem::path dir;
+#endif
+  if (dir.empty() || !std::filesystem::is_directory(dir)) {
+    MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
+    return;
+  }
+  // Placements needed here (Release, 2026-11): A 229,694, B 1,599,077,
+  // C 237,427, D 204,394, E 4,913,223, F 1,673,585 — E had stopped after
+  // 548 M before each part of a decomposition got its own preorder
+  // (solver.cc SubSolve). The node limit keeps the outcome independent of
+  // the machine's speed; the time limit only stops a runaway.
+  SearchOptions o;
+  o.node_limit = 20'000'000;
+  o.time_limit_seconds = 600;
+  for (const char letter : std::string("ABCDEF")) {
+    const std::filesystem::path file = dir / (std::string(1, letter) + ".1048576.csv");
+    INFO(file.string());
+    REQUIRE(std::filesystem::exists(file));
+    const DsaProblem p = DsaProblem::from_csv(file.string());
+    const SearchResult r = ca::plan::search_offsets(p, 1048576, o);
+    check_search(p, 1048576, r);
+    CHECK(r.status == SearchStatus::found);
+  }
 }
 
 TEST_CASE("dsa search: bad options are refused, saying what is wrong and what is allowed") {

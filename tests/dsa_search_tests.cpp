@@ -16,6 +16,7 @@
 #include "cachedarrays/plan/dsa_problem.hpp"
 #include "cachedarrays/plan/dsa_search.hpp"
 #include "cachedarrays/plan/smartpool_offsets.hpp"
+#include "dsa_test_support.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -32,15 +33,7 @@ namespace {
 // `max_units` units of `unit` bytes.
 DsaProblem small_problem(test::Rng& rng, std::uint64_t n, std::uint64_t unit, std::uint64_t alignment,
                          std::uint64_t max_units, std::uint32_t horizon) {
-  std::vector<DsaBuffer> buffers;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    DsaBuffer b;
-    b.size = rng.between(1, max_units) * unit;
-    b.start = static_cast<std::uint32_t>(rng.below(horizon));
-    b.end = static_cast<std::uint32_t>(rng.between(b.start + 1, horizon));
-    buffers.push_back(b);
-  }
-  return DsaProblem(std::move(buffers), alignment);
+  return test::small_dsa_problem(rng, n, unit, alignment, max_units, horizon);
 }
 
 // A found plan is a solution within the capacity; the other outcomes carry

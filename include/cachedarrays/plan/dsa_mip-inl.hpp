@@ -24,6 +24,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/plan/best_fit_offsets.hpp"
+#include "cachedarrays/plan/detail/cbc_support.hpp"
 #include "cachedarrays/plan/smartpool_offsets.hpp"
 
 namespace cachedarrays::plan {
@@ -89,18 +90,6 @@ CACHEDARRAYS_INLINE std::uint64_t mip_aligned_max_live(const DsaProblem& problem
   }
   return bound;
 }
-
-// Cbc's CbcMain1, which Cbc_solve runs, keeps state in statics (Cbc 2.10;
-// coin-or/Cbc issue 332, "CbcMain not thread safe"): one solve at a time.
-CACHEDARRAYS_INLINE std::mutex& mip_solver_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-struct CbcModelDeleter {
-  void operator()(Cbc_Model* model) const noexcept { Cbc_deleteModel(model); }
-};
-using CbcModelPtr = std::unique_ptr<Cbc_Model, CbcModelDeleter>;
 
 // Buffers of the same size and lifetime are interchangeable: any solution
 // stays one when two of them swap offsets. The MIP fixes the order of each
@@ -182,13 +171,6 @@ CACHEDARRAYS_INLINE OffsetPlan mip_incumbent(const DsaProblem& problem, const Mi
   return best;
 }
 
-// The shortest text that reads back as `v` (1e-07, 0.25): Cbc's parameters
-// are text, and std::to_string would round small limits to "0.000000".
-CACHEDARRAYS_INLINE std::string mip_format_number(double v) {
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
-  return ec == std::errc{} ? std::string(text, end) : std::to_string(v);
-}
 
 }  // namespace detail
 

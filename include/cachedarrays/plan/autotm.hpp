@@ -1,0 +1,108 @@
+// AutoTM's memory optimiser (paper 000, Hildebrand et al., "AutoTM:
+// Automatic Tensor Movement in Heterogeneous Memory Systems using Integer
+// Linear Programming", ASPLOS 2020, §3): for every object of a program, where
+// it lives during each kernel that uses it (DRAM = the fast tier, PMM = the
+// slow one) and when it moves, chosen by an integer linear program that
+// minimises the modeled time of the iteration under a DRAM limit per kernel.
+// Solved by COIN-OR Cbc.
+//
+// Formulations (§3, Figure 6):
+//   - static: an object is placed once, in DRAM or PMM, and stays there;
+//   - synchronous: an object may move between its uses, just before a
+//     kernel that uses it (into DRAM) or just after (out to PMM); moves
+//     block the program, so their time adds to the objective (2).
+// The asynchronous formulation of §7 is not built yet.
+//
+// Variables (§3.3), per object o and each kernel k that uses it:
+//   x(o,k) = 1 when o is in DRAM during k       (the paper's t^DRAM_{t,k})
+//   y(o,k) = 1 when o stays in DRAM after k     (the paper's t^DRAM_{t,k+})
+// with y <= x (an object reaches DRAM only just before a use), moves in
+// before k when x(o,k) > y(o, previous use), moves out after k when
+// x(o,k) > y(o,k). An object's network flow graph (§3.1) is the chain of
+// its uses; these variables are its edges.
+//
+// Kernel time (§3.5): the paper sums over every configuration c of a
+// kernel's arguments a one-hot d_{k,c} times its profiled time n_{k,c} (6).
+// Our profiles time a kernel all in DRAM and all in PMM, and the time models
+// (profiled_time.hpp, roofline.hpp) are additive over the arguments, so
+// n_{k,c} = n_{k,DRAM} + sum over the arguments c puts in PMM of
+// delta(k, a): the one-hot sum equals the linear form
+//   rho_k = n_{k,DRAM} + sum_a delta(k,a) (1 - x(a,k)),
+// with no 2^|IO(k)| configurations. delta comes from any KernelTimeModel.
+//
+// DRAM limit (5): at each kernel k, the arguments in DRAM during k plus the
+// other objects alive at k that stayed in DRAM after their last use before k
+// fit in L_k. Objects the iteration does not create (parameters, momentum)
+// are alive throughout and wrap around: before their first use they are
+// where their last use left them.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/plan/kernel_profile.hpp"
+#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/roofline.hpp"
+
+namespace cachedarrays::plan {
+
+enum class AutotmFormulation : std::uint8_t { static_placement, synchronous };
+[[nodiscard]] const char* to_string(AutotmFormulation formulation) noexcept;
+
+// The time side of the problem: each kernel's time all in DRAM and what
+// each of its arguments adds in PMM, and the copy bandwidths.
+struct AutotmCosts {
+  std::vector<double> dram_seconds;              // by kernel
+  std::vector<std::vector<double>> pmm_penalty;  // by kernel, by argument: seconds added when it is in PMM
+  double to_pmm_gbps = 0;                        // DRAM -> PMM copies
+  double to_dram_gbps = 0;                       // PMM -> DRAM copies
+
+  // From a time model: dram_seconds with every argument at `dram`'s
+  // bandwidth, pmm_penalty with one argument at `pmm`'s instead. The copy
+  // bandwidths: PMM's write bandwidth out, its read bandwidth in.
+  [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
+                                              const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
+};
+
+struct AutotmOptions {
+  AutotmFormulation formulation = AutotmFormulation::synchronous;
+  std::uint64_t dram_limit = 0;  // L_DRAM, bytes
+  // L_DRAM,k per kernel (§4.2's fragmentation loop lowers some); empty: all
+  // dram_limit.
+  std::vector<std::uint64_t> kernel_limits;
+  double relative_gap = 0.01;  // the paper's
+  double time_limit_seconds = 60;
+};
+
+struct AutotmMove {
+  std::uint32_t object = 0;
+  std::uint32_t kernel = 0;
+  bool to_dram = true;  // before `kernel`; false: to PMM after `kernel`
+};
+
+struct AutotmPlan {
+  // By kernel, by argument (as program.kernels()[k].args): in DRAM during k.
+  std::vector<std::vector<bool>> in_dram;
+  std::vector<AutotmMove> moves;  // in program order
+  double modeled_seconds = 0;     // the objective: kernels plus blocking moves
+  bool optimal = false;           // proven within relative_gap
+  double gap = 0;                 // (objective - bound) / objective
+  double seconds = 0;             // wall time of the solve
+  std::string status;             // for a person
+};
+
+// The plan, or the best incumbent when Cbc stops at the time limit (status
+// says so). Throws invalid_argument for costs that do not match the program
+// or options out of range, and error when no plan fits the limits (an
+// argument set larger than a kernel's limit makes the ILP infeasible: the
+// message names the kernel) or Cbc fails.
+[[nodiscard]] AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs, const AutotmOptions& options);
+
+}  // namespace cachedarrays::plan
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/plan/autotm-inl.hpp"
+#endif

@@ -241,11 +241,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
     std::vector<int> all(cols);
     for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
     Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
-    Cbc_setParameter(model.get(), "log", "0");
-    Cbc_setParameter(model.get(), "preprocess", "off");  // see dsa_mip-inl.hpp: Cbc 2.10.8 crashes in it at limits
-    Cbc_setParameter(model.get(), "timeMode", "elapsed");
-    Cbc_setParameter(model.get(), "seconds", detail::mip_format_number(options.time_limit_seconds).c_str());
-    Cbc_setParameter(model.get(), "ratioGap", detail::mip_format_number(options.relative_gap).c_str());
+    detail::set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
     Cbc_solve(model.get());
     const int status = Cbc_status(model.get());
     if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");

@@ -325,18 +325,7 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   Cbc_setInteger(model.get(), col_u);
   for (std::size_t k = 0; k < m; ++k) Cbc_setInteger(model.get(), col_z(k));
   Cbc_setMIPStartI(model.get(), static_cast<int>(cols), start_cols.data(), start_values.data());
-  Cbc_setParameter(model.get(), "log", "0");
-  // Cbc 2.10.8 (Debian 12) crashes in CglPreProcess::postProcess when the
-  // time limit ends the search soon after its preprocessing: on the
-  // MiniMalloc instances, 23 of 48 runs with limits of 0.01-0.6 s died with
-  // SIGSEGV or SIGABRT, none without it; tests/dsa_mip_tests.cpp took the
-  // same time either way.
-  Cbc_setParameter(model.get(), "preprocess", "off");
-  Cbc_setParameter(model.get(), "timeMode", "elapsed");  // the limit is wall time, as MipResult::seconds
-  Cbc_setParameter(model.get(), "seconds", detail::mip_format_number(options.time_limit_seconds).c_str());
-  if (options.relative_gap > 0) {
-    Cbc_setParameter(model.get(), "ratioGap", detail::mip_format_number(options.relative_gap).c_str());
-  }
+  detail::set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
   Cbc_solve(model.get());
 
   const int status = Cbc_status(model.get());

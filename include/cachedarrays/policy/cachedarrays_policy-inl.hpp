@@ -31,7 +31,6 @@ inline constexpr int max_victim_windows = 16;
 
 namespace detail {
 
-
 // The letters of a mode name ("ca", "ca-lm", "hw-cache"), or nullopt.
 CACHEDARRAYS_INLINE std::optional<Mode> parse_mode_letters(std::string_view name) {
   Mode mode;

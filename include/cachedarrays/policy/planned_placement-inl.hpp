@@ -110,8 +110,11 @@ CACHEDARRAYS_INLINE Region* PlannedPlacement::place(DataManager& manager, Device
   const auto k = static_cast<std::uint32_t>(observed_.size());
   const std::uint64_t bytes = object.bytes();
   observed_.push_back({bytes, clock_++, 0});
-  matched_.push_back(unmatched);
-  created_[&object] = k;
+  matched_.push_back(false);
+  if (k == 0) first_id_ = object.id();
+  const std::uint64_t slot = object.id() - first_id_;
+  if (slot >= created_.size()) created_.resize(slot + 1, not_created);
+  created_[slot] = k;
   if (!planned_) {
     ++counters_.unplanned;
     return nullptr;
@@ -134,7 +137,7 @@ CACHEDARRAYS_INLINE Region* PlannedPlacement::place(DataManager& manager, Device
     return above_plan(manager, fast, bytes);
   }
   cursor_ = match + 1;
-  matched_[k] = match;
+  matched_[k] = true;
   const std::uint64_t offset = *base_ + (odd_ ? odd_slots_[match] : slots_[match]);
   if (offset >= manager.capacity(fast) || bytes > manager.capacity(fast) - offset) {
     ++counters_.beyond;
@@ -168,7 +171,7 @@ CACHEDARRAYS_INLINE PlannedPlacement::Record PlannedPlacement::matched_only() co
   // others had not happened.
   std::vector<std::uint32_t> times;
   for (std::size_t k = 0; k < observed_.size(); ++k) {
-    if (matched_[k] == unmatched) continue;
+    if (!matched_[k]) continue;
     times.push_back(observed_[k].start);
     if (observed_[k].end != 0) times.push_back(observed_[k].end);
   }
@@ -178,7 +181,7 @@ CACHEDARRAYS_INLINE PlannedPlacement::Record PlannedPlacement::matched_only() co
   };
   Record record;
   for (std::size_t k = 0; k < observed_.size(); ++k) {
-    if (matched_[k] == unmatched) continue;
+    if (!matched_[k]) continue;
     const plan::DsaBuffer& b = observed_[k];
     record.push_back({b.size, rank(b.start), b.end == 0 ? 0 : rank(b.end)});
   }
@@ -186,10 +189,12 @@ CACHEDARRAYS_INLINE PlannedPlacement::Record PlannedPlacement::matched_only() co
 }
 
 CACHEDARRAYS_INLINE void PlannedPlacement::retired(const Object& object) {
-  auto it = created_.find(&object);
-  if (it == created_.end()) return;  // made before this iteration
-  observed_[it->second].end = clock_++;
-  created_.erase(it);
+  // Made before this iteration, or retired already: not in its record.
+  if (observed_.empty() || object.id() < first_id_ || object.id() - first_id_ >= created_.size()) return;
+  std::uint32_t& k = created_[object.id() - first_id_];
+  if (k == not_created) return;
+  observed_[k].end = clock_++;
+  k = not_created;
 }
 
 }  // namespace cachedarrays::policy

@@ -38,7 +38,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "cachedarrays/manager/data_manager.hpp"
@@ -105,13 +104,17 @@ class PlannedPlacement {
   bool odd_ = false;
 
   // This iteration's record, the previous one's, and per object of this
-  // one the planned object it was matched to (unmatched: none).
+  // one whether it was matched to a planned object.
   [[nodiscard]] Record matched_only() const;
-  static constexpr std::uint32_t unmatched = UINT32_MAX;
   Record observed_;
   Record last_observed_;
-  std::vector<std::uint32_t> matched_;
-  std::unordered_map<const Object*, std::uint32_t> created_;  // this iteration's objects by address
+  std::vector<bool> matched_;
+  // This iteration's objects by id (ids grow with each object a manager
+  // makes): created_[id - first_id_] is the object's place in observed_,
+  // or not_created. No hashing on the allocation path.
+  static constexpr std::uint32_t not_created = UINT32_MAX;
+  std::uint64_t first_id_ = 0;
+  std::vector<std::uint32_t> created_;
   std::uint32_t clock_ = 0;
   bool in_iteration_ = false;
   std::uint32_t cursor_ = 0;  // the first planned object not matched yet in this iteration

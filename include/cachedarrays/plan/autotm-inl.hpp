@@ -23,6 +23,7 @@ CACHEDARRAYS_INLINE const char* to_string(AutotmFormulation formulation) noexcep
   switch (formulation) {
     case AutotmFormulation::static_placement: return "static";
     case AutotmFormulation::synchronous: return "synchronous";
+    case AutotmFormulation::asynchronous: return "asynchronous";
   }
   return "?";
 }

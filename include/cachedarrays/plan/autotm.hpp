@@ -10,8 +10,11 @@
 //   - static: an object is placed once, in DRAM or PMM, and stays there;
 //   - synchronous: an object may move between its uses, just before a
 //     kernel that uses it (into DRAM) or just after (out to PMM); moves
-//     block the program, so their time adds to the objective (2).
-// The asynchronous formulation of §7 is not built yet.
+//     block the program, so their time adds to the objective (2);
+//   - asynchronous (§7.1): the synchronous moves, and moves that overlap a
+//     kernel the object is not an argument of (the mover copies while it
+//     runs); a kernel then takes the longer of its own time and its
+//     overlapped moves (7), each move |t| / bandwidth (8).
 //
 // Variables (§3.3), per object o and each kernel k that uses it:
 //   x(o,k) = 1 when o is in DRAM during k       (the paper's t^DRAM_{t,k})
@@ -49,7 +52,7 @@
 
 namespace cachedarrays::plan {
 
-enum class AutotmFormulation : std::uint8_t { static_placement, synchronous };
+enum class AutotmFormulation : std::uint8_t { static_placement, synchronous, asynchronous };
 [[nodiscard]] const char* to_string(AutotmFormulation formulation) noexcept;
 
 // The time side of the problem: each kernel's time all in DRAM and what
@@ -75,12 +78,28 @@ struct AutotmOptions {
   std::vector<std::uint64_t> kernel_limits;
   double relative_gap = 0.01;  // the paper's
   double time_limit_seconds = 60;
+  // Asynchronous formulation: how many kernels after a use (moves out) and
+  // before the next use (moves in) a move may overlap. The paper allows
+  // any kernel of the gap; a window bounds the ILP's size.
+  std::uint32_t async_window = 4;
+  // The fragmentation loop (§4.2): replay the plan's DRAM allocations and
+  // frees through the heap's allocator (best fit, this alignment); for each
+  // kernel whose allocations reach past dram_limit, lower its limit by
+  // `fragmentation_factor` and solve again, at most `max_retries` times.
+  // 0 retries: no replay.
+  std::uint32_t max_retries = 8;
+  double fragmentation_factor = 0.98;  // the paper's
+  std::uint64_t alignment = 64;        // the fast heap's (DeviceSpec::alignment)
 };
 
 struct AutotmMove {
   std::uint32_t object = 0;
   std::uint32_t kernel = 0;
-  bool to_dram = true;  // before `kernel`; false: to PMM after `kernel`
+  // Synchronous: into DRAM just before `kernel`, out to PMM just after it.
+  // Asynchronous: started when `kernel` begins, beside it; a move in has
+  // its DRAM from then on, a move out frees its DRAM after `kernel`.
+  bool to_dram = true;
+  bool asynchronous = false;
 };
 
 struct AutotmPlan {
@@ -90,8 +109,15 @@ struct AutotmPlan {
   double modeled_seconds = 0;     // the objective: kernels plus blocking moves
   bool optimal = false;           // proven within relative_gap
   double gap = 0;                 // (objective - bound) / objective
-  double seconds = 0;             // wall time of the solve
+  double seconds = 0;             // wall time of the solve (every retry)
   std::string status;             // for a person
+  // The fragmentation loop: solves after the first, the limits of the last
+  // solve, and the replayed allocator's extent (highest byte allocated in
+  // DRAM) at the worst kernel; fits = that extent is within dram_limit.
+  std::uint32_t retries = 0;
+  std::vector<std::uint64_t> kernel_limits;
+  std::uint64_t dram_extent = 0;
+  bool fits = true;
 };
 
 // The plan, or the best incumbent when Cbc stops at the time limit (status
@@ -100,6 +126,15 @@ struct AutotmPlan {
 // argument set larger than a kernel's limit makes the ILP infeasible: the
 // message names the kernel) or Cbc fails.
 [[nodiscard]] AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs, const AutotmOptions& options);
+
+// The fragmentation loop's replay (§4.2): the plan's DRAM allocations and
+// frees in program order (objects created into DRAM, moves in, moves out,
+// retirements; persistent objects in DRAM at the start of the iteration
+// where the end of it leaves them), made on the heap's best-fit allocator
+// with `alignment`, over two iterations; per kernel, the highest byte
+// allocated while it runs (the later iteration's).
+[[nodiscard]] std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const AutotmPlan& plan,
+                                                             std::uint64_t alignment);
 
 }  // namespace cachedarrays::plan
 

@@ -204,6 +204,7 @@ void run(Options o) {
                o.profile_cache, lookahead.kernels, choice.uncovered);
     policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
   }
+  const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
   const ca::policy::PlannedPlacement* placement =
       planned_policy != nullptr ? planned_policy->planned_placement() : nullptr;
@@ -225,6 +226,12 @@ void run(Options o) {
   options.sgd.learning_rate = o.learning_rate;
   nn::Trainer trainer(&rt, std::move(graph), options);
   train(rt, trainer, *dataset, o);
+  if (autotm != nullptr) {
+    const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
+    fmt::print("{}: {} iterations on the plan, {} departed from it; {} planned moves in and {} out made; {} objects "
+               "the plan put in fast memory found no hole there\n",
+               autotm->name(), c.iterations_followed, c.departures, c.moves_in, c.moves_out, c.unplanned);
+  }
   if (placement != nullptr) {
     const ca::policy::PlannedPlacement::Counters& c = placement->counters();
     fmt::print("offset plan ({}): {} objects at planned offsets, {} unplanned (no plan yet, or "

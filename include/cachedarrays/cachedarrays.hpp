@@ -25,6 +25,7 @@
 #include "cachedarrays/plan/program.hpp"
 #include "cachedarrays/plan/roofline.hpp"
 #include "cachedarrays/plan/smartpool_offsets.hpp"
+#include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 #include "cachedarrays/policy/moves.hpp"

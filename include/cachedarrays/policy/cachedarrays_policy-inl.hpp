@@ -144,6 +144,38 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place(Object& object) {
   return true;
 }
 
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::place_in_slow(Object& object) {
+  DataManager& dm = manager();
+  Region* region = allocate_slow(object.bytes());
+  if (region == nullptr) region = dm.allocate(fast_, object.bytes());
+  if (region == nullptr) return false;
+  dm.setprimary(object, *region);
+  object.set_policy_state(std::make_unique<LruList::Entry>(object));
+  touch_if_fast(object);
+  return true;
+}
+
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::move_to_slow(Object& object) {
+  if (!policy::evict(manager(), object, fast_, slow_).moved) return false;
+  lru_->remove(detail::entry_of(object));
+  return true;
+}
+
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::copy_to_fast_async(Object& object) {
+  DataManager& dm = manager();
+  Region& x = *dm.getprimary(object);
+  if (dm.device(x) == fast_ || dm.getlinked(x, fast_) != nullptr) return false;
+  Region* y = dm.allocate(fast_, object.bytes());
+  if (y == nullptr) return false;
+  dm.link(x, *y);
+  (void)dm.copyto_async(*y, x);  // its outcome is seen where it is used (prefetch waits on it)
+  PolicyCounters& counters = dm.policy_counters();
+  ++counters.prefetches;
+  counters.prefetch_bytes += object.bytes();
+  counters.bytes_written[fast_] += object.bytes();
+  return true;
+}
+
 CACHEDARRAYS_INLINE void CachedArraysPolicy::touch_if_fast(Object& object) {
   LruList::Entry& e = detail::entry_of(object);
   if (manager().device(*manager().getprimary(object)) == fast_) lru_->touch(e); else lru_->remove(e);
@@ -417,19 +449,8 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::int64_t current,
                                                            std::int64_t target) {
-  DataManager& dm = manager();
-  Region& x = *dm.getprimary(object);
-  const std::uint64_t bytes = object.bytes();
-  Region* y = dm.allocate(fast_, bytes);
-  if (y == nullptr && make_room_clean(bytes, current, target)) y = dm.allocate(fast_, bytes);
-  if (y == nullptr) return false;
-  dm.link(x, *y);
-  (void)dm.copyto_async(*y, x);  // its outcome is seen where it is used (prefetch waits on it)
-  PolicyCounters& counters = dm.policy_counters();
-  ++counters.prefetches;
-  counters.prefetch_bytes += bytes;
-  counters.bytes_written[fast_] += bytes;
-  return true;
+  if (copy_to_fast_async(object)) return true;
+  return make_room_clean(object.bytes(), current, target) && copy_to_fast_async(object);
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes, std::int64_t current,

@@ -117,6 +117,27 @@ class CachedArraysPolicy final : public Policy {
   void on_iteration_begin(std::uint64_t iteration) override;
   void on_kernel_begin(const KernelPoint& kernel) override;
 
+  // ---- for policies that execute a plan on this mechanism ----------------
+  // (AutotmPolicy): the moves a plan prescribes, made with Listings 1 and 2
+  // and kept in this policy's LRU, so that where the plan cannot be
+  // followed the mode's own decisions take over from a consistent state.
+  // A new object in slow memory (fast memory when slow is full); false
+  // when neither has room.
+  [[nodiscard]] bool place_in_slow(Object& object);
+  // Listing 1: the object's primary to slow memory, written back only when
+  // its slow copy is not valid. False when it is not in fast memory, is
+  // pinned, or slow memory has no room.
+  bool move_to_slow(Object& object);
+  // Starts copying a slow object into a free hole of fast memory on the
+  // mover (nothing is evicted for it); its next will_use / will_write makes
+  // the copy its primary. False when there is no hole, or it is in fast
+  // memory or on its way already.
+  bool copy_to_fast_async(Object& object);
+  // Starts writing a fast object's contents to slow memory on the mover,
+  // when its slow copy is not valid, so that a later move_to_slow copies
+  // nothing.
+  void write_back_async(Object& object) { write_back_ahead(object); }
+
  private:
   // ---- A: asynchronous lookahead -------------------------------------------
   void bind(std::uint32_t program_object, Object& object);

@@ -5,9 +5,12 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/registry.hpp"
 
+#include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 #include "cachedarrays/policy/single_tier.hpp"
+
+#include <tuple>
 
 namespace cachedarrays::policy {
 
@@ -40,6 +43,23 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
         [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lm+best-fit")); });
   r.add("planned-a", "CA:LMA with planned offsets (= ca-lma+best-fit)",
         [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lma+best-fit")); });
+  // AutoTM (paper 000): the program planned by its ILP, the plan executed at kernel boundaries.
+  const std::tuple<const char*, plan::AutotmFormulation, const char*> autotm[] = {
+      {"autotm-static", plan::AutotmFormulation::static_placement,
+       "AutoTM static — each object placed in fast or slow memory once, by AutoTM's ILP over the program (needs "
+       "a program; Cbc)"},
+      {"autotm-sync", plan::AutotmFormulation::synchronous,
+       "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that use them"},
+      {"autotm-async", plan::AutotmFormulation::asynchronous,
+       "AutoTM asynchronous — the synchronous moves and moves by the mover beside other kernels (section 7)"},
+  };
+  for (const auto& [name, formulation, description] : autotm) {
+    r.add(name, description, [formulation] {
+      AutotmPolicyOptions options;
+      options.solver.formulation = formulation;
+      return std::make_unique<AutotmPolicy>(std::move(options));
+    });
+  }
   return r;
 }
 

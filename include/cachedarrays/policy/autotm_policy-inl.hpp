@@ -1,0 +1,341 @@
+// Implementation of autotm_policy.hpp (header-only mode includes it from there; the
+// compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/policy/autotm_policy.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/types.hpp"
+
+namespace cachedarrays::policy {
+
+namespace detail {
+
+// How many of the program's next creations a new object may skip to find
+// its own (those between did not come this time), as planned placement does.
+inline constexpr std::uint32_t autotm_creation_window = 16;
+
+CACHEDARRAYS_INLINE std::string autotm_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", seconds);
+  return text;
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : options_(std::move(options)) {
+  const auto bad = [](const emulation::Bandwidth& b) {
+    return b.read_gbps < 0 || b.write_gbps < 0 || (b.read_gbps > 0) != (b.write_gbps > 0);
+  };
+  if (bad(options_.fast_tier) || bad(options_.slow_tier)) {
+    throw invalid_argument("AutotmPolicy: a tier's bandwidths are both > 0 GB/s, or both 0 (taken from the devices)");
+  }
+}
+
+CACHEDARRAYS_INLINE std::string AutotmPolicy::name() const {
+  switch (options_.solver.formulation) {
+    case plan::AutotmFormulation::static_placement: return "autotm-static";
+    case plan::AutotmFormulation::synchronous: return "autotm-sync";
+    case plan::AutotmFormulation::asynchronous: return "autotm-async";
+  }
+  return "autotm";
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::log(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::fprintf(stderr, "cachedarrays: %s\n", line.c_str());
+  }
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::attach(DataManager& manager) {
+  base_.attach(manager);  // checks there are two devices
+  Policy::attach(manager);
+  fast_ = 0;
+  slow_ = manager.device_count() - 1;
+  // The tiers' bandwidths, for the costs: given, or the slow device's
+  // emulation profile, or the published figures.
+  const std::optional<EmulationProfile>& emulated = manager.spec(slow_).emulation;
+  if (options_.fast_tier.read_gbps == 0) {
+    options_.fast_tier = emulated && emulated->dram_read_gbps > 0 && emulated->dram_write_gbps > 0
+                             ? emulation::Bandwidth{emulated->dram_read_gbps, emulated->dram_write_gbps}
+                             : emulation::published::ddr4_six_channel;
+  }
+  if (options_.slow_tier.read_gbps == 0) {
+    options_.slow_tier = emulated && emulated->read_gbps > 0 && emulated->write_gbps > 0
+                             ? emulation::Bandwidth{emulated->read_gbps, emulated->write_gbps}
+                             : emulation::published::optane_six_dimms;
+  }
+  if (program_) make_plan();
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::on_program(std::shared_ptr<const plan::Program> program) {
+  base_.on_program(program);
+  program_ = std::move(program);
+  plan_.reset();
+  following_ = false;  // from the next iteration on
+  pending_out_.clear();
+  for (Object* o : bound_) {
+    if (o != nullptr) ids_.erase(o->id());
+  }
+  bound_.assign(program_ ? program_->objects().size() : 0, nullptr);
+  if (program_ && attached()) make_plan();
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
+  const plan::Program& program = *program_;
+  DataManager& dm = manager();
+  static const plan::MemoryBound memory_bound;
+  const plan::KernelTimeModel& model = options_.time_model ? *options_.time_model : memory_bound;
+  const plan::AutotmCosts costs = plan::AutotmCosts::from_model(program, model, options_.fast_tier, options_.slow_tier);
+  plan::AutotmOptions solver = options_.solver;
+  solver.dram_limit = options_.dram_limit > 0 ? options_.dram_limit : dm.capacity(fast_);
+  solver.kernel_limits.clear();
+  solver.alignment = dm.spec(fast_).alignment;
+  double all_dram = 0;
+  for (double s : costs.dram_seconds) all_dram += s;
+  log(name() + ": planning " + std::to_string(program.kernels().size()) + " kernels and " +
+      std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
+      " (AutoTM's ILP on Cbc, relative gap " + std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
+      detail::autotm_seconds(solver.time_limit_seconds) + ")...");
+  plan_ = plan::autotm_plan(program, costs, solver);
+  ++counters_.plans;
+
+  const std::size_t nk = program.kernels().size();
+  out_after_.assign(nk, {});
+  async_during_.assign(nk, {});
+  std::uint64_t in = 0, out = 0, async = 0;
+  for (const plan::AutotmMove& m : plan_->moves) {
+    (m.to_dram ? in : out) += 1;
+    if (m.asynchronous) {
+      ++async;
+      async_during_[m.kernel].push_back(m);
+    } else if (!m.to_dram) {
+      out_after_[m.kernel].push_back(m.object);
+    }
+  }
+  creations_.clear();
+  for (const plan::ProgramStep& step : program.steps()) {
+    if (step.kind == plan::StepKind::create) creations_.push_back(step.index);
+  }
+  created_in_dram_.assign(program.objects().size(), false);
+  for (std::uint32_t o = 0; o < program.objects().size(); ++o) {
+    const auto first = program.first_use(o);
+    if (!first) continue;
+    const std::vector<plan::ProgramArg>& args = program.kernels()[*first].args;
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      if (args[j].object == o) created_in_dram_[o] = plan_->in_dram[*first][j];
+    }
+  }
+  log(name() + ": " + plan_->status + " in " + detail::autotm_seconds(plan_->seconds) + ": modeled " +
+      detail::autotm_seconds(plan_->modeled_seconds) + " per iteration (all in DRAM " +
+      detail::autotm_seconds(all_dram) + "), " + std::to_string(in) + " moves in and " + std::to_string(out) +
+      " out (" + std::to_string(async) + " asynchronous), " + std::to_string(plan_->retries) +
+      " fragmentation retries" + (plan_->fits ? "" : " (still fragmenting: CA:LM defragments where needed)"));
+}
+
+CACHEDARRAYS_INLINE std::optional<std::uint32_t> AutotmPolicy::program_object(const Object& object) const {
+  if (auto it = ids_.find(object.id()); it != ids_.end()) return it->second;
+  return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::bind(std::uint32_t id, Object& object) {
+  if (bound_[id] == &object) return;
+  if (bound_[id] != nullptr) ids_.erase(bound_[id]->id());
+  if (auto old = program_object(object)) bound_[*old] = nullptr;
+  bound_[id] = &object;
+  ids_[object.id()] = id;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::unbind(const Object& object) {
+  auto it = ids_.find(object.id());
+  if (it == ids_.end()) return;
+  bound_[it->second] = nullptr;
+  ids_.erase(it);
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::depart(const std::string& why) {
+  following_ = false;
+  pending_out_.clear();
+  ++counters_.departures;
+  // The first iteration of a run often differs from the rest (the nn
+  // trainer's creates its scratchpad and oneDNN's workspaces), which is why
+  // programs are recorded from a later one: counted, not warned about.
+  if (warned_ || iteration_ <= 1) return;
+  warned_ = true;
+  log("warning: " + name() + ": iteration " + std::to_string(iteration_) + " departed from the planned program (" + why +
+      "); CA:LM places and moves until the next iteration, which follows the plan again (further departures "
+      "are counted, not logged)");
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::settle() {
+  if (pending_out_.empty()) return;
+  std::vector<std::uint32_t> waiting;
+  for (std::uint32_t id : pending_out_) {
+    Object* object = bound_[id];
+    if (object == nullptr) continue;  // retired meanwhile
+    if (object->pinned()) {
+      waiting.push_back(id);  // its kernel has not let go of it yet
+      continue;
+    }
+    if (base_.move_to_slow(*object)) ++counters_.moves_out;
+  }
+  pending_out_ = std::move(waiting);
+}
+
+CACHEDARRAYS_INLINE bool AutotmPolicy::place(Object& object) {
+  settle();
+  if (!following_) {
+    // Before the first iteration (parameters, optimiser state) the plan's
+    // DRAM is spoken for: the first iteration brings in what it wants.
+    // After a departure, CA:LM.
+    return plan_ && !in_iteration_ ? base_.place_in_slow(object) : base_.place(object);
+  }
+  std::optional<std::uint32_t> id;
+  const std::size_t end = std::min<std::size_t>(creations_.size(), next_creation_ + detail::autotm_creation_window);
+  for (std::size_t w = next_creation_; w < end; ++w) {
+    if (program_->objects()[creations_[w]].bytes == object.bytes()) {
+      id = creations_[w];
+      next_creation_ = static_cast<std::uint32_t>(w + 1);
+      break;
+    }
+  }
+  if (!id) return base_.place_in_slow(object);  // unknown to the plan, whose DRAM is spoken for
+  if (!created_in_dram_[*id]) {
+    if (!base_.place_in_slow(object)) return false;
+    bind(*id, object);
+    return true;
+  }
+  if (manager().usage(fast_).largest_free_block < object.bytes()) ++counters_.unplanned;
+  if (!base_.place(object)) return false;  // CA:LM: fast memory, making room when there is no hole
+  bind(*id, object);
+  return true;
+}
+
+CACHEDARRAYS_INLINE std::optional<bool> AutotmPolicy::planned_dram(Object& object, std::uint64_t k) {
+  if (k >= program_->kernels().size()) return std::nullopt;
+  const std::vector<plan::ProgramArg>& args = program_->kernels()[k].args;
+  std::optional<std::uint32_t> id = program_object(object);
+  if (!id) {
+    // Not met yet (a parameter in the first iteration): one of the kernel's
+    // arguments of its size that no object is yet; on_kernel_begin checks.
+    for (const plan::ProgramArg& a : args) {
+      if (bound_[a.object] == nullptr && program_->objects()[a.object].bytes == object.bytes()) {
+        bind(a.object, object);
+        id = a.object;
+        break;
+      }
+    }
+    if (!id) return std::nullopt;
+  }
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    if (args[j].object == *id) return plan_->in_dram[k][j];
+  }
+  return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::follow_hint(Object& object, bool write) {
+  settle();
+  if (!following_) {
+    if (write) base_.will_write(object); else base_.will_read(object);
+    return;
+  }
+  // The hints of kernel next_kernel_ come before it is begun; a hint for an
+  // object that is not one of its arguments looks ahead, and the plan has
+  // already decided.
+  const std::optional<bool> dram = planned_dram(object, next_kernel_);
+  if (!dram) return;
+  DataManager& dm = manager();
+  const bool in_fast = dm.device(*dm.getprimary(object)) == fast_;
+  if (*dram && !in_fast) {
+    const bool copied_ahead = dm.getlinked(*dm.getprimary(object), fast_) != nullptr;
+    if (!copied_ahead && dm.usage(fast_).largest_free_block < object.bytes()) ++counters_.unplanned;
+    base_.will_use(object);  // Listing 2 (CA:LM makes room when there is no hole)
+    if (dm.device(*dm.getprimary(object)) == fast_ && !copied_ahead) ++counters_.moves_in;
+  } else if (*dram) {
+    base_.will_use(object);  // recency, for CA:LM's choices
+  } else if (in_fast && base_.move_to_slow(object)) {
+    ++counters_.moves_out;  // the plan has it in PMM here (not yet there in a first iteration)
+  }
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::will_use(Object& object) { follow_hint(object, true); }
+CACHEDARRAYS_INLINE void AutotmPolicy::will_read(Object& object) { follow_hint(object, false); }
+CACHEDARRAYS_INLINE void AutotmPolicy::will_write(Object& object) { follow_hint(object, true); }
+
+CACHEDARRAYS_INLINE void AutotmPolicy::archive(Object& object) {
+  settle();
+  if (!following_) base_.archive(object);
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::retire(Object& object) {
+  settle();
+  unbind(object);
+  base_.retire(object);
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::collect() {
+  settle();
+  base_.collect();
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::on_iteration_begin(std::uint64_t iteration) {
+  settle();
+  if (following_ && in_iteration_) ++counters_.iterations_followed;
+  base_.on_iteration_begin(iteration);
+  in_iteration_ = true;
+  iteration_ = iteration;
+  following_ = plan_.has_value();
+  next_kernel_ = 0;
+  next_creation_ = 0;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::on_kernel_begin(const KernelPoint& kernel) {
+  settle();
+  if (!following_) return;
+  // The program's objects are the runtime's by position: a kernel of
+  // another name, or with other argument sizes, is a departure.
+  const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
+  if (kernel.index >= kernels.size()) {
+    depart("kernel " + std::to_string(kernel.index) + " is past the program's " + std::to_string(kernels.size()));
+    return;
+  }
+  const plan::ProgramKernel& k = kernels[kernel.index];
+  if (k.name != kernel.name || k.args.size() != kernel.objects.size()) {
+    depart("kernel " + std::to_string(kernel.index) + " is " + std::string(kernel.name) + " with " +
+           std::to_string(kernel.objects.size()) + " arguments, the program's " + k.name + " with " +
+           std::to_string(k.args.size()));
+    return;
+  }
+  for (std::size_t j = 0; j < k.args.size(); ++j) {
+    if (program_->objects()[k.args[j].object].bytes != kernel.objects[j]->bytes()) {
+      depart("argument " + std::to_string(j) + " of kernel " + std::to_string(kernel.index) + " (" + k.name +
+             ") has " + std::to_string(kernel.objects[j]->bytes()) + " bytes, the program's " +
+             std::to_string(program_->objects()[k.args[j].object].bytes));
+      return;
+    }
+  }
+  for (std::size_t j = 0; j < k.args.size(); ++j) bind(k.args[j].object, *kernel.objects[j]);
+  next_kernel_ = kernel.index + 1;
+  // Moves out after this kernel wait for its pins to go (settle, at the
+  // next hook); asynchronous ones start now, beside it (§7.1).
+  pending_out_.insert(pending_out_.end(), out_after_[kernel.index].begin(), out_after_[kernel.index].end());
+  for (const plan::AutotmMove& m : async_during_[kernel.index]) {
+    Object* object = bound_[m.object];
+    if (object == nullptr || object->pinned()) continue;
+    if (m.to_dram) {
+      if (base_.copy_to_fast_async(*object)) ++counters_.moves_in;
+    } else {
+      base_.write_back_async(*object);
+      pending_out_.push_back(m.object);
+    }
+  }
+}
+
+}  // namespace cachedarrays::policy

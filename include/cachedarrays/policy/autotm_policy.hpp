@@ -1,0 +1,151 @@
+// AutoTM as a policy (paper 000, §3 and §4.3; issue 13): the iteration's
+// program is planned once by AutoTM's ILP (plan/autotm.hpp) and the plan is
+// executed through the data manager at kernel boundaries.
+//   autotm-static  every object lives where the plan puts it (§3, Fig. 6a);
+//   autotm-sync    objects move just before a kernel that wants them in
+//                  DRAM and just after one that leaves them in PMM, on the
+//                  program's thread (§3, Fig. 6b; §4.3's move nodes);
+//   autotm-async   the synchronous moves, and moves that overlap a kernel
+//                  the object is not an argument of, made by the mover
+//                  (§7.1).
+//
+// Execution, in the runtime's hooks:
+//   - a new object is the program's next created one (the first of the next
+//     16 of its size): created in DRAM when the plan has it there at its
+//     first use, else in PMM; an object the program does not know goes to PMM
+//     (the plan's DRAM is spoken for);
+//   - before a kernel each argument is hinted: the plan's x(t,k) says DRAM
+//     (brought in if it is not, Listing 2) or PMM (sent out if it is, Listing
+//     1; in a steady iteration it already is);
+//   - moves out after a kernel are made at the next hook once the kernel's
+//     pins are gone; asynchronous moves start when the kernel they overlap
+//     begins (into a free hole of DRAM; a move in with no hole waits for the
+//     synchronous move before its use);
+//   - archive hints are the plan's business and are not followed.
+// DRAM is CA:LM's (cachedarrays_policy.hpp): objects are placed and moved
+// by its primitives and kept in its LRU. Where the plan cannot be followed —
+// no hole for an object the plan puts in DRAM (fragmentation the §4.2 loop
+// did not foresee), or a run that departs from the program (a kernel with
+// another name, arguments or sizes: a different batch shape) — CA:LM's own
+// decisions take over, for the allocation or for the rest of the iteration,
+// with a warning on the log the first time (not for a run's first
+// iteration, which often differs: see Runtime::record_program). Every move is Listing 1 or 2, so
+// a departure costs time, never data: results are bit-identical to any
+// other policy's. A new program (Runtime::set_program, record_program) is
+// planned again.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/policy/cachedarrays_policy.hpp"
+
+namespace cachedarrays::policy {
+
+struct AutotmPolicyOptions {
+  // Formulation, relative gap, time limit, fragmentation loop; dram_limit
+  // and kernel_limits are set by the policy.
+  plan::AutotmOptions solver;
+  // Kernel times for the objective (kept; shared so that a model can be
+  // handed over with its profiles). Null: plan::MemoryBound.
+  std::shared_ptr<const plan::KernelTimeModel> time_model;
+  // The tiers' bandwidths for the time model and the copies; zero: the slow
+  // device's emulation profile (DRAM: its dram_* figures), or with none the
+  // published six-channel DDR4 and six-DIMM Optane figures.
+  emulation::Bandwidth fast_tier{};
+  emulation::Bandwidth slow_tier{};
+  // L_DRAM in bytes; 0: the fast device's capacity.
+  std::uint64_t dram_limit = 0;
+  // Progress of the solve and warnings, one line each (no newline). Null:
+  // standard error, prefixed "cachedarrays: ".
+  std::function<void(const std::string&)> log;
+};
+
+class AutotmPolicy final : public Policy {
+ public:
+  explicit AutotmPolicy(AutotmPolicyOptions options = {});
+
+  // "autotm-static", "autotm-sync", "autotm-async".
+  [[nodiscard]] std::string name() const override;
+  void attach(DataManager& manager) override;
+  [[nodiscard]] bool place(Object& object) override;
+  void will_use(Object& object) override;
+  void will_read(Object& object) override;
+  void will_write(Object& object) override;
+  void archive(Object& object) override;
+  void retire(Object& object) override;
+  void collect() override;
+  // Plans the program (the solve runs here, with progress on the log).
+  // Throws what plan::autotm_plan throws.
+  void on_program(std::shared_ptr<const plan::Program> program) override;
+  void on_iteration_begin(std::uint64_t iteration) override;
+  void on_kernel_begin(const KernelPoint& kernel) override;
+
+  struct Counters {
+    std::uint64_t plans = 0;               // ILP solves (fragmentation retries not counted)
+    std::uint64_t iterations_followed = 0;  // iterations that ran to their end on the plan
+    std::uint64_t departures = 0;          // iterations that departed from the program
+    std::uint64_t unplanned = 0;           // objects the plan wanted in DRAM placed by CA:LM (no hole)
+    std::uint64_t moves_in = 0;            // planned moves into DRAM made (sync and async)
+    std::uint64_t moves_out = 0;           // planned moves out made
+  };
+  [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
+  // The plan being followed, or null before a program comes.
+  [[nodiscard]] const plan::AutotmPlan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
+
+ private:
+  void log(const std::string& line) const;
+  void make_plan();
+  // Leaves the plan for the rest of the iteration, warning the first time.
+  void depart(const std::string& why);
+  // Moves out that wait for their kernel's pins to go.
+  void settle();
+  [[nodiscard]] std::optional<std::uint32_t> program_object(const Object& object) const;
+  void bind(std::uint32_t id, Object& object);
+  void unbind(const Object& object);
+  // The plan's place for `object` during kernel `k` when it is one of its
+  // arguments (binding it to one of k's unbound arguments of its size if it
+  // is unknown): true for DRAM.
+  [[nodiscard]] std::optional<bool> planned_dram(Object& object, std::uint64_t k);
+  void follow_hint(Object& object, bool write);
+
+  AutotmPolicyOptions options_;
+  CachedArraysPolicy base_{mode::LM};
+  DeviceId fast_ = 0;
+  DeviceId slow_ = 1;
+  std::shared_ptr<const plan::Program> program_;
+  std::optional<plan::AutotmPlan> plan_;
+  // From the plan, by kernel: moves out after it, and moves overlapping it.
+  std::vector<std::vector<std::uint32_t>> out_after_;
+  std::vector<std::vector<plan::AutotmMove>> async_during_;
+  std::vector<std::uint32_t> creations_;  // program objects in creation order
+  std::vector<bool> created_in_dram_;     // by program object: x at its first use
+  // Which object each program object is now, and back (by object id).
+  std::vector<Object*> bound_;
+  std::unordered_map<std::uint64_t, std::uint32_t> ids_;
+
+  bool in_iteration_ = false;  // the first iteration has begun
+  std::uint64_t iteration_ = 0;
+  bool following_ = false;
+  bool warned_ = false;
+  std::uint64_t next_kernel_ = 0;   // kernels begun in this iteration
+  std::uint32_t next_creation_ = 0;  // creations_ matched so far
+  std::vector<std::uint32_t> pending_out_;
+  Counters counters_;
+};
+
+}  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/autotm_policy-inl.hpp"
+#endif

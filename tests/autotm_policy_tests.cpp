@@ -1,0 +1,262 @@
+// The AutoTM policies (policy/autotm_policy.hpp) executing their plan: in a
+// steady iteration every kernel's arguments are on the tier the plan says,
+// DRAM holds no more than the limit, the static plan copies nothing, the
+// asynchronous one copies on the mover, a departure from the program is
+// warned about once and falls back to CA:LM without losing a byte, and a
+// planner that cannot plan says why.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/policy/autotm_policy.hpp"
+#include "cachedarrays/policy/registry.hpp"
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+using ca::plan::AutotmFormulation;
+
+namespace {
+
+constexpr std::uint64_t kib = 1024;
+constexpr std::uint64_t object_bytes = 256 * kib;
+
+// Kernel times a hand can follow: `base` seconds each, plus a millisecond
+// for every argument in PMM (the slow tier's bandwidth, below 50 GB/s here).
+class MillisecondPerPmmArgument final : public ca::plan::KernelTimeModel {
+ public:
+  explicit MillisecondPerPmmArgument(double base) : base_(base) {}
+  [[nodiscard]] double seconds(std::string_view, std::span<const ca::plan::ArgTraffic> args) const override {
+    double s = base_;
+    for (const auto& a : args) s += a.gbps < 50 ? 1e-3 : 0;
+    return s;
+  }
+
+ private:
+  double base_;
+};
+
+struct Setup {
+  std::unique_ptr<ca::Runtime> rt;
+  ca::policy::AutotmPolicy* policy = nullptr;
+  std::vector<std::string> log;
+};
+
+// A runtime of 1 MiB fast memory under an AutoTM policy with a DRAM limit of
+// 600 KiB (two of the 256 KiB objects), copies at `copy_gbps`.
+std::unique_ptr<Setup> autotm_runtime(AutotmFormulation formulation, double copy_gbps, double kernel_base_seconds) {
+  auto setup = std::make_unique<Setup>();
+  ca::policy::AutotmPolicyOptions options;
+  options.solver.formulation = formulation;
+  options.time_model = std::make_shared<MillisecondPerPmmArgument>(kernel_base_seconds);
+  options.fast_tier = {100, 100};
+  options.slow_tier = {copy_gbps, copy_gbps};
+  options.dram_limit = 600 * kib;
+  options.log = [s = setup.get()](const std::string& line) { s->log.push_back(line); };
+  auto policy = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  setup->policy = policy.get();
+  setup->rt = std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 8 << 20), std::move(policy));
+  return setup;
+}
+
+ca::DeviceId device_of(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {
+  auto guard = rt.lock();
+  return rt.manager().device(*rt.manager().getprimary(a.object()));
+}
+
+void fill(ca::CachedArray<std::byte>& a, std::uint64_t seed) {
+  auto w = a.write();
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = test::pattern_byte(seed, i);
+}
+
+bool holds(const ca::CachedArray<std::byte>& a, std::uint64_t seed) {
+  const auto r = a.read();
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r[i] != test::pattern_byte(seed, i)) return false;
+  }
+  return true;
+}
+
+// One iteration: kernels 0..3 use (A, B), (C, D), (A, B), (C, D); each
+// reads its first argument and writes its second. `seen` receives, per
+// kernel and argument, whether it was in fast memory while the kernel ran,
+// and the fast tier's bytes in use then.
+struct Seen {
+  std::vector<std::vector<bool>> in_fast;
+  std::vector<std::uint64_t> fast_bytes;
+};
+
+void iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a, Seen* seen = nullptr) {
+  rt.begin_iteration();
+  const int pairs[4][2] = {{0, 1}, {2, 3}, {0, 1}, {2, 3}};
+  for (const auto& pair : pairs) {
+    ca::CachedArray<std::byte>& in = a[static_cast<std::size_t>(pair[0])];
+    ca::CachedArray<std::byte>& out = a[static_cast<std::size_t>(pair[1])];
+    rt.kernel(ca::reads(in), ca::writes(out), [&](std::span<const std::byte> x, std::span<std::byte> y) {
+      // y is pinned for writing (dirty) and keeps its contents.
+      (void)x;
+      (void)y;
+      if (seen == nullptr) return;
+      auto guard = rt.lock();
+      const ca::DataManager& dm = rt.manager();
+      seen->in_fast.push_back({dm.device(*dm.getprimary(in.object())) == 0, dm.device(*dm.getprimary(out.object())) == 0});
+      seen->fast_bytes.push_back(dm.usage(0).bytes_used);
+    });
+  }
+}
+
+std::vector<ca::CachedArray<std::byte>> four_arrays(ca::Runtime& rt) {
+  std::vector<ca::CachedArray<std::byte>> a;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    a.push_back(rt.array<std::byte>(object_bytes));
+    fill(a.back(), i);
+  }
+  return a;
+}
+
+// Runs iterations until the program is recorded and followed, then one
+// more with `seen`; returns the stats of that one.
+ca::Stats steady_iteration(Setup& s, std::vector<ca::CachedArray<std::byte>>& a, Seen& seen) {
+  s.rt->record_program();
+  for (int i = 0; i < 3; ++i) iteration(*s.rt, a);  // 1 recorded; 2 and 3 follow the plan
+  const ca::Stats before = s.rt->stats();
+  iteration(*s.rt, a, &seen);
+  s.rt->collect();
+  s.rt->manager().finish_copies();
+  return s.rt->stats().since(before);
+}
+
+}  // namespace
+
+TEST_CASE("autotm policy: the registry makes the three formulations") {
+  const auto registry = ca::policy::Registry::builtin();
+  CHECK(registry.make("autotm-static")->name() == "autotm-static");
+  CHECK(registry.make("autotm-sync")->name() == "autotm-sync");
+  CHECK(registry.make("autotm-async")->name() == "autotm-async");
+}
+
+TEST_CASE("autotm policy: in a steady iteration the arguments are where the synchronous plan says, within the limit") {
+  auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
+  auto a = four_arrays(*s->rt);
+  Seen seen;
+  const ca::Stats delta = steady_iteration(*s, a, seen);
+  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  REQUIRE(plan != nullptr);
+  // A move costs 26 us, a kernel argument in PMM 1 ms: every argument is
+  // brought in, two objects at a time (the limit), and the others leave.
+  REQUIRE(seen.in_fast.size() == 4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    CHECK(plan->in_dram[k] == std::vector<bool>{true, true});
+    CHECK(seen.in_fast[k] == plan->in_dram[k]);
+    CHECK(seen.fast_bytes[k] <= 600 * kib);
+  }
+  CHECK(delta.bytes_copied[1][0] > 0);  // the moves in were made
+  CHECK(s->policy->counters().departures == 0);
+  CHECK(s->policy->counters().iterations_followed >= 2);
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+  s->rt->manager().check_invariants(true);
+  // The solve was reported.
+  CHECK(std::any_of(s->log.begin(), s->log.end(), [](const std::string& l) { return l.find("modeled") != std::string::npos; }));
+}
+
+TEST_CASE("autotm policy: the static plan places once and copies nothing in a steady iteration") {
+  auto s = autotm_runtime(AutotmFormulation::static_placement, 10, 0);
+  auto a = four_arrays(*s->rt);
+  Seen seen;
+  const ca::Stats delta = steady_iteration(*s, a, seen);
+  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  REQUIRE(plan != nullptr);
+  CHECK(plan->moves.empty());
+  CHECK(delta.total_bytes_copied() == 0);
+  REQUIRE(seen.in_fast.size() == 4);
+  int in_dram = 0;
+  for (std::size_t k = 0; k < 4; ++k) {
+    CHECK(seen.in_fast[k] == plan->in_dram[k]);
+    CHECK(seen.fast_bytes[k] <= 600 * kib);
+    in_dram += static_cast<int>(plan->in_dram[k][0]) + static_cast<int>(plan->in_dram[k][1]);
+  }
+  CHECK(in_dram == 4);  // two of the four objects, used twice each
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+}
+
+TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the mover") {
+  // Kernels of 10 ms, copies of 256 KiB at 0.1 GB/s (2.6 ms): a copy hidden
+  // behind a kernel costs nothing, a synchronous one 2.6 ms.
+  auto s = autotm_runtime(AutotmFormulation::asynchronous, 0.1, 10e-3);
+  auto a = four_arrays(*s->rt);
+  Seen seen;
+  const ca::Stats delta = steady_iteration(*s, a, seen);
+  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  REQUIRE(plan != nullptr);
+  const auto async_moves = std::count_if(plan->moves.begin(), plan->moves.end(),
+                                         [](const ca::plan::AutotmMove& m) { return m.asynchronous; });
+  CHECK(async_moves > 0);
+  CHECK(delta.async.copies > 0);
+  REQUIRE(seen.in_fast.size() == 4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    CHECK(seen.in_fast[k] == plan->in_dram[k]);
+    CHECK(seen.fast_bytes[k] <= 600 * kib);
+  }
+  CHECK(s->policy->counters().departures == 0);
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+  s->rt->manager().check_invariants(true);
+}
+
+TEST_CASE("autotm policy: an iteration that departs from the program falls back to CA:LM with one warning") {
+  auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
+  auto a = four_arrays(*s->rt);
+  auto other = s->rt->array<std::byte>(300 * kib);
+  fill(other, 9);
+  Seen seen;
+  (void)steady_iteration(*s, a, seen);
+  REQUIRE(s->policy->counters().departures == 0);
+  // Two iterations whose second kernel reads a larger object than the
+  // program's: departures, one warning naming the kernel.
+  for (int i = 0; i < 2; ++i) {
+    s->rt->begin_iteration();
+    s->rt->kernel(ca::reads(a[0]), ca::writes(a[1]), [](std::span<const std::byte>, std::span<std::byte>) {});
+    s->rt->kernel(ca::reads(other), ca::writes(a[3]), [](std::span<const std::byte>, std::span<std::byte>) {});
+    s->rt->kernel(ca::reads(a[2]), ca::writes(a[1]), [](std::span<const std::byte>, std::span<std::byte>) {});
+  }
+  CHECK(s->policy->counters().departures == 2);
+  const auto warnings = std::count_if(s->log.begin(), s->log.end(), [](const std::string& l) {
+    return l.find("warning") != std::string::npos && l.find("departed") != std::string::npos &&
+           l.find("kernel 1") != std::string::npos;
+  });
+  CHECK(warnings == 1);
+  // The plan is followed again when the program is.
+  const auto followed = s->policy->counters().iterations_followed;
+  iteration(*s->rt, a);
+  iteration(*s->rt, a);
+  CHECK(s->policy->counters().iterations_followed == followed + 1);  // the one before the last
+  CHECK(s->policy->counters().departures == 2);
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+  CHECK(holds(other, 9));
+  s->rt->manager().check_invariants(true);
+}
+
+TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cannot plan says why") {
+  auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
+  auto a = four_arrays(*s->rt);
+  iteration(*s->rt, a);
+  CHECK(s->policy->plan() == nullptr);
+  CHECK(device_of(*s->rt, a[3]) == 0);  // CA:LM: local allocation and moves on write
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+  s->rt->record_program();
+  iteration(*s->rt, a);
+  iteration(*s->rt, a);
+  REQUIRE(s->rt->program() != nullptr);
+  CHECK(s->policy->plan() != nullptr);
+
+  ca::policy::AutotmPolicyOptions options;
+  options.solver.time_limit_seconds = 0;
+  options.log = [](const std::string&) {};
+  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::make_unique<ca::policy::AutotmPolicy>(std::move(options)));
+  CHECK_THROWS_WITH_AS(rt.set_program(*s->rt->program()),
+                       doctest::Contains("time_limit_seconds"), ca::invalid_argument);
+}

@@ -106,7 +106,7 @@ struct Options {
                                  "ca-lm@0.2",  "ca-lma@0.5", "ca-lma@0.2"};
   int iterations = 2;
   int rounds = 3;
-  std::string profile_cache = bench::default_profile_cache();
+  std::string profile_cache = nn::default_profile_cache();
   std::string json_path;
 };
 

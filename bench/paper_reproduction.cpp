@@ -475,7 +475,7 @@ struct Options {
   std::vector<std::string> policies;  // empty: all of them
   std::string json_path;
   std::string plots_dir;
-  std::string profile_cache = bench::default_profile_cache();
+  std::string profile_cache = nn::default_profile_cache();
   double paper_gflops = 0;  // 0: from this machine's profile (paper_machine)
   std::string kernel_model = "roofline";
   std::string mover_priority = "normal";

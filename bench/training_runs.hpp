@@ -82,22 +82,6 @@ inline bool looks_ahead(const std::string& policy) {
   return name.rfind("ca", 0) == 0 && policy::Mode::parse(name).async_lookahead;
 }
 
-// Where the benchmarks keep the kernel profile cache (nn::profile_model)
-// unless told otherwise: $XDG_CACHE_HOME/cachedarrays, else
-// ~/.cache/cachedarrays, else the working directory; the directory is made.
-inline std::string default_profile_cache() {
-  std::filesystem::path dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    dir = std::filesystem::path(xdg) / "cachedarrays";
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    dir = std::filesystem::path(home) / ".cache" / "cachedarrays";
-  }
-  std::error_code ec;
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (dir.empty() || ec) dir = ".";
-  return (dir / "kernel_profiles.json").string();
-}
-
 // One iteration's application events, recorded by a dry run (no kernels,
 // nothing stored) on virtual devices: the events do not depend on the policy.
 inline Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -41,6 +42,38 @@ struct Options {
   std::string profile_cache;  // empty: the A modes keep their fixed lookahead
   std::string planner = "online";
 };
+
+// An autotm-* policy planning from the model's kernel profiles, measured
+// once per machine into the cache file; the profiling and the solve print
+// their progress.
+std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::string& name,
+                                                  const std::function<nn::Graph()>& build) {
+  const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
+  const std::string cache = o.profile_cache.empty() ? nn::default_profile_cache() : o.profile_cache;
+  fmt::print("{}: kernel profiles from {} (measured there once per machine: every kernel all in the fast tier, "
+             "then all on the emulated {} tier)...\n",
+             name, cache, slow);
+  std::fflush(stdout);
+  nn::ProfilerOptions profiler;
+  profiler.slow_tier = slow;
+  bool measured = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  ca::plan::KernelProfiles profiles = nn::profile_model(build, cache, profiler, &measured);
+  fmt::print("{}: {} kernel profiles {} in {:.1f} s\n", name, profiles.kernels().size(),
+             measured ? "measured and cached" : "loaded",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const ca::EmulationProfile tier = *ca::emulation::profile(slow);
+  ca::policy::AutotmPolicyOptions options;
+  options.solver.formulation = *ca::policy::autotm_formulation(name);
+  options.fast_tier = {tier.dram_read_gbps, tier.dram_write_gbps};
+  options.slow_tier = {tier.read_gbps, tier.write_gbps};
+  options.time_model = ca::plan::profiled_time_model(std::move(profiles), options.fast_tier, options.slow_tier);
+  options.log = [](const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+  return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+}
 
 void add_options(CLI::App& app, Options& o) {
   nn::ModelConfig& model = o.model;
@@ -68,9 +101,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--slow-emulation", o.slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
   app.add_option("--profile-cache", o.profile_cache,
-                 "with ca-lma / ca-lmpa: profile the model's kernels into FILE (once per machine) and choose how "
-                 "far the policy looks ahead from them (ca::policy::profiled_lookahead) instead of a fixed 32 "
-                 "kernels");
+                 "profile the model's kernels into FILE (once per machine): the autotm-* policies plan from the "
+                 "profiles (default FILE: kernel_profiles.json in $XDG_CACHE_HOME/cachedarrays or ~/.cache/cachedarrays); with ca-lma / ca-lmpa the policy "
+                 "chooses how far it looks ahead from them (ca::policy::profiled_lookahead) instead of a fixed "
+                 "32 kernels");
   app.add_option("--planner", o.planner,
                  "where the objects of an iteration go in the fast tier: online (the allocator decides when each "
                  "is created), or planned ahead by best-fit (offset lines), smartpool or mip; a planner makes the "
@@ -204,6 +238,7 @@ void run(Options o) {
                o.profile_cache, lookahead.kernels, choice.uncovered);
     policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
   }
+  if (!o.memory_mode && ca::policy::autotm_formulation(policy_name)) policy = autotm_policy(o, policy_name, build);
   const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
   const ca::policy::PlannedPlacement* placement =

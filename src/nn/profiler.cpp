@@ -1,6 +1,8 @@
 #include "cachedarrays/nn/profiler.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <span>
@@ -138,6 +140,19 @@ plan::KernelProfiles measure_profiles(const std::function<Graph()>& build, const
                              k.bytes_written});
   }
   return profiles;
+}
+
+std::string default_profile_cache() {
+  std::filesystem::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    dir = std::filesystem::path(xdg) / "cachedarrays";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    dir = std::filesystem::path(home) / ".cache" / "cachedarrays";
+  }
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (dir.empty() || ec) dir = ".";
+  return (dir / "kernel_profiles.json").string();
 }
 
 plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,

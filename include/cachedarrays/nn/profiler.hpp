@@ -37,6 +37,11 @@ struct ProfilerOptions {
 // shape-only dry run: no memory, no kernels.
 [[nodiscard]] std::vector<std::string> kernel_signatures(const std::function<Graph()>& build);
 
+// Where profiles are cached unless the user says otherwise:
+// $XDG_CACHE_HOME/cachedarrays, else ~/.cache/cachedarrays, else the working
+// directory; the directory is made. One file serves every model.
+[[nodiscard]] std::string default_profile_cache();
+
 // Measures the profile of every kernel of build()'s training iterations (see
 // the file comment). The batch is a fixed pattern of values in [0, 1) with
 // every label 0: kernel times do not depend on the values. Throws

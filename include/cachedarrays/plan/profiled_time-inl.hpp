@@ -5,7 +5,9 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/plan/profiled_time.hpp"
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
@@ -40,6 +42,33 @@ CACHEDARRAYS_INLINE double ProfiledTime::seconds(std::string_view signature, std
   const KernelProfile* measured = profiles_.find(signature);
   if (measured == nullptr) return fallback_.seconds(signature, args);
   return measured->fast_seconds + slow_share(args) * (measured->slow_seconds - measured->fast_seconds);
+}
+
+namespace detail {
+
+// The profiles and the two models that keep references to them, together.
+class OwnedProfiledTime final : public KernelTimeModel {
+ public:
+  OwnedProfiledTime(KernelProfiles profiles, emulation::Bandwidth fast_tier, emulation::Bandwidth slow_tier)
+      : profiles_(std::move(profiles)),
+        roofline_(compute_rate(profiles_), fast_tier, &profiles_),
+        profiled_(profiles_, fast_tier, slow_tier, roofline_) {}
+  [[nodiscard]] double seconds(std::string_view signature, std::span<const ArgTraffic> args) const override {
+    return profiled_.seconds(signature, args);
+  }
+
+ private:
+  KernelProfiles profiles_;
+  Roofline roofline_;
+  ProfiledTime profiled_;
+};
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE std::shared_ptr<const KernelTimeModel> profiled_time_model(KernelProfiles profiles,
+                                                                              emulation::Bandwidth fast_tier,
+                                                                              emulation::Bandwidth slow_tier) {
+  return std::make_shared<detail::OwnedProfiledTime>(std::move(profiles), fast_tier, slow_tier);
 }
 
 }  // namespace cachedarrays::plan

@@ -21,6 +21,7 @@
 
 #include "cachedarrays/config.hpp"
 
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -51,6 +52,14 @@ class ProfiledTime final : public KernelTimeModel {
   emulation::Bandwidth slow_tier_;
   const KernelTimeModel& fallback_;
 };
+
+// ProfiledTime that owns its profiles, with the roofline calibrated on them
+// (compute_rate(profiles)) for kernels they lack: the model a planner keeps
+// (AutotmPolicyOptions::time_model). Throws what ProfiledTime and
+// compute_rate throw.
+[[nodiscard]] std::shared_ptr<const KernelTimeModel> profiled_time_model(KernelProfiles profiles,
+                                                                         emulation::Bandwidth fast_tier,
+                                                                         emulation::Bandwidth slow_tier);
 
 }  // namespace cachedarrays::plan
 

@@ -28,6 +28,13 @@ CACHEDARRAYS_INLINE std::string autotm_seconds(double seconds) {
 
 }  // namespace detail
 
+CACHEDARRAYS_INLINE std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept {
+  if (policy_name == "autotm-static") return plan::AutotmFormulation::static_placement;
+  if (policy_name == "autotm-sync") return plan::AutotmFormulation::synchronous;
+  if (policy_name == "autotm-async") return plan::AutotmFormulation::asynchronous;
+  return std::nullopt;
+}
+
 CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : options_(std::move(options)) {
   const auto bad = [](const emulation::Bandwidth& b) {
     return b.read_gbps < 0 || b.write_gbps < 0 || (b.read_gbps > 0) != (b.write_gbps > 0);

@@ -42,6 +42,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +52,10 @@
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 namespace cachedarrays::policy {
+
+// The formulation an AutoTM policy name stands for: "autotm-static",
+// "autotm-sync", "autotm-async"; nullopt for any other name.
+[[nodiscard]] std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept;
 
 struct AutotmPolicyOptions {
   // Formulation, relative gap, time limit, fragmentation loop; dram_limit

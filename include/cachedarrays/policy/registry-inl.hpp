@@ -10,7 +10,7 @@
 #include "cachedarrays/policy/first_touch.hpp"
 #include "cachedarrays/policy/single_tier.hpp"
 
-#include <tuple>
+#include <utility>
 
 namespace cachedarrays::policy {
 
@@ -44,17 +44,16 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
   r.add("planned-a", "CA:LMA with planned offsets (= ca-lma+best-fit)",
         [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lma+best-fit")); });
   // AutoTM (paper 000): the program planned by its ILP, the plan executed at kernel boundaries.
-  const std::tuple<const char*, plan::AutotmFormulation, const char*> autotm[] = {
-      {"autotm-static", plan::AutotmFormulation::static_placement,
-       "AutoTM static — each object placed in fast or slow memory once, by AutoTM's ILP over the program (needs "
-       "a program; Cbc)"},
-      {"autotm-sync", plan::AutotmFormulation::synchronous,
-       "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that use them"},
-      {"autotm-async", plan::AutotmFormulation::asynchronous,
-       "AutoTM asynchronous — the synchronous moves and moves by the mover beside other kernels (section 7)"},
+  const std::pair<const char*, const char*> autotm[] = {
+      {"autotm-static", "AutoTM static — each object placed in fast or slow memory once, by AutoTM's ILP over the "
+                        "program (needs a program; Cbc)"},
+      {"autotm-sync", "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that "
+                      "use them"},
+      {"autotm-async", "AutoTM asynchronous — the synchronous moves and moves by the mover beside other kernels "
+                       "(paper section 7)"},
   };
-  for (const auto& [name, formulation, description] : autotm) {
-    r.add(name, description, [formulation] {
+  for (const auto& [name, description] : autotm) {
+    r.add(name, description, [formulation = *autotm_formulation(name)] {
       AutotmPolicyOptions options;
       options.solver.formulation = formulation;
       return std::make_unique<AutotmPolicy>(std::move(options));

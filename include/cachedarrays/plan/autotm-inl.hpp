@@ -10,11 +10,14 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/block_allocator.hpp"
 #include "cachedarrays/plan/detail/cbc_support.hpp"
 
 namespace cachedarrays::plan {
@@ -58,34 +61,676 @@ CACHEDARRAYS_INLINE AutotmCosts AutotmCosts::from_model(const Program& program, 
 
 namespace detail {
 
-// The ILP in Cbc's terms: columns with bounds and objective coefficients,
-// rows as (row, column, coefficient) entries with an upper bound each.
+using AutotmTerms = std::vector<std::pair<int, double>>;
+
+// The ILP in Cbc's terms: columns with bounds, objective coefficients and a
+// MIP start, rows as (row, column, coefficient) entries with an upper bound
+// each (no lower bound).
 struct AutotmModel {
-  std::vector<double> col_lower, col_upper, objective;
+  std::vector<double> col_lower, col_upper, objective, start;
+  std::vector<char> integer;
   std::vector<std::tuple<int, int, double>> entries;
   std::vector<double> row_upper;
+  // Continuous columns that stand for max(0, forms...) (a kernel's time (7),
+  // a move's paid write-back), each form kept as `column >= terms + constant`:
+  // the plan's modeled time is evaluated from them exactly, with the binary
+  // columns rounded, whatever value in its range Cbc left a column at where
+  // it does not bind. In creation order: a form refers to earlier ones only.
+  struct Derived {
+    int column = -1;
+    std::vector<std::pair<AutotmTerms, double>> at_least;
+  };
+  std::vector<Derived> derived;
 
-  int column(double objective_coefficient, double upper = 1) {
+  int column(double objective_coefficient, double upper = 1, bool is_integer = true) {
     col_lower.push_back(0);
     col_upper.push_back(upper);
     objective.push_back(objective_coefficient);
+    start.push_back(0);  // everything in PMM, nothing moves: within any limit
+    integer.push_back(is_integer ? 1 : 0);
     return static_cast<int>(objective.size() - 1);
   }
-  // sum coefficient * column <= upper
-  void row(const std::vector<std::pair<int, double>>& terms, double upper) {
+  // sum coefficient * column <= upper; a column named twice gets the sum
+  // (Cbc rejects duplicate entries).
+  int row(AutotmTerms terms, double upper) {
+    std::sort(terms.begin(), terms.end());
     const auto r = static_cast<int>(row_upper.size());
-    for (const auto& [c, v] : terms) entries.emplace_back(r, c, v);
+    for (std::size_t i = 0; i < terms.size();) {
+      double v = 0;
+      std::size_t j = i;
+      for (; j < terms.size() && terms[j].first == terms[i].first; ++j) v += terms[j].second;
+      if (v != 0) entries.emplace_back(r, terms[i].first, v);
+      i = j;
+    }
     row_upper.push_back(upper);
+    return r;
+  }
+  // column >= terms + constant.
+  void at_least(int column, const AutotmTerms& terms, double constant) {
+    AutotmTerms r = terms;
+    r.emplace_back(column, -1);
+    row(std::move(r), -constant);
+    if (derived.empty() || derived.back().column != column) derived.push_back({column, {}});
+    derived.back().at_least.emplace_back(terms, constant);
   }
 };
 
+// One kernel of a gap between two uses of an object during which it may
+// move asynchronously: a component of its flow graph (§7.1.2).
+struct AutotmComponent {
+  std::uint32_t kernel = 0;
+  std::uint32_t position = 0;  // kernels after the use that opens the gap (1: the next kernel)
+  int state = -1;              // in DRAM after `kernel`
+  int in = -1;                 // moved in during it
+  int out = -1;                // moved out during it
+};
+
+struct AutotmObjectColumns {
+  std::vector<int> x, y;               // by use (§3.3)
+  std::vector<int> move_in, move_out;  // synchronous, by use; -1: none
+  // By use: the components of the gap after it, up to the next use (around
+  // the iteration for the last use of a persistent object). Empty outside
+  // the asynchronous formulation.
+  std::vector<std::vector<AutotmComponent>> gaps;
+
+  // Where the object is at the end of the gap after use g: what the next
+  // use finds.
+  [[nodiscard]] int gap_end(std::size_t g) const { return gaps[g].empty() ? y[g] : gaps[g].back().state; }
+};
+
+struct AutotmIlp {
+  AutotmModel model;
+  std::vector<AutotmObjectColumns> objects;
+  double constant = 0;        // the objective's part no column carries
+  std::vector<int> dram_row;  // by kernel: its row of (5), -1 when nothing can be in DRAM
+};
+
+// Builds the ILP of §3 (and §7.1 for the asynchronous formulation) once; the
+// fragmentation loop only changes the right-hand sides of the DRAM rows.
+class AutotmIlpBuilder {
+ public:
+  AutotmIlpBuilder(const Program& program, const AutotmCosts& costs, const AutotmOptions& options)
+      : program_(program),
+        costs_(costs),
+        options_(options),
+        kernels_(program.kernels()),
+        objects_(program.objects()),
+        nk_(static_cast<std::uint32_t>(program.kernels().size())),
+        async_time_(nk_) {}
+
+  AutotmIlp build() {
+    lifetimes();
+    ilp_.objects.resize(objects_.size());
+    for (std::uint32_t o = 0; o < objects_.size(); ++o) places(o);
+    for (std::uint32_t o = 0; o < objects_.size(); ++o) write_backs(o);
+    kernel_times();
+    dram_rows();
+    return std::move(ilp_);
+  }
+
+ private:
+  [[nodiscard]] bool moves() const { return options_.formulation != AutotmFormulation::static_placement; }
+  [[nodiscard]] bool asynchronous() const { return options_.formulation == AutotmFormulation::asynchronous; }
+  [[nodiscard]] double to_dram_seconds(std::uint32_t o) const {
+    return static_cast<double>(objects_[o].bytes) / (costs_.to_dram_gbps * 1e9);
+  }
+  [[nodiscard]] double to_pmm_seconds(std::uint32_t o) const {
+    return static_cast<double>(objects_[o].bytes) / (costs_.to_pmm_gbps * 1e9);
+  }
+  // The index of o's first use at or after kernel k (uses().size(): none).
+  [[nodiscard]] std::size_t use_of(std::uint32_t o, std::uint32_t k) const {
+    const std::vector<std::uint32_t>& uses = program_.uses(o);
+    return static_cast<std::size_t>(std::lower_bound(uses.begin(), uses.end(), k) - uses.begin());
+  }
+  [[nodiscard]] bool alive(std::uint32_t o, std::uint32_t k) const { return alive_from_[o] <= k && k < alive_to_[o]; }
+
+  // The kernels each object is alive at, [alive_from_, alive_to_).
+  void lifetimes() {
+    alive_from_.assign(objects_.size(), 0);
+    alive_to_.assign(objects_.size(), 0);
+    for (std::uint32_t o = 0; o < objects_.size(); ++o) alive_to_[o] = objects_[o].persistent ? nk_ : 0;
+    std::uint32_t seen = 0;
+    for (const ProgramStep& step : program_.steps()) {
+      if (step.kind == StepKind::create) {
+        alive_from_[step.index] = seen;
+        alive_to_[step.index] = nk_;
+      }
+      if (step.kind == StepKind::retire) alive_to_[step.index] = seen;
+      if (step.kind == StepKind::kernel) ++seen;
+    }
+  }
+
+  // x, y and the synchronous moves (§3.3, §3.6), and the asynchronous
+  // components of each gap (§7.1.2).
+  void places(std::uint32_t o) {
+    const std::vector<std::uint32_t>& uses = program_.uses(o);
+    const std::size_t n = uses.size();
+    if (n == 0) return;
+    AutotmModel& m = ilp_.model;
+    AutotmObjectColumns& c = ilp_.objects[o];
+    c.gaps.resize(n);
+    const bool persistent = objects_[o].persistent;
+    if (!moves()) {
+      // The static formulation (Figure 6a): one column s(o) for all of them.
+      const int s = m.column(0);
+      c.x.assign(n, s);
+      c.y.assign(n, s);
+      c.move_in.assign(n, -1);
+      c.move_out.assign(n, -1);
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      c.x.push_back(m.column(0));
+      // A created object is freed after its last use: nothing stays.
+      const bool freed = !persistent && i + 1 == n;
+      c.y.push_back(m.column(0, freed ? 0 : 1));
+    }
+    if (asynchronous()) {
+      for (std::size_t i = 0; i < n; ++i) gap(o, i);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      // y <= x: an object gets into DRAM only just before a use.
+      m.row({{c.y[i], 1}, {c.x[i], -1}}, 0);
+      // What is in DRAM at the end of the gap after use i is still there at
+      // the next use (it leaves only by a move: synchronously right after a
+      // use, y = 0, or asynchronously during the gap).
+      if (i + 1 < n) {
+        m.row({{c.gap_end(i), 1}, {c.x[i + 1], -1}}, 0);
+      } else if (persistent) {
+        m.row({{c.gap_end(i), 1}, {c.x[0], -1}}, 0);
+      }
+      // In before use i when in DRAM during it but not at the end of the gap
+      // before it (around the iteration for a persistent object; a created
+      // object is created where use 0 wants it). Its time adds to the
+      // objective (2).
+      if (i > 0 || persistent) {
+        const int before = c.gap_end(i > 0 ? i - 1 : n - 1);
+        const int p = m.column(to_dram_seconds(o));
+        transition(p, before, c.x[i]);
+        c.move_in.push_back(p);
+      } else {
+        c.move_in.push_back(-1);
+      }
+      // Out after use i when in DRAM during it and not after. Its time is
+      // charged on a paid column (write_backs), not here.
+      if (!persistent && i + 1 == n) {
+        c.move_out.push_back(-1);
+      } else {
+        const int q = m.column(0);
+        transition(q, c.y[i], c.x[i]);
+        c.move_out.push_back(q);
+      }
+    }
+  }
+
+  // move = 1 exactly when the place goes from `from` = 0 to `to` = 1 (and
+  // not only at least then: the write-once rows count moves out, so a move
+  // column that is 1 without a move would make later moves free).
+  void transition(int move, int from, int to) {
+    AutotmModel& m = ilp_.model;
+    m.row({{to, 1}, {from, -1}, {move, -1}}, 0);  // move >= to - from
+    m.row({{move, 1}, {to, -1}}, 0);              // move <= to
+    m.row({{move, 1}, {from, 1}}, 1);             // move <= 1 - from
+  }
+
+  // The components of the gap after use i (§7.1.2): the first
+  // async_window kernels after the use (where a move out can start) and the
+  // last async_window before the next one (where a move in can), all of
+  // them when the gap is shorter than twice the window; only kernels at
+  // which the object is alive. Columns per component: its state after the
+  // kernel, s, and moves in >= s - s(prev) and out >= s(prev) - s, with
+  // s(prev) the previous component's state or y(use i).
+  void gap(std::uint32_t o, std::size_t i) {
+    const std::vector<std::uint32_t>& uses = program_.uses(o);
+    const std::size_t n = uses.size();
+    const bool persistent = objects_[o].persistent;
+    if (i + 1 == n && !persistent) return;  // freed after its last use
+    const std::uint32_t u = uses[i];
+    const std::uint32_t next = uses[(i + 1) % n];
+    const std::uint32_t span = i + 1 < n ? next - u : next + nk_ - u;  // positions 1 .. span - 1
+    std::vector<std::uint32_t> positions;
+    for (std::uint32_t p = 1; p < span; ++p) {
+      if (alive(o, (u + p) % nk_)) positions.push_back(p);
+    }
+    const std::size_t window = options_.async_window;
+    if (positions.size() > 2 * window) {
+      positions.erase(positions.begin() + static_cast<std::ptrdiff_t>(window),
+                      positions.end() - static_cast<std::ptrdiff_t>(window));
+    }
+    AutotmModel& m = ilp_.model;
+    AutotmObjectColumns& c = ilp_.objects[o];
+    int prev = c.y[i];
+    for (const std::uint32_t p : positions) {
+      AutotmComponent comp;
+      comp.position = p;
+      comp.kernel = (u + p) % nk_;
+      comp.state = m.column(0);
+      comp.in = m.column(0);
+      comp.out = m.column(0);
+      transition(comp.in, prev, comp.state);
+      transition(comp.out, comp.state, prev);
+      // (8): the move in's time overlaps its kernel; the move out's is
+      // added by write_backs, where it is paid.
+      async_time_[comp.kernel].emplace_back(comp.in, to_dram_seconds(o));
+      c.gaps[i].push_back(comp);
+      prev = comp.state;
+    }
+  }
+
+  // The write-once saving (§3.6). The paper's tensors are immutable, so
+  // once one is in PMM its later moves out are no-ops. Ours are not, but
+  // our runtime keeps that property between writes: a move in leaves the
+  // PMM region linked to the DRAM copy (getlinked), a write marks the DRAM
+  // copy dirty, and a move out of a clean object only drops its DRAM copy.
+  // So a move out after use i copies (and costs |o| / bandwidth) only when
+  // the last use that wrote the object, w(i) <= i, wrote it in DRAM,
+  // x(o, w) = 1, and no move out came between w and this one. Linearly,
+  // with a paid column c carrying the cost instead of the move column q:
+  //   c >= q - sum of the moves out between w and q - (1 - x(o, w)).
+  // For a persistent object w wraps around to the previous iteration's last
+  // write; one that no use writes never pays (its PMM copy, once made,
+  // stays valid). A created object is written by its creation, where use 0
+  // wants it: before its first writing use, w = 0. Asynchronous moves out
+  // (§7.1.3) are paid the same way, in their kernel's time (8).
+  void write_backs(std::uint32_t o) {
+    if (!moves()) return;
+    const std::vector<std::uint32_t>& uses = program_.uses(o);
+    const std::size_t n = uses.size();
+    if (n == 0) return;
+    AutotmModel& m = ilp_.model;
+    const AutotmObjectColumns& c = ilp_.objects[o];
+    const bool persistent = objects_[o].persistent;
+    struct Out {
+      int column;
+      std::size_t use;  // the use it follows
+      std::uint32_t kernel;
+      bool asynchronous;
+    };
+    std::vector<Out> outs;  // in the order they happen
+    for (std::size_t i = 0; i < n; ++i) {
+      if (c.move_out[i] >= 0) outs.push_back({c.move_out[i], i, uses[i], false});
+      for (const AutotmComponent& comp : c.gaps[i]) outs.push_back({comp.out, i, comp.kernel, true});
+    }
+    std::vector<bool> written(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const ProgramArg& a : kernels_[uses[i]].args) {
+        if (a.object == o && a.access == Access::write) written[i] = true;
+      }
+    }
+    const auto last_write = [&](std::size_t upto) -> std::ptrdiff_t {
+      for (std::size_t i = upto + 1; i-- > 0;) {
+        if (written[i]) return static_cast<std::ptrdiff_t>(i);
+      }
+      return -1;
+    };
+    if (persistent && last_write(n - 1) < 0) return;  // never written: never pays
+    const double seconds = to_pmm_seconds(o);
+    for (std::size_t at = 0; at < outs.size(); ++at) {
+      const Out& out = outs[at];
+      std::ptrdiff_t found = last_write(out.use);
+      const bool around = found < 0 && persistent;
+      if (around) found = last_write(n - 1);
+      const auto w = static_cast<std::size_t>(std::max<std::ptrdiff_t>(found, 0));  // created: written at use 0
+      AutotmTerms terms{{out.column, 1}, {c.x[w], 1}};
+      for (std::size_t e = 0; e < outs.size(); ++e) {
+        const bool after_write = outs[e].use >= w;
+        if (around ? (e < at || after_write) : (e < at && after_write)) terms.emplace_back(outs[e].column, -1);
+      }
+      const int paid = m.column(out.asynchronous ? 0 : seconds, 1, false);
+      m.at_least(paid, terms, -1);
+      if (out.asynchronous) async_time_[out.kernel].emplace_back(paid, seconds);
+    }
+  }
+
+  // The objective: (1)/(2), and (7) for the kernels a move may overlap.
+  // rho_k = n_DRAM + sum_a delta(k,a) (1 - x(a,k)) (§3.5, see autotm.hpp).
+  // A kernel no move overlaps adds rho_k itself; one that a move may
+  // overlap adds a continuous T_k >= rho_k and >= the time of its
+  // asynchronous moves (8): max(rho_k, sum M^async) in ILP form.
+  void kernel_times() {
+    AutotmModel& m = ilp_.model;
+    for (std::uint32_t k = 0; k < nk_; ++k) {
+      double base = costs_.dram_seconds[k];
+      AutotmTerms rho;
+      for (std::size_t j = 0; j < kernels_[k].args.size(); ++j) {
+        const std::uint32_t o = kernels_[k].args[j].object;
+        const double delta = costs_.pmm_penalty[k][j];
+        base += delta;
+        rho.emplace_back(ilp_.objects[o].x[use_of(o, k)], -delta);
+      }
+      if (async_time_[k].empty()) {
+        ilp_.constant += base;
+        for (const auto& [col, coefficient] : rho) m.objective[static_cast<std::size_t>(col)] += coefficient;
+        continue;
+      }
+      double upper = base;
+      for (const auto& term : async_time_[k]) upper += term.second;
+      const int t = m.column(1, upper, false);
+      m.start[static_cast<std::size_t>(t)] = base;  // the start puts everything in PMM
+      m.at_least(t, rho, base);
+      m.at_least(t, async_time_[k], 0);
+    }
+  }
+
+  // Where o is during kernel k, which does not use it, as the DRAM it
+  // holds (ref(k, t) of (5)): where its last use before k left it, changed
+  // by the components of the gap up to k; during a component's kernel both
+  // its place before and a move in count (a move out frees its DRAM after
+  // the kernel, a move in takes it from the start).
+  [[nodiscard]] AutotmTerms held(std::uint32_t o, std::uint32_t k) const {
+    const std::vector<std::uint32_t>& uses = program_.uses(o);
+    const std::size_t n = uses.size();
+    const AutotmObjectColumns& c = ilp_.objects[o];
+    const std::size_t next = use_of(o, k);
+    const bool persistent = objects_[o].persistent;
+    if (!persistent && next == 0) return {{c.x[0], 1}};  // created for a later kernel: where that kernel wants it
+    if (!persistent && next == n) return {{c.y[n - 1], 1}};
+    const std::size_t g = next > 0 ? next - 1 : n - 1;
+    const std::uint32_t position = (k + nk_ - uses[g]) % nk_;
+    int before = c.y[g];
+    for (const AutotmComponent& comp : c.gaps[g]) {
+      if (comp.position > position) break;
+      if (comp.position == position) return {{before, 1}, {comp.in, 1}};
+      before = comp.state;
+    }
+    return {{before, 1}};
+  }
+
+  // DRAM limit per kernel (5), over the objects alive at each kernel; the
+  // right-hand side L_DRAM,k is set per solve.
+  void dram_rows() {
+    ilp_.dram_row.assign(nk_, -1);
+    for (std::uint32_t k = 0; k < nk_; ++k) {
+      AutotmTerms terms;
+      std::vector<bool> io(objects_.size());
+      for (const ProgramArg& a : kernels_[k].args) {
+        if (io[a.object]) continue;
+        io[a.object] = true;
+        terms.emplace_back(ilp_.objects[a.object].x[use_of(a.object, k)], static_cast<double>(objects_[a.object].bytes));
+      }
+      for (std::uint32_t o = 0; o < objects_.size(); ++o) {
+        if (!alive(o, k) || io[o] || program_.uses(o).empty()) continue;
+        for (const auto& [col, share] : held(o, k)) {
+          terms.emplace_back(col, share * static_cast<double>(objects_[o].bytes));
+        }
+      }
+      if (!terms.empty()) ilp_.dram_row[k] = ilp_.model.row(std::move(terms), 0);
+    }
+  }
+
+  const Program& program_;
+  const AutotmCosts& costs_;
+  const AutotmOptions& options_;
+  const std::vector<ProgramKernel>& kernels_;
+  const std::vector<ProgramObject>& objects_;
+  std::uint32_t nk_;
+  std::vector<std::uint32_t> alive_from_, alive_to_;
+  std::vector<AutotmTerms> async_time_;  // by kernel: (move column, seconds) of the moves it may overlap
+  AutotmIlp ilp_;
+};
+
+// The plan a solution describes: each argument's place, and the moves read
+// off the changes of place (in program order: before a kernel, beside it,
+// after it).
+CACHEDARRAYS_INLINE void autotm_read_plan(const Program& program, const AutotmIlp& ilp,
+                                          const std::vector<double>& values, AutotmPlan& plan) {
+  const auto on = [&](int c) { return c >= 0 && values[static_cast<std::size_t>(c)] > 0.5; };
+  const std::vector<ProgramKernel>& kernels = program.kernels();
+  plan.in_dram.assign(kernels.size(), {});
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    for (const ProgramArg& a : kernels[k].args) {
+      const std::vector<std::uint32_t>& uses = program.uses(a.object);
+      const auto i = std::lower_bound(uses.begin(), uses.end(), static_cast<std::uint32_t>(k)) - uses.begin();
+      plan.in_dram[k].push_back(on(ilp.objects[a.object].x[static_cast<std::size_t>(i)]));
+    }
+  }
+  plan.moves.clear();
+  for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) {
+    const AutotmObjectColumns& c = ilp.objects[o];
+    const std::vector<std::uint32_t>& uses = program.uses(o);
+    for (std::size_t i = 0; i < c.x.size(); ++i) {
+      if (c.move_in[i] >= 0 && on(c.x[i]) && !on(c.gap_end(i > 0 ? i - 1 : c.x.size() - 1))) {
+        plan.moves.push_back({o, uses[i], true, false});
+      }
+      if (c.move_out[i] >= 0 && on(c.x[i]) && !on(c.y[i])) plan.moves.push_back({o, uses[i], false, false});
+      bool before = on(c.y[i]);
+      for (const AutotmComponent& comp : c.gaps[i]) {
+        const bool after = on(comp.state);
+        if (after != before) plan.moves.push_back({o, comp.kernel, after, true});
+        before = after;
+      }
+    }
+  }
+  const auto phase = [](const AutotmMove& m) { return m.asynchronous ? 1 : m.to_dram ? 0 : 2; };
+  std::sort(plan.moves.begin(), plan.moves.end(), [&](const AutotmMove& a, const AutotmMove& b) {
+    return std::tuple(a.kernel, phase(a), a.object) < std::tuple(b.kernel, phase(b), b.object);
+  });
+}
+
+// One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)).
+CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
+                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options) {
+  const AutotmModel& m = ilp.model;
+  std::vector<double> row_upper = m.row_upper;
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] >= 0) row_upper[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<double>(limits[k]);
+  }
+  // Column-major for Cbc_loadProblem.
+  const std::size_t cols = m.objective.size();
+  const std::size_t rows = row_upper.size();
+  std::vector<std::tuple<int, int, double>> entries = m.entries;
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<1>(a), std::get<0>(a)) < std::tie(std::get<1>(b), std::get<0>(b));
+  });
+  std::vector<CoinBigIndex> start(cols + 1, 0);
+  std::vector<int> index;
+  std::vector<double> value;
+  for (const auto& [r, c, v] : entries) {
+    ++start[static_cast<std::size_t>(c) + 1];
+    index.push_back(r);
+    value.push_back(v);
+  }
+  for (std::size_t c = 0; c < cols; ++c) start[c + 1] += start[c];
+
+  AutotmPlan plan;
+  std::vector<double> solution = m.start;
+  double bound = 0;
+  bool stopped = false;
+  bool proven = false;
+  {
+    std::lock_guard lock(mip_solver_mutex());
+    CbcModelPtr model(Cbc_newModel());
+    if (!model) throw error("autotm_plan: Cbc_newModel failed (out of memory?)");
+    Cbc_loadProblem(model.get(), static_cast<int>(cols), static_cast<int>(rows), start.data(), index.data(),
+                    value.data(), m.col_lower.data(), m.col_upper.data(), m.objective.data(), nullptr,
+                    row_upper.data());
+    Cbc_setObjSense(model.get(), 1);
+    // The kernel times T_k and the paid write-backs stay continuous: each
+    // is the max of forms of binary columns, integral wherever it binds.
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (m.integer[c] != 0) Cbc_setInteger(model.get(), static_cast<int>(c));
+    }
+    std::vector<int> all(cols);
+    for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
+    Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
+    set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
+    Cbc_solve(model.get());
+    const int status = Cbc_status(model.get());
+    if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");
+    if (status == 5) throw error("autotm_plan: Cbc was interrupted");
+    if (Cbc_isProvenInfeasible(model.get())) {
+      throw error("autotm_plan: Cbc calls the ILP infeasible, though everything in PMM is a solution");
+    }
+    if (const double* best = Cbc_bestSolution(model.get()); best != nullptr) solution.assign(best, best + cols);
+    bound = Cbc_getBestPossibleObjValue(model.get());
+    stopped = Cbc_isSecondsLimitReached(model.get()) != 0;
+    proven = Cbc_isProvenOptimal(model.get()) != 0;
+  }
+  // The binary columns rounded, the continuous ones evaluated from them.
+  for (std::size_t c = 0; c < cols; ++c) {
+    if (m.integer[c] != 0) solution[c] = std::round(solution[c]);
+  }
+  for (const AutotmModel::Derived& d : m.derived) {
+    double v = 0;
+    for (const auto& [terms, constant] : d.at_least) {
+      double form = constant;
+      for (const auto& [c, coefficient] : terms) form += coefficient * solution[static_cast<std::size_t>(c)];
+      v = std::max(v, form);
+    }
+    solution[static_cast<std::size_t>(d.column)] = std::min(v, m.col_upper[static_cast<std::size_t>(d.column)]);
+  }
+  double objective = 0;
+  for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * solution[c];
+  plan.modeled_seconds = ilp.constant + objective;
+  plan.gap = plan.modeled_seconds > 0 ? std::max(0.0, (objective - bound) / plan.modeled_seconds) : 0;
+  // When the search ends because no node can beat the incumbent (the MIP
+  // start, often), Cbc leaves its bound at the last LP's; what it proved is
+  // the requested gap.
+  if (proven) plan.gap = std::min(plan.gap, options.relative_gap);
+  plan.optimal = !stopped && (proven || plan.gap <= options.relative_gap + 1e-9);
+  plan.status = stopped ? "stopped at the time limit of " + mip_format_number(options.time_limit_seconds) +
+                              " s; the best plan found, gap " + mip_format_number(plan.gap)
+                        : "optimal within the relative gap " + mip_format_number(options.relative_gap);
+  autotm_read_plan(program, ilp, solution, plan);
+  return plan;
+}
+
+// A replay of the plan's DRAM allocations on a best-fit heap of
+// `capacity` bytes: false when the heap is too small (the caller doubles
+// it).
+class AutotmDramReplay {
+ public:
+  AutotmDramReplay(const Program& program, const AutotmPlan& plan, std::uint64_t capacity, std::uint64_t alignment)
+      : program_(program), plan_(plan), heap_(capacity, alignment), held_(program.objects().size(), nullptr),
+        ids_(program.objects().size()) {
+    const std::size_t nk = program.kernels().size();
+    std::iota(ids_.begin(), ids_.end(), 0u);
+    moved_in_.resize(nk);
+    moved_out_.resize(nk);
+    for (const AutotmMove& m : plan.moves) (m.to_dram ? moved_in_ : moved_out_)[m.kernel].push_back(m.object);
+    // A created object is created where its first use wants it.
+    created_in_dram_.assign(program.objects().size(), false);
+    for (std::uint32_t o = 0; o < program.objects().size(); ++o) {
+      if (program.uses(o).empty()) continue;
+      const std::uint32_t k = program.uses(o).front();
+      const std::vector<ProgramArg>& args = program.kernels()[k].args;
+      for (std::size_t j = 0; j < args.size(); ++j) {
+        if (args[j].object == o) {
+          created_in_dram_[o] = plan.in_dram[k][j];
+          break;
+        }
+      }
+    }
+  }
+
+  // Persistent objects start in DRAM where the end of an iteration leaves
+  // them: an iteration from nothing held finds that out (after its last use
+  // an object's place depends on the plan only), then two from there.
+  [[nodiscard]] bool run(std::vector<std::uint64_t>& extents) {
+    std::vector<bool> at_end(held_.size(), false);
+    {
+      AutotmDramReplay first(program_, plan_, heap_.capacity(), heap_.alignment());
+      if (!first.iteration(nullptr)) return false;
+      for (std::size_t o = 0; o < held_.size(); ++o) at_end[o] = first.held_[o] != nullptr;
+    }
+    for (std::uint32_t o = 0; o < held_.size(); ++o) {
+      if (at_end[o] && program_.objects()[o].persistent && !allocate(o)) return false;
+    }
+    extents.assign(program_.kernels().size(), 0);
+    return iteration(nullptr) && iteration(&extents);
+  }
+
+ private:
+  using Heap = cachedarrays::detail::BlockAllocator<std::uint32_t>;
+
+  bool allocate(std::uint32_t o) {
+    if (held_[o] != nullptr) return true;
+    held_[o] = heap_.try_allocate(program_.objects()[o].bytes, ids_[o]);
+    return held_[o] != nullptr;
+  }
+  void release(std::uint32_t o) {
+    if (held_[o] == nullptr) return;
+    heap_.release(held_[o]);
+    held_[o] = nullptr;
+  }
+
+  bool iteration(std::vector<std::uint64_t>* extents) {
+    for (const ProgramStep& step : program_.steps()) {
+      if (step.kind == StepKind::create && created_in_dram_[step.index] && !allocate(step.index)) return false;
+      if (step.kind == StepKind::retire) release(step.index);
+      if (step.kind != StepKind::kernel) continue;
+      const std::uint32_t k = step.index;
+      // Moves in: synchronous ones just before k, asynchronous ones when it
+      // begins; either way their DRAM is taken while k runs.
+      for (const std::uint32_t o : moved_in_[k]) {
+        if (!allocate(o)) return false;
+      }
+      const std::vector<ProgramArg>& args = program_.kernels()[k].args;
+      for (std::size_t j = 0; j < args.size(); ++j) {
+        if (plan_.in_dram[k][j] && !allocate(args[j].object)) return false;
+      }
+      if (extents != nullptr) (*extents)[k] = heap_.extent();
+      // Moves out, synchronous or beside k, free their DRAM after it.
+      for (const std::uint32_t o : moved_out_[k]) release(o);
+    }
+    // An object the iteration creates and does not retire is, next
+    // iteration, another one.
+    for (std::uint32_t o = 0; o < held_.size(); ++o) {
+      if (!program_.objects()[o].persistent) release(o);
+    }
+    return true;
+  }
+
+  const Program& program_;
+  const AutotmPlan& plan_;
+  Heap heap_;
+  std::vector<Heap::Block*> held_;  // by object: its DRAM block, null in PMM
+  std::vector<std::uint32_t> ids_;  // the heap's owners
+  std::vector<std::vector<std::uint32_t>> moved_in_, moved_out_;  // by kernel
+  std::vector<bool> created_in_dram_;
+};
+
 }  // namespace detail
+
+CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const AutotmPlan& plan,
+                                                                   std::uint64_t alignment) {
+  if (alignment < 8 || (alignment & (alignment - 1)) != 0) {
+    throw invalid_argument("autotm_dram_extents: alignment " + std::to_string(alignment) +
+                           " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
+  }
+  const std::vector<ProgramKernel>& kernels = program.kernels();
+  if (plan.in_dram.size() != kernels.size()) {
+    throw invalid_argument("autotm_dram_extents: the plan places " + std::to_string(plan.in_dram.size()) +
+                           " kernels' arguments, the program has " + std::to_string(kernels.size()) + " kernels");
+  }
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    if (plan.in_dram[k].size() != kernels[k].args.size()) {
+      throw invalid_argument("autotm_dram_extents: the plan places " + std::to_string(plan.in_dram[k].size()) +
+                             " arguments of kernel " + std::to_string(k) + ", which has " +
+                             std::to_string(kernels[k].args.size()));
+    }
+  }
+  for (const AutotmMove& m : plan.moves) {
+    if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
+      throw invalid_argument("autotm_dram_extents: a move of object " + std::to_string(m.object) + " at kernel " +
+                             std::to_string(m.kernel) + " is outside the program (" +
+                             std::to_string(program.objects().size()) + " objects, " +
+                             std::to_string(kernels.size()) + " kernels)");
+    }
+  }
+  // Room for every object side by side, and more whenever best fit
+  // scatters them further.
+  std::uint64_t capacity = alignment;
+  for (const ProgramObject& o : program.objects()) capacity += (o.bytes + alignment - 1) / alignment * alignment;
+  std::vector<std::uint64_t> extents;
+  while (!detail::AutotmDramReplay(program, plan, capacity, alignment).run(extents)) capacity *= 2;
+  return extents;
+}
 
 CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs,
                                            const AutotmOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<ProgramKernel>& kernels = program.kernels();
-  const std::vector<ProgramObject>& objects = program.objects();
   const std::size_t nk = kernels.size();
   if (costs.dram_seconds.size() != nk || costs.pmm_penalty.size() != nk) {
     throw invalid_argument("autotm_plan: the costs cover " + std::to_string(costs.dram_seconds.size()) +
@@ -98,8 +743,10 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
                              std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties");
     }
   }
-  if (options.formulation == AutotmFormulation::synchronous && !(costs.to_pmm_gbps > 0 && costs.to_dram_gbps > 0)) {
-    throw invalid_argument("autotm_plan: the synchronous formulation needs copy bandwidths > 0 GB/s");
+  if (options.formulation != AutotmFormulation::static_placement &&
+      !(costs.to_pmm_gbps > 0 && costs.to_dram_gbps > 0)) {
+    throw invalid_argument(std::string("autotm_plan: the ") + to_string(options.formulation) +
+                           " formulation needs copy bandwidths > 0 GB/s");
   }
   if (!options.kernel_limits.empty() && options.kernel_limits.size() != nk) {
     throw invalid_argument("autotm_plan: kernel_limits has " + std::to_string(options.kernel_limits.size()) +
@@ -111,175 +758,55 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
   if (!(options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds))) {
     throw invalid_argument("autotm_plan: time_limit_seconds must be a positive number of seconds");
   }
-  const bool sync = options.formulation == AutotmFormulation::synchronous;
+  if (options.formulation == AutotmFormulation::asynchronous && options.async_window == 0) {
+    throw invalid_argument("autotm_plan: the asynchronous formulation needs async_window >= 1 kernel");
+  }
+  if (!(options.fragmentation_factor > 0 && options.fragmentation_factor < 1)) {
+    throw invalid_argument("autotm_plan: fragmentation_factor must be in (0, 1) (the paper's is 0.98)");
+  }
+  if (options.alignment < 8 || (options.alignment & (options.alignment - 1)) != 0) {
+    throw invalid_argument("autotm_plan: alignment " + std::to_string(options.alignment) +
+                           " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
+  }
 
-  // Columns: x(o,i) and y(o,i) for the i-th use of object o (§3.3); in the
-  // static formulation one column s(o) stands for all of them (Figure 6a).
-  detail::AutotmModel m;
-  std::vector<std::vector<int>> x(objects.size()), y(objects.size());
-  std::vector<std::vector<int>> move_in(objects.size()), move_out(objects.size());
-  for (std::uint32_t o = 0; o < objects.size(); ++o) {
-    const std::vector<std::uint32_t>& uses = program.uses(o);
-    if (uses.empty()) continue;
-    const auto bytes = static_cast<double>(objects[o].bytes);
-    const bool persistent = objects[o].persistent;
-    if (!sync) {
-      const int s = m.column(0);
-      x[o].assign(uses.size(), s);
-      y[o].assign(uses.size(), s);
-      continue;
-    }
-    for (std::size_t i = 0; i < uses.size(); ++i) {
-      x[o].push_back(m.column(0));
-      // A created object is freed after its last use: nothing stays.
-      const bool freed = !persistent && i + 1 == uses.size();
-      y[o].push_back(m.column(0, freed ? 0 : 1));
-    }
-    for (std::size_t i = 0; i < uses.size(); ++i) {
-      // y <= x: an object gets into DRAM only just before a use.
-      m.row({{y[o][i], 1}, {x[o][i], -1}}, 0);
-      // y(i) <= x(next use): what stays in DRAM after a use is still there
-      // at the next one (it leaves only by a move right after a use, y = 0).
-      if (i + 1 < uses.size()) {
-        m.row({{y[o][i], 1}, {x[o][i + 1], -1}}, 0);
-      } else if (persistent) {
-        m.row({{y[o][i], 1}, {x[o][0], -1}}, 0);
+  const detail::AutotmIlp ilp = detail::AutotmIlpBuilder(program, costs, options).build();
+  std::vector<std::uint64_t> limits =
+      options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
+  AutotmPlan plan = detail::autotm_solve(program, ilp, limits, options);
+
+  // The fragmentation loop (§4.2): replay the plan on the heap's allocator;
+  // the kernels whose allocations reach past L_DRAM (K_frag) get
+  // L_DRAM,k *= fragmentation_factor, and the ILP is solved again.
+  std::uint32_t retries = 0;
+  if (options.max_retries > 0) {
+    std::vector<std::uint64_t> extents = autotm_dram_extents(program, plan, options.alignment);
+    for (;;) {
+      std::vector<std::size_t> fragmented;
+      for (std::size_t k = 0; k < nk; ++k) {
+        if (extents[k] > options.dram_limit) fragmented.push_back(k);
       }
-      // In before use i when in DRAM during it but not left there after
-      // the use before (the last one, around the iteration, for a
-      // persistent object; a created object is created where use 0 wants it).
-      if (i > 0 || persistent) {
-        const int before = i > 0 ? y[o][i - 1] : y[o].back();
-        const int p = m.column(bytes / (costs.to_dram_gbps * 1e9));
-        m.row({{x[o][i], 1}, {before, -1}, {p, -1}}, 0);
-        move_in[o].push_back(p);
-      } else {
-        move_in[o].push_back(-1);
+      if (fragmented.empty() || retries == options.max_retries) break;
+      for (const std::size_t k : fragmented) {
+        limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * options.fragmentation_factor));
       }
-      // Out after use i when in DRAM during it and not after (moves cost
-      // |t| / bandwidth each, §3.6; the write-once saving is not taken).
-      if (!persistent && i + 1 == uses.size()) {
-        move_out[o].push_back(-1);
-      } else {
-        const int q = m.column(bytes / (costs.to_pmm_gbps * 1e9));
-        m.row({{x[o][i], 1}, {y[o][i], -1}, {q, -1}}, 0);
-        move_out[o].push_back(q);
-      }
+      plan = detail::autotm_solve(program, ilp, limits, options);
+      ++retries;
+      extents = autotm_dram_extents(program, plan, options.alignment);
+    }
+    plan.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    plan.fits = plan.dram_extent <= options.dram_limit;
+    plan.status += "; the heap replay (section 4.2) ";
+    if (plan.fits) {
+      plan.status += "fits in " + std::to_string(plan.dram_extent) + " bytes after " + std::to_string(retries) +
+                     (retries == 1 ? " retry" : " retries");
+    } else {
+      plan.status += "still does not fit after " + std::to_string(retries) + " retries (max_retries): it reaches " +
+                     std::to_string(plan.dram_extent) + " bytes of the limit of " +
+                     std::to_string(options.dram_limit) + "; the executor must defragment";
     }
   }
-
-  // Objective (1)/(2): rho_k = n_DRAM + sum_a delta(k,a) (1 - x(a,k)).
-  double constant = 0;
-  const auto use_of = [&](std::uint32_t o, std::uint32_t k) {
-    const std::vector<std::uint32_t>& uses = program.uses(o);
-    return static_cast<std::size_t>(std::lower_bound(uses.begin(), uses.end(), k) - uses.begin());
-  };
-  for (std::size_t k = 0; k < nk; ++k) {
-    constant += costs.dram_seconds[k];
-    for (std::size_t j = 0; j < kernels[k].args.size(); ++j) {
-      const std::uint32_t o = kernels[k].args[j].object;
-      const double delta = costs.pmm_penalty[k][j];
-      constant += delta;
-      m.objective[static_cast<std::size_t>(x[o][use_of(o, static_cast<std::uint32_t>(k))])] -= delta;
-    }
-  }
-
-  // DRAM limit per kernel (5), over the objects alive at each kernel.
-  std::vector<bool> alive(objects.size());
-  for (std::uint32_t o = 0; o < objects.size(); ++o) alive[o] = objects[o].persistent;
-  for (const ProgramStep& step : program.steps()) {
-    if (step.kind == StepKind::create) alive[step.index] = true;
-    if (step.kind == StepKind::retire) alive[step.index] = false;
-    if (step.kind != StepKind::kernel) continue;
-    const std::uint32_t k = step.index;
-    std::vector<std::pair<int, double>> terms;
-    std::vector<bool> io(objects.size());
-    for (const ProgramArg& a : kernels[k].args) {
-      if (io[a.object]) continue;
-      io[a.object] = true;
-      terms.emplace_back(x[a.object][use_of(a.object, k)], static_cast<double>(objects[a.object].bytes));
-    }
-    for (std::uint32_t o = 0; o < objects.size(); ++o) {
-      if (!alive[o] || io[o] || x[o].empty()) continue;
-      // ref(k, t): where o was left by its last use before k.
-      const std::size_t next = use_of(o, k);
-      int where = -1;
-      if (next > 0) where = y[o][next - 1];
-      else if (objects[o].persistent) where = y[o].back();
-      else where = x[o][0];  // created for a later kernel: counted where that kernel wants it
-      terms.emplace_back(where, static_cast<double>(objects[o].bytes));
-    }
-    const std::uint64_t limit = options.kernel_limits.empty() ? options.dram_limit : options.kernel_limits[k];
-    if (!terms.empty()) m.row(terms, static_cast<double>(limit));
-  }
-
-  // Column-major for Cbc_loadProblem.
-  const std::size_t cols = m.objective.size();
-  const std::size_t rows = m.row_upper.size();
-  std::sort(m.entries.begin(), m.entries.end(),
-            [](const auto& a, const auto& b) { return std::tie(std::get<1>(a), std::get<0>(a)) < std::tie(std::get<1>(b), std::get<0>(b)); });
-  std::vector<CoinBigIndex> start(cols + 1, 0);
-  std::vector<int> index;
-  std::vector<double> value;
-  for (const auto& [r, c, v] : m.entries) {
-    ++start[static_cast<std::size_t>(c) + 1];
-    index.push_back(r);
-    value.push_back(v);
-  }
-  for (std::size_t c = 0; c < cols; ++c) start[c + 1] += start[c];
-
-  AutotmPlan plan;
-  std::vector<double> solution(cols, 0.0);  // all in PMM: always within the limits
-  {
-    std::lock_guard lock(detail::mip_solver_mutex());
-    detail::CbcModelPtr model(Cbc_newModel());
-    if (!model) throw error("autotm_plan: Cbc_newModel failed (out of memory?)");
-    Cbc_loadProblem(model.get(), static_cast<int>(cols), static_cast<int>(rows), start.data(), index.data(),
-                    value.data(), m.col_lower.data(), m.col_upper.data(), m.objective.data(), nullptr,
-                    m.row_upper.data());
-    Cbc_setObjSense(model.get(), 1);
-    for (std::size_t c = 0; c < cols; ++c) Cbc_setInteger(model.get(), static_cast<int>(c));
-    std::vector<int> all(cols);
-    for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
-    Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
-    detail::set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
-    Cbc_solve(model.get());
-    const int status = Cbc_status(model.get());
-    if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");
-    if (status == 5) throw error("autotm_plan: Cbc was interrupted");
-    if (Cbc_isProvenInfeasible(model.get())) {
-      throw error("autotm_plan: Cbc calls the ILP infeasible, though everything in PMM is a solution");
-    }
-    if (const double* best = Cbc_bestSolution(model.get()); best != nullptr) solution.assign(best, best + cols);
-    double objective = 0;
-    for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * std::round(solution[c]);
-    const double bound = Cbc_getBestPossibleObjValue(model.get());
-    plan.modeled_seconds = constant + objective;
-    plan.gap = plan.modeled_seconds > 0 ? std::max(0.0, (objective - bound) / plan.modeled_seconds) : 0;
-    const bool stopped = Cbc_isSecondsLimitReached(model.get()) != 0;
-    plan.optimal = !stopped && plan.gap <= options.relative_gap + 1e-9;
-    plan.status = stopped ? "stopped at the time limit of " + detail::mip_format_number(options.time_limit_seconds) +
-                                " s; the best plan found, gap " + detail::mip_format_number(plan.gap)
-                          : "optimal within the relative gap " + detail::mip_format_number(options.relative_gap);
-  }
-  const auto on = [&](int c) { return c >= 0 && solution[static_cast<std::size_t>(c)] > 0.5; };
-  plan.in_dram.resize(nk);
-  for (std::size_t k = 0; k < nk; ++k) {
-    for (const ProgramArg& a : kernels[k].args) {
-      plan.in_dram[k].push_back(on(x[a.object][use_of(a.object, static_cast<std::uint32_t>(k))]));
-    }
-  }
-  for (std::uint32_t o = 0; o < objects.size(); ++o) {
-    const std::vector<std::uint32_t>& uses = program.uses(o);
-    for (std::size_t i = 0; i < move_in[o].size(); ++i) {
-      if (on(move_in[o][i])) plan.moves.push_back({o, uses[i], true});
-      if (on(move_out[o][i])) plan.moves.push_back({o, uses[i], false});
-    }
-  }
-  // Program order: by kernel, the moves in before a kernel ahead of those out after it.
-  std::sort(plan.moves.begin(), plan.moves.end(), [](const AutotmMove& a, const AutotmMove& b) {
-    return std::tuple(a.kernel, !a.to_dram, a.object) < std::tuple(b.kernel, !b.to_dram, b.object);
-  });
+  plan.retries = retries;
+  plan.kernel_limits = std::move(limits);
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }

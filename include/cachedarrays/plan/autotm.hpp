@@ -14,7 +14,11 @@
 //   - asynchronous (§7.1): the synchronous moves, and moves that overlap a
 //     kernel the object is not an argument of (the mover copies while it
 //     runs); a kernel then takes the longer of its own time and its
-//     overlapped moves (7), each move |t| / bandwidth (8).
+//     overlapped moves (7), each move |t| / bandwidth (8). A gap between
+//     two uses gets a component (§7.1.2) for each of its first and last
+//     async_window kernels: a state s(o,k) (in DRAM after k) and moves
+//     in/out during k; during k the object holds s(previous) + in(o,k) of
+//     DRAM (a move needs both its source and its destination).
 //
 // Variables (§3.3), per object o and each kernel k that uses it:
 //   x(o,k) = 1 when o is in DRAM during k       (the paper's t^DRAM_{t,k})
@@ -35,9 +39,19 @@
 //
 // DRAM limit (5): at each kernel k, the arguments in DRAM during k plus the
 // other objects alive at k that stayed in DRAM after their last use before k
-// fit in L_k. Objects the iteration does not create (parameters, momentum)
-// are alive throughout and wrap around: before their first use they are
-// where their last use left them.
+// (or that an asynchronous move left there, or is moving) fit in L_k.
+// Objects the iteration does not create (parameters, momentum) are alive
+// throughout and wrap around: before their first use they are where their
+// last use left them.
+//
+// Moves out are paid only when they copy (§3.6, "write-once"): our runtime
+// keeps an object's PMM copy linked after a move in, so a move out copies
+// only when a use wrote the object in DRAM since its PMM copy was last made
+// valid; otherwise it drops the DRAM copy for free.
+//
+// Fragmentation (§4.2): the ILP counts bytes, a heap holds blocks and
+// holes. autotm_plan replays each plan on the fast heap's best-fit
+// allocator and lowers the limits L_k of the kernels where it does not fit.
 #pragma once
 
 #include "cachedarrays/config.hpp"
@@ -77,6 +91,7 @@ struct AutotmOptions {
   // dram_limit.
   std::vector<std::uint64_t> kernel_limits;
   double relative_gap = 0.01;  // the paper's
+  // Per solve: the fragmentation loop solves up to 1 + max_retries times.
   double time_limit_seconds = 60;
   // Asynchronous formulation: how many kernels after a use (moves out) and
   // before the next use (moves in) a move may overlap. The paper allows
@@ -114,6 +129,8 @@ struct AutotmPlan {
   // The fragmentation loop: solves after the first, the limits of the last
   // solve, and the replayed allocator's extent (highest byte allocated in
   // DRAM) at the worst kernel; fits = that extent is within dram_limit.
+  // With max_retries = 0 nothing is replayed: dram_extent stays 0 and fits
+  // true, unchecked (autotm_dram_extents replays any plan).
   std::uint32_t retries = 0;
   std::vector<std::uint64_t> kernel_limits;
   std::uint64_t dram_extent = 0;
@@ -121,10 +138,11 @@ struct AutotmPlan {
 };
 
 // The plan, or the best incumbent when Cbc stops at the time limit (status
-// says so). Throws invalid_argument for costs that do not match the program
-// or options out of range, and error when no plan fits the limits (an
-// argument set larger than a kernel's limit makes the ILP infeasible: the
-// message names the kernel) or Cbc fails.
+// says so, and when the fragmentation loop ran out of retries: the plan is
+// still returned, and the executor defragments). Everything in PMM keeps
+// any limit, so a plan always exists. Throws invalid_argument for costs
+// that do not match the program or options out of range, and error when
+// Cbc fails.
 [[nodiscard]] AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs, const AutotmOptions& options);
 
 // The fragmentation loop's replay (§4.2): the plan's DRAM allocations and

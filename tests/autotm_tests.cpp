@@ -384,39 +384,50 @@ TEST_CASE("autotm: a kernel beside slower copies takes as long as the copies (th
 }
 
 TEST_CASE("autotm: a move out of an object not written since its last move out copies nothing (write-once, §3.6)") {
-  // A (128 bytes, persistent) is written by kernel 0 and read by kernels 2
-  // and 4; kernels 1 and 3 write B and D, which fill the limit of 256
-  // bytes. The plan keeps A in DRAM for its uses and moves it out after
-  // kernels 0 and 2 and in before 2 and 4; copies take 0.1 s. Only the
-  // first move out copies: after it the PMM copy stays valid, since kernel
-  // 2 only reads. 5 kernels + 0.1 (out) + 0.1 + 0.1 (in) = 5.3, where
-  // paying every move would give 5.4.
+  // A (128 bytes, persistent) is written by kernel 0 and read by kernels 2,
+  // 4, ..., 2 reads; the odd kernels write objects of 256 bytes, which fill
+  // the limit of 256 bytes. The plan keeps A in DRAM for its uses and moves
+  // it out after each use before an odd kernel and in before each read;
+  // copies take 0.1 s. Only the first move out copies: after it the PMM
+  // copy stays valid, since the later uses only read. With 2 reads:
+  // 5 kernels + 0.1 (out) + 2 * 0.1 (in) = 5.3, where paying every move out
+  // would give 5.4. With 12 reads the asynchronous formulation has 25
+  // candidate moves out after the write (a sync one after each use, an
+  // asynchronous one beside each odd kernel), more than the ILP's blocks of
+  // 16: 25 kernels + 0.1 + 12 * 0.1 = 26.3.
   using ca::plan::StepKind;
-  std::vector<ca::plan::ProgramObject> objects{{128, true}, {256, false}, {256, false}};
-  std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 128, ca::Access::write}}},
-                                               {"k1", {{1, 256, ca::Access::write}}},
-                                               {"k2", {{0, 128, ca::Access::read}}},
-                                               {"k3", {{2, 256, ca::Access::write}}},
-                                               {"k4", {{0, 128, ca::Access::read}}}};
-  std::vector<ca::plan::ProgramStep> steps{{StepKind::kernel, 0}, {StepKind::create, 1}, {StepKind::kernel, 1},
-                                           {StepKind::retire, 1}, {StepKind::kernel, 2}, {StepKind::create, 2},
-                                           {StepKind::kernel, 3}, {StepKind::retire, 2}, {StepKind::kernel, 4}};
-  const Program p(objects, kernels, steps);
-  const AutotmCosts costs = unit_costs_with_copy(p, 128, 0.1);
-  for (AutotmFormulation f : {AutotmFormulation::synchronous, AutotmFormulation::asynchronous}) {
-    const std::string formulation = ca::plan::to_string(f);
-    CAPTURE(formulation);
-    AutotmOptions o;
-    o.formulation = f;
-    o.dram_limit = 256;
-    o.relative_gap = 0;
-    const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
-    CHECK(plan.optimal);
-    CHECK(plan.modeled_seconds == doctest::Approx(5.3));
-    const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const AutotmMove& m) { return !m.to_dram; });
-    CHECK(outs == 2);
-    CHECK(plan.moves.size() == 4);
-    CHECK(simulated_seconds(p, costs, plan) == doctest::Approx(plan.modeled_seconds));
+  for (std::uint32_t reads : {2u, 12u}) {
+    CAPTURE(reads);
+    std::vector<ca::plan::ProgramObject> objects{{128, true}};
+    std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 128, ca::Access::write}}}};
+    std::vector<ca::plan::ProgramStep> steps{{StepKind::kernel, 0}};
+    for (std::uint32_t r = 1; r <= reads; ++r) {
+      const auto b = static_cast<std::uint32_t>(objects.size());
+      objects.push_back({256, false});
+      kernels.push_back({"fill", {{b, 256, ca::Access::write}}});
+      kernels.push_back({"read", {{0, 128, ca::Access::read}}});
+      steps.push_back({StepKind::create, b});
+      steps.push_back({StepKind::kernel, 2 * r - 1});
+      steps.push_back({StepKind::retire, b});
+      steps.push_back({StepKind::kernel, 2 * r});
+    }
+    const Program p(objects, kernels, steps);
+    const AutotmCosts costs = unit_costs_with_copy(p, 128, 0.1);
+    for (AutotmFormulation f : {AutotmFormulation::synchronous, AutotmFormulation::asynchronous}) {
+      const std::string formulation = ca::plan::to_string(f);
+      CAPTURE(formulation);
+      AutotmOptions o;
+      o.formulation = f;
+      o.dram_limit = 256;
+      o.relative_gap = 0;
+      const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+      CHECK(plan.optimal);
+      CHECK(plan.modeled_seconds == doctest::Approx(2.0 * reads + 1 + 0.1 * (reads + 1)));
+      const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const AutotmMove& m) { return !m.to_dram; });
+      CHECK(outs == reads);
+      CHECK(plan.moves.size() == 2 * reads);
+      CHECK(simulated_seconds(p, costs, plan) == doctest::Approx(plan.modeled_seconds));
+    }
   }
 }
 

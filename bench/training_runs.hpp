@@ -67,9 +67,10 @@ inline std::string mode_name(const std::string& policy) {
   return registry.contains(policy) ? registry.make(policy)->name() : policy;
 }
 
-// The lookahead modes and the offset-planned ones follow the program of the
-// iteration (nn::dry_run_program).
+// The lookahead modes, the offset-planned ones and AutoTM follow the program
+// of the iteration (nn::dry_run_program).
 inline bool plans_ahead(const std::string& policy) {
+  if (policy::autotm_formulation(policy)) return true;
   const std::string name = mode_name(policy);
   if (name.rfind("ca", 0) != 0) return false;
   const policy::Mode mode = policy::Mode::parse(name);
@@ -131,10 +132,55 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
                                     {optane.read_gbps, optane.write_gbps}, choice);
 }
 
+// An AutoTM policy (autotm-static/-sync/-async) whose plan's kernel times
+// come from `time_model` (null: from the model's kernel profiles in
+// `profile_cache`, the slow tier emulated as Optane); the solve's progress
+// is not printed.
+inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
+                                                     std::shared_ptr<const plan::KernelTimeModel> time_model,
+                                                     const std::string& profile_cache) {
+  policy::AutotmPolicyOptions options;
+  options.solver.formulation = policy::autotm_formulation(policy).value();
+  options.log = [](const std::string& line) {
+    if (line.rfind("warning", 0) == 0) fmt::print(stderr, "  {}\n", line);
+  };
+  if (!time_model) {
+    const EmulationProfile optane = *emulation::profile("optane");
+    options.fast_tier = {optane.dram_read_gbps, optane.dram_write_gbps};
+    options.slow_tier = {optane.read_gbps, optane.write_gbps};
+    time_model = plan::profiled_time_model(nn::profile_model([&] { return nn::build_model(config); }, profile_cache),
+                                           options.fast_tier, options.slow_tier);
+  }
+  options.time_model = std::move(time_model);
+  return std::make_unique<policy::AutotmPolicy>(std::move(options));
+}
+
+// What an AutoTM policy's plan cost: "plan 0.12 s, optimal, 1 retry"; empty
+// for other policies.
+inline std::string plan_note(const policy::Policy& p) {
+  const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&p);
+  if (autotm == nullptr || autotm->plan() == nullptr) return {};
+  const plan::AutotmPlan& plan = *autotm->plan();
+  return fmt::format("plan {:.2f} s, {}, {} retr{}{}{}", plan.seconds,
+                     plan.optimal ? "optimal" : fmt::format("gap {:.3f}", plan.gap), plan.retries,
+                     plan.retries == 1 ? "y" : "ies", plan.fits ? "" : " (fragments)",
+                     autotm->counters().departures > 1 ? fmt::format(", {} departures", autotm->counters().departures)
+                                                       : "");
+}
+
+// Total memory at its peak (both tiers) over the footprint, less one: what
+// the paper calls the footprint expansion (section 5.3).
+inline double footprint_expansion(const Stats& stats, std::uint64_t footprint) {
+  std::uint64_t peak = 0;
+  for (const DeviceCounters& d : stats.devices) peak += d.peak_bytes_in_use;
+  return static_cast<double>(peak) / static_cast<double>(footprint) - 1;
+}
+
 struct MeasuredRun {
   double seconds = 0;  // the median of the timed iterations
   Stats stats;         // over all the timed iterations
   int iterations = 0;
+  std::string note;    // plan_note
   // Copy time per iteration the compute threads waited for: synchronous
   // copies to or from the emulated tier plus waits at the mover's fences.
   [[nodiscard]] double exposed_copy_seconds() const {
@@ -149,10 +195,12 @@ struct MeasuredRun {
 // policy given the program when it plans ahead, a warm-up iteration (first
 // touches, primitive creation) and `iterations` timed ones. `mover`: the
 // runtime's asynchronous mover; `lookahead`, given, the A modes' window
-// (else the policy's default).
+// (else the policy's default); `profile_cache`, the kernel profiles the
+// AutoTM policies plan from.
 inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
                                     int iterations, const MoverOptions& mover = {},
-                                    std::optional<policy::Lookahead> lookahead = std::nullopt) {
+                                    std::optional<policy::Lookahead> lookahead = std::nullopt,
+                                    const std::string& profile_cache = nn::default_profile_cache()) {
   const EmulationProfile optane = *emulation::profile("optane");
   std::vector<DeviceSpec> devices;
   std::string placement = policy;
@@ -167,7 +215,8 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     devices = {dram(fast, "fast"), slow};
   }
   std::unique_ptr<policy::Policy> chosen =
-      lookahead && looks_ahead(policy)
+      policy::autotm_formulation(policy) ? autotm_policy(policy, setup.config, nullptr, profile_cache)
+      : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);
   Runtime rt(devices, std::move(chosen), mover);
@@ -183,7 +232,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   const Stats before = rt.stats();
   std::vector<double> seconds;
   for (int i = 0; i < iterations; ++i) seconds.push_back(step());
-  return {median(seconds), rt.stats().since(before), iterations};
+  return {median(seconds), rt.stats().since(before), iterations, plan_note(rt.policy())};
 }
 
 }  // namespace cachedarrays::bench

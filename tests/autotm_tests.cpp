@@ -157,7 +157,7 @@ void check_moves_explain_placement(const Program& p, const AutotmPlan& plan) {
 // moves; a move out copies only when the PMM copy is stale (§3.6): the
 // object was written in DRAM, or created there, since its PMM copy was last
 // made valid.
-double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPlan& plan) {
+double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPlan& plan, bool write_once = false) {
   const auto n = p.objects().size();
   std::vector<bool> pmm_valid(n, true);
   double total = 0;
@@ -188,7 +188,7 @@ double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPla
       for (const auto& m : plan.moves) {
         if (m.kernel != k || m.to_dram) continue;
         const double bytes = static_cast<double>(p.objects()[m.object].bytes);
-        if (!pmm_valid[m.object]) (m.asynchronous ? beside : blocking) += bytes / (c.to_pmm_gbps * 1e9);
+        if (!pmm_valid[m.object] || !write_once) (m.asynchronous ? beside : blocking) += bytes / (c.to_pmm_gbps * 1e9);
         pmm_valid[m.object] = true;
       }
       total += std::max(rho, beside) + blocking;
@@ -303,11 +303,17 @@ TEST_CASE("autotm: the synchronous formulation moves when a move costs less than
   CHECK(plan.in_dram[0][0]);
   CHECK(plan.in_dram[1][0]);
   // Each object in before its kernel and out after it (around the
-  // iteration); the kernels only read, so the PMM copies stay valid and
-  // the moves out copy nothing (§3.6): two copies of 1e-7 s.
+  // iteration): four copies of 1e-7 s.
   CHECK(plan.moves.size() == 4);
-  CHECK(plan.modeled_seconds == doctest::Approx(2.0 + 2 * 1e-7).epsilon(1e-9));
+  CHECK(plan.modeled_seconds == doctest::Approx(2.0 + 4 * 1e-7).epsilon(1e-9));
   for (std::uint64_t b : dram_bytes_per_kernel(p, plan)) CHECK(b <= 100);
+  // With the write-once saving (§3.6): the kernels only read, so the PMM
+  // copies stay valid and the moves out copy nothing.
+  AutotmOptions once = o;
+  once.write_once = true;
+  const AutotmPlan saving = ca::plan::autotm_plan(p, unit_costs(p, 1), once);
+  CHECK(saving.moves.size() == 4);
+  CHECK(saving.modeled_seconds == doctest::Approx(2.0 + 2 * 1e-7).epsilon(1e-9));
 
   // Copies so slow that a move costs more than the penalty: as static.
   const AutotmPlan slow = ca::plan::autotm_plan(p, unit_costs(p, 1e-8), o);
@@ -420,13 +426,14 @@ TEST_CASE("autotm: a move out of an object not written since its last move out c
       o.formulation = f;
       o.dram_limit = 256;
       o.relative_gap = 0;
+      o.write_once = true;
       const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
       CHECK(plan.optimal);
       CHECK(plan.modeled_seconds == doctest::Approx(2.0 * reads + 1 + 0.1 * (reads + 1)));
       const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const AutotmMove& m) { return !m.to_dram; });
       CHECK(outs == reads);
       CHECK(plan.moves.size() == 2 * reads);
-      CHECK(simulated_seconds(p, costs, plan) == doctest::Approx(plan.modeled_seconds));
+      CHECK(simulated_seconds(p, costs, plan, true) == doctest::Approx(plan.modeled_seconds));
     }
   }
 }
@@ -451,6 +458,7 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
       o.dram_limit = limit;
       o.relative_gap = 0;
       o.async_window = 2;
+      o.write_once = trial % 2 == 0;
       // The fragmentation loop only lowers limits: the plan keeps them all.
       const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
       CAPTURE(plan.status);
@@ -463,7 +471,7 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
         for (const AutotmMove& m : plan.moves) CHECK(!m.asynchronous);
       }
       check_moves_explain_placement(p, plan);
-      CHECK(simulated_seconds(p, costs, plan) == doctest::Approx(plan.modeled_seconds).epsilon(1e-9));
+      CHECK(simulated_seconds(p, costs, plan, o.write_once) == doctest::Approx(plan.modeled_seconds).epsilon(1e-9));
       const auto extents = ca::plan::autotm_dram_extents(p, plan, o.alignment);
       CHECK(plan.dram_extent == *std::max_element(extents.begin(), extents.end()));
       CHECK(plan.fits == (plan.dram_extent <= o.dram_limit));

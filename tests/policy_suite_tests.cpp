@@ -53,8 +53,11 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
                  ca::policy::Registry::builtin().make(policy));
   // By the name the policy gives itself: "planned" is ca-lm+best-fit.
   const std::string mode = rt.policy_name();
-  const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache";
-  const bool lookahead = cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
+  // AutoTM executes its plan with CA:LM's moves; autotm-async copies ahead.
+  const bool autotm = ca::policy::autotm_formulation(mode).has_value();
+  const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache" || autotm;
+  const bool lookahead = !autotm && cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
+  const bool copies_ahead = lookahead || mode == "autotm-async";
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;
@@ -135,7 +138,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
         break;
     }
     rt.manager().check_invariants();
-    if (cached) check_fast_is_primary(rt.manager(), lookahead);
+    if (cached) check_fast_is_primary(rt.manager(), copies_ahead);
     if (step % 250 == 0) {
       rt.manager().check_invariants(/*verify_contents=*/true);
       for (auto& [s, entry] : live) {
@@ -189,10 +192,14 @@ POLICY_TAG(CaLmpa, "ca-lmpa");
 POLICY_TAG(HwCache, "hw-cache");
 POLICY_TAG(Planned, "planned");
 POLICY_TAG(PlannedA, "planned-a");
+POLICY_TAG(AutotmStatic, "autotm-static");
+POLICY_TAG(AutotmSync, "autotm-sync");
+POLICY_TAG(AutotmAsync, "autotm-async");
 #undef POLICY_TAG
 
 namespace policy_suite {
-using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache, Planned, PlannedA>;
+using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache, Planned, PlannedA,
+                       AutotmStatic, AutotmSync, AutotmAsync>;
 }
 
 // The tags must list exactly the registry's policies: a policy registered

@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -344,6 +345,18 @@ class AutotmIlpBuilder {
   // (§7.1.3) are paid the same way, in their kernel's time (8).
   void write_backs(std::uint32_t o) {
     if (!moves()) return;
+    if (!options_.write_once) {
+      // Every move out pays |o| / bandwidth: synchronous ones in the
+      // objective (2), asynchronous ones in their kernel's time (8).
+      const double seconds = to_pmm_seconds(o);
+      const AutotmObjectColumns& c = ilp_.objects[o];
+      AutotmModel& m = ilp_.model;
+      for (std::size_t i = 0; i < c.move_out.size(); ++i) {
+        if (c.move_out[i] >= 0) m.objective[static_cast<std::size_t>(c.move_out[i])] += seconds;
+        for (const AutotmComponent& comp : c.gaps[i]) async_time_[comp.kernel].emplace_back(comp.out, seconds);
+      }
+      return;
+    }
     const std::vector<std::uint32_t>& uses = program_.uses(o);
     const std::size_t n = uses.size();
     if (n == 0) return;
@@ -529,9 +542,78 @@ CACHEDARRAYS_INLINE void autotm_read_plan(const Program& program, const AutotmIl
   });
 }
 
-// One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)).
+// The binary columns rounded, the continuous ones evaluated from them.
+CACHEDARRAYS_INLINE void autotm_round(const AutotmModel& m, std::vector<double>& solution) {
+  for (std::size_t c = 0; c < solution.size(); ++c) {
+    if (m.integer[c] != 0) solution[c] = std::round(solution[c]);
+  }
+  for (const AutotmModel::Derived& d : m.derived) {
+    double v = 0;
+    for (const auto& [terms, constant] : d.at_least) {
+      double form = constant;
+      for (const auto& [c, coefficient] : terms) form += coefficient * solution[static_cast<std::size_t>(c)];
+      v = std::max(v, form);
+    }
+    solution[static_cast<std::size_t>(d.column)] = std::min(v, m.col_upper[static_cast<std::size_t>(d.column)]);
+  }
+}
+
+// The asynchronous ILP's columns set to a plan with synchronous moves only
+// (a synchronous plan of the same program): each use's place from
+// in_dram, what stays after it from the moves out, every gap component
+// keeping that place, and the continuous columns evaluated. A MIP start:
+// the asynchronous formulation contains every synchronous plan.
+CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program, const AutotmIlp& ilp,
+                                                         const AutotmPlan& plan) {
+  std::vector<double> start(ilp.model.objective.size(), 0.0);
+  const auto set = [&](int c, bool on) {
+    if (c >= 0) start[static_cast<std::size_t>(c)] = on ? 1 : 0;
+  };
+  std::vector<std::vector<bool>> out_after(ilp.objects.size());
+  for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) out_after[o].assign(ilp.objects[o].x.size(), false);
+  for (const AutotmMove& move : plan.moves) {
+    if (move.to_dram || move.asynchronous) continue;
+    const std::vector<std::uint32_t>& uses = program.uses(move.object);
+    const auto i = std::lower_bound(uses.begin(), uses.end(), move.kernel) - uses.begin();
+    out_after[move.object][static_cast<std::size_t>(i)] = true;
+  }
+  std::vector<std::vector<bool>> x(ilp.objects.size());
+  for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) x[o].assign(ilp.objects[o].x.size(), false);
+  const std::vector<ProgramKernel>& kernels = program.kernels();
+  for (std::uint32_t k = 0; k < kernels.size(); ++k) {
+    for (std::size_t j = 0; j < kernels[k].args.size(); ++j) {
+      const std::uint32_t o = kernels[k].args[j].object;
+      const std::vector<std::uint32_t>& uses = program.uses(o);
+      const auto i = std::lower_bound(uses.begin(), uses.end(), k) - uses.begin();
+      x[o][static_cast<std::size_t>(i)] = plan.in_dram[k][j];
+    }
+  }
+  for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) {
+    const AutotmObjectColumns& c = ilp.objects[o];
+    const std::size_t n = c.x.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool in = x[o][i];
+      const bool stays = in && !out_after[o][i] && c.y[i] >= 0 && ilp.model.col_upper[static_cast<std::size_t>(c.y[i])] > 0;
+      set(c.x[i], in);
+      set(c.y[i], stays);
+      set(c.move_out[i], in && !stays);
+      for (const AutotmComponent& comp : c.gaps[i]) set(comp.state, stays);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (c.move_in[i] < 0) continue;
+      const int before = c.gap_end(i > 0 ? i - 1 : n - 1);
+      set(c.move_in[i], x[o][i] && start[static_cast<std::size_t>(before)] < 0.5);
+    }
+  }
+  autotm_round(ilp.model, start);
+  return start;
+}
+
+// One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
+// within `seconds`, from `start` (null: the model's, everything in PMM).
 CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
-                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options) {
+                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
+                                            double seconds, const std::vector<double>* start_values = nullptr) {
   const AutotmModel& m = ilp.model;
   std::vector<double> row_upper = m.row_upper;
   for (std::size_t k = 0; k < limits.size(); ++k) {
@@ -555,7 +637,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   for (std::size_t c = 0; c < cols; ++c) start[c + 1] += start[c];
 
   AutotmPlan plan;
-  std::vector<double> solution = m.start;
+  std::vector<double> solution = start_values != nullptr ? *start_values : m.start;
   double bound = 0;
   bool stopped = false;
   bool proven = false;
@@ -575,7 +657,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
     std::vector<int> all(cols);
     for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
     Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
-    set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
+    set_solve_limits(model.get(), seconds, options.relative_gap);
     Cbc_solve(model.get());
     const int status = Cbc_status(model.get());
     if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");
@@ -588,19 +670,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
     stopped = Cbc_isSecondsLimitReached(model.get()) != 0;
     proven = Cbc_isProvenOptimal(model.get()) != 0;
   }
-  // The binary columns rounded, the continuous ones evaluated from them.
-  for (std::size_t c = 0; c < cols; ++c) {
-    if (m.integer[c] != 0) solution[c] = std::round(solution[c]);
-  }
-  for (const AutotmModel::Derived& d : m.derived) {
-    double v = 0;
-    for (const auto& [terms, constant] : d.at_least) {
-      double form = constant;
-      for (const auto& [c, coefficient] : terms) form += coefficient * solution[static_cast<std::size_t>(c)];
-      v = std::max(v, form);
-    }
-    solution[static_cast<std::size_t>(d.column)] = std::min(v, m.col_upper[static_cast<std::size_t>(d.column)]);
-  }
+  autotm_round(m, solution);
   double objective = 0;
   for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * solution[c];
   plan.modeled_seconds = ilp.constant + objective;
@@ -610,7 +680,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   // the requested gap.
   if (proven) plan.gap = std::min(plan.gap, options.relative_gap);
   plan.optimal = !stopped && (proven || plan.gap <= options.relative_gap + 1e-9);
-  plan.status = stopped ? "stopped at the time limit of " + mip_format_number(options.time_limit_seconds) +
+  plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
                               " s; the best plan found, gap " + mip_format_number(plan.gap)
                         : "optimal within the relative gap " + mip_format_number(options.relative_gap);
   autotm_read_plan(program, ilp, solution, plan);
@@ -783,6 +853,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
   if (options.formulation == AutotmFormulation::asynchronous && options.async_window == 0) {
     throw invalid_argument("autotm_plan: the asynchronous formulation needs async_window >= 1 kernel");
   }
+  if (!(options.async_search_seconds > 0)) {
+    throw invalid_argument("autotm_plan: async_search_seconds must be > 0 seconds");
+  }
   if (!(options.fragmentation_factor > 0 && options.fragmentation_factor < 1)) {
     throw invalid_argument("autotm_plan: fragmentation_factor must be in (0, 1) (the paper's is 0.98)");
   }
@@ -791,17 +864,39 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
                            " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
   }
 
-  const detail::AutotmIlp ilp = detail::AutotmIlpBuilder(program, costs, options).build();
+  // The time limit is the whole plan's: a solve may take half of what is
+  // left (a synchronous one under the asynchronous formulation a quarter),
+  // the last one all of it.
+  const auto left = [&] {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::max(0.01, options.time_limit_seconds - spent);
+  };
+  const bool asynchronous = options.formulation == AutotmFormulation::asynchronous;
+  AutotmOptions first = options;
+  if (asynchronous) first.formulation = AutotmFormulation::synchronous;
+  const detail::AutotmIlp ilp = detail::AutotmIlpBuilder(program, costs, first).build();
   std::vector<std::uint64_t> limits =
       options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
-  AutotmPlan plan = detail::autotm_solve(program, ilp, limits, options);
+  const auto solve = [&](bool last) {
+    return detail::autotm_solve(program, ilp, limits, options, asynchronous ? left() / 4 : last ? left() : left() / 2);
+  };
+  AutotmPlan plan = solve(options.max_retries == 0);
 
   // The fragmentation loop (§4.2): replay the plan on the heap's allocator;
   // the kernels whose allocations reach past L_DRAM (K_frag) get
-  // L_DRAM,k *= fragmentation_factor, and the ILP is solved again.
+  // L_DRAM,k *= fragmentation_factor, and the ILP is solved again. Under
+  // the asynchronous formulation the loop runs on the synchronous ILP,
+  // which is far easier for Cbc, and the asynchronous one is solved once,
+  // at the limits it ends with.
   std::uint32_t retries = 0;
+  std::vector<std::uint64_t> extents;
+  const auto replay = [&](AutotmPlan& p) {
+    extents = autotm_dram_extents(program, p, options.alignment);
+    p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    p.fits = p.dram_extent <= options.dram_limit;
+  };
   if (options.max_retries > 0) {
-    std::vector<std::uint64_t> extents = autotm_dram_extents(program, plan, options.alignment);
+    replay(plan);
     for (;;) {
       std::vector<std::size_t> fragmented;
       for (std::size_t k = 0; k < nk; ++k) {
@@ -811,12 +906,29 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
       for (const std::size_t k : fragmented) {
         limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * options.fragmentation_factor));
       }
-      plan = detail::autotm_solve(program, ilp, limits, options);
       ++retries;
-      extents = autotm_dram_extents(program, plan, options.alignment);
+      plan = solve(retries == options.max_retries);
+      replay(plan);
     }
-    plan.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
-    plan.fits = plan.dram_extent <= options.dram_limit;
+  }
+  if (asynchronous) {
+    // §7.1 from the synchronous plan, which it contains: stopped early, the
+    // search still returns a plan no worse. One that fragments where the
+    // synchronous plan did not is not taken.
+    const detail::AutotmIlp async_ilp = detail::AutotmIlpBuilder(program, costs, options).build();
+    const std::vector<double> start = detail::autotm_start_from(program, async_ilp, plan);
+    AutotmPlan async = detail::autotm_solve(program, async_ilp, limits, options,
+                                            std::min(left(), options.async_search_seconds), &start);
+    if (options.max_retries > 0) replay(async);
+    if (async.modeled_seconds <= plan.modeled_seconds + 1e-12 && (async.fits || !plan.fits)) {
+      plan = std::move(async);
+    } else {
+      plan.status += async.modeled_seconds > plan.modeled_seconds
+                         ? " (the synchronous plan: the asynchronous search found nothing as good)"
+                         : " (the synchronous plan: the asynchronous one fragments the heap)";
+    }
+  }
+  if (options.max_retries > 0) {
     plan.status += "; the heap replay (section 4.2) ";
     if (plan.fits) {
       plan.status += "fits in " + std::to_string(plan.dram_extent) + " bytes after " + std::to_string(retries) +

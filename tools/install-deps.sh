@@ -8,7 +8,7 @@ packages=(
   libpmem-dev      # PMDK: DAX heaps (pmem_map_file, pmem_memcpy_nodrain)
   libnuma-dev      # NUMA / CXL heaps and DRAM binding
   libtbb-dev       # oneTBB: parallel prefault and copies
-  coinor-libcbc-dev   # COIN-OR Cbc: the exact offset planner's MIP (plan/dsa_mip.hpp)
+  coinor-libcbc-dev   # COIN-OR Cbc: the offset planner MIP (plan/dsa_mip.hpp) and AutoTM ILP (plan/autotm.hpp)
   libfmt-dev       # formatting of stats and messages
   doctest-dev      # the test suite
   libcli11-dev     # command lines of examples and benchmarks

@@ -146,6 +146,15 @@ struct AutotmIlp {
   std::vector<int> dram_row;  // by kernel: its row of (5), -1 when nothing can be in DRAM
 };
 
+// The ILP counts time in microseconds, not seconds. Cbc's tolerances are
+// absolute (a node is pruned unless its bound beats the incumbent by the
+// cutoff increment, 1e-5 by default; rows hold to 1e-7): in seconds they
+// are as large as a kernel's whole saving, and Cbc stopped "optimal" far
+// from the optimum (DenseNet-121 b16 at 50% of its footprint: a
+// synchronous plan of 0.225 s, while the static plan of 0.168 s is one of
+// the synchronous ILP's solutions).
+inline constexpr double autotm_time_unit = 1e6;
+
 // Builds the ILP of §3 (and §7.1 for the asynchronous formulation) once; the
 // fragmentation loop only changes the right-hand sides of the DRAM rows.
 class AutotmIlpBuilder {
@@ -172,11 +181,12 @@ class AutotmIlpBuilder {
  private:
   [[nodiscard]] bool moves() const { return options_.formulation != AutotmFormulation::static_placement; }
   [[nodiscard]] bool asynchronous() const { return options_.formulation == AutotmFormulation::asynchronous; }
-  [[nodiscard]] double to_dram_seconds(std::uint32_t o) const {
-    return static_cast<double>(objects_[o].bytes) / (costs_.to_dram_gbps * 1e9);
+  // Times in the ILP's unit (autotm_time_unit).
+  [[nodiscard]] double to_dram_time(std::uint32_t o) const {
+    return autotm_time_unit * static_cast<double>(objects_[o].bytes) / (costs_.to_dram_gbps * 1e9);
   }
-  [[nodiscard]] double to_pmm_seconds(std::uint32_t o) const {
-    return static_cast<double>(objects_[o].bytes) / (costs_.to_pmm_gbps * 1e9);
+  [[nodiscard]] double to_pmm_time(std::uint32_t o) const {
+    return autotm_time_unit * static_cast<double>(objects_[o].bytes) / (costs_.to_pmm_gbps * 1e9);
   }
   // The index of o's first use at or after kernel k (uses().size(): none).
   [[nodiscard]] std::size_t use_of(std::uint32_t o, std::uint32_t k) const {
@@ -246,7 +256,7 @@ class AutotmIlpBuilder {
       // objective (2).
       if (i > 0 || persistent) {
         const int before = c.gap_end(i > 0 ? i - 1 : n - 1);
-        const int p = m.column(to_dram_seconds(o));
+        const int p = m.column(to_dram_time(o));
         transition(p, before, c.x[i]);
         c.move_in.push_back(p);
       } else {
@@ -312,7 +322,7 @@ class AutotmIlpBuilder {
       transition(comp.out, comp.state, prev);
       // (8): the move in's time overlaps its kernel; the move out's is
       // added by write_backs, where it is paid.
-      async_time_[comp.kernel].emplace_back(comp.in, to_dram_seconds(o));
+      async_time_[comp.kernel].emplace_back(comp.in, to_dram_time(o));
       c.gaps[i].push_back(comp);
       prev = comp.state;
     }
@@ -348,12 +358,12 @@ class AutotmIlpBuilder {
     if (!options_.write_once) {
       // Every move out pays |o| / bandwidth: synchronous ones in the
       // objective (2), asynchronous ones in their kernel's time (8).
-      const double seconds = to_pmm_seconds(o);
+      const double time = to_pmm_time(o);
       const AutotmObjectColumns& c = ilp_.objects[o];
       AutotmModel& m = ilp_.model;
       for (std::size_t i = 0; i < c.move_out.size(); ++i) {
-        if (c.move_out[i] >= 0) m.objective[static_cast<std::size_t>(c.move_out[i])] += seconds;
-        for (const AutotmComponent& comp : c.gaps[i]) async_time_[comp.kernel].emplace_back(comp.out, seconds);
+        if (c.move_out[i] >= 0) m.objective[static_cast<std::size_t>(c.move_out[i])] += time;
+        for (const AutotmComponent& comp : c.gaps[i]) async_time_[comp.kernel].emplace_back(comp.out, time);
       }
       return;
     }
@@ -393,7 +403,7 @@ class AutotmIlpBuilder {
     }
     outs.insert(outs.end(), wrapped.begin(), wrapped.end());
     constexpr std::size_t block = 16;
-    const double seconds = to_pmm_seconds(o);
+    const double time = to_pmm_time(o);
     int stale = -1;         // D of the current block
     std::size_t first = 0;  // its first move out
     for (std::size_t at = 0; at < outs.size(); ++at) {
@@ -411,9 +421,9 @@ class AutotmIlpBuilder {
         stale = d;
         first = at;
       }
-      const int paid = m.column(out.asynchronous ? 0 : seconds, 1, false);
+      const int paid = m.column(out.asynchronous ? 0 : time, 1, false);
       m.at_least(paid, since_block({{out.column, 1}, {stale, 1}}), -1);
-      if (out.asynchronous) async_time_[out.kernel].emplace_back(paid, seconds);
+      if (out.asynchronous) async_time_[out.kernel].emplace_back(paid, time);
     }
   }
 
@@ -425,11 +435,11 @@ class AutotmIlpBuilder {
   void kernel_times() {
     AutotmModel& m = ilp_.model;
     for (std::uint32_t k = 0; k < nk_; ++k) {
-      double base = costs_.dram_seconds[k];
+      double base = autotm_time_unit * costs_.dram_seconds[k];
       AutotmTerms rho;
       for (std::size_t j = 0; j < kernels_[k].args.size(); ++j) {
         const std::uint32_t o = kernels_[k].args[j].object;
-        const double delta = costs_.pmm_penalty[k][j];
+        const double delta = autotm_time_unit * costs_.pmm_penalty[k][j];
         base += delta;
         rho.emplace_back(ilp_.objects[o].x[use_of(o, k)], -delta);
       }
@@ -500,7 +510,7 @@ class AutotmIlpBuilder {
   const std::vector<ProgramObject>& objects_;
   std::uint32_t nk_;
   std::vector<std::uint32_t> alive_from_, alive_to_;
-  std::vector<AutotmTerms> async_time_;  // by kernel: (move column, seconds) of the moves it may overlap
+  std::vector<AutotmTerms> async_time_;  // by kernel: (move column, time) of the moves it may overlap
   AutotmIlp ilp_;
 };
 
@@ -673,8 +683,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   autotm_round(m, solution);
   double objective = 0;
   for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * solution[c];
-  plan.modeled_seconds = ilp.constant + objective;
-  plan.gap = plan.modeled_seconds > 0 ? std::max(0.0, (objective - bound) / plan.modeled_seconds) : 0;
+  const double total = ilp.constant + objective;
+  plan.modeled_seconds = total / autotm_time_unit;
+  plan.gap = total > 0 ? std::max(0.0, (objective - bound) / total) : 0;
   // When the search ends because no node can beat the incumbent (the MIP
   // start, often), Cbc leaves its bound at the last LP's; what it proved is
   // the requested gap.

@@ -486,6 +486,10 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
       // limits: without the loop).
       o.max_retries = 0;
       modeled.push_back(ca::plan::autotm_plan(p, costs, o).modeled_seconds);
+      // The loop keeps its best plan: one that fits, or none worse than
+      // the first solve's; and never one over twice as slow as it.
+      CHECK((plan.fits || plan.modeled_seconds <= modeled.back() + 1e-9));
+      CHECK(plan.modeled_seconds <= modeled.back() * 2 + 1e-9);
     }
     CHECK(modeled[1] <= modeled[0] + 1e-9);
     CHECK(modeled[2] <= modeled[1] + 1e-9);

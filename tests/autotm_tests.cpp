@@ -567,9 +567,10 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
   CHECK(first.kernel_limits == std::vector<std::uint64_t>{192, 192});
   CHECK(ca::plan::autotm_dram_extents(p, first, 64) == std::vector<std::uint64_t>{192, 256});
 
-  // The loop: kernel 1's limit becomes 188, b or d goes to PMM there (3 s),
-  // and the heap fits.
+  // The loop in the paper's 2% steps: kernel 1's limit becomes 188, b or
+  // d goes to PMM there (3 s), and the heap fits.
   o.max_retries = 8;
+  o.lower_by_overflow = false;
   const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
   CHECK(plan.retries == 1);
   CHECK(plan.kernel_limits == std::vector<std::uint64_t>{192, 188});
@@ -580,6 +581,16 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
   CHECK(plan.modeled_seconds == doctest::Approx(3.0));
   test::check_contains(plan.status, "fits");
   CHECK(plan.seconds >= 0);
+
+  // Lowered by its overflow instead: 192 * 192 / 256 = 144 at kernel 1,
+  // the same plan in one retry.
+  o.lower_by_overflow = true;
+  const AutotmPlan by_overflow = ca::plan::autotm_plan(p, costs, o);
+  CHECK(by_overflow.retries == 1);
+  CHECK(by_overflow.kernel_limits == std::vector<std::uint64_t>{192, 144});
+  CHECK(by_overflow.fits);
+  CHECK(by_overflow.modeled_seconds == doctest::Approx(3.0));
+  o.lower_by_overflow = false;
 
   // When the retries run out first, the plan is still returned, and says so.
   // (A limit of 200: lowered once to 199, it still lets all 192 bytes in.)

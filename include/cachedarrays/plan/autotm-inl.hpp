@@ -906,7 +906,8 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
 
   // The fragmentation loop (§4.2): replay the plan on the heap's allocator;
   // the kernels whose allocations reach past L_DRAM (K_frag) get
-  // L_DRAM,k *= fragmentation_factor, and the ILP is solved again. Under
+  // L_DRAM,k *= fragmentation_factor (or by their overflow,
+  // lower_by_overflow), and the ILP is solved again. Under
   // the asynchronous formulation the loop runs on the synchronous ILP,
   // which is far easier for Cbc, and the asynchronous one is solved once,
   // at the limits it ends with.
@@ -943,7 +944,11 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
       }
       if (fragmented.empty() || retries == options.max_retries) break;
       for (const std::size_t k : fragmented) {
-        limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * options.fragmentation_factor));
+        double factor = options.fragmentation_factor;
+        if (options.lower_by_overflow) {
+          factor = std::min(factor, static_cast<double>(options.dram_limit) / static_cast<double>(extents[k]));
+        }
+        limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * factor));
       }
       ++retries;
       const std::vector<double> warm = detail::autotm_start_from(program, ilp, plan);

@@ -118,6 +118,14 @@ struct AutotmOptions {
   // 0 retries: no replay.
   std::uint32_t max_retries = 5;  // the most the paper needed (section 6.6)
   double fragmentation_factor = 0.98;  // the paper's
+  // Lower a kernel's limit by at least its overflow, to
+  // L_k * dram_limit / extent_k when that is below L_k * fragmentation_factor.
+  // The paper's 2% steps suit few, large tensors; with thousands of small
+  // ones the best-fit heap reaches 5-14% past the limit (DenseNet-121 b16 at
+  // 50%), which five 2% steps never close (the plan then fragments and the
+  // executor finds no hole for 134 objects), and this closes in two. False:
+  // the paper's steps alone.
+  bool lower_by_overflow = true;
   std::uint64_t alignment = 64;        // the fast heap's (DeviceSpec::alignment)
 };
 

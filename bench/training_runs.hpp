@@ -140,18 +140,15 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
                                                      const std::string& profile_cache) {
   policy::AutotmPolicyOptions options;
-  options.solver.formulation = policy::autotm_formulation(policy).value();
+  if (time_model) {
+    options.solver.formulation = policy::autotm_formulation(policy).value();
+    options.time_model = std::move(time_model);
+  } else {
+    options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache);
+  }
   options.log = [](const std::string& line) {
     if (line.rfind("warning", 0) == 0) fmt::print(stderr, "  {}\n", line);
   };
-  if (!time_model) {
-    const EmulationProfile optane = *emulation::profile("optane");
-    options.fast_tier = {optane.dram_read_gbps, optane.dram_write_gbps};
-    options.slow_tier = {optane.read_gbps, optane.write_gbps};
-    time_model = plan::profiled_time_model(nn::profile_model([&] { return nn::build_model(config); }, profile_cache),
-                                           options.fast_tier, options.slow_tier);
-  }
-  options.time_model = std::move(time_model);
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
 }
 

@@ -58,16 +58,10 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
   profiler.slow_tier = slow;
   bool measured = false;
   const auto t0 = std::chrono::steady_clock::now();
-  ca::plan::KernelProfiles profiles = nn::profile_model(build, cache, profiler, &measured);
-  fmt::print("{}: {} kernel profiles {} in {:.1f} s\n", name, profiles.kernels().size(),
+  ca::policy::AutotmPolicyOptions options = nn::autotm_policy_options(name, build, cache, profiler, &measured);
+  fmt::print("{}: {} kernel profiles {} in {:.1f} s\n", name, nn::kernel_signatures(build).size(),
              measured ? "measured and cached" : "loaded",
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  const ca::EmulationProfile tier = *ca::emulation::profile(slow);
-  ca::policy::AutotmPolicyOptions options;
-  options.solver.formulation = *ca::policy::autotm_formulation(name);
-  options.fast_tier = {tier.dram_read_gbps, tier.dram_write_gbps};
-  options.slow_tier = {tier.read_gbps, tier.write_gbps};
-  options.time_model = ca::plan::profiled_time_model(std::move(profiles), options.fast_tier, options.slow_tier);
   options.log = [](const std::string& line) {
     fmt::print("{}\n", line);
     std::fflush(stdout);

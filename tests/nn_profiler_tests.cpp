@@ -188,3 +188,42 @@ TEST_CASE("nn profiler: a second profile_model loads the cache instead of measur
     CHECK_THROWS_AS((void)nn::measure_profiles(build, options), ca::invalid_argument);
   }
 }
+
+TEST_CASE("nn profiler: an AutoTM policy's options plan from the model's profiles on the emulated tier's bandwidths") {
+  const test::ScratchPath file("nn-autotm-profiles.json");
+  const auto build = [] { return nn::build_model(tiny_resnet()); };
+  nn::ProfilerOptions options;
+  options.iterations = 1;
+  bool measured = false;
+  const ca::policy::AutotmPolicyOptions autotm =
+      nn::autotm_policy_options("autotm-async", build, file.path.string(), options, &measured);
+  CHECK(measured);
+  CHECK(autotm.solver.formulation == plan::AutotmFormulation::asynchronous);
+  const ca::EmulationProfile optane = *ca::emulation::profile("optane");
+  CHECK(autotm.slow_tier.read_gbps == doctest::Approx(optane.read_gbps));
+  CHECK(autotm.slow_tier.write_gbps == doctest::Approx(optane.write_gbps));
+  CHECK(autotm.fast_tier.read_gbps == doctest::Approx(optane.dram_read_gbps));
+  REQUIRE(autotm.time_model != nullptr);
+  // The model times each profiled kernel as measured, all in the fast tier.
+  const plan::KernelProfiles profiles = nn::profile_model(build, file.path.string(), options, &measured);
+  CHECK_FALSE(measured);
+  const std::string signature = nn::kernel_signatures(build).front();
+  const plan::KernelProfile* p = profiles.find(signature);
+  REQUIRE(p != nullptr);
+  std::vector<plan::ArgTraffic> args{{p->bytes_read, ca::Access::read, autotm.fast_tier.read_gbps},
+                                     {p->bytes_written, ca::Access::write, autotm.fast_tier.write_gbps}};
+  CHECK(autotm.time_model->seconds(signature, args) == doctest::Approx(p->fast_seconds));
+  args[0].gbps = autotm.slow_tier.read_gbps;
+  args[1].gbps = autotm.slow_tier.write_gbps;
+  CHECK(autotm.time_model->seconds(signature, args) == doctest::Approx(p->slow_seconds));
+
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)nn::autotm_policy_options("ca-lm", build, file.path.string(), options);
+                       }),
+                       "not an AutoTM policy");
+  options.slow_tier = "none";
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)nn::autotm_policy_options("autotm-sync", build, file.path.string(), options);
+                       }),
+                       "must be emulated");
+}

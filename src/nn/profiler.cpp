@@ -14,6 +14,7 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/nn/trainer.hpp"
 #include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/profiled_time.hpp"
 #include "cachedarrays/policy/registry.hpp"
 
 namespace cachedarrays::nn {
@@ -163,6 +164,28 @@ plan::KernelProfiles profile_model(const std::function<Graph()>& build, const st
     if (measured != nullptr) *measured = true;
     return measure_profiles(build, options);
   });
+}
+
+policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name, const std::function<Graph()>& build,
+                                                  const std::string& cache_path, const ProfilerOptions& options,
+                                                  bool* measured) {
+  const std::optional<plan::AutotmFormulation> formulation = policy::autotm_formulation(policy_name);
+  if (!formulation) {
+    throw invalid_argument("autotm_policy_options: '" + policy_name +
+                           "' is not an AutoTM policy (autotm-static, autotm-sync, autotm-async)");
+  }
+  const std::optional<EmulationProfile> tier = emulation::profile(options.slow_tier);
+  if (!tier) {
+    throw invalid_argument("autotm_policy_options: the slow tier must be emulated (optane, optane-1dimm, cxl), not "
+                           "'" + options.slow_tier + "': the plan needs its bandwidths");
+  }
+  policy::AutotmPolicyOptions autotm;
+  autotm.solver.formulation = *formulation;
+  autotm.fast_tier = {tier->dram_read_gbps, tier->dram_write_gbps};
+  autotm.slow_tier = {tier->read_gbps, tier->write_gbps};
+  autotm.time_model =
+      plan::profiled_time_model(profile_model(build, cache_path, options, measured), autotm.fast_tier, autotm.slow_tier);
+  return autotm;
 }
 
 }  // namespace cachedarrays::nn

@@ -12,6 +12,7 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/plan/autoswap.hpp"
 #include "cachedarrays/plan/autotm.hpp"
 #include "cachedarrays/plan/best_fit_offsets.hpp"
 #include "cachedarrays/plan/dsa_mip.hpp"

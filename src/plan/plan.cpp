@@ -1,4 +1,5 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/plan/autoswap-inl.hpp"
 #include "cachedarrays/plan/autotm-inl.hpp"
 #include "cachedarrays/plan/best_fit_offsets-inl.hpp"
 #include "cachedarrays/plan/dsa_mip-inl.hpp"

@@ -1,0 +1,190 @@
+// AutoSwap's swap planner (paper 002, Zhang et al., "Efficient Memory
+// Management for GPU-based Deep Learning Systems", §IV; the load and time
+// model of §II and §V): which objects leave the fast tier between two uses,
+// and when their copies out and back in start, so that the memory load of
+// one iteration stays under a limit. A pure algorithm over a program: the
+// executor is a policy.
+//
+// The model (§II, Definitions 2, 4 and 5): the memory load at a kernel is
+// the bytes of the objects alive while it runs (Program::live_bytes), the
+// peak load its maximum over the iteration, the memory load limit the peak
+// the user allows. Kernel k runs for costs.dram_seconds[k] (every object is
+// in the fast tier when a kernel uses it), one after the other: the kernel
+// timeline. A swap of an object of S bytes over the gap between its uses at
+// kernels a and b takes dt_out = S / to_pmm_gbps (GB/s) to copy out,
+// starting when a ends, and dt_in = S / to_dram_gbps to copy back, ending
+// when b starts (§IV-E: out right after the access, in "in advance" of the
+// next one).
+//
+//   - Candidates (§IV-A): each gap between two consecutive uses of an object
+//     of at least `min_bytes` (the paper's "e.g. 1 MB") whose lifetime
+//     crosses the peak time; the last gap of a persistent object wraps
+//     around to its first use in the next iteration (§VI-B.3: such objects
+//     "can be swapped out at one iteration ... and swapped back at the
+//     next"). The paper has no other filter: a gap too short for its copies
+//     stays a candidate, with a negative DOA (§IV-B.ii).
+//   - Priority scores (§IV-B), with t_i, t_{i+1} the end of use a and the
+//     start of use b:
+//       DOA   = (t_{i+1} - t_i) - (dt_out + dt_in)           seconds
+//       AOA   = DOA * S          when DOA >= 0                byte-seconds
+//             = DOA / S          when DOA < 0 ("the product of the inverse
+//                                of variable size and DOA")
+//       WDOA  = the area under the original load curve between the two
+//               uses: sum over the kernels of the gap of load * seconds
+//       SWDOA = WDOA under the load curve updated by the swaps picked so
+//               far, scored again after each pick (§IV-B.iv, Fig. 6).
+//     The Bayesian-optimised combination (§IV-C, equation (3)) is not here.
+//   - Selection (§IV-D): candidates in descending score, each lowering the
+//     load curve, until the peak is at most the limit.
+//   - Schedule (§IV-E): swap-outs in the order of their accesses, right
+//     after them; swap-ins early enough to finish before the next access;
+//     a copy starts only after the previous one ends.
+//
+// Where the paper leaves a choice open, this file's reading:
+//   - The load is counted per kernel (the paper counts per malloc / free /
+//     read / write). A swapped object frees its bytes at a kernel only if
+//     it is out for the whole kernel: the kernel starts once the copy out
+//     has ended (never the kernel right after the use, which the copy out
+//     runs beside) and before the copy in is issued (its destination is
+//     allocated then). The copy in is issued when the last kernel of the
+//     gap that starts by t_{i+1} - dt_in starts: these are the kernels
+//     wholly inside [t_i + dt_out, t_{i+1} - dt_in], the absence of DOA.
+//     A candidate that frees no kernel (its copies fill its gap) is passed
+//     over by the selection: taking it would add copies and remove no load.
+//   - The load the selection brings under the limit is the paper's LOAD'
+//     (Fig. 7): each swap's copies at their own times. The schedule then
+//     serializes all copies on one copy engine (our runtime's mover; the
+//     paper's GPU has a stream each way): a queued copy out frees later, and
+//     a queued copy in may end after its next use starts, which then waits.
+//     The modeled overhead is the sum of those waits (the paper also delays
+//     a kernel whose allocation would pass the limit, LOAD''; this model
+//     does not: scheduled_peak reports what the serialized copies give).
+//   - Ties between scores go to the candidate found first (by object, then
+//     gap); "the peak time" is any kernel where the original load peaks.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/program.hpp"
+
+namespace cachedarrays::plan {
+
+enum class AutoswapScore : std::uint8_t { doa, aoa, wdoa, swdoa };
+[[nodiscard]] const char* to_string(AutoswapScore score) noexcept;
+// "doa", "aoa", "wdoa", "swdoa"; throws invalid_argument naming the valid names.
+[[nodiscard]] AutoswapScore parse_autoswap_score(std::string_view name);
+
+struct AutoswapOptions {
+  std::uint64_t limit = 0;  // the memory load limit (Definition 5), bytes; > 0
+  AutoswapScore score = AutoswapScore::swdoa;
+  std::uint64_t min_bytes = 1 << 20;  // §IV-A's first filter: "smaller than a threshold, e.g., 1 MB"
+  bool across_peak_only = true;       // §IV-A's second filter
+};
+
+// The iteration without swaps. Times in seconds from its start.
+struct AutoswapTimeline {
+  std::vector<double> start, end;   // by kernel
+  double seconds = 0;               // the iteration: the last kernel's end
+  std::vector<std::uint64_t> load;  // by kernel: Program::live_bytes
+  std::uint64_t peak = 0;
+};
+
+// From `costs` only dram_seconds (each kernel with every argument in the
+// fast tier) and the copy bandwidths (to_pmm_gbps out, to_dram_gbps in) are
+// read; AutotmCosts::from_model makes them from a KernelTimeModel and the
+// tiers' bandwidths. Throws invalid_argument for a count of kernel times
+// other than the program's kernels or a time that is negative or not finite.
+[[nodiscard]] AutoswapTimeline autoswap_timeline(const Program& program, const AutotmCosts& costs);
+
+// One gap between two consecutive uses of an object (§IV-A).
+struct AutoswapCandidate {
+  std::uint32_t object = 0;
+  std::uint32_t gap = 0;     // i: between program.uses(object)[i] and the next use
+  std::uint32_t after = 0;   // the use that opens the gap (uses[i])
+  std::uint32_t before = 0;  // the next use (uses[i + 1], or uses[0] of the next iteration)
+  bool wraps = false;        // the next use is in the next iteration (a persistent object's last gap)
+  std::uint64_t bytes = 0;
+  double idle_seconds = 0;   // t_{i+1} - t_i: from the end of `after` to the start of `before`
+  double out_seconds = 0;    // dt_out
+  double in_seconds = 0;     // dt_in
+  // The copy out is issued when kernel out_kernel (after + 1, 0 past the
+  // iteration's end) starts, the copy in when in_kernel starts.
+  std::uint32_t out_kernel = 0;
+  std::uint32_t in_kernel = 0;
+  // The kernels at which the object is out of the fast tier (LOAD'), in
+  // time order (a wrapping gap's continue at kernel 0): the kernels of the
+  // gap that start at or after t_i + dt_out and come before in_kernel.
+  std::vector<std::uint32_t> absent;
+};
+
+// The candidates in order of object, then gap (the limit is not read).
+// Throws invalid_argument as autoswap_plan does for costs.
+[[nodiscard]] std::vector<AutoswapCandidate> autoswap_candidates(const Program& program, const AutotmCosts& costs,
+                                                                 const AutoswapOptions& options);
+
+struct AutoswapScores {
+  double doa = 0, aoa = 0, wdoa = 0, swdoa = 0;
+  [[nodiscard]] double of(AutoswapScore score) const noexcept;
+};
+
+// The four scores of each candidate (§IV-B): WDOA over the timeline's load,
+// SWDOA over `load` (the load curve after the swaps picked so far: the
+// timeline's load before the first pick). Throws invalid_argument when
+// `load` has not one entry per kernel or a candidate is not of this
+// timeline.
+[[nodiscard]] std::vector<AutoswapScores> autoswap_scores(const AutoswapTimeline& timeline,
+                                                          std::span<const AutoswapCandidate> candidates,
+                                                          std::span<const std::uint64_t> load);
+
+// A picked candidate and where its copies fall on the modeled copy engine,
+// in the steady state (the second of two modeled iterations), in seconds
+// from that iteration's start: a wrapping gap's copy out began in the
+// iteration before (negative times).
+struct AutoswapSwap {
+  AutoswapCandidate candidate;
+  double out_start = 0, out_end = 0;
+  double in_issue = 0;  // when in_kernel starts: the copy in is queued
+  double in_start = 0, in_end = 0;
+  double use_start = 0;  // when `before` starts, after any wait; in_end <= use_start
+};
+
+struct AutoswapPlan {
+  std::vector<AutoswapSwap> swaps;  // in the order the selection picked them
+  std::size_t candidates = 0;       // how many there were
+  // The load curve after the swaps (LOAD'), by kernel, and its peak; the
+  // peak of the iteration without swaps.
+  std::vector<std::uint64_t> load;
+  std::uint64_t peak = 0;
+  std::uint64_t original_peak = 0;
+  bool fits = false;        // peak <= limit
+  std::uint64_t excess = 0; // peak - limit when it does not fit: no candidate is left to take
+  // The modeled copy engine (§IV-E), steady state: what each kernel waits
+  // for its copies in, their sum (the overhead over the iteration without
+  // swaps, iteration_seconds), and the load curve the serialized copies
+  // give (a kernel counts an object absent when its copy out ended before
+  // the kernel started and its copy in was not issued yet).
+  std::vector<double> waits;
+  double overhead_seconds = 0;
+  double iteration_seconds = 0;
+  std::vector<std::uint64_t> scheduled_load;
+  std::uint64_t scheduled_peak = 0;
+};
+
+// Throws invalid_argument for a limit of 0, costs that do not match the
+// program (one kernel time per kernel, each >= 0 and finite) or copy
+// bandwidths not > 0.
+[[nodiscard]] AutoswapPlan autoswap_plan(const Program& program, const AutotmCosts& costs,
+                                         const AutoswapOptions& options);
+
+}  // namespace cachedarrays::plan
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/plan/autoswap-inl.hpp"
+#endif

@@ -268,6 +268,21 @@ AutotmCosts unit_costs_with_copy(const Program& p, std::uint64_t bytes, double s
   return unit_costs(p, static_cast<double>(bytes) / (seconds * 1e9));
 }
 
+// Every formulation, in the order each allows what the one before does.
+constexpr AutotmFormulation all_formulations[] = {AutotmFormulation::static_placement, AutotmFormulation::synchronous,
+                                                  AutotmFormulation::asynchronous};
+
+// An exact solve (relative gap 0) of `formulation` under `limit`, with
+// asynchronous windows of 2 kernels.
+AutotmOptions exact_options(AutotmFormulation formulation, std::uint64_t limit) {
+  AutotmOptions o;
+  o.formulation = formulation;
+  o.dram_limit = limit;
+  o.relative_gap = 0;
+  o.async_window = 2;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("autotm: the static formulation puts one of two objects in DRAM when only one fits, and never moves") {
@@ -449,15 +464,10 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
     const AutotmCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
     const std::uint64_t limit = rng.between(1, 20) * 100;
     std::vector<double> modeled;
-    for (AutotmFormulation f : {AutotmFormulation::static_placement, AutotmFormulation::synchronous,
-                                AutotmFormulation::asynchronous}) {
+    for (AutotmFormulation f : all_formulations) {
       const std::string formulation = ca::plan::to_string(f);
-    CAPTURE(formulation);
-      AutotmOptions o;
-      o.formulation = f;
-      o.dram_limit = limit;
-      o.relative_gap = 0;
-      o.async_window = 2;
+      CAPTURE(formulation);
+      AutotmOptions o = exact_options(f, limit);
       o.write_once = trial % 2 == 0;
       // The fragmentation loop only lowers limits: the plan keeps them all.
       const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
@@ -516,15 +526,10 @@ TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseco
     tiny.to_pmm_gbps *= 1e6;
     const std::uint64_t limit = rng.between(1, 20) * 100;
     std::vector<double> modeled;
-    for (AutotmFormulation f : {AutotmFormulation::static_placement, AutotmFormulation::synchronous,
-                                AutotmFormulation::asynchronous}) {
+    for (AutotmFormulation f : all_formulations) {
       const std::string formulation = ca::plan::to_string(f);
       CAPTURE(formulation);
-      AutotmOptions o;
-      o.formulation = f;
-      o.dram_limit = limit;
-      o.relative_gap = 0;
-      o.async_window = 2;
+      AutotmOptions o = exact_options(f, limit);
       o.max_retries = 0;
       const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
       const AutotmPlan small = ca::plan::autotm_plan(p, tiny, o);

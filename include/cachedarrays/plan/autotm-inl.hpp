@@ -703,6 +703,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
                               " s; the best plan found, gap " + mip_format_number(plan.gap)
                         : "optimal within the relative gap " + mip_format_number(options.relative_gap);
   autotm_read_plan(program, ilp, solution, plan);
+  plan.kernel_limits = limits;
   return plan;
 }
 
@@ -898,10 +899,8 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
   std::vector<std::uint64_t> limits =
       options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
   const auto solve = [&](bool last, const std::vector<double>* warm) {
-    AutotmPlan p = detail::autotm_solve(program, ilp, limits, options,
-                                        asynchronous ? left() / 4 : last ? left() : left() / 2, warm);
-    p.kernel_limits = limits;
-    return p;
+    return detail::autotm_solve(program, ilp, limits, options, asynchronous ? left() / 4 : last ? left() : left() / 2,
+                                warm);
   };
   // The synchronous ILP starts from the static plan, which it contains and
   // Cbc solves in seconds: from "everything in PMM" Cbc found nothing
@@ -915,7 +914,6 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
     fixed.formulation = AutotmFormulation::static_placement;
     const detail::AutotmIlp static_ilp = detail::AutotmIlpBuilder(program, costs, fixed).build();
     static_plan = detail::autotm_solve(program, static_ilp, limits, fixed, left() / 4);
-    static_plan->kernel_limits = limits;
     from_static = detail::autotm_start_from(program, ilp, *static_plan);
   }
   AutotmPlan plan = solve(options.max_retries == 0, static_plan ? &from_static : nullptr);
@@ -1009,7 +1007,6 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
     }
   }
   plan.retries = retries;
-  plan.kernel_limits = std::move(limits);  // those the plan was solved with
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }

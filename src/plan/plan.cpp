@@ -11,5 +11,6 @@
 #include "cachedarrays/plan/offset_planner-inl.hpp"
 #include "cachedarrays/plan/profiled_time-inl.hpp"
 #include "cachedarrays/plan/program-inl.hpp"
+#include "cachedarrays/plan/redl-inl.hpp"
 #include "cachedarrays/plan/roofline-inl.hpp"
 #include "cachedarrays/plan/smartpool_offsets-inl.hpp"

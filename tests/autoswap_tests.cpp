@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cachedarrays/plan/autoswap.hpp"
+#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -32,60 +33,16 @@ using ca::plan::AutoswapScores;
 using ca::plan::AutoswapTimeline;
 using ca::plan::AutotmCosts;
 using ca::plan::Program;
+using test::autoswap::costs_of;
+using test::autoswap::program_of;
+using test::autoswap::random_program;
+using test::autoswap::Use;
 
 namespace {
 
 constexpr std::uint64_t MB = 1'000'000;
 constexpr AutoswapScore all_scores[] = {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa,
                                         AutoswapScore::swdoa};
-
-struct Use {
-  std::uint32_t object = 0;
-  ca::Access access = ca::Access::read;
-};
-
-// A program of these objects and kernels: each object the iteration
-// creates (not persistent) is created just before its first use and retired
-// right after its last.
-Program program_of(std::vector<ca::plan::ProgramObject> objects, const std::vector<std::vector<Use>>& uses) {
-  std::vector<ca::plan::ProgramKernel> kernels;
-  std::vector<std::vector<std::uint32_t>> users(objects.size());
-  for (std::size_t k = 0; k < uses.size(); ++k) {
-    ca::plan::ProgramKernel kernel{"k" + std::to_string(k), {}};
-    for (const Use& u : uses[k]) {
-      kernel.args.push_back({u.object, objects[u.object].bytes, u.access});
-      std::vector<std::uint32_t>& by = users[u.object];
-      if (by.empty() || by.back() != k) by.push_back(static_cast<std::uint32_t>(k));
-    }
-    kernels.push_back(std::move(kernel));
-  }
-  std::vector<ca::plan::ProgramStep> steps;
-  for (std::size_t k = 0; k < uses.size(); ++k) {
-    for (std::size_t o = 0; o < objects.size(); ++o) {
-      if (!objects[o].persistent && !users[o].empty() && users[o].front() == k) {
-        steps.push_back({ca::plan::StepKind::create, static_cast<std::uint32_t>(o)});
-      }
-    }
-    steps.push_back({ca::plan::StepKind::kernel, static_cast<std::uint32_t>(k)});
-    for (std::size_t o = 0; o < objects.size(); ++o) {
-      if (!objects[o].persistent && !users[o].empty() && users[o].back() == k) {
-        steps.push_back({ca::plan::StepKind::retire, static_cast<std::uint32_t>(o)});
-      }
-    }
-  }
-  for (std::size_t o = 0; o < objects.size(); ++o) {
-    if (users[o].empty()) objects[o].persistent = true;  // untouched: not part of the iteration's steps
-  }
-  return Program(objects, kernels, steps);
-}
-
-AutotmCosts costs_of(std::vector<double> seconds, double out_gbps, double in_gbps) {
-  AutotmCosts c;
-  c.dram_seconds = std::move(seconds);
-  c.to_pmm_gbps = out_gbps;
-  c.to_dram_gbps = in_gbps;
-  return c;
-}
 
 // A relative comparison (doctest's default tolerance is absolute near 0,
 // too loose for an AOA of 1e-9).
@@ -431,25 +388,6 @@ TEST_CASE("autoswap: a persistent object's last gap wraps around to its first us
 
 namespace {
 
-// A random program: objects created before their first use and retired
-// after their last, a few persistent (never retired); kernels of 0-3
-// arguments.
-Program random_program(test::Rng& rng, std::size_t n, std::size_t nk) {
-  std::vector<ca::plan::ProgramObject> objects;
-  for (std::size_t o = 0; o < n; ++o) objects.push_back({rng.between(1, 10) * 100, rng.percent(30)});
-  std::vector<std::vector<Use>> uses(nk);
-  for (std::size_t k = 0; k < nk; ++k) {
-    const std::size_t args = rng.between(0, 3);
-    for (std::size_t a = 0; a < args; ++a) {
-      const auto o = static_cast<std::uint32_t>(rng.below(n));
-      bool seen = false;
-      for (const Use& u : uses[k]) seen = seen || u.object == o;
-      if (!seen) uses[k].push_back({o, rng.percent(50) ? R : W});
-    }
-  }
-  return program_of(objects, uses);
-}
-
 // What autoswap.hpp promises a candidate is, worked out again from the
 // program: the gaps of the objects the filters keep, the kernel the copy
 // in is issued at and the kernels the object is out for.
@@ -662,8 +600,8 @@ TEST_CASE("autoswap: scores by name") {
     CHECK(ca::plan::parse_autoswap_score(ca::plan::to_string(score)) == score);
   }
   CHECK(std::string(ca::plan::to_string(AutoswapScore::swdoa)) == "swdoa");
-  test::check_contains(test::invalid_argument_of([] { (void)ca::plan::parse_autoswap_score("bo"); }),
-                       "unknown AutoSwap priority score 'bo'; valid scores: doa, aoa, wdoa, swdoa");
+  test::check_contains(test::invalid_argument_of([] { (void)ca::plan::parse_autoswap_score("best"); }),
+                       "unknown AutoSwap priority score 'best'; valid scores: doa, aoa, wdoa, swdoa, bo");
 }
 
 TEST_CASE("autoswap: bad input says what is wrong") {

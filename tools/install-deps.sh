@@ -15,6 +15,7 @@ packages=(
   libdnnl-dev      # oneDNN: the CNN trainer's kernels
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # programs saved as JSON; JSON output of benchmarks
+  libeigen3-dev    # Eigen (header-only): the Gaussian process of AutoSwap's Bayesian optimisation (plan/autoswap_bo.hpp)
   python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
 )
 

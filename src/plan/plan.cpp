@@ -1,5 +1,6 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
 #include "cachedarrays/plan/autoswap-inl.hpp"
+#include "cachedarrays/plan/autoswap_bo-inl.hpp"
 #include "cachedarrays/plan/autotm-inl.hpp"
 #include "cachedarrays/plan/best_fit_offsets-inl.hpp"
 #include "cachedarrays/plan/dsa_mip-inl.hpp"

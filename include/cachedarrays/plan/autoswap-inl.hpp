@@ -6,6 +6,7 @@
 #include "cachedarrays/plan/autoswap.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,16 +27,18 @@ CACHEDARRAYS_INLINE const char* to_string(AutoswapScore score) noexcept {
     case AutoswapScore::aoa: return "aoa";
     case AutoswapScore::wdoa: return "wdoa";
     case AutoswapScore::swdoa: return "swdoa";
+    case AutoswapScore::bo: return "bo";
   }
   return "?";
 }
 
 CACHEDARRAYS_INLINE AutoswapScore parse_autoswap_score(std::string_view name) {
-  for (AutoswapScore s : {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa, AutoswapScore::swdoa}) {
+  for (AutoswapScore s : {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa, AutoswapScore::swdoa,
+                          AutoswapScore::bo}) {
     if (name == to_string(s)) return s;
   }
   throw invalid_argument("cachedarrays: unknown AutoSwap priority score '" + std::string(name) +
-                         "'; valid scores: doa, aoa, wdoa, swdoa");
+                         "'; valid scores: doa, aoa, wdoa, swdoa, bo");
 }
 
 CACHEDARRAYS_INLINE double AutoswapScores::of(AutoswapScore score) const noexcept {
@@ -44,6 +47,7 @@ CACHEDARRAYS_INLINE double AutoswapScores::of(AutoswapScore score) const noexcep
     case AutoswapScore::aoa: return aoa;
     case AutoswapScore::wdoa: return wdoa;
     case AutoswapScore::swdoa: return swdoa;
+    case AutoswapScore::bo: return std::numeric_limits<double>::quiet_NaN();
   }
   return 0;
 }
@@ -100,6 +104,39 @@ CACHEDARRAYS_INLINE void autoswap_check_bandwidths(const AutotmCosts& costs, con
                            std::to_string(costs.to_pmm_gbps) + " GB/s and swap-ins at to_dram_gbps = " +
                            std::to_string(costs.to_dram_gbps) + " GB/s; both must be finite and > 0");
   }
+}
+
+CACHEDARRAYS_INLINE void autoswap_check_weights(const AutoswapBoWeights& weights, const char* who) {
+  static constexpr const char* names[] = {"a", "b", "c", "d"};
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const double w = weights[i];
+    if (!(w >= -1 && w <= 1)) {
+      throw invalid_argument(std::string(who) + ": bo_weights[" + std::to_string(i) + "] (" + names[i] +
+                             ", the weight of " + to_string(autoswap_bo_terms[i]) + " in equation (3)) is " +
+                             std::to_string(w) + "; each weight is in [-1, 1] (§IV-C)");
+    }
+  }
+}
+
+// The score a selection ranks by. Equation (3) with one weight > 0 and the
+// others 0 is a positive multiple of one standardised score, which ranks
+// exactly as the score itself: that score is ranked by directly, because
+// standardising can round distinct values to one. AOA's negative values
+// (DOA / S: about -1e-11 for 100 MB objects) lie ~1e-16 of the spread of its
+// positive ones (DOA * S: 1e5 and more) from each other, below a double's
+// resolution once the mean is subtracted; the tie-break (candidate order)
+// would then reorder them. So BO with a unit weight vector plans exactly
+// as the single score, which autoswap_optimise_weights relies on.
+CACHEDARRAYS_INLINE AutoswapScore autoswap_ranking_score(const AutoswapOptions& options) {
+  if (options.score != AutoswapScore::bo) return options.score;
+  std::size_t nonzero = 0, at = 0;
+  for (std::size_t i = 0; i < options.bo_weights.size(); ++i) {
+    if (options.bo_weights[i] != 0) {
+      ++nonzero;
+      at = i;
+    }
+  }
+  return nonzero == 1 && options.bo_weights[at] > 0 ? autoswap_bo_terms[at] : AutoswapScore::bo;
 }
 
 // Positions count kernels after the use that opens a gap: position p is
@@ -342,6 +379,29 @@ CACHEDARRAYS_INLINE std::vector<AutoswapScores> autoswap_scores(const AutoswapTi
   return scores;
 }
 
+CACHEDARRAYS_INLINE std::vector<double> autoswap_bo_scores(std::span<const AutoswapScores> scores,
+                                                           const AutoswapBoWeights& weights) {
+  detail::autoswap_check_weights(weights, "autoswap_bo_scores");
+  std::vector<double> bo(scores.size(), 0.0);
+  if (scores.empty()) return bo;
+  const auto n = static_cast<double>(scores.size());
+  for (std::size_t term = 0; term < weights.size(); ++term) {
+    const double w = weights[term];
+    if (w == 0) continue;
+    const AutoswapScore score = autoswap_bo_terms[term];
+    double mean = 0;
+    for (const AutoswapScores& s : scores) mean += s.of(score);
+    mean /= n;
+    double variance = 0;  // two passes: no cancellation when the scores are far from 0 (WDOA in byte-seconds)
+    for (const AutoswapScores& s : scores) variance += (s.of(score) - mean) * (s.of(score) - mean);
+    const double deviation = std::sqrt(variance / n);
+    // A score the same for every candidate tells them apart in no way: z = 0.
+    if (!(deviation > 0) || !std::isfinite(deviation)) continue;
+    for (std::size_t i = 0; i < scores.size(); ++i) bo[i] += w * ((scores[i].of(score) - mean) / deviation);
+  }
+  return bo;
+}
+
 CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const AutotmCosts& costs,
                                                const AutoswapOptions& options) {
   detail::autoswap_check_times(program, costs, "autoswap_plan");
@@ -352,6 +412,7 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Aut
                            "bytes the fast tier may hold at once, > 0 (the program's peak load without swaps is " +
                            std::to_string(t.peak) + " bytes)");
   }
+  if (options.score == AutoswapScore::bo) detail::autoswap_check_weights(options.bo_weights, "autoswap_plan");
   const std::vector<AutoswapCandidate> candidates = detail::autoswap_candidates_of(program, t, costs, options);
   AutoswapPlan plan;
   plan.candidates = candidates.size();
@@ -369,21 +430,42 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Aut
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!candidates[i].absent.empty()) left.push_back(i);
   }
-  std::vector<AutoswapScores> scores = autoswap_scores(t, candidates, plan.load);
-  // Highest score first; ties to the candidate found first.
-  const auto better = [&](std::size_t a, std::size_t b) {
-    const double sa = scores[a].of(options.score);
-    const double sb = scores[b].of(options.score);
-    return sa > sb || (sa == sb && a < b);
+  // BO (§IV-C) standardises over the candidates the selection may pick,
+  // all of them at every pick, the picked ones too: DOA, AOA and WDOA keep
+  // one mean and deviation for the whole selection, as equation (3) weighs
+  // them once. SWDOA, scored again after each pick (§IV-B (iv)), is
+  // standardised with its current values' mean and deviation: the paper
+  // feeds the formula the standardised scores, and SWDOA's are those of the
+  // load the picks left. With the first pick's mean and deviation instead,
+  // SWDOA's term would fade as the picks lower the load (its areas and
+  // their spread shrink with it), so d would weigh less at each pick than
+  // at the first; standardised anew, d keeps its share of the sum.
+  const std::vector<std::size_t> eligible = left;
+  const AutoswapScore score = detail::autoswap_ranking_score(options);
+  const bool rescored =
+      score == AutoswapScore::swdoa || (score == AutoswapScore::bo && options.bo_weights[3] != 0);
+  std::vector<double> key(candidates.size(), 0.0);
+  const auto rank = [&] {
+    const std::vector<AutoswapScores> scores = autoswap_scores(t, candidates, plan.load);
+    if (score != AutoswapScore::bo) {
+      for (const std::size_t i : eligible) key[i] = scores[i].of(score);
+      return;
+    }
+    std::vector<AutoswapScores> population;
+    population.reserve(eligible.size());
+    for (const std::size_t i : eligible) population.push_back(scores[i]);
+    const std::vector<double> bo = autoswap_bo_scores(population, options.bo_weights);
+    for (std::size_t j = 0; j < eligible.size(); ++j) key[eligible[j]] = bo[j];
   };
-  if (options.score != AutoswapScore::swdoa) std::sort(left.begin(), left.end(), better);
+  rank();
+  // Highest score first; ties to the candidate found first.
+  const auto better = [&](std::size_t a, std::size_t b) { return key[a] > key[b] || (key[a] == key[b] && a < b); };
+  if (!rescored) std::sort(left.begin(), left.end(), better);
   std::size_t next = 0;
   while (peak() > options.limit && next < left.size()) {
-    if (options.score == AutoswapScore::swdoa && next > 0) {
-      // §IV-B (iv): WDOA again under the load the picks so far left.
-      scores = autoswap_scores(t, candidates, plan.load);
-    }
-    if (options.score == AutoswapScore::swdoa) {
+    // §IV-B (iv): WDOA again under the load the picks so far left.
+    if (rescored && next > 0) rank();
+    if (rescored) {
       const auto best = std::min_element(left.begin() + static_cast<std::ptrdiff_t>(next), left.end(), better);
       std::iter_swap(left.begin() + static_cast<std::ptrdiff_t>(next), best);
     }

@@ -33,7 +33,10 @@
 //               uses: sum over the kernels of the gap of load * seconds
 //       SWDOA = WDOA under the load curve updated by the swaps picked so
 //               far, scored again after each pick (§IV-B.iv, Fig. 6).
-//     The Bayesian-optimised combination (§IV-C, equation (3)) is not here.
+//       BO    = a*AOA + b*DOA + c*WDOA + d*SWDOA (§IV-C, equation (3)), the
+//               four standardised, a..d in [-1, 1] (AutoswapOptions::
+//               bo_weights; autoswap_bo.hpp chooses them by Bayesian
+//               optimisation). Its reading: autoswap_bo_scores below.
 //   - Selection (§IV-D): candidates in descending score, each lowering the
 //     load curve, until the peak is at most the limit.
 //   - Schedule (§IV-E): swap-outs in the order of their accesses, right
@@ -65,6 +68,7 @@
 
 #include "cachedarrays/config.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -76,16 +80,26 @@
 
 namespace cachedarrays::plan {
 
-enum class AutoswapScore : std::uint8_t { doa, aoa, wdoa, swdoa };
+// bo: the combination of the other four by equation (3) (§IV-C).
+enum class AutoswapScore : std::uint8_t { doa, aoa, wdoa, swdoa, bo };
 [[nodiscard]] const char* to_string(AutoswapScore score) noexcept;
-// "doa", "aoa", "wdoa", "swdoa"; throws invalid_argument naming the valid names.
+// "doa", "aoa", "wdoa", "swdoa", "bo"; throws invalid_argument naming the valid names.
 [[nodiscard]] AutoswapScore parse_autoswap_score(std::string_view name);
+
+// The weights of equation (3) in its order: a (AOA), b (DOA), c (WDOA), d
+// (SWDOA); autoswap_bo_terms[i] is the score weights[i] weighs.
+using AutoswapBoWeights = std::array<double, 4>;
+inline constexpr std::array<AutoswapScore, 4> autoswap_bo_terms{AutoswapScore::aoa, AutoswapScore::doa,
+                                                                AutoswapScore::wdoa, AutoswapScore::swdoa};
 
 struct AutoswapOptions {
   std::uint64_t limit = 0;  // the memory load limit (Definition 5), bytes; > 0
   AutoswapScore score = AutoswapScore::swdoa;
   std::uint64_t min_bytes = 1 << 20;  // §IV-A's first filter: "smaller than a threshold, e.g., 1 MB"
   bool across_peak_only = true;       // §IV-A's second filter
+  // a, b, c, d of equation (3), each in [-1, 1] (§IV-C); read only when
+  // score is bo. The default ranks as SWDOA alone.
+  AutoswapBoWeights bo_weights{0, 0, 0, 1};
 };
 
 // The iteration without swaps. Times in seconds from its start.
@@ -131,6 +145,8 @@ struct AutoswapCandidate {
 
 struct AutoswapScores {
   double doa = 0, aoa = 0, wdoa = 0, swdoa = 0;
+  // The score named; NaN for bo, which is no candidate's own: it
+  // standardises over all candidates (autoswap_bo_scores).
   [[nodiscard]] double of(AutoswapScore score) const noexcept;
 };
 
@@ -142,6 +158,21 @@ struct AutoswapScores {
 [[nodiscard]] std::vector<AutoswapScores> autoswap_scores(const AutoswapTimeline& timeline,
                                                           std::span<const AutoswapCandidate> candidates,
                                                           std::span<const std::uint64_t> load);
+
+// Equation (3) for each of `scores` (§IV-C): a*z(AOA) + b*z(DOA) +
+// c*z(WDOA) + d*z(SWDOA), where z standardises a score over `scores`
+// ("the 4 priority scores are standardized before feeding into the
+// formula"): z(x) = (x - mean) / std, the population's mean and standard
+// deviation, 0 for every candidate when a score is the same for all. So
+// no score's unit (seconds, byte-seconds) or scale weighs in the sum, only
+// where a candidate stands among the others: multiplying every time by
+// 1000 leaves BO as it was. autoswap_plan gives it the candidates it may
+// pick (those that free a kernel), and, SWDOA being scored again after
+// each pick, calls it again with SWDOA's current values: their own mean
+// and deviation, not the first pick's (why: autoswap_plan). Throws
+// invalid_argument for a weight outside [-1, 1] or not finite.
+[[nodiscard]] std::vector<double> autoswap_bo_scores(std::span<const AutoswapScores> scores,
+                                                     const AutoswapBoWeights& weights);
 
 // A picked candidate and where its copies fall on the modeled copy engine,
 // in the steady state (the second of two modeled iterations), in seconds
@@ -178,8 +209,8 @@ struct AutoswapPlan {
 };
 
 // Throws invalid_argument for a limit of 0, costs that do not match the
-// program (one kernel time per kernel, each >= 0 and finite) or copy
-// bandwidths not > 0.
+// program (one kernel time per kernel, each >= 0 and finite), copy
+// bandwidths not > 0, or (score bo) a weight outside [-1, 1].
 [[nodiscard]] AutoswapPlan autoswap_plan(const Program& program, const AutotmCosts& costs,
                                          const AutoswapOptions& options);
 

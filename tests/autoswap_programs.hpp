@@ -1,0 +1,87 @@
+// Programs for the AutoSwap tests (autoswap_tests.cpp, autoswap_bo_tests.cpp):
+// one made from a list of objects and each kernel's uses, and random ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/program.hpp"
+#include "test_support.hpp"
+
+namespace test::autoswap {
+
+namespace ca = cachedarrays;
+
+struct Use {
+  std::uint32_t object = 0;
+  ca::Access access = ca::Access::read;
+};
+
+// A program of these objects and kernels: each object the iteration
+// creates (not persistent) is created just before its first use and retired
+// right after its last.
+inline ca::plan::Program program_of(std::vector<ca::plan::ProgramObject> objects,
+                                    const std::vector<std::vector<Use>>& uses) {
+  std::vector<ca::plan::ProgramKernel> kernels;
+  std::vector<std::vector<std::uint32_t>> users(objects.size());
+  for (std::size_t k = 0; k < uses.size(); ++k) {
+    ca::plan::ProgramKernel kernel{"k" + std::to_string(k), {}};
+    for (const Use& u : uses[k]) {
+      kernel.args.push_back({u.object, objects[u.object].bytes, u.access});
+      std::vector<std::uint32_t>& by = users[u.object];
+      if (by.empty() || by.back() != k) by.push_back(static_cast<std::uint32_t>(k));
+    }
+    kernels.push_back(std::move(kernel));
+  }
+  std::vector<ca::plan::ProgramStep> steps;
+  for (std::size_t k = 0; k < uses.size(); ++k) {
+    for (std::size_t o = 0; o < objects.size(); ++o) {
+      if (!objects[o].persistent && !users[o].empty() && users[o].front() == k) {
+        steps.push_back({ca::plan::StepKind::create, static_cast<std::uint32_t>(o)});
+      }
+    }
+    steps.push_back({ca::plan::StepKind::kernel, static_cast<std::uint32_t>(k)});
+    for (std::size_t o = 0; o < objects.size(); ++o) {
+      if (!objects[o].persistent && !users[o].empty() && users[o].back() == k) {
+        steps.push_back({ca::plan::StepKind::retire, static_cast<std::uint32_t>(o)});
+      }
+    }
+  }
+  for (std::size_t o = 0; o < objects.size(); ++o) {
+    if (users[o].empty()) objects[o].persistent = true;  // untouched: not part of the iteration's steps
+  }
+  return ca::plan::Program(objects, kernels, steps);
+}
+
+inline ca::plan::AutotmCosts costs_of(std::vector<double> seconds, double out_gbps, double in_gbps) {
+  ca::plan::AutotmCosts c;
+  c.dram_seconds = std::move(seconds);
+  c.to_pmm_gbps = out_gbps;
+  c.to_dram_gbps = in_gbps;
+  return c;
+}
+
+// A random program of n objects (100-1000 bytes, about 30 % persistent)
+// and nk kernels of 0-3 arguments: objects created before their first use
+// and retired after their last, the persistent ones never retired.
+inline ca::plan::Program random_program(Rng& rng, std::size_t n, std::size_t nk) {
+  std::vector<ca::plan::ProgramObject> objects;
+  for (std::size_t o = 0; o < n; ++o) objects.push_back({rng.between(1, 10) * 100, rng.percent(30)});
+  std::vector<std::vector<Use>> uses(nk);
+  for (std::size_t k = 0; k < nk; ++k) {
+    const std::size_t args = rng.between(0, 3);
+    for (std::size_t a = 0; a < args; ++a) {
+      const auto o = static_cast<std::uint32_t>(rng.below(n));
+      bool seen = false;
+      for (const Use& u : uses[k]) seen = seen || u.object == o;
+      if (!seen) uses[k].push_back({o, rng.percent(50) ? ca::Access::read : ca::Access::write});
+    }
+  }
+  return program_of(objects, uses);
+}
+
+}  // namespace test::autoswap

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -620,6 +621,91 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program
   return start;
 }
 
+// Whether `values` (every column of the ILP) keeps each row, the DRAM
+// rows at `limits`: a MIP start that breaks one, Cbc drops.
+CACHEDARRAYS_INLINE bool autotm_keeps_limits(const AutotmIlp& ilp, const std::vector<double>& values,
+                                             const std::vector<std::uint64_t>& limits) {
+  const AutotmModel& m = ilp.model;
+  std::vector<double> activity(m.row_upper.size(), 0.0);
+  for (const auto& [r, c, v] : m.entries) {
+    activity[static_cast<std::size_t>(r)] += v * values[static_cast<std::size_t>(c)];
+  }
+  std::vector<double> upper = m.row_upper;
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] >= 0) upper[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<double>(limits[k]);
+  }
+  for (std::size_t r = 0; r < activity.size(); ++r) {
+    if (activity[r] > upper[r] + 1e-6 * std::max(1.0, std::abs(upper[r]))) return false;
+  }
+  return true;
+}
+
+// Makes `values` keep the DRAM rows at `limits` by sending objects to PMM
+// for the whole iteration (all their columns 0, which only lowers a DRAM
+// row: the largest holder of an overfull row first), then evaluates the
+// continuous columns again. True when every row then holds. A retry of the
+// fragmentation loop lowers some limits, which the plan before it breaks;
+// Cbc drops a start that breaks a row, and then, short of time, may find
+// nothing better than everything in PMM (ResNet-200 b512 at 20%: a static
+// retry modeled 62.8 s where the plan before it was 38.4 s).
+CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>& values,
+                                       const std::vector<std::uint64_t>& limits) {
+  const AutotmModel& m = ilp.model;
+  const std::size_t cols = m.objective.size();
+  std::vector<std::vector<std::pair<int, double>>> by_column(cols);
+  std::vector<double> activity(m.row_upper.size(), 0.0);
+  for (const auto& [r, c, v] : m.entries) {
+    by_column[static_cast<std::size_t>(c)].emplace_back(r, v);
+    activity[static_cast<std::size_t>(r)] += v * values[static_cast<std::size_t>(c)];
+  }
+  std::vector<int> owner(cols, -1);
+  std::vector<std::vector<int>> columns_of(ilp.objects.size());
+  for (std::size_t o = 0; o < ilp.objects.size(); ++o) {
+    const AutotmObjectColumns& c = ilp.objects[o];
+    std::vector<int>& mine = columns_of[o];
+    for (const std::vector<int>* list : {&c.x, &c.y, &c.move_in, &c.move_out}) mine.insert(mine.end(), list->begin(), list->end());
+    for (const std::vector<AutotmComponent>& gap : c.gaps) {
+      for (const AutotmComponent& comp : gap) mine.insert(mine.end(), {comp.state, comp.in, comp.out});
+    }
+    std::erase(mine, -1);
+    for (const int col : mine) owner[static_cast<std::size_t>(col)] = static_cast<int>(o);
+  }
+  std::vector<std::vector<std::pair<int, double>>> dram_entries(limits.size());
+  std::vector<int> row_kernel(m.row_upper.size(), -1);
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] >= 0) row_kernel[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<int>(k);
+  }
+  for (const auto& [r, c, v] : m.entries) {
+    if (row_kernel[static_cast<std::size_t>(r)] >= 0) dram_entries[static_cast<std::size_t>(row_kernel[static_cast<std::size_t>(r)])].emplace_back(c, v);
+  }
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] < 0) continue;
+    const auto r = static_cast<std::size_t>(ilp.dram_row[k]);
+    while (activity[r] > static_cast<double>(limits[k]) + 1e-6 * std::max(1.0, static_cast<double>(limits[k]))) {
+      std::vector<double> held(ilp.objects.size(), 0.0);
+      int largest = -1;
+      for (const auto& [c, v] : dram_entries[k]) {
+        const int o = owner[static_cast<std::size_t>(c)];
+        if (o < 0) continue;
+        held[static_cast<std::size_t>(o)] += v * values[static_cast<std::size_t>(c)];
+        if (held[static_cast<std::size_t>(o)] > 0 &&
+            (largest < 0 || held[static_cast<std::size_t>(o)] > held[static_cast<std::size_t>(largest)])) {
+          largest = o;
+        }
+      }
+      if (largest < 0) return false;
+      for (const int c : columns_of[static_cast<std::size_t>(largest)]) {
+        const auto col = static_cast<std::size_t>(c);
+        if (values[col] == 0) continue;
+        for (const auto& [row, v] : by_column[col]) activity[static_cast<std::size_t>(row)] -= v * values[col];
+        values[col] = 0;
+      }
+    }
+  }
+  autotm_round(m, values);
+  return autotm_keeps_limits(ilp, values, limits);
+}
+
 // One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
 // within `seconds`, from `start` (null: the model's, everything in PMM).
 CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
@@ -884,84 +970,104 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
                            " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
   }
 
-  // The time limit is the whole plan's: a solve may take half of what is
-  // left (the static start of a synchronous or asynchronous plan, and a
-  // synchronous one under the asynchronous formulation, a quarter), the
-  // last one all of it.
-  const auto left = [&] {
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return std::max(0.01, options.time_limit_seconds - spent);
+  // The time limit is the whole plan's, the ILPs' construction and the heap
+  // replays included. Each phase has a deadline: the static plan that
+  // starts a synchronous or asynchronous one a quarter of the limit, the
+  // asynchronous search at most async_search_seconds at the end; within a
+  // phase a solve may take half of what is left before its deadline, the
+  // phase's last one all of it.
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress("autotm_plan " + detail::mip_format_number(std::round(elapsed() * 10) / 10) + " s: " + line);
   };
+  const auto build = [&](const AutotmOptions& o) {
+    detail::AutotmIlp built = detail::AutotmIlpBuilder(program, costs, o).build();
+    progress(std::string("the ") + to_string(o.formulation) + " ILP built: " +
+             std::to_string(built.model.objective.size()) + " columns, " +
+             std::to_string(built.model.row_upper.size()) + " rows");
+    return built;
+  };
+  const double limit = options.time_limit_seconds;
   const bool asynchronous = options.formulation == AutotmFormulation::asynchronous;
-  AutotmOptions first = options;
-  if (asynchronous) first.formulation = AutotmFormulation::synchronous;
-  const detail::AutotmIlp ilp = detail::AutotmIlpBuilder(program, costs, first).build();
-  std::vector<std::uint64_t> limits =
-      options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
-  const auto solve = [&](bool last, const std::vector<double>* warm) {
-    return detail::autotm_solve(program, ilp, limits, options, asynchronous ? left() / 4 : last ? left() : left() / 2,
-                                warm);
-  };
-  // The synchronous ILP starts from the static plan, which it contains and
-  // Cbc solves in seconds: from "everything in PMM" Cbc found nothing
-  // better within half a minute on DenseNet-121 b16 at 50% (2595 kernels),
-  // and that plan ran 2.5x slower than all-fast where the static one ran
-  // 1.2x.
-  std::optional<AutotmPlan> static_plan;
-  std::vector<double> from_static;
-  if (options.formulation != AutotmFormulation::static_placement) {
-    AutotmOptions fixed = options;
-    fixed.formulation = AutotmFormulation::static_placement;
-    const detail::AutotmIlp static_ilp = detail::AutotmIlpBuilder(program, costs, fixed).build();
-    static_plan = detail::autotm_solve(program, static_ilp, limits, fixed, left() / 4);
-    from_static = detail::autotm_start_from(program, ilp, *static_plan);
-  }
-  AutotmPlan plan = solve(options.max_retries == 0, static_plan ? &from_static : nullptr);
-  if (static_plan && static_plan->modeled_seconds < plan.modeled_seconds) {
-    // Cbc dropped the start: the static plan is a synchronous one too.
-    static_plan->status += " (the static plan: the synchronous search found nothing as good)";
-    plan = std::move(*static_plan);
-  }
+  const double async_reserve = asynchronous ? std::min(options.async_search_seconds, limit / 2) : 0.0;
 
-  // The fragmentation loop (§4.2): replay the plan on the heap's allocator;
-  // the kernels whose allocations reach past L_DRAM (K_frag) get
-  // L_DRAM,k *= fragmentation_factor (or by their overflow,
-  // lower_by_overflow), and the ILP is solved again. Under
-  // the asynchronous formulation the loop runs on the synchronous ILP,
-  // which is far easier for Cbc, and the asynchronous one is solved once,
-  // at the limits it ends with.
-  std::uint32_t retries = 0;
-  std::vector<std::uint64_t> extents;
-  const auto replay = [&](AutotmPlan& p) {
+  // The fragmentation loop (§4.2) on one ILP: solve, replay the plan on the
+  // heap's allocator; the kernels whose allocations reach past L_DRAM
+  // (K_frag) get L_DRAM,k *= fragmentation_factor (or lowered by their
+  // overflow, lower_by_overflow), and the ILP is solved again.
+  //   - Each solve starts from the best plan at hand that keeps the new
+  //     limits (the last one, the loop's best, the `seeds`): a MIP start
+  //     that breaks a limit Cbc drops, and then, short of time, it may find
+  //     nothing better than everything in PMM.
+  //   - The loop returns the best plan it saw, the seeds included: one that
+  //     fits is taken over one the executor must defragment (§4.2;
+  //     DenseNet-121 b16 at 50%: a synchronous plan modeled 2% faster than
+  //     the static one but reaching 14% past the heap, where the static one
+  //     reached 5%, left 134 objects without a hole and ran 0.129 s per
+  //     iteration against 0.110 s) unless it is modeled at over twice its
+  //     time: the mark of a solve that ran out of time, not of a trade.
+  const auto replay = [&](AutotmPlan& p, std::vector<std::uint64_t>& extents) {
     extents = autotm_dram_extents(program, p, options.alignment);
     p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
     p.fits = p.dram_extent <= options.dram_limit;
   };
-  if (options.max_retries > 0) {
-    // Each retry starts from the plan before it (a MIP start Cbc drops where
-    // the lower limits make it infeasible), and the loop keeps the best plan
-    // it has seen: a retry left little time may find nothing better than
-    // everything in PMM, which fits. A plan that fits is taken over one the
-    // executor must defragment (§4.2; DenseNet-121 b16 at 50%: a
-    // synchronous plan modeled 2% faster than the static one but reaching
-    // 14% past the heap, where the static one reached 5%, left 134 objects
-    // without a hole and ran 0.129 s per iteration against 0.110 s) unless it is
-    // modeled at over twice its time: the mark of a solve that ran out of
-    // time, not of a trade.
-    replay(plan);
-    AutotmPlan best = plan;
-    constexpr double fits_worth = 1.0;
-    const auto better = [&](const AutotmPlan& a, const AutotmPlan& b) {
-      if (a.fits == b.fits) return a.modeled_seconds < b.modeled_seconds;
-      return a.fits ? a.modeled_seconds <= b.modeled_seconds * (1 + fits_worth)
-                    : a.modeled_seconds * (1 + fits_worth) < b.modeled_seconds;
+  constexpr double fits_worth = 1.0;
+  const auto better = [&](const AutotmPlan& a, const AutotmPlan& b) {
+    if (a.fits == b.fits) return a.modeled_seconds < b.modeled_seconds;
+    return a.fits ? a.modeled_seconds <= b.modeled_seconds * (1 + fits_worth)
+                  : a.modeled_seconds * (1 + fits_worth) < b.modeled_seconds;
+  };
+  std::uint32_t retries = 0;  // of the loop whose plan is returned
+  const auto fragmentation_loop = [&](const detail::AutotmIlp& the_ilp, const AutotmOptions& solve_options,
+                                      std::vector<std::uint64_t> limits, double deadline,
+                                      const std::vector<const AutotmPlan*>& seeds, std::uint32_t& loop_retries) {
+    const auto start_for = [&](const std::vector<const AutotmPlan*>& plans) -> std::optional<std::vector<double>> {
+      std::optional<std::vector<double>> start;
+      double best_seconds = std::numeric_limits<double>::infinity();
+      for (const AutotmPlan* p : plans) {
+        if (p == nullptr) continue;
+        std::vector<double> values = detail::autotm_start_from(program, the_ilp, *p);
+        if (!detail::autotm_keeps_limits(the_ilp, values, limits) && !detail::autotm_repair(the_ilp, values, limits)) {
+          continue;
+        }
+        double objective = the_ilp.constant;
+        for (std::size_t c = 0; c < values.size(); ++c) objective += the_ilp.model.objective[c] * values[c];
+        if (objective >= best_seconds) continue;
+        start = std::move(values);
+        best_seconds = objective;
+      }
+      return start;
     };
+    const auto solve = [&](bool last, const std::vector<const AutotmPlan*>& starts) {
+      const double left = std::max(0.01, deadline - elapsed());
+      const std::optional<std::vector<double>> start = start_for(starts);
+      AutotmPlan solved = detail::autotm_solve(program, the_ilp, limits, solve_options, last ? left : left / 2,
+                                               start ? &*start : nullptr);
+      progress(std::string("a ") + to_string(solve_options.formulation) + " solve" +
+               (start ? "" : " (from everything in PMM)") + ": modeled " +
+               detail::mip_format_number(solved.modeled_seconds) + " s, " + solved.status);
+      return solved;
+    };
+    loop_retries = 0;
+    AutotmPlan plan = solve(options.max_retries == 0, seeds);
+    std::vector<std::uint64_t> extents;
+    const auto replayed = [&](AutotmPlan& p) {
+      replay(p, extents);
+      progress("the heap replay reaches " + std::to_string(p.dram_extent) + " bytes of " +
+               std::to_string(options.dram_limit) + (p.fits ? " (fits)" : " (fragments)"));
+    };
+    if (options.max_retries > 0) replayed(plan);
+    AutotmPlan best = plan;
+    for (const AutotmPlan* seed : seeds) {
+      if (seed != nullptr && better(*seed, best)) best = *seed;
+    }
+    if (options.max_retries == 0) return best;
     for (;;) {
       std::vector<std::size_t> fragmented;
       for (std::size_t k = 0; k < nk; ++k) {
         if (extents[k] > options.dram_limit) fragmented.push_back(k);
       }
-      if (fragmented.empty() || retries == options.max_retries) break;
+      if (fragmented.empty() || loop_retries == options.max_retries) break;
       for (const std::size_t k : fragmented) {
         double factor = options.fragmentation_factor;
         if (options.lower_by_overflow) {
@@ -969,24 +1075,58 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
         }
         limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * factor));
       }
-      ++retries;
-      const std::vector<double> warm = detail::autotm_start_from(program, ilp, plan);
-      plan = solve(retries == options.max_retries, &warm);
-      replay(plan);
+      ++loop_retries;
+      std::vector<const AutotmPlan*> starts{&plan, &best};
+      starts.insert(starts.end(), seeds.begin(), seeds.end());
+      plan = solve(loop_retries == options.max_retries, starts);
+      replayed(plan);
       if (better(plan, best)) best = plan;
     }
-    plan = std::move(best);
-    limits = plan.kernel_limits;
+    return best;
+  };
+
+  std::vector<std::uint64_t> limits =
+      options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
+  AutotmOptions first = options;
+  if (asynchronous) first.formulation = AutotmFormulation::synchronous;
+  AutotmPlan plan;
+  if (options.formulation == AutotmFormulation::static_placement) {
+    const detail::AutotmIlp ilp = build(options);
+    plan = fragmentation_loop(ilp, options, limits, limit, {}, retries);
+  } else {
+    // The synchronous ILP starts from the static plan, with its own
+    // fragmentation loop, which the synchronous ILP contains and Cbc solves
+    // in seconds: from "everything in PMM" Cbc found nothing better within
+    // half a minute on DenseNet-121 b16 at 50% (2595 kernels), and that plan
+    // ran 2.5x slower than all-fast where the static one ran 1.2x. The
+    // static plan stays a candidate to the end: on ResNet-200 b512 at 20%
+    // the synchronous loop's retries, short of time, returned a plan modeled
+    // at 2.75x all-fast where the static plan was at 1.60x.
+    AutotmOptions fixed = options;
+    fixed.formulation = AutotmFormulation::static_placement;
+    std::uint32_t static_retries = 0;
+    AutotmPlan static_plan;
+    {
+      const detail::AutotmIlp static_ilp = build(fixed);
+      static_plan = fragmentation_loop(static_ilp, fixed, limits, limit / 4, {}, static_retries);
+    }
+    const detail::AutotmIlp ilp = build(first);
+    plan = fragmentation_loop(ilp, first, limits, limit - async_reserve, {&static_plan}, retries);
+    if (plan.modeled_seconds == static_plan.modeled_seconds && plan.moves == static_plan.moves) {
+      retries = static_retries;
+      plan.status += " (the static plan: the synchronous search found nothing better)";
+    }
   }
   if (asynchronous) {
     // §7.1 from the synchronous plan, which it contains: stopped early, the
     // search still returns a plan no worse. One that fragments where the
     // synchronous plan did not is not taken.
-    const detail::AutotmIlp async_ilp = detail::AutotmIlpBuilder(program, costs, options).build();
+    const detail::AutotmIlp async_ilp = build(options);
     const std::vector<double> start = detail::autotm_start_from(program, async_ilp, plan);
-    AutotmPlan async = detail::autotm_solve(program, async_ilp, limits, options,
-                                            std::min(left(), options.async_search_seconds), &start);
-    if (options.max_retries > 0) replay(async);
+    AutotmPlan async = detail::autotm_solve(program, async_ilp, plan.kernel_limits, options,
+                                            std::max(0.01, std::min(limit - elapsed(), async_reserve)), &start);
+    std::vector<std::uint64_t> extents;
+    if (options.max_retries > 0) replay(async, extents);
     if (async.modeled_seconds <= plan.modeled_seconds + 1e-12 && (async.fits || !plan.fits)) {
       plan = std::move(async);
     } else {

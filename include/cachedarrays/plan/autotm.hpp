@@ -57,6 +57,7 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,9 @@ struct AutotmOptions {
   // the paper's steps alone.
   bool lower_by_overflow = true;
   std::uint64_t alignment = 64;        // the fast heap's (DeviceSpec::alignment)
+  // Progress, one line per step (an ILP built, a solve, a heap replay),
+  // with its time; null: silent.
+  std::function<void(const std::string&)> progress;
 };
 
 struct AutotmMove {
@@ -137,6 +141,7 @@ struct AutotmMove {
   // its DRAM from then on, a move out frees its DRAM after `kernel`.
   bool to_dram = true;
   bool asynchronous = false;
+  friend bool operator==(const AutotmMove&, const AutotmMove&) = default;
 };
 
 struct AutotmPlan {

@@ -88,11 +88,12 @@ const ca::DeviceModel optane_model = device_model("optane", ca::emulation::publi
 std::vector<std::string> policy_names() {
   return {"all-fast", "all-slow", "first-touch", "hw-cache",      "2lm:m",       "ca",          "ca-l",
           "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",       "planned",     "planned-a",   "autotm-static",
-          "autotm-sync", "autotm-async", "2lm"};
+          "autotm-sync", "autotm-async", "autoswap:swdoa", "2lm"};
 }
 bool is_two_lm(const std::string& policy) { return policy.rfind("2lm", 0) == 0; }
 // The CachedArrays comparison's default: every policy but AutoTM's, which
-// --autotm runs (each of its runs solves an ILP of up to a minute).
+// --autotm runs (each of its runs solves an ILP of up to a minute);
+// AutoSwap's greedy planner takes well under a second.
 std::vector<std::string> default_policies() {
   std::vector<std::string> names = policy_names();
   std::erase_if(names, [](const std::string& p) { return ca::policy::autotm_formulation(p).has_value(); });
@@ -199,7 +200,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
         // emulation profile).
         const std::shared_ptr<const ca::plan::KernelTimeModel> model(&kernel_time, [](const auto*) {});
         ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
-                       ca::policy::autotm_formulation(policy) ? bench::autotm_policy(policy, config, model, {})
+                       ca::policy::planned_policy_options(policy) ? bench::autotm_policy(policy, config, model, {})
                                                               : ca::policy::Registry::builtin().make(policy));
         if (plans_ahead(policy)) rt.set_program(program);
         const ca::ReplayResult result = ca::replay(trace, rt, models, &kernel_time);

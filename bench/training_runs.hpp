@@ -70,7 +70,7 @@ inline std::string mode_name(const std::string& policy) {
 // The lookahead modes, the offset-planned ones and AutoTM follow the program
 // of the iteration (nn::dry_run_program).
 inline bool plans_ahead(const std::string& policy) {
-  if (policy::autotm_formulation(policy)) return true;
+  if (policy::planned_policy_options(policy)) return true;
   const std::string name = mode_name(policy);
   if (name.rfind("ca", 0) != 0) return false;
   const policy::Mode mode = policy::Mode::parse(name);
@@ -141,7 +141,7 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
                                                      const std::string& profile_cache) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
-    options.solver.formulation = policy::autotm_formulation(policy).value();
+    options = policy::planned_policy_options(policy).value();
     options.time_model = std::move(time_model);
   } else {
     options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache);
@@ -212,7 +212,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     devices = {dram(fast, "fast"), slow};
   }
   std::unique_ptr<policy::Policy> chosen =
-      policy::autotm_formulation(policy) ? autotm_policy(policy, setup.config, nullptr, profile_cache)
+      policy::planned_policy_options(policy) ? autotm_policy(policy, setup.config, nullptr, profile_cache)
       : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);

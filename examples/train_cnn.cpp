@@ -43,7 +43,7 @@ struct Options {
   std::string planner = "online";
 };
 
-// An autotm-* policy planning from the model's kernel profiles, measured
+// A policy that plans ahead (autotm-*, autoswap:*) from the model's kernel profiles, measured
 // once per machine into the cache file; the profiling and the solve print
 // their progress.
 std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::string& name,
@@ -231,7 +231,7 @@ void run(Options o) {
                o.profile_cache, lookahead.kernels, choice.uncovered);
     policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
   }
-  if (!o.memory_mode && ca::policy::autotm_formulation(policy_name)) policy = autotm_policy(o, policy_name, build);
+  if (!o.memory_mode && ca::policy::planned_policy_options(policy_name)) policy = autotm_policy(o, policy_name, build);
   const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
   const ca::policy::PlannedPlacement* placement =

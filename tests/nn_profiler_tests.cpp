@@ -220,7 +220,7 @@ TEST_CASE("nn profiler: an AutoTM policy's options plan from the model's profile
   test::check_contains(test::invalid_argument_of([&] {
                          (void)nn::autotm_policy_options("ca-lm", build, file.path.string(), options);
                        }),
-                       "not an AutoTM policy");
+                       "'ca-lm' is not a policy that plans ahead (autotm-static");
   options.slow_tier = "none";
   test::check_contains(test::invalid_argument_of([&] {
                          (void)nn::autotm_policy_options("autotm-sync", build, file.path.string(), options);

@@ -210,8 +210,9 @@ TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical loss
   };
   std::vector<Run> runs;
   for (const std::string& policy : ca::policy::Registry::builtin().names()) {
-    // The AutoTM policies have their own test, with a short solver time limit.
-    if (policy == "all-fast" || ca::policy::autotm_formulation(policy)) continue;
+    // The policies that plan ahead have their own test (AutoTM's with a
+    // short solver time limit).
+    if (policy == "all-fast" || ca::policy::planned_policy_options(policy)) continue;
     runs.push_back({"resnet", 18, policy, policy == "all-slow" ? 0.0 : 0.2});
   }
   for (const char* policy : {"ca", "ca-lmp", "ca-lma", "ca-lmpa"}) {
@@ -238,14 +239,15 @@ TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical loss
   }
 }
 
-TEST_CASE("nn trainer: the AutoTM policies follow their plan from the second iteration on, losses bit-identical") {
-  // The program is the dry run's steady iteration; the first real one
-  // differs (it makes the scratchpad) and is the only departure.
+TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the second iteration on, losses "
+          "bit-identical") {
+  // AutoTM's, AutoSwap's and ReDL's. The program is the dry run's steady
+  // iteration; the first real one differs (it makes the scratchpad) and is
+  // the only departure.
   const std::vector<float> reference = train(tiny("resnet", 18), "all-fast", 4.0, 4);
-  for (const char* policy : {"autotm-static", "autotm-sync", "autotm-async"}) {
+  for (const auto& [policy, description] : ca::policy::planned_policies()) {
     CAPTURE(policy);
-    ca::policy::AutotmPolicyOptions options;
-    options.solver.formulation = *ca::policy::autotm_formulation(policy);
+    ca::policy::AutotmPolicyOptions options = ca::policy::planned_policy_options(policy).value();
     options.solver.time_limit_seconds = 5;
     options.log = [](const std::string&) {};
     ca::policy::AutotmPolicy::Counters counters;
@@ -258,6 +260,8 @@ TEST_CASE("nn trainer: the AutoTM policies follow their plan from the second ite
     CHECK(counters.plans == 1);
     CHECK(counters.departures <= 1);
     CHECK(counters.iterations_followed >= 2);  // the fourth ends after the last begin_iteration
+    // At 20% of the footprint every planner moves something.
+    if (policy != "autotm-static") CHECK(counters.moves_in + counters.moves_out > 0);
   }
 }
 

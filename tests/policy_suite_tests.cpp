@@ -53,11 +53,12 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
                  ca::policy::Registry::builtin().make(policy));
   // By the name the policy gives itself: "planned" is ca-lm+best-fit.
   const std::string mode = rt.policy_name();
-  // AutoTM executes its plan with CA:LM's moves; autotm-async copies ahead.
-  const bool autotm = ca::policy::autotm_formulation(mode).has_value();
+  // AutoTM's executor follows its plans with CA:LM's moves; autotm-async
+  // and AutoSwap copy ahead.
+  const bool autotm = ca::policy::planned_policy_options(mode).has_value();
   const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache" || autotm;
   const bool lookahead = !autotm && cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
-  const bool copies_ahead = lookahead || mode == "autotm-async";
+  const bool copies_ahead = lookahead || mode == "autotm-async" || mode.rfind("autoswap", 0) == 0 || mode == "redl";
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;
@@ -195,11 +196,18 @@ POLICY_TAG(PlannedA, "planned-a");
 POLICY_TAG(AutotmStatic, "autotm-static");
 POLICY_TAG(AutotmSync, "autotm-sync");
 POLICY_TAG(AutotmAsync, "autotm-async");
+POLICY_TAG(AutoswapDoa, "autoswap:doa");
+POLICY_TAG(AutoswapAoa, "autoswap:aoa");
+POLICY_TAG(AutoswapWdoa, "autoswap:wdoa");
+POLICY_TAG(AutoswapSwdoa, "autoswap:swdoa");
+POLICY_TAG(AutoswapBo, "autoswap:bo");
+POLICY_TAG(Redl, "redl");
 #undef POLICY_TAG
 
 namespace policy_suite {
 using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache, Planned, PlannedA,
-                       AutotmStatic, AutotmSync, AutotmAsync>;
+                       AutotmStatic, AutotmSync, AutotmAsync, AutoswapDoa, AutoswapAoa, AutoswapWdoa, AutoswapSwdoa,
+                       AutoswapBo, Redl>;
 }
 
 // The tags must list exactly the registry's policies: a policy registered

@@ -169,18 +169,19 @@ plan::KernelProfiles profile_model(const std::function<Graph()>& build, const st
 policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name, const std::function<Graph()>& build,
                                                   const std::string& cache_path, const ProfilerOptions& options,
                                                   bool* measured) {
-  const std::optional<plan::AutotmFormulation> formulation = policy::autotm_formulation(policy_name);
-  if (!formulation) {
-    throw invalid_argument("autotm_policy_options: '" + policy_name +
-                           "' is not an AutoTM policy (autotm-static, autotm-sync, autotm-async)");
+  std::optional<policy::AutotmPolicyOptions> planned = policy::planned_policy_options(policy_name);
+  if (!planned) {
+    std::string valid;
+    for (const auto& [name, description] : policy::planned_policies()) valid += (valid.empty() ? "" : ", ") + name;
+    throw invalid_argument("autotm_policy_options: '" + policy_name + "' is not a policy that plans ahead (" + valid +
+                           ")");
   }
   const std::optional<EmulationProfile> tier = emulation::profile(options.slow_tier);
   if (!tier) {
     throw invalid_argument("autotm_policy_options: the slow tier must be emulated (optane, optane-1dimm, cxl), not "
                            "'" + options.slow_tier + "': the plan needs its bandwidths");
   }
-  policy::AutotmPolicyOptions autotm;
-  autotm.solver.formulation = *formulation;
+  policy::AutotmPolicyOptions autotm = std::move(*planned);
   autotm.fast_tier = {tier->dram_read_gbps, tier->dram_write_gbps};
   autotm.slow_tier = {tier->read_gbps, tier->write_gbps};
   autotm.time_model =

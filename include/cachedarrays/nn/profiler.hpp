@@ -58,13 +58,14 @@ struct ProfilerOptions {
 [[nodiscard]] plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,
                                                  const ProfilerOptions& options = {}, bool* measured = nullptr);
 
-// The options of the AutoTM policy `policy_name` (autotm-static, -sync,
-// -async) planning build()'s iterations from their kernel profiles
+// The options of the policy `policy_name` that plans ahead (AutoTM's
+// autotm-static, -sync, -async; AutoSwap's autoswap:<score>: see
+// policy::planned_policies) planning build()'s iterations from their kernel profiles
 // (profile_model with `cache_path` and `options`): the formulation, the
 // fast and slow tiers' bandwidths of the emulation profile
 // options.slow_tier, and plan::profiled_time_model over the profiles. The
-// caller adds the log. Throws invalid_argument for a name that is not an
-// AutoTM policy, and what profile_model throws.
+// caller adds the log. Throws invalid_argument for a name that is not a
+// policy that plans ahead, and what profile_model throws.
 [[nodiscard]] policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name,
                                                                 const std::function<Graph()>& build,
                                                                 const std::string& cache_path,

@@ -6,8 +6,14 @@
 #include "cachedarrays/policy/autotm_policy.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/types.hpp"
@@ -26,7 +32,62 @@ CACHEDARRAYS_INLINE std::string autotm_seconds(double seconds) {
   return text;
 }
 
+// A plan from another planner is followed only if it is one of this
+// program's: the executor indexes by it without further checks.
+CACHEDARRAYS_INLINE void check_foreign_plan(const std::string& policy, const plan::Program& program,
+                                            const plan::AutotmPlan& plan) {
+  const auto bad = [&](const std::string& what) {
+    throw invalid_argument(policy + ": its planner returned a plan that is not of this program: " + what);
+  };
+  const std::vector<plan::ProgramKernel>& kernels = program.kernels();
+  if (plan.in_dram.size() != kernels.size()) {
+    bad("in_dram has " + std::to_string(plan.in_dram.size()) + " kernels, the program " +
+        std::to_string(kernels.size()));
+  }
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    if (plan.in_dram[k].size() != kernels[k].args.size()) {
+      bad("in_dram[" + std::to_string(k) + "] has " + std::to_string(plan.in_dram[k].size()) +
+          " arguments, the kernel " + std::to_string(kernels[k].args.size()));
+    }
+  }
+  for (const plan::AutotmMove& m : plan.moves) {
+    if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
+      bad("a move of object " + std::to_string(m.object) + " at kernel " + std::to_string(m.kernel) +
+          " (the program has " + std::to_string(program.objects().size()) + " objects and " +
+          std::to_string(kernels.size()) + " kernels)");
+    }
+  }
+}
+
 }  // namespace detail
+
+CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap(const PlanRequest& request,
+                                                 const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
+                                                 std::uint32_t max_retries) {
+  const auto started = std::chrono::steady_clock::now();
+  std::uint64_t limit = request.dram_limit;
+  std::optional<plan::AutotmPlan> best;
+  for (std::uint32_t retries = 0;; ++retries) {
+    plan::AutotmPlan p = plan_at(limit);
+    const std::vector<std::uint64_t> extents = plan::autotm_dram_extents(request.program, p, request.alignment);
+    p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    p.fits = p.dram_extent <= request.dram_limit;
+    p.retries = retries;
+    p.kernel_limits.assign(request.program.kernels().size(), limit);
+    if (!best || (p.fits && !best->fits) || (!p.fits && !best->fits && p.dram_extent < best->dram_extent)) best = p;
+    if (p.fits || retries == max_retries) break;
+    const double overflow = static_cast<double>(request.dram_limit) / static_cast<double>(p.dram_extent);
+    limit = static_cast<std::uint64_t>(std::floor(static_cast<double>(limit) * std::min(0.98, overflow)));
+    if (limit == 0) break;
+  }
+  best->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  best->status += "; the heap replay (AutoTM section 4.2) " +
+                  (best->fits ? "fits in " + format_bytes(best->dram_extent)
+                              : "reaches " + format_bytes(best->dram_extent) + " of " +
+                                    format_bytes(request.dram_limit)) +
+                  " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries");
+  return std::move(*best);
+}
 
 CACHEDARRAYS_INLINE std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept {
   if (policy_name == "autotm-static") return plan::AutotmFormulation::static_placement;
@@ -45,6 +106,7 @@ CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : op
 }
 
 CACHEDARRAYS_INLINE std::string AutotmPolicy::name() const {
+  if (options_.planner) return options_.planner->name;
   switch (options_.solver.formulation) {
     case plan::AutotmFormulation::static_placement: return "autotm-static";
     case plan::AutotmFormulation::synchronous: return "autotm-sync";
@@ -105,13 +167,23 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   solver.dram_limit = options_.dram_limit > 0 ? options_.dram_limit : dm.capacity(fast_);
   solver.kernel_limits.clear();
   solver.alignment = dm.spec(fast_).alignment;
+  if (!solver.progress) solver.progress = [this](const std::string& line) { log(name() + ": " + line); };
   double all_dram = 0;
   for (double s : costs.dram_seconds) all_dram += s;
+  const std::string how = options_.planner ? options_.planner->description
+                                           : "AutoTM's ILP on Cbc, relative gap " +
+                                                 std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
+                                                 detail::autotm_seconds(solver.time_limit_seconds);
   log(name() + ": planning " + std::to_string(program.kernels().size()) + " kernels and " +
       std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
-      " (AutoTM's ILP on Cbc, relative gap " + std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
-      detail::autotm_seconds(solver.time_limit_seconds) + ")...");
-  plan_ = plan::autotm_plan(program, costs, solver);
+      " (" + how + ")...");
+  if (options_.planner) {
+    const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(line); };
+    plan_ = options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress});
+    detail::check_foreign_plan(name(), program, *plan_);
+  } else {
+    plan_ = plan::autotm_plan(program, costs, solver);
+  }
   ++counters_.plans;
 
   const std::size_t nk = program.kernels().size();
@@ -143,8 +215,9 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   log(name() + ": " + plan_->status + " in " + detail::autotm_seconds(plan_->seconds) + ": modeled " +
       detail::autotm_seconds(plan_->modeled_seconds) + " per iteration (all in DRAM " +
       detail::autotm_seconds(all_dram) + "), " + std::to_string(in) + " moves in and " + std::to_string(out) +
-      " out (" + std::to_string(async) + " asynchronous), " + std::to_string(plan_->retries) +
-      " fragmentation retries" + (plan_->fits ? "" : " (still fragmenting: CA:LM defragments where needed)"));
+      " out (" + std::to_string(async) + " asynchronous)" +
+      (options_.planner ? "" : ", " + std::to_string(plan_->retries) + " fragmentation retries") +
+      (plan_->fits ? "" : " (still fragmenting: CA:LM defragments where needed)"));
 }
 
 CACHEDARRAYS_INLINE std::optional<std::uint32_t> AutotmPolicy::program_object(const Object& object) const {
@@ -191,7 +264,21 @@ CACHEDARRAYS_INLINE void AutotmPolicy::settle() {
       waiting.push_back(id);  // its kernel has not let go of it yet
       continue;
     }
-    if (base_.move_to_slow(*object)) ++counters_.moves_out;
+    if (base_.move_to_slow(*object)) {
+      ++counters_.moves_out;
+      continue;
+    }
+    // A copy made ahead that no use promoted (every use read the object in
+    // place: ReDL's DSMA) is only a secondary; moving the object out means
+    // dropping it, or its DRAM stays taken.
+    DataManager& dm = manager();
+    Region& primary = *dm.getprimary(*object);
+    if (dm.device(primary) == slow_) {
+      if (Region* ahead = dm.getlinked(primary, fast_)) {
+        dm.free(*ahead);
+        ++counters_.moves_out;
+      }
+    }
   }
   pending_out_ = std::move(waiting);
 }

@@ -1,6 +1,8 @@
 // AutoTM as a policy (paper 000, §3 and §4.3; issue 13): the iteration's
 // program is planned once by AutoTM's ILP (plan/autotm.hpp) and the plan is
-// executed through the data manager at kernel boundaries.
+// executed through the data manager at kernel boundaries. The executor
+// follows any plan of that form: AutoSwap's (policy/autoswap_policy.hpp)
+// and ReDL's planners hand it theirs through AutotmPolicyOptions::planner.
 //   autotm-static  every object lives where the plan puts it (§3, Fig. 6a);
 //   autotm-sync    objects move just before a kernel that wants them in
 //                  DRAM and just after one that leaves them in PMM, on the
@@ -57,6 +59,36 @@ namespace cachedarrays::policy {
 // "autotm-sync", "autotm-async"; nullopt for any other name.
 [[nodiscard]] std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept;
 
+// What a planner other than AutoTM's ILP is given (see
+// AutotmPolicyOptions::planner).
+struct PlanRequest {
+  const plan::Program& program;
+  const plan::AutotmCosts& costs;  // from the time model and the tiers' bandwidths
+  std::uint64_t dram_limit = 0;    // bytes of the fast tier the plan may use
+  std::uint64_t alignment = 64;    // the fast heap's
+  const std::function<void(const std::string&)>& log;  // progress, one line each
+};
+
+// Another planner in the ILP's place: the executor follows any plan of
+// AutoTM's form (where each argument is during each kernel, and the moves).
+struct PlannerHook {
+  std::string name;         // the policy's name, e.g. "autoswap:swdoa"
+  std::string description;  // for the log, e.g. "AutoSwap's swap planner (score SWDOA)"
+  std::function<plan::AutotmPlan(const PlanRequest&)> plan;
+};
+
+// A planner that counts bytes against a limit, fitted to the fast heap as
+// AutoTM's fragmentation loop does (paper 000, §4.2, with
+// AutotmOptions::lower_by_overflow): the plan's allocations are replayed on
+// the heap's best-fit allocator (plan::autotm_dram_extents), and while they
+// reach past request.dram_limit the limit is lowered by the overflow (at
+// least 2%) and plan_at called again, at most `max_retries` times. Returns
+// the first plan that fits, or else the one reaching least far, with
+// dram_extent, fits, retries, seconds and a status that says so.
+[[nodiscard]] plan::AutotmPlan fit_to_heap(const PlanRequest& request,
+                                           const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
+                                           std::uint32_t max_retries = 5);
+
 struct AutotmPolicyOptions {
   // Formulation, relative gap, time limit, fragmentation loop; dram_limit
   // and kernel_limits are set by the policy.
@@ -74,6 +106,9 @@ struct AutotmPolicyOptions {
   // Progress of the solve and warnings, one line each (no newline). Null:
   // standard error, prefixed "cachedarrays: ".
   std::function<void(const std::string&)> log;
+  // Unset: AutoTM's ILP with `solver` plans. Set: this planner does, and
+  // the policy is named after it (solver is not read).
+  std::optional<PlannerHook> planner;
 };
 
 class AutotmPolicy final : public Policy {

@@ -5,9 +5,11 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/registry.hpp"
 
+#include "cachedarrays/policy/autoswap_policy.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/policy/redl_policy.hpp"
 #include "cachedarrays/policy/single_tier.hpp"
 
 #include <utility>
@@ -43,23 +45,52 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
         [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lm+best-fit")); });
   r.add("planned-a", "CA:LMA with planned offsets (= ca-lma+best-fit)",
         [] { return std::make_unique<CachedArraysPolicy>(Mode::parse("ca-lma+best-fit")); });
-  // AutoTM (paper 000): the program planned by its ILP, the plan executed at kernel boundaries.
-  const std::pair<const char*, const char*> autotm[] = {
+  // Planned ahead (AutoTM, paper 000; AutoSwap, paper 002): the program
+  // planned once, the plan executed at kernel boundaries.
+  for (auto& [name, description] : planned_policies()) {
+    r.add(name, std::move(description), [name = name] {
+      return std::make_unique<AutotmPolicy>(*planned_policy_options(name));
+    });
+  }
+  return r;
+}
+
+CACHEDARRAYS_INLINE std::optional<AutotmPolicyOptions> planned_policy_options(std::string_view name) {
+  AutotmPolicyOptions options;
+  if (const std::optional<plan::AutotmFormulation> formulation = autotm_formulation(name)) {
+    options.solver.formulation = *formulation;
+    return options;
+  }
+  if (std::optional<PlannerHook> planner = autoswap_planner(name)) {
+    options.planner = std::move(planner);
+    return options;
+  }
+  if (std::optional<PlannerHook> planner = redl_planner(name)) {
+    options.planner = std::move(planner);
+    return options;
+  }
+  return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE std::vector<std::pair<std::string, std::string>> planned_policies() {
+  return {
       {"autotm-static", "AutoTM static — each object placed in fast or slow memory once, by AutoTM's ILP over the "
                         "program (needs a program; Cbc)"},
       {"autotm-sync", "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that "
                       "use them"},
       {"autotm-async", "AutoTM asynchronous — the synchronous moves and moves by the mover beside other kernels "
                        "(paper section 7)"},
+      {"autoswap:doa", "AutoSwap — swaps out and back in by the mover, between uses picked by the duration of "
+                       "absence (DOA), until the memory load fits the fast tier (needs a program)"},
+      {"autoswap:aoa", "AutoSwap, swaps picked by the area of absence (AOA: DOA times size)"},
+      {"autoswap:wdoa", "AutoSwap, swaps picked by the weighted duration of absence (WDOA: the area under the memory load curve)"},
+      {"autoswap:swdoa", "AutoSwap, swaps picked by the submodular WDOA (SWDOA: rescored after each pick)"},
+      {"autoswap:bo", "AutoSwap, swaps picked by a weighted sum of the four scores, the weights found by Bayesian "
+                      "optimisation of the modeled overhead (30 plans)"},
+      {"redl", "ReDL — liveness-based migration: short-lived objects in a reserved fast region, the next "
+               "period's objects copied in beside the current one, late reads served from the slow tier (DSMA; "
+               "needs a program)"},
   };
-  for (const auto& [name, description] : autotm) {
-    r.add(name, description, [formulation = *autotm_formulation(name)] {
-      AutotmPolicyOptions options;
-      options.solver.formulation = formulation;
-      return std::make_unique<AutotmPolicy>(std::move(options));
-    });
-  }
-  return r;
 }
 
 CACHEDARRAYS_INLINE void Registry::add(std::string name, std::string description, Factory factory) {

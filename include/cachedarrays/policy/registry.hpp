@@ -12,10 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/policy.hpp"
 
 namespace cachedarrays::policy {
@@ -24,9 +26,9 @@ class Registry {
  public:
   using Factory = std::function<std::unique_ptr<Policy>()>;
 
-  // first-touch, all-fast, all-slow and the CachedArrays modes ca, ca-l,
-  // ca-lm, ca-lmp (other letter combinations such as ca-m are accepted by
-  // make() too).
+  // first-touch, all-fast, all-slow, the CachedArrays modes ca, ca-l,
+  // ca-lm, ca-lmp, ... (other letter combinations such as ca-m are accepted
+  // by make() too), planned, planned-a and planned_policies().
   [[nodiscard]] static Registry builtin();
 
   // Adds a policy; throws invalid_argument if the name is taken or empty.
@@ -45,6 +47,16 @@ class Registry {
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
+
+// The policies that follow a plan of the program made ahead, all executed by
+// AutotmPolicy: AutoTM's formulations (autotm-static, autotm-sync,
+// autotm-async), AutoSwap's scores (autoswap:doa, :aoa, :wdoa, :swdoa, :bo)
+// and ReDL (redl).
+// Their options by name, the planner chosen and nothing else set (the
+// caller adds a time model, bandwidths, a log); nullopt for any other name.
+[[nodiscard]] std::optional<AutotmPolicyOptions> planned_policy_options(std::string_view name);
+// Their names and descriptions, as builtin() registers them.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> planned_policies();
 
 }  // namespace cachedarrays::policy
 

@@ -1,0 +1,46 @@
+// AutoSwap as a policy (paper 002, §IV; issue 14): the iteration's program
+// is planned once by AutoSwap's swap planner (plan/autoswap.hpp, the score
+// the policy is named after: "autoswap:doa", ":aoa", ":wdoa", ":swdoa",
+// ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C),
+// and the swaps are executed by AutoTM's executor (autotm_policy.hpp),
+// which follows any plan of AutoTM's form:
+//   - every object is in the fast tier whenever a kernel uses it (AutoSwap
+//     swaps, it never runs a kernel on the slow tier);
+//   - a swap's copy out is an asynchronous move out started when the kernel
+//     after the use begins (§IV-E: "right after the access"), its DRAM freed
+//     once that kernel ends;
+//   - its copy in is an asynchronous move in started when the kernel the
+//     planner chose begins (in advance of the next use, §IV-E); if it has
+//     not arrived by the use, the executor waits for it (or brings the
+//     object in then, Listing 2): time, never data.
+//
+// AutoSwap's limit is a memory load in bytes (Definition 5); the fast heap
+// holds blocks and holes: the plan is fitted to the heap by fit_to_heap
+// (autotm_policy.hpp), AutoTM's fragmentation loop.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <optional>
+#include <string_view>
+
+#include "cachedarrays/plan/autoswap.hpp"
+#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/policy/autotm_policy.hpp"
+
+namespace cachedarrays::policy {
+
+// The AutoSwap plan as a plan of AutoTM's form (above). modeled_seconds is
+// the iteration without swaps plus the modeled waits for copies in.
+[[nodiscard]] plan::AutotmPlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps);
+
+// The planner of "autoswap:<score>" for AutotmPolicyOptions::planner;
+// nullopt for any other name (the prefix alone included).
+[[nodiscard]] std::optional<PlannerHook> autoswap_planner(std::string_view policy_name);
+
+}  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/autoswap_policy-inl.hpp"
+#endif

@@ -1,0 +1,34 @@
+// ReDL as a policy (paper 004, §III; issue 14): the iteration's program is
+// planned once by ReDL's planner (plan/redl.hpp: liveness, idle migration
+// of short-lived objects, dynamic migration by periods, the period size
+// searched, DSMA), and the plan is executed by AutoTM's executor
+// (autotm_policy.hpp), which follows any plan of AutoTM's form:
+//   - copies in for the next period are asynchronous moves started when
+//     the kernel the planner chose begins; write-backs under tension are
+//     moves out after the object's last use in the period;
+//   - DSMA: where the planner has a read find its object still on the way
+//     (in_dram false for that argument), the kernel reads the slow copy in
+//     place; the copy goes on, and a later use promotes it. A plan that
+//     moves out an object whose copy in no use promoted drops that copy.
+// The plan is fitted to the fast heap by fit_to_heap (AutoTM's §4.2 loop):
+// the first plan searches the period size, the retries keep it.
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <optional>
+#include <string_view>
+
+#include "cachedarrays/policy/autotm_policy.hpp"
+
+namespace cachedarrays::policy {
+
+// The planner of "redl" for AutotmPolicyOptions::planner; nullopt for any
+// other name.
+[[nodiscard]] std::optional<PlannerHook> redl_planner(std::string_view policy_name);
+
+}  // namespace cachedarrays::policy
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/policy/redl_policy-inl.hpp"
+#endif

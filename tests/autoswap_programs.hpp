@@ -1,5 +1,6 @@
-// Programs for the AutoSwap tests (autoswap_tests.cpp, autoswap_bo_tests.cpp):
-// one made from a list of objects and each kernel's uses, and random ones.
+// Programs for the planner tests (autoswap_tests.cpp, autoswap_bo_tests.cpp,
+// redl_tests.cpp): one made from a list of objects and each kernel's uses,
+// and random ones.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +24,11 @@ struct Use {
 
 // A program of these objects and kernels: each object the iteration
 // creates (not persistent) is created just before its first use and retired
-// right after its last.
+// right after its last; a persistent one listed in `retire_after` (object,
+// kernel) is retired after that kernel.
 inline ca::plan::Program program_of(std::vector<ca::plan::ProgramObject> objects,
-                                    const std::vector<std::vector<Use>>& uses) {
+                                    const std::vector<std::vector<Use>>& uses,
+                                    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& retire_after = {}) {
   std::vector<ca::plan::ProgramKernel> kernels;
   std::vector<std::vector<std::uint32_t>> users(objects.size());
   for (std::size_t k = 0; k < uses.size(); ++k) {
@@ -50,6 +53,9 @@ inline ca::plan::Program program_of(std::vector<ca::plan::ProgramObject> objects
         steps.push_back({ca::plan::StepKind::retire, static_cast<std::uint32_t>(o)});
       }
     }
+    for (const auto& [object, after] : retire_after) {
+      if (after == k) steps.push_back({ca::plan::StepKind::retire, object});
+    }
   }
   for (std::size_t o = 0; o < objects.size(); ++o) {
     if (users[o].empty()) objects[o].persistent = true;  // untouched: not part of the iteration's steps
@@ -66,14 +72,14 @@ inline ca::plan::AutotmCosts costs_of(std::vector<double> seconds, double out_gb
 }
 
 // A random program of n objects (100-1000 bytes, about 30 % persistent)
-// and nk kernels of 0-3 arguments: objects created before their first use
-// and retired after their last, the persistent ones never retired.
-inline ca::plan::Program random_program(Rng& rng, std::size_t n, std::size_t nk) {
+// and nk kernels of min_args-3 arguments: objects created before their
+// first use and retired after their last, the persistent ones never retired.
+inline ca::plan::Program random_program(Rng& rng, std::size_t n, std::size_t nk, std::size_t min_args = 0) {
   std::vector<ca::plan::ProgramObject> objects;
   for (std::size_t o = 0; o < n; ++o) objects.push_back({rng.between(1, 10) * 100, rng.percent(30)});
   std::vector<std::vector<Use>> uses(nk);
   for (std::size_t k = 0; k < nk; ++k) {
-    const std::size_t args = rng.between(0, 3);
+    const std::size_t args = rng.between(min_args, 3);
     for (std::size_t a = 0; a < args; ++a) {
       const auto o = static_cast<std::uint32_t>(rng.below(n));
       bool seen = false;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cachedarrays/plan/redl.hpp"
+#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -34,49 +35,8 @@ namespace {
 constexpr ca::Access R = ca::Access::read;
 constexpr ca::Access W = ca::Access::write;
 
-struct Use {
-  std::uint32_t object = 0;
-  ca::Access access = R;
-};
-
-// A program of these objects and kernels: an object the iteration creates is
-// created just before its first use and retired right after its last; a
-// persistent one listed in `retire_after` is retired after that kernel.
-Program program_of(std::vector<ca::plan::ProgramObject> objects, const std::vector<std::vector<Use>>& uses,
-                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>& retire_after = {}) {
-  std::vector<ca::plan::ProgramKernel> kernels;
-  std::vector<std::vector<std::uint32_t>> users(objects.size());
-  for (std::size_t k = 0; k < uses.size(); ++k) {
-    ca::plan::ProgramKernel kernel{"k" + std::to_string(k), {}};
-    for (const Use& u : uses[k]) {
-      kernel.args.push_back({u.object, objects[u.object].bytes, u.access});
-      std::vector<std::uint32_t>& by = users[u.object];
-      if (by.empty() || by.back() != k) by.push_back(static_cast<std::uint32_t>(k));
-    }
-    kernels.push_back(std::move(kernel));
-  }
-  std::vector<ca::plan::ProgramStep> steps;
-  for (std::size_t k = 0; k < uses.size(); ++k) {
-    for (std::size_t o = 0; o < objects.size(); ++o) {
-      if (!objects[o].persistent && !users[o].empty() && users[o].front() == k) {
-        steps.push_back({ca::plan::StepKind::create, static_cast<std::uint32_t>(o)});
-      }
-    }
-    steps.push_back({ca::plan::StepKind::kernel, static_cast<std::uint32_t>(k)});
-    for (std::size_t o = 0; o < objects.size(); ++o) {
-      if (!objects[o].persistent && !users[o].empty() && users[o].back() == k) {
-        steps.push_back({ca::plan::StepKind::retire, static_cast<std::uint32_t>(o)});
-      }
-    }
-    for (const auto& [object, after] : retire_after) {
-      if (after == k) steps.push_back({ca::plan::StepKind::retire, object});
-    }
-  }
-  for (std::size_t o = 0; o < objects.size(); ++o) {
-    if (users[o].empty()) objects[o].persistent = true;  // untouched: not part of the iteration's steps
-  }
-  return Program(objects, kernels, steps);
-}
+using test::autoswap::program_of;
+using test::autoswap::Use;
 
 AutotmCosts flat_costs(const Program& p, double seconds, double penalty, double out_gbps, double in_gbps) {
   AutotmCosts c;
@@ -89,22 +49,9 @@ AutotmCosts flat_costs(const Program& p, double seconds, double penalty, double 
   return c;
 }
 
-// A random program (as autotm_tests.cpp builds them): objects created before
-// their first use and retired after their last, a few persistent; kernels
-// of 1-3 arguments.
+// A random program with kernels of 1-3 arguments.
 Program random_program(test::Rng& rng, std::size_t n, std::size_t nk) {
-  std::vector<ca::plan::ProgramObject> objects;
-  for (std::size_t o = 0; o < n; ++o) objects.push_back({rng.between(1, 10) * 100, rng.percent(30)});
-  std::vector<std::vector<Use>> uses(nk);
-  for (std::size_t k = 0; k < nk; ++k) {
-    const std::size_t args = rng.between(1, 3);
-    for (std::size_t a = 0; a < args; ++a) {
-      const auto o = static_cast<std::uint32_t>(rng.below(n));
-      if (std::any_of(uses[k].begin(), uses[k].end(), [&](const Use& u) { return u.object == o; })) continue;
-      uses[k].push_back({o, rng.percent(50) ? R : W});
-    }
-  }
-  return program_of(objects, uses);
+  return test::autoswap::random_program(rng, n, nk, 1);
 }
 
 // Kernels of 0.1-1 s, PMM penalties of 0-1 s, copies of 100-1000 bytes

@@ -347,6 +347,17 @@ std::string ratio_over_rounds(const Row* other, const Row& base, double goal) {
                  *std::max_element(ratios.begin(), ratios.end()), goal, false);
 }
 
+// The emulated run of `policy` on `model` at the goals' budget, or null.
+const Row* emulated_at_goal(const std::vector<Row>& rows, const std::string& model, const std::string& policy) {
+  for (const Row& r : rows) {
+    if (r.kind == "emulated" && r.model == model && r.policy == policy &&
+        std::abs(r.fast_fraction - goal_fraction) < 1e-9 && r.seconds) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 void print_goals(const std::vector<Row>& rows) {
   const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.kind == "emulated"; });
   if (models.empty()) return;
@@ -362,15 +373,7 @@ void print_goals(const std::vector<Row>& rows) {
                             {"exposed copies/it", 18}});
   table.print_header();
   for (const std::string& model : models) {
-    const auto find = [&](const std::string& policy) -> const Row* {
-      for (const Row& r : rows) {
-        if (r.kind == "emulated" && r.model == model && r.policy == policy &&
-            std::abs(r.fast_fraction - goal_fraction) < 1e-9 && r.seconds) {
-          return &r;
-        }
-      }
-      return nullptr;
-    };
+    const auto find = [&](const std::string& policy) { return emulated_at_goal(rows, model, policy); };
     const Row* best = nullptr;
     for (const std::string& mode : ca_modes) {
       const Row* r = find(mode);
@@ -397,15 +400,7 @@ void print_planner_goals(const std::vector<Row>& rows) {
   bool header = false;
   std::optional<bench::Table> table;
   for (const std::string& model : models) {
-    const auto find = [&](const std::string& policy) -> const Row* {
-      for (const Row& r : rows) {
-        if (r.kind == "emulated" && r.model == model && r.policy == policy &&
-            std::abs(r.fast_fraction - goal_fraction) < 1e-9 && r.seconds) {
-          return &r;
-        }
-      }
-      return nullptr;
-    };
+    const auto find = [&](const std::string& policy) { return emulated_at_goal(rows, model, policy); };
     for (const std::string& policy : planners) {
       const Row* r = find(policy);
       if (r == nullptr) continue;

@@ -179,8 +179,10 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
       " (" + how + ")...");
   if (options_.planner) {
     const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(line); };
-    plan_ = options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress});
-    detail::check_foreign_plan(name(), program, *plan_);
+    plan::AutotmPlan planned =
+        options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress});
+    detail::check_foreign_plan(name(), program, planned);  // a plan refused is never followed
+    plan_ = std::move(planned);
   } else {
     plan_ = plan::autotm_plan(program, costs, solver);
   }

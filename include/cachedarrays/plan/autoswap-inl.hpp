@@ -226,97 +226,432 @@ CACHEDARRAYS_INLINE double autoswap_gap_area(const std::vector<double>& prefix, 
   return prefix[c.after + span] - prefix[c.after + 1];
 }
 
-// One swap on the modeled copy engine, in one iteration r of the
-// simulation: boundaries count kernel starts over the unrolled run.
-struct AutoswapInstance {
-  std::size_t swap = 0;
-  std::int64_t out_at = 0, in_at = 0, use_at = 0;
-  double out_start = -std::numeric_limits<double>::infinity();
-  double out_end = -std::numeric_limits<double>::infinity();  // done before the run: the iteration before's
-  double in_issue = std::numeric_limits<double>::infinity();  // after the run: never issued in it
-  double in_start = std::numeric_limits<double>::infinity();
-  double in_end = std::numeric_limits<double>::infinity();
+// One swap's copy in, by position after the use that opens its gap
+// (autoswap_span): the object is absent at positions [first_absent, issue),
+// so it may be issued anywhere in [first_absent + 1, latest] (one kernel
+// absent at least: a swap that frees nothing would still cost its copies).
+struct AutoswapSlot {
+  std::uint32_t after = 0, span = 0;
+  std::uint32_t first_absent = 0;  // the first position starting once the copy out has ended (t_i + dt_out)
+  std::uint32_t latest = 0;        // the candidate's in_kernel: the latest issue that ends by the next use
+  std::uint64_t bytes = 0;
+  double in_seconds = 0;
+  double deadline = 0;  // when `before` starts, in [0, seconds): the copy in ends by then
+  double shift = 0;     // added to a position's unrolled start to bring it to the deadline's frame (0 or -seconds)
+};
+
+CACHEDARRAYS_INLINE AutoswapSlot autoswap_slot(const AutoswapTimeline& t, const AutoswapCandidate& c) {
+  const auto nk = static_cast<std::uint32_t>(t.start.size());
+  AutoswapSlot s;
+  s.after = c.after;
+  s.span = autoswap_span(c.after, c.before, nk);
+  s.latest = autoswap_span(c.after, c.in_kernel, nk);
+  s.bytes = c.bytes;
+  s.in_seconds = c.in_seconds;
+  s.deadline = t.start[c.before];
+  s.shift = s.deadline - autoswap_unrolled_start(t, c.after, s.span);
+  const double out_done = t.end[c.after] + c.out_seconds;
+  s.first_absent = s.latest;
+  for (std::uint32_t p = s.latest; p-- > 1;) {
+    if (autoswap_unrolled_start(t, c.after, p) >= out_done) s.first_absent = p;
+  }
+  return s;
+}
+
+// Where one swap's copies fell in a run of the engine.
+struct AutoswapCopyTimes {
+  double out_start = 0, out_end = 0, in_issue = 0, in_start = 0, in_end = 0, use_start = 0;
+};
+
+// What the copy engine gives for one choice of issue positions.
+struct AutoswapRun {
+  std::vector<double> waits;  // by kernel, steady state
+  double overhead = 0;
+  std::vector<std::uint64_t> scheduled_load;
+  std::uint64_t scheduled_peak = 0;
+  std::vector<AutoswapCopyTimes> times;  // by swap
+  // By swap: whether a copy in of it (in any iteration of the run) waited
+  // for the engine, held up a copy queued behind it, or kept its next use
+  // waiting. Only such a copy in, issued earlier, can shorten a wait: one
+  // that started when issued, with the engine idle after it and its use on
+  // time, would only take the engine from others sooner.
+  std::vector<bool> pressed;
 };
 
 // §IV-E on one copy engine over two iterations (the first from an idle
 // engine, its wrapping swaps' copies out taken as done); the second, the
-// steady state, is reported.
-CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const std::vector<double>& seconds,
-                                           AutoswapPlan& plan) {
-  const auto nk = static_cast<std::int64_t>(t.start.size());
-  plan.waits.assign(static_cast<std::size_t>(nk), 0.0);
-  plan.scheduled_load = t.load;
-  if (nk == 0) return;
-  const auto n = static_cast<std::uint32_t>(nk);
-  std::vector<AutoswapInstance> inst;
-  for (std::size_t s = 0; s < plan.swaps.size(); ++s) {
-    const AutoswapCandidate& c = plan.swaps[s].candidate;
-    const std::int64_t in_pos = autoswap_span(c.after, c.in_kernel, n);
-    const std::int64_t span = autoswap_span(c.after, c.before, n);
-    for (std::int64_t r = -1; r <= 1; ++r) {
-      AutoswapInstance i;
-      i.swap = s;
-      i.out_at = r * nk + c.after + 1;
-      i.in_at = r * nk + c.after + in_pos;
-      i.use_at = r * nk + c.after + span;
-      if (i.in_at < 0 || i.out_at >= 2 * nk) continue;  // wholly before or after the run
-      inst.push_back(i);
-    }
-  }
-  // Per boundary, in the paper's order: the copies out (in order of their
-  // accesses, all this boundary's; then by candidate), then the copies in
-  // by their next access. A copy in never precedes its own copy out.
-  std::vector<std::vector<std::size_t>> outs(static_cast<std::size_t>(2 * nk)), ins(outs.size()), uses(outs.size());
-  for (std::size_t j = 0; j < inst.size(); ++j) {
-    if (inst[j].out_at >= 0) outs[static_cast<std::size_t>(inst[j].out_at)].push_back(j);
-    if (inst[j].in_at < 2 * nk) ins[static_cast<std::size_t>(inst[j].in_at)].push_back(j);
-    if (inst[j].use_at < 2 * nk) uses[static_cast<std::size_t>(inst[j].use_at)].push_back(j);
-  }
-  for (std::vector<std::size_t>& v : ins) {
-    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return inst[a].use_at < inst[b].use_at; });
-  }
-  std::vector<double> kernel_start(outs.size());
-  double now = 0;
-  double engine = 0;  // when the copy engine is next free
-  double iteration_start = 0;
-  for (std::size_t b = 0; b < outs.size(); ++b) {
-    if (b == static_cast<std::size_t>(nk)) iteration_start = now;
-    for (const std::size_t j : outs[b]) {
-      inst[j].out_start = std::max(now, engine);
-      inst[j].out_end = engine = inst[j].out_start + plan.swaps[inst[j].swap].candidate.out_seconds;
-    }
-    for (const std::size_t j : ins[b]) {
-      inst[j].in_issue = now;
-      inst[j].in_start = std::max(now, engine);
-      inst[j].in_end = engine = inst[j].in_start + plan.swaps[inst[j].swap].candidate.in_seconds;
-    }
-    double ready = now;
-    for (const std::size_t j : uses[b]) ready = std::max(ready, inst[j].in_end);
-    if (b >= static_cast<std::size_t>(nk)) plan.waits[b - static_cast<std::size_t>(nk)] = ready - now;
-    kernel_start[b] = ready;
-    now = ready + seconds[b % n];
-  }
-  plan.overhead_seconds = 0;
-  for (const double w : plan.waits) plan.overhead_seconds += w;
-  for (const AutoswapInstance& i : inst) {
-    AutoswapSwap& s = plan.swaps[i.swap];
-    // The scheduled load of the second iteration: kernels of the gap that
-    // start after the copy out ended and before the copy in is issued.
-    for (std::int64_t g = std::max(i.out_at, nk); g < std::min(i.in_at, 2 * nk); ++g) {
-      if (kernel_start[static_cast<std::size_t>(g)] >= i.out_end) {
-        plan.scheduled_load[static_cast<std::size_t>(g - nk)] -= s.candidate.bytes;
+// steady state, is reported. Per kernel boundary, in the paper's order: the
+// copies out (in order of their accesses; then by swap), then the copies in
+// by their next access; each starts when the engine is free. A copy in never
+// precedes its own copy out (it is issued at a later boundary, or after it
+// at the same one). Built once for a plan's swaps and run for each choice
+// of issue positions the schedule tries: the copies out and the uses keep
+// their boundaries, so only the copies in are ordered anew.
+class AutoswapEngine {
+ public:
+  AutoswapEngine(const AutoswapTimeline& t, std::span<const double> seconds, const std::vector<AutoswapSwap>& swaps,
+                 std::span<const AutoswapSlot> slots)
+      : t_(t), seconds_(seconds), swaps_(swaps), nk_(static_cast<std::int64_t>(t.start.size())) {
+    for (std::size_t s = 0; s < swaps.size(); ++s) {
+      for (std::int64_t r = -1; r <= 1; ++r) {
+        Instance i;
+        i.swap = s;
+        i.base = r * nk_ + slots[s].after;
+        i.out_at = i.base + 1;
+        i.use_at = i.base + slots[s].span;
+        if (i.out_at < 2 * nk_) inst_.push_back(i);  // else wholly after the run
       }
     }
-    if (i.use_at < nk || i.use_at >= 2 * nk) continue;
-    // The instance whose next use is in the second iteration is reported.
-    s.out_start = i.out_start - iteration_start;
-    s.out_end = i.out_end - iteration_start;
-    s.in_issue = i.in_issue - iteration_start;
-    s.in_start = i.in_start - iteration_start;
-    s.in_end = i.in_end - iteration_start;
-    s.use_start = kernel_start[static_cast<std::size_t>(i.use_at)] - iteration_start;
+    // Instances are made swap by swap: stable sorts keep the swap order in ties.
+    const auto by = [&](std::int64_t Instance::*at) {
+      std::vector<std::size_t> order;
+      for (std::size_t j = 0; j < inst_.size(); ++j) {
+        if (inst_[j].*at >= 0 && inst_[j].*at < 2 * nk_) order.push_back(j);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return inst_[a].*at < inst_[b].*at; });
+      return order;
+    };
+    outs_ = by(&Instance::out_at);
+    uses_ = by(&Instance::use_at);
+    first_in_.resize(static_cast<std::size_t>(2 * nk_) + 1);
+    kernel_start_.resize(static_cast<std::size_t>(2 * nk_));
+    freed_.resize(static_cast<std::size_t>(nk_) + 1);
   }
-  plan.scheduled_peak = *std::max_element(plan.scheduled_load.begin(), plan.scheduled_load.end());
+
+  // The engine with each swap's copy in issued at position issue[swap];
+  // `run`'s buffers are reused.
+  void run(std::span<const std::uint32_t> issue, AutoswapRun& run) {
+    const std::int64_t nk = nk_;
+    run.waits.assign(static_cast<std::size_t>(nk), 0.0);
+    run.scheduled_load = t_.load;
+    run.times.assign(swaps_.size(), {});
+    run.pressed.assign(swaps_.size(), false);
+    run.overhead = 0;
+    run.scheduled_peak = 0;
+    if (nk == 0) return;
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    for (Instance& x : inst_) {
+      x.in_at = x.base + issue[x.swap];
+      x.active = x.in_at >= 0;  // else wholly before the run
+      x.out_start = x.out_end = -inf;  // not in the run: the iteration before's, done
+      x.in_issue = x.in_start = x.in_end = inf;
+    }
+    // The copies in by boundary, then next use, then swap.
+    std::fill(first_in_.begin(), first_in_.end(), 0);
+    for (const Instance& x : inst_) {
+      if (x.active && x.in_at < 2 * nk) ++first_in_[static_cast<std::size_t>(x.in_at) + 1];
+    }
+    for (std::size_t b = 1; b < first_in_.size(); ++b) first_in_[b] += first_in_[b - 1];
+    ins_.assign(first_in_.back(), 0);
+    next_in_.assign(first_in_.begin(), first_in_.end() - 1);
+    for (std::size_t j = 0; j < inst_.size(); ++j) {
+      const Instance& x = inst_[j];
+      if (x.active && x.in_at < 2 * nk) ins_[next_in_[static_cast<std::size_t>(x.in_at)]++] = j;
+    }
+    for (std::size_t b = 0; b + 1 < first_in_.size(); ++b) {
+      if (first_in_[b + 1] - first_in_[b] > 1) {
+        std::stable_sort(ins_.begin() + static_cast<std::ptrdiff_t>(first_in_[b]),
+                         ins_.begin() + static_cast<std::ptrdiff_t>(first_in_[b + 1]),
+                         [&](std::size_t a, std::size_t c) { return inst_[a].use_at < inst_[c].use_at; });
+      }
+    }
+    double now = 0;
+    double engine = 0;                    // when the copy engine is next free
+    std::size_t last_in = inst_.size();   // the copy in that engine's time ends, if one does
+    const auto queue = [&](double length) {
+      const double start = std::max(now, engine);
+      if (engine > now && last_in < inst_.size()) run.pressed[inst_[last_in].swap] = true;
+      engine = start + length;
+      return start;
+    };
+    double iteration_start = 0;
+    std::size_t o = 0, u = 0;
+    for (std::int64_t b = 0; b < 2 * nk; ++b) {
+      if (b == nk) iteration_start = now;
+      for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) {
+        Instance& x = inst_[outs_[o]];
+        if (!x.active) continue;
+        x.out_start = queue(swaps_[x.swap].candidate.out_seconds);
+        x.out_end = engine;
+        last_in = inst_.size();
+      }
+      const auto bi = static_cast<std::size_t>(b);
+      for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) {
+        Instance& x = inst_[ins_[i]];
+        x.in_issue = now;
+        x.in_start = queue(swaps_[x.swap].candidate.in_seconds);
+        x.in_end = engine;
+        if (x.in_start > now) run.pressed[x.swap] = true;
+        last_in = ins_[i];
+      }
+      double ready = now;
+      for (; u < uses_.size() && inst_[uses_[u]].use_at == b; ++u) {
+        const Instance& x = inst_[uses_[u]];
+        if (!x.active) continue;
+        if (x.in_end > now) run.pressed[x.swap] = true;
+        ready = std::max(ready, x.in_end);
+      }
+      if (b >= nk) run.waits[static_cast<std::size_t>(b - nk)] = ready - now;
+      kernel_start_[bi] = ready;
+      now = ready + seconds_[static_cast<std::size_t>(b % nk)];
+    }
+    for (const double w : run.waits) run.overhead += w;
+    // The scheduled load of the second iteration: an object is absent at the
+    // kernels of its gap that start once its copy out has ended and before
+    // its copy in is issued. Kernel starts only grow, so those kernels are a
+    // run of the gap's: one difference each.
+    std::fill(freed_.begin(), freed_.end(), 0);
+    for (const Instance& x : inst_) {
+      if (!x.active) continue;
+      const std::int64_t lo = std::max(x.out_at, nk), hi = std::min(x.in_at, 2 * nk);
+      if (lo < hi) {
+        const auto first = std::lower_bound(kernel_start_.begin() + lo, kernel_start_.begin() + hi, x.out_end);
+        const std::int64_t from = first - kernel_start_.begin();
+        const auto bytes = static_cast<std::int64_t>(swaps_[x.swap].candidate.bytes);
+        freed_[static_cast<std::size_t>(from - nk)] += bytes;
+        freed_[static_cast<std::size_t>(hi - nk)] -= bytes;
+      }
+      if (x.use_at < nk || x.use_at >= 2 * nk) continue;
+      // The instance whose next use is in the second iteration is reported.
+      run.times[x.swap] = {x.out_start - iteration_start, x.out_end - iteration_start,
+                           x.in_issue - iteration_start,  x.in_start - iteration_start,
+                           x.in_end - iteration_start,
+                           kernel_start_[static_cast<std::size_t>(x.use_at)] - iteration_start};
+    }
+    std::int64_t absent = 0;
+    for (std::size_t k = 0; k < run.scheduled_load.size(); ++k) {
+      absent += freed_[k];
+      run.scheduled_load[k] -= static_cast<std::uint64_t>(absent);
+    }
+    run.scheduled_peak = *std::max_element(run.scheduled_load.begin(), run.scheduled_load.end());
+  }
+
+ private:
+  struct Instance {
+    std::size_t swap = 0;
+    std::int64_t base = 0;  // the boundary of the use that opens the gap, less one: r * nk + after
+    std::int64_t out_at = 0, in_at = 0, use_at = 0;  // kernel boundaries over the unrolled run
+    bool active = true;
+    double out_start = 0, out_end = 0, in_issue = 0, in_start = 0, in_end = 0;
+  };
+  const AutoswapTimeline& t_;
+  std::span<const double> seconds_;
+  const std::vector<AutoswapSwap>& swaps_;
+  std::int64_t nk_ = 0;
+  std::vector<Instance> inst_;
+  std::vector<std::size_t> outs_, uses_;  // by boundary, then swap
+  std::vector<std::size_t> first_in_, next_in_, ins_;  // the copies in bucketed by boundary
+  std::vector<double> kernel_start_;
+  std::vector<std::int64_t> freed_;
+};
+
+// LOAD' while copies in move: issuing a swap's copy in one position earlier
+// brings its object back for one more kernel of its gap, which it may only
+// if that kernel's load stays within the limit and one kernel stays absent.
+struct AutoswapLoadBudget {
+  std::vector<std::uint64_t>& load;
+  std::uint64_t limit = 0;
+  std::uint32_t nk = 0;
+
+  [[nodiscard]] std::uint32_t kernel(const AutoswapSlot& s, std::uint32_t position) const {
+    return (s.after + position) % nk;
+  }
+  [[nodiscard]] bool may_advance(const AutoswapSlot& s, std::uint32_t issue) const {
+    return issue > s.first_absent + 1 && load[kernel(s, issue - 1)] + s.bytes <= limit;
+  }
+  void advance(const AutoswapSlot& s, std::uint32_t& issue) { load[kernel(s, --issue)] += s.bytes; }
+  void retreat(const AutoswapSlot& s, std::uint32_t& issue) { load[kernel(s, issue++)] -= s.bytes; }
+};
+
+// The engine's time the copies out take on their own, in the static
+// timeline's steady state, as merged busy blocks over [-2, 2) iterations:
+// the time a copy in can use without delaying a copy out.
+class AutoswapOutBlocks {
+ public:
+  AutoswapOutBlocks(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
+                    const std::vector<AutoswapSwap>& swaps) {
+    const auto nk = static_cast<std::uint32_t>(t.start.size());
+    // Three iterations from an idle engine; the middle one's copies out
+    // (issued at boundaries nk + 1 .. 2nk) are the steady state's.
+    std::vector<std::pair<std::uint32_t, std::size_t>> issued;  // (boundary, swap)
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      for (std::uint32_t r = 0; r < 3; ++r) issued.emplace_back(r * nk + slots[s].after + 1, s);
+    }
+    std::sort(issued.begin(), issued.end());
+    double engine = 0;
+    std::vector<std::pair<double, double>> busy;
+    for (const auto& [at, s] : issued) {
+      const double when = t.seconds * static_cast<double>(at / nk) + t.start[at % nk];
+      const double start = std::max(when, engine);
+      engine = start + swaps[s].candidate.out_seconds;
+      if (at > nk && at <= 2 * nk) {
+        for (int shift = -3; shift <= 0; ++shift) {
+          busy.emplace_back(start + shift * t.seconds, engine + shift * t.seconds);
+        }
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    for (const auto& [from, to] : busy) {
+      if (!blocks_.empty() && from <= blocks_.back().second) {
+        blocks_.back().second = std::max(blocks_.back().second, to);
+      } else {
+        blocks_.emplace_back(from, to);
+      }
+    }
+  }
+  // When a copy issued at `at` starts: after the copies out running then.
+  [[nodiscard]] double start_of(double at) const {
+    auto b = std::upper_bound(blocks_.begin(), blocks_.end(), std::pair(at, std::numeric_limits<double>::infinity()));
+    if (b == blocks_.begin()) return at;
+    --b;
+    return at < b->second ? b->second : at;
+  }
+  // Whether a copy over [from, to) (from outside every block) runs into a copy out.
+  [[nodiscard]] bool collides(double from, double to, double tolerance) const {
+    const auto b = std::upper_bound(blocks_.begin(), blocks_.end(),
+                                    std::pair(from, std::numeric_limits<double>::infinity()));
+    return b != blocks_.end() && b->first < to - tolerance;
+  }
+
+ private:
+  std::vector<std::pair<double, double>> blocks_;  // [start, end), sorted, disjoint
+};
+
+// §IV-E's "in advance", on the static timeline: the copies in from the
+// latest next use to the earliest, each to end by its use and before the
+// copy in after it on the engine starts, at the latest position that does
+// so without running into a copy out (else the latest that ends in time,
+// else the earliest the load allows). The copies in that end an iteration
+// give way to the next iteration's first ones: the passes repeat with that
+// bound until no position moves.
+CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
+                                           const std::vector<AutoswapSwap>& swaps, AutoswapLoadBudget& budget,
+                                           std::vector<std::uint32_t>& issue) {
+  const AutoswapOutBlocks outs(t, slots, swaps);
+  const double tolerance = 1e-12 * std::max(1.0, t.seconds);
+  std::vector<std::size_t> order(slots.size());
+  for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
+  // Latest first; at one deadline the swap queued last (the engine takes
+  // ties in swap order) first.
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return slots[a].deadline > slots[b].deadline || (slots[a].deadline == slots[b].deadline && a > b);
+  });
+  double next_iteration = std::numeric_limits<double>::infinity();
+  for (int pass = 0; pass < 8; ++pass) {
+    bool moved = false;
+    double cursor = next_iteration;
+    for (const std::size_t s : order) {
+      const AutoswapSlot& slot = slots[s];
+      const double due = std::min(slot.deadline, cursor);
+      const auto start = [&](std::uint32_t p) {
+        return outs.start_of(autoswap_unrolled_start(t, slot.after, p) + slot.shift);
+      };
+      const std::uint32_t was = issue[s];
+      std::uint32_t p = was;
+      std::uint32_t in_time = 0, clear = 0;  // 0: none found yet
+      while (true) {
+        const double from = start(p);
+        if (from + slot.in_seconds <= due + tolerance) {
+          if (in_time == 0) in_time = p;
+          if (!outs.collides(from, from + slot.in_seconds, tolerance)) {
+            clear = p;
+            break;
+          }
+        }
+        if (!budget.may_advance(slot, p)) break;
+        budget.advance(slot, p);
+      }
+      const std::uint32_t chosen = clear != 0 ? clear : in_time != 0 ? in_time : p;
+      while (p < chosen) budget.retreat(slot, p);
+      issue[s] = chosen;
+      moved = moved || chosen != was;
+      cursor = std::min(cursor, start(chosen));
+    }
+    next_iteration = cursor + t.seconds;
+    if (pass > 0 && !moved) break;
+  }
+}
+
+inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp gives the figure it rests on
+
+// The schedule (autoswap.hpp): the backward pass's issue positions, kept
+// only if the engine then waits no longer and passes the limit by no more
+// than with each copy in at its latest; then single positions earlier while
+// one lowers the waits.
+CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<const double> seconds,
+                                           std::uint64_t limit, AutoswapPlan& plan) {
+  const auto nk = static_cast<std::uint32_t>(t.start.size());
+  std::vector<AutoswapSlot> slots;
+  std::vector<std::uint32_t> latest;
+  for (const AutoswapSwap& s : plan.swaps) {
+    slots.push_back(autoswap_slot(t, s.candidate));
+    latest.push_back(slots.back().latest);
+  }
+  std::vector<std::uint32_t> issue = latest;
+  AutoswapEngine engine(t, seconds, plan.swaps, slots);
+  AutoswapRun run, trial;
+  engine.run(issue, run);
+  const double tolerance = 1e-12 * std::max(1.0, t.seconds);
+  const auto better = [&](const AutoswapRun& a, const AutoswapRun& than) {
+    return a.overhead < than.overhead - tolerance && a.scheduled_peak <= std::max(limit, than.scheduled_peak);
+  };
+  if (nk > 0 && !plan.swaps.empty()) {
+    std::vector<std::uint64_t> load = plan.load;
+    AutoswapLoadBudget budget{load, limit, nk};
+    autoswap_backward(t, slots, plan.swaps, budget, issue);
+    engine.run(issue, trial);
+    if (trial.overhead <= run.overhead + tolerance && trial.scheduled_peak <= std::max(limit, run.scheduled_peak)) {
+      std::swap(run, trial);
+      plan.load = std::move(load);
+    } else {
+      issue = latest;
+    }
+    // A local search that ends when no copy in issued one kernel earlier
+    // (the load permitting) would wait less; a copy in that does keeps
+    // moving while it still lowers the waits. Each round takes the copies
+    // in the engine's order. It stops after autoswap_search_rounds
+    // (autoswap.hpp: an engine busy all iteration gains slivers a round).
+    AutoswapLoadBudget local{plan.load, limit, nk};
+    std::vector<std::size_t> engine_order(slots.size());
+    int rounds = 0;
+    for (bool improved = run.overhead > 0; improved && run.overhead > 0 && rounds < autoswap_search_rounds; ++rounds) {
+      improved = false;
+      for (std::size_t s = 0; s < slots.size(); ++s) engine_order[s] = s;
+      std::stable_sort(engine_order.begin(), engine_order.end(), [&](std::size_t a, std::size_t b) {
+        return run.times[a].in_start < run.times[b].in_start;
+      });
+      for (const std::size_t s : engine_order) {
+        while (run.overhead > 0 && run.pressed[s] && local.may_advance(slots[s], issue[s])) {
+          local.advance(slots[s], issue[s]);
+          engine.run(issue, trial);
+          if (!better(trial, run)) {
+            local.retreat(slots[s], issue[s]);
+            break;
+          }
+          std::swap(run, trial);
+          improved = true;
+        }
+      }
+    }
+  }
+  for (std::size_t s = 0; s < plan.swaps.size(); ++s) {
+    AutoswapSwap& swap = plan.swaps[s];
+    swap.in_kernel = (slots[s].after + issue[s]) % nk;
+    swap.absent.clear();
+    for (std::uint32_t p = slots[s].first_absent; p < issue[s]; ++p) swap.absent.push_back((slots[s].after + p) % nk);
+    const AutoswapCopyTimes& x = run.times[s];
+    swap.out_start = x.out_start;
+    swap.out_end = x.out_end;
+    swap.in_issue = x.in_issue;
+    swap.in_start = x.in_start;
+    swap.in_end = x.in_end;
+    swap.use_start = x.use_start;
+  }
+  plan.waits = std::move(run.waits);
+  plan.overhead_seconds = run.overhead;
+  plan.scheduled_load = std::move(run.scheduled_load);
+  plan.scheduled_peak = run.scheduled_peak;
 }
 
 }  // namespace detail
@@ -475,10 +810,12 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Aut
     picked.candidate = c;
     plan.swaps.push_back(std::move(picked));
   }
+  // The schedule may bring objects back earlier where the limit has room:
+  // LOAD' is the schedule's, and still at most the limit wherever it was.
+  detail::autoswap_schedule(t, costs.dram_seconds, options.limit, plan);
   plan.peak = peak();
   plan.fits = plan.peak <= options.limit;
   plan.excess = plan.fits ? 0 : plan.peak - options.limit;
-  detail::autoswap_schedule(t, costs.dram_seconds, plan);
   return plan;
 }
 

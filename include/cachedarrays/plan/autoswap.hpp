@@ -40,8 +40,8 @@
 //   - Selection (§IV-D): candidates in descending score, each lowering the
 //     load curve, until the peak is at most the limit.
 //   - Schedule (§IV-E): swap-outs in the order of their accesses, right
-//     after them; swap-ins early enough to finish before the next access;
-//     a copy starts only after the previous one ends.
+//     after them; each swap-in starts "in advance to make sure its second
+//     access is not delayed"; a copy starts only after the previous one ends.
 //
 // Where the paper leaves a choice open, this file's reading:
 //   - The load is counted per kernel (the paper counts per malloc / free /
@@ -49,19 +49,48 @@
 //     it is out for the whole kernel: the kernel starts once the copy out
 //     has ended (never the kernel right after the use, which the copy out
 //     runs beside) and before the copy in is issued (its destination is
-//     allocated then). The copy in is issued when the last kernel of the
-//     gap that starts by t_{i+1} - dt_in starts: these are the kernels
-//     wholly inside [t_i + dt_out, t_{i+1} - dt_in], the absence of DOA.
-//     A candidate that frees no kernel (its copies fill its gap) is passed
-//     over by the selection: taking it would add copies and remove no load.
-//   - The load the selection brings under the limit is the paper's LOAD'
-//     (Fig. 7): each swap's copies at their own times. The schedule then
-//     serializes all copies on one copy engine (our runtime's mover; the
-//     paper's GPU has a stream each way): a queued copy out frees later, and
-//     a queued copy in may end after its next use starts, which then waits.
-//     The modeled overhead is the sum of those waits (the paper also delays
-//     a kernel whose allocation would pass the limit, LOAD''; this model
-//     does not: scheduled_peak reports what the serialized copies give).
+//     allocated then). A copy in is issued when a kernel of the gap starts.
+//   - The selection judges each candidate alone: its copy in issued as late
+//     as lets it end by t_{i+1} (the last kernel of the gap that starts by
+//     t_{i+1} - dt_in), so it is out for the kernels wholly inside
+//     [t_i + dt_out, t_{i+1} - dt_in], the absence of DOA. A candidate
+//     that frees no kernel (its copies fill its gap) is passed over: taking
+//     it would add copies and remove no load. The load the selection brings
+//     under the limit is the paper's LOAD' (Fig. 7).
+//   - The schedule then puts all copies on one copy engine (our runtime's
+//     mover; the paper's GPU has a stream each way). Each copy in issued at
+//     its own latest kernel would queue behind the others whose next uses
+//     come close (the updates that end an iteration) and make them wait,
+//     while the engine sat idle before. So, "in advance" (§IV-E), the copies
+//     in are placed backwards from their next uses, the latest use first:
+//     each must end by its use's start and before the copy in after it on
+//     the engine starts, without running into a copy out (those keep their
+//     times, right after their accesses); it is issued at the last kernel
+//     of the gap that starts early enough (if none clears the copies out,
+//     the last that still ends it in time). An earlier issue brings the
+//     object back for more kernels, so it moves earlier only while LOAD'
+//     stays within the limit at each kernel it newly covers, and never so
+//     far that the swap frees no kernel; where the load forbids it, the
+//     later issue stays and its wait is reported. The copies in that end an
+//     iteration give way to the next iteration's first ones (the placement
+//     repeats until no issue moves). That schedule is kept only if it waits
+//     no longer than each copy in at its latest and passes the limit by no
+//     more (else the latest issues are kept); then, round by round, an
+//     issue moves one kernel earlier (the same load rule) whenever that
+//     lowers the waits without passing the limit by more, until no single
+//     move does, so no one copy in issued a kernel earlier would wait less
+//     — or until 16 rounds have passed: on an engine busy for most of the
+//     iteration each round gains slivers (ResNet-50 at 46% of its peak:
+//     about 0.1 ms a round of 75 ms of waits, over 300 rounds), and such a
+//     plan waits far past any overhead a limit is chosen for.
+//   - An executor issues each copy in at AutoswapSwap::in_kernel, the
+//     schedule's, not at its candidate's latest.
+//   - The modeled engine runs the copies in their issue order: a queued
+//     copy out frees later, a queued copy in may end after its next use
+//     starts, which then waits. The modeled overhead is the sum of those
+//     waits (the paper also delays a kernel whose allocation would pass the
+//     limit, LOAD''; this model does not: scheduled_peak reports what the
+//     serialized copies give).
 //   - Ties between scores go to the candidate found first (by object, then
 //     gap); "the peak time" is any kernel where the original load peaks.
 #pragma once
@@ -129,12 +158,15 @@ struct AutoswapCandidate {
   double out_seconds = 0;    // dt_out
   double in_seconds = 0;     // dt_in
   // The copy out is issued when kernel out_kernel (after + 1, 0 past the
-  // iteration's end) starts, the copy in when in_kernel starts.
+  // iteration's end) starts, the copy in, at its latest, when in_kernel
+  // starts (the selection's reading; the schedule may issue it earlier:
+  // AutoswapSwap::in_kernel).
   std::uint32_t out_kernel = 0;
   std::uint32_t in_kernel = 0;
-  // The kernels at which the object is out of the fast tier (LOAD'), in
-  // time order (a wrapping gap's continue at kernel 0): the kernels of the
-  // gap that start at or after t_i + dt_out and come before in_kernel.
+  // The kernels at which the object is out of the fast tier with the copy
+  // in at its latest (what the selection counts in LOAD'), in time order (a
+  // wrapping gap's continue at kernel 0): the kernels of the gap that start
+  // at or after t_i + dt_out and come before in_kernel.
   std::vector<std::uint32_t> absent;
 };
 
@@ -179,7 +211,13 @@ struct AutoswapScores {
 // from that iteration's start: a wrapping gap's copy out began in the
 // iteration before (negative times).
 struct AutoswapSwap {
-  AutoswapCandidate candidate;
+  AutoswapCandidate candidate;  // as the selection took it: its copy in at its latest
+  // The schedule's copy in (autoswap.hpp, "in advance"): issued when
+  // in_kernel starts, candidate.in_kernel or a kernel of the gap before it;
+  // the object is out of the fast tier at `absent`, candidate.absent less
+  // the kernels from in_kernel on (never empty). The plan's LOAD' counts these.
+  std::uint32_t in_kernel = 0;
+  std::vector<std::uint32_t> absent;
   double out_start = 0, out_end = 0;
   double in_issue = 0;  // when in_kernel starts: the copy in is queued
   double in_start = 0, in_end = 0;
@@ -189,8 +227,9 @@ struct AutoswapSwap {
 struct AutoswapPlan {
   std::vector<AutoswapSwap> swaps;  // in the order the selection picked them
   std::size_t candidates = 0;       // how many there were
-  // The load curve after the swaps (LOAD'), by kernel, and its peak; the
-  // peak of the iteration without swaps.
+  // The load curve after the swaps as scheduled (LOAD': each swap's
+  // `absent`), by kernel, and its peak; the peak of the iteration without
+  // swaps.
   std::vector<std::uint64_t> load;
   std::uint64_t peak = 0;
   std::uint64_t original_peak = 0;

@@ -231,7 +231,7 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
     CAPTURE(c.object);
     CAPTURE(c.gap);
     const AutotmMove out{c.object, c.out_kernel, false, true};
-    const AutotmMove in{c.object, c.in_kernel, true, true};
+    const AutotmMove in{c.object, s.in_kernel, true, true};
     CHECK(std::count(plan.moves.begin(), plan.moves.end(), out) == 1);
     CHECK(std::count(plan.moves.begin(), plan.moves.end(), in) == 1);
   }

@@ -29,7 +29,7 @@ CACHEDARRAYS_INLINE plan::AutotmPlan autoswap_executable(const plan::Program& pr
   for (const plan::AutoswapSwap& s : swaps.swaps) {
     const plan::AutoswapCandidate& c = s.candidate;
     p.moves.push_back({c.object, c.out_kernel, false, true});
-    p.moves.push_back({c.object, c.in_kernel, true, true});
+    p.moves.push_back({c.object, s.in_kernel, true, true});
   }
   std::stable_sort(p.moves.begin(), p.moves.end(),
                    [](const plan::AutotmMove& a, const plan::AutotmMove& b) { return a.kernel < b.kernel; });

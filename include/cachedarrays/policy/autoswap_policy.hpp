@@ -10,7 +10,9 @@
 //     after the use begins (§IV-E: "right after the access"), its DRAM freed
 //     once that kernel ends;
 //   - its copy in is an asynchronous move in started when the kernel the
-//     planner chose begins (in advance of the next use, §IV-E); if it has
+//     planner's schedule chose begins (AutoswapSwap::in_kernel: in advance
+//     of the next use, early enough that the copies queued on the one
+//     engine are not late, as the load allows, §IV-E); if it has
 //     not arrived by the use, the executor waits for it (or brings the
 //     object in then, Listing 2): time, never data.
 //

@@ -14,6 +14,7 @@
 
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/registry.hpp"
+#include "test_kernel_models.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -24,20 +25,7 @@ namespace {
 constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t object_bytes = 256 * kib;
 
-// Kernel times a hand can follow: `base` seconds each, plus a millisecond
-// for every argument in PMM (the slow tier's bandwidth, below 50 GB/s here).
-class MillisecondPerPmmArgument final : public ca::plan::KernelTimeModel {
- public:
-  explicit MillisecondPerPmmArgument(double base) : base_(base) {}
-  [[nodiscard]] double seconds(std::string_view, std::span<const ca::plan::ArgTraffic> args) const override {
-    double s = base_;
-    for (const auto& a : args) s += a.gbps < 50 ? 1e-3 : 0;
-    return s;
-  }
-
- private:
-  double base_;
-};
+using test::MillisecondPerSlowArgument;
 
 struct Setup {
   std::unique_ptr<ca::Runtime> rt;
@@ -52,7 +40,7 @@ std::unique_ptr<Setup> autotm_runtime(AutotmFormulation formulation, double copy
   auto setup = std::make_unique<Setup>();
   ca::policy::AutotmPolicyOptions options;
   options.solver.formulation = formulation;
-  options.time_model = std::make_shared<MillisecondPerPmmArgument>(kernel_base_seconds);
+  options.time_model = std::make_shared<MillisecondPerSlowArgument>(kernel_base_seconds);
   options.fast_tier = {100, 100};
   options.slow_tier = {copy_gbps, copy_gbps};
   options.dram_limit = dram_limit;

@@ -29,6 +29,7 @@
 #include "cachedarrays/policy/redl_policy.hpp"
 #include "cachedarrays/policy/registry.hpp"
 #include "autoswap_programs.hpp"
+#include "test_kernel_models.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -45,20 +46,7 @@ constexpr std::uint64_t mib = 1024 * kib;
 constexpr ca::Access R = ca::Access::read;
 constexpr ca::Access W = ca::Access::write;
 
-// Every kernel takes `base` seconds, and a millisecond more for each
-// argument on the slow tier (below 50 GB/s here).
-class MillisecondPerSlowArgument final : public ca::plan::KernelTimeModel {
- public:
-  explicit MillisecondPerSlowArgument(double base) : base_(base) {}
-  [[nodiscard]] double seconds(std::string_view, std::span<const ca::plan::ArgTraffic> args) const override {
-    double s = base_;
-    for (const auto& a : args) s += a.gbps < 50 ? 1e-3 : 0;
-    return s;
-  }
-
- private:
-  double base_;
-};
+using test::MillisecondPerSlowArgument;
 
 // A program of persistent objects (numbered in order of first use, as
 // Program requires) and kernels named "kernel", as Runtime::kernel names

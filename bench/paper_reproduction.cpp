@@ -399,14 +399,13 @@ void print_goals(const std::vector<Row>& rows) {
 void print_planner_goals(const std::vector<Row>& rows) {
   const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.kind == "emulated"; });
   const std::vector<std::string> planners{"autotm-sync", "autoswap:swdoa", "autoswap:bo", "redl"};
-  bool header = false;
-  std::optional<bench::Table> table;
+  std::optional<bench::Table> table;  // printed with the first row
   for (const std::string& model : models) {
     const auto find = [&](const std::string& policy) { return emulated_at_goal(rows, model, policy); };
     for (const std::string& policy : planners) {
       const Row* r = find(policy);
       if (r == nullptr) continue;
-      if (!header) {
+      if (!table) {
         fmt::print("\nplanners at a fast tier of {:.0f}% of the footprint (emulated Optane, measured; ratios as median "
                    "[spread over rounds]):\n",
                    100 * goal_fraction);
@@ -417,14 +416,13 @@ void print_planner_goals(const std::vector<Row>& rows) {
                                                  {"first-touch / policy", 34},
                                                  {"exposed copies/it", 18}});
         table->print_header();
-        header = true;
       }
       table->print_row({model, policy, fmt::format("{:.4f}", *r->seconds),
                         verdict(r->slowdown, r->slowdown_low, r->slowdown_high, 1.10, true),
                         ratio_over_rounds(find("first-touch"), *r, 1.2), fmt::format("{:.4f}", r->exposed_copy_seconds)});
     }
   }
-  if (header) {
+  if (table) {
     fmt::print("  papers: ReDL at most 9.6% slower than fast-only with fast memory at 20% of the peak, 20% better than "
                "first-touch on average; AutoSwap cuts the memory load 20.7-34.2% at no overhead (its Table II: "
                "bench/autoswap_reproduction)\n");

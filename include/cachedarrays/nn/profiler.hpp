@@ -59,7 +59,7 @@ struct ProfilerOptions {
                                                  const ProfilerOptions& options = {}, bool* measured = nullptr);
 
 // The options of the policy `policy_name` that plans ahead (AutoTM's
-// autotm-static, -sync, -async; AutoSwap's autoswap:<score>: see
+// autotm-static, -sync, -async; AutoSwap's autoswap:<score>; ReDL's redl:
 // policy::planned_policies) planning build()'s iterations from their kernel profiles
 // (profile_model with `cache_path` and `options`): the formulation, the
 // fast and slow tiers' bandwidths of the emulation profile

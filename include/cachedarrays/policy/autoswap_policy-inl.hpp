@@ -62,7 +62,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> autoswap_planner(std::string_view
       // §IV-C: the weights of equation (3) by Bayesian optimisation over
       // the modeled overhead, at the heap's limit; the retries of the heap
       // fitting keep them.
-      plan::AutoswapBoOptions bo;  // its 30 plans take milliseconds: no progress lines
+      plan::AutoswapBoOptions bo;  // no line per evaluation: the plan's status gives the weights found
       const plan::AutoswapBoResult result = plan::autoswap_optimise_weights(request.program, request.costs, options, bo);
       options.bo_weights = result.weights;
       char text[96];

@@ -167,7 +167,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   solver.dram_limit = options_.dram_limit > 0 ? options_.dram_limit : dm.capacity(fast_);
   solver.kernel_limits.clear();
   solver.alignment = dm.spec(fast_).alignment;
-  if (!solver.progress) solver.progress = [this](const std::string& line) { log(name() + ": " + line); };
+  const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(name() + ": " + line); };
+  if (!solver.progress) solver.progress = progress;
   double all_dram = 0;
   for (double s : costs.dram_seconds) all_dram += s;
   const std::string how = options_.planner ? options_.planner->description
@@ -178,7 +179,6 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
       std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
       " (" + how + ")...");
   if (options_.planner) {
-    const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(line); };
     plan::AutotmPlan planned =
         options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress});
     detail::check_foreign_plan(name(), program, planned);  // a plan refused is never followed

@@ -20,7 +20,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
   hook.description = "ReDL's liveness-based migration planner, period size searched";
   hook.plan = [](const PlanRequest& request) {
     plan::RedlOptions options;
-    options.alignment = request.alignment;
+    options.alignment = 0;  // fit_to_heap replays each plan on the heap: not redl_plan as well
     return fit_to_heap(request, [&](std::uint64_t limit) {
       options.fast_limit = limit;
       const plan::RedlPlan redl = plan::redl_plan(request.program, request.costs, options);

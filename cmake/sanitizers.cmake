@@ -1,15 +1,26 @@
-# CACHEDARRAYS_SANITIZE=address|undefined|thread instruments every target of
-# the project (library, tests, examples, benchmarks).
+# CACHEDARRAYS_SANITIZE=address|undefined|thread|address,undefined instruments
+# every target of the project (library, tests, examples, benchmarks).
+# AddressSanitizer and UndefinedBehaviorSanitizer combine into one build (CI
+# runs them so, to build and run the suite once instead of twice);
+# ThreadSanitizer cannot be combined with AddressSanitizer.
 if(CACHEDARRAYS_SANITIZE)
-  if(CACHEDARRAYS_SANITIZE STREQUAL "address")
-    set(cachedarrays_san_flags -fsanitize=address -fno-omit-frame-pointer)
-  elseif(CACHEDARRAYS_SANITIZE STREQUAL "undefined")
-    set(cachedarrays_san_flags -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-  elseif(CACHEDARRAYS_SANITIZE STREQUAL "thread")
-    set(cachedarrays_san_flags -fsanitize=thread)
-  else()
-    message(FATAL_ERROR "CACHEDARRAYS_SANITIZE='${CACHEDARRAYS_SANITIZE}' is not supported; "
-                        "use address, undefined or thread (or leave it empty)")
+  string(REPLACE "," ";" cachedarrays_sanitizers "${CACHEDARRAYS_SANITIZE}")
+  set(cachedarrays_san_flags -fno-omit-frame-pointer)
+  foreach(san IN LISTS cachedarrays_sanitizers)
+    if(san STREQUAL "address")
+      list(APPEND cachedarrays_san_flags -fsanitize=address)
+    elseif(san STREQUAL "undefined")
+      list(APPEND cachedarrays_san_flags -fsanitize=undefined -fno-sanitize-recover=undefined)
+    elseif(san STREQUAL "thread")
+      list(APPEND cachedarrays_san_flags -fsanitize=thread)
+    else()
+      message(FATAL_ERROR "CACHEDARRAYS_SANITIZE='${CACHEDARRAYS_SANITIZE}' is not supported: '${san}' is not a "
+                          "sanitizer; use address, undefined, thread or address,undefined (or leave it empty)")
+    endif()
+  endforeach()
+  if("thread" IN_LIST cachedarrays_sanitizers AND NOT CACHEDARRAYS_SANITIZE STREQUAL "thread")
+    message(FATAL_ERROR "CACHEDARRAYS_SANITIZE='${CACHEDARRAYS_SANITIZE}': ThreadSanitizer cannot be combined "
+                        "with another sanitizer; use thread alone")
   endif()
   add_compile_options(${cachedarrays_san_flags} -g)
   add_link_options(${cachedarrays_san_flags})

@@ -1,8 +1,9 @@
 // Dataset files written by the nn data tests: a scratch directory, and
 // CIFAR-10 records and MNIST IDX files with known pixels and labels, which
-// the tests then read back or break on purpose.
+// the tests then read back or break on purpose, plain or gzipped.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +82,47 @@ inline Bytes mnist_labels(const Bytes& labels) {
   put32(bytes, static_cast<std::uint32_t>(labels.size()));
   bytes.insert(bytes.end(), labels.begin(), labels.end());
   return bytes;
+}
+
+// ---- gzip --------------------------------------------------------------------
+// Written by hand, with deflate's stored (uncompressed) blocks: the tests
+// link no zlib of their own (the nn library keeps it private), and a
+// stored stream is still one zlib must parse, header, blocks, CRC-32 and
+// length. Real deflate is covered by Debian's Fashion-MNIST files.
+
+inline std::uint32_t crc32(const Bytes& bytes) {
+  std::uint32_t crc = 0xffffffffu;
+  for (std::uint8_t b : bytes) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+inline void put32_le(Bytes& bytes, std::uint32_t v) {
+  for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
+// One gzip member holding `raw` in stored blocks of at most `block` bytes.
+inline Bytes gzip(const Bytes& raw, std::size_t block = 65535) {
+  Bytes gz = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};  // deflate, no flags, no time, unknown OS
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min(block, raw.size() - at);
+    const bool last = at + n == raw.size();
+    gz.push_back(last ? 1 : 0);  // BFINAL, BTYPE 00 (stored), then byte-aligned
+    const auto len = static_cast<std::uint16_t>(n);
+    for (std::uint16_t v : {len, static_cast<std::uint16_t>(~len)}) {
+      gz.push_back(static_cast<std::uint8_t>(v));
+      gz.push_back(static_cast<std::uint8_t>(v >> 8));
+    }
+    gz.insert(gz.end(), raw.begin() + static_cast<std::ptrdiff_t>(at),
+              raw.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  } while (at < raw.size());
+  put32_le(gz, crc32(raw));
+  put32_le(gz, static_cast<std::uint32_t>(raw.size()));
+  return gz;
 }
 
 }  // namespace test

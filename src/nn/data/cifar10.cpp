@@ -1,6 +1,7 @@
 // CIFAR-10, binary version (cifar-10-batches-bin): each file is a run of
 // 3073-byte records, a label byte then the R, G and B planes of a 32x32
-// image; the pixel planes are already in CHW order.
+// image; the pixel planes are already in CHW order. The training set is
+// data_batch_1..5.bin, the test set test_batch.bin; any may be gzipped.
 #include <algorithm>
 #include <string>
 #include <system_error>
@@ -30,13 +31,16 @@ std::vector<std::filesystem::path> batch_files(const std::filesystem::path& dir)
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with("data_batch_") && name.ends_with(".bin")) files.push_back(entry.path());
+    if (name.starts_with("data_batch_") && (name.ends_with(".bin") || name.ends_with(".bin.gz"))) {
+      files.push_back(entry.path());
+    }
   }
   if (ec) throw invalid_argument("cachedarrays::nn: cannot list the CIFAR-10 directory " + detail::quoted(dir));
   if (files.empty()) {
-    throw invalid_argument("cachedarrays::nn: the CIFAR-10 directory " + detail::quoted(dir) +
-                           " holds no data_batch_*.bin files; expected the binary version of CIFAR-10 "
-                           "(cifar-10-batches-bin), or pass one file");
+    throw invalid_argument(
+        "cachedarrays::nn: the CIFAR-10 directory " + detail::quoted(dir) +
+        " holds no data_batch_*.bin files (nor data_batch_*.bin.gz); expected the binary version of CIFAR-10 "
+        "(cifar-10-batches-bin), or pass one file");
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -45,7 +49,7 @@ std::vector<std::filesystem::path> batch_files(const std::filesystem::path& dir)
 // Appends the records of one file.
 void read_records(const std::filesystem::path& file, std::vector<std::uint8_t>& pixels,
                   std::vector<std::uint8_t>& labels) {
-  const std::vector<std::uint8_t> bytes = detail::read_whole_file(file, "CIFAR-10 file");
+  const std::vector<std::uint8_t> bytes = detail::read_data_file(file, "CIFAR-10 file");
   const std::string prefix = "cachedarrays::nn: CIFAR-10 file " + detail::quoted(file);
   if (bytes.empty()) {
     throw invalid_argument(prefix + " is empty; expected records of " + std::to_string(record_bytes) +
@@ -70,19 +74,36 @@ void read_records(const std::filesystem::path& file, std::vector<std::uint8_t>& 
   }
 }
 
+std::unique_ptr<Dataset> dataset_of(const std::vector<std::filesystem::path>& files, const std::string& name) {
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> labels;
+  for (const auto& file : files) read_records(file, pixels, labels);
+  return std::make_unique<detail::ByteImageDataset>(name, Dims{channels, side, side}, classes, std::move(pixels),
+                                                    std::move(labels), channel_mean, channel_std);
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> cifar10_dataset(const std::filesystem::path& file_or_dir) {
   std::error_code ec;
-  const std::vector<std::filesystem::path> files =
-      std::filesystem::is_directory(file_or_dir, ec) ? batch_files(file_or_dir)
-                                                     : std::vector<std::filesystem::path>{file_or_dir};
-  std::vector<std::uint8_t> pixels;
-  std::vector<std::uint8_t> labels;
-  for (const auto& file : files) read_records(file, pixels, labels);
-  return std::make_unique<detail::ByteImageDataset>("CIFAR-10 " + detail::quoted(file_or_dir),
-                                                    Dims{channels, side, side}, classes, std::move(pixels),
-                                                    std::move(labels), channel_mean, channel_std);
+  if (std::filesystem::is_directory(file_or_dir, ec)) return cifar10_dataset(file_or_dir, Split::train);
+  return dataset_of({file_or_dir}, "CIFAR-10 " + detail::quoted(file_or_dir));
+}
+
+std::unique_ptr<Dataset> cifar10_dataset(const std::filesystem::path& dir, Split split) {
+  const std::string name = "CIFAR-10 " + detail::quoted(dir) + " (" + std::string(detail::split_name(split)) + ")";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw invalid_argument("cachedarrays::nn: the CIFAR-10 directory " + detail::quoted(dir) +
+                           " does not exist or is not a directory");
+  }
+  if (split == Split::train) return dataset_of(batch_files(dir), name);
+  const auto test = detail::find_data_file(dir, "test_batch.bin");
+  if (!test) {
+    throw invalid_argument("cachedarrays::nn: the CIFAR-10 directory " + detail::quoted(dir) +
+                           " has no test_batch.bin (nor test_batch.bin.gz), the test split of cifar-10-batches-bin");
+  }
+  return dataset_of({*test}, name);
 }
 
 }  // namespace cachedarrays::nn

@@ -1,6 +1,8 @@
 // MNIST in its IDX files (yann.lecun.com/exdb/mnist): a big-endian header
 // (magic, counts, sizes) followed by one unsigned byte per pixel or label.
+// Fashion-MNIST uses the same files (fashion_mnist.cpp).
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -29,13 +31,10 @@ std::string hex32(std::uint32_t value) {
 }
 
 // Checks the header's length and magic number; returns the file's bytes.
-std::vector<std::uint8_t> read_idx(const std::filesystem::path& file, const std::string& what,
-                                   std::size_t header_bytes, std::uint32_t magic, const std::string& other) {
-  std::vector<std::uint8_t> bytes = detail::read_whole_file(file, what);
+std::vector<std::uint8_t> read_idx(const std::filesystem::path& file, const std::string& what, std::size_t header_bytes,
+                                   std::uint32_t magic, const std::string& other) {
+  std::vector<std::uint8_t> bytes = detail::read_data_file(file, what);
   const std::string prefix = "cachedarrays::nn: " + what + " " + detail::quoted(file);
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
-    throw invalid_argument(prefix + " is gzip-compressed; decompress it first (gunzip)");
-  }
   // The magic number first: a swapped pair is named as such even when the
   // label file is shorter than an image header.
   const std::uint32_t found = bytes.size() >= 4 ? big_endian32(bytes, 0) : magic;
@@ -54,10 +53,17 @@ std::vector<std::uint8_t> read_idx(const std::filesystem::path& file, const std:
 
 }  // namespace
 
-std::unique_ptr<Dataset> mnist_dataset(const std::filesystem::path& images_idx,
-                                       const std::filesystem::path& labels_idx) {
-  const std::string images_what = "MNIST image file";
-  const std::string labels_what = "MNIST label file";
+namespace detail {
+
+IdxNames idx_names(Split split) {
+  const std::string prefix = split == Split::train ? "train" : "t10k";
+  return {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"};
+}
+
+std::unique_ptr<Dataset> idx_dataset(const std::filesystem::path& images_idx, const std::filesystem::path& labels_idx,
+                                     std::string_view family, double mean, double stddev) {
+  const std::string images_what = std::string(family) + " image file";
+  const std::string labels_what = std::string(family) + " label file";
   std::vector<std::uint8_t> image_file = read_idx(images_idx, images_what, 16, images_magic, labels_what);
   std::vector<std::uint8_t> label_file = read_idx(labels_idx, labels_what, 8, labels_magic, images_what);
   const std::string images_prefix = "cachedarrays::nn: " + images_what + " " + detail::quoted(images_idx);
@@ -94,15 +100,41 @@ std::unique_ptr<Dataset> mnist_dataset(const std::filesystem::path& images_idx,
   for (std::size_t i = 8; i < label_file.size(); ++i) {
     if (label_file[i] >= classes) {
       throw invalid_argument(labels_prefix + ": label " + std::to_string(i - 8) + " is " +
-                             std::to_string(label_file[i]) + "; MNIST labels are 0 to 9");
+                             std::to_string(label_file[i]) + "; " + std::string(family) + " labels are 0 to 9");
     }
   }
   image_file.erase(image_file.begin(), image_file.begin() + 16);
   label_file.erase(label_file.begin(), label_file.begin() + 8);
   const Dims dims = {1, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(columns)};
-  return std::make_unique<detail::ByteImageDataset>("MNIST " + detail::quoted(images_idx), dims, classes,
-                                                    std::move(image_file), std::move(label_file),
-                                                    std::vector<double>{0.0}, std::vector<double>{1.0});
+  return std::make_unique<ByteImageDataset>(std::string(family) + " " + quoted(images_idx), dims, classes,
+                                            std::move(image_file), std::move(label_file), std::vector<double>{mean},
+                                            std::vector<double>{stddev});
+}
+
+}  // namespace detail
+
+std::unique_ptr<Dataset> mnist_dataset(const std::filesystem::path& images_idx,
+                                       const std::filesystem::path& labels_idx) {
+  // Scaled to [0, 1] only, as this library always has for MNIST.
+  return detail::idx_dataset(images_idx, labels_idx, "MNIST", 0.0, 1.0);
+}
+
+std::unique_ptr<Dataset> mnist_dataset(const std::filesystem::path& dir, Split split) {
+  const std::string prefix = "cachedarrays::nn: the MNIST directory " + detail::quoted(dir);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw invalid_argument(prefix + " does not exist or is not a directory");
+  const detail::IdxNames names = detail::idx_names(split);
+  const auto images = detail::find_data_file(dir, names.images);
+  const auto labels = detail::find_data_file(dir, names.labels);
+  for (const auto& [file, name] : {std::pair{images, names.images}, std::pair{labels, names.labels}}) {
+    if (!file) {
+      throw invalid_argument(prefix + " has no " + name + " (nor " + name + ".gz) for the " +
+                             std::string(detail::split_name(split)) +
+                             " split; expected {train,t10k}-images-idx3-ubyte and {train,t10k}-labels-idx1-ubyte, "
+                             "each possibly gzipped (.gz)");
+    }
+  }
+  return mnist_dataset(*images, *labels);
 }
 
 }  // namespace cachedarrays::nn

@@ -1,7 +1,8 @@
 // The paper's input: "randomly generated using a normal distribution".
 //
-// Counter-based: every random number is splitmix64 of (seed, position), so
-// sample i is the same whatever the batch size, batches can be generated in
+// Counter-based (counter_random.hpp): every random number is splitmix64 of
+// (seed, position), so sample i is the same whatever the batch size, any
+// sample can be drawn on its own (sample), batches can be generated in
 // parallel, and the stream is the same on every standard library (the
 // distributions of <random> are not specified bit for bit; the Box-Muller
 // transform here is).
@@ -16,20 +17,14 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/data.hpp"
+#include "nn/data/counter_random.hpp"
 #include "nn/data/dataset_support.hpp"
 
 namespace cachedarrays::nn {
 
 namespace {
 
-constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ULL;
-
-// splitmix64's output function (Steele, Lea & Flood 2014).
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using detail::mix64;
 
 // Uniform in (0, 1]: never 0, so its logarithm is finite.
 double unit_open_low(std::uint64_t bits) { return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53; }
@@ -47,14 +42,19 @@ class SyntheticDataset final : public Dataset {
   [[nodiscard]] Dims image_dims() const override { return image_dims_; }
   [[nodiscard]] std::int64_t classes() const override { return classes_; }
 
+  std::int64_t sample(std::int64_t index, std::span<float> image) const override {
+    detail::check_sample(index, image, size(), image_dims_, "the synthetic dataset");
+    return fill_sample(static_cast<std::uint64_t>(index), image);
+  }
+
   void next_batch(std::span<float> images, std::span<float> labels) override {
     const std::int64_t batch = detail::checked_batch_size(images, labels, image_dims_, "the synthetic dataset");
     const std::uint64_t first = next_;
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, batch), [&](const tbb::blocked_range<std::int64_t>& r) {
       for (std::int64_t i = r.begin(); i != r.end(); ++i) {
         const auto offset = static_cast<std::size_t>(i * per_image_);
-        fill_sample(first + static_cast<std::uint64_t>(i),
-                    images.subspan(offset, static_cast<std::size_t>(per_image_)), labels[static_cast<std::size_t>(i)]);
+        labels[static_cast<std::size_t>(i)] = static_cast<float>(fill_sample(
+            first + static_cast<std::uint64_t>(i), images.subspan(offset, static_cast<std::size_t>(per_image_))));
       }
     });
     next_ += static_cast<std::uint64_t>(batch);
@@ -62,23 +62,24 @@ class SyntheticDataset final : public Dataset {
 
  private:
   // The n-th number of this dataset's stream.
-  [[nodiscard]] std::uint64_t random(std::uint64_t n) const { return mix64(base_ + (n + 1) * golden_gamma); }
+  [[nodiscard]] std::uint64_t random(std::uint64_t n) const { return detail::stream_at(base_, n); }
 
-  // Sample `sample` uses counters [sample * stride, (sample + 1) * stride):
-  // two per pair of pixels (Box-Muller), one for the label.
-  void fill_sample(std::uint64_t sample, std::span<float> pixels, float& label) const {
+  // Writes sample `index`'s pixels and returns its label. It uses counters
+  // [index * stride, (index + 1) * stride): two per pair of pixels
+  // (Box-Muller), one for the label.
+  std::int64_t fill_sample(std::uint64_t index, std::span<float> pixels) const {
     const std::uint64_t stride = 2 * static_cast<std::uint64_t>(pairs_) + 1;
-    const std::uint64_t first = sample * stride;
+    const std::uint64_t first = index * stride;
     for (std::int64_t p = 0; p < pairs_; ++p) {
       const std::uint64_t n = first + 2 * static_cast<std::uint64_t>(p);
       const double radius = std::sqrt(-2.0 * std::log(unit_open_low(random(n))));
       const double angle = 2.0 * std::numbers::pi * unit_open_low(random(n + 1));
-      const auto index = static_cast<std::size_t>(2 * p);
-      pixels[index] = static_cast<float>(radius * std::cos(angle));
-      if (index + 1 < pixels.size()) pixels[index + 1] = static_cast<float>(radius * std::sin(angle));
+      const auto at = static_cast<std::size_t>(2 * p);
+      pixels[at] = static_cast<float>(radius * std::cos(angle));
+      if (at + 1 < pixels.size()) pixels[at + 1] = static_cast<float>(radius * std::sin(angle));
     }
-    // The modulo's bias, classes / 2^64, is far below anything measurable.
-    label = static_cast<float>(random(first + stride - 1) % static_cast<std::uint64_t>(classes_));
+    return static_cast<std::int64_t>(
+        detail::uniform_below(random(first + stride - 1), static_cast<std::uint64_t>(classes_)));
   }
 
   Dims image_dims_;
@@ -90,6 +91,10 @@ class SyntheticDataset final : public Dataset {
 };
 
 }  // namespace
+
+// Not seed + 1: the test split of seed s must not be the training split of
+// a run with seed s + 1.
+std::uint64_t detail::synthetic_test_seed(std::uint64_t seed) { return mix64(seed ^ 0x7465'7374'7370'6c74ULL); }
 
 std::unique_ptr<Dataset> synthetic_dataset(Dims image_dims, std::int64_t classes, std::uint64_t seed) {
   bool valid = image_dims.size() == 3;

@@ -62,6 +62,12 @@ struct KernelObjects {
 
 void Context::execute(const std::string& name, const dnnl::primitive& primitive,
                       const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
+  execute(name, primitive, scratchpad, args, {});
+}
+
+void Context::execute(const std::string& name, const dnnl::primitive& primitive,
+                      const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args,
+                      const std::function<void(std::span<float* const>)>& after) {
   const std::string signature = kernel_signature(name, args);
   if (observer_ != nullptr) observer_->on_kernel(signature, args);
   if (runtime_ == nullptr) return;
@@ -82,6 +88,11 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
     }
     primitive.execute(stream_, memories);
     stream_.wait();
+    if (after) {
+      std::vector<float*> pointers(args.size());
+      for (std::size_t i = 0; i < args.size(); ++i) pointers[i] = reinterpret_cast<float*>(k.data[i]);
+      after(pointers);
+    }
   }
   kernel.finish();
 }

@@ -145,8 +145,7 @@ void Trainer::initialise_parameters(std::uint64_t seed) {
   }
 }
 
-float Trainer::step(std::span<const float> images, std::span<const float> labels) {
-  if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
+void Trainer::set_inputs(std::span<const float> images, std::span<const float> labels) {
   const ValueId image_id = graph_.values_with_role(ValueRole::input).front();
   const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
   Tensor x = ctx_.make_plain(graph_.value(image_id).dims);
@@ -156,7 +155,12 @@ float Trainer::step(std::span<const float> images, std::span<const float> labels
   ctx_.write(y, labels);
   values_[static_cast<std::size_t>(image_id)] = std::move(x);
   values_[static_cast<std::size_t>(label_id)] = std::move(y);
+}
 
+float Trainer::step(std::span<const float> images, std::span<const float> labels) {
+  if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
+  ctx_.set_phase(Context::Phase::train);
+  set_inputs(images, labels);
   forward();
   const float loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
   backward();
@@ -205,7 +209,15 @@ void Trainer::run_forward(std::size_t k, int recompute_step) {
   // A recomputation remakes the outputs only: what it would save (batch
   // norm statistics, identical) is dropped, the first forward's is kept.
   std::vector<Tensor> scratch;
-  node.op->forward(ctx_, ins, outs, recomputing ? scratch : saved_[k]);
+  const Context::Phase phase = ctx_.phase();
+  if (recomputing) ctx_.set_phase(Context::Phase::recompute);
+  try {
+    node.op->forward(ctx_, ins, outs, recomputing ? scratch : saved_[k]);
+  } catch (...) {
+    ctx_.set_phase(phase);
+    throw;
+  }
+  ctx_.set_phase(phase);
   ins.clear();
   // The overwritten input is dead (may_overwrite): drop its handle now.
   if (in_place) values_[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(overwritten)])].reset();
@@ -353,6 +365,137 @@ void Trainer::update() {
       }
     });
   }
+}
+
+Trainer::Evaluation Trainer::evaluate(std::span<const float> images, std::span<const float> labels,
+                                      std::int64_t valid) {
+  const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
+  const std::int64_t batch = graph_.value(label_id).dims.at(0);
+  if (valid < 0) valid = batch;
+  if (valid > batch) {
+    throw invalid_argument("cachedarrays::nn: evaluate: " + std::to_string(valid) +
+                           " valid samples in a batch of " + std::to_string(batch) + "; at most the batch size");
+  }
+  if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
+  ctx_.set_phase(Context::Phase::evaluate);
+  set_inputs(images, labels);
+  const Node& loss_node = graph_.nodes().at(static_cast<std::size_t>(graph_.value(graph_.loss()).producer));
+  const auto logits_id = static_cast<std::size_t>(loss_node.inputs.at(0));
+  const int logits_producer = graph_.value(static_cast<ValueId>(logits_id)).producer;
+  std::vector<float> logits;
+  auto& nodes = graph_.nodes();
+  try {
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      run_forward(k, -1);
+      // The logits, as soon as they are made.
+      if (static_cast<int>(k) == logits_producer) logits = ctx_.read(values_[logits_id]);
+      // No backward pass: each value dies after its last forward use.
+      for (ValueId id : nodes[k].inputs) {
+        const auto v = static_cast<std::size_t>(id);
+        if (graph_.value(id).role != ValueRole::parameter && liveness_.last_forward_use[v] == static_cast<int>(k)) {
+          values_[v].reset();
+        }
+      }
+      saved_[k].clear();
+    }
+  } catch (...) {
+    ctx_.set_phase(Context::Phase::train);
+    throw;
+  }
+  ctx_.set_phase(Context::Phase::train);
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (graph_.value(static_cast<ValueId>(v)).role != ValueRole::parameter) values_[v].reset();
+  }
+  Evaluation e;
+  e.samples = valid;
+  if (ctx_.dry_run()) return e;
+  const auto classes = static_cast<std::size_t>(graph_.value(static_cast<ValueId>(logits_id)).dims.at(1));
+  for (std::int64_t i = 0; i < valid; ++i) {
+    const float* row = logits.data() + static_cast<std::size_t>(i) * classes;
+    const auto label = static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]);
+    const std::size_t best = static_cast<std::size_t>(std::max_element(row, row + classes) - row);
+    double top = row[best];
+    double sum = 0;
+    for (std::size_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - top);
+    e.loss_sum += top + std::log(sum) - static_cast<double>(row[label]);
+    if (best == label) ++e.correct;
+  }
+  return e;
+}
+
+void Trainer::set_learning_rate(float learning_rate) {
+  if (!(learning_rate >= 0) || !std::isfinite(learning_rate)) {
+    throw invalid_argument("cachedarrays::nn: learning rate " + std::to_string(learning_rate) +
+                           "; it must be finite and at least 0");
+  }
+  options_.sgd.learning_rate = learning_rate;
+}
+
+std::vector<std::pair<std::string, std::vector<float>*>> Trainer::buffers() {
+  std::vector<std::pair<std::string, std::vector<float>*>> all;
+  for (Node& node : graph_.nodes()) {
+    for (const Op::Buffer& b : node.op->buffers()) all.emplace_back(node.name + "." + b.name, b.values);
+  }
+  return all;
+}
+
+std::vector<CheckpointTensor> Trainer::state() {
+  std::vector<CheckpointTensor> all;
+  for (ValueId p : parameters_) {
+    const ValueInfo& info = graph_.value(p);
+    const auto v = static_cast<std::size_t>(p);
+    all.push_back({info.name, info.dims, ctx_.read(values_[v])});
+    all.push_back({info.name + ".momentum", info.dims, ctx_.read(momentum_[v])});
+  }
+  for (const auto& [name, values] : buffers()) {
+    all.push_back({name, {static_cast<std::int64_t>(values->size())}, *values});
+  }
+  return all;
+}
+
+void Trainer::load_state(const std::vector<CheckpointTensor>& state) {
+  // Every tensor is checked before any is set: a refused state changes nothing.
+  std::vector<CheckpointTensor> expected = state_shapes();
+  std::vector<const CheckpointTensor*> given(expected.size(), nullptr);
+  for (const CheckpointTensor& t : state) {
+    const auto it = std::find_if(expected.begin(), expected.end(), [&](const CheckpointTensor& e) { return e.name == t.name; });
+    if (it == expected.end()) {
+      throw invalid_argument("cachedarrays::nn: the state has a tensor '" + t.name + "' this model does not have");
+    }
+    const auto i = static_cast<std::size_t>(it - expected.begin());
+    std::int64_t elements = 1;
+    for (std::int64_t d : it->dims) elements *= d;
+    if (t.dims != it->dims || static_cast<std::int64_t>(t.values.size()) != elements) {
+      throw invalid_argument("cachedarrays::nn: the state's tensor '" + t.name + "' has shape " + to_string(t.dims) +
+                             " with " + std::to_string(t.values.size()) + " values; this model's has shape " +
+                             to_string(it->dims));
+    }
+    given[i] = &t;
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (given[i] == nullptr) {
+      throw invalid_argument("cachedarrays::nn: the state has no tensor '" + expected[i].name +
+                             "', which this model has");
+    }
+  }
+  std::size_t i = 0;
+  for (ValueId p : parameters_) {
+    const auto v = static_cast<std::size_t>(p);
+    ctx_.write(values_[v], given[i++]->values);
+    ctx_.write(momentum_[v], given[i++]->values);
+  }
+  for (const auto& [name, values] : buffers()) *values = given[i++]->values;
+}
+
+std::vector<CheckpointTensor> Trainer::state_shapes() {
+  std::vector<CheckpointTensor> all;
+  for (ValueId p : parameters_) {
+    const ValueInfo& info = graph_.value(p);
+    all.push_back({info.name, info.dims, {}});
+    all.push_back({info.name + ".momentum", info.dims, {}});
+  }
+  for (const auto& [name, values] : buffers()) all.push_back({name, {static_cast<std::int64_t>(values->size())}, {}});
+  return all;
 }
 
 std::vector<float> Trainer::parameter(const std::string& name) {

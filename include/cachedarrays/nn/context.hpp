@@ -56,6 +56,15 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   [[nodiscard]] bool dry_run() const noexcept { return !run_kernels_; }
+
+  // What the forward kernels are run for: training (batch norm normalises
+  // with the batch's statistics and updates its running ones), a
+  // recomputation in the backward pass (the same values again, running
+  // statistics left alone), or evaluation (batch norm normalises with its
+  // running statistics). The trainer sets it.
+  enum class Phase { train, recompute, evaluate };
+  [[nodiscard]] Phase phase() const noexcept { return phase_; }
+  void set_phase(Phase phase) noexcept { phase_ = phase; }
   [[nodiscard]] Runtime* runtime() const noexcept { return runtime_; }
   [[nodiscard]] const dnnl::engine& engine() const noexcept { return engine_; }
   [[nodiscard]] dnnl::stream& stream() noexcept { return stream_; }
@@ -92,6 +101,12 @@ class Context {
                std::initializer_list<KernelArg> args);
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::span<const KernelArg> args);
+  // The same, then `after` on the arguments' data (in order, as `run` hands
+  // them) inside the same kernel, while they are still pinned: batch norm
+  // folds the batch statistics into its running ones there, so the update
+  // is not a kernel of its own and the program stays what it was.
+  void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+               std::span<const KernelArg> args, const std::function<void(std::span<float* const>)>& after);
   // A hand-written kernel: `body` gets each argument's float pointer, in
   // order (dnnl_arg names the argument's role in the signature only).
   // Nothing runs in a dry run.
@@ -127,6 +142,7 @@ class Context {
 
   Runtime* runtime_;
   bool run_kernels_;
+  Phase phase_ = Phase::train;
   dnnl::engine engine_;
   dnnl::stream stream_;
   dnnl::primitive_attr attr_;

@@ -38,6 +38,18 @@ class Op {
   // inplace=True do for ReLU and residual adds.
   [[nodiscard]] virtual int in_place_input() const { return -1; }
 
+  // State the op keeps across iterations that is no parameter and gets no
+  // gradient (batch norm's running mean and variance): a name for each
+  // (unique within the op) and its values, which the trainer saves in and
+  // restores from checkpoints. It lives on the host, not in the runtime: it
+  // is a few floats per channel, and a tensor of its own would add an
+  // object to every iteration's program.
+  struct Buffer {
+    std::string name;
+    std::vector<float>* values;
+  };
+  [[nodiscard]] virtual std::vector<Buffer> buffers() { return {}; }
+
   // Creates each outputs[i] (ctx.make with the layout the primitive chose)
   // and computes it. Op-private tensors backward needs (batch-norm mean and
   // variance, pooling workspace) go into `saved`. When outputs[0] is not

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "cachedarrays/nn/checkpoint.hpp"
 #include "cachedarrays/nn/context.hpp"
 #include "cachedarrays/nn/graph.hpp"
 #include "cachedarrays/plan/program.hpp"
@@ -76,7 +77,35 @@ class Trainer {
 
   // Forward, backward and SGD update on one batch; returns the loss. The
   // spans hold the batch in NCHW order and the labels as class indices.
+  // Batch norm normalises with the batch's statistics and updates its
+  // running ones.
   float step(std::span<const float> images, std::span<const float> labels);
+
+  // Forward only, as a model is tested: batch norm normalises with its
+  // running statistics, no gradient is made, nothing is updated; the hints
+  // are emitted as in training (each value retired after its last use).
+  // Of the batch, the first `valid` samples count (the rest pads a last
+  // partial batch to the graph's batch size; -1: all).
+  struct Evaluation {
+    double loss_sum = 0;        // cross-entropy summed over the counted samples (from the logits, in double)
+    std::int64_t correct = 0;   // counted samples whose largest logit is their label's
+    std::int64_t samples = 0;   // counted samples
+  };
+  Evaluation evaluate(std::span<const float> images, std::span<const float> labels, std::int64_t valid = -1);
+
+  // The SGD learning rate of the next steps (learning-rate schedules set it
+  // before each step).
+  [[nodiscard]] float learning_rate() const noexcept { return options_.sgd.learning_rate; }
+  void set_learning_rate(float learning_rate);
+
+  // Everything training carries from one step to the next, by name, in the
+  // graph's order: each parameter ("conv1.weight"), its momentum
+  // ("conv1.weight.momentum"), and the ops' buffers ("bn1.running_mean").
+  // Resuming from them continues training exactly where it was.
+  [[nodiscard]] std::vector<CheckpointTensor> state();
+  // Sets that state back. Throws invalid_argument naming the first tensor
+  // that is missing, unknown or of another shape; then nothing has changed.
+  void load_state(const std::vector<CheckpointTensor>& state);
 
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   [[nodiscard]] Context& context() noexcept { return ctx_; }
@@ -99,6 +128,12 @@ class Trainer {
   // reads that input's storage afterwards.
   [[nodiscard]] bool may_overwrite(std::size_t k, std::size_t input, bool recomputing) const;
   void update();
+  // Puts the batch into the graph's input and label values.
+  void set_inputs(std::span<const float> images, std::span<const float> labels);
+  // The ops' buffers, named "<node>.<buffer>", in the graph's order.
+  [[nodiscard]] std::vector<std::pair<std::string, std::vector<float>*>> buffers();
+  // state()'s names and shapes, without values.
+  [[nodiscard]] std::vector<CheckpointTensor> state_shapes();
   void initialise_parameters(std::uint64_t seed);
 
   Context ctx_;

@@ -1,0 +1,40 @@
+// The learning rate over a training run: constant, stepped down every few
+// epochs, or cosine-annealed to zero (Loshchilov & Hutter's SGDR without
+// restarts, as torch.optim.lr_scheduler.CosineAnnealingLR per iteration).
+// The rate is a function of where training is (epoch, batch), not of how it
+// got there, so a resumed run follows the same curve.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cachedarrays::nn {
+
+class LearningRateSchedule {
+ public:
+  enum class Kind { constant, step, cosine };
+
+  // "constant"; "step:EPOCHS:GAMMA" (the rate times GAMMA after every
+  // EPOCHS epochs, e.g. step:30:0.1); "cosine". Throws invalid_argument
+  // saying which forms are allowed; `base` must be finite and > 0.
+  static LearningRateSchedule parse(std::string_view spec, float base);
+
+  // The rate for batch `batch` (0-based) of epoch `epoch` (0-based), in a
+  // run of `epochs` epochs of `batches_per_epoch` batches each.
+  [[nodiscard]] float at(std::int64_t epoch, std::int64_t batch, std::int64_t batches_per_epoch,
+                         std::int64_t epochs) const;
+
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  [[nodiscard]] float base() const noexcept { return base_; }
+  // "cosine from 0.05", "0.05, times 0.1 every 30 epochs", "constant 0.05".
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  Kind kind_ = Kind::constant;
+  float base_ = 0.01f;
+  std::int64_t step_epochs_ = 0;
+  double gamma_ = 1;
+};
+
+}  // namespace cachedarrays::nn

@@ -739,6 +739,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   double bound = 0;
   bool stopped = false;
   bool proven = false;
+  double solve_seconds = 0;
   {
     std::lock_guard lock(mip_solver_mutex());
     CbcModelPtr model(Cbc_newModel());
@@ -756,7 +757,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
     for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
     Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
     set_solve_limits(model.get(), seconds, options.relative_gap);
+    const auto solve_start = std::chrono::steady_clock::now();
     Cbc_solve(model.get());
+    solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
     const int status = Cbc_status(model.get());
     if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");
     if (status == 5) throw error("autotm_plan: Cbc was interrupted");
@@ -788,6 +791,13 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
                               " s; the best plan found, gap " + mip_format_number(plan.gap)
                         : "optimal within the relative gap " + mip_format_number(options.relative_gap);
+  // Cbc's root heuristics do not check the limit (AutotmOptions::
+  // time_limit_seconds): say so when a solve ran well past it.
+  if (const double over = solve_seconds - seconds; over > std::max(1.0, 0.1 * seconds)) {
+    const auto tenths = [](double v) { return mip_format_number(std::round(v * 10) / 10); };
+    plan.status += "; Cbc ran " + tenths(over) + " s past its limit of " + tenths(seconds) +
+                   " s (Cbc 2.10's root heuristics do not check it)";
+  }
   autotm_read_plan(program, ilp, solution, plan);
   plan.kernel_limits = limits;
   return plan;

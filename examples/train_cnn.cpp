@@ -412,9 +412,10 @@ void run(Options o) {
   train(rt, trainer, data, o);
   if (autotm != nullptr) {
     const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
-    fmt::print("{}: {} iterations on the plan, {} departed from it; {} planned moves in and {} out made; {} objects "
-               "the plan put in fast memory found no hole there\n",
-               autotm->name(), c.iterations_followed, c.departures, c.moves_in, c.moves_out, c.unplanned);
+    fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
+               "planned moves in and {} out made; {} objects the plan put in fast memory found no hole there\n",
+               autotm->name(), c.iterations_followed, c.departures, c.unplanned_iterations, c.moves_in, c.moves_out,
+               c.unplanned);
   }
   if (placement != nullptr) {
     const ca::policy::PlannedPlacement::Counters& c = placement->counters();

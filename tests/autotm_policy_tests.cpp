@@ -246,6 +246,36 @@ TEST_CASE("autotm policy: an iteration that departs from the program falls back 
   s->rt->manager().check_invariants(true);
 }
 
+TEST_CASE("autotm policy: an iteration begun as unplanned (a test pass) is placed by CA:LM, with no departure or warning") {
+  auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
+  auto a = four_arrays(*s->rt);
+  auto other = s->rt->array<std::byte>(300 * kib);
+  fill(other, 9);
+  Seen seen;
+  (void)steady_iteration(*s, a, seen);
+  REQUIRE(s->policy->counters().departures == 0);
+  const std::size_t lines = s->log.size();
+  // The kernels of the departing iterations above, in iterations the
+  // runtime is told are not the program's.
+  for (int i = 0; i < 2; ++i) {
+    s->rt->begin_unplanned_iteration();
+    s->rt->kernel(ca::reads(a[0]), ca::writes(a[1]), [](std::span<const std::byte>, std::span<std::byte>) {});
+    s->rt->kernel(ca::reads(other), ca::writes(a[3]), [](std::span<const std::byte>, std::span<std::byte>) {});
+  }
+  CHECK(s->policy->counters().departures == 0);
+  CHECK(s->policy->counters().unplanned_iterations == 2);
+  CHECK(s->log.size() == lines);
+  // The next iterations follow the plan again.
+  const auto followed = s->policy->counters().iterations_followed;
+  iteration(*s->rt, a);
+  iteration(*s->rt, a);
+  CHECK(s->policy->counters().iterations_followed == followed + 1);
+  CHECK(s->policy->counters().departures == 0);
+  for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
+  CHECK(holds(other, 9));
+  s->rt->manager().check_invariants(true);
+}
+
 TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cannot plan says why") {
   auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
   auto a = four_arrays(*s->rt);

@@ -376,7 +376,9 @@ Trainer::Evaluation Trainer::evaluate(std::span<const float> images, std::span<c
     throw invalid_argument("cachedarrays::nn: evaluate: " + std::to_string(valid) +
                            " valid samples in a batch of " + std::to_string(batch) + "; at most the batch size");
   }
-  if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
+  // Not the training iteration a planning policy follows: it places this
+  // one by its fallback, without calling it a departure from its plan.
+  if (Runtime* rt = ctx_.runtime()) rt->begin_unplanned_iteration();
   ctx_.set_phase(Context::Phase::evaluate);
   set_inputs(images, labels);
   const Node& loss_node = graph_.nodes().at(static_cast<std::size_t>(graph_.value(graph_.loss()).producer));

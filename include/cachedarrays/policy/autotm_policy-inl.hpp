@@ -381,6 +381,12 @@ CACHEDARRAYS_INLINE void AutotmPolicy::collect() {
   base_.collect();
 }
 
+CACHEDARRAYS_INLINE void AutotmPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
+  on_iteration_begin(iteration);
+  following_ = false;
+  ++counters_.unplanned_iterations;
+}
+
 CACHEDARRAYS_INLINE void AutotmPolicy::on_iteration_begin(std::uint64_t iteration) {
   settle();
   if (following_ && in_iteration_) ++counters_.iterations_followed;

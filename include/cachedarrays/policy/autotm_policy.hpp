@@ -129,12 +129,16 @@ class AutotmPolicy final : public Policy {
   // Throws what plan::autotm_plan throws.
   void on_program(std::shared_ptr<const plan::Program> program) override;
   void on_iteration_begin(std::uint64_t iteration) override;
+  // CA:LM places and moves, and it is no departure: the iteration is not
+  // the program's (a test pass).
+  void on_unplanned_iteration_begin(std::uint64_t iteration) override;
   void on_kernel_begin(const KernelPoint& kernel) override;
 
   struct Counters {
     std::uint64_t plans = 0;               // ILP solves (fragmentation retries not counted)
     std::uint64_t iterations_followed = 0;  // iterations that ran to their end on the plan
     std::uint64_t departures = 0;          // iterations that departed from the program
+    std::uint64_t unplanned_iterations = 0;  // iterations begun as not the program's (CA:LM placed them)
     std::uint64_t unplanned = 0;           // objects the plan wanted in DRAM placed by CA:LM (no hole)
     std::uint64_t moves_in = 0;            // planned moves into DRAM made (sync and async)
     std::uint64_t moves_out = 0;           // planned moves out made

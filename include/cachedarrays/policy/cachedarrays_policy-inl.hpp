@@ -315,6 +315,11 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   following_ = false;  // from the next iteration on
 }
 
+CACHEDARRAYS_INLINE void CachedArraysPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
+  on_iteration_begin(iteration);
+  following_ = false;
+}
+
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t iteration) {
   if (planned_) planned_->begin_iteration(manager(), fast_, iteration);
   following_ = mode_.async_lookahead && program_ != nullptr;

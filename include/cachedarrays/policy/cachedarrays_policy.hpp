@@ -115,6 +115,8 @@ class CachedArraysPolicy final : public Policy {
   void collect() override;
   void on_program(std::shared_ptr<const plan::Program> program) override;
   void on_iteration_begin(std::uint64_t iteration) override;
+  // No lookahead along the program: the iteration is not its.
+  void on_unplanned_iteration_begin(std::uint64_t iteration) override;
   void on_kernel_begin(const KernelPoint& kernel) override;
 
   // ---- for policies that execute a plan on this mechanism ----------------

@@ -73,6 +73,12 @@ class Policy {
   // Program position, for policies that plan ahead. An iteration begins
   // (Runtime::begin_iteration; the nn trainer calls it at every step).
   virtual void on_iteration_begin(std::uint64_t /*iteration*/) {}
+  // An iteration that is not the program's begins (Runtime::
+  // begin_unplanned_iteration: the nn trainer's test passes between
+  // epochs). A policy that follows the program places by its own fallback
+  // until the next on_iteration_begin, and does not count it as a departure
+  // from the program. By default, the same as on_iteration_begin.
+  virtual void on_unplanned_iteration_begin(std::uint64_t iteration) { on_iteration_begin(iteration); }
   // A kernel's arguments are hinted and pinned and it is about to run: the
   // moment to start copies for the kernels after it (they cannot evict its
   // arguments). Throwing fails the kernel, whose arguments are unpinned.

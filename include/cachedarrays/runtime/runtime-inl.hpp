@@ -136,7 +136,11 @@ CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t i
   recording_->record(e);
 }
 
-CACHEDARRAYS_INLINE void Runtime::begin_iteration() {
+CACHEDARRAYS_INLINE void Runtime::begin_iteration() { begin_iteration(true); }
+
+CACHEDARRAYS_INLINE void Runtime::begin_unplanned_iteration() { begin_iteration(false); }
+
+CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   std::lock_guard guard(mutex_);
   ++iteration_;
   kernel_index_ = 0;
@@ -144,7 +148,11 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration() {
   finish_program_recording();
   if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
   if (recording_ != nullptr) recording_->record({.kind = TraceKind::iteration, .object = iteration_});
-  policy_->on_iteration_begin(iteration_);
+  if (planned) {
+    policy_->on_iteration_begin(iteration_);
+  } else {
+    policy_->on_unplanned_iteration_begin(iteration_);
+  }
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::iteration() const {

@@ -61,6 +61,12 @@ class Runtime {
   // trainer calls it at every step; a program of its own calls it at the
   // top of its loop.
   void begin_iteration();
+  // An iteration that is not the program's (a test pass between training
+  // epochs): kernels are numbered from 0 again, and the policy hears of it
+  // as such (Policy::on_unplanned_iteration_begin), so a policy that plans
+  // ahead places by its fallback until the next begin_iteration instead of
+  // calling it a departure from its plan.
+  void begin_unplanned_iteration();
   // Iterations begun so far, and the kernels begun in the current one.
   [[nodiscard]] std::uint64_t iteration() const;
   [[nodiscard]] std::uint64_t kernels_in_iteration() const;
@@ -101,6 +107,7 @@ class Runtime {
   [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock{mutex_}; }
 
  private:
+  void begin_iteration(bool planned);
   // The scoped accesses and kernels of CachedArray, kernel() and
   // PinnedKernel are the only ways in: they pair every pin with its unpin.
   template <typename T>

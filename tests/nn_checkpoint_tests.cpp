@@ -47,16 +47,6 @@ std::set<std::string> entries(const fs::path& dir) {
 
 fs::path temporary_of(const fs::path& path) { return path.string() + ".tmp-" + std::to_string(::getpid()); }
 
-// The message of the cachedarrays::error `f()` throws ("no error" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ca::error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // ---- checkpoints ------------------------------------------------------------
 
@@ -255,7 +245,7 @@ TEST_CASE("nn checkpoint: a failed save leaves the previous checkpoint as it was
 
   SUBCASE("the temporary file's name is taken by a directory") {
     fs::create_directories(temporary_of(file) / "inside");
-    const std::string message = error_of([&] { nn::save_checkpoint(file, next); });
+    const std::string message = test::message_of<ca::error>([&] { nn::save_checkpoint(file, next); });
     check_contains(message, "cannot save checkpoint '" + file.string() + "'");
     check_contains(message, "'" + temporary_of(file).string() + "'");
     check_contains(message, "File exists");
@@ -267,7 +257,7 @@ TEST_CASE("nn checkpoint: a failed save leaves the previous checkpoint as it was
     std::string message;
     {
       const FileSizeLimit limit(64);
-      message = error_of([&] { nn::save_checkpoint(file, next); });
+      message = test::message_of<ca::error>([&] { nn::save_checkpoint(file, next); });
     }
     check_contains(message, "cannot save checkpoint '" + file.string() + "'");
     check_contains(message, "File too large");
@@ -283,7 +273,7 @@ TEST_CASE("nn checkpoint: a save over a directory or into a missing directory fa
   SUBCASE("the path is a directory: the rename fails, the temporary file is removed") {
     const fs::path target = dir.path() / "run.ckpt";
     fs::create_directories(target / "keep");
-    const std::string message = error_of([&] { nn::save_checkpoint(target, small_checkpoint()); });
+    const std::string message = test::message_of<ca::error>([&] { nn::save_checkpoint(target, small_checkpoint()); });
     check_contains(message, "renaming '" + temporary_of(target).string() + "' over it failed");
     check_contains(message, "is a directory: give a file name");
     CHECK(fs::is_directory(target / "keep"));
@@ -291,7 +281,7 @@ TEST_CASE("nn checkpoint: a save over a directory or into a missing directory fa
   }
   SUBCASE("the directory does not exist") {
     const fs::path target = dir.path() / "missing" / "run.ckpt";
-    const std::string message = error_of([&] { nn::save_checkpoint(target, small_checkpoint()); });
+    const std::string message = test::message_of<ca::error>([&] { nn::save_checkpoint(target, small_checkpoint()); });
     check_contains(message, "cannot save checkpoint '" + target.string() + "'");
     check_contains(message, "No such file or directory");
     check_contains(message, "does the directory '" + (dir.path() / "missing").string() + "' exist?");

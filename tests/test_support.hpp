@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"
@@ -142,15 +143,21 @@ inline bool object_holds(const ca::DataManager& dm, const ca::Object& object, st
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The message of the invalid_argument `f()` throws ("no error" if it throws none).
-template <typename F>
-std::string invalid_argument_of(F&& f) {
+// The message of the exception of type E that `f()` throws ("no error" if it throws none).
+template <typename E, typename F>
+std::string message_of(F&& f) {
   try {
     f();
-  } catch (const ca::invalid_argument& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "no error";
+}
+
+// The message of the invalid_argument `f()` throws ("no error" if it throws none).
+template <typename F>
+std::string invalid_argument_of(F&& f) {
+  return message_of<ca::invalid_argument>(std::forward<F>(f));
 }
 
 // A check that `message` contains `part`, showing the message when not.

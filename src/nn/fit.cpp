@@ -59,9 +59,7 @@ std::pair<double, double> evaluate_dataset(Trainer& trainer, const Dataset& test
   options.limit = limit;
   BatchSampler sampler(test, options);
   sampler.start_epoch(0);
-  std::int64_t per_image = 1;
-  for (std::int64_t d : image) per_image *= d;
-  std::vector<float> images(static_cast<std::size_t>(batch * per_image));
+  std::vector<float> images(static_cast<std::size_t>(batch * element_count(image)));
   std::vector<float> labels(static_cast<std::size_t>(batch));
   Runtime* rt = trainer.context().runtime();
   double loss = 0;
@@ -152,9 +150,7 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
   };
 
   Runtime* rt = trainer.context().runtime();
-  std::int64_t per_image = 1;
-  for (std::int64_t d : image) per_image *= d;
-  std::vector<float> images(static_cast<std::size_t>(batch * per_image));
+  std::vector<float> images(static_cast<std::size_t>(batch * element_count(image)));
   std::vector<float> labels(static_cast<std::size_t>(batch));
   const auto cap_reached = [&] { return options.max_iterations > 0 && result.iterations >= options.max_iterations; };
   for (std::int64_t epoch = start_epoch; epoch < options.epochs; ++epoch) {

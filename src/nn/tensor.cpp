@@ -19,10 +19,11 @@ Tensor::Tensor(Runtime* runtime, const dnnl::memory::desc& desc) : state_(std::m
   }
 }
 
-std::int64_t Tensor::elements() const {
-  const Dims d = dims();
-  return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>());
+std::int64_t element_count(const Dims& dims) {
+  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
 }
+
+std::int64_t Tensor::elements() const { return element_count(dims()); }
 
 std::string to_string(const Dims& dims) {
   std::string s = "[";

@@ -442,16 +442,15 @@ std::vector<std::pair<std::string, std::vector<float>*>> Trainer::buffers() {
 }
 
 std::vector<CheckpointTensor> Trainer::state() {
-  std::vector<CheckpointTensor> all;
+  // state_shapes() is the one enumeration of the state; this fills in the values in its order.
+  std::vector<CheckpointTensor> all = state_shapes();
+  std::size_t i = 0;
   for (ValueId p : parameters_) {
-    const ValueInfo& info = graph_.value(p);
     const auto v = static_cast<std::size_t>(p);
-    all.push_back({info.name, info.dims, ctx_.read(values_[v])});
-    all.push_back({info.name + ".momentum", info.dims, ctx_.read(momentum_[v])});
+    all[i++].values = ctx_.read(values_[v]);
+    all[i++].values = ctx_.read(momentum_[v]);
   }
-  for (const auto& [name, values] : buffers()) {
-    all.push_back({name, {static_cast<std::int64_t>(values->size())}, *values});
-  }
+  for (const auto& [name, values] : buffers()) all[i++].values = *values;
   return all;
 }
 
@@ -465,9 +464,7 @@ void Trainer::load_state(const std::vector<CheckpointTensor>& state) {
       throw invalid_argument("cachedarrays::nn: the state has a tensor '" + t.name + "' this model does not have");
     }
     const auto i = static_cast<std::size_t>(it - expected.begin());
-    std::int64_t elements = 1;
-    for (std::int64_t d : it->dims) elements *= d;
-    if (t.dims != it->dims || static_cast<std::int64_t>(t.values.size()) != elements) {
+    if (t.dims != it->dims || static_cast<std::int64_t>(t.values.size()) != element_count(it->dims)) {
       throw invalid_argument("cachedarrays::nn: the state's tensor '" + t.name + "' has shape " + to_string(t.dims) +
                              " with " + std::to_string(t.values.size()) + " values; this model's has shape " +
                              to_string(it->dims));

@@ -48,6 +48,9 @@ class Tensor {
   std::shared_ptr<State> state_;
 };
 
+// The number of elements of a tensor of these dims (their product).
+[[nodiscard]] std::int64_t element_count(const Dims& dims);
+
 // "[2, 3, 32, 32]": shapes in error messages.
 [[nodiscard]] std::string to_string(const Dims& dims);
 

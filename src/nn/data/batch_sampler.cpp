@@ -29,7 +29,7 @@ std::string prefix() { return "cachedarrays::nn: BatchSampler: "; }
 }  // namespace
 
 BatchSampler::BatchSampler(const Dataset& data, const BatchSamplerOptions& options)
-    : data_(&data), options_(options), dims_(data.image_dims()), per_image_(detail::element_count(dims_)) {
+    : data_(&data), options_(options), dims_(data.image_dims()), per_image_(element_count(dims_)) {
   if (options.batch < 1) {
     throw invalid_argument(prefix() + "batch is " + std::to_string(options.batch) + "; it must be at least 1");
   }

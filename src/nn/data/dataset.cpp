@@ -16,12 +16,6 @@ std::string quoted(const std::filesystem::path& path) { return "'" + path.string
 
 std::string_view split_name(Split split) { return split == Split::train ? "training" : "test"; }
 
-std::int64_t element_count(const Dims& dims) {
-  std::int64_t n = 1;
-  for (std::int64_t d : dims) n *= d;
-  return n;
-}
-
 std::int64_t checked_batch_size(std::span<const float> images, std::span<const float> labels, const Dims& image_dims,
                                 std::string_view dataset) {
   const std::int64_t per_image = element_count(image_dims);

@@ -41,9 +41,6 @@ std::int64_t checked_batch_size(std::span<const float> images, std::span<const f
 void check_sample(std::int64_t index, std::span<const float> image, std::int64_t size, const Dims& image_dims,
                   std::string_view dataset);
 
-// The product of the dims.
-[[nodiscard]] std::int64_t element_count(const Dims& dims);
-
 // Images of bytes, one plane per channel (CHW), decoded on the way out as
 // (byte / 255 - mean[c]) / std[c] (through a table computed in double, so
 // each value is the float nearest that).

@@ -642,10 +642,39 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
   CHECK(!plan.optimal);
   CHECK(plan.seconds < o.time_limit_seconds + 2.0);
   CHECK(wall < o.time_limit_seconds + 2.0);
-  // A solve that ran past its limit (Cbc's root heuristics do not check
-  // it) says so.
+  // A solve that ran past its limit (Cbc checks it between its steps)
+  // says so.
   if (plan.seconds > o.time_limit_seconds + 1.1) test::check_contains(plan.status, "past its limit");
   for (std::uint64_t b : dram_bytes_per_kernel(p, plan)) CHECK(b <= o.dram_limit);
+}
+
+TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack's, not everything in PMM") {
+  // 300 objects over 1000 kernels: Cbc's root LP alone takes longer than
+  // the shortest limit (10 ms; asked for 1 ms), so whatever is in DRAM the
+  // greedy start put there (with "everything in PMM" as the start, this
+  // plan was within 10 s of it).
+  test::Rng rng(test::test_seed(31));
+  const Program p = random_program(rng, 300, 1000);
+  const AutotmCosts costs = random_costs(rng, p, 1e-9);
+  double all_pmm = 0;
+  for (std::size_t k = 0; k < p.kernels().size(); ++k) {
+    all_pmm += costs.dram_seconds[k];
+    for (double d : costs.pmm_penalty[k]) all_pmm += d;
+  }
+  for (AutotmFormulation f : {AutotmFormulation::static_placement, AutotmFormulation::synchronous}) {
+    const std::string formulation = ca::plan::to_string(f);
+    CAPTURE(formulation);
+    AutotmOptions o = exact_options(f, 3000);
+    o.time_limit_seconds = 0.001;
+    o.max_retries = 0;
+    const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+    CAPTURE(plan.status);
+    for (std::uint64_t b : dram_bytes_per_kernel(p, plan)) CHECK(b <= o.dram_limit);
+    CHECK(simulated_seconds(p, costs, plan, o.write_once) == doctest::Approx(plan.modeled_seconds).epsilon(1e-9));
+    // Everything in PMM would be all_pmm; the greedy plan holds objects
+    // worth far more than one kernel's penalty (at most 1 s each).
+    CHECK(plan.modeled_seconds < all_pmm - 10.0);
+  }
 }
 
 TEST_CASE("autotm: bad input says what is wrong") {

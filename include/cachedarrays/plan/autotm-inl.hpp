@@ -640,6 +640,24 @@ CACHEDARRAYS_INLINE bool autotm_keeps_limits(const AutotmIlp& ilp, const std::ve
   return true;
 }
 
+// By object: its binary columns (places, moves, gap components), each once
+// (the static ILP's places and gaps are one column).
+CACHEDARRAYS_INLINE std::vector<std::vector<int>> autotm_columns_of(const AutotmIlp& ilp) {
+  std::vector<std::vector<int>> columns_of(ilp.objects.size());
+  for (std::size_t o = 0; o < ilp.objects.size(); ++o) {
+    const AutotmObjectColumns& c = ilp.objects[o];
+    std::vector<int>& mine = columns_of[o];
+    for (const std::vector<int>* list : {&c.x, &c.y, &c.move_in, &c.move_out}) mine.insert(mine.end(), list->begin(), list->end());
+    for (const std::vector<AutotmComponent>& gap : c.gaps) {
+      for (const AutotmComponent& comp : gap) mine.insert(mine.end(), {comp.state, comp.in, comp.out});
+    }
+    std::erase(mine, -1);
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  }
+  return columns_of;
+}
+
 // Makes `values` keep the DRAM rows at `limits` by sending objects to PMM
 // for the whole iteration (all their columns 0, which only lowers a DRAM
 // row: the largest holder of an overfull row first), then evaluates the
@@ -658,17 +676,10 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
     by_column[static_cast<std::size_t>(c)].emplace_back(r, v);
     activity[static_cast<std::size_t>(r)] += v * values[static_cast<std::size_t>(c)];
   }
+  const std::vector<std::vector<int>> columns_of = autotm_columns_of(ilp);
   std::vector<int> owner(cols, -1);
-  std::vector<std::vector<int>> columns_of(ilp.objects.size());
-  for (std::size_t o = 0; o < ilp.objects.size(); ++o) {
-    const AutotmObjectColumns& c = ilp.objects[o];
-    std::vector<int>& mine = columns_of[o];
-    for (const std::vector<int>* list : {&c.x, &c.y, &c.move_in, &c.move_out}) mine.insert(mine.end(), list->begin(), list->end());
-    for (const std::vector<AutotmComponent>& gap : c.gaps) {
-      for (const AutotmComponent& comp : gap) mine.insert(mine.end(), {comp.state, comp.in, comp.out});
-    }
-    std::erase(mine, -1);
-    for (const int col : mine) owner[static_cast<std::size_t>(col)] = static_cast<int>(o);
+  for (std::size_t o = 0; o < columns_of.size(); ++o) {
+    for (const int col : columns_of[o]) owner[static_cast<std::size_t>(col)] = static_cast<int>(o);
   }
   std::vector<std::vector<std::pair<int, double>>> dram_entries(limits.size());
   std::vector<int> row_kernel(m.row_upper.size(), -1);
@@ -706,6 +717,84 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
   return autotm_keeps_limits(ilp, values, limits);
 }
 
+// A static plan by greedy knapsack, the first solve's MIP start: each
+// object whole in DRAM or whole in PMM, objects taken by their saving per
+// byte-kernel of DRAM they hold (the objective's coefficients over the DRAM
+// rows' entries, the static ILP being a multidimensional knapsack), each
+// one that keeps every DRAM row at `limits`. Cbc, given "everything in PMM"
+// and a few seconds, may return it unimproved: ResNet-200 b512 at 20%,
+// whose optimum Cbc finds in 7 s, was left at 2.57x all-DRAM with 3 s
+// (once the dives keep the time limit, detail::mip_cap_heuristics). The
+// greedy plan is no guarantee of quality, only a floor the search starts
+// from; Cbc's search and the objective decide.
+CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& program, const AutotmIlp& ilp,
+                                                           const std::vector<std::uint64_t>& limits) {
+  const AutotmModel& m = ilp.model;
+  AutotmPlan everything;  // every object in DRAM throughout: which columns that sets
+  everything.in_dram.resize(program.kernels().size());
+  for (std::size_t k = 0; k < everything.in_dram.size(); ++k) {
+    everything.in_dram[k].assign(program.kernels()[k].args.size(), true);
+  }
+  const std::vector<double> all_in = autotm_start_from(program, ilp, everything);
+  std::vector<std::vector<int>> in_columns = autotm_columns_of(ilp);
+  for (std::vector<int>& columns : in_columns) {
+    std::erase_if(columns, [&](int c) { return m.integer[static_cast<std::size_t>(c)] == 0 || all_in[static_cast<std::size_t>(c)] < 0.5; });
+  }
+  std::vector<int> row_kernel(m.row_upper.size(), -1);
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] >= 0) row_kernel[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<int>(k);
+  }
+  std::vector<std::vector<std::pair<int, double>>> dram_by_column(m.objective.size());
+  for (const auto& [r, c, v] : m.entries) {
+    if (row_kernel[static_cast<std::size_t>(r)] >= 0) dram_by_column[static_cast<std::size_t>(c)].emplace_back(r, v);
+  }
+  struct Candidate {
+    std::uint32_t object;
+    double density;
+  };
+  std::vector<Candidate> candidates;
+  for (std::uint32_t o = 0; o < in_columns.size(); ++o) {
+    double saving = 0;
+    double held = 0;
+    for (const int c : in_columns[o]) {
+      saving -= m.objective[static_cast<std::size_t>(c)];
+      for (const auto& [r, v] : dram_by_column[static_cast<std::size_t>(c)]) held += v;
+    }
+    if (saving > 0 && held > 0) candidates.push_back({o, saving / held});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.density > b.density; });
+  std::vector<double> room(m.row_upper.size(), 0.0);
+  for (std::size_t k = 0; k < limits.size(); ++k) {
+    if (ilp.dram_row[k] >= 0) room[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<double>(limits[k]);
+  }
+  std::vector<double> values = m.start;
+  for (const auto& [r, c, v] : m.entries) {
+    if (row_kernel[static_cast<std::size_t>(r)] >= 0) room[static_cast<std::size_t>(r)] -= v * values[static_cast<std::size_t>(c)];
+  }
+  std::vector<double> need(m.row_upper.size(), 0.0);
+  for (const Candidate& candidate : candidates) {
+    std::vector<int> rows;
+    for (const int c : in_columns[candidate.object]) {
+      for (const auto& [r, v] : dram_by_column[static_cast<std::size_t>(c)]) {
+        if (need[static_cast<std::size_t>(r)] == 0) rows.push_back(r);
+        need[static_cast<std::size_t>(r)] += v;
+      }
+    }
+    const bool fits = std::all_of(rows.begin(), rows.end(), [&](int r) {
+      return need[static_cast<std::size_t>(r)] <= room[static_cast<std::size_t>(r)];
+    });
+    for (const int r : rows) {
+      if (fits) room[static_cast<std::size_t>(r)] -= need[static_cast<std::size_t>(r)];
+      need[static_cast<std::size_t>(r)] = 0;
+    }
+    if (!fits) continue;
+    for (const int c : in_columns[candidate.object]) values[static_cast<std::size_t>(c)] = 1;
+  }
+  autotm_round(m, values);
+  return values;
+}
+
 // One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
 // within `seconds`, from `start` (null: the model's, everything in PMM).
 CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
@@ -716,67 +805,54 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   for (std::size_t k = 0; k < limits.size(); ++k) {
     if (ilp.dram_row[k] >= 0) row_upper[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<double>(limits[k]);
   }
-  // Column-major for Cbc_loadProblem.
+  // Column-major, as Cbc loads a matrix.
   const std::size_t cols = m.objective.size();
-  const std::size_t rows = row_upper.size();
   std::vector<std::tuple<int, int, double>> entries = m.entries;
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return std::tie(std::get<1>(a), std::get<0>(a)) < std::tie(std::get<1>(b), std::get<0>(b));
   });
-  std::vector<CoinBigIndex> start(cols + 1, 0);
-  std::vector<int> index;
-  std::vector<double> value;
-  for (const auto& [r, c, v] : entries) {
-    ++start[static_cast<std::size_t>(c) + 1];
-    index.push_back(r);
-    value.push_back(v);
+  // The DRAM rows (5) count in MiB, not bytes: in bytes (coefficients to
+  // 4e8, limits to 3e10 on ResNet-200 b512) Cbc's closing LP over the
+  // synchronous ILP took 18 s of primal and dual infeasibilities up to 1e26
+  // after the search had stopped at its time limit. A power of two keeps
+  // every coefficient and limit exact.
+  constexpr double row_unit = 1024.0 * 1024.0;
+  std::vector<char> is_dram_row(row_upper.size(), 0);
+  for (const int r : ilp.dram_row) {
+    if (r >= 0) is_dram_row[static_cast<std::size_t>(r)] = 1;
   }
-  for (std::size_t c = 0; c < cols; ++c) start[c + 1] += start[c];
+  for (std::size_t r = 0; r < row_upper.size(); ++r) {
+    if (is_dram_row[r] != 0) row_upper[r] /= row_unit;
+  }
+  MipProblem mip;
+  mip.start.assign(cols + 1, 0);
+  for (const auto& [r, c, v] : entries) {
+    ++mip.start[static_cast<std::size_t>(c) + 1];
+    mip.index.push_back(r);
+    mip.value.push_back(is_dram_row[static_cast<std::size_t>(r)] != 0 ? v / row_unit : v);
+  }
+  for (std::size_t c = 0; c < cols; ++c) mip.start[c + 1] += mip.start[c];
+  mip.col_lower = m.col_lower;
+  mip.col_upper = m.col_upper;
+  mip.objective = m.objective;
+  mip.row_upper = std::move(row_upper);
+  // The kernel times T_k and the paid write-backs stay continuous: each is
+  // the max of forms of binary columns, integral wherever it binds.
+  mip.integer = m.integer;
+  mip.start_values = start_values != nullptr ? *start_values : m.start;
 
   AutotmPlan plan;
-  std::vector<double> solution = start_values != nullptr ? *start_values : m.start;
-  bool found = false;
-  double bound = 0;
-  bool stopped = false;
-  bool proven = false;
-  double solve_seconds = 0;
-  {
-    std::lock_guard lock(mip_solver_mutex());
-    CbcModelPtr model(Cbc_newModel());
-    if (!model) throw error("autotm_plan: Cbc_newModel failed (out of memory?)");
-    Cbc_loadProblem(model.get(), static_cast<int>(cols), static_cast<int>(rows), start.data(), index.data(),
-                    value.data(), m.col_lower.data(), m.col_upper.data(), m.objective.data(), nullptr,
-                    row_upper.data());
-    Cbc_setObjSense(model.get(), 1);
-    // The kernel times T_k and the paid write-backs stay continuous: each
-    // is the max of forms of binary columns, integral wherever it binds.
-    for (std::size_t c = 0; c < cols; ++c) {
-      if (m.integer[c] != 0) Cbc_setInteger(model.get(), static_cast<int>(c));
-    }
-    std::vector<int> all(cols);
-    for (std::size_t c = 0; c < cols; ++c) all[c] = static_cast<int>(c);
-    Cbc_setMIPStartI(model.get(), static_cast<int>(cols), all.data(), solution.data());
-    set_solve_limits(model.get(), seconds, options.relative_gap);
-    const auto solve_start = std::chrono::steady_clock::now();
-    Cbc_solve(model.get());
-    solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
-    const int status = Cbc_status(model.get());
-    if (status == 2 || Cbc_isAbandoned(model.get())) throw error("autotm_plan: Cbc abandoned the search (numerical difficulties)");
-    if (status == 5) throw error("autotm_plan: Cbc was interrupted");
-    if (Cbc_isProvenInfeasible(model.get())) {
-      throw error("autotm_plan: Cbc calls the ILP infeasible, though everything in PMM is a solution");
-    }
-    if (const double* best = Cbc_bestSolution(model.get()); best != nullptr) {
-      solution.assign(best, best + cols);
-      found = true;
-    }
-    bound = Cbc_getBestPossibleObjValue(model.get());
-    stopped = Cbc_isSecondsLimitReached(model.get()) != 0;
-    proven = Cbc_isProvenOptimal(model.get()) != 0;
+  const MipOutcome outcome = solve_mip(mip, seconds, options.relative_gap, "autotm_plan: Cbc ");
+  if (outcome.solution.empty() && outcome.secondary_status == 1) {
+    throw error("autotm_plan: Cbc calls the ILP infeasible, though everything in PMM is a solution");
   }
   // Nothing found (a start the limits make infeasible, and no time to do
   // better): everything in PMM, which keeps any limit.
-  if (!found) solution = m.start;
+  const bool found = !outcome.solution.empty();
+  std::vector<double> solution = found ? outcome.solution : m.start;
+  const double bound = outcome.bound;
+  const bool stopped = outcome.seconds_limit_reached;
+  const bool proven = outcome.proven_optimal;
   autotm_round(m, solution);
   double objective = 0;
   for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * solution[c];
@@ -791,12 +867,12 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
                               " s; the best plan found, gap " + mip_format_number(plan.gap)
                         : "optimal within the relative gap " + mip_format_number(options.relative_gap);
-  // Cbc's root heuristics do not check the limit (AutotmOptions::
-  // time_limit_seconds): say so when a solve ran well past it.
-  if (const double over = solve_seconds - seconds; over > std::max(1.0, 0.1 * seconds)) {
+  // Cbc looks at its limit only between steps (and the dives at theirs,
+  // detail::mip_cap_heuristics): say so when a solve ran well past it.
+  if (const double over = outcome.seconds - seconds; over > std::max(1.0, 0.1 * seconds)) {
     const auto tenths = [](double v) { return mip_format_number(std::round(v * 10) / 10); };
     plan.status += "; Cbc ran " + tenths(over) + " s past its limit of " + tenths(seconds) +
-                   " s (Cbc 2.10's root heuristics do not check it)";
+                   " s (it checks the limit only between its steps)";
   }
   autotm_read_plan(program, ilp, solution, plan);
   plan.kernel_limits = limits;
@@ -1069,7 +1145,12 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
     if (options.max_retries > 0) replayed(plan);
     AutotmPlan best = plan;
     for (const AutotmPlan* seed : seeds) {
-      if (seed != nullptr && better(*seed, best)) best = *seed;
+      // A seed only when the solve did worse, not when it returned the seed
+      // again (summed in another order: a last digit apart), so that the
+      // plan says what the solve proved.
+      if (seed == nullptr || !better(*seed, best)) continue;
+      if (seed->fits == best.fits && seed->modeled_seconds >= best.modeled_seconds * (1 - 1e-9)) continue;
+      best = *seed;
     }
     if (options.max_retries == 0) return best;
     for (;;) {
@@ -1097,12 +1178,30 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
 
   std::vector<std::uint64_t> limits =
       options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
+  // The static loop's seed: the greedy knapsack (detail::autotm_greedy_start),
+  // replayed like any plan, so that it competes for the result too.
+  const auto greedy_plan = [&](const detail::AutotmIlp& static_ilp) {
+    const std::vector<double> values = detail::autotm_greedy_start(program, static_ilp, limits);
+    AutotmPlan greedy;
+    detail::autotm_read_plan(program, static_ilp, values, greedy);
+    double total = static_ilp.constant;
+    for (std::size_t c = 0; c < values.size(); ++c) total += static_ilp.model.objective[c] * values[c];
+    greedy.modeled_seconds = total / detail::autotm_time_unit;
+    greedy.kernel_limits = limits;
+    greedy.status = "the greedy static plan (no solve improved on it)";
+    std::vector<std::uint64_t> extents;
+    if (options.max_retries > 0) replay(greedy, extents);
+    progress("the greedy static plan: modeled " + detail::mip_format_number(greedy.modeled_seconds) + " s" +
+             (greedy.fits ? "" : " (fragments)"));
+    return greedy;
+  };
   AutotmOptions first = options;
   if (asynchronous) first.formulation = AutotmFormulation::synchronous;
   AutotmPlan plan;
   if (options.formulation == AutotmFormulation::static_placement) {
     const detail::AutotmIlp ilp = build(options);
-    plan = fragmentation_loop(ilp, options, limits, limit, {}, retries);
+    const AutotmPlan greedy = greedy_plan(ilp);
+    plan = fragmentation_loop(ilp, options, limits, limit, {&greedy}, retries);
   } else {
     // The synchronous ILP starts from the static plan, with its own
     // fragmentation loop, which the synchronous ILP contains and Cbc solves
@@ -1118,7 +1217,8 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
     AutotmPlan static_plan;
     {
       const detail::AutotmIlp static_ilp = build(fixed);
-      static_plan = fragmentation_loop(static_ilp, fixed, limits, limit / 4, {}, static_retries);
+      const AutotmPlan greedy = greedy_plan(static_ilp);
+      static_plan = fragmentation_loop(static_ilp, fixed, limits, limit / 4, {&greedy}, static_retries);
     }
     const detail::AutotmIlp ilp = build(first);
     plan = fragmentation_loop(ilp, first, limits, limit - async_reserve, {&static_plan}, retries);

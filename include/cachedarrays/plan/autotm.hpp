@@ -94,13 +94,15 @@ struct AutotmOptions {
   double relative_gap = 0.01;  // the paper's
   // For the whole plan, every solve of the fragmentation loop (and the
   // asynchronous formulation's synchronous start) included: each solve may
-  // use half of what is left, the last one all of it. Cbc 2.10 checks the
-  // limit between its steps, not inside its root heuristics: a dive that
-  // starts before the limit runs to its end (ResNet-200 b512's synchronous
-  // ILP: 73 s of DiveCoefficient with 23 s left, and the plan it finds is
-  // 1.32x all-DRAM against the start's 1.60x). Cutting it short would lose
-  // that plan, so it is kept, and the plan's status and the progress say
-  // by how much the solve overran.
+  // use half of what is left, the last one all of it. Cbc checks the limit
+  // between its steps (its root LP, a few seconds on ResNet-200 b512, runs
+  // to its end), and its root dives get the time left as their own limit.
+  // A solve that overran says by how much in the plan's status. Short of
+  // time, the plan is at worst the greedy static one (autotm_plan's MIP
+  // start), never everything in PMM. The price of a limit that holds:
+  // ResNet-200 b512 at 20% of its footprint, synchronous, is modeled at
+  // 1.60x all-DRAM in 60 s (1.59x in 150 s), where an uncapped dive ran
+  // 73 s past a 23 s limit and found 1.32x.
   double time_limit_seconds = 60;
   // The write-once saving (§3.6): a move out of an object whose PMM copy is
   // still valid is free. Off by default: it makes the ILP far harder for Cbc

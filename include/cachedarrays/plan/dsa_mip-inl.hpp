@@ -5,7 +5,6 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/plan/dsa_mip.hpp"
 
-#include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
 #include <charconv>
@@ -238,7 +237,7 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   const auto col_x = [](std::size_t i) { return static_cast<int>(1 + i); };
   const auto col_z = [n](std::size_t k) { return static_cast<int>(1 + n + k); };
 
-  // The matrix column by column (Cbc_loadProblem's compressed sparse
+  // The matrix column by column (Cbc's compressed sparse
   // columns). Rows 0 .. n-1 are (2), rows n + 2k and n + 2k + 1 are (3) and
   // (4) of pair k; every row is "<= rhs".
   std::vector<std::vector<std::pair<int, double>>> column(cols);
@@ -286,86 +285,73 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   col_upper[col_u] = ub;
   for (std::size_t i = 0; i < n; ++i) col_upper[col_x(i)] = ub - size_of(i);
 
-  std::vector<CoinBigIndex> start(cols + 1, 0);
-  std::vector<int> index;
-  std::vector<double> value;
-  index.reserve(nonzeros);
-  value.reserve(nonzeros);
+  detail::MipProblem mip;
+  mip.start.assign(cols + 1, 0);
+  mip.index.reserve(nonzeros);
+  mip.value.reserve(nonzeros);
   for (std::size_t c = 0; c < cols; ++c) {
     for (const auto& [r, v] : column[c]) {
-      index.push_back(r);
-      value.push_back(v);
+      mip.index.push_back(r);
+      mip.value.push_back(v);
     }
-    start[c + 1] = static_cast<CoinBigIndex>(index.size());
+    mip.start[c + 1] = static_cast<CoinBigIndex>(mip.index.size());
   }
   column = {};
-  std::vector<double> objective(cols, 0.0);
-  objective[col_u] = 1.0;  // (1) min u
+  mip.col_lower = std::move(col_lower);
+  mip.col_upper = std::move(col_upper);
+  mip.row_upper = std::move(row_upper);
+  mip.objective.assign(cols, 0.0);
+  mip.objective[col_u] = 1.0;  // (1) min u
+  // u is integral at an optimum (offsets are sums of sizes), z binary.
+  mip.integer.assign(cols, 0);
+  mip.integer[col_u] = 1;
+  for (std::size_t k = 0; k < m; ++k) mip.integer[static_cast<std::size_t>(col_z(k))] = 1;
 
   // The warm start in the MIP's variables: its offsets, its footprint, and
   // the order of each colliding pair.
   const OffsetPlan start_plan = detail::mip_order_identical(problem, result.plan);
-  std::vector<int> start_cols(cols);
-  std::iota(start_cols.begin(), start_cols.end(), 0);
-  std::vector<double> start_values(cols);
-  start_values[col_u] = ub;
-  for (std::size_t i = 0; i < n; ++i) start_values[col_x(i)] = units(start_plan.offsets[i]);
+  mip.start_values.assign(cols, 0.0);
+  mip.start_values[col_u] = ub;
+  for (std::size_t i = 0; i < n; ++i) mip.start_values[col_x(i)] = units(start_plan.offsets[i]);
   for (std::size_t k = 0; k < m; ++k) {
-    start_values[col_z(k)] = start_plan.offsets[pairs[k].first] < start_plan.offsets[pairs[k].second] ? 0.0 : 1.0;
+    mip.start_values[col_z(k)] =
+        start_plan.offsets[pairs[k].first] < start_plan.offsets[pairs[k].second] ? 0.0 : 1.0;
   }
 
-  std::lock_guard lock(detail::mip_solver_mutex());
-  detail::CbcModelPtr model(Cbc_newModel());
-  if (!model) throw error("mip_offsets: Cbc_newModel failed (out of memory?)");
-  Cbc_loadProblem(model.get(), static_cast<int>(cols), static_cast<int>(rows), start.data(), index.data(),
-                  value.data(), col_lower.data(), col_upper.data(), objective.data(),
-                  /*rowlb: -infinity*/ nullptr, row_upper.data());
-  Cbc_setObjSense(model.get(), 1);  // minimise
-  // u is integral at an optimum (offsets are sums of sizes), z binary.
-  Cbc_setInteger(model.get(), col_u);
-  for (std::size_t k = 0; k < m; ++k) Cbc_setInteger(model.get(), col_z(k));
-  Cbc_setMIPStartI(model.get(), static_cast<int>(cols), start_cols.data(), start_values.data());
-  detail::set_solve_limits(model.get(), options.time_limit_seconds, options.relative_gap);
-  Cbc_solve(model.get());
-
-  const int status = Cbc_status(model.get());
-  const int secondary = Cbc_secondaryStatus(model.get());
   const std::string what = "mip_offsets: Cbc, on " + std::to_string(n) + " buffers and " + std::to_string(m) +
                            " colliding pairs, ";
-  if (status == 2 || Cbc_isAbandoned(model.get())) {
-    throw error(what + "abandoned the search (numerical difficulties)");
-  }
-  if (status == 5) throw error(what + "was interrupted (a signal or an event handler)");
-  if (status != 0 && status != 1) throw error(what + "ended with status " + std::to_string(status));
-  if (Cbc_isProvenInfeasible(model.get())) {
+  const detail::MipOutcome outcome =
+      detail::solve_mip(mip, options.time_limit_seconds, options.relative_gap, what);
+  const int secondary = outcome.secondary_status;
+  if (outcome.solution.empty() && secondary == 1) {
     throw error(what + "calls the MIP infeasible, though the warm start of footprint " +
                 std::to_string(result.plan.footprint) + " bytes is a solution");
   }
 
   // Cbc's best solution, as the order of its binaries (exact offsets), if
   // it beats the incumbent.
-  if (const double* solution = Cbc_bestSolution(model.get()); solution != nullptr) {
+  if (!outcome.solution.empty()) {
     std::vector<bool> first_below(m);
-    for (std::size_t k = 0; k < m; ++k) first_below[k] = solution[col_z(k)] < 0.5;
+    for (std::size_t k = 0; k < m; ++k) first_below[k] = outcome.solution[static_cast<std::size_t>(col_z(k))] < 0.5;
     OffsetPlan found = detail::mip_plan_from_order(problem, pairs, first_below);
     if (found.footprint < result.plan.footprint) result.plan = std::move(found);
   }
   // Cbc's bound in bytes: the optimum is a whole number of units, so a bound
   // of 41.2 units means 42.
-  const double bound_units = std::ceil(Cbc_getBestPossibleObjValue(model.get()) - 1e-6);
+  const double bound_units = std::ceil(outcome.bound - 1e-6);
   const double lower_bound = std::max(lowest, bound_units * static_cast<double>(g));
   // Cbc reports proven optimal also when it stops on the gap; only a
   // completed search (secondary status 0) proves the optimum, and only if
   // the plan reaches Cbc's objective.
-  const double objective_bytes = std::round(Cbc_getObjValue(model.get())) * static_cast<double>(g);
+  const double objective_bytes = std::round(outcome.objective) * static_cast<double>(g);
   const auto footprint = static_cast<double>(result.plan.footprint);
-  const bool proven = (Cbc_isProvenOptimal(model.get()) && secondary == 0 && footprint <= objective_bytes) ||
+  const bool proven = (outcome.proven_optimal && secondary == 0 && footprint <= objective_bytes) ||
                       footprint <= lower_bound;
-  const int node_count = Cbc_getNodeCount(model.get());
+  const int node_count = outcome.nodes;
   const std::string nodes = std::to_string(node_count) + (node_count == 1 ? " node" : " nodes");
   if (proven) return finish(true, lower_bound, "optimal: proven by Cbc (" + nodes + ")");
   std::string stop;
-  if (secondary == 4 || Cbc_isSecondsLimitReached(model.get())) {
+  if (secondary == 4 || outcome.seconds_limit_reached) {
     stop = "stopped at the time limit of " + detail::mip_format_number(options.time_limit_seconds) + " s";
   } else if (secondary == 2) {
     stop = "stopped at the relative gap " + detail::mip_format_number(options.relative_gap);

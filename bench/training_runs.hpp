@@ -135,10 +135,11 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
 // An AutoTM policy (autotm-static/-sync/-async) whose plan's kernel times
 // come from `time_model` (null: from the model's kernel profiles in
 // `profile_cache`, the slow tier emulated as Optane); the solve's progress
-// is not printed.
+// is not printed. `plan_seconds` > 0: the plan's time limit
+// (AutotmOptions::time_limit_seconds).
 inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
-                                                     const std::string& profile_cache) {
+                                                     const std::string& profile_cache, double plan_seconds = 0) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
     options = policy::planned_policy_options(policy).value();
@@ -146,6 +147,7 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
   } else {
     options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache);
   }
+  if (plan_seconds > 0) options.solver.time_limit_seconds = plan_seconds;
   options.log = [](const std::string& line) {
     if (line.rfind("warning", 0) == 0) fmt::print(stderr, "  {}\n", line);
   };

@@ -70,8 +70,12 @@ const ca::policy::PlannedPlacement& placement_of(ca::Runtime& rt) {
 // Runs one iteration of `script`; `offsets` receives each object's offset
 // in fast memory when it was created (nullopt: placed elsewhere).
 void run_iteration(ca::Runtime& rt, const Script& script, std::uint64_t seed,
-                   std::vector<std::optional<std::uint64_t>>* offsets = nullptr) {
-  rt.begin_iteration();
+                   std::vector<std::optional<std::uint64_t>>* offsets = nullptr, bool unplanned = false) {
+  if (unplanned) {
+    rt.begin_unplanned_iteration();
+  } else {
+    rt.begin_iteration();
+  }
   std::vector<std::optional<ca::CachedArray<std::byte>>> live;
   for (const Step& s : script) {
     if (live.size() <= s.object) live.resize(s.object + 1);
@@ -187,6 +191,32 @@ TEST_CASE("planned placement: an iteration that departs from the plan is placed 
   CHECK(after.planned - during.planned == 4);
   const ca::plan::OffsetPlan replanned = ca::plan::best_fit_offsets(problem_of(departing));
   CHECK(placement_of(rt).footprint() == replanned.footprint);
+  rt.manager().check_invariants(true);
+}
+
+TEST_CASE("planned placement: an unplanned iteration (a test pass) is placed online and neither departs nor re-plans") {
+  const Script script = fragmenting();
+  // Other objects than the training iteration's: planned from, they would
+  // replace its plan.
+  const Script test_pass = {{true, 0, 8 * kib}, {true, 1, 24 * kib}, {false, 1, 0}, {false, 0, 0}};
+  ca::Runtime rt = planned_runtime(1 << 20);
+  run_iteration(rt, script, 1);
+  run_iteration(rt, script, 2);  // planned from the first
+  const ca::policy::PlannedPlacement::Counters before = placement_of(rt).counters();
+  REQUIRE(before.plans == 1);
+  const std::uint64_t footprint = placement_of(rt).footprint();
+
+  run_iteration(rt, test_pass, 3, nullptr, true);  // contents are checked inside
+  const ca::policy::PlannedPlacement::Counters during = placement_of(rt).counters();
+  CHECK(during.planned == before.planned);  // nothing by the plan
+  CHECK(during.collisions == before.collisions);
+
+  std::vector<std::optional<std::uint64_t>> offsets;
+  run_iteration(rt, script, 4, &offsets);
+  const ca::policy::PlannedPlacement::Counters after = placement_of(rt).counters();
+  CHECK(after.plans == 1);  // the test pass did not become the plan
+  CHECK(after.planned - during.planned == 3);
+  CHECK(placement_of(rt).footprint() == footprint);
   rt.manager().check_invariants(true);
 }
 

@@ -316,8 +316,9 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
-  on_iteration_begin(iteration);
-  following_ = false;
+  if (planned_) planned_->begin_unplanned_iteration(manager(), fast_, iteration);
+  following_ = false;  // not the program's kernels
+  last_kernel_ = -1;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t iteration) {

@@ -105,6 +105,15 @@ CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& ma
   in_iteration_ = true;
 }
 
+CACHEDARRAYS_INLINE void PlannedPlacement::begin_unplanned_iteration(const DataManager& manager, DeviceId fast,
+                                                                    std::uint64_t iteration) {
+  begin_iteration(manager, fast, iteration);
+  // As before the first iteration: place() leaves every object online and
+  // records nothing, and the next begin_iteration compares the iteration
+  // after this one with the plan, not this one.
+  in_iteration_ = false;
+}
+
 CACHEDARRAYS_INLINE Region* PlannedPlacement::place(DataManager& manager, DeviceId fast, const Object& object) {
   if (!in_iteration_) return nullptr;  // made before the first iteration: below base
   const auto k = static_cast<std::uint32_t>(observed_.size());

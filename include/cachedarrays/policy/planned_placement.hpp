@@ -65,6 +65,12 @@ class PlannedPlacement {
   // An iteration begins: plans when a new program came or the last
   // iteration departed from the plan, then starts recording this one.
   void begin_iteration(const DataManager& manager, DeviceId fast, std::uint64_t iteration);
+  // An iteration that is not the program's (the trainer's test pass,
+  // Runtime::begin_unplanned_iteration) begins: the one before it ends as
+  // at begin_iteration (planned anew if it departed), and until the next
+  // begin_iteration nothing is placed by the plan or recorded: its objects
+  // go online, so that it neither departs from the plan nor becomes it.
+  void begin_unplanned_iteration(const DataManager& manager, DeviceId fast, std::uint64_t iteration);
   // A region at `object`'s planned offset in `fast`, or null: the caller
   // places it as it would without a plan. Records the creation either way.
   [[nodiscard]] Region* place(DataManager& manager, DeviceId fast, const Object& object);

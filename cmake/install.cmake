@@ -10,6 +10,10 @@ set(cachedarrays_installed_targets cachedarrays cachedarrays_header_only)
 if(CACHEDARRAYS_BUILD_NN)
   list(APPEND cachedarrays_installed_targets cachedarrays_nn)
 endif()
+if(CACHEDARRAYS_BUILD_TOOLS)
+  list(APPEND cachedarrays_installed_targets cachedarrays-info)
+  set_target_properties(cachedarrays-info PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 # The libraries are installed side by side, so each finds the others next
 # to itself: without this, a program linking only cachedarrays::nn from a
 # non-system prefix starts with "libcachedarrays.so.0: cannot open shared

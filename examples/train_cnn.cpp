@@ -55,7 +55,22 @@ struct Options {
   bool memory_mode = false;
   std::string profile_cache;  // empty: the A modes keep their fixed lookahead
   std::string planner = "online";
+  // The CACHEDARRAYS_* variables (ca::read_environment): the defaults of the
+  // flags above, and the NUMA nodes, which have no flag.
+  ca::EnvironmentSettings env;
 };
+
+// The environment's settings as the flags' defaults: a flag given on the
+// command line still wins.
+void apply_environment(Options& o) {
+  o.env = ca::read_environment();
+  if (o.env.policy) o.policy = *o.env.policy;
+  if (o.env.fast_bytes) o.fast_bytes = *o.env.fast_bytes;
+  if (o.env.fast_fraction) o.fast_fraction = *o.env.fast_fraction;
+  if (o.env.slow_path) o.slow_path = o.env.slow_path->string();
+  if (o.env.emulation) o.slow_emulation = *o.env.emulation;
+  if (o.env.trace) o.trace_path = o.env.trace->string();
+}
 
 // A policy that plans ahead (autotm-*, autoswap:*) from the model's kernel profiles, measured
 // once per machine into the cache file; the profiling and the solve print
@@ -125,7 +140,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 64.0))
       ->excludes(fast_bytes_opt);
-  app.add_option("--slow-path", o.slow_path, "DAX file or directory for the slow tier (default: a file under /dev/shm)");
+  app.add_option("--slow-path", o.slow_path, "DAX file or directory for the slow tier (default: a file under /dev/shm)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the parameters, the data order and augmentation, and the synthetic data")->capture_default_str();
   app.add_option("--data", o.data,
                  "fashion-mnist[:DIR] (Debian's dataset-fashion-mnist) | mnist:DIR | mnist:IMAGES,LABELS | "
@@ -156,16 +172,31 @@ void add_options(CLI::App& app, Options& o) {
 // the fast one does not, with room for fragmentation and for the copies a
 // policy keeps; or, in memory mode, the slow one alone.
 std::vector<ca::DeviceSpec> devices(const Options& o, std::uint64_t footprint, std::uint64_t fast_bytes) {
+  if (!o.memory_mode) {
+    // The sizes are settled (flags over environment); the places come from
+    // the flags and the environment (CACHEDARRAYS_FAST_NODE, _SLOW_NODE).
+    ca::RuntimeDefaults defaults;
+    defaults.fast_bytes = fast_bytes;
+    defaults.footprint = footprint;
+    defaults.emulation = o.slow_emulation;
+    ca::EnvironmentSettings places;
+    places.fast_node = o.env.fast_node;
+    places.slow_bytes = o.env.slow_bytes;
+    if (!o.slow_path.empty()) {
+      places.slow_path = o.slow_path;
+    } else {
+      places.slow_node = o.env.slow_node;
+    }
+    return ca::devices_from_environment(defaults, places);
+  }
   ca::DeviceSpec slow = ca::dax_file(o.slow_path, footprint + footprint / 2 + (64ull << 20), "slow");
-  if (o.memory_mode) {
+  {
     // 2LM: one device, no software placement; the cache model charges
     // each access its misses (emulation.hpp).
     const auto profile = ca::emulation::profile(o.slow_emulation == "none" ? "optane" : o.slow_emulation);
     slow.emulation = ca::emulation::memory_mode(*profile, ca::emulation::memory_mode_cache_within(fast_bytes));
     return {slow};
   }
-  slow.emulation = ca::emulation::profile(o.slow_emulation);
-  return {ca::dram(fast_bytes, "fast"), slow};
 }
 
 // The policy --policy names, placing by the --planner's offset plan when
@@ -430,8 +461,21 @@ void run(Options o) {
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN whose tensors live on a fast and a slow memory tier"};
   Options options;
+  try {
+    apply_environment(options);
+  } catch (const ca::invalid_argument& e) {
+    fmt::print(stderr, "train_cnn: {}\n", e.what());
+    return 2;
+  }
   add_options(app, options);
+  std::string footer = "Environment (the defaults of the flags above; a flag wins):";
+  for (const ca::EnvironmentVariable& v : ca::environment_variables()) {
+    footer += fmt::format("\n  {:<27} {} ({})", v.name, v.meaning, v.allowed);
+  }
+  app.footer(footer);
   CLI11_PARSE(app, argc, argv);
+  // --fast-fraction on the command line wins over CACHEDARRAYS_FAST_BYTES.
+  if (app.count("--fast-fraction") > 0 && app.count("--fast-bytes") == 0) options.fast_bytes = 0;
   try {
     run(options);
     return 0;

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libpmem-dev      # PMDK: DAX heaps (pmem_map_file, pmem_memcpy_nodrain)
   libnuma-dev      # NUMA / CXL heaps and DRAM binding
+  libhwloc-dev     # hwloc: discovery of the machine's memory tiers (heap/discover.hpp, cachedarrays-info)
   libtbb-dev       # oneTBB: parallel prefault and copies
   coinor-libcbc-dev   # COIN-OR Cbc: the offset planner MIP (plan/dsa_mip.hpp) and AutoTM ILP (plan/autotm.hpp)
   libfmt-dev       # formatting of stats and messages

@@ -5,6 +5,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/heap/device_spec.hpp"
+#include "cachedarrays/heap/discover.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fence.hpp"
@@ -40,6 +41,7 @@
 #include "cachedarrays/policy/registry.hpp"
 #include "cachedarrays/policy/single_tier.hpp"
 #include "cachedarrays/runtime/cached_array.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 #include "cachedarrays/runtime/kernel.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
 #include "cachedarrays/sim/replay.hpp"

@@ -14,8 +14,9 @@ namespace cachedarrays {
 
 namespace detail {
 
-CACHEDARRAYS_INLINE std::string out_of_memory_message(std::uint64_t requested,
-                                                      const std::vector<DeviceUsage>& devices) {
+CACHEDARRAYS_INLINE std::string out_of_memory_message(std::uint64_t requested, const std::vector<DeviceUsage>& devices,
+                                                      const std::string& snapshot_path,
+                                                      const std::string& snapshot_failure) {
   std::string message = "cachedarrays: out of memory: cannot place an object of " +
                         format_bytes(requested) + " (" + std::to_string(requested) +
                         " bytes); no device has a free block that large:";
@@ -26,14 +27,21 @@ CACHEDARRAYS_INLINE std::string out_of_memory_message(std::uint64_t requested,
                ", largest free block " + format_bytes(d.largest_free_block);
   }
   message += "\nRetire arrays the program no longer needs, or give the runtime larger devices.";
+  if (!snapshot_path.empty()) {
+    message += "\nA memory snapshot of this moment is in '" + snapshot_path +
+               "' (the cachedarrays source's tools/plot_trace.py --snapshot draws it).";
+  }
+  if (!snapshot_failure.empty()) message += "\nNo memory snapshot was written: " + snapshot_failure + ".";
   return message;
 }
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE out_of_memory::out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices)
-    : error(detail::out_of_memory_message(requested, devices)),
+CACHEDARRAYS_INLINE out_of_memory::out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices,
+                                                 std::string snapshot_path, const std::string& snapshot_failure)
+    : error(detail::out_of_memory_message(requested, devices, snapshot_path, snapshot_failure)),
       requested_(requested),
-      devices_(std::move(devices)) {}
+      devices_(std::move(devices)),
+      snapshot_path_(std::move(snapshot_path)) {}
 
 }  // namespace cachedarrays

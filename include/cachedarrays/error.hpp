@@ -80,16 +80,23 @@ struct DeviceUsage {
 };
 
 // Every tier is full: the message names each device's capacity, bytes in use
-// and largest free block, as PyTorch's out-of-memory message does.
+// and largest free block, as PyTorch's out-of-memory message does. A
+// runtime with a snapshot directory also gives `snapshot_path`, the memory
+// snapshot it wrote of the moment (runtime/memory_snapshot.hpp), or
+// `snapshot_failure`, why it could not write one; the message ends with it.
 class out_of_memory : public error {
  public:
-  out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices);
+  out_of_memory(std::uint64_t requested, std::vector<DeviceUsage> devices, std::string snapshot_path = {},
+                const std::string& snapshot_failure = {});
   [[nodiscard]] std::uint64_t requested_bytes() const { return requested_; }
   [[nodiscard]] const std::vector<DeviceUsage>& devices() const { return devices_; }
+  // The snapshot's file, or empty when none was written.
+  [[nodiscard]] const std::string& snapshot_path() const { return snapshot_path_; }
 
  private:
   std::uint64_t requested_;
   std::vector<DeviceUsage> devices_;
+  std::string snapshot_path_;
 };
 
 }  // namespace cachedarrays

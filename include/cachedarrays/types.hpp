@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace cachedarrays {
 
@@ -37,6 +39,14 @@ enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retir
 
 // "1.50 GiB" style sizes used in every message of the library.
 [[nodiscard]] std::string format_bytes(std::uint64_t bytes);
+
+// A size as a person writes it: "1073741824", "512MiB", "1.5 GiB", "8G".
+// Units (any case): B; KiB MiB GiB TiB and K M G T are powers of 1024;
+// KB MB GB TB powers of 1000. A fraction of a byte rounds down.
+// format_bytes' output reads back (to its two decimals). nullopt for
+// anything else: no number, a negative one, an unknown unit, or more than
+// 2^64 - 1 bytes.
+[[nodiscard]] std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
 }  // namespace cachedarrays
 

@@ -5,3 +5,4 @@
 #include "cachedarrays/heap/detail/numa_memory-inl.hpp"
 #include "cachedarrays/heap/detail/prefault-inl.hpp"
 #include "cachedarrays/heap/detail/virtual_memory-inl.hpp"
+#include "cachedarrays/heap/discover-inl.hpp"

@@ -5,6 +5,16 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <system_error>
+
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
@@ -16,17 +26,24 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
   kernel_hooks_ = policy_->follows_kernels();
+  read_snapshot_environment();
 }
 
 // Members go in reverse order: the policy (which may own per-object state)
-// before the manager, which frees whatever objects are still alive.
-CACHEDARRAYS_INLINE Runtime::~Runtime() = default;
+// before the manager, which frees whatever objects are still alive — after
+// the leak report has named them.
+CACHEDARRAYS_INLINE Runtime::~Runtime() {
+  if (leak_report_ != nullptr) report_leaks();
+}
 
 CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
   std::lock_guard guard(mutex_);
   Object& object = manager_.create_object(bytes);
   bool placed = false;
   try {
+    // Before placing: once placed, only the policy may free the object. (An
+    // entry left by a failed placement goes at the history's next rebuild.)
+    history_.created(manager_, object.id(), iteration_, ns_since_start());
     placed = policy_->place(object);
   } catch (...) {
     manager_.destroy(object);
@@ -38,7 +55,10 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     // policy saw. Nothing else changes: every other object stays intact.
     std::vector<DeviceUsage> devices = manager_.usage();
     manager_.destroy(object);
-    throw out_of_memory(bytes, std::move(devices));
+    // The memory snapshot after: it lists the objects that filled the
+    // tiers, not the one that found no room.
+    SnapshotWritten snapshot = write_out_of_memory_snapshot(bytes);
+    throw out_of_memory(bytes, std::move(devices), std::move(snapshot.path), snapshot.failure);
   }
   return object;
 }
@@ -172,6 +192,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
   }
   std::lock_guard guard(mutex_);
   if (recording_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
+  history_.hinted(object.id(), hint);
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
@@ -182,7 +203,9 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
 }
 
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
-  if (access == Access::read) policy_->will_read(object); else policy_->will_write(object);
+  const Hint hint = access == Access::read ? Hint::will_read : Hint::will_write;
+  history_.hinted(object.id(), hint);
+  if (hint == Hint::will_read) policy_->will_read(object); else policy_->will_write(object);
   manager_.pin(object, access);
   emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
@@ -231,6 +254,9 @@ CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
                        " while a read()/write() access or kernel on it is open; end that scope first");
   }
   if (recording_ != nullptr) record(TraceKind::retire, object);
+  // Before the policy, which may destroy the object now or keep it for a
+  // collection (then it is no leak).
+  history_.hinted(object.id(), Hint::retire);
   policy_->retire(object);
 }
 
@@ -252,5 +278,131 @@ CACHEDARRAYS_INLINE std::vector<DeviceUsage> Runtime::usage() const {
 }
 
 CACHEDARRAYS_INLINE std::string Runtime::policy_name() const { return policy_->name(); }
+
+// ---- memory snapshots (runtime/memory_snapshot.hpp) ---------------------------
+
+namespace detail {
+
+// Numbers the out_of_memory snapshots of the whole process, so that two
+// runtimes never pick the same file name.
+CACHEDARRAYS_INLINE std::uint64_t next_snapshot_number() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A name no file in `directory` has yet (a pid of an earlier run may recur).
+CACHEDARRAYS_INLINE std::filesystem::path fresh_snapshot_path(const std::filesystem::path& directory) {
+  for (;;) {
+    std::filesystem::path path = directory / ("cachedarrays-oom-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(next_snapshot_number()) + ".json");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return path;
+  }
+}
+
+// Why `directory` cannot be a snapshot directory, or empty when it can.
+CACHEDARRAYS_INLINE std::string snapshot_directory_problem(const std::filesystem::path& directory) {
+  std::error_code ec;
+  if (std::filesystem::exists(directory, ec) && !std::filesystem::is_directory(directory, ec)) {
+    return "'" + directory.string() +
+           "' exists and is not a directory; give a directory (created when first needed)";
+  }
+  return {};
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot(std::size_t trace_events) const {
+  std::lock_guard guard(mutex_);
+  return snapshot_locked(SnapshotReason::request, 0, trace_events);
+}
+
+CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reason, std::uint64_t requested_bytes,
+                                                            std::size_t trace_events) const {
+  MemorySnapshot s;
+  s.reason = reason;
+  s.requested_bytes = requested_bytes;
+  s.policy = policy_->name();
+  s.iteration = iteration_;
+  s.kernels_in_iteration = kernel_index_;
+  s.taken_ns = ns_since_start();
+  detail::fill_snapshot(s, manager_, history_, trace_.get(), trace_events);
+  return s;
+}
+
+CACHEDARRAYS_INLINE Runtime::SnapshotWritten Runtime::write_out_of_memory_snapshot(
+    std::uint64_t requested_bytes) const {
+  if (snapshot_directory_.empty()) return {};
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(snapshot_directory_, ec);
+    if (ec) {
+      return {{}, "cannot create the snapshot directory '" + snapshot_directory_.string() + "': " + ec.message()};
+    }
+    const std::filesystem::path path = detail::fresh_snapshot_path(snapshot_directory_);
+    const MemorySnapshot snapshot =
+        snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
+    write_memory_snapshot(snapshot, path);
+    return {path.string(), {}};
+  } catch (const std::exception& e) {
+    return {{}, "writing it into '" + snapshot_directory_.string() + "' failed: " + e.what()};
+  } catch (...) {
+    return {{}, "writing it failed with an unknown exception"};
+  }
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_snapshot_directory(std::filesystem::path directory) {
+  if (!directory.empty()) {
+    if (std::string problem = detail::snapshot_directory_problem(directory); !problem.empty()) {
+      throw invalid_argument("cachedarrays: set_snapshot_directory: " + problem +
+                             ", or an empty path for no snapshots");
+    }
+    // Absolute, so that the path in a message still leads to the file after
+    // the program changed its working directory.
+    std::error_code ec;
+    if (std::filesystem::path absolute = std::filesystem::absolute(directory, ec); !ec) directory = std::move(absolute);
+  }
+  std::lock_guard guard(mutex_);
+  snapshot_directory_ = std::move(directory);
+}
+
+CACHEDARRAYS_INLINE std::filesystem::path Runtime::snapshot_directory() const {
+  std::lock_guard guard(mutex_);
+  return snapshot_directory_;
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_leak_report(std::ostream* out) {
+  std::lock_guard guard(mutex_);
+  leak_report_ = out;
+}
+
+CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
+  // An empty value counts as unset, as `VAR= program` is usually meant.
+  if (const char* dir = std::getenv("CACHEDARRAYS_SNAPSHOT_DIR"); dir != nullptr && *dir != '\0') {
+    if (std::string problem = detail::snapshot_directory_problem(dir); !problem.empty()) {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_SNAPSHOT_DIR: " + problem +
+                             ", or unset the variable for no snapshots");
+    }
+    set_snapshot_directory(dir);
+  }
+  if (const char* report = std::getenv("CACHEDARRAYS_LEAK_REPORT"); report != nullptr && *report != '\0') {
+    const std::string value = report;
+    if (value != "0" && value != "1") {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_LEAK_REPORT='" + value +
+                             "' is not allowed; use 1 (report the arrays still alive when a Runtime is destroyed, "
+                             "on stderr) or 0 (no report)");
+    }
+    set_leak_report(value == "1" ? &std::cerr : nullptr);
+  }
+}
+
+CACHEDARRAYS_INLINE void Runtime::report_leaks() const noexcept {
+  try {
+    std::lock_guard guard(mutex_);
+    (void)write_leak_report(snapshot_locked(SnapshotReason::request, 0, 0), *leak_report_);
+  } catch (...) {
+    // A destructor cannot report a failure to report; the runtime still goes.
+  }
+}
 
 }  // namespace cachedarrays

@@ -9,7 +9,10 @@
 
 #include <cstddef>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,6 +24,7 @@
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/policy/policy.hpp"
+#include "cachedarrays/runtime/memory_snapshot.hpp"
 
 namespace cachedarrays {
 
@@ -34,7 +38,10 @@ class Runtime {
  public:
   // Reserves every device now. Without a policy, first-touch is used
   // (fastest device with room; never moves). `mover` configures the
-  // threads that make the policy's asynchronous copies.
+  // threads that make the policy's asynchronous copies. Reads
+  // CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
+  // CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
+  // none); throws invalid_argument naming the variable for a bad value.
   explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr,
                    MoverOptions mover = {});
   ~Runtime();
@@ -99,6 +106,25 @@ class Runtime {
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
   [[nodiscard]] std::string policy_name() const;
 
+  // A memory snapshot of this moment (runtime/memory_snapshot.hpp) with the
+  // trace's last `trace_events` events; save it with write_memory_snapshot.
+  // It only reads: no byte and no placement changes. Safe from any thread,
+  // also from inside a kernel, whose arguments then show as pinned.
+  [[nodiscard]] MemorySnapshot snapshot(std::size_t trace_events = default_snapshot_trace_events) const;
+  // Where an out_of_memory writes a snapshot of the moment before it is
+  // thrown; the file's path (or why it could not be written) ends the
+  // exception's message. Created when first needed. Empty (the default,
+  // unless CACHEDARRAYS_SNAPSHOT_DIR is set when the runtime is made): no
+  // snapshot. Throws invalid_argument for a path that exists and is not a
+  // directory.
+  void set_snapshot_directory(std::filesystem::path directory);
+  [[nodiscard]] std::filesystem::path snapshot_directory() const;
+  // Where the leak report goes when this runtime is destroyed with objects
+  // the program never retired (write_leak_report); null: no report (the
+  // default, unless CACHEDARRAYS_LEAK_REPORT=1, which sends it to
+  // std::cerr). The stream must outlive the runtime.
+  void set_leak_report(std::ostream* out);
+
   // Direct access for policies' tests and tools. Not synchronised: hold
   // lock() while using it if other threads use this runtime.
   [[nodiscard]] DataManager& manager() noexcept { return manager_; }
@@ -142,6 +168,24 @@ class Runtime {
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
+  // Where an out_of_memory's snapshot went, for its message: the file, or
+  // why there is none (empty both: no snapshot directory).
+  struct SnapshotWritten {
+    std::string path;
+    std::string failure;
+  };
+  [[nodiscard]] MemorySnapshot snapshot_locked(SnapshotReason reason, std::uint64_t requested_bytes,
+                                               std::size_t trace_events) const;
+  // Never throws what it meets writing: the out_of_memory is the error to
+  // report, the snapshot only explains it.
+  SnapshotWritten write_out_of_memory_snapshot(std::uint64_t requested_bytes) const;
+  void read_snapshot_environment();
+  void report_leaks() const noexcept;
+  [[nodiscard]] std::uint64_t ns_since_start() const noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_).count());
+  }
+
   void install_program(std::shared_ptr<const plan::Program> program);
   // At a begin_iteration: hands over the program record_program recorded
   // once its iteration has ended.
@@ -173,6 +217,11 @@ class Runtime {
   std::shared_ptr<const plan::Program> program_;
   std::uint64_t iteration_ = 0;
   std::uint64_t kernel_index_ = 0;
+  // The clock of snapshots' ages.
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  detail::ObjectHistory history_;
+  std::filesystem::path snapshot_directory_;
+  std::ostream* leak_report_ = nullptr;
 };
 
 }  // namespace cachedarrays

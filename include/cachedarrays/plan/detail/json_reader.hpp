@@ -1,7 +1,8 @@
 // Reads a JSON document of the plan layer field by field, naming the field
 // in every error ("kernel profiles JSON: machine.cores: must be an unsigned
 // integer, not \"two\""), so that a person can fix a hand-edited or
-// truncated file. Private to the plan layer's -inl files.
+// truncated file. Private to the library's -inl files (the plan layer's,
+// and the runtime's memory snapshots).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,0 +1,187 @@
+// Implementation of environment.hpp (header-only mode includes it from
+// there; the compiled library from src/runtime/runtime.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/runtime/environment.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <system_error>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/policy/registry.hpp"
+#include "cachedarrays/types.hpp"
+
+namespace cachedarrays {
+
+CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variables() {
+  static const std::vector<EnvironmentVariable> variables = {
+      {"CACHEDARRAYS_POLICY", "the placement policy", "a registered policy name (train_cnn --help lists them)"},
+      {"CACHEDARRAYS_FAST_BYTES", "the fast tier's size",
+       "a size: bytes, or with a unit B, KiB/K, MiB/M, GiB/G, TiB/T (powers of 1024), KB, MB, GB, TB (of 1000)"},
+      {"CACHEDARRAYS_FAST_FRACTION", "the fast tier as a fraction of the program's footprint",
+       "a number in (0, 64]; not with CACHEDARRAYS_FAST_BYTES"},
+      {"CACHEDARRAYS_FAST_NODE", "bind the fast tier's DRAM to this NUMA node", "a node number >= 0"},
+      {"CACHEDARRAYS_SLOW_BYTES", "the slow tier's size", "a size, as CACHEDARRAYS_FAST_BYTES"},
+      {"CACHEDARRAYS_SLOW_PATH", "the slow tier as a DAX file or a directory to make one in",
+       "a path whose directory exists (default: a fresh file under /dev/shm); not with CACHEDARRAYS_SLOW_NODE"},
+      {"CACHEDARRAYS_SLOW_NODE", "the slow tier as the memory of this NUMA node (CXL expander, far socket)",
+       "a node number >= 0; not with CACHEDARRAYS_SLOW_PATH"},
+      {"CACHEDARRAYS_EMULATION", "make the slow tier as slow as a device this machine lacks",
+       "none, optane, optane-1dimm, cxl"},
+      {"CACHEDARRAYS_TRACE", "record a trace (train_cnn: of the last iteration)",
+       "a file ending in .json (Chrome trace) or .csv"},
+      // Read by every Runtime when it is made (runtime-inl.hpp), not by
+      // read_environment: listed here so that the table is whole.
+      {"CACHEDARRAYS_SNAPSHOT_DIR", "write a memory snapshot (JSON) here before an out_of_memory is thrown",
+       "an existing directory, or a path where one can be made"},
+      {"CACHEDARRAYS_LEAK_REPORT", "print the objects still alive when a Runtime is destroyed", "1 (stderr) or 0"},
+  };
+  return variables;
+}
+
+CACHEDARRAYS_INLINE std::optional<std::string> process_environment(const char* name) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once, before threads start
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+namespace detail {
+
+[[noreturn]] inline void bad_environment(const char* name, const std::string& value, const std::string& why) {
+  std::string allowed;
+  for (const EnvironmentVariable& v : environment_variables()) {
+    if (std::string_view(v.name) == name) allowed = v.allowed;
+  }
+  throw invalid_argument(fmt::format("{}='{}': {}; allowed: {}", name, value, why, allowed));
+}
+
+inline std::uint64_t environment_bytes(const char* name, const std::string& value) {
+  const std::optional<std::uint64_t> bytes = parse_bytes(value);
+  if (!bytes) bad_environment(name, value, "not a size");
+  if (*bytes == 0) bad_environment(name, value, "a tier of 0 bytes holds nothing");
+  return *bytes;
+}
+
+inline int environment_node(const char* name, const std::string& value) {
+  int node = -1;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), node);
+  if (ec != std::errc{} || end != value.data() + value.size() || node < 0) {
+    bad_environment(name, value, "not a NUMA node number");
+  }
+  return node;
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE EnvironmentSettings read_environment(const EnvironmentLookup& lookup) {
+  EnvironmentSettings env;
+  if (auto v = lookup("CACHEDARRAYS_POLICY")) {
+    const policy::Registry registry = policy::Registry::builtin();
+    if (!registry.contains(*v)) {
+      // The registry's own message says which part of a compound name
+      // (ca-lm+best-fit, autoswap:bo) is wrong, where there is one.
+      try {
+        (void)registry.make(*v);
+      } catch (const std::exception& e) {
+        detail::bad_environment("CACHEDARRAYS_POLICY", *v, e.what());
+      }
+    }
+    env.policy = std::move(*v);
+  }
+  if (auto v = lookup("CACHEDARRAYS_FAST_BYTES")) env.fast_bytes = detail::environment_bytes("CACHEDARRAYS_FAST_BYTES", *v);
+  if (auto v = lookup("CACHEDARRAYS_FAST_FRACTION")) {
+    double fraction = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), fraction);
+    if (ec != std::errc{} || end != v->data() + v->size()) {
+      detail::bad_environment("CACHEDARRAYS_FAST_FRACTION", *v, "not a number");
+    }
+    if (!(fraction > 0 && fraction <= 64)) {
+      detail::bad_environment("CACHEDARRAYS_FAST_FRACTION", *v, "out of range");
+    }
+    if (env.fast_bytes) {
+      detail::bad_environment("CACHEDARRAYS_FAST_FRACTION", *v,
+                              "CACHEDARRAYS_FAST_BYTES is set too, and the two would disagree");
+    }
+    env.fast_fraction = fraction;
+  }
+  if (auto v = lookup("CACHEDARRAYS_FAST_NODE")) env.fast_node = detail::environment_node("CACHEDARRAYS_FAST_NODE", *v);
+  if (auto v = lookup("CACHEDARRAYS_SLOW_BYTES")) env.slow_bytes = detail::environment_bytes("CACHEDARRAYS_SLOW_BYTES", *v);
+  if (auto v = lookup("CACHEDARRAYS_SLOW_PATH")) {
+    const std::filesystem::path path(*v);
+    std::error_code ec;
+    // A directory to make a file in, or a file (new or existing) in one.
+    const std::filesystem::path directory =
+        std::filesystem::is_directory(path, ec) ? path : path.parent_path().empty() ? "." : path.parent_path();
+    if (!std::filesystem::is_directory(directory, ec)) {
+      detail::bad_environment("CACHEDARRAYS_SLOW_PATH", *v, "the directory " + directory.string() + " does not exist");
+    }
+    env.slow_path = path;
+  }
+  if (auto v = lookup("CACHEDARRAYS_SLOW_NODE")) {
+    env.slow_node = detail::environment_node("CACHEDARRAYS_SLOW_NODE", *v);
+    if (env.slow_path) {
+      detail::bad_environment("CACHEDARRAYS_SLOW_NODE", *v,
+                              "CACHEDARRAYS_SLOW_PATH is set too, and the slow tier is one or the other");
+    }
+  }
+  if (auto v = lookup("CACHEDARRAYS_EMULATION")) {
+    try {
+      (void)emulation::profile(*v);  // "none" is nullopt; an unknown name throws
+    } catch (const std::exception& e) {
+      detail::bad_environment("CACHEDARRAYS_EMULATION", *v, "no such profile");
+    }
+    env.emulation = std::move(*v);
+  }
+  if (auto v = lookup("CACHEDARRAYS_TRACE")) {
+    const std::string extension = std::filesystem::path(*v).extension().string();
+    if (extension != ".json" && extension != ".csv") {
+      detail::bad_environment("CACHEDARRAYS_TRACE", *v, "the format is chosen by the extension");
+    }
+    env.trace = std::filesystem::path(*v);
+  }
+  return env;
+}
+
+CACHEDARRAYS_INLINE std::vector<DeviceSpec> devices_from_environment(const RuntimeDefaults& defaults,
+                                                                     const EnvironmentSettings& env) {
+  std::uint64_t fast = defaults.fast_bytes;
+  if (env.fast_bytes) fast = *env.fast_bytes;
+  if (env.fast_fraction) {
+    if (defaults.footprint == 0) {
+      throw invalid_argument(fmt::format(
+          "CACHEDARRAYS_FAST_FRACTION={}: this program does not state its footprint, so a fraction of it is "
+          "unknown; set CACHEDARRAYS_FAST_BYTES instead",
+          *env.fast_fraction));
+    }
+    fast = std::max<std::uint64_t>(
+        4096, static_cast<std::uint64_t>(*env.fast_fraction * static_cast<double>(defaults.footprint)));
+  }
+  if (fast == 0) {
+    throw invalid_argument(
+        "no fast-tier size: this program has no default; set CACHEDARRAYS_FAST_BYTES (e.g. 512MiB) or, if the "
+        "program states its footprint, CACHEDARRAYS_FAST_FRACTION");
+  }
+  std::uint64_t slow = defaults.slow_bytes;
+  if (slow == 0) slow = defaults.footprint > 0 ? defaults.footprint + defaults.footprint / 2 + (64ull << 20) : 4 * fast;
+  if (env.slow_bytes) slow = *env.slow_bytes;
+
+  DeviceSpec fast_tier = dram(fast, "fast");
+  if (env.fast_node) fast_tier.numa_node = *env.fast_node;
+  DeviceSpec slow_tier = env.slow_node ? numa_node(*env.slow_node, slow, "slow")
+                                       : dax_file(env.slow_path.value_or(std::filesystem::path{}), slow, "slow");
+  slow_tier.emulation = emulation::profile(env.emulation.value_or(defaults.emulation));
+  return {std::move(fast_tier), std::move(slow_tier)};
+}
+
+CACHEDARRAYS_INLINE Runtime runtime_from_environment(const RuntimeDefaults& defaults, const EnvironmentSettings& env) {
+  return Runtime(devices_from_environment(defaults, env),
+                 policy::Registry::builtin().make(env.policy.value_or(defaults.policy)));
+}
+
+}  // namespace cachedarrays

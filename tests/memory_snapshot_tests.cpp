@@ -34,34 +34,11 @@ namespace {
 
 constexpr std::uint64_t KiB = 1024;
 
-// Sets (or, with nullopt, unsets) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ~ScopedEnv() { set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void set(const std::optional<std::string>& value) const {
-    if (value) {
-      ::setenv(name_, value->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // Neither variable of this feature from the caller's environment: the
 // cases that expect the defaults make their runtimes under it.
 struct CleanEnvironment {
-  ScopedEnv dir{"CACHEDARRAYS_SNAPSHOT_DIR", std::nullopt};
-  ScopedEnv leak{"CACHEDARRAYS_LEAK_REPORT", std::nullopt};
+  test::ScopedEnv dir{"CACHEDARRAYS_SNAPSHOT_DIR", std::nullopt};
+  test::ScopedEnv leak{"CACHEDARRAYS_LEAK_REPORT", std::nullopt};
 };
 
 // A handle the test never destroys, as a program that leaks one: it lives
@@ -598,11 +575,11 @@ TEST_CASE("memory snapshot: a directory that cannot be written still throws out_
 // CACHEDARRAYS_SNAPSHOT_DIR set and draws what it wrote; alone, the case
 // sets the variable itself to a scratch directory.
 TEST_CASE("memory snapshot: CACHEDARRAYS_SNAPSHOT_DIR gives the snapshot directory") {
-  ScopedEnv no_leak_report("CACHEDARRAYS_LEAK_REPORT", std::nullopt);
+  test::ScopedEnv no_leak_report("CACHEDARRAYS_LEAK_REPORT", std::nullopt);
   test::ScratchPath scratch("env-snapshots");
   const char* preset = std::getenv("CACHEDARRAYS_SNAPSHOT_DIR");
   const std::filesystem::path dir = preset != nullptr && *preset != '\0' ? preset : scratch.path.string();
-  ScopedEnv set_dir("CACHEDARRAYS_SNAPSHOT_DIR", dir.string());
+  test::ScopedEnv set_dir("CACHEDARRAYS_SNAPSHOT_DIR", dir.string());
   ca::Runtime rt(test::two_tiers(64 * KiB, 128 * KiB), std::make_unique<ca::policy::CachedArraysPolicy>());
   CHECK(rt.snapshot_directory() == std::filesystem::absolute(dir));
   (void)rt.start_trace();
@@ -635,20 +612,20 @@ TEST_CASE("memory snapshot: bad values of the environment variables are refused,
   test::ScratchPath file("snapshot-dir-file");
   std::ofstream(file.path) << "a file\n";
   {
-    ScopedEnv dir("CACHEDARRAYS_SNAPSHOT_DIR", file.path.string());
+    test::ScopedEnv dir("CACHEDARRAYS_SNAPSHOT_DIR", file.path.string());
     const std::string m = test::invalid_argument_of([] { ca::Runtime rt(test::two_tiers()); });
     check_contains(m, "CACHEDARRAYS_SNAPSHOT_DIR");
     check_contains(m, "is not a directory");
   }
   {
-    ScopedEnv leak("CACHEDARRAYS_LEAK_REPORT", "yes");
+    test::ScopedEnv leak("CACHEDARRAYS_LEAK_REPORT", "yes");
     const std::string m = test::invalid_argument_of([] { ca::Runtime rt(test::two_tiers()); });
     check_contains(m, "CACHEDARRAYS_LEAK_REPORT='yes'");
     check_contains(m, "use 1");
   }
   {
     CleanEnvironment clean;
-    ScopedEnv empty("CACHEDARRAYS_SNAPSHOT_DIR", "");  // empty counts as unset
+    test::ScopedEnv empty("CACHEDARRAYS_SNAPSHOT_DIR", "");  // empty counts as unset
     ca::Runtime rt(test::two_tiers());
     CHECK(rt.snapshot_directory().empty());
   }
@@ -718,7 +695,7 @@ TEST_CASE("memory snapshot: the leak report is off by default, and quiet when no
 
 TEST_CASE("memory snapshot: CACHEDARRAYS_LEAK_REPORT=1 sends the leak report to stderr") {
   CleanEnvironment env;
-  ScopedEnv on("CACHEDARRAYS_LEAK_REPORT", "1");
+  test::ScopedEnv on("CACHEDARRAYS_LEAK_REPORT", "1");
   std::ostringstream captured;
   std::streambuf* const cerr = std::cerr.rdbuf(captured.rdbuf());
   AbandonedHandle<int> handle;

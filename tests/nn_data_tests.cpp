@@ -200,28 +200,6 @@ void check_same_samples(const nn::Dataset& a, const nn::Dataset& b) {
   }
 }
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ~ScopedEnv() { set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void set(const std::optional<std::string>& value) const {
-    if (value) {
-      ::setenv(name_, value->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 constexpr const char* fashion_variable = "CACHEDARRAYS_FASHION_MNIST_DIR";
 constexpr std::string_view fashion_remedy =
@@ -442,15 +420,15 @@ TEST_CASE("nn data: the Fashion-MNIST normalisation constants are its training s
 
 TEST_CASE("nn data: missing Fashion-MNIST files are named, with how to install them or where to point") {
   {
-    const ScopedEnv unset(fashion_variable, std::nullopt);
+    const test::ScopedEnv unset(fashion_variable, std::nullopt);
     CHECK(nn::default_fashion_mnist_dir() == fs::path("/usr/share/datasets/fashion-mnist"));
   }
   {
-    const ScopedEnv empty_value(fashion_variable, "");
+    const test::ScopedEnv empty_value(fashion_variable, "");
     CHECK(nn::default_fashion_mnist_dir() == fs::path("/usr/share/datasets/fashion-mnist"));
   }
   TempDir empty;
-  const ScopedEnv pointed(fashion_variable, empty.path().string());
+  const test::ScopedEnv pointed(fashion_variable, empty.path().string());
   CHECK(nn::default_fashion_mnist_dir() == empty.path());
   for (const auto& [split, file] : {std::pair{nn::Split::train, "train-images-idx3-ubyte.gz"},
                                     std::pair{nn::Split::test, "t10k-images-idx3-ubyte.gz"}}) {
@@ -492,7 +470,7 @@ TEST_CASE("nn data: open_data gives both splits of every --data form, shaped by 
   SUBCASE("fashion-mnist:DIR and the default directory, normalised with Fashion-MNIST's constants") {
     TempDir dir;
     write_idx_dir(dir, 2, 3);
-    const ScopedEnv pointed(fashion_variable, dir.path().string());
+    const test::ScopedEnv pointed(fashion_variable, dir.path().string());
     for (const std::string& spec : {"fashion-mnist:" + dir.path().string(), std::string("fashion-mnist")}) {
       CAPTURE(spec);
       const nn::DataSplits splits = nn::open_data(spec, model_dims, 100, 1);

@@ -795,6 +795,10 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& progr
   return values;
 }
 
+// Below this a solve is not attempted (autotm_solve): Cbc checks its limit
+// only after its root LP, which alone takes seconds on large ILPs.
+inline constexpr double autotm_min_solve_seconds = 0.05;
+
 // One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
 // within `seconds`, from `start` (null: the model's, everything in PMM).
 CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
@@ -842,14 +846,24 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   mip.start_values = start_values != nullptr ? *start_values : m.start;
 
   AutotmPlan plan;
-  const MipOutcome outcome = solve_mip(mip, seconds, options.relative_gap, "autotm_plan: Cbc ");
+  // No time left (building a large ILP can take the whole budget: DenseNet-
+  // 264 b512's static one took 20 s of 15): the start is the plan. Given
+  // 0.01 s, Cbc's root alone ran 506 s past it there.
+  const bool no_time = seconds < autotm_min_solve_seconds;
+  MipOutcome outcome;
+  if (no_time) {
+    outcome.seconds_limit_reached = true;
+    outcome.bound = -ilp.constant;  // the trivial bound, a plan of no time: gap 1
+  } else {
+    outcome = solve_mip(mip, seconds, options.relative_gap, "autotm_plan: Cbc ");
+  }
   if (outcome.solution.empty() && outcome.secondary_status == 1) {
     throw error("autotm_plan: Cbc calls the ILP infeasible, though everything in PMM is a solution");
   }
-  // Nothing found (a start the limits make infeasible, and no time to do
-  // better): everything in PMM, which keeps any limit.
+  // Nothing found: the start (it keeps the limits: start_for checks that,
+  // and everything in PMM keeps any).
   const bool found = !outcome.solution.empty();
-  std::vector<double> solution = found ? outcome.solution : m.start;
+  std::vector<double> solution = found ? outcome.solution : mip.start_values;
   const double bound = outcome.bound;
   const bool stopped = outcome.seconds_limit_reached;
   const bool proven = outcome.proven_optimal;
@@ -867,6 +881,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
                               " s; the best plan found, gap " + mip_format_number(plan.gap)
                         : "optimal within the relative gap " + mip_format_number(options.relative_gap);
+  if (no_time) plan.status = "no time left to solve (the plan's time limit was spent): the start, unsearched";
   // Cbc looks at its limit only between steps (and the dives at theirs,
   // detail::mip_cap_heuristics): say so when a solve ran well past it.
   if (const double over = outcome.seconds - seconds; over > std::max(1.0, 0.1 * seconds)) {

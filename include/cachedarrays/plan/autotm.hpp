@@ -99,7 +99,8 @@ struct AutotmOptions {
   // to its end), and its root dives get the time left as their own limit.
   // A solve that overran says by how much in the plan's status. Short of
   // time, the plan is at worst the greedy static one (autotm_plan's MIP
-  // start), never everything in PMM. The price of a limit that holds:
+  // start), never everything in PMM; with no time left for a solve, the
+  // start is returned unsearched. The price of a limit that holds:
   // ResNet-200 b512 at 20% of its footprint, synchronous, is modeled at
   // 1.60x all-DRAM in 60 s (1.59x in 150 s), where an uncapped dive ran
   // 73 s past a 23 s limit and found 1.32x.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "cachedarrays/types.hpp"
@@ -60,6 +61,25 @@ class Object {
   // owns it from now on.
   void set_policy_state(std::unique_ptr<PolicyState> state) noexcept { policy_state_ = std::move(state); }
 
+  // What the Runtime that made the object remembers of it for memory
+  // snapshots (runtime/memory_snapshot.hpp), under the runtime's lock: when
+  // it was made, the last hint the policy got for it, whether it was
+  // retired. made_by_runtime false: made through the data manager directly.
+  struct History {
+    bool made_by_runtime = false;
+    bool retired = false;
+    std::optional<Hint> last_hint;
+    std::uint64_t created_iteration = 0;
+    std::uint64_t created_ns = 0;
+
+    void hinted(Hint hint) noexcept {
+      last_hint = hint;
+      if (hint == Hint::retire) retired = true;
+    }
+  };
+  [[nodiscard]] const History& history() const noexcept { return history_; }
+  [[nodiscard]] History& history() noexcept { return history_; }
+
  private:
   std::uint64_t id_ = 0;
   std::uint64_t bytes_ = 0;
@@ -71,6 +91,7 @@ class Object {
   std::atomic<std::uint32_t> pins_{0};
   std::atomic<std::uint32_t> writers_{0};
   std::unique_ptr<PolicyState> policy_state_;
+  History history_;
   // Where the manager's list of live objects (creation order) holds this one.
   std::list<Object>::iterator self_;
 };

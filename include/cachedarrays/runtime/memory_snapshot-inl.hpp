@@ -21,43 +21,6 @@ namespace cachedarrays {
 
 namespace detail {
 
-CACHEDARRAYS_INLINE void ObjectHistory::created(const DataManager& manager, std::uint64_t id, std::uint64_t iteration,
-                                                std::uint64_t ns) {
-  if ((used_ + 1) * 4 > slots_.size() * 3) rebuild(manager);
-  Entry entry;
-  entry.created_iteration = iteration;
-  entry.created_ns = ns;
-  insert(id, entry);
-}
-
-CACHEDARRAYS_INLINE void ObjectHistory::insert(std::uint64_t id, const Entry& entry) noexcept {
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t i = home(id);
-  while (slots_[i].id != 0 && slots_[i].id != id) i = (i + 1) & mask;
-  if (slots_[i].id == 0) ++used_;
-  slots_[i] = Slot{id, entry};
-}
-
-CACHEDARRAYS_INLINE void ObjectHistory::rebuild(const DataManager& manager) {
-  std::size_t live = 0;
-  manager.for_each_object([&](const Object&) { ++live; });
-  // A third full at most: at least 5/12 of the size in new objects come
-  // before the next rebuild, which pays for this one.
-  std::size_t size = 1024;
-  unsigned shift = 54;
-  while (size < 3 * (live + 1)) {
-    size *= 2;
-    --shift;
-  }
-  ObjectHistory fresh;
-  fresh.slots_.resize(size);
-  fresh.shift_ = shift;
-  manager.for_each_object([&](const Object& object) {
-    if (const Entry* entry = find(object.id())) fresh.insert(object.id(), *entry);
-  });
-  *this = std::move(fresh);
-}
-
 // "850 ns", "12.30 us", "1.23 ms", "4.56 s": ages in the leak report.
 CACHEDARRAYS_INLINE std::string snapshot_duration(std::uint64_t ns) {
   char text[48];
@@ -76,8 +39,8 @@ CACHEDARRAYS_INLINE std::string snapshot_duration(std::uint64_t ns) {
 
 // Devices, objects and trace events: the part of a snapshot the runtime's
 // lower layers hold. Ages count from s.iteration and s.taken_ns.
-CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& manager, const ObjectHistory& history,
-                                       const Trace* trace, std::size_t trace_events) {
+CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& manager, const Trace* trace,
+                                       std::size_t trace_events) {
   for (DeviceId d = 0; d < manager.device_count(); ++d) {
     const DeviceUsage u = manager.usage(d);
     DeviceSnapshot& device = s.devices.emplace_back();
@@ -110,13 +73,13 @@ CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& man
     }
     object.pinned = o.pinned();
     object.being_written = o.being_written();
-    if (const ObjectHistory::Entry* entry = history.find(o.id())) {
-      object.retired = entry->retired;
-      object.last_hint = entry->last_hint;
-      object.created_iteration = entry->created_iteration;
-      object.created_ns = entry->created_ns;
-      object.age_iterations = s.iteration - entry->created_iteration;
-      object.age_ns = s.taken_ns >= entry->created_ns ? s.taken_ns - entry->created_ns : 0;
+    if (const Object::History& history = o.history(); history.made_by_runtime) {
+      object.retired = history.retired;
+      object.last_hint = history.last_hint;
+      object.created_iteration = history.created_iteration;
+      object.created_ns = history.created_ns;
+      object.age_iterations = s.iteration - history.created_iteration;
+      object.age_ns = s.taken_ns >= history.created_ns ? s.taken_ns - history.created_ns : 0;
     }
   });
   if (trace != nullptr) {

@@ -192,74 +192,11 @@ std::size_t write_leak_report(const MemorySnapshot& snapshot, std::ostream& out,
 
 namespace detail {
 
-// What a runtime knows of each object it made, beyond what the data
-// manager keeps: when it was made and the last hint the policy got for it.
-// Every hint looks its object up, so the table is an open-addressing one
-// with a multiply for a hash (std::unordered_map's division and node cost
-// a read() guard a third more). Keyed by id: ids are never reused,
-// addresses are. An object's entry outlives it until the next rebuild,
-// since a policy may destroy a retired object at any later point without
-// telling the runtime; a rebuild keeps only the live objects' entries and
-// leaves the table a third full, so rebuilds cost O(1) per object made and
-// the table holds at most a few times the live objects.
-class ObjectHistory {
- public:
-  struct Entry {
-    std::uint64_t created_iteration = 0;
-    std::uint64_t created_ns = 0;
-    std::optional<Hint> last_hint;
-    bool retired = false;
-  };
-
-  void created(const DataManager& manager, std::uint64_t id, std::uint64_t iteration, std::uint64_t ns);
-  // The policy got `hint` for the object (retire marks it retired).
-  void hinted(std::uint64_t id, Hint hint) noexcept {
-    if (const std::size_t i = index_of(id); i != slots_.size()) {
-      slots_[i].entry.last_hint = hint;
-      if (hint == Hint::retire) slots_[i].entry.retired = true;
-    }
-  }
-  // The object's entry, or null when this runtime did not make it.
-  [[nodiscard]] const Entry* find(std::uint64_t id) const noexcept {
-    const std::size_t i = index_of(id);
-    return i != slots_.size() ? &slots_[i].entry : nullptr;
-  }
-
- private:
-  struct Slot {
-    std::uint64_t id = 0;  // 0: empty (object ids start at 1)
-    Entry entry;
-  };
-  // Fibonacci hashing: the ids of objects made one after another spread
-  // over the whole table instead of piling into one run.
-  [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept {
-    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ull) >> shift_);
-  }
-  // The slot holding `id`, or slots_.size(). Linear probing; the table is
-  // never more than three quarters full, so a probe ends at an empty slot.
-  [[nodiscard]] std::size_t index_of(std::uint64_t id) const noexcept {
-    if (slots_.empty()) return 0;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = home(id);; i = (i + 1) & mask) {
-      if (slots_[i].id == id) return i;
-      if (slots_[i].id == 0) return slots_.size();
-    }
-  }
-  void insert(std::uint64_t id, const Entry& entry) noexcept;
-  // A new table of the live objects' entries (the manager's objects).
-  void rebuild(const DataManager& manager);
-
-  std::vector<Slot> slots_;  // a power of two long, or empty
-  std::size_t used_ = 0;
-  unsigned shift_ = 64;  // 64 - log2(slots_.size())
-};
-
-// Fills in s's devices, objects and trace events from what `manager` holds,
-// what `history` knows of each object and the last `trace_events` events
-// of `trace` (null: none recorded); s's other fields are the caller's.
-// Only reads.
-void fill_snapshot(MemorySnapshot& s, const DataManager& manager, const ObjectHistory& history, const Trace* trace,
-                   std::size_t trace_events);
+// Fills in s's devices, objects (with what the runtime remembers of each,
+// Object::history) and the last `trace_events` events of `trace` (null:
+// none recorded) from what `manager` holds; s's other fields are the
+// caller's. Only reads.
+void fill_snapshot(MemorySnapshot& s, const DataManager& manager, const Trace* trace, std::size_t trace_events);
 
 }  // namespace detail
 

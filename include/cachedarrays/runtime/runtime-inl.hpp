@@ -41,9 +41,10 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
   Object& object = manager_.create_object(bytes);
   bool placed = false;
   try {
-    // Before placing: once placed, only the policy may free the object. (An
-    // entry left by a failed placement goes at the history's next rebuild.)
-    history_.created(manager_, object.id(), iteration_, ns_since_start());
+    Object::History& history = object.history();
+    history.made_by_runtime = true;
+    history.created_iteration = iteration_;
+    history.created_ns = ns_since_start();
     placed = policy_->place(object);
   } catch (...) {
     manager_.destroy(object);
@@ -192,7 +193,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
   }
   std::lock_guard guard(mutex_);
   if (recording_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
-  history_.hinted(object.id(), hint);
+  object.history().hinted(hint);
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
@@ -204,7 +205,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
 
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
   const Hint hint = access == Access::read ? Hint::will_read : Hint::will_write;
-  history_.hinted(object.id(), hint);
+  object.history().hinted(hint);
   if (hint == Hint::will_read) policy_->will_read(object); else policy_->will_write(object);
   manager_.pin(object, access);
   emulated_ns += manager_.note_access(object, access);
@@ -256,7 +257,7 @@ CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
   if (recording_ != nullptr) record(TraceKind::retire, object);
   // Before the policy, which may destroy the object now or keep it for a
   // collection (then it is no leak).
-  history_.hinted(object.id(), Hint::retire);
+  object.history().hinted(Hint::retire);
   policy_->retire(object);
 }
 
@@ -326,7 +327,7 @@ CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reaso
   s.iteration = iteration_;
   s.kernels_in_iteration = kernel_index_;
   s.taken_ns = ns_since_start();
-  detail::fill_snapshot(s, manager_, history_, trace_.get(), trace_events);
+  detail::fill_snapshot(s, manager_, trace_.get(), trace_events);
   return s;
 }
 

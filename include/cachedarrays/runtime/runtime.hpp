@@ -219,7 +219,6 @@ class Runtime {
   std::uint64_t kernel_index_ = 0;
   // The clock of snapshots' ages.
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  detail::ObjectHistory history_;
   std::filesystem::path snapshot_directory_;
   std::ostream* leak_report_ = nullptr;
 };

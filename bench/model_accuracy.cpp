@@ -131,17 +131,17 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
   const ca::plan::MemoryBound memory_bound;
   const std::vector<ca::DeviceModel> devices{{"fast", fast.read_gbps, fast.write_gbps},
                                              {"slow", slow.read_gbps, slow.write_gbps}};
-  const ca::Trace trace = bench::dry_run_trace(config, setup.footprint);
+  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); });
   const ca::plan::Program program = ca::plan::Program::from_trace(trace);
 
   std::vector<Row> model_rows;
   for (const Case& c : cases) {
     Row row{bench::label(config), c, {}, 0, 0, 0, 0, 0, 0, 0, 0, {}};
-    const std::uint64_t fast_bytes = bench::fast_budget(c.fraction, setup.footprint);
+    const std::uint64_t fast_bytes = ca::fast_tier_bytes(c.fraction, setup.footprint);
     const auto replay = [&](const ca::plan::KernelTimeModel& model) {
       ca::Runtime rt({ca::virtual_device(fast_bytes, "fast"), ca::virtual_device(4 * setup.footprint, "slow")},
                      ca::policy::Registry::builtin().make(c.policy));
-      if (bench::plans_ahead(c.policy)) rt.set_program(program);
+      if (ca::policy::needs_program(c.policy)) rt.set_program(program);
       return ca::replay(trace, rt, devices, &model);
     };
     try {
@@ -166,7 +166,7 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
       if (!row.note.empty()) continue;
       try {
         const bench::MeasuredRun m = bench::measure_training(
-            setup, row.c.policy, bench::fast_budget(row.c.fraction, setup.footprint), o.iterations);
+            setup, row.c.policy, ca::fast_tier_bytes(row.c.fraction, setup.footprint), o.iterations);
         row.measured.push_back(m.seconds);
       } catch (const ca::out_of_memory&) {
         row.note = "out of memory";

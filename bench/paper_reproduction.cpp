@@ -68,9 +68,7 @@
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 namespace bench = cachedarrays::bench;
-using bench::fast_budget;
 using bench::label;
-using bench::plans_ahead;
 
 namespace {
 
@@ -90,7 +88,6 @@ std::vector<std::string> policy_names() {
           "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",       "planned",     "planned-a",   "autotm-static",
           "autotm-sync", "autotm-async", "autoswap:swdoa", "autoswap:bo", "redl", "2lm"};
 }
-bool is_two_lm(const std::string& policy) { return policy.rfind("2lm", 0) == 0; }
 // The CachedArrays comparison's default: every policy but those that plan
 // ahead — AutoTM's, which --autotm runs (each of its runs solves an ILP of
 // up to a minute), AutoSwap's and ReDL's, which --policies names (their
@@ -152,82 +149,48 @@ Row attempt(Row row, F&& run) {
   return row;
 }
 
-void fill_traffic(Row& row, const ca::Stats& s) {
-  row.fast_read = s.kernel_bytes_read[0] + s.bytes_copied_out_of(0);
-  row.fast_written = s.kernel_bytes_written[0] + s.bytes_copied_into(0);
-  row.slow_read = s.kernel_bytes_read[1] + s.bytes_copied_out_of(1);
-  row.slow_written = s.kernel_bytes_written[1] + s.bytes_copied_into(1);
+void fill_traffic(Row& row, const ca::TierTraffic& t) {
+  row.fast_read = t.fast_read;
+  row.fast_written = t.fast_written;
+  row.slow_read = t.slow_read;
+  row.slow_written = t.slow_written;
 }
 
-// A 2LM row: DRAM is the fast tier, NVRAM the slow one; the note gives the
-// cache's hit and miss rates.
-void fill_two_lm(Row& row, const ca::TwoLmCounters& c) {
-  row.fast_read = c.dram_bytes_read;
-  row.fast_written = c.dram_bytes_written;
-  row.slow_read = c.nvram_bytes_read;
-  row.slow_written = c.nvram_bytes_written;
-  row.note = fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", 100 * c.share(c.hits),
-                         100 * c.share(c.clean_misses), 100 * c.share(c.dirty_misses));
-}
-
+// The modeled rows of `config`: its dry-run trace through the capacity
+// planner (sim/capacity_plan.hpp) — the replay of each policy, the 2LM
+// model of 2lm and 2lm:m — on the paper's tiers, at each fraction of the
+// footprint and, given, at the paper's DRAM.
 void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::uint64_t nvram,
              std::optional<std::uint64_t> paper_dram, const std::vector<std::string>& policies,
              const ca::plan::KernelTimeModel& kernel_time, double plan_seconds, std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
-  const ca::Trace trace = bench::dry_run_trace(config, footprint);
+  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); });
   const ca::plan::Program program = ca::plan::Program::from_trace(trace);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
-  const std::vector<ca::DeviceModel> models{dram_model, optane_model};
-  // The baseline: everything in DRAM.
-  double all_fast = 0;
-  {
-    ca::Runtime rt({ca::virtual_device(footprint, "fast"),
-                    ca::virtual_device(nvram, "slow")},
-                   ca::policy::Registry::builtin().make("all-fast"));
-    all_fast = ca::replay(trace, rt, models, &kernel_time).modeled_seconds;
-  }
-  for (std::size_t f = 0; f < fractions.size(); ++f) {
-    const double fraction = fractions[f];
-    const bool paper_budget = paper_dram && f + 1 == fractions.size();
-    const std::uint64_t fast = fast_budget(fraction, footprint);
-    Row row = make_row("modeled", label(config), "", fraction, fast);
-    row.paper_budget = paper_budget;
-    for (const std::string& policy : policies) {
-      if (is_two_lm(policy)) continue;  // the 2LM model below
-      row.policy = policy;
-      rows.push_back(attempt(row, [&](Row& r) {
-        // AutoTM plans with the replay's own kernel model (kept, not owned)
-        // and the published bandwidths (the virtual devices have no
-        // emulation profile).
-        const std::shared_ptr<const ca::plan::KernelTimeModel> model(&kernel_time, [](const auto*) {});
-        ca::Runtime rt({ca::virtual_device(fast, "fast"), ca::virtual_device(nvram, "slow")},
-                       ca::policy::planned_policy_options(policy) ? bench::autotm_policy(policy, config, model, {}, plan_seconds)
-                                                              : ca::policy::Registry::builtin().make(policy));
-        if (plans_ahead(policy)) rt.set_program(program);
-        const ca::ReplayResult result = ca::replay(trace, rt, models, &kernel_time);
-        r.seconds = result.modeled_seconds;
-        r.exposed_copy_seconds = result.exposed_copy_seconds;
-        r.expansion = bench::footprint_expansion(result.stats, footprint);
-        r.note = bench::plan_note(rt.policy());
-        fill_traffic(r, result.stats);
-      }));
-    }
-    for (const bool m : {false, true}) {
-      row.policy = m ? "2lm:m" : "2lm";
-      if (std::find(policies.begin(), policies.end(), row.policy) == policies.end()) continue;
-      rows.push_back(attempt(row, [&](Row& r) {
-        const ca::TwoLmResult result =
-            ca::simulate_2lm(trace, fast, nvram, m, dram_model, optane_model, &kernel_time);
-        r.seconds = result.modeled_seconds;
-        fill_two_lm(r, result.counters);
-      }));
-    }
-  }
-  for (Row& row : rows) {
-    if (row.kind == "modeled" && row.model == label(config) && row.seconds) {
-      row.slowdown = row.slowdown_low = row.slowdown_high = *row.seconds / all_fast;
-    }
+  ca::CapacityPlanOptions options;
+  options.fractions = fractions;
+  options.policies = policies;
+  options.fast = dram_model;
+  options.slow = optane_model;
+  options.slow_bytes = nvram;
+  options.kernel_time = &kernel_time;
+  options.plan_seconds = plan_seconds;
+  // One runs at a time: the AutoTM rows' solve times are part of what this
+  // benchmark reports, and two solves side by side would halve each one's
+  // time limit's worth of search.
+  options.threads = 1;
+  const ca::CapacityPlan plan = ca::plan_capacity(trace, program, footprint, options);
+  for (const ca::CapacityPoint& p : plan.points) {
+    Row row = make_row("modeled", label(config), p.policy, p.fraction, p.fast_bytes);
+    row.paper_budget = paper_dram && p.fraction == fractions.back();
+    row.seconds = p.seconds;
+    row.slowdown = row.slowdown_low = row.slowdown_high = p.slowdown;
+    row.exposed_copy_seconds = p.exposed_copy_seconds;
+    row.expansion = p.expansion;
+    row.note = p.note;
+    fill_traffic(row, p.traffic);
+    rows.push_back(std::move(row));
   }
 }
 
@@ -259,9 +222,14 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
     // Traffic per iteration, averaged over the timed ones (the same in
     // every round: it is the policy's, not the machine's).
     Row traffic = row;
-    if (policy == "2lm:m") fill_two_lm(traffic, m.stats.memory_mode); else fill_traffic(traffic, m.stats);
+    if (policy == "2lm:m") {
+      fill_traffic(traffic, ca::tier_traffic(m.stats.memory_mode));
+      traffic.note = ca::hit_rates(m.stats.memory_mode);
+    } else {
+      fill_traffic(traffic, ca::tier_traffic(m.stats));
+    }
     row.note = m.note.empty() ? traffic.note : m.note;
-    row.expansion = std::max(row.expansion, bench::footprint_expansion(m.stats, footprint));
+    row.expansion = std::max(row.expansion, ca::footprint_expansion(m.stats, footprint));
     row.fast_read = traffic.fast_read / static_cast<std::uint64_t>(iterations);
     row.fast_written = traffic.fast_written / static_cast<std::uint64_t>(iterations);
     row.slow_read = traffic.slow_read / static_cast<std::uint64_t>(iterations);
@@ -274,7 +242,7 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
     run("all-fast", footprint, warm);  // warms oneDNN's primitive cache and the page cache
   }
   for (const double fraction : fractions) {
-    const std::uint64_t fast = fast_budget(fraction, footprint);
+    const std::uint64_t fast = ca::fast_tier_bytes(fraction, footprint);
     Row baseline = make_row("emulated", label(config), "all-fast", fraction, footprint);
     std::vector<Row> at_fraction;
     for (const std::string& policy : policies) {

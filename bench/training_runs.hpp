@@ -50,16 +50,6 @@ inline nn::ModelConfig small_config(const std::string& family, bool quick, std::
   return c;
 }
 
-// The fast tier for a budget of `fraction` of the footprint: whole pages,
-// at least one, and exactly the footprint at 100% (all-fast fits in exactly
-// that much; a page less would not hold it).
-inline std::uint64_t fast_budget(double fraction, std::uint64_t footprint) {
-  if (fraction >= 1.0) return footprint;
-  constexpr std::uint64_t page = 4096;
-  const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
-  return std::max(page, bytes / page * page);
-}
-
 // The name a policy gives itself ("planned" is ca-lm+best-fit); names the
 // registry does not know ("2lm:m") as they are.
 inline std::string mode_name(const std::string& policy) {
@@ -67,39 +57,10 @@ inline std::string mode_name(const std::string& policy) {
   return registry.contains(policy) ? registry.make(policy)->name() : policy;
 }
 
-// The lookahead modes, the offset-planned ones and AutoTM follow the program
-// of the iteration (nn::dry_run_program).
-inline bool plans_ahead(const std::string& policy) {
-  if (policy::planned_policy_options(policy)) return true;
-  const std::string name = mode_name(policy);
-  if (name.rfind("ca", 0) != 0) return false;
-  const policy::Mode mode = policy::Mode::parse(name);
-  return mode.async_lookahead || mode.offsets != plan::OffsetPlanner::online;
-}
-
 // The lookahead modes take a window (Lookahead).
 inline bool looks_ahead(const std::string& policy) {
   const std::string name = mode_name(policy);
   return name.rfind("ca", 0) == 0 && policy::Mode::parse(name).async_lookahead;
-}
-
-// One iteration's application events, recorded by a dry run (no kernels,
-// nothing stored) on virtual devices: the events do not depend on the policy.
-inline Trace dry_run_trace(const nn::ModelConfig& config, std::uint64_t footprint) {
-  Runtime rt({virtual_device(footprint, "fast"), virtual_device(footprint + (1 << 20), "slow")});
-  rt.start_trace();
-  {
-    nn::Trainer trainer(&rt, nn::build_model(config), {}, /*run_kernels=*/false);
-    const std::size_t n = static_cast<std::size_t>(config.batch * config.channels * config.image_size *
-                                                   config.image_size);
-    // Never touched by a dry run: left uninitialised so no page is faulted in.
-    auto images = std::make_unique_for_overwrite<float[]>(n);
-    std::vector<float> labels(static_cast<std::size_t>(config.batch), 0.0f);
-    (void)trainer.step({images.get(), n}, labels);
-    rt.collect();
-  }
-  rt.collect();
-  return *rt.trace();
 }
 
 // A model, its footprint, its program and one batch of synthetic data: what
@@ -154,32 +115,11 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
 }
 
-// What an AutoTM policy's plan cost: "plan 0.12 s, optimal, 1 retry"; empty
-// for other policies.
-inline std::string plan_note(const policy::Policy& p) {
-  const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&p);
-  if (autotm == nullptr || autotm->plan() == nullptr) return {};
-  const plan::AutotmPlan& plan = *autotm->plan();
-  return fmt::format("plan {:.2f} s, {}, {} retr{}{}{}", plan.seconds,
-                     plan.optimal ? "optimal" : fmt::format("gap {:.3f}", plan.gap), plan.retries,
-                     plan.retries == 1 ? "y" : "ies", plan.fits ? "" : " (fragments)",
-                     autotm->counters().departures > 1 ? fmt::format(", {} departures", autotm->counters().departures)
-                                                       : "");
-}
-
-// Total memory at its peak (both tiers) over the footprint, less one: what
-// the paper calls the footprint expansion (section 5.3).
-inline double footprint_expansion(const Stats& stats, std::uint64_t footprint) {
-  std::uint64_t peak = 0;
-  for (const DeviceCounters& d : stats.devices) peak += d.peak_bytes_in_use;
-  return static_cast<double>(peak) / static_cast<double>(footprint) - 1;
-}
-
 struct MeasuredRun {
   double seconds = 0;  // the median of the timed iterations
   Stats stats;         // over all the timed iterations
   int iterations = 0;
-  std::string note;    // plan_note
+  std::string note;    // an AutoTM plan's summary (AutotmPolicy::plan_summary)
   // Copy time per iteration the compute threads waited for: synchronous
   // copies to or from the emulated tier plus waits at the mover's fences.
   [[nodiscard]] double exposed_copy_seconds() const {
@@ -219,7 +159,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);
   Runtime rt(devices, std::move(chosen), mover);
-  if (plans_ahead(policy)) rt.set_program(setup.program);
+  if (policy::needs_program(policy)) rt.set_program(setup.program);
   nn::Trainer trainer(&rt, nn::build_model(setup.config));
   const auto step = [&] {
     return seconds_of([&] {
@@ -237,7 +177,8 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   const Stats before = rt.stats();
   std::vector<double> seconds;
   for (int i = 0; i < iterations; ++i) seconds.push_back(step());
-  return {median(seconds), rt.stats().since(before), iterations, plan_note(rt.policy())};
+  const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy());
+  return {median(seconds), rt.stats().since(before), iterations, autotm != nullptr ? autotm->plan_summary() : ""};
 }
 
 }  // namespace cachedarrays::bench

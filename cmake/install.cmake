@@ -13,6 +13,12 @@ endif()
 if(CACHEDARRAYS_BUILD_TOOLS)
   list(APPEND cachedarrays_installed_targets cachedarrays-info)
   set_target_properties(cachedarrays-info PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  if(TARGET cachedarrays-plan)
+    list(APPEND cachedarrays_installed_targets cachedarrays-plan)
+    set_target_properties(cachedarrays-plan PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+    # cachedarrays-plan --png runs it from here (share/cachedarrays beside bin/).
+    install(PROGRAMS tools/plot_plan.py DESTINATION ${CMAKE_INSTALL_DATADIR}/cachedarrays)
+  endif()
 endif()
 # The libraries are installed side by side, so each finds the others next
 # to itself: without this, a program linking only cachedarrays::nn from a

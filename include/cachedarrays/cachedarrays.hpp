@@ -44,6 +44,8 @@
 #include "cachedarrays/runtime/environment.hpp"
 #include "cachedarrays/runtime/kernel.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/capacity_plan.hpp"
+#include "cachedarrays/sim/memory_prices.hpp"
 #include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/sim/simulate_2lm.hpp"
 #include "cachedarrays/types.hpp"

@@ -520,6 +520,18 @@ std::uint64_t measure_footprint(const std::function<Graph()>& build) {
   return runtime.stats().devices[0].peak_extent;
 }
 
+Trace dry_run_trace(const std::function<Graph()>& build) {
+  Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
+  runtime.start_trace();
+  {
+    Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+    (void)trainer.step({}, {});
+    runtime.collect();
+  }
+  runtime.collect();
+  return *runtime.trace();
+}
+
 plan::Program dry_run_program(const std::function<Graph()>& build) {
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   runtime.start_trace();

@@ -3,3 +3,5 @@
 #include "cachedarrays/sim/simulate_2lm-inl.hpp"
 #include "cachedarrays/sim/trace_walker-inl.hpp"
 #include "cachedarrays/sim/copy_timeline-inl.hpp"
+#include "cachedarrays/sim/capacity_plan-inl.hpp"
+#include "cachedarrays/sim/memory_prices-inl.hpp"

@@ -165,4 +165,11 @@ class Trainer {
 // runtime with Runtime::set_program before training.
 [[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build);
 
+// One training iteration as a trace for the replay simulator (sim/
+// replay.hpp, sim/capacity_plan.hpp): the application events of a dry run on
+// a virtual heap from the trainer's construction (parameters created) through
+// one step() and collect() to the trainer's end (everything retired). The
+// events do not depend on the policy, so one trace replays under any.
+[[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build);
+
 }  // namespace cachedarrays::nn

@@ -224,6 +224,57 @@ CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optiona
   return Program(std::move(objects), std::move(kernels), std::move(steps));
 }
 
+CACHEDARRAYS_INLINE Trace Program::to_trace() const {
+  Trace trace;
+  const auto id = [](std::uint32_t object) -> std::uint64_t { return std::uint64_t{object} + 1; };
+  // Hints and retires carry the object's size: from_trace sizes a
+  // persistent object from its first use, which may be one of them.
+  const auto event = [&](TraceKind kind, std::uint32_t object, std::uint8_t detail = 0) {
+    TraceEvent e;
+    e.kind = kind;
+    e.object = id(object);
+    e.bytes = objects_[object].bytes;
+    e.detail = detail;
+    trace.record(e);
+  };
+  for (std::uint32_t o = 0; o < objects_.size(); ++o) {
+    if (objects_[o].persistent) event(TraceKind::create, o);
+  }
+  TraceEvent iteration;
+  iteration.kind = TraceKind::iteration;
+  iteration.object = 1;
+  trace.record(iteration);
+  std::vector<TraceArg> args;
+  for (const ProgramStep& step : steps_) {
+    switch (step.kind) {
+      case StepKind::create: event(TraceKind::create, step.index); break;
+      case StepKind::retire: event(TraceKind::retire, step.index); break;
+      case StepKind::hint: event(TraceKind::hint, step.index, static_cast<std::uint8_t>(step.hint)); break;
+      case StepKind::collect: {
+        TraceEvent e;
+        e.kind = TraceKind::collect;
+        trace.record(e);
+        break;
+      }
+      case StepKind::kernel: {
+        const ProgramKernel& k = kernels_[step.index];
+        args.clear();
+        for (const ProgramArg& a : k.args) args.push_back({id(a.object), a.bytes, a.access == Access::write, 0});
+        const std::uint32_t name = trace.record_kernel(k.name, args);
+        // A scoped read()/write() access has no end event (trace.hpp).
+        if (k.name != scoped_access_kernel(Access::read) && k.name != scoped_access_kernel(Access::write)) {
+          TraceEvent end;
+          end.kind = TraceKind::kernel_end;
+          end.name = name;
+          trace.record(end);
+        }
+        break;
+      }
+    }
+  }
+  return trace;
+}
+
 // ---- queries -----------------------------------------------------------------
 
 CACHEDARRAYS_INLINE const std::vector<std::uint32_t>& Program::uses(std::uint32_t object) const {

@@ -88,6 +88,11 @@ class Program {
   // not that one, or when it is inconsistent (an object used before it was
   // created, in the trace's own words).
   [[nodiscard]] static Program from_trace(const Trace& trace, std::optional<std::uint64_t> iteration = std::nullopt);
+  // The inverse: a trace the replay simulator (sim/replay.hpp) runs — the
+  // persistent objects created, then iteration 1 (its steps as trace
+  // events; object k is trace object k + 1, every argument on device 0).
+  // from_trace(p.to_trace()) == p.
+  [[nodiscard]] Trace to_trace() const;
 
   [[nodiscard]] const std::vector<ProgramObject>& objects() const noexcept { return objects_; }
   [[nodiscard]] const std::vector<ProgramKernel>& kernels() const noexcept { return kernels_; }

@@ -5,6 +5,8 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -103,6 +105,15 @@ CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : op
   if (bad(options_.fast_tier) || bad(options_.slow_tier)) {
     throw invalid_argument("AutotmPolicy: a tier's bandwidths are both > 0 GB/s, or both 0 (taken from the devices)");
   }
+}
+
+CACHEDARRAYS_INLINE std::string AutotmPolicy::plan_summary() const {
+  if (!plan_) return {};
+  const plan::AutotmPlan& p = *plan_;
+  return fmt::format("plan {:.2f} s, {}, {} retr{}{}{}", p.seconds,
+                     p.optimal ? "optimal" : fmt::format("gap {:.3f}", p.gap), p.retries, p.retries == 1 ? "y" : "ies",
+                     p.fits ? "" : " (fragments)",
+                     counters_.departures > 1 ? fmt::format(", {} departures", counters_.departures) : "");
 }
 
 CACHEDARRAYS_INLINE std::string AutotmPolicy::name() const {

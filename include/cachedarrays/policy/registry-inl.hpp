@@ -133,4 +133,15 @@ CACHEDARRAYS_INLINE std::string Registry::description(std::string_view name) con
   return it == entries_.end() ? std::string{} : it->second.description;
 }
 
+CACHEDARRAYS_INLINE bool needs_program(std::string_view name) {
+  if (planned_policy_options(name)) return true;
+  const Registry registry = Registry::builtin();
+  if (!registry.contains(name)) return false;
+  // By the name the policy gives itself: "planned" is ca-lm+best-fit.
+  const std::string mode = registry.make(name)->name();
+  if (mode.rfind("ca", 0) != 0) return false;
+  const Mode parsed = Mode::parse(mode);
+  return parsed.async_lookahead || parsed.offsets != plan::OffsetPlanner::online;
+}
+
 }  // namespace cachedarrays::policy

@@ -58,6 +58,13 @@ class Registry {
 // Their names and descriptions, as builtin() registers them.
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> planned_policies();
 
+// Whether the built-in policy `name` plans from the program of the
+// iteration and should be given one (Runtime::set_program): the planned
+// policies above, the lookahead modes (ca-lma, ...) and the offset-planned
+// ones (planned, planned-a). False for names the built-in registry does not
+// know.
+[[nodiscard]] bool needs_program(std::string_view name);
+
 }  // namespace cachedarrays::policy
 
 #ifdef CACHEDARRAYS_HEADER_ONLY

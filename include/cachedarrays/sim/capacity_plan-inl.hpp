@@ -1,0 +1,250 @@
+// Implementation of capacity_plan.hpp (header-only mode includes it from there; the
+// compiled library builds it in src/sim/sim.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/sim/capacity_plan.hpp"
+
+#include <fmt/format.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <utility>
+
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
+#include "cachedarrays/policy/autotm_policy.hpp"
+#include "cachedarrays/policy/registry.hpp"
+#include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/simulate_2lm.hpp"
+
+namespace cachedarrays {
+
+namespace detail {
+
+// "2lm" and "2lm:m": the hardware's memory mode, modeled by simulate_2lm,
+// not a policy of the registry.
+inline bool is_two_level_memory(std::string_view policy) { return policy == "2lm" || policy == "2lm:m"; }
+
+inline bool is_known_policy(std::string_view name) {
+  return is_two_level_memory(name) || policy::Registry::builtin().contains(name);
+}
+
+// The policy named, planned policies planning with the replay's own kernel
+// model and the machine's bandwidths (the virtual devices have no emulation
+// profile to take them from).
+inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, const CapacityPlanOptions& o) {
+  std::optional<policy::AutotmPolicyOptions> planned = policy::planned_policy_options(name);
+  if (!planned) return policy::Registry::builtin().make(name);
+  static const plan::MemoryBound memory_bound;
+  const plan::KernelTimeModel* model = o.kernel_time != nullptr ? o.kernel_time : &memory_bound;
+  planned->time_model = std::shared_ptr<const plan::KernelTimeModel>(model, [](const auto*) {});  // kept, not owned
+  planned->fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
+  planned->slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
+  if (o.plan_seconds > 0) planned->solver.time_limit_seconds = o.plan_seconds;
+  // The solve's progress is not the plan's report; its warnings are.
+  planned->log = [](const std::string& line) {
+    if (line.rfind("warning", 0) == 0) fmt::print(stderr, "cachedarrays: {}\n", line);
+  };
+  return std::make_unique<policy::AutotmPolicy>(std::move(*planned));
+}
+
+inline std::uint64_t slow_capacity(const CapacityPlanOptions& o, std::uint64_t footprint) {
+  return o.slow_bytes > 0 ? o.slow_bytes : 4 * footprint;
+}
+
+inline void check(const CapacityPlanOptions& o) {
+  if (o.fractions.empty()) throw invalid_argument("cachedarrays: capacity plan: no fast-tier fraction to try");
+  for (const double f : o.fractions) {
+    if (!(f > 0) || !std::isfinite(f)) {
+      throw invalid_argument(fmt::format(
+          "cachedarrays: capacity plan: fast-tier fraction {} is not allowed; each must be > 0 (a share of the "
+          "footprint; 1 and above is all of it)", f));
+    }
+  }
+  for (const std::string& p : o.policies) {
+    if (!is_known_policy(p)) {
+      std::string valid;
+      for (const std::string& name : all_policies()) valid += (valid.empty() ? "" : ", ") + name;
+      throw invalid_argument(fmt::format("cachedarrays: capacity plan: unknown policy '{}'; valid: {}", p, valid));
+    }
+  }
+  for (const DeviceModel* d : {&o.fast, &o.slow}) {
+    if (!(d->read_gbps > 0) || !(d->write_gbps > 0)) {
+      throw invalid_argument(fmt::format("cachedarrays: capacity plan: tier '{}' needs read and write bandwidths > 0 "
+                                         "GB/s; got {} / {}", d->name, d->read_gbps, d->write_gbps));
+    }
+  }
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE TierTraffic tier_traffic(const Stats& s) {
+  return {s.kernel_bytes_read[0] + s.bytes_copied_out_of(0), s.kernel_bytes_written[0] + s.bytes_copied_into(0),
+          s.kernel_bytes_read[1] + s.bytes_copied_out_of(1), s.kernel_bytes_written[1] + s.bytes_copied_into(1)};
+}
+
+CACHEDARRAYS_INLINE TierTraffic tier_traffic(const TwoLmCounters& c) {
+  return {c.dram_bytes_read, c.dram_bytes_written, c.nvram_bytes_read, c.nvram_bytes_written};
+}
+
+CACHEDARRAYS_INLINE std::string hit_rates(const TwoLmCounters& c) {
+  return fmt::format("hit {:.1f}% clean-miss {:.1f}% dirty-miss {:.1f}%", 100 * c.share(c.hits),
+                     100 * c.share(c.clean_misses), 100 * c.share(c.dirty_misses));
+}
+
+CACHEDARRAYS_INLINE std::uint64_t fast_tier_bytes(double fraction, std::uint64_t footprint) noexcept {
+  if (fraction >= 1.0) return footprint;
+  constexpr std::uint64_t page = 4096;
+  const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
+  return std::max(page, bytes / page * page);
+}
+
+CACHEDARRAYS_INLINE double footprint_expansion(const Stats& stats, std::uint64_t footprint) {
+  std::uint64_t peak = 0;
+  for (const DeviceCounters& d : stats.devices) peak += d.peak_bytes_in_use;
+  return static_cast<double>(peak) / static_cast<double>(footprint) - 1;
+}
+
+CACHEDARRAYS_INLINE std::uint64_t replayed_footprint(const Trace& trace) {
+  constexpr std::uint64_t unbounded = std::uint64_t{1} << 50;
+  Runtime rt({virtual_device(unbounded, "fast"), virtual_device(unbounded, "slow")},
+             policy::Registry::builtin().make("all-fast"));
+  const std::vector<DeviceModel> models{{"fast", 1, 1}, {"slow", 1, 1}};
+  return replay(trace, rt, models).stats.devices[0].peak_extent;
+}
+
+CACHEDARRAYS_INLINE std::vector<std::string> quick_policies() {
+  return {"all-fast", "all-slow", "first-touch", "hw-cache", "2lm:m",  "ca",        "ca-l",
+          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",  "planned", "planned-a", "2lm"};
+}
+
+CACHEDARRAYS_INLINE std::vector<std::string> all_policies() {
+  std::vector<std::string> names = quick_policies();
+  for (const auto& [name, description] : policy::planned_policies()) names.push_back(name);
+  return names;
+}
+
+CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Program& program,
+                                              std::uint64_t footprint, const std::string& policy, double fraction,
+                                              const CapacityPlanOptions& options) {
+  CapacityPoint point;
+  point.policy = policy;
+  point.fraction = fraction;
+  point.fast_bytes = fast_tier_bytes(fraction, footprint);
+  const std::uint64_t slow = detail::slow_capacity(options, footprint);
+  try {
+    if (detail::is_two_level_memory(policy)) {
+      const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, policy == "2lm:m", options.fast,
+                                         options.slow, options.kernel_time);
+      point.seconds = r.modeled_seconds;
+      point.traffic = tier_traffic(r.counters);
+      point.slow_peak = r.peak_bytes;
+      point.note = hit_rates(r.counters);
+      return point;
+    }
+    Runtime rt({virtual_device(point.fast_bytes, "fast"), virtual_device(slow, "slow")},
+               detail::modeled_policy(policy, options));
+    if (policy::needs_program(policy)) rt.set_program(program);
+    const ReplayResult r = replay(trace, rt, {options.fast, options.slow}, options.kernel_time);
+    const Stats& s = r.stats;
+    point.seconds = r.modeled_seconds;
+    point.exposed_copy_seconds = r.exposed_copy_seconds;
+    point.copy_seconds = r.copy_seconds;
+    point.traffic = tier_traffic(s);
+    point.slow_peak = s.devices[1].peak_extent;
+    point.expansion = footprint_expansion(s, footprint);
+    if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy())) point.note = autotm->plan_summary();
+  } catch (const out_of_memory&) {
+    point.seconds.reset();
+    point.note = "out of memory";
+  }
+  return point;
+}
+
+CACHEDARRAYS_INLINE CapacityPlan plan_capacity(const Trace& trace, const plan::Program& program,
+                                               std::uint64_t footprint, const CapacityPlanOptions& options,
+                                               const CapacityProgress& progress) {
+  detail::check(options);
+  CapacityPlan result;
+  result.footprint = footprint;
+  const std::size_t n_policies = options.policies.size();
+  const std::size_t total = 1 + options.fractions.size() * n_policies;
+  std::vector<CapacityPoint> points(total);
+  std::atomic<std::size_t> done{0};
+  std::mutex report;
+  // Task 0 is the baseline: everything in the fast tier.
+  const auto run = [&](std::size_t task) {
+    points[task] = task == 0 ? model_point(trace, program, footprint, "all-fast", 1.0, options)
+                             : model_point(trace, program, footprint, options.policies[(task - 1) % n_policies],
+                                           options.fractions[(task - 1) / n_policies], options);
+    const std::size_t now = ++done;
+    if (progress) {
+      const std::lock_guard<std::mutex> lock(report);
+      progress(points[task], now, total);
+    }
+  };
+  // The replays are independent (each its own runtime on virtual devices;
+  // the trace, the program and the kernel model are only read), so they run
+  // side by side; the points keep their order whatever the threads.
+  tbb::task_arena arena(options.threads > 0 ? static_cast<int>(options.threads) : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, total, run, tbb::simple_partitioner{});
+  });
+  if (!points[0].seconds) {
+    throw invalid_argument("cachedarrays: capacity plan: all-fast does not fit in a fast tier of the footprint (" +
+                           format_bytes(footprint) + "); the footprint is too small for the trace");
+  }
+  result.all_fast_seconds = *points[0].seconds;
+  result.points.assign(points.begin() + 1, points.end());
+  for (CapacityPoint& p : result.points) {
+    if (p.seconds) p.slowdown = *p.seconds / result.all_fast_seconds;
+  }
+  return result;
+}
+
+CACHEDARRAYS_INLINE double memory_cost(const CapacityPoint& point, const MemoryPrices& prices,
+                                       std::string_view fast_tier, std::string_view slow_tier) {
+  return prices.cost(fast_tier, point.fast_bytes) + prices.cost(slow_tier, point.slow_peak);
+}
+
+CACHEDARRAYS_INLINE CapacityAnswer answer_capacity(const CapacityPlan& plan, double within, const MemoryPrices& prices,
+                                                   std::string_view fast_tier, std::string_view slow_tier) {
+  if (!(within >= 1)) {
+    throw invalid_argument(fmt::format("cachedarrays: capacity answer: a slowdown bound of {} is not allowed; it is "
+                                       "a ratio to all-fast, >= 1 (1.10: within 10%)", within));
+  }
+  CapacityAnswer answer;
+  answer.all_fast_cost_dollars = prices.cost(fast_tier, plan.footprint);
+  const CapacityPoint* best = nullptr;
+  double best_cost = 0;
+  for (const CapacityPoint& p : plan.points) {
+    if (!p.seconds || p.slowdown > within) continue;
+    const double cost = memory_cost(p, prices, fast_tier, slow_tier);
+    // The smallest fast tier; at one size the fastest policy, then the cheaper.
+    if (best == nullptr || p.fast_bytes < best->fast_bytes ||
+        (p.fast_bytes == best->fast_bytes &&
+         (*p.seconds < *best->seconds || (*p.seconds == *best->seconds && cost < best_cost)))) {
+      best = &p;
+      best_cost = cost;
+    }
+  }
+  if (best == nullptr) {
+    answer.reason = fmt::format("no policy is within {:.2f}x of all-fast at any fast-tier size tried", within);
+    return answer;
+  }
+  answer.found = true;
+  answer.policy = best->policy;
+  answer.fraction = best->fraction;
+  answer.fast_bytes = best->fast_bytes;
+  answer.slow_bytes = best->slow_peak;
+  answer.slowdown = best->slowdown;
+  answer.cost_dollars = best_cost;
+  return answer;
+}
+
+}  // namespace cachedarrays

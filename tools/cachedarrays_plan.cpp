@@ -1,0 +1,392 @@
+// cachedarrays-plan: "how much DRAM do I need?" answered by simulation
+// (sim/capacity_plan.hpp). One training iteration — of a bundled model
+// (family, depth, batch, image size), recorded by a dry run, or of a program
+// JSON any application saved (plan::Program::save, Runtime::record_program)
+// — is replayed under every policy at a range of fast-tier sizes on a
+// modeled machine: kernels on the roofline of its compute rate and fast
+// tier, copies at its tiers' bandwidths, asynchronous copies overlapping
+// the kernels; the hardware's 2LM memory mode through its cache model.
+// Each point is priced (sim/memory_prices.hpp: AutoTM's Table 2 by default)
+// and the answer is the smallest fast tier at which the best policy is
+// within --within of all-fast, with its memory cost against all-DRAM.
+// Everything it prints is modeled, not measured.
+//
+//   cachedarrays-plan --model densenet --depth 264 --batch 1536
+//   cachedarrays-plan --program iteration.json --slow-tier cxl --json plan.json --png plan.png
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <cachedarrays/cachedarrays.hpp>
+#include <cachedarrays/manager/emulation.hpp>
+#include <cachedarrays/nn/models.hpp>
+#include <cachedarrays/nn/profiler.hpp>
+#include <cachedarrays/nn/trainer.hpp>
+
+#include "bench_support.hpp"
+
+namespace ca = cachedarrays;
+namespace nn = cachedarrays::nn;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+struct Options {
+  nn::ModelConfig model{.family = "", .depth = 0, .batch = 32, .image_size = 224, .classes = 1000, .width = 1.0};
+  std::string program;  // a program JSON instead of a model
+  std::vector<double> fractions{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+  std::vector<std::string> policies;  // empty: quick_policies(); "all": all_policies()
+  std::string slow_tier = "optane";
+  std::string prices_file;
+  double gflops = 0;  // 0: this machine's per-core rate times --cores
+  int cores = 28;
+  std::string profile_cache = nn::default_profile_cache();
+  double within = 1.10;
+  double plan_seconds = 0;
+  unsigned threads = 0;
+  std::string json;
+  std::string png;
+  bool quiet = false;
+};
+
+// The modeled machine's tiers: the paper's six-channel DDR4 and, below it,
+// six interleaved Optane DIMMs or a CXL expander at half of DRAM's
+// bandwidth (emulation::cxl's ratio).
+ca::DeviceModel tier_model(const std::string& name) {
+  const ca::emulation::Bandwidth ddr4 = ca::emulation::published::ddr4_six_channel;
+  if (name == "dram") return {"dram", ddr4.read_gbps, ddr4.write_gbps};
+  if (name == "optane") {
+    const ca::emulation::Bandwidth o = ca::emulation::published::optane_six_dimms;
+    return {"optane", o.read_gbps, o.write_gbps};
+  }
+  return {"cxl", ddr4.read_gbps / 2, ddr4.write_gbps / 2};
+}
+
+std::string describe_model(const nn::ModelConfig& m) {
+  return fmt::format("{}-{} b{}{}", m.family, m.depth, m.batch,
+                     m.image_size != 224 || m.width != 1.0 ? fmt::format(" {}px width {}", m.image_size, m.width) : "");
+}
+
+// The compute rate of the modeled machine: --gflops, or this machine's
+// achieved rate per core on a small ResNet's convolutions (profiled once
+// into the profile cache) times --cores.
+struct ComputeRate {
+  double flops_per_second = 0;
+  std::string how;
+};
+
+ComputeRate compute_rate(const Options& o) {
+  if (o.gflops > 0) return {o.gflops * 1e9, "given by --gflops"};
+  const nn::ModelConfig probe{.family = "resnet", .depth = 18, .batch = 32, .image_size = 96, .classes = 10};
+  bool measured = false;
+  const ca::plan::KernelProfiles profiles =
+      nn::profile_model([&] { return nn::build_model(probe); }, o.profile_cache, {}, &measured);
+  const double here = ca::plan::compute_rate(profiles);
+  const unsigned cores = profiles.key().cores;
+  return {here / cores * o.cores,
+          fmt::format("this machine's {:.1f} GFLOP/s on {} cores ({} {}) per core times --cores {}", here / 1e9,
+                      cores, measured ? "profiled into" : "profiles from", o.profile_cache, o.cores)};
+}
+
+std::string gb(std::uint64_t bytes) { return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9); }
+std::string dollars(double d) { return fmt::format("${:.0f}", d); }
+
+void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::MemoryPrices& prices,
+                  const ca::DeviceModel& fast, const ca::DeviceModel& slow) {
+  const std::vector<std::string>& policies = o.policies;
+  const std::size_t n = policies.size();
+  // Slowdown of every policy at every size.
+  std::vector<ca::bench::Column> columns{{"policy", 14, ca::bench::Align::left}};
+  for (const double f : o.fractions) columns.push_back({fmt::format("{:.0f}%", 100 * f), 6});
+  ca::bench::Table matrix(columns, "  ");
+  fmt::print("\nmodeled iteration time over all-fast's ({:.3f} s), by fast tier as a share of the footprint:\n",
+             plan.all_fast_seconds);
+  matrix.print_header();
+  matrix.print_rule();
+  for (std::size_t p = 0; p < n; ++p) {
+    std::vector<std::string> cells{policies[p]};
+    for (std::size_t f = 0; f < o.fractions.size(); ++f) {
+      const ca::CapacityPoint& point = plan.points[f * n + p];
+      cells.push_back(point.seconds ? fmt::format("{:.2f}x", point.slowdown) : "oom");
+    }
+    matrix.print_row(cells);
+  }
+  // The fastest policy at every size, its traffic and what its memory costs.
+  ca::bench::Table best({{"fast tier", 10},
+                         {"share", 5},
+                         {"fastest policy", 14, ca::bench::Align::left, 2},
+                         {"slowdown", 8},
+                         {"exposed s", 9},
+                         {"fast r/w", 19},
+                         {"slow r/w", 19},
+                         {"slow tier", 10},
+                         {"memory $", 9},
+                         {"vs all-DRAM", 11}},
+                        "  ");
+  const double all_dram = prices.cost(fast.name, plan.footprint);
+  fmt::print("\nthe fastest policy at each size; traffic per iteration; {} at ${:.2f}/GB, {} at ${:.2f}/GB (slow "
+             "tier: its peak):\n",
+             fast.name, prices.dollars_per_gb(fast.name), slow.name, prices.dollars_per_gb(slow.name));
+  best.print_header();
+  best.print_rule();
+  for (std::size_t f = 0; f < o.fractions.size(); ++f) {
+    const ca::CapacityPoint* top = nullptr;
+    for (std::size_t p = 0; p < n; ++p) {
+      const ca::CapacityPoint& point = plan.points[f * n + p];
+      if (point.seconds && (top == nullptr || *point.seconds < *top->seconds)) top = &point;
+    }
+    if (top == nullptr) {
+      best.print_row({gb(ca::fast_tier_bytes(o.fractions[f], plan.footprint)),
+                      fmt::format("{:.0f}%", 100 * o.fractions[f]), "none fits"});
+      continue;
+    }
+    const double cost = ca::memory_cost(*top, prices, fast.name, slow.name);
+    const ca::TierTraffic& t = top->traffic;
+    best.print_row({gb(top->fast_bytes), fmt::format("{:.0f}%", 100 * top->fraction), top->policy,
+                    fmt::format("{:.2f}x", top->slowdown), fmt::format("{:.3f}", top->exposed_copy_seconds),
+                    ca::format_bytes(t.fast_read) + "/" + ca::format_bytes(t.fast_written),
+                    ca::format_bytes(t.slow_read) + "/" + ca::format_bytes(t.slow_written), gb(top->slow_peak),
+                    dollars(cost), fmt::format("{:+.0f}%", 100 * (cost / all_dram - 1))});
+  }
+}
+
+Json point_json(const ca::CapacityPoint& p, const ca::MemoryPrices& prices, const ca::DeviceModel& fast,
+                const ca::DeviceModel& slow) {
+  const auto number_or_null = [&](double v) { return p.seconds ? Json(v) : Json(nullptr); };
+  return Json{{"policy", p.policy},
+              {"fraction", p.fraction},
+              {"fast_bytes", p.fast_bytes},
+              {"seconds", p.seconds ? Json(*p.seconds) : Json(nullptr)},
+              {"slowdown", number_or_null(p.slowdown)},
+              {"exposed_copy_seconds", p.exposed_copy_seconds},
+              {"copy_seconds", p.copy_seconds},
+              {"fast_read", p.traffic.fast_read},
+              {"fast_written", p.traffic.fast_written},
+              {"slow_read", p.traffic.slow_read},
+              {"slow_written", p.traffic.slow_written},
+              {"slow_bytes", p.slow_peak},
+              {"footprint_expansion", p.expansion},
+              {"cost_dollars", number_or_null(ca::memory_cost(p, prices, fast.name, slow.name))},
+              {"note", p.note}};
+}
+
+// The plot script: beside an installed binary (share/cachedarrays), else in
+// the source tree the binary was built from.
+std::string plot_script() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path installed = self.parent_path().parent_path() / "share/cachedarrays/plot_plan.py";
+    if (std::filesystem::exists(installed)) return installed.string();
+  }
+  return CACHEDARRAYS_PLOT_PLAN;
+}
+
+int run(Options& o) {
+  if (o.model.family.empty() == o.program.empty()) {
+    throw ca::invalid_argument("give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
+                               "one of them");
+  }
+  if (o.policies.empty()) {
+    o.policies = ca::quick_policies();
+  } else if (o.policies == std::vector<std::string>{"all"}) {
+    o.policies = ca::all_policies();
+  }
+  std::sort(o.fractions.begin(), o.fractions.end());
+  o.fractions.erase(std::unique(o.fractions.begin(), o.fractions.end()), o.fractions.end());
+  const ca::MemoryPrices prices = o.prices_file.empty() ? ca::MemoryPrices::defaults()
+                                                        : ca::MemoryPrices::load(o.prices_file);
+  const ca::DeviceModel fast = tier_model("dram");
+  const ca::DeviceModel slow = tier_model(o.slow_tier);
+  (void)prices.dollars_per_gb(slow.name);  // a missing price fails now, not after the replays
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::string label;
+  ca::Trace trace;
+  std::uint64_t footprint = 0;
+  if (!o.program.empty()) {
+    label = std::filesystem::path(o.program).filename().string();
+    const ca::plan::Program program = ca::plan::Program::load(o.program);
+    trace = program.to_trace();
+    footprint = ca::replayed_footprint(trace);
+  } else {
+    label = describe_model(o.model);
+    const auto build = [&] { return nn::build_model(o.model); };
+    footprint = nn::measure_footprint(build);
+    if (!o.quiet) fmt::print(stderr, "{}: footprint {}, recording a dry run...\n", label, ca::format_bytes(footprint));
+    trace = nn::dry_run_trace(build);
+  }
+  const ca::plan::Program program = ca::plan::Program::from_trace(trace);
+  const ComputeRate rate = compute_rate(o);
+  const ca::plan::Roofline roofline(rate.flops_per_second, {fast.read_gbps, fast.write_gbps});
+
+  ca::CapacityPlanOptions options;
+  options.fractions = o.fractions;
+  options.policies = o.policies;
+  options.fast = fast;
+  options.slow = slow;
+  options.kernel_time = &roofline;
+  options.plan_seconds = o.plan_seconds;
+  options.threads = o.threads;
+  if (!o.quiet) {
+    fmt::print(stderr, "{}: {} kernels; replaying {} policies at {} fast-tier sizes (modeled)\n", label,
+               program.kernels().size(), o.policies.size(), o.fractions.size());
+  }
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const ca::CapacityPlan plan = ca::plan_capacity(
+      trace, program, footprint, options, [&](const ca::CapacityPoint& p, std::size_t done, std::size_t total) {
+        if (o.quiet) return;
+        const std::string line =
+            fmt::format("[{:>4}/{}] {:5.1f} s  {:<14} at {:>3.0f}%: {}", done, total, elapsed(), p.policy,
+                        100 * p.fraction, p.seconds ? fmt::format("{:.3f} s", *p.seconds) : p.note);
+        // On a terminal one line that updates; in a log every point.
+        if (tty) {
+          fmt::print(stderr, "\r{:<78}", line);
+        } else {
+          fmt::print(stderr, "{}\n", line);
+        }
+      });
+  if (tty && !o.quiet) fmt::print(stderr, "\n");
+  const ca::CapacityAnswer answer = ca::answer_capacity(plan, o.within, prices, fast.name, slow.name);
+  const double seconds = elapsed();
+
+  fmt::print("{}: footprint {} ({}), all-fast {:.3f} s per iteration (modeled)\n", label,
+             ca::format_bytes(footprint), gb(footprint), plan.all_fast_seconds);
+  fmt::print("modeled machine: {} {:.0f}/{:.0f} GB/s read/write, {} {:.1f}/{:.1f} GB/s; compute {:.0f} GFLOP/s ({})\n",
+             fast.name, fast.read_gbps, fast.write_gbps, slow.name, slow.read_gbps, slow.write_gbps,
+             rate.flops_per_second / 1e9, rate.how);
+  print_tables(plan, o, prices, fast, slow);
+  if (answer.found) {
+    fmt::print("\nanswer: {} of {} ({:.0f}% of the footprint) with {}: {:.2f}x all-fast; memory {} ({} {} + {} {}) "
+               "against {} all-{}: {:.0f}% {}\n",
+               gb(answer.fast_bytes), fast.name, 100 * answer.fraction, answer.policy, answer.slowdown,
+               dollars(answer.cost_dollars), gb(answer.fast_bytes), fast.name, gb(answer.slow_bytes), slow.name,
+               dollars(answer.all_fast_cost_dollars), fast.name,
+               100 * std::abs(1 - answer.cost_dollars / answer.all_fast_cost_dollars),
+               answer.cost_dollars <= answer.all_fast_cost_dollars ? "less" : "more");
+  } else {
+    fmt::print("\nno answer: {}\n", answer.reason);
+  }
+  fmt::print("planned in {:.1f} s ({} replays); every figure is modeled, not measured\n", seconds,
+             plan.points.size() + 1);
+
+  Json doc{{"format", "cachedarrays-plan"},
+           {"version", 1},
+           {"model", label},
+           {"footprint_bytes", footprint},
+           {"kind", "modeled"},
+           {"machine",
+            {{"fast", {{"name", fast.name}, {"read_gbps", fast.read_gbps}, {"write_gbps", fast.write_gbps},
+                       {"dollars_per_gb", prices.dollars_per_gb(fast.name)}}},
+             {"slow", {{"name", slow.name}, {"read_gbps", slow.read_gbps}, {"write_gbps", slow.write_gbps},
+                       {"dollars_per_gb", prices.dollars_per_gb(slow.name)}}},
+             {"flops_per_second", rate.flops_per_second},
+             {"compute_rate", rate.how},
+             {"kernel_model", "roofline"}}},
+           {"within", o.within},
+           {"all_fast_seconds", plan.all_fast_seconds},
+           {"all_dram_cost_dollars", answer.all_fast_cost_dollars},
+           {"plan_seconds", seconds},
+           {"points", Json::array()}};
+  for (const ca::CapacityPoint& p : plan.points) doc["points"].push_back(point_json(p, prices, fast, slow));
+  doc["answer"] = answer.found ? Json{{"found", true},
+                                      {"policy", answer.policy},
+                                      {"fraction", answer.fraction},
+                                      {"fast_bytes", answer.fast_bytes},
+                                      {"slow_bytes", answer.slow_bytes},
+                                      {"slowdown", answer.slowdown},
+                                      {"cost_dollars", answer.cost_dollars},
+                                      {"all_dram_cost_dollars", answer.all_fast_cost_dollars},
+                                      {"saving", 1 - answer.cost_dollars / answer.all_fast_cost_dollars}}
+                               : Json{{"found", false}, {"reason", answer.reason}};
+  std::string json_path = o.json;
+  if (json_path.empty() && !o.png.empty()) json_path = o.png + ".json";
+  if (!json_path.empty()) {
+    if (!ca::bench::write_json(json_path, doc, "cachedarrays-plan")) return 1;
+    fmt::print("wrote {}\n", json_path);
+  }
+  if (!o.png.empty()) {
+    const auto [out, status] = ca::bench::capture(fmt::format("/usr/bin/python3 {} {} -o {} 2>&1",
+                                                              ca::bench::shell_quote(plot_script()),
+                                                              ca::bench::shell_quote(json_path),
+                                                              ca::bench::shell_quote(o.png)));
+    if (status != 0) {
+      fmt::print(stderr, "cachedarrays-plan: drawing {} failed (needs /usr/bin/python3 with matplotlib): {}", o.png,
+                 out);
+      return 1;
+    }
+    fmt::print("wrote {}\n", o.png);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"cachedarrays-plan: how much fast memory (DRAM) does a training iteration need, with which policy, "
+               "at what memory cost? Every policy replayed at a range of fast-tier sizes on a modeled machine "
+               "(roofline kernels, the tiers' published bandwidths): modeled, not measured."};
+  app.add_option("--model", o.model.family, "a bundled model: resnet, densenet or vgg (with --depth)")
+      ->check(CLI::IsMember(nn::model_families()));
+  app.add_option("--depth", o.model.depth, "its depth (resnet 18..200, densenet 121..264, vgg 11..416)");
+  app.add_option("--batch", o.model.batch, "its batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--image-size", o.model.image_size, "its square image size")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--classes", o.model.classes, "its class count")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--width", o.model.width, "its channel multiplier")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--program", o.program,
+                 "a program JSON of one iteration (plan::Program::save; Runtime::record_program) instead of a model; "
+                 "kernels the roofline does not know by name are modeled memory-bound")
+      ->check(CLI::ExistingFile);
+  app.add_option("--fractions", o.fractions, "fast-tier sizes to try, as shares of the footprint")
+      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+  std::string policies_help = "policies to compare, comma-separated, or 'all' (adds the planned policies, whose "
+                              "plans of paper-sized programs take minutes; --plan-seconds bounds each); default:";
+  for (const std::string& p : ca::quick_policies()) policies_help += " " + p;
+  app.add_option("--policies", o.policies, policies_help)->delimiter(',');
+  app.add_option("--slow-tier", o.slow_tier,
+                 "the slow tier: optane (six interleaved DIMMs, 39.4/13.9 GB/s) or cxl (an expander at half of "
+                 "DDR4's 118/83 GB/s); the fast tier is six-channel DDR4")
+      ->capture_default_str()->check(CLI::IsMember({"optane", "cxl"}));
+  app.add_option("--prices", o.prices_file,
+                 "a JSON of dollars per GB by tier replacing the defaults: {\"dram\": 16.61, \"optane\": 7.85, "
+                 "\"cxl\": 16.61} (AutoTM's Table 2; cxl at DRAM's price, an assumption)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--gflops", o.gflops,
+                 "the modeled machine's compute rate in GFLOP/s (default: this machine's achieved rate per core on "
+                 "a small ResNet's convolutions times --cores)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cores", o.cores, "cores of the modeled machine when --gflops is not given (the paper's socket)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--profile-cache", o.profile_cache, "kernel profiles for the compute rate (measured once)")
+      ->capture_default_str();
+  app.add_option("--within", o.within, "the answer's bound on the slowdown against all-fast")
+      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
+  app.add_option("--plan-seconds", o.plan_seconds, "time limit of each planned policy's plan (default: theirs)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "replays side by side (default: every core)");
+  app.add_option("--json", o.json, "write every point and the answer as JSON (tools/plot_plan.py reads it)");
+  app.add_option("--png", o.png, "draw time and cost against the fast tier's size (/usr/bin/python3, matplotlib)");
+  app.add_flag("--quiet", o.quiet, "no progress on standard error");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cachedarrays-plan: {}\n", e.what());
+    return 1;
+  }
+}

@@ -36,6 +36,7 @@ TEST_CASE("nn program: the dry run's program is the program a real run records")
     const auto build = [&] { return nn::build_model(config); };
     const ca::plan::Program dry = nn::dry_run_program(build);
     CHECK(dry.kernels().size() > 50);
+    CHECK(ca::plan::Program::from_trace(dry.to_trace()) == dry);  // what cachedarrays-plan --program replays
 
     const std::uint64_t footprint = nn::measure_footprint(build);
     ca::Runtime rt({ca::dram(footprint / 3, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")},

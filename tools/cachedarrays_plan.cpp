@@ -13,6 +13,7 @@
 //
 //   cachedarrays-plan --model densenet --depth 264 --batch 1536
 //   cachedarrays-plan --program iteration.json --slow-tier cxl --json plan.json --png plan.png
+//   cachedarrays-plan --model resnet --depth 50 --batch 256 --save-program resnet50.json
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,7 @@ struct Options {
   unsigned threads = 0;
   std::string json;
   std::string png;
+  std::string save_program;
   bool quiet = false;
 };
 
@@ -229,6 +231,10 @@ int run(Options& o) {
     trace = nn::dry_run_trace(build);
   }
   const ca::plan::Program program = ca::plan::Program::from_trace(trace);
+  if (!o.save_program.empty()) {
+    program.save(o.save_program);
+    fmt::print(stderr, "wrote the program of the iteration to {}\n", o.save_program);
+  }
   const ComputeRate rate = compute_rate(o);
   const ca::plan::Roofline roofline(rate.flops_per_second, {fast.read_gbps, fast.write_gbps});
 
@@ -381,6 +387,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "replays side by side (default: every core)");
   app.add_option("--json", o.json, "write every point and the answer as JSON (tools/plot_plan.py reads it)");
   app.add_option("--png", o.png, "draw time and cost against the fast tier's size (/usr/bin/python3, matplotlib)");
+  app.add_option("--save-program", o.save_program,
+                 "also write the iteration's program as JSON (what --program reads: edit it, plan it again)");
   app.add_flag("--quiet", o.quiet, "no progress on standard error");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -111,8 +111,14 @@ CACHEDARRAYS_INLINE double footprint_expansion(const Stats& stats, std::uint64_t
 }
 
 CACHEDARRAYS_INLINE std::uint64_t replayed_footprint(const Trace& trace) {
-  constexpr std::uint64_t unbounded = std::uint64_t{1} << 50;
-  Runtime rt({virtual_device(unbounded, "fast"), virtual_device(unbounded, "slow")},
+  // A heap never extends past every allocation laid end to end (each
+  // rounded up to the heap's alignment): big enough, and a virtual heap
+  // reserves its address space, so not a petabyte.
+  std::uint64_t bound = 1 << 20;
+  for (const TraceEvent& e : trace.events()) {
+    if (e.kind == TraceKind::create) bound += e.bytes + 4096;
+  }
+  Runtime rt({virtual_device(bound, "fast"), virtual_device(bound, "slow")},
              policy::Registry::builtin().make("all-fast"));
   const std::vector<DeviceModel> models{{"fast", 1, 1}, {"slow", 1, 1}};
   return replay(trace, rt, models).stats.devices[0].peak_extent;
@@ -218,6 +224,7 @@ CACHEDARRAYS_INLINE CapacityAnswer answer_capacity(const CapacityPlan& plan, dou
     throw invalid_argument(fmt::format("cachedarrays: capacity answer: a slowdown bound of {} is not allowed; it is "
                                        "a ratio to all-fast, >= 1 (1.10: within 10%)", within));
   }
+  (void)prices.dollars_per_gb(slow_tier);  // a tier without a price is refused whatever the points
   CapacityAnswer answer;
   answer.all_fast_cost_dollars = prices.cost(fast_tier, plan.footprint);
   const CapacityPoint* best = nullptr;

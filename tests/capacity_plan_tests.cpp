@@ -1,0 +1,250 @@
+// The capacity planner (sim/capacity_plan.hpp) and its prices
+// (sim/memory_prices.hpp) on a hand-made program: a program's trace
+// replays as the program, the points come in order and do not depend on how
+// many threads ran them, the baseline and the bounds are what they must be,
+// the answer is the smallest fast tier within the bound, and bad options and
+// bad price files are refused with messages that say what is allowed.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachedarrays/cachedarrays.hpp"
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+namespace plan = cachedarrays::plan;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+
+// A forward and backward pass of two layers: weights w0, w1 (persistent),
+// activations a0, a1 created and retired, a gradient g, hints, a collect
+// and a scoped read() access.
+plan::Program two_layer_program() {
+  using plan::StepKind;
+  std::vector<plan::ProgramObject> objects{
+      {64 * KiB, true}, {64 * KiB, true}, {512 * KiB, false}, {512 * KiB, false}, {512 * KiB, false}};
+  const auto arg = [&](std::uint32_t o, ca::Access access) {
+    return plan::ProgramArg{o, objects[o].bytes, access};
+  };
+  std::vector<plan::ProgramKernel> kernels{
+      {"fwd0", {arg(0, ca::Access::read), arg(2, ca::Access::write)}},
+      {"fwd1", {arg(1, ca::Access::read), arg(2, ca::Access::read), arg(3, ca::Access::write)}},
+      {"bwd1", {arg(3, ca::Access::read), arg(1, ca::Access::write), arg(4, ca::Access::write)}},
+      {"bwd0", {arg(4, ca::Access::read), arg(2, ca::Access::read), arg(0, ca::Access::write)}},
+      {ca::scoped_access_kernel(ca::Access::read), {arg(0, ca::Access::read)}},
+  };
+  std::vector<plan::ProgramStep> steps{
+      {StepKind::create, 2},  {StepKind::kernel, 0},  {StepKind::create, 3},
+      {StepKind::kernel, 1},  {StepKind::hint, 2, ca::Hint::archive},
+      {StepKind::create, 4},  {StepKind::kernel, 2},  {StepKind::retire, 3},
+      {StepKind::hint, 2, ca::Hint::will_read},       {StepKind::kernel, 3},
+      {StepKind::retire, 2},  {StepKind::retire, 4},  {StepKind::kernel, 4},
+      {StepKind::collect, 0},
+  };
+  return plan::Program(objects, kernels, steps);
+}
+
+ca::CapacityPlanOptions options_for(std::vector<double> fractions, std::vector<std::string> policies) {
+  ca::CapacityPlanOptions o;
+  o.fractions = std::move(fractions);
+  o.policies = std::move(policies);
+  o.fast = {"dram", 100, 80};
+  o.slow = {"optane", 30, 10};
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Program::to_trace: the trace's program is the program, scoped accesses and persistent objects included") {
+  const plan::Program program = two_layer_program();
+  const ca::Trace trace = program.to_trace();
+  CHECK(plan::Program::from_trace(trace) == program);
+  // Persistent objects are created before the iteration begins.
+  int created_before = 0;
+  for (const ca::TraceEvent& e : trace.events()) {
+    if (e.kind == ca::TraceKind::iteration) break;
+    if (e.kind == ca::TraceKind::create) ++created_before;
+  }
+  CHECK(created_before == 2);
+}
+
+TEST_CASE("capacity plan: fast_tier_bytes is whole pages, at least one, and the footprint from 100% up") {
+  CHECK(ca::fast_tier_bytes(0.5, 1 << 20) == 512 * KiB);
+  CHECK(ca::fast_tier_bytes(0.5, 1'000'001) % 4096 == 0);
+  CHECK(ca::fast_tier_bytes(0.5, 1'000'001) <= 500'001);
+  CHECK(ca::fast_tier_bytes(1e-9, 1 << 20) == 4096);
+  CHECK(ca::fast_tier_bytes(1.0, 1'000'001) == 1'000'001);
+  CHECK(ca::fast_tier_bytes(1.7, 1'000'001) == 1'000'001);
+}
+
+TEST_CASE("capacity plan: the replayed footprint holds all-fast exactly; less does not") {
+  const ca::Trace trace = two_layer_program().to_trace();
+  const std::uint64_t footprint = ca::replayed_footprint(trace);
+  CHECK(footprint >= two_layer_program().max_live());
+  const std::vector<ca::DeviceModel> models{{"fast", 1, 1}, {"slow", 1, 1}};
+  {
+    ca::Runtime rt({ca::virtual_device(footprint, "fast"), ca::virtual_device(footprint, "slow")},
+                   ca::policy::Registry::builtin().make("all-fast"));
+    CHECK_NOTHROW((void)ca::replay(trace, rt, models));
+  }
+  ca::Runtime rt({ca::virtual_device(footprint - 64, "fast"), ca::virtual_device(footprint, "slow")},
+                 ca::policy::Registry::builtin().make("all-fast"));
+  CHECK_THROWS_AS((void)ca::replay(trace, rt, models), ca::out_of_memory);
+}
+
+TEST_CASE("capacity plan: one point per fraction and policy, in order, the same on one thread as on several") {
+  const plan::Program program = two_layer_program();
+  const ca::Trace trace = program.to_trace();
+  const std::uint64_t footprint = ca::replayed_footprint(trace);
+  const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "ca-lm", "ca-lma", "2lm", "2lm:m"};
+  ca::CapacityPlanOptions options = options_for({0.25, 0.5, 1.0}, policies);
+  options.threads = 1;
+  std::vector<std::size_t> reported;
+  std::size_t reported_total = 0;
+  const ca::CapacityPlan serial = ca::plan_capacity(trace, program, footprint, options,
+                                                    [&](const ca::CapacityPoint&, std::size_t done, std::size_t total) {
+                                                      reported.push_back(done);
+                                                      reported_total = total;
+                                                    });
+  options.threads = 2;
+  const ca::CapacityPlan parallel = ca::plan_capacity(trace, program, footprint, options);
+
+  REQUIRE(serial.points.size() == 3 * policies.size());
+  CHECK(reported_total == serial.points.size() + 1);  // the baseline is a replay too
+  REQUIRE(reported.size() == reported_total);
+  for (std::size_t i = 0; i < reported.size(); ++i) CHECK(reported[i] == i + 1);
+  CHECK(serial.footprint == footprint);
+  CHECK(serial.all_fast_seconds > 0);
+  CHECK(parallel.all_fast_seconds == serial.all_fast_seconds);
+  for (std::size_t i = 0; i < serial.points.size(); ++i) {
+    const ca::CapacityPoint& p = serial.points[i];
+    CAPTURE(p.policy);
+    CAPTURE(p.fraction);
+    CHECK(p.policy == policies[i % policies.size()]);
+    CHECK(p.fraction == options.fractions[i / policies.size()]);
+    CHECK(p.fast_bytes == ca::fast_tier_bytes(p.fraction, footprint));
+    CHECK(parallel.points[i].seconds == p.seconds);
+    CHECK(parallel.points[i].traffic.slow_read == p.traffic.slow_read);
+    // Alone, a point is what it is in the plan.
+    const ca::CapacityPoint alone = ca::model_point(trace, program, footprint, p.policy, p.fraction, options);
+    CHECK(alone.seconds == p.seconds);
+    if (p.seconds) CHECK(p.slowdown == doctest::Approx(*p.seconds / serial.all_fast_seconds));
+  }
+  const auto at = [&](const std::string& policy, double fraction) {
+    for (const ca::CapacityPoint& p : serial.points) {
+      if (p.policy == policy && p.fraction == fraction) return p;
+    }
+    FAIL("no point " << policy << " at " << fraction);
+    return ca::CapacityPoint{};
+  };
+  // all-fast fits only the whole footprint, and there it is the baseline.
+  CHECK_FALSE(at("all-fast", 0.5).seconds.has_value());
+  CHECK(at("all-fast", 0.5).note == "out of memory");
+  CHECK(at("all-fast", 1.0).slowdown == 1.0);
+  // Everything on the slower tier is slower, and reads and writes only it.
+  CHECK(at("all-slow", 1.0).slowdown > 1.5);
+  CHECK(at("all-slow", 1.0).traffic.fast_read == 0);
+  CHECK(at("all-slow", 1.0).traffic.slow_read > 0);
+  // A quarter of the footprint leaves CA:LM copies to make, and the slow tier holds something.
+  CHECK(at("ca-lm", 0.25).traffic.slow_written > 0);
+  CHECK(at("ca-lm", 0.25).slow_peak > 0);
+  CHECK(at("2lm:m", 0.25).note.find("hit ") == 0);
+}
+
+TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
+  const plan::Program program = two_layer_program();
+  const ca::Trace trace = program.to_trace();
+  const auto refused = [&](const ca::CapacityPlanOptions& o, const std::string& part) {
+    try {
+      (void)ca::plan_capacity(trace, program, 1 << 20, o);
+      FAIL("accepted options that should be refused: " << part);
+    } catch (const ca::invalid_argument& e) {
+      test::check_contains(e.what(), part);
+    }
+  };
+  refused(options_for({}, {"ca-lm"}), "no fast-tier fraction");
+  refused(options_for({0.0, 0.5}, {"ca-lm"}), "fraction 0 is not allowed; each must be > 0");
+  refused(options_for({0.5}, {"ca-lm", "lru"}), "unknown policy 'lru'; valid: all-fast");
+  ca::CapacityPlanOptions no_bandwidth = options_for({0.5}, {"ca-lm"});
+  no_bandwidth.slow.write_gbps = 0;
+  refused(no_bandwidth, "tier 'optane' needs read and write bandwidths > 0");
+}
+
+TEST_CASE("capacity answer: the smallest fast tier within the bound, its fastest policy, priced") {
+  ca::CapacityPlan plan;
+  plan.footprint = 100'000'000'000;  // 100 GB
+  plan.all_fast_seconds = 10;
+  const auto point = [](std::string policy, double fraction, std::optional<double> slowdown, std::uint64_t slow) {
+    ca::CapacityPoint p;
+    p.policy = std::move(policy);
+    p.fraction = fraction;
+    p.fast_bytes = static_cast<std::uint64_t>(fraction * 100e9);
+    if (slowdown) {
+      p.seconds = 10 * *slowdown;
+      p.slowdown = *slowdown;
+    }
+    p.slow_peak = slow;
+    return p;
+  };
+  plan.points = {point("a", 0.1, 1.50, 90'000'000'000), point("b", 0.1, std::nullopt, 0),
+                 point("a", 0.2, 1.09, 80'000'000'000), point("b", 0.2, 1.05, 85'000'000'000),
+                 point("a", 0.5, 1.01, 50'000'000'000), point("b", 0.5, 1.00, 50'000'000'000)};
+  const ca::MemoryPrices prices = ca::MemoryPrices::defaults();
+  const ca::CapacityAnswer answer = ca::answer_capacity(plan, 1.10, prices, "dram", "optane");
+  REQUIRE(answer.found);
+  CHECK(answer.policy == "b");  // at 20%, the faster of the two within 1.10x
+  CHECK(answer.fraction == 0.2);
+  CHECK(answer.fast_bytes == 20'000'000'000);
+  CHECK(answer.slow_bytes == 85'000'000'000);
+  CHECK(answer.cost_dollars == doctest::Approx(20 * 16.61 + 85 * 7.85));
+  CHECK(answer.all_fast_cost_dollars == doctest::Approx(100 * 16.61));
+
+  const ca::CapacityAnswer strict = ca::answer_capacity(plan, 1.0, prices, "dram", "optane");
+  REQUIRE(strict.found);
+  CHECK(strict.policy == "b");
+  CHECK(strict.fraction == 0.5);
+
+  plan.points.resize(2);
+  const ca::CapacityAnswer none = ca::answer_capacity(plan, 1.10, prices, "dram", "optane");
+  CHECK_FALSE(none.found);
+  test::check_contains(none.reason, "no policy is within 1.10x of all-fast");
+  CHECK_THROWS_AS((void)ca::answer_capacity(plan, 0.9, prices, "dram", "optane"), ca::invalid_argument);
+  CHECK_THROWS_AS((void)ca::answer_capacity(plan, 1.1, prices, "dram", "hbm"), ca::invalid_argument);
+}
+
+TEST_CASE("memory prices: AutoTM's Table 2 by default, overridden by a file, bad entries refused by name") {
+  const ca::MemoryPrices defaults = ca::MemoryPrices::defaults();
+  CHECK(defaults.dollars_per_gb("dram") == 16.61);
+  CHECK(defaults.dollars_per_gb("optane") == 7.85);
+  CHECK(defaults.dollars_per_gb("cxl") == 16.61);
+  CHECK(defaults.cost("optane", 2'000'000'000) == doctest::Approx(15.70));
+
+  const ca::MemoryPrices mine = ca::MemoryPrices::from_json(R"({"cxl": 9.5, "hbm": 40})");
+  CHECK(mine.dollars_per_gb("cxl") == 9.5);
+  CHECK(mine.dollars_per_gb("hbm") == 40);
+  CHECK(mine.dollars_per_gb("dram") == 16.61);  // rows not given keep the defaults
+
+  const auto refused = [](const std::string& text, const std::string& part) {
+    try {
+      (void)ca::MemoryPrices::from_json(text);
+      FAIL("accepted prices that should be refused: " << text);
+    } catch (const ca::invalid_argument& e) {
+      test::check_contains(e.what(), part);
+    }
+  };
+  refused(R"({"dram": -1})", "memory prices JSON: dram: must be a price in dollars per GB > 0, not -1");
+  refused(R"({"dram": "cheap"})", "dram: must be a price in dollars per GB > 0");
+  refused(R"([1, 2])", "must be an object");
+  refused("dram=16", "is not JSON");
+  try {
+    (void)defaults.dollars_per_gb("hbm");
+    FAIL("priced a tier it does not know");
+  } catch (const ca::invalid_argument& e) {
+    test::check_contains(e.what(), "no memory price for tier 'hbm'; priced: cxl, dram, optane");
+  }
+  CHECK_THROWS_AS((void)ca::MemoryPrices::load("/nonexistent/prices.json"), ca::heap_error);
+}

@@ -167,7 +167,7 @@ TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
     }
   };
   refused(options_for({}, {"ca-lm"}), "no fast-tier fraction");
-  refused(options_for({0.0, 0.5}, {"ca-lm"}), "fraction 0 is not allowed; each must be > 0");
+  refused(options_for({-0.5, 0.5}, {"ca-lm"}), "fraction -0.5 is not allowed; each must be >= 0");
   refused(options_for({0.5}, {"ca-lm", "lru"}), "unknown policy 'lru'; valid: all-fast");
   ca::CapacityPlanOptions no_bandwidth = options_for({0.5}, {"ca-lm"});
   no_bandwidth.slow.write_gbps = 0;

@@ -4,6 +4,9 @@
 // and what is allowed, and the factory builds the tiers they describe.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -175,4 +178,28 @@ TEST_CASE("environment: the devices and the runtime it describes") {
         defaults, ca::read_environment(environment({{"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
     CHECK(fallback.policy().name() == defaults.policy);
   }
+  SUBCASE("CACHEDARRAYS_TRACE: the runtime records its whole run and writes it when destroyed") {
+    const test::ScratchPath trace("environment-trace.csv");
+    {
+      ca::Runtime rt = ca::runtime_from_environment(
+          defaults, ca::read_environment(environment({{"CACHEDARRAYS_TRACE", trace.path.string()},
+                                                      {"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
+      REQUIRE(rt.trace() != nullptr);
+      auto a = rt.array<float>(1024);
+      a.retire();
+      CHECK_FALSE(std::filesystem::exists(trace.path));  // written at the end, not before
+    }
+    REQUIRE(std::filesystem::exists(trace.path));
+    std::ifstream in(trace.path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    test::check_contains(text, "create");
+    test::check_contains(text, "retire");
+  }
+}
+
+TEST_CASE("runtime: a trace file must end in .json or .csv") {
+  test::check_contains(test::invalid_argument_of([] {
+                         ca::Runtime rt({ca::dram(1 << 20)}, nullptr, {}, "/dev/shm/trace.txt");
+                       }),
+                       "trace file '/dev/shm/trace.txt' must end in .json (Chrome trace) or .csv");
 }

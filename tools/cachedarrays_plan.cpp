@@ -359,7 +359,7 @@ int main(int argc, char** argv) {
                  "kernels the roofline does not know by name are modeled memory-bound")
       ->check(CLI::ExistingFile);
   app.add_option("--fractions", o.fractions, "fast-tier sizes to try, as shares of the footprint")
-      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+      ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
   std::string policies_help = "policies to compare, comma-separated, or 'all' (adds the planned policies, whose "
                               "plans of paper-sized programs take minutes; --plan-seconds bounds each); default:";
   for (const std::string& p : ca::quick_policies()) policies_help += " " + p;

@@ -34,7 +34,8 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
        "a node number >= 0; not with CACHEDARRAYS_SLOW_PATH"},
       {"CACHEDARRAYS_EMULATION", "make the slow tier as slow as a device this machine lacks",
        "none, optane, optane-1dimm, cxl"},
-      {"CACHEDARRAYS_TRACE", "record a trace (train_cnn: of the last iteration)",
+      {"CACHEDARRAYS_TRACE", "record a trace (runtime_from_environment: of the whole run, written when the runtime "
+                              "is destroyed; train_cnn: of the last iteration)",
        "a file ending in .json (Chrome trace) or .csv"},
       // Read by every Runtime when it is made (runtime-inl.hpp), not by
       // read_environment: listed here so that the table is whole.
@@ -181,7 +182,8 @@ CACHEDARRAYS_INLINE std::vector<DeviceSpec> devices_from_environment(const Runti
 
 CACHEDARRAYS_INLINE Runtime runtime_from_environment(const RuntimeDefaults& defaults, const EnvironmentSettings& env) {
   return Runtime(devices_from_environment(defaults, env),
-                 policy::Registry::builtin().make(env.policy.value_or(defaults.policy)));
+                 policy::Registry::builtin().make(env.policy.value_or(defaults.policy)), MoverOptions{},
+                 env.trace.value_or(std::filesystem::path{}));
 }
 
 }  // namespace cachedarrays

@@ -83,7 +83,9 @@ struct RuntimeDefaults {
                                                                const EnvironmentSettings& env);
 
 // A Runtime on devices_from_environment, with the policy
-// CACHEDARRAYS_POLICY names (else the default's).
+// CACHEDARRAYS_POLICY names (else the default's), recording a trace of the
+// whole run into CACHEDARRAYS_TRACE's file when it is set (written when the
+// runtime is destroyed).
 [[nodiscard]] Runtime runtime_from_environment(const RuntimeDefaults& defaults = {},
                                                const EnvironmentSettings& env = read_environment());
 

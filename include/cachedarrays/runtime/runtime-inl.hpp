@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -21,12 +22,21 @@
 namespace cachedarrays {
 
 CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy,
-                                     MoverOptions mover)
+                                     MoverOptions mover, std::filesystem::path trace_file)
     : manager_(std::move(devices), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
   kernel_hooks_ = policy_->follows_kernels();
   read_snapshot_environment();
+  if (!trace_file.empty()) {
+    const std::filesystem::path extension = trace_file.extension();
+    if (extension != ".json" && extension != ".csv") {
+      throw invalid_argument("cachedarrays: trace file '" + trace_file.string() +
+                             "' must end in .json (Chrome trace) or .csv");
+    }
+    trace_file_ = std::move(trace_file);
+    (void)start_trace();
+  }
 }
 
 // Members go in reverse order: the policy (which may own per-object state)
@@ -34,6 +44,13 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
 // the leak report has named them.
 CACHEDARRAYS_INLINE Runtime::~Runtime() {
   if (leak_report_ != nullptr) report_leaks();
+  if (!trace_file_.empty() && trace_ != nullptr) {
+    try {
+      trace_->save(trace_file_.string(), device_names());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cachedarrays: the trace was not written: %s\n", e.what());
+    }
+  }
 }
 
 CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {

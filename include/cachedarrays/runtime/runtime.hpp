@@ -42,8 +42,13 @@ class Runtime {
   // CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
   // CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
   // none); throws invalid_argument naming the variable for a bad value.
+  // `trace_file`, when given: every event is recorded from now on
+  // (start_trace) and written there when the runtime is destroyed
+  // (Trace::save; it must end in .json or .csv, else invalid_argument; a
+  // write that fails then is reported on standard error, since a destructor
+  // cannot throw). runtime_from_environment sets it from CACHEDARRAYS_TRACE.
   explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr,
-                   MoverOptions mover = {});
+                   MoverOptions mover = {}, std::filesystem::path trace_file = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -221,6 +226,7 @@ class Runtime {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::filesystem::path snapshot_directory_;
   std::ostream* leak_report_ = nullptr;
+  std::filesystem::path trace_file_;  // written at destruction when not empty
 };
 
 }  // namespace cachedarrays

@@ -60,10 +60,10 @@ inline std::uint64_t slow_capacity(const CapacityPlanOptions& o, std::uint64_t f
 inline void check(const CapacityPlanOptions& o) {
   if (o.fractions.empty()) throw invalid_argument("cachedarrays: capacity plan: no fast-tier fraction to try");
   for (const double f : o.fractions) {
-    if (!(f > 0) || !std::isfinite(f)) {
+    if (!(f >= 0) || !std::isfinite(f)) {
       throw invalid_argument(fmt::format(
-          "cachedarrays: capacity plan: fast-tier fraction {} is not allowed; each must be > 0 (a share of the "
-          "footprint; 1 and above is all of it)", f));
+          "cachedarrays: capacity plan: fast-tier fraction {} is not allowed; each must be >= 0 (a share of the "
+          "footprint; 0 is one page, 1 and above is all of it)", f));
     }
   }
   for (const std::string& p : o.policies) {

@@ -62,8 +62,8 @@ namespace cachedarrays {
 [[nodiscard]] std::vector<std::string> all_policies();
 
 struct CapacityPlanOptions {
-  // Fast-tier sizes as fractions of the footprint, each > 0 (fast_tier_bytes
-  // turns them into bytes; 1 and above is all of it).
+  // Fast-tier sizes as fractions of the footprint, each >= 0 (fast_tier_bytes
+  // turns them into bytes: 0 is one page, 1 and above is all of it).
   std::vector<double> fractions;
   // Names from policy::Registry::builtin() or "2lm", "2lm:m" (an unknown name
   // is an invalid_argument listing the valid ones). all-fast is always run:
@@ -126,7 +126,7 @@ using CapacityProgress = std::function<void(const CapacityPoint&, std::size_t do
 // Replays `trace` (one iteration of `program`; the planned policies and the
 // lookahead modes are given `program`) under each policy at each fraction of
 // `footprint`. Throws invalid_argument naming the option that is wrong (no
-// fraction, a fraction <= 0, an unknown policy, a bandwidth <= 0).
+// fraction, a fraction < 0, an unknown policy, a bandwidth <= 0).
 [[nodiscard]] CapacityPlan plan_capacity(const Trace& trace, const plan::Program& program, std::uint64_t footprint,
                                          const CapacityPlanOptions& options, const CapacityProgress& progress = {});
 

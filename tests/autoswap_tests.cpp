@@ -3,6 +3,7 @@
 // four priority scores (AOA's negative case, SWDOA after a pick), the order
 // each score picks in, a limit reached and one that cannot be (by how
 // much), copies queued on one engine and the wait a late copy in causes,
+// a copy in beside a copy out on duplex engines,
 // a persistent object's gap around the iteration, copies in issued in
 // advance so that updates at the end of an iteration do not wait (and kept
 // at their latest where the load forbids it); on random programs the
@@ -358,6 +359,43 @@ TEST_CASE("autoswap: copies queue on one engine; a copy in that ends late makes 
   CHECK(fast.scheduled_peak == 2000 * MB);
 }
 
+TEST_CASE("autoswap: duplex engines let a copy in run beside a copy out; on one engine it waits (§IV-E)") {
+  // Seven kernels of 1 s, copies of 1 s. A (object 0) is used by kernels 0
+  // and 4, C (1) by 2 and 6; D (2) lives at kernel 2 alone and E (3) at
+  // kernel 4 alone, so that a limit of 2000 MB needs both swaps: A frees
+  // kernel 2, C kernel 4. A's copy in is issued when kernel 3 starts (3 s),
+  // just as C's copy out, issued after kernel 2, starts.
+  const Program p = program_of({{1000 * MB, false}, {1000 * MB, false}, {1000 * MB, false}, {1000 * MB, false}},
+                               {{{0, W}}, {}, {{1, W}, {2, W}}, {}, {{0, R}, {3, W}}, {}, {{1, R}}});
+  const AutotmCosts costs = costs_of(std::vector<double>(7, 1.0), 1.0, 1.0);
+  AutoswapOptions o;
+  o.limit = 2000 * MB;
+  const AutoswapPlan one = ca::plan::autoswap_plan(p, costs, o);
+  o.duplex = true;
+  const AutoswapPlan two = ca::plan::autoswap_plan(p, costs, o);
+  for (const AutoswapPlan* plan : {&one, &two}) {
+    REQUIRE(picked_objects(*plan) == std::vector<std::uint32_t>{0, 1});
+    CHECK(plan->fits);
+    CHECK(plan->peak == 2000 * MB);
+  }
+  // One engine: C out 3-4 s, then A in 4-5 s; kernel 4 (due at 4 s) waits 1 s.
+  CHECK(one.swaps[0].in_issue == 3.0);
+  CHECK(one.swaps[0].in_start == 4.0);
+  CHECK(one.swaps[1].out_start == 3.0);
+  CHECK(one.overhead_seconds == 1.0);
+  // Duplex: A in 3-4 s beside C out 3-4 s; nothing waits.
+  CHECK(two.swaps[0].in_start == 3.0);
+  CHECK(two.swaps[0].in_end == 4.0);
+  CHECK(two.swaps[0].use_start == 4.0);
+  CHECK(two.swaps[1].out_start == 3.0);
+  CHECK(two.swaps[1].out_end == 4.0);
+  CHECK(two.overhead_seconds == 0.0);
+  // Each engine still runs one copy at a time, and a copy in never starts
+  // before its own copy out has ended.
+  CHECK(two.swaps[1].in_start >= two.swaps[1].out_end);
+  CHECK(two.swaps[0].out_end <= two.swaps[1].out_start);
+}
+
 TEST_CASE("autoswap: a persistent object's last gap wraps around to its first use in the next iteration") {
   // W (100 MB, persistent) is read by kernel 1 only; H (200 MB) is used by
   // kernels 3 and 4. Six kernels of 1 s, copies at 10 GB/s (0.01 s).
@@ -646,7 +684,7 @@ struct EngineModel {
 };
 
 EngineModel engine_model(const Program& p, const AutotmCosts& costs, const std::vector<ca::plan::AutoswapSwap>& swaps,
-                         const std::vector<std::uint32_t>& in_kernel) {
+                         const std::vector<std::uint32_t>& in_kernel, bool duplex = false) {
   const auto nk = static_cast<std::int64_t>(p.kernels().size());
   constexpr double inf = std::numeric_limits<double>::infinity();
   struct Copy {
@@ -670,12 +708,14 @@ EngineModel engine_model(const Program& p, const AutotmCosts& costs, const std::
   m.copies.resize(swaps.size());
   std::vector<double> start(static_cast<std::size_t>(2 * nk));
   double now = 0, engine = 0, second = 0;
+  double out_engine = 0;  // duplex: the copies out's own
   for (std::int64_t b = 0; b < 2 * nk; ++b) {
     if (b == nk) second = now;
     for (Copy& x : copies) {
       if (x.out_at != b) continue;
-      x.out_start = std::max(now, engine);
-      x.out_end = engine = x.out_start + swaps[x.swap].candidate.out_seconds;
+      double& e = duplex ? out_engine : engine;
+      x.out_start = std::max(now, e);
+      x.out_end = e = x.out_start + swaps[x.swap].candidate.out_seconds;
     }
     std::vector<Copy*> in;
     for (Copy& x : copies) {
@@ -684,7 +724,7 @@ EngineModel engine_model(const Program& p, const AutotmCosts& costs, const std::
     std::stable_sort(in.begin(), in.end(), [](const Copy* l, const Copy* r) { return l->use_at < r->use_at; });
     for (Copy* x : in) {
       x->in_issue = now;
-      x->in_start = std::max(now, engine);
+      x->in_start = std::max({now, engine, x->out_end});
       x->in_end = engine = x->in_start + swaps[x->swap].candidate.in_seconds;
     }
     double ready = now;
@@ -821,6 +861,8 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
   int moved = 0, relieved = 0, tried = 0;
   for (int trial = 0; trial < 200; ++trial) {
     CAPTURE(trial);
+    const bool duplex = trial % 2 == 1;  // AutoswapOptions::duplex
+    CAPTURE(duplex);
     const Program p = random_program(rng, rng.between(3, 12), rng.between(3, 20));
     const std::size_t nk = p.kernels().size();
     std::vector<double> seconds;
@@ -833,6 +875,7 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
     o.min_bytes = 0;
     o.across_peak_only = rng.percent(50);
     o.limit = rng.between(p.max_live() / 3 + 1, p.max_live());
+    o.duplex = duplex;
     const double tolerance = 1e-9 * std::max(1.0, std::accumulate(seconds.begin(), seconds.end(), 0.0));
     for (const AutoswapScore score : all_scores) {
       const std::string name = ca::plan::to_string(score);
@@ -858,7 +901,7 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
         for (const std::uint64_t l : load) CHECK(l <= o.limit);
       }
       // The plan's times are the engine's for these issues.
-      const EngineModel m = engine_model(p, costs, plan.swaps, in_kernels(plan));
+      const EngineModel m = engine_model(p, costs, plan.swaps, in_kernels(plan), duplex);
       CHECK(plan.overhead_seconds == doctest::Approx(m.overhead));
       CHECK(plan.scheduled_load == m.scheduled_load);
       CHECK(plan.scheduled_peak == m.scheduled_peak);
@@ -872,18 +915,24 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
         CHECK(x.use_start == doctest::Approx(m.copies[s].use_start));
         CHECK(x.in_end <= x.use_start + tolerance);
       }
-      // One engine: no two copies overlap.
-      std::vector<std::pair<double, double>> busy;
+      // One engine: no two copies overlap. Duplex: no two copies out, no
+      // two copies in, and no copy in before its own copy out has ended.
+      std::vector<std::pair<double, double>> busy, busy_in;
       for (const auto& x : plan.swaps) {
         busy.emplace_back(x.out_start, x.out_end);
-        busy.emplace_back(x.in_start, x.in_end);
+        (duplex ? busy_in : busy).emplace_back(x.in_start, x.in_end);
+        CHECK(x.in_start >= x.out_end - tolerance);
       }
-      std::sort(busy.begin(), busy.end());
-      for (std::size_t i = 1; i < busy.size(); ++i) CHECK(busy[i].first >= busy[i - 1].second - tolerance);
+      for (auto* engine : {&busy, &busy_in}) {
+        std::sort(engine->begin(), engine->end());
+        for (std::size_t i = 1; i < engine->size(); ++i) {
+          CHECK((*engine)[i].first >= (*engine)[i - 1].second - tolerance);
+        }
+      }
       // Never worse than each copy in at its latest (the schedule before
       // it issued in advance): no longer waits, no higher scheduled peak
       // beyond the limit.
-      const EngineModel late = engine_model(p, costs, plan.swaps, latest_in_kernels(plan));
+      const EngineModel late = engine_model(p, costs, plan.swaps, latest_in_kernels(plan), duplex);
       CHECK(plan.overhead_seconds <= late.overhead + tolerance);
       CHECK(plan.scheduled_peak <= std::max(o.limit, late.scheduled_peak));
       if (plan.overhead_seconds < late.overhead - tolerance) ++relieved;
@@ -897,7 +946,7 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
         if (x.absent.size() < 2 || plan.load[x.absent.back()] + x.candidate.bytes > o.limit) continue;
         std::vector<std::uint32_t> earlier = in_kernels(plan);
         earlier[s] = x.absent.back();
-        const EngineModel alt = engine_model(p, costs, plan.swaps, earlier);
+        const EngineModel alt = engine_model(p, costs, plan.swaps, earlier, duplex);
         ++tried;
         CAPTURE(s);
         CHECK(!(alt.overhead < plan.overhead_seconds - tolerance &&

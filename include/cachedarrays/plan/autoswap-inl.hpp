@@ -289,9 +289,10 @@ struct AutoswapRun {
 // their boundaries, so only the copies in are ordered anew.
 class AutoswapEngine {
  public:
+  // `duplex`: the copies out on an engine of their own (AutoswapOptions::duplex).
   AutoswapEngine(const AutoswapTimeline& t, std::span<const double> seconds, const std::vector<AutoswapSwap>& swaps,
-                 std::span<const AutoswapSlot> slots)
-      : t_(t), seconds_(seconds), swaps_(swaps), nk_(static_cast<std::int64_t>(t.start.size())) {
+                 std::span<const AutoswapSlot> slots, bool duplex)
+      : t_(t), seconds_(seconds), swaps_(swaps), nk_(static_cast<std::int64_t>(t.start.size())), duplex_(duplex) {
     for (std::size_t s = 0; s < swaps.size(); ++s) {
       for (std::int64_t r = -1; r <= 1; ++r) {
         Instance i;
@@ -357,10 +358,13 @@ class AutoswapEngine {
       }
     }
     double now = 0;
-    double engine = 0;                    // when the copy engine is next free
+    double engine = 0;                    // when the copy engine (of the copies in, duplex) is next free
+    double out_engine = 0;                // duplex: when the copies out's engine is next free
     std::size_t last_in = inst_.size();   // the copy in that engine's time ends, if one does
-    const auto queue = [&](double length) {
-      const double start = std::max(now, engine);
+    // `not_before`: a copy in never starts before its own copy out has
+    // ended (on one engine the order already sees to it).
+    const auto queue = [&](double length, double not_before = -std::numeric_limits<double>::infinity()) {
+      const double start = std::max({now, engine, not_before});
       if (engine > now && last_in < inst_.size()) run.pressed[inst_[last_in].swap] = true;
       engine = start + length;
       return start;
@@ -372,6 +376,11 @@ class AutoswapEngine {
       for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) {
         Instance& x = inst_[outs_[o]];
         if (!x.active) continue;
+        if (duplex_) {
+          x.out_start = std::max(now, out_engine);
+          out_engine = x.out_end = x.out_start + swaps_[x.swap].candidate.out_seconds;
+          continue;
+        }
         x.out_start = queue(swaps_[x.swap].candidate.out_seconds);
         x.out_end = engine;
         last_in = inst_.size();
@@ -380,7 +389,7 @@ class AutoswapEngine {
       for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) {
         Instance& x = inst_[ins_[i]];
         x.in_issue = now;
-        x.in_start = queue(swaps_[x.swap].candidate.in_seconds);
+        x.in_start = queue(swaps_[x.swap].candidate.in_seconds, x.out_end);
         x.in_end = engine;
         if (x.in_start > now) run.pressed[x.swap] = true;
         last_in = ins_[i];
@@ -444,6 +453,7 @@ class AutoswapEngine {
   std::vector<std::size_t> first_in_, next_in_, ins_;  // the copies in bucketed by boundary
   std::vector<double> kernel_start_;
   std::vector<std::int64_t> freed_;
+  bool duplex_ = false;
 };
 
 // LOAD' while copies in move: issuing a swap's copy in one position earlier
@@ -469,8 +479,10 @@ struct AutoswapLoadBudget {
 // the time a copy in can use without delaying a copy out.
 class AutoswapOutBlocks {
  public:
+  // `duplex`: the copies out have an engine of their own and block nothing.
   AutoswapOutBlocks(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
-                    const std::vector<AutoswapSwap>& swaps) {
+                    const std::vector<AutoswapSwap>& swaps, bool duplex) {
+    if (duplex) return;
     const auto nk = static_cast<std::uint32_t>(t.start.size());
     // Three iterations from an idle engine; the middle one's copies out
     // (issued at boundaries nk + 1 .. 2nk) are the steady state's.
@@ -527,8 +539,8 @@ class AutoswapOutBlocks {
 // bound until no position moves.
 CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
                                            const std::vector<AutoswapSwap>& swaps, AutoswapLoadBudget& budget,
-                                           std::vector<std::uint32_t>& issue) {
-  const AutoswapOutBlocks outs(t, slots, swaps);
+                                           std::vector<std::uint32_t>& issue, bool duplex) {
+  const AutoswapOutBlocks outs(t, slots, swaps, duplex);
   const double tolerance = 1e-12 * std::max(1.0, t.seconds);
   std::vector<std::size_t> order(slots.size());
   for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
@@ -580,7 +592,7 @@ inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp gives the fig
 // than with each copy in at its latest; then single positions earlier while
 // one lowers the waits.
 CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<const double> seconds,
-                                           std::uint64_t limit, AutoswapPlan& plan) {
+                                           std::uint64_t limit, bool duplex, AutoswapPlan& plan) {
   const auto nk = static_cast<std::uint32_t>(t.start.size());
   std::vector<AutoswapSlot> slots;
   std::vector<std::uint32_t> latest;
@@ -589,7 +601,7 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<
     latest.push_back(slots.back().latest);
   }
   std::vector<std::uint32_t> issue = latest;
-  AutoswapEngine engine(t, seconds, plan.swaps, slots);
+  AutoswapEngine engine(t, seconds, plan.swaps, slots, duplex);
   AutoswapRun run, trial;
   engine.run(issue, run);
   const double tolerance = 1e-12 * std::max(1.0, t.seconds);
@@ -599,7 +611,7 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<
   if (nk > 0 && !plan.swaps.empty()) {
     std::vector<std::uint64_t> load = plan.load;
     AutoswapLoadBudget budget{load, limit, nk};
-    autoswap_backward(t, slots, plan.swaps, budget, issue);
+    autoswap_backward(t, slots, plan.swaps, budget, issue, duplex);
     engine.run(issue, trial);
     if (trial.overhead <= run.overhead + tolerance && trial.scheduled_peak <= std::max(limit, run.scheduled_peak)) {
       std::swap(run, trial);
@@ -812,7 +824,7 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Aut
   }
   // The schedule may bring objects back earlier where the limit has room:
   // LOAD' is the schedule's, and still at most the limit wherever it was.
-  detail::autoswap_schedule(t, costs.dram_seconds, options.limit, plan);
+  detail::autoswap_schedule(t, costs.dram_seconds, options.limit, options.duplex, plan);
   plan.peak = peak();
   plan.fits = plan.peak <= options.limit;
   plan.excess = plan.fits ? 0 : plan.peak - options.limit;

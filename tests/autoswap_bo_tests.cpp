@@ -372,7 +372,7 @@ TEST_CASE("autoswap bo: the search is the same for a seed, another for another s
   test::check_contains(lines[11], "bo 12/12 (expected improvement)");
 }
 
-TEST_CASE("autoswap bo: a plan over the limit is penalised by how far over it is") {
+TEST_CASE("autoswap bo: a plan over the limit, by LOAD' or by its serialized copies, is penalised by how far over") {
   // Six kernels of 1 s: A and B (1000 MB each) written by kernel 0, read
   // by kernel 5; C (2000 MB) used by kernels 2 and 3. The load peaks at
   // 4000 MB at kernels 2 and 3, where C is used: 2000 MB is the least.
@@ -397,6 +397,14 @@ TEST_CASE("autoswap bo: a plan over the limit is penalised by how far over it is
   const AutoswapPlan fits = ca::plan::autoswap_plan(p, costs, o);
   REQUIRE(fits.fits);
   CHECK(ca::plan::autoswap_bo_objective(fits, o.limit, 1000) == fits.overhead_seconds);
+  // Copies ten times slower (1 s each): LOAD' fits, but B's copy out ends
+  // only at 3 s, so the serialized copies hold 3000 MB at kernel 2 (the
+  // paper's LOAD''): over by half the limit.
+  const AutoswapPlan slow = ca::plan::autoswap_plan(p, costs_of(std::vector<double>(6, 1.0), 1.0, 1.0), o);
+  REQUIRE(slow.fits);
+  REQUIRE(slow.scheduled_peak == 3000 * MB);
+  CHECK(ca::plan::autoswap_bo_objective(slow, o.limit, 1000) ==
+        doctest::Approx(slow.overhead_seconds + 1000 * slow.iteration_seconds * 0.5));
 }
 
 TEST_CASE("autoswap bo: bad weights and options say which value is wrong and what is allowed") {

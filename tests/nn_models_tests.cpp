@@ -171,6 +171,30 @@ TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants
   }
 }
 
+TEST_CASE("nn models: VGG's CIFAR form is cifar.torch's: batch norm after every convolution, a 512-wide classifier") {
+  nn::ModelConfig config = imagenet_model("vgg", 16);
+  config.image_size = 32;
+  config.classes = 10;
+  config.cifar = true;
+  const nn::Graph g = nn::build_model(config);
+  CHECK(count_nodes(g, "conv") == 13);
+  CHECK(count_nodes(g, "batch_norm") == 13);
+  CHECK(count_nodes(g, "linear") == 2);
+  CHECK(parameter_dims(g, "features.0.weight") == nn::Dims{64, 3, 3, 3});
+  CHECK(parameter_dims(g, "classifier.0.weight") == nn::Dims{512, 512, 1, 1});
+  CHECK(parameter_dims(g, "classifier.2.weight") == nn::Dims{10, 512});
+  CHECK(nn::describe(config).find("CIFAR form") != std::string::npos);
+  // The torchvision form at 32x32 keeps its 4096-wide classifier.
+  config.cifar = false;
+  CHECK(parameter_dims(nn::build_model(config), "classifier.3.weight") == nn::Dims{4096, 4096});
+  // Only VGG has one.
+  config.family = "resnet";
+  config.depth = 18;
+  config.cifar = true;
+  test::check_contains(test::invalid_argument_of([&] { (void)nn::build_model(config); }),
+                       "only vgg has a CIFAR form (ModelConfig::cifar); resnet has none");
+}
+
 TEST_CASE("nn models: ResNet is torchvision's v1.5") {
   const nn::Graph g = nn::build_model(imagenet_model("resnet", 50));
   CHECK(parameter_dims(g, "conv1.weight") == nn::Dims{64, 3, 7, 7});

@@ -81,6 +81,13 @@ struct ModelConfig {
   std::int64_t channels = 3;
   std::int64_t classes = 1000;
   double width = 1.0;  // multiplies every layer's channel count (tiny test versions)
+  // VGG only: the CIFAR-10 form AutoSwap (paper 002, its reference 4) and
+  // SmartPool train, Zagoruyko's cifar.torch VGG: batch norm after every
+  // convolution and a classifier of Linear(512, 512), ReLU, Linear(512,
+  // classes) for 32x32 images. Its dropout layers, and the batch norm of its
+  // hidden linear layer (100 x 512 floats at batch 100), are not ops of this
+  // trainer and are left out. Another family throws invalid_argument.
+  bool cifar = false;
 };
 
 // The training graph: input "images" [batch, channels, S, S], label "labels"
@@ -90,7 +97,8 @@ struct ModelConfig {
 // as the graph's loss.
 // Throws invalid_argument, saying what is valid, for an unknown family or
 // depth, an image too small for the network's downsampling, width <= 0,
-// or a batch, channel or class count below 1.
+// a batch, channel or class count below 1, or `cifar` for a family other
+// than vgg.
 [[nodiscard]] Graph build_model(const ModelConfig& config);
 
 // "vgg", "resnet", "densenet".

@@ -122,9 +122,14 @@ CACHEDARRAYS_INLINE AutoswapBoWeights autoswap_bo_next(const std::vector<Autoswa
 
 CACHEDARRAYS_INLINE double autoswap_bo_objective(const AutoswapPlan& plan, std::uint64_t limit,
                                                  double excess_penalty) {
-  if (plan.fits || plan.excess == 0) return plan.overhead_seconds;
+  // Over by LOAD' (the selection ran out of candidates) or by the load the
+  // serialized copies give (LOAD'': the paper delays a kernel until its
+  // memory is free; this model does not, so it is counted here).
+  const std::uint64_t scheduled = plan.scheduled_peak > limit ? plan.scheduled_peak - limit : 0;
+  const std::uint64_t excess = std::max(plan.fits ? 0 : plan.excess, scheduled);
+  if (excess == 0) return plan.overhead_seconds;
   const double iteration = plan.iteration_seconds > 0 ? plan.iteration_seconds : 1.0;
-  return plan.overhead_seconds + excess_penalty * iteration * static_cast<double>(plan.excess) /
+  return plan.overhead_seconds + excess_penalty * iteration * static_cast<double>(excess) /
                                      static_cast<double>(limit > 0 ? limit : 1);
 }
 

@@ -26,15 +26,17 @@
 //     turned into doubles by its bits (no std distribution, whose results
 //     differ between standard libraries): the same seed, the same search.
 //   - The objective of a plan is its modeled overhead (AutoswapPlan::
-//     overhead_seconds), plus, for a plan that does not fit the limit,
+//     overhead_seconds), plus, for a plan over the limit,
 //     excess_penalty * iteration_seconds * excess / limit (an iteration of
 //     0 s counts as 1 s): with the default 1000, a plan 1 % over the limit
-//     costs as much as ten iterations' overhead. The selection stops only
-//     when the limit holds or no candidate is left (§IV-D), so whether a
-//     plan fits does not depend on the weights: either every evaluation
-//     fits or none does, and the penalty then is the same for all. It
-//     keeps the objective of a plan that does not fit from reading as a
-//     good plan.
+//     costs as much as ten iterations' overhead. A plan is over the limit
+//     when its LOAD' is (it does not fit: the selection ran out of
+//     candidates, §IV-D, whatever the weights) or when the load its
+//     serialized copies give is (scheduled_peak, the paper's LOAD'': where
+//     a copy out has not ended, the paper delays the kernel that needs the
+//     memory; this model does not delay it, so the excess is counted here).
+//     The second depends on the weights: without it the search would
+//     prefer a plan that waits less by holding more than the limit.
 //   - An objective of 0 (no wait, within the limit) cannot be beaten: the
 //     search stops there, with fewer evaluations than asked for.
 #pragma once

@@ -85,6 +85,10 @@ const detail::Family& validate(const ModelConfig& config) {
                            std::to_string(static_cast<int>(max_width)) + " (1 is the published network), got " +
                            std::to_string(config.width));
   }
+  if (config.cifar && config.family != "vgg") {
+    throw invalid_argument("cachedarrays::nn: only vgg has a CIFAR form (ModelConfig::cifar); " + config.family +
+                           " has none");
+  }
   if (config.image_size < 1 || family.final_feature_size(config.image_size) < 1) {
     throw invalid_argument("cachedarrays::nn: " + config.family + "-" + std::to_string(config.depth) +
                            " needs images of at least " + std::to_string(min_image_size(family)) + "x" +
@@ -117,6 +121,7 @@ std::vector<int> available_depths(std::string_view family) { return family_of(fa
 std::string describe(const ModelConfig& config) {
   const detail::Family& family = validate(config);
   std::string s = config.family + "-" + std::to_string(config.depth) + " " + family.architecture(config.depth);
+  if (config.cifar) s += ", CIFAR form (batch norm, 512-wide classifier)";
   if (config.width != 1.0) s += ", width " + width_string(config.width);
   s += ", batch " + std::to_string(config.batch) + ", " + std::to_string(config.channels) + "x" +
        std::to_string(config.image_size) + "x" + std::to_string(config.image_size) + " images, " +

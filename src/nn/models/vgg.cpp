@@ -1,5 +1,8 @@
 // VGG 11/13/16/19 (torchvision configs A, B, D, E without batch norm) and
 // the paper's deep VGG 116/416; the construction is documented in models.hpp.
+// With ModelConfig::cifar, the CIFAR-10 form of cifar.torch (Zagoruyko,
+// "92.45% on CIFAR-10 in Torch", 2015: the VGG AutoSwap trains): the same
+// stages with batch norm after every convolution, and a 512-wide classifier.
 #include <array>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@ namespace {
 
 constexpr std::array<std::int64_t, 5> stage_channels = {64, 128, 256, 512, 512};
 constexpr std::int64_t hidden_features = 4096;
+constexpr std::int64_t cifar_hidden_features = 512;
 constexpr int linear_layers = 3;
 
 // Convolutions per stage.
@@ -54,6 +58,7 @@ Graph build(const ModelConfig& config) {
                              .kernel = 3, .stride = 1, .padding = 1, .bias = true};
     for (int i = 0; i < counts[stage]; ++i) {
       x = conv2d(g, next_name("features."), x, conv);
+      if (config.cifar) x = batch_norm(g, next_name("features."), x);
       x = relu(g, next_name("features."), x);
     }
     x = max_pool(g, next_name("features."), x, 2, 2);
@@ -62,6 +67,15 @@ Graph build(const ModelConfig& config) {
   // 5). Dropout is not an op of this trainer; it has no parameters, so the
   // counts are unaffected. The linear layer flattens its [N, C, H, W] input
   // itself: 512 * 7 * 7 inputs at 224x224.
+  if (config.cifar) {
+    // cifar.torch's classifier: Dropout, Linear(512, 512), BatchNorm, ReLU,
+    // Dropout, Linear(512, classes); the dropouts and that batch norm are
+    // not ops here (models.hpp).
+    x = relu(g, "classifier.1", linear(g, "classifier.0", x, scaled(cifar_hidden_features, config.width)));
+    const ValueId logits = linear(g, "classifier.2", x, config.classes);
+    add_loss(g, logits, labels);
+    return g;
+  }
   const std::int64_t hidden = scaled(hidden_features, config.width);
   x = relu(g, "classifier.1", linear(g, "classifier.0", x, hidden));
   x = relu(g, "classifier.4", linear(g, "classifier.3", x, hidden));

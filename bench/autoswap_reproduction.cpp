@@ -20,11 +20,8 @@
 // 300 MB ... takes around 28.9 ms"). The copies are the planner's
 // (autoswap.hpp): an engine each way, as the paper's GPU has a stream each
 // way (--one-engine: one for both, as our mover's default single thread),
-// and each copy in issued at its own latest start, then
-// queued: copies in whose next uses come close together (the SGD updates
-// that end an iteration) wait for each other, which the paper's schedule,
-// swapping in "in advance to make sure its second access is not delayed"
-// (§IV-E), avoids. Most of the modeled overhead comes from that queue.
+// the copies in placed "in advance to make sure its second access is not
+// delayed" (§IV-E).
 //
 // "Overhead ~0" (the paper's "without overhead") is read as: the plan fits
 // the limit (its LOAD' peak, and the peak the serialized copies give, are
@@ -34,11 +31,14 @@
 // increase with lower memory load"), so each score is also scanned on a 1%
 // grid of the peak and any lower passing limit the scan finds is listed.
 //
-// The trainer's networks are torchvision's (nn/models.hpp), not the Torch
-// CIFAR models the paper links: VGG keeps its 4096-wide classifier and
-// ResNet its ImageNet stem (7x7/2 convolution and 3x3/2 max pool), which
-// leaves 8x8 feature maps at 32x32 where the paper's ResNet loads (ResNet-50:
-// 4418 MB at batch 100) imply 32x32 ones. So the ResNets run again at
+// The VGGs are the paper's (its reference 4, cifar.torch): ModelConfig::
+// cifar, batch norm after every convolution and a 512-wide classifier, less
+// the dropout layers this trainer has no op for (--vgg-form torchvision:
+// torchvision's, whose 4096-wide classifier lives through the peak). The
+// ResNets are torchvision's (nn/models.hpp), not the Torch CIFAR models the
+// paper links: they keep the ImageNet stem (7x7/2 convolution and 3x3/2 max
+// pool), which leaves 8x8 feature maps at 32x32 where the paper's ResNet
+// loads (ResNet-50: 4418 MB at batch 100) imply 32x32 ones. So the ResNets run again at
 // --resnet-equivalent-size (128: the stem brings it to 32x32), labelled so.
 // MB = 2^20 bytes (the paper does not say; with 10^6 ours grow by 4.9%).
 #include <cachedarrays/cachedarrays.hpp>

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -119,36 +120,42 @@ TEST_CASE("numa heap on node 0") {
   check_usable(*memory, spec.capacity, spec.alignment);
 }
 
-TEST_CASE("dax heap, default path: a fresh file under /dev/shm, removed at destruction") {
+TEST_CASE("dax heap, default path: an unnamed temporary file under /dev/shm, which no name keeps alive") {
   if (!fs::is_directory("/dev/shm")) {
     MESSAGE("skipped: no /dev/shm on this machine");
     return;
   }
   const std::set<std::string> before = heap_files("/dev/shm");
   const ca::DeviceSpec spec = ca::dax_file({}, 8 * MiB);
-  std::string created;
   {
     const auto memory = make_heap_memory(spec);
-    const std::set<std::string> during = heap_files("/dev/shm");
-    REQUIRE(during.size() == before.size() + 1);
-    for (const auto& name : during) {
-      if (!before.contains(name)) created = name;
+    // No file of ours has a name while the heap lives, so none can outlive it.
+    CHECK(heap_files("/dev/shm") == before);
+    check_contains(memory->description(), "/dev/shm, 8.00 MiB");
+    check_contains(memory->description(), "an unnamed temporary file: nothing is left behind");
+    // The mapping is of a file with no name: /proc shows it "(deleted)".
+    std::ifstream maps("/proc/self/maps");
+    const auto base = reinterpret_cast<std::uintptr_t>(memory->base());
+    std::string line, mapped;
+    while (std::getline(maps, line)) {
+      std::uintptr_t from = 0, to = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx", &from, &to) == 2 && from <= base && base < to) mapped = line;
     }
-    REQUIRE_FALSE(created.empty());
-    CHECK(fs::file_size(fs::path("/dev/shm") / created) >= spec.capacity);
-    check_contains(memory->description(), "/dev/shm/" + created);
+    CAPTURE(mapped);
+    check_contains(mapped, "/dev/shm/");
+    check_contains(mapped, "(deleted)");
     // /dev/shm is tmpfs: never real persistent memory.
     CHECK_FALSE(memory->is_pmem());
     check_contains(memory->description(), "not pmem");
     check_usable(*memory, spec.capacity, spec.alignment);
   }
-  CHECK_FALSE(fs::exists(fs::path("/dev/shm") / created));
+  CHECK(heap_files("/dev/shm") == before);
 }
 
-TEST_CASE("dax heap, default path: two heaps get two different files") {
+TEST_CASE("dax heap, default path: two heaps are two files") {
   const auto a = make_heap_memory(ca::dax_file({}, 1 * MiB));
   const auto b = make_heap_memory(ca::dax_file({}, 1 * MiB));
-  CHECK(a->description() != b->description());
+  CHECK(a->base() != b->base());
   a->base()[0] = std::byte{1};
   b->base()[0] = std::byte{2};
   CHECK(a->base()[0] == std::byte{1});
@@ -208,20 +215,30 @@ TEST_CASE("dax heap, existing user file: mapped as is, contents kept, never remo
   CHECK(head[100] == 'X');
 }
 
-TEST_CASE("dax heap, directory path: a fresh file inside it, removed at destruction") {
+TEST_CASE("dax heap, directory path: an unnamed file inside it; kept, a named one") {
   ScratchPath scratch("dir");
   fs::create_directory(scratch.path);
-  const ca::DeviceSpec spec = ca::dax_file(scratch.path, 8 * MiB);
+  ca::DeviceSpec spec = ca::dax_file(scratch.path, 8 * MiB);
+  {
+    const auto memory = make_heap_memory(spec);
+    CHECK(fs::is_empty(scratch.path));  // no name: nothing to outlive the process
+    check_contains(memory->description(), scratch.path.string() + ", 8.00 MiB");
+    check_contains(memory->description(), "an unnamed temporary file");
+    check_usable(*memory, spec.capacity, spec.alignment);
+  }
+  CHECK(fs::is_empty(scratch.path));
+  spec.keep_file = true;
   {
     const auto memory = make_heap_memory(spec);
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(scratch.path)) files.push_back(entry.path());
     REQUIRE(files.size() == 1);
+    CHECK(files[0].filename().string().starts_with("cachedarrays-" + std::to_string(::getpid()) + "-"));
     CHECK(fs::file_size(files[0]) >= spec.capacity);
     check_contains(memory->description(), files[0].string());
     check_usable(*memory, spec.capacity, spec.alignment);
   }
-  CHECK(fs::is_empty(scratch.path));
+  CHECK_FALSE(fs::is_empty(scratch.path));  // kept; ScratchPath removes it
 }
 
 TEST_CASE("dax heap, new file in an existing directory: created there, removed unless kept") {

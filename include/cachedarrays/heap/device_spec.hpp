@@ -59,10 +59,13 @@ struct DeviceSpec {
   int numa_node = -1;
   // dax: a file to map (created if missing, must be at least `capacity` bytes
   // if it exists) or a directory in which a fresh file is created. Empty:
-  // a fresh file under /dev/shm, or $TMPDIR when /dev/shm is absent.
+  // a fresh file under /dev/shm, or $TMPDIR when /dev/shm is absent. A fresh
+  // file in a directory is unnamed (O_TMPFILE): nothing is left behind even
+  // when the process is killed.
   std::filesystem::path path;
-  // dax: keep the file after shutdown. Files the library did not create are
-  // never removed.
+  // dax: keep the file after shutdown (a fresh file in a directory is then
+  // named cachedarrays-<pid>-<n>). Files the library did not create are never
+  // removed.
   bool keep_file = false;
   // Every region starts on a multiple of this (a power of two, >= 8).
   std::uint64_t alignment = 64;
@@ -96,7 +99,7 @@ struct DeviceSpec {
 }
 
 // A DAX heap backed by `path` (file or directory); an empty path picks a
-// fresh file under /dev/shm (or $TMPDIR), removed at shutdown.
+// fresh unnamed file under /dev/shm (or $TMPDIR), gone at shutdown or death.
 [[nodiscard]] inline DeviceSpec dax_file(std::filesystem::path path, std::uint64_t capacity,
                                          std::string name = "dax") {
   DeviceSpec spec;

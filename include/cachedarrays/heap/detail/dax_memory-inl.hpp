@@ -2,9 +2,14 @@
 // this is real persistent memory; anywhere else (the default, /dev/shm) it
 // is an ordinary shared file mapping that stands in for the slow tier.
 //
-// Files the library creates are removed when the heap goes away (unless the
-// spec says keep_file); a file the user named and that already existed is
-// mapped as it is and never truncated or removed.
+// A heap in a directory (the default /dev/shm, or one the user gave) is an
+// unnamed temporary file (libpmem's PMEM_FILE_TMPFILE: O_TMPFILE, or a file
+// unlinked at once where the filesystem lacks it): its blocks are freed when
+// the last mapping goes, so even a process killed with SIGKILL leaves
+// nothing behind. With keep_file it is a named file cachedarrays-<pid>-<n>
+// that outlives the heap. A new file at a path the user named is removed
+// when the heap goes away (unless keep_file); a file that already existed
+// is mapped as it is and never truncated or removed.
 #pragma once
 
 #include <libpmem.h>
@@ -89,9 +94,14 @@ class DaxMemory final : public HeapMemory {
     if (remove_file_) ::unlink(path_.c_str());
   }
 
-  // A fresh file named cachedarrays-<pid>-<n> inside `dir`.
+  // A fresh file inside `dir`: unnamed, or named cachedarrays-<pid>-<n> when
+  // the spec keeps it.
   void create_unique(const DeviceSpec& spec, const fs::path& dir) {
     check_can_create(spec, dir);
+    if (!spec.keep_file) {
+      create_unnamed(spec, dir);
+      return;
+    }
     for (int attempt = 0; attempt < max_dax_name_attempts; ++attempt) {
       const fs::path candidate = dir / ("cachedarrays-" + std::to_string(::getpid()) + "-" +
                                         std::to_string(next_dax_file_number++));
@@ -213,6 +223,29 @@ class DaxMemory final : public HeapMemory {
     adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/!spec.keep_file);
     owner_ = spec.keep_file ? "created, kept after shutdown" : "created, removed at shutdown";
     return true;
+  }
+
+  // An unnamed temporary file in `dir` (see the file comment). Not SPARSE,
+  // as in try_create: every block is reserved now.
+  void create_unnamed(const DeviceSpec& spec, const fs::path& dir) {
+    std::size_t mapped = 0;
+    int is_pmem = 0;
+    void* mapping = pmem_map_file(dir.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_TMPFILE,
+                                  S_IRUSR | S_IWUSR, &mapped, &is_pmem);
+    if (mapping == nullptr) {
+      const int err = errno;
+      if (err == ENOSPC) throw heap_error(dax_space_message(spec, dir));
+      if (is_permission_error(err)) {
+        throw heap_error(heap_label(spec) + ": cannot create a temporary heap file in " + dir.string() + " (" +
+                         std::strerror(err) +
+                         "); give a writable directory (e.g. /dev/shm) or fix its permissions");
+      }
+      throw heap_error(heap_label(spec) + ": cannot create a temporary heap file in " + dir.string() + ": " +
+                       std::strerror(err) +
+                       "; give a directory on a filesystem that holds ordinary files (e.g. /dev/shm)");
+    }
+    adopt(spec, dir, mapping, mapped, is_pmem != 0, /*remove=*/false);
+    owner_ = "an unnamed temporary file: nothing is left behind, even if the process is killed";
   }
 
   heap_error too_small(const DeviceSpec& spec, const fs::path& path, std::uint64_t size) const {

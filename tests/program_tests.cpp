@@ -124,6 +124,19 @@ TEST_CASE("program: from a trace, objects named persistent first, then by creati
   CHECK(message_of([&] { (void)Program::from_trace(unmarked); }).find("begin_iteration") != std::string::npos);
 }
 
+TEST_CASE("program: a persistent object keeps its size through a trace when its first use touches part of it") {
+  // Found by fuzz/fuzz_json_readers: object 0 (4097 bytes) is first used by
+  // an argument of 4096 bytes; from_trace took the argument's size for the
+  // object's, so the program did not survive to_trace.
+  const Program p({{4097, true}, {8192, false}},
+                  {{"k0", {{0, 4096, ca::Access::read}, {1, 8192, ca::Access::write}}},
+                   {"k1", {{0, 4097, ca::Access::read}, {1, 8192, ca::Access::read}}}},
+                  {{StepKind::create, 1}, {StepKind::kernel, 0}, {StepKind::kernel, 1}, {StepKind::retire, 1}});
+  const Program again = Program::from_trace(p.to_trace());
+  CHECK(again.objects() == p.objects());
+  CHECK(again == p);
+}
+
 TEST_CASE("program: queries — next use, first and last use, live bytes per kernel, max-live") {
   // Kernels: 0 reads a, writes b; 1 reads b, writes c; 2 reads a and c.
   const Program p({{100, true}, {200, false}, {50, false}},

@@ -20,6 +20,7 @@ packages=(
   zlib1g-dev       # gzipped IDX files (Fashion-MNIST) and checkpoint checksums in the CNN trainer
   dataset-fashion-mnist  # the trainer's real data set (gzipped IDX under /usr/share/datasets/fashion-mnist)
   python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
+  clang libclang-rt-dev  # libFuzzer: the fuzz targets (fuzz/) that tools/test.sh runs
 )
 
 missing=()

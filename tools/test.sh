@@ -5,8 +5,12 @@
 #  2. the suite again under AddressSanitizer and UndefinedBehaviorSanitizer,
 #     one build instrumented for both, at -O1 (the suite runs several times
 #     faster than at -O0, and the sanitizers lose nothing they report);
-#  3. the multi-threaded tests (stress, asynchronous copies, the mover) under
-#     ThreadSanitizer, in a build of only their files.
+#  3. the multi-threaded tests (stress, asynchronous copies, the mover, the
+#     capacity planner's parallel replays) under ThreadSanitizer, in a build
+#     of only their files;
+#  4. the libFuzzer targets (fuzz/), built with Clang under AddressSanitizer
+#     and UndefinedBehaviorSanitizer, each fuzzing for 30 s from its seed
+#     corpus: a crash fails the run.
 # Each stage prints its minutes: CI has 90 in all on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +41,16 @@ stage_end "address and undefined-behaviour sanitizers"
 echo "== thread sanitizer (multi-threaded tests)"
 run_build build-thread -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCACHEDARRAYS_SANITIZE=thread \
   -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_EXAMPLES=OFF -DCACHEDARRAYS_BUILD_NN=OFF \
-  "-DCACHEDARRAYS_TEST_FILTER=/(async_copy|stress|copy_engine|copy_timeline|autotm_policy|planned_policies)_tests\\.cpp$"
+  "-DCACHEDARRAYS_TEST_FILTER=/(async_copy|stress|copy_engine|copy_timeline|autotm_policy|planned_policies|capacity_plan)_tests\\.cpp$"
 TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp halt_on_error=1" \
   ctest --test-dir build-thread --output-on-failure -j"$jobs" -R 'stress|thread|async'
 stage_end "thread sanitizer"
+
+echo "== fuzzing (libFuzzer, Clang, address and undefined-behaviour sanitizers)"
+cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCACHEDARRAYS_SANITIZE=address,undefined -DCACHEDARRAYS_BUILD_FUZZERS=ON -DCACHEDARRAYS_BUILD_TESTS=OFF \
+  -DCACHEDARRAYS_BUILD_EXAMPLES=OFF -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_NN=OFF \
+  -DCACHEDARRAYS_BUILD_TOOLS=OFF -DCACHEDARRAYS_FUZZ_SECONDS=30 >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_json_readers fuzz_runtime_ops
+ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -R '^fuzz\.'
+stage_end "fuzzing"

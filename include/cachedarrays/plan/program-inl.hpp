@@ -140,9 +140,15 @@ CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optiona
   // What happened to each object before the iteration: created and alive
   // (true) or retired (false).
   std::unordered_map<std::uint64_t, bool> before;
+  // The size each object was created with, where the trace saw it: a
+  // persistent object's first use may touch only part of it.
+  std::unordered_map<std::uint64_t, std::uint64_t> created_bytes;
   for (std::size_t i = 0; i < marker; ++i) {
     const TraceEvent& e = events[i];
-    if (e.kind == TraceKind::create) before[e.object] = true;
+    if (e.kind == TraceKind::create) {
+      before[e.object] = true;
+      created_bytes[e.object] = e.bytes;
+    }
     if (e.kind == TraceKind::retire) before[e.object] = false;
   }
   // The persistent objects: used by the iteration, not created by it, in
@@ -158,7 +164,8 @@ CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optiona
            ", retired before the iteration began");
     }
     known[id] = true;
-    persistent.emplace_back(id, bytes);
+    const auto created = created_bytes.find(id);
+    persistent.emplace_back(id, created != created_bytes.end() ? created->second : bytes);
   };
   for (std::size_t i = begin; i < end; ++i) {
     const TraceEvent& e = events[i];

@@ -6,9 +6,7 @@
 
 namespace ca = cachedarrays;
 
-std::string default_dax_memory_of_other_tu() {
-  return ca::detail::make_heap_memory(ca::dax_file({}, 1 << 20))->description();
-}
+std::string default_dax_memory_of_other_tu() { return kept_dax_memory_described_and_removed(); }
 
 std::string copy_and_report_in_other_tu() {
   std::array<std::byte, 4096> src{};

@@ -2,7 +2,7 @@
 // implementation is compiled into it, from this translation unit and from
 // other_tu.cpp. It must link (no function defined twice), move data between
 // two tiers, and keep file-scope state once per process: the counter that
-// names default DAX files must not be one per translation unit.
+// names kept default DAX files must not be one per translation unit.
 #include <cachedarrays/cachedarrays.hpp>
 
 #include <cstdio>
@@ -27,16 +27,19 @@ bool spilled_array_round_trips() {
 }
 
 std::string default_dax_heap_of_this_tu() {
-  ca::Runtime rt{{ca::dram(1 << 20), ca::dax_file({}, 1 << 20)}};
-  return rt.manager().describe(1);
+  return described_and_removed([] {
+    ca::DeviceSpec slow = ca::dax_file({}, 1 << 20);
+    slow.keep_file = true;  // named cachedarrays-<pid>-<n> by the counter under test
+    return ca::Runtime{{ca::dram(1 << 20), slow}};
+  });
 }
 
 }  // namespace
 
 int main() {
   const bool data_ok = spilled_array_round_trips();
-  // One after the other, so that the first file is gone before the second is
-  // made: with a counter per translation unit both would get the same name.
+  // One after the other, each file removed before the next is made: with a
+  // counter per translation unit both would get the same name.
   const std::string here = default_dax_heap_of_this_tu();
   const std::string there = default_dax_heap_of_other_tu();
   const bool distinct = here != there;

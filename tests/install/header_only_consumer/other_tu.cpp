@@ -10,6 +10,9 @@ void write_counting(ca::CachedArray<int>& array) {
 }
 
 std::string default_dax_heap_of_other_tu() {
-  ca::Runtime rt{{ca::dram(1 << 20), ca::dax_file({}, 1 << 20)}};
-  return rt.manager().describe(1);
+  return described_and_removed([] {
+    ca::DeviceSpec slow = ca::dax_file({}, 1 << 20);
+    slow.keep_file = true;  // named cachedarrays-<pid>-<n> by the counter under test
+    return ca::Runtime{{ca::dram(1 << 20), slow}};
+  });
 }

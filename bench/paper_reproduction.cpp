@@ -80,24 +80,14 @@ ca::DeviceModel device_model(std::string name, ca::emulation::Bandwidth bandwidt
 // per socket.
 const ca::DeviceModel dram_model = device_model("dram", ca::emulation::published::ddr4_six_channel);
 const ca::DeviceModel optane_model = device_model("optane", ca::emulation::published::optane_six_dimms);
-// Every policy the comparison runs, in table order. 2lm (hardware memory
-// mode with software retiring nothing) is modeled only; 2lm:m runs emulated
-// and modeled.
-std::vector<std::string> policy_names() {
-  return {"all-fast", "all-slow", "first-touch", "hw-cache",      "2lm:m",       "ca",          "ca-l",
-          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",       "planned",     "planned-a",   "autotm-static",
-          "autotm-sync", "autotm-async", "autoswap:swdoa", "autoswap:bo", "redl", "2lm"};
-}
-// The CachedArrays comparison's default: every policy but those that plan
-// ahead — AutoTM's, which --autotm runs (each of its runs solves an ILP of
-// up to a minute), AutoSwap's and ReDL's, which --policies names (their
-// plans of the paper's large programs take minutes: ReDL's period search,
-// AutoSwap's 30 plans of its Bayesian optimisation).
-std::vector<std::string> default_policies() {
-  std::vector<std::string> names = policy_names();
-  std::erase_if(names, [](const std::string& p) { return ca::policy::planned_policy_options(p).has_value(); });
-  return names;
-}
+// The policies: --policies accepts every one the capacity planner compares
+// (ca::all_policies, sim/capacity_plan.hpp). 2lm (hardware memory mode with
+// software retiring nothing) is modeled only; 2lm:m runs emulated and
+// modeled. The CachedArrays comparison's default, ca::quick_policies, leaves
+// out those that plan ahead — AutoTM's, which --autotm runs (each of its
+// runs solves an ILP of up to a minute), AutoSwap's and ReDL's, which
+// --policies names (their plans of the paper's large programs take minutes:
+// ReDL's period search, AutoSwap's 30 plans of its Bayesian optimisation).
 const std::vector<std::string> ca_modes{"ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa", "planned", "planned-a"};
 // The fast budget at which the goals table holds the policies to their
 // targets: 20% of the footprint.
@@ -644,7 +634,7 @@ void add_options(CLI::App& app, Options& o) {
                  "policies to run (default all but autotm-*, or --autotm's; all-fast always runs as the baseline; "
                  "2lm is modeled only, "
                  "2lm:m both)")
-      ->check(CLI::IsMember(policy_names()))
+      ->check(CLI::IsMember(ca::all_policies()))
       ->delimiter(',');
   app.add_option("--json", o.json_path, "write the rows as JSON to this file");
   app.add_option("--profile-cache", o.profile_cache,
@@ -694,16 +684,12 @@ PaperMachine paper_machine(const Options& o) {
   if (o.paper_gflops > 0) return {o.paper_gflops * 1e9, "given by --paper-gflops"};
   if (o.kernel_model != "roofline") return {0, "not used"};
   const nn::ModelConfig c = bench::small_config(o.families.front(), o.quick, o.batch, o.image_size, o.width);
-  bool measured = false;
-  const ca::plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(c); }, o.profile_cache, {}, &measured);
-  const double here = ca::plan::compute_rate(profiles);
-  const unsigned cores = profiles.key().cores;
-  return {here / cores * paper_cores,
+  const bench::RatePerCore here = bench::rate_per_core(c, o.profile_cache);
+  return {here.flops_per_second * paper_cores,
           fmt::format("this machine's measured {:.1f} GFLOP/s on {} cores ({} profiled kernels, {}; profiles {} {}) per core "
                       "times the paper's {} cores",
-                      here / 1e9, cores, profiles.kernels().size(), label(c), measured ? "measured into" : "from",
-                      o.profile_cache, paper_cores)};
+                      here.flops_per_second * here.cores / 1e9, here.cores, here.kernels, label(c),
+                      here.measured ? "measured into" : "from", o.profile_cache, paper_cores)};
 }
 
 std::vector<Row> run(const Options& o, const PaperMachine& paper) {
@@ -714,7 +700,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     fractions = o.quick ? std::vector<double>{1.0, goal_fraction, 0.0}
                         : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
   }
-  std::vector<std::string> policies = !o.policies.empty() ? o.policies : o.autotm ? autotm_policies : default_policies();
+  std::vector<std::string> policies = !o.policies.empty() ? o.policies : o.autotm ? autotm_policies : ca::quick_policies();
   if (std::find(policies.begin(), policies.end(), "all-fast") == policies.end()) {
     policies.insert(policies.begin(), "all-fast");
   }

@@ -82,6 +82,26 @@ struct TrainingSetup {
   std::vector<float> labels;
 };
 
+// This machine's achieved compute rate on `config`'s convolutions, per core
+// (plan::compute_rate over its kernel profiles, from `profile_cache` or
+// measured into it): what the modeled machines scale by their core count.
+struct RatePerCore {
+  double flops_per_second = 0;  // per core
+  unsigned cores = 0;           // of this machine, as profiled
+  std::size_t kernels = 0;      // profiled
+  bool measured = false;        // profiled now, not loaded
+};
+
+inline RatePerCore rate_per_core(const nn::ModelConfig& config, const std::string& profile_cache) {
+  RatePerCore r;
+  const plan::KernelProfiles profiles =
+      nn::profile_model([&] { return nn::build_model(config); }, profile_cache, {}, &r.measured);
+  r.cores = profiles.key().cores;
+  r.flops_per_second = plan::compute_rate(profiles) / r.cores;
+  r.kernels = profiles.kernels().size();
+  return r;
+}
+
 // The A modes' lookahead from the model's kernel profiles
 // (policy::profiled_lookahead), the slow tier emulated as Optane.
 inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,

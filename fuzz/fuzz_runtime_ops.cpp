@@ -7,12 +7,10 @@
 // other exception, a wrong byte, or a sanitizer report is a bug.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"

@@ -36,6 +36,7 @@
 #include <cachedarrays/nn/trainer.hpp>
 
 #include "bench_support.hpp"
+#include "training_runs.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
@@ -91,14 +92,11 @@ struct ComputeRate {
 ComputeRate compute_rate(const Options& o) {
   if (o.gflops > 0) return {o.gflops * 1e9, "given by --gflops"};
   const nn::ModelConfig probe{.family = "resnet", .depth = 18, .batch = 32, .image_size = 96, .classes = 10};
-  bool measured = false;
-  const ca::plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(probe); }, o.profile_cache, {}, &measured);
-  const double here = ca::plan::compute_rate(profiles);
-  const unsigned cores = profiles.key().cores;
-  return {here / cores * o.cores,
-          fmt::format("this machine's {:.1f} GFLOP/s on {} cores ({} {}) per core times --cores {}", here / 1e9,
-                      cores, measured ? "profiled into" : "profiles from", o.profile_cache, o.cores)};
+  const ca::bench::RatePerCore here = ca::bench::rate_per_core(probe, o.profile_cache);
+  return {here.flops_per_second * o.cores,
+          fmt::format("this machine's {:.1f} GFLOP/s on {} cores ({} {}) per core times --cores {}",
+                      here.flops_per_second * here.cores / 1e9, here.cores,
+                      here.measured ? "profiled into" : "profiles from", o.profile_cache, o.cores)};
 }
 
 std::string gb(std::uint64_t bytes) { return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9); }
@@ -161,6 +159,13 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
                     ca::format_bytes(t.slow_read) + "/" + ca::format_bytes(t.slow_written), gb(top->slow_peak),
                     dollars(cost), fmt::format("{:+.0f}%", 100 * (cost / all_dram - 1))});
   }
+}
+
+Json tier_json(const ca::DeviceModel& tier, const ca::MemoryPrices& prices) {
+  return Json{{"name", tier.name},
+              {"read_gbps", tier.read_gbps},
+              {"write_gbps", tier.write_gbps},
+              {"dollars_per_gb", prices.dollars_per_gb(tier.name)}};
 }
 
 Json point_json(const ca::CapacityPoint& p, const ca::MemoryPrices& prices, const ca::DeviceModel& fast,
@@ -294,10 +299,8 @@ int run(Options& o) {
            {"footprint_bytes", footprint},
            {"kind", "modeled"},
            {"machine",
-            {{"fast", {{"name", fast.name}, {"read_gbps", fast.read_gbps}, {"write_gbps", fast.write_gbps},
-                       {"dollars_per_gb", prices.dollars_per_gb(fast.name)}}},
-             {"slow", {{"name", slow.name}, {"read_gbps", slow.read_gbps}, {"write_gbps", slow.write_gbps},
-                       {"dollars_per_gb", prices.dollars_per_gb(slow.name)}}},
+            {{"fast", tier_json(fast, prices)},
+             {"slow", tier_json(slow, prices)},
              {"flops_per_second", rate.flops_per_second},
              {"compute_rate", rate.how},
              {"kernel_model", "roofline"}}},

@@ -210,15 +210,7 @@ class DaxMemory final : public HeapMemory {
     if (mapping == nullptr) {
       const int err = errno;
       if (err == EEXIST) return false;
-      if (err == ENOSPC) throw heap_error(dax_space_message(spec, dir));
-      if (is_permission_error(err)) {
-        throw heap_error(heap_label(spec) + ": cannot create " + path.string() + " (" +
-                         std::strerror(err) +
-                         "); give a writable directory (e.g. /dev/shm) or fix its permissions");
-      }
-      throw heap_error(heap_label(spec) + ": cannot create " + path.string() + ": " +
-                       std::strerror(err) +
-                       "; give a path on a filesystem that holds ordinary files (e.g. /dev/shm)");
+      creation_failed(spec, err, "create " + path.string(), dir, "a path");
     }
     adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/!spec.keep_file);
     owner_ = spec.keep_file ? "created, kept after shutdown" : "created, removed at shutdown";
@@ -233,19 +225,23 @@ class DaxMemory final : public HeapMemory {
     void* mapping = pmem_map_file(dir.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_TMPFILE,
                                   S_IRUSR | S_IWUSR, &mapped, &is_pmem);
     if (mapping == nullptr) {
-      const int err = errno;
-      if (err == ENOSPC) throw heap_error(dax_space_message(spec, dir));
-      if (is_permission_error(err)) {
-        throw heap_error(heap_label(spec) + ": cannot create a temporary heap file in " + dir.string() + " (" +
-                         std::strerror(err) +
-                         "); give a writable directory (e.g. /dev/shm) or fix its permissions");
-      }
-      throw heap_error(heap_label(spec) + ": cannot create a temporary heap file in " + dir.string() + ": " +
-                       std::strerror(err) +
-                       "; give a directory on a filesystem that holds ordinary files (e.g. /dev/shm)");
+      creation_failed(spec, errno, "create a temporary heap file in " + dir.string(), dir, "a directory");
     }
     adopt(spec, dir, mapping, mapped, is_pmem != 0, /*remove=*/false);
     owner_ = "an unnamed temporary file: nothing is left behind, even if the process is killed";
+  }
+
+  // Why creating the heap's file (`what`: "create <path>") in `dir` failed
+  // with `err`, and what to give instead (`other`: "a path", "a directory").
+  [[noreturn]] static void creation_failed(const DeviceSpec& spec, int err, const std::string& what,
+                                           const fs::path& dir, const char* other) {
+    if (err == ENOSPC) throw heap_error(dax_space_message(spec, dir));
+    if (is_permission_error(err)) {
+      throw heap_error(heap_label(spec) + ": cannot " + what + " (" + std::strerror(err) +
+                       "); give a writable directory (e.g. /dev/shm) or fix its permissions");
+    }
+    throw heap_error(heap_label(spec) + ": cannot " + what + ": " + std::strerror(err) + "; give " + other +
+                     " on a filesystem that holds ordinary files (e.g. /dev/shm)");
   }
 
   heap_error too_small(const DeviceSpec& spec, const fs::path& path, std::uint64_t size) const {

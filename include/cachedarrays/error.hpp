@@ -59,6 +59,16 @@ class invalid_operation : public error {
   using error::error;
 };
 
+// A copy between tiers failed (a media error of the memory it read or
+// wrote). The source is untouched; the destination holds no valid copy.
+// The policies' moves absorb it (the object stays where it was, counted in
+// PolicyCounters::moves_abandoned); DataManager::copyto and the fence of an
+// asynchronous copy report it to their caller.
+class copy_error : public error {
+ public:
+  using error::error;
+};
+
 // Thrown by DataManager::check_invariants when the state is inconsistent.
 // Seeing it means a bug in the library or in a policy.
 class invariant_violation : public error {

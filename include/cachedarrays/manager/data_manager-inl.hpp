@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/heap/detail/heap.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 
@@ -179,6 +180,10 @@ CACHEDARRAYS_INLINE Region* DataManager::allocate(DeviceId device, std::uint64_t
   }
   auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
+  if (CACHEDARRAYS_FAULT(allocation)) {  // tests only: as if the heap were full
+    ++counters.failed_allocations;
+    return nullptr;
+  }
   Region* region = new_region();
   auto* block = h.allocator().try_allocate(bytes, *region);
   if (block == nullptr) {
@@ -207,6 +212,15 @@ CACHEDARRAYS_INLINE Region* DataManager::adopt(DeviceId device, Region& region, 
 }
 
 CACHEDARRAYS_INLINE Region* DataManager::try_allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes) {
+  // Tests only: as if the range were taken (the planner falls back to allocate).
+  if (CACHEDARRAYS_FAULT(allocation)) {
+    check_device(device, "allocate_at");
+    return nullptr;
+  }
+  return place_at(device, offset, bytes);
+}
+
+CACHEDARRAYS_INLINE Region* DataManager::place_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes) {
   check_device(device, "allocate_at");
   auto& h = heap(device);
   auto& a = h.allocator();
@@ -237,7 +251,7 @@ CACHEDARRAYS_INLINE Region* DataManager::try_allocate_at(DeviceId device, std::u
 }
 
 CACHEDARRAYS_INLINE Region& DataManager::allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes) {
-  if (Region* region = try_allocate_at(device, offset, bytes)) return *region;
+  if (Region* region = place_at(device, offset, bytes)) return *region;
   throw invalid_operation("cachedarrays: allocate_at: the range [" + std::to_string(offset) + ", +" +
                           std::to_string(bytes) + ") of device " + std::to_string(device) + " '" +
                           heap(device).spec().display_name() + "' is not free: " +
@@ -336,6 +350,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
     const double least = emulation::copy_ns(memory_mode_[src.device_] ? std::nullopt : from.spec().emulation,
                                             memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
                                             src.bytes_);
+    if (CACHEDARRAYS_FAULT(copy)) fail_copy(dst, src, into_primary, where);  // tests only
     const auto t0 = least > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
     if (least > 0) {
@@ -369,6 +384,28 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
   const bool torn = src.parent_ != nullptr && src.parent_->being_written();
   dst.version_ = torn ? 0 : src.version_;
   dst.dirty_ = false;
+}
+
+CACHEDARRAYS_INLINE void DataManager::fail_copy(Region& dst, const Region& src, bool into_primary,
+                                                detail::CopyDestination where) {
+  // A media error stops a copy part way: half of the bytes have landed.
+  detail::copy_bytes(dst.data_, src.data_, src.bytes_ / 2, where);
+  ++stats_.failed_copies;
+  if (into_primary) {
+    // The object's contents are now the torn bytes: its other copies no
+    // longer count (invariant 4), and the caller learns it must rewrite.
+    Object& object = *dst.parent_;
+    object.version_ = next_version_++;
+    dst.version_ = object.version_;
+    dst.dirty_ = true;
+  } else {
+    dst.version_ = 0;
+    dst.dirty_ = false;
+  }
+  throw copy_error("cachedarrays: copyto: copying " + format_bytes(src.bytes_) + " from the " + region_name(src) +
+                   " into the " + region_name(dst) + " failed half way (injected media error); " +
+                   (into_primary ? "the object's contents are torn: write them again"
+                                 : "the destination holds no valid copy, the source is untouched"));
 }
 
 CACHEDARRAYS_INLINE void DataManager::link(Region& a, Region& b) {

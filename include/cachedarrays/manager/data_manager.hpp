@@ -119,7 +119,10 @@ class DataManager {
   // be freed (invariant 1): destroy the object or setprimary elsewhere first.
   void free(Region& region);
   // Copies src's bytes into dst; both must have the same size and must not
-  // be the same region. dst becomes a clean, valid copy of src.
+  // be the same region. dst becomes a clean, valid copy of src. A copy that
+  // fails (a media error; tests inject one) throws copy_error: src is
+  // untouched and dst holds no valid copy — when dst is a primary, the
+  // object's contents are the torn bytes and its other copies stale.
   void copyto(Region& dst, const Region& src);
   // The same copy, made by the mover beside the caller; returns its fence.
   // The destination must not be a primary (a copy in flight is not the
@@ -211,6 +214,12 @@ class DataManager {
   // Makes `region` the new region that `block` of `device` holds, and
   // counts the allocation.
   Region* adopt(DeviceId device, Region& region, detail::Block<Region>& block, std::uint64_t bytes);
+  // try_allocate_at without the test-only injected failure (allocate_at
+  // must not report an injected one as an occupied range).
+  Region* place_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
+  // A copy failed part way (fault_injection.hpp): leaves dst as a media
+  // error would and throws copy_error.
+  [[noreturn]] void fail_copy(Region& dst, const Region& src, bool into_primary, detail::CopyDestination where);
   // What allocate_at throws for: the live regions in the range, or the
   // evictfrom holding it.
   std::string occupants(DeviceId device, std::uint64_t offset, std::uint64_t bytes) const;

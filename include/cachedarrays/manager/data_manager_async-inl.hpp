@@ -65,7 +65,17 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   src.copy_ = copy;
   copies_in_flight_.push_back(copy);
   if (stored) {
-    mover_.submit(copy);
+    if (!mover_.submit(copy)) {
+      // No mover thread: the copy is made here, as a take-over would.
+      std::exception_ptr failure;
+      try {
+        Mover::make(*copy, mover_.options());
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      copy->complete(std::move(failure));
+      ++stats_.async.made_without_mover;
+    }
   } else {
     // Virtual heaps store nothing: the copy is done as soon as it is issued.
     copy->complete(nullptr);

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <system_error>
 
 #include <sched.h>
 #include <sys/resource.h>
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/manager/fault_injection.hpp"
 
 namespace cachedarrays {
 
@@ -30,22 +32,34 @@ CACHEDARRAYS_INLINE Mover::~Mover() {
   threads_.clear();  // joins
 }
 
-CACHEDARRAYS_INLINE void Mover::submit(std::shared_ptr<detail::CopyState> state) {
+CACHEDARRAYS_INLINE bool Mover::submit(std::shared_ptr<detail::CopyState> state) {
   {
     std::lock_guard guard(mutex_);
+    // Threads start with the first copy: a program that never copies
+    // asynchronously never pays for them. A thread the system refuses is
+    // tried again at the next copy; with none running at all, the caller
+    // makes the copy itself (nothing would ever take it off the queue).
+    while (threads_.size() < options_.threads) {
+      try {
+        if (CACHEDARRAYS_FAULT(mover_start)) {  // tests only
+          throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                  "cachedarrays: mover thread (injected fault)");
+        }
+        threads_.emplace_back([this](std::stop_token stop) { run(stop); });
+      } catch (const std::system_error&) {
+        if (threads_.empty()) return false;
+        break;
+      }
+    }
     if (state->background) {
       queue_.push_back(std::move(state));
     } else {
       queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(foreground_), std::move(state));
       ++foreground_;
     }
-    // Threads start with the first copy: a program that never copies
-    // asynchronously never pays for them.
-    while (threads_.size() < options_.threads) {
-      threads_.emplace_back([this](std::stop_token stop) { run(stop); });
-    }
   }
   queued_.notify_one();
+  return true;
 }
 
 CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
@@ -88,6 +102,12 @@ CACHEDARRAYS_INLINE bool Mover::withdraw(const detail::CopyState& state) {
 CACHEDARRAYS_INLINE void Mover::make(detail::CopyState& state, const MoverOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (options.before_copy) options.before_copy(state.bytes);
+  if (state.dst != nullptr && CACHEDARRAYS_FAULT(copy)) {  // tests only: a media error half way
+    detail::copy_bytes(state.dst, state.src, state.bytes / 2, state.where, {.max_threads = 1});
+    throw copy_error("cachedarrays: an asynchronous copy of " + format_bytes(state.bytes) +
+                     " failed half way (injected media error); its destination holds no valid copy, "
+                     "its source is untouched");
+  }
   // One thread per copy: the mover runs beside the compute threads and must
   // not take their cores for a parallel copy.
   if (state.dst != nullptr) {

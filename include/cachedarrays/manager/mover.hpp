@@ -63,7 +63,9 @@ class Mover {
   Mover& operator=(const Mover&) = delete;
 
   // Queues the copy `state` describes; its fence completes when it is made.
-  void submit(std::shared_ptr<detail::CopyState> state);
+  // False, queueing nothing, when no mover thread runs and none could be
+  // started: the caller then makes the copy itself (make()).
+  [[nodiscard]] bool submit(std::shared_ptr<detail::CopyState> state);
   // Removes `state` from the queue if no thread has started it yet; true
   // when it did, and the caller then owns the copy (make() it or drop it).
   [[nodiscard]] bool withdraw(const detail::CopyState& state);

@@ -51,6 +51,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   delta.emulated_copy_wait_ns -= earlier.emulated_copy_wait_ns;
   delta.emulated_kernel_ns -= earlier.emulated_kernel_ns;
   delta.emulated_sync_copy_ns -= earlier.emulated_sync_copy_ns;
+  delta.failed_copies -= earlier.failed_copies;
   delta.memory_mode -= earlier.memory_mode;
   delta.policy -= earlier.policy;
   delta.async -= earlier.async;
@@ -111,6 +112,12 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                          "dropped",
                          async.taken_over, async.cancelled);
     }
+  }
+  if (failed_copies + async.made_without_mover + policy.moves_abandoned > 0) {
+    out += fmt::format("\nfailures: {} copies failed ({} asynchronous), {} moves abandoned (their objects stayed "
+                       "where they were); {} copies made without a mover thread",
+                       failed_copies + async.failures, async.failures, policy.moves_abandoned,
+                       async.made_without_mover);
   }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;

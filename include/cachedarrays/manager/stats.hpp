@@ -60,6 +60,9 @@ struct PolicyCounters {
   std::uint64_t collected = 0;          // objects freed by collect()
   std::uint64_t collections = 0;        // collections that freed deferred retires
   std::uint64_t defrags = 0;            // defrag passes the policy ran
+  // Prefetches and evictions given up because their copy failed (copy_error):
+  // the object stayed where it was, its contents intact.
+  std::uint64_t moves_abandoned = 0;
   // Bytes the policy's moves wrote into each device.
   std::array<std::uint64_t, max_devices> bytes_written{};
 
@@ -69,7 +72,7 @@ struct PolicyCounters {
     const char* name;
     std::uint64_t PolicyCounters::*member;
   };
-  [[nodiscard]] static constexpr std::array<Field, 10> fields() noexcept {
+  [[nodiscard]] static constexpr std::array<Field, 11> fields() noexcept {
     return {{{"prefetches", &PolicyCounters::prefetches},
              {"prefetch_bytes", &PolicyCounters::prefetch_bytes},
              {"evictions", &PolicyCounters::evictions},
@@ -79,7 +82,8 @@ struct PolicyCounters {
              {"deferred_retires", &PolicyCounters::deferred_retires},
              {"collected", &PolicyCounters::collected},
              {"collections", &PolicyCounters::collections},
-             {"defrags", &PolicyCounters::defrags}}};
+             {"defrags", &PolicyCounters::defrags},
+             {"moves_abandoned", &PolicyCounters::moves_abandoned}}};
   }
   PolicyCounters& operator-=(const PolicyCounters& o) noexcept {
     for (const Field& f : fields()) this->*f.member -= o.*f.member;
@@ -111,12 +115,15 @@ struct AsyncCounters {
   // started because their region was about to be freed, moved or
   // overwritten: the copy would have been thrown away.
   std::uint64_t cancelled = 0;
+  // Copies made on the calling thread because no mover thread could be
+  // started (the system refused a thread): slower, never lost.
+  std::uint64_t made_without_mover = 0;
 
   struct Field {
     const char* name;
     std::uint64_t AsyncCounters::*member;
   };
-  [[nodiscard]] static constexpr std::array<Field, 9> fields() noexcept {
+  [[nodiscard]] static constexpr std::array<Field, 10> fields() noexcept {
     return {{{"copies", &AsyncCounters::copies},
              {"bytes", &AsyncCounters::bytes},
              {"failures", &AsyncCounters::failures},
@@ -125,7 +132,8 @@ struct AsyncCounters {
              {"fence_waits", &AsyncCounters::fence_waits},
              {"fence_wait_ns", &AsyncCounters::fence_wait_ns},
              {"taken_over", &AsyncCounters::taken_over},
-             {"cancelled", &AsyncCounters::cancelled}}};
+             {"cancelled", &AsyncCounters::cancelled},
+             {"made_without_mover", &AsyncCounters::made_without_mover}}};
   }
   AsyncCounters& operator-=(const AsyncCounters& o) noexcept {
     for (const Field& f : fields()) this->*f.member -= o.*f.member;
@@ -163,6 +171,9 @@ struct Stats {
   // thread made itself (copyto), the held-back part included: with
   // async.fence_wait_ns, the copy time a run did not overlap ("exposed").
   std::uint64_t emulated_sync_copy_ns = 0;
+  // copyto calls that failed (copy_error); failed asynchronous copies are
+  // async.failures.
+  std::uint64_t failed_copies = 0;
   // Lines of devices emulated in 2LM memory mode (EmulationProfile::
   // memory_mode_cache_bytes), summed over such devices.
   TwoLmCounters memory_mode;

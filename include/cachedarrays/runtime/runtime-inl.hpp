@@ -17,9 +17,23 @@
 #include <system_error>
 
 #include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
 
 namespace cachedarrays {
+
+namespace detail {
+
+// Tests only (manager/fault_injection.hpp): the policy's handler fails
+// before it runs, as a policy's own error would. Not for retire and
+// collect: they run from destructors, where a policy must not throw.
+CACHEDARRAYS_INLINE void inject_handler_fault([[maybe_unused]] const char* handler) {
+  if (CACHEDARRAYS_FAULT(policy_handler)) {
+    throw error(std::string("cachedarrays: the policy's ") + handler + " handler failed (injected fault)");
+  }
+}
+
+}  // namespace detail
 
 CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy,
                                      MoverOptions mover, std::filesystem::path trace_file)
@@ -62,6 +76,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     history.made_by_runtime = true;
     history.created_iteration = iteration_;
     history.created_ns = ns_since_start();
+    detail::inject_handler_fault("place");
     placed = policy_->place(object);
   } catch (...) {
     manager_.destroy(object);
@@ -166,7 +181,10 @@ CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t i
                                              std::span<const Access> accesses) {
   if (!kernel_end_heard()) return;
   std::lock_guard guard(mutex_);
-  if (kernel_hooks_) policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
+  if (kernel_hooks_) {
+    detail::inject_handler_fault("on_kernel_end");
+    policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
+  }
   if (recording_ == nullptr) return;
   TraceEvent e;
   e.kind = TraceKind::kernel_end;
@@ -186,6 +204,7 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   finish_program_recording();
   if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
   if (recording_ != nullptr) recording_->record({.kind = TraceKind::iteration, .object = iteration_});
+  detail::inject_handler_fault("on_iteration_begin");
   if (planned) {
     policy_->on_iteration_begin(iteration_);
   } else {
@@ -209,6 +228,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
     return;
   }
   std::lock_guard guard(mutex_);
+  detail::inject_handler_fault("hint");
   if (recording_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
   object.history().hinted(hint);
   switch (hint) {
@@ -222,6 +242,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
 
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
   const Hint hint = access == Access::read ? Hint::will_read : Hint::will_write;
+  detail::inject_handler_fault(access == Access::read ? "will_read" : "will_write");
   object.history().hinted(hint);
   if (hint == Hint::will_read) policy_->will_read(object); else policy_->will_write(object);
   manager_.pin(object, access);
@@ -242,6 +263,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
       for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
       index = kernel_index_;
       if (kernel_hooks_) {
+        detail::inject_handler_fault("on_kernel_begin");
         policy_->on_kernel_begin({iteration_, index, kernel, std::span(objects, n), std::span(accesses, n)});
       }
       ++kernel_index_;

@@ -1,0 +1,125 @@
+// Fault injection for tests (issue 17, after PMDK's pmem_inject_fault_at and
+// its negative tests): makes the Nth event of a kind fail, or each event with
+// a given probability, so that the failure paths of the library run on demand:
+//   allocation      a heap allocation finds no room (DataManager::allocate
+//                   and allocate_at return null, as for a full heap);
+//   copy            a copy between tiers fails half way, as a media error
+//                   would (copyto throws copy_error; an asynchronous copy
+//                   fails at its fence), its destination left torn;
+//   policy_handler  a policy's handler throws before it runs (the Runtime
+//                   calls it for a hint, an access, a kernel, a retire, ...);
+//   mover_start     the mover's thread cannot be started (std::thread's
+//                   resource_unavailable_try_again).
+//
+// Compiled in only where CACHEDARRAYS_FAULT_INJECTION is defined (the
+// fault-injection test binary, built header-only); everywhere else
+// CACHEDARRAYS_FAULT(site) is the constant `false` and costs nothing.
+// The injector is process-wide and thread-safe (the mover's thread makes
+// copies too); tests arm it through ScopedFaults, which disarms it again.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace cachedarrays::fault {
+
+enum class Site : std::uint8_t { allocation, copy, policy_handler, mover_start };
+inline constexpr std::size_t site_count = 4;
+
+inline const char* to_string(Site site) noexcept {
+  switch (site) {
+    case Site::allocation: return "allocation";
+    case Site::copy: return "copy";
+    case Site::policy_handler: return "policy handler";
+    case Site::mover_start: return "mover start";
+  }
+  return "?";
+}
+
+class Injector {
+ public:
+  static Injector& instance() {
+    static Injector injector;
+    return injector;
+  }
+
+  // The nth event of `site` from now on (1: the next) fails, once.
+  void fail_nth(Site site, std::uint64_t nth) {
+    std::lock_guard guard(mutex_);
+    Plan& p = plans_[index(site)];
+    p = {};
+    p.nth = nth;
+  }
+  // Each event of `site` fails with `probability` (0..1), drawn from a
+  // generator seeded with `seed`, so a failing run can be replayed.
+  void fail_randomly(Site site, double probability, std::uint64_t seed) {
+    std::lock_guard guard(mutex_);
+    Plan& p = plans_[index(site)];
+    p = {};
+    p.threshold = probability >= 1.0 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(probability * 18446744073709551616.0);
+    p.state = seed;
+  }
+  void disarm() {
+    std::lock_guard guard(mutex_);
+    plans_ = {};
+  }
+  // Counts an event of `site`; true when it must fail.
+  bool fires(Site site) {
+    std::lock_guard guard(mutex_);
+    Plan& p = plans_[index(site)];
+    ++p.events;
+    bool fail = false;
+    if (p.nth != 0 && p.events == p.nth) fail = true;
+    if (p.threshold != 0 && next(p.state) < p.threshold) fail = true;
+    if (fail) ++p.fired;
+    return fail;
+  }
+  // Events of `site` seen and failed since it was last armed.
+  std::uint64_t events(Site site) {
+    std::lock_guard guard(mutex_);
+    return plans_[index(site)].events;
+  }
+  std::uint64_t fired(Site site) {
+    std::lock_guard guard(mutex_);
+    return plans_[index(site)].fired;
+  }
+
+ private:
+  struct Plan {
+    std::uint64_t nth = 0;        // 0: not armed by count
+    std::uint64_t threshold = 0;  // 0: not armed by probability
+    std::uint64_t state = 0;      // splitmix64 state
+    std::uint64_t events = 0;
+    std::uint64_t fired = 0;
+  };
+  static std::size_t index(Site site) noexcept { return static_cast<std::size_t>(site); }
+  static std::uint64_t next(std::uint64_t& state) noexcept {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::mutex mutex_;
+  std::array<Plan, site_count> plans_{};
+};
+
+// Disarms every site when the scope ends, so one test's faults never reach
+// the next one.
+class ScopedFaults {
+ public:
+  ScopedFaults() { Injector::instance().disarm(); }
+  ~ScopedFaults() { Injector::instance().disarm(); }
+  ScopedFaults(const ScopedFaults&) = delete;
+  ScopedFaults& operator=(const ScopedFaults&) = delete;
+  Injector* operator->() const { return &Injector::instance(); }
+};
+
+}  // namespace cachedarrays::fault
+
+#ifdef CACHEDARRAYS_FAULT_INJECTION
+#define CACHEDARRAYS_FAULT(site) (::cachedarrays::fault::Injector::instance().fires(::cachedarrays::fault::Site::site))
+#else
+#define CACHEDARRAYS_FAULT(site) false
+#endif

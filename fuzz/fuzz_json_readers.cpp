@@ -24,14 +24,9 @@ void program(std::string_view text) {
     return;
   }
   if (!(ca::plan::Program::from_json(p.to_json()) == p)) __builtin_trap();
-  // Through a trace, a program comes back in from_trace's naming (persistent
-  // objects the iteration uses, by first use; then by creation), which
-  // from_json does not yet require of a document (an open finding of this
-  // fuzzer: an unused persistent object is dropped). What holds for every
-  // program: the kernels and steps survive, and the naming is a fixed point.
-  const ca::plan::Program q = ca::plan::Program::from_trace(p.to_trace());
-  if (!(q.kernels().size() == p.kernels().size()) || !(q.steps().size() <= p.steps().size())) __builtin_trap();
-  if (!(ca::plan::Program::from_trace(q.to_trace()) == q)) __builtin_trap();
+  // A program read from JSON is in from_trace's naming (from_json refuses
+  // any other, naming_problem): through a trace it comes back unchanged.
+  if (!(ca::plan::Program::from_trace(p.to_trace()) == p)) __builtin_trap();
 }
 
 void kernel_profiles(std::string_view text) {

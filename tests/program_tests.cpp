@@ -217,6 +217,41 @@ TEST_CASE("program: JSON round trip, files, and errors that name the field") {
             .find("before it is created") != std::string::npos);
 }
 
+// A plan is matched to a run's objects by the program's numbering, so a
+// document in another numbering is refused, saying how to number them; and
+// (the fuzzer's finding) a program read from JSON survives a trace unchanged.
+TEST_CASE("program: from_json refuses objects not numbered as a program numbers them") {
+  const auto error = [](const std::string& text) { return message_of([&] { (void)Program::from_json(text); }); };
+  const std::string head = R"({"format":"cachedarrays-program","version":1,)";
+  const std::string k01 = R"("kernels":[{"name":"k","args":[[0,4,"r"],[1,4,"w"]]}],)";
+  // Canonical: persistent 0 and 1 used in that order, then object 2 created.
+  const std::string good = head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
+                                  R"({"bytes":8,"persistent":false}],)" +
+                           k01 + R"("steps":[["kernel",0],["create",2],["retire",2]]})";
+  const Program p = Program::from_json(good);
+  CHECK_FALSE(p.naming_problem().has_value());
+  CHECK(Program::from_trace(p.to_trace()) == p);
+
+  const std::string unused = error(head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
+                                          R"({"bytes":4,"persistent":true}],)" +
+                                   k01 + R"("steps":[["kernel",0]]})");
+  test::check_contains(unused, "persistent object 2 is never used by the iteration");
+  test::check_contains(unused, "leaves out persistent objects it never uses");
+  test::check_contains(
+      error(head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true}],)"
+                   R"("kernels":[{"name":"k","args":[[1,4,"r"],[0,4,"w"]]}],"steps":[["kernel",0]]})"),
+      "persistent object 1 is first used before persistent object 0");
+  test::check_contains(
+      error(head + R"("objects":[{"bytes":4,"persistent":false},{"bytes":4,"persistent":true}],)"
+                   R"("kernels":[{"name":"k","args":[[1,4,"r"]]}],"steps":[["create",0],["kernel",0]]})"),
+      "object 1 is persistent but follows object 0, which the iteration creates");
+  test::check_contains(error(head + R"("objects":[{"bytes":4,"persistent":false},{"bytes":4,"persistent":false}],)"
+                                    R"("kernels":[],"steps":[["create",1],["create",0]]})"),
+                       "object 1 is created before object 0");
+  test::check_contains(error(head + R"("objects":[{"bytes":4,"persistent":false}],"kernels":[],"steps":[]})"),
+                       "object 0 is neither persistent nor created");
+}
+
 TEST_CASE("program: record_program records the next iteration and hands it to the policy") {
   auto keeper = std::make_unique<ProgramKeeper>();
   ProgramKeeper* policy = keeper.get();

@@ -411,10 +411,67 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
     steps.push_back(step);
   }
   try {
-    return Program(std::move(objects), std::move(kernels), std::move(steps));
+    Program program(std::move(objects), std::move(kernels), std::move(steps));
+    if (std::optional<std::string> problem = program.naming_problem()) {
+      r.fail("objects", *problem + "; a program numbers the persistent objects first, in the order the "
+                        "iteration first uses them (a kernel argument, a hint or a retire), then the objects it "
+                        "creates, in creation order, and leaves out persistent objects it never uses (as "
+                        "Program::from_trace and Program::save write it)");
+    }
+    return program;
   } catch (const invalid_argument& e) {
     r.fail("(document)", e.what());
   }
+}
+
+CACHEDARRAYS_INLINE std::optional<std::string> Program::naming_problem() const {
+  const auto n = static_cast<std::uint32_t>(objects_.size());
+  std::uint32_t persistent = 0;
+  while (persistent < n && objects_[persistent].persistent) ++persistent;
+  for (std::uint32_t o = persistent; o < n; ++o) {
+    if (objects_[o].persistent) {
+      return "object " + std::to_string(o) + " is persistent but follows object " + std::to_string(persistent) +
+             ", which the iteration creates";
+    }
+  }
+  std::uint32_t next_used = 0;     // the persistent object whose first use comes next
+  std::uint32_t next_created = persistent;
+  std::vector<bool> used(persistent, false);
+  const auto use = [&](std::uint32_t o) -> std::optional<std::string> {
+    if (o >= persistent || used[o]) return std::nullopt;
+    if (o != next_used) {
+      return "persistent object " + std::to_string(o) + " is first used before persistent object " +
+             std::to_string(next_used);
+    }
+    used[o] = true;
+    ++next_used;
+    return std::nullopt;
+  };
+  for (const ProgramStep& step : steps_) {
+    std::optional<std::string> problem;
+    switch (step.kind) {
+      case StepKind::create:
+        if (step.index != next_created) {
+          return "object " + std::to_string(step.index) + " is created before object " + std::to_string(next_created);
+        }
+        ++next_created;
+        break;
+      case StepKind::retire:
+      case StepKind::hint: problem = use(step.index); break;
+      case StepKind::kernel:
+        for (const ProgramArg& a : kernels_[step.index].args) {
+          if ((problem = use(a.object))) break;
+        }
+        break;
+      case StepKind::collect: break;
+    }
+    if (problem) return problem;
+  }
+  if (next_used < persistent) {
+    return "persistent object " + std::to_string(next_used) + " is never used by the iteration";
+  }
+  if (next_created < n) return "object " + std::to_string(next_created) + " is neither persistent nor created";
+  return std::nullopt;
 }
 
 CACHEDARRAYS_INLINE void Program::save(const std::string& path) const {

@@ -122,8 +122,13 @@ class Program {
   // ["kernel", 0], ["retire", 3], ["collect"]...]}.
   [[nodiscard]] std::string to_json() const;
   // Throws invalid_argument naming the field that is missing or wrong
-  // ("program JSON: steps[12][1]: ...").
+  // ("program JSON: steps[12][1]: ..."), and for objects not numbered as a
+  // program numbers them (naming_problem): a plan is matched to a run's
+  // objects by that numbering.
   [[nodiscard]] static Program from_json(const std::string& text);
+  // Why the objects are not numbered as from_trace numbers them (header
+  // comment), or nullopt when they are.
+  [[nodiscard]] std::optional<std::string> naming_problem() const;
   // Throws heap_error when the file cannot be written or read.
   void save(const std::string& path) const;
   [[nodiscard]] static Program load(const std::string& path);

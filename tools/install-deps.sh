@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libpmem-dev      # PMDK: DAX heaps (pmem_map_file, pmem_memcpy_nodrain)
+  libpmem2-dev     # PMDK: bad blocks of a DAX heap's file (pmem2_badblock_next)
   libnuma-dev      # NUMA / CXL heaps and DRAM binding
   libhwloc-dev     # hwloc: discovery of the machine's memory tiers (heap/discover.hpp, cachedarrays-info)
   libtbb-dev       # oneTBB: parallel prefault and copies

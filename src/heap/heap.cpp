@@ -1,4 +1,5 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/heap/detail/bad_blocks-inl.hpp"
 #include "cachedarrays/heap/detail/dax_memory-inl.hpp"
 #include "cachedarrays/heap/detail/dram_memory-inl.hpp"
 #include "cachedarrays/heap/detail/heap_memory-inl.hpp"

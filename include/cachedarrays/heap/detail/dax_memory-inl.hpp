@@ -3,15 +3,24 @@
 // is an ordinary shared file mapping that stands in for the slow tier.
 //
 // A heap in a directory (the default /dev/shm, or one the user gave) is an
-// unnamed temporary file (libpmem's PMEM_FILE_TMPFILE: O_TMPFILE, or a file
-// unlinked at once where the filesystem lacks it): its blocks are freed when
-// the last mapping goes, so even a process killed with SIGKILL leaves
-// nothing behind. With keep_file it is a named file cachedarrays-<pid>-<n>
+// unnamed temporary file (O_TMPFILE, or a file unlinked at once where the
+// filesystem lacks it, as libpmem's PMEM_FILE_TMPFILE does): its blocks are
+// freed when the last mapping goes, so even a process killed with SIGKILL
+// leaves nothing behind. With keep_file it is a named file cachedarrays-<pid>-<n>
 // that outlives the heap. A new file at a path the user named is removed
 // when the heap goes away (unless keep_file); a file that already existed
 // is mapped as it is and never truncated or removed.
+//
+// Bad blocks (issue 17): every file is asked for its bad blocks (libpmem2,
+// bad_blocks.hpp) before a heap uses it, and one with bad blocks inside the
+// capacity is refused with a heap_error naming them. Refusing is the whole
+// answer: placing data around them would need the block allocator to carve
+// holes out of its free space and keep them out of evictfrom and defrag,
+// which slide blocks across the heap -- out of scope. A file on no
+// persistent memory cannot have any and is taken as before.
 #pragma once
 
+#include <fcntl.h>
 #include <libpmem.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -23,9 +32,12 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/detail/bad_blocks.hpp"
 #include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
 
@@ -77,6 +89,55 @@ CACHEDARRAYS_INLINE bool filesystem_free_bytes(const fs::path& dir, std::uint64_
   return true;
 }
 
+// A file descriptor closed when it goes out of scope.
+class DaxFileDescriptor {
+ public:
+  explicit DaxFileDescriptor(int fd) noexcept : fd_(fd) {}
+  DaxFileDescriptor(const DaxFileDescriptor&) = delete;
+  DaxFileDescriptor& operator=(const DaxFileDescriptor&) = delete;
+  ~DaxFileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// An unnamed file in `dir`, open read-write; -1 with errno set on failure.
+// O_TMPFILE where the filesystem has it; else (EOPNOTSUPP, or EISDIR from
+// kernels older than 3.11) a named file unlinked at once, as libpmem's
+// PMEM_FILE_TMPFILE does -- the one moment a kill could leave a name behind.
+CACHEDARRAYS_INLINE int open_unnamed_dax_file(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR)) return fd;
+  std::string name = (dir / "cachedarrays-XXXXXX").string();
+  const int named = ::mkostemp(name.data(), O_CLOEXEC);
+  if (named >= 0) ::unlink(name.c_str());
+  return named;
+}
+
+// The refusal of a file with bad blocks inside the heap: which file (`file`
+// names it), how many, where the first few are, and what to do.
+CACHEDARRAYS_INLINE std::string bad_blocks_message(const DeviceSpec& spec, const std::string& file,
+                                                   const std::vector<BadBlock>& within) {
+  constexpr std::size_t listed = 3;
+  std::string where;
+  for (std::size_t i = 0; i < within.size() && i < listed; ++i) {
+    where += (i == 0 ? "" : ", ") + std::string("byte ") + std::to_string(within[i].offset) + " (" +
+             std::to_string(within[i].length) + " bytes)";
+  }
+  if (within.size() > listed) where += " and " + std::to_string(within.size() - listed) + " more";
+  return heap_label(spec) + ": " + file + " has " + std::to_string(within.size()) + " bad block" +
+         (within.size() == 1 ? "" : "s") +
+         " (uncorrectable media errors of the persistent memory) within the " + format_bytes(spec.capacity) +
+         " the heap would use, at " + where +
+         "; reading one kills the process with SIGBUS, so the heap is not created. Give another file, "
+         "directory or namespace, or clear the errors, losing what those blocks held: as root "
+         "`ndctl clear-errors <namespace>`, or, for a file on an fsdax filesystem, libpmem2's "
+         "pmem2_badblock_clear, which puts new zeroed blocks in their place";
+}
+
 CACHEDARRAYS_INLINE std::string dax_space_message(const DeviceSpec& spec, const fs::path& dir) {
   std::uint64_t available = 0;
   const std::string have = filesystem_free_bytes(dir, available) ? format_bytes(available) : "too little";
@@ -86,7 +147,8 @@ CACHEDARRAYS_INLINE std::string dax_space_message(const DeviceSpec& spec, const 
 
 class DaxMemory final : public HeapMemory {
  public:
-  DaxMemory() = default;
+  // `bad_blocks`: asked about every file before the heap uses it.
+  explicit DaxMemory(BadBlockQuery bad_blocks) : bad_blocks_(std::move(bad_blocks)) {}
   DaxMemory(const DaxMemory&) = delete;
   DaxMemory& operator=(const DaxMemory&) = delete;
   ~DaxMemory() override {
@@ -157,6 +219,7 @@ class DaxMemory final : public HeapMemory {
     owner_ = "existing file, never removed";
     // A device DAX has no st_size: its length is known only once mapped.
     if (mapped_bytes_ < spec.capacity) throw too_small(spec, path, mapped_bytes_);
+    refuse_bad_blocks_at(spec, path);
   }
 
   // Regions are aligned relative to the base, and libpmem chooses where the
@@ -176,8 +239,8 @@ class DaxMemory final : public HeapMemory {
   void describe(const DeviceSpec& spec) {
     const char* kind =
         is_pmem_ ? "real persistent memory" : "not pmem: an ordinary file stands in for the slow tier";
-    description_ =
-        path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ + ")";
+    description_ = path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ +
+                   bad_blocks_note_ + ")";
   }
 
  private:
@@ -212,20 +275,41 @@ class DaxMemory final : public HeapMemory {
       if (err == EEXIST) return false;
       creation_failed(spec, err, "create " + path.string(), dir, "a path");
     }
-    adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/!spec.keep_file);
+    // Removed also with keep_file if it is refused: it never held a heap.
+    adopt(spec, path, mapping, mapped, is_pmem != 0, /*remove=*/true);
+    refuse_bad_blocks_at(spec, path);
+    remove_file_ = !spec.keep_file;
     owner_ = spec.keep_file ? "created, kept after shutdown" : "created, removed at shutdown";
     return true;
   }
 
-  // An unnamed temporary file in `dir` (see the file comment). Not SPARSE,
-  // as in try_create: every block is reserved now.
+  // An unnamed temporary file in `dir` (see the file comment), made here and
+  // not by libpmem's PMEM_FILE_TMPFILE, which keeps its descriptor to
+  // itself: the bad-block query needs one, and the file has no name to open.
   void create_unnamed(const DeviceSpec& spec, const fs::path& dir) {
+    const std::string what = "create a temporary heap file in " + dir.string();
+    const DaxFileDescriptor file(open_unnamed_dax_file(dir));
+    if (file.get() < 0) creation_failed(spec, errno, what, dir, "a directory");
+    // Every block now, as in try_create (not SPARSE): a full filesystem is
+    // reported here instead of as SIGBUS later; and only allocated blocks
+    // have a place on the media to ask about.
+    if (const int err = ::posix_fallocate(file.get(), 0, static_cast<off_t>(spec.capacity)); err != 0) {
+      creation_failed(spec, err, what, dir, "a directory");
+    }
+    refuse_bad_blocks(spec, "the unnamed heap file made in " + dir.string(), file.get());
+    // pmem_map_file takes a path: /proc/self/fd/N opens this very file
+    // again, unnamed as it is, and libpmem still chooses how to map it
+    // (MAP_SYNC on DAX, a huge-page-aligned address). The mapping keeps the
+    // file alive once the descriptor is closed.
+    const std::string reopen = "/proc/self/fd/" + std::to_string(file.get());
     std::size_t mapped = 0;
     int is_pmem = 0;
-    void* mapping = pmem_map_file(dir.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_TMPFILE,
-                                  S_IRUSR | S_IWUSR, &mapped, &is_pmem);
+    void* mapping = pmem_map_file(reopen.c_str(), 0, 0, 0, &mapped, &is_pmem);
     if (mapping == nullptr) {
-      creation_failed(spec, errno, "create a temporary heap file in " + dir.string(), dir, "a directory");
+      const int err = errno;
+      throw heap_error(heap_label(spec) + ": cannot map the temporary heap file made in " + dir.string() +
+                       " (opened again as " + reopen + "): " + std::strerror(err) +
+                       "; /proc must be mounted for an unnamed heap file, or give a path for a named one");
     }
     adopt(spec, dir, mapping, mapped, is_pmem != 0, /*remove=*/false);
     owner_ = "an unnamed temporary file: nothing is left behind, even if the process is killed";
@@ -253,6 +337,32 @@ class DaxMemory final : public HeapMemory {
                       "a file of the right size is created");
   }
 
+  // Throws when the file open as `fd` (`file` names it in the message) has
+  // bad blocks within the capacity. A file that cannot have any (not on
+  // persistent memory) passes silently; on persistent memory the outcome
+  // goes into the description.
+  void refuse_bad_blocks(const DeviceSpec& spec, const std::string& file, int fd) {
+    const BadBlockReport report = bad_blocks_(fd);
+    const std::vector<BadBlock> within = bad_blocks_within(report.blocks, spec.capacity);
+    if (!within.empty()) throw heap_error(bad_blocks_message(spec, file, within));
+    if (report.scan == BadBlockScan::scanned) {
+      bad_blocks_note_ = "; no bad blocks";
+    } else if (report.scan == BadBlockScan::failed) {
+      bad_blocks_note_ = "; bad blocks not checked: " + report.detail;
+    }
+  }
+
+  // refuse_bad_blocks for a file libpmem has mapped by its name.
+  void refuse_bad_blocks_at(const DeviceSpec& spec, const fs::path& path) {
+    const DaxFileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.get() < 0) {
+      const int err = errno;
+      bad_blocks_note_ = std::string("; bad blocks not checked: cannot open it again: ") + std::strerror(err);
+      return;
+    }
+    refuse_bad_blocks(spec, path.string(), file.get());
+  }
+
   // From here on the destructor owns the mapping (and the file, if ours).
   void adopt(const DeviceSpec& spec, const fs::path& path, void* mapping, std::size_t mapped,
              bool is_pmem, bool remove) {
@@ -266,17 +376,24 @@ class DaxMemory final : public HeapMemory {
     is_pmem_ = is_pmem;
   }
 
+  BadBlockQuery bad_blocks_;
   void* mapping_ = nullptr;
   std::size_t mapped_bytes_ = 0;
   fs::path path_;
   bool remove_file_ = false;
   std::string owner_;
+  std::string bad_blocks_note_;  // "; no bad blocks" where they were checked
 };
 
 CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec) {
+  return make_dax_memory(spec, bad_blocks_of);
+}
+
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec,
+                                                                const BadBlockQuery& query) {
   // Built inside the unique_ptr: when a step after the mapping throws, the
   // destructor unmaps and removes the file if the library created it.
-  auto memory = std::make_unique<DaxMemory>();
+  auto memory = std::make_unique<DaxMemory>(query);
   const fs::path& path = spec.path;
   if (path.empty()) {
     memory->create_unique(spec, default_dax_directory());

@@ -135,7 +135,8 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
     return result;
   }
 
-  const auto save = [&](std::int64_t epochs_done, std::int64_t batches_done) {
+  // batch is copied in: Clang before 16 cannot capture a structured binding.
+  const auto save = [&, batch = batch](std::int64_t epochs_done, std::int64_t batches_done) {
     if (options.checkpoint.empty()) return;
     Checkpoint c;
     c.model = options.model;

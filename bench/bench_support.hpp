@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -23,6 +24,19 @@
 namespace cachedarrays::bench {
 
 using Clock = std::chrono::steady_clock;
+
+// A small seeded generator (splitmix64): the same choices on every run of a
+// seed, and cheap enough to draw per operation.
+struct Rng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+};
 
 // The middle sample (the mean of the middle two for an even count): on a
 // shared machine a disturbance only ever slows a sample down, and the median

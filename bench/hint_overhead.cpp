@@ -36,22 +36,13 @@ namespace bench = cachedarrays::bench;
 namespace {
 
 using bench::Clock;
+using bench::Rng;
 
 // Keeps a value alive and the loop around it from being optimised away.
 template <typename T>
 inline void keep(const T& value) {
   asm volatile("" : : "g"(&value) : "memory");
 }
-
-struct Rng {  // splitmix64: the same sizes on every run
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
 
 // ns per call of `body`, as the median over `runs` runs of `iterations` calls
 // (the median drops runs disturbed by the other processes of a shared box).

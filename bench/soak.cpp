@@ -63,6 +63,7 @@ namespace bench = cachedarrays::bench;
 namespace {
 
 using bench::Clock;
+using bench::Rng;
 constexpr std::uint64_t MiB = 1024 * 1024;
 
 struct Options {
@@ -115,17 +116,6 @@ std::optional<Mismatch> verify(std::span<const std::uint64_t> data, std::uint64_
   first->bytes_differing = differing;
   return first;
 }
-
-struct Rng {  // splitmix64
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-};
 
 // Word counts skewed small, as a program's tensors are: 8 B .. 4 KiB half the
 // time, up to 1.25 MiB (copies of 1 MiB and more run on the copy engine's

@@ -67,13 +67,7 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   if (stored) {
     if (!mover_.submit(copy)) {
       // No mover thread: the copy is made here, as a take-over would.
-      std::exception_ptr failure;
-      try {
-        Mover::make(*copy, mover_.options());
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      copy->complete(std::move(failure));
+      Mover::make_and_complete(*copy, mover_.options());
       ++stats_.async.made_without_mover;
     }
   } else {
@@ -102,13 +96,7 @@ CACHEDARRAYS_INLINE void DataManager::settle(const Region& region, bool rethrow,
     } else {
       // Waiting would mean waiting for every copy queued before it too.
       const auto t0 = std::chrono::steady_clock::now();
-      std::exception_ptr failure;
-      try {
-        Mover::make(*copy, mover_.options());
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      copy->complete(std::move(failure));
+      Mover::make_and_complete(*copy, mover_.options());
       ++stats_.async.taken_over;
       ++stats_.async.fence_waits;
       stats_.async.fence_wait_ns += static_cast<std::uint64_t>(

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <random>
 
 namespace cachedarrays::fault {
 
@@ -58,12 +59,12 @@ class Injector {
     std::lock_guard guard(mutex_);
     Plan& p = plans_[index(site)];
     p = {};
-    p.threshold = probability >= 1.0 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(probability * 18446744073709551616.0);
-    p.state = seed;
+    p.probability = probability;
+    p.engine.seed(seed);
   }
   void disarm() {
     std::lock_guard guard(mutex_);
-    plans_ = {};
+    for (Plan& p : plans_) p = {};
   }
   // Counts an event of `site`; true when it must fail.
   bool fires(Site site) {
@@ -72,7 +73,7 @@ class Injector {
     ++p.events;
     bool fail = false;
     if (p.nth != 0 && p.events == p.nth) fail = true;
-    if (p.threshold != 0 && next(p.state) < p.threshold) fail = true;
+    if (p.probability > 0 && std::uniform_real_distribution<double>(0, 1)(p.engine) < p.probability) fail = true;
     if (fail) ++p.fired;
     return fail;
   }
@@ -88,19 +89,13 @@ class Injector {
 
  private:
   struct Plan {
-    std::uint64_t nth = 0;        // 0: not armed by count
-    std::uint64_t threshold = 0;  // 0: not armed by probability
-    std::uint64_t state = 0;      // splitmix64 state
+    std::uint64_t nth = 0;     // 0: not armed by count
+    double probability = 0;    // 0: not armed by probability
+    std::mt19937_64 engine{};
     std::uint64_t events = 0;
     std::uint64_t fired = 0;
   };
   static std::size_t index(Site site) noexcept { return static_cast<std::size_t>(site); }
-  static std::uint64_t next(std::uint64_t& state) noexcept {  // splitmix64
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
   std::mutex mutex_;
   std::array<Plan, site_count> plans_{};
 };

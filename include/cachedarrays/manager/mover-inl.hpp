@@ -80,14 +80,18 @@ CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {
       queue_.pop_front();
       if (foreground_ > 0) --foreground_;
     }
-    std::exception_ptr failure;
-    try {
-      make(*state, options_);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    state->complete(std::move(failure));
+    make_and_complete(*state, options_);
   }
+}
+
+CACHEDARRAYS_INLINE void Mover::make_and_complete(detail::CopyState& state, const MoverOptions& options) noexcept {
+  std::exception_ptr failure;
+  try {
+    make(state, options);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  state.complete(std::move(failure));
 }
 
 CACHEDARRAYS_INLINE bool Mover::withdraw(const detail::CopyState& state) {

@@ -73,6 +73,9 @@ class Mover {
   // before_copy hook and the emulated time included); throws what the copy
   // throws. Does not complete the state.
   static void make(detail::CopyState& state, const MoverOptions& options);
+  // make() on the calling thread, then completes the state with its outcome
+  // (a failure is kept for the fence, not thrown).
+  static void make_and_complete(detail::CopyState& state, const MoverOptions& options) noexcept;
   [[nodiscard]] const MoverOptions& options() const noexcept { return options_; }
 
  private:

@@ -380,24 +380,7 @@ TEST_CASE("planned policies: a planner's plan that is not of the program is refu
 namespace {
 
 void fill_words(ca::CachedArray<std::uint64_t>& a, std::uint64_t seed) {
-  auto w = a.write();
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = test::pattern_word(seed, i);
-}
-
-bool words_hold(std::span<const std::uint64_t> data, std::uint64_t seed) {
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i] != test::pattern_word(seed, i)) return false;
-  }
-  return true;
-}
-
-// The primary's contents, read through the manager (a scoped read() would
-// count as a kernel of the iteration). Hold the runtime's lock.
-bool primary_holds(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
-  const ca::Region* primary = dm.getprimary(object);
-  REQUIRE(primary != nullptr);
-  const auto* words = reinterpret_cast<const std::uint64_t*>(dm.pointer(*primary));
-  return words_hold({words, object.bytes() / sizeof(std::uint64_t)}, seed);
+  test::fill_words(a.write(), seed);
 }
 
 }  // namespace
@@ -453,21 +436,21 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
         auto guard = rt.lock();
         ahead_at_0 = dm.getlinked(*dm.getprimary(xo), 0) != nullptr;
       }
-      CHECK(words_hold(data, y_seed));
+      CHECK(test::words_hold(data, y_seed));
       y_seed += 1;
-      for (std::size_t i = 0; i < data.size(); ++i) data[i] = test::pattern_word(y_seed, i);
+      test::fill_words(data, y_seed);
     });
     rt.kernel(ca::reads(x), [&](std::span<const std::uint64_t> data) {
       auto guard = rt.lock();
       x_in_place = dm.device(*dm.getprimary(xo)) == 1;
       ahead_at_1 = dm.getlinked(*dm.getprimary(xo), 0) != nullptr;
-      x_held = words_hold(data, 200);
+      x_held = test::words_hold(data, 200);
     });
-    rt.kernel(ca::reads(y), [&](std::span<const std::uint64_t> data) { CHECK(words_hold(data, y_seed)); });
+    rt.kernel(ca::reads(y), [&](std::span<const std::uint64_t> data) { CHECK(test::words_hold(data, y_seed)); });
     bool x_dropped = false;
     std::uint64_t fast_at_3 = 0;
     rt.kernel(ca::writes(y), [&](std::span<std::uint64_t> data) {
-      CHECK(words_hold(data, y_seed));
+      CHECK(test::words_hold(data, y_seed));
       auto guard = rt.lock();
       x_dropped = dm.getlinked(*dm.getprimary(xo), 0) == nullptr && dm.device(*dm.getprimary(xo)) == 1;
       fast_at_3 = dm.usage(0).bytes_used;
@@ -490,8 +473,8 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
     dm.finish_copies();
     CHECK(dm.getlinked(*dm.getprimary(xo), 0) == nullptr);
     if (iteration >= 2) CHECK(dm.usage(0).bytes_used == fast_before);
-    CHECK(primary_holds(dm, xo, 200));
-    CHECK(primary_holds(dm, y.object(), y_seed));
+    CHECK(test::primary_words_hold(dm, xo, 200));
+    CHECK(test::primary_words_hold(dm, y.object(), y_seed));
     dm.check_invariants(true);
   }
   CHECK(policy.counters().departures == 0);
@@ -517,7 +500,7 @@ TEST_CASE("planned policies: a rejected plan is not followed; the policy carries
   for (std::uint64_t i = 0; i < 2; ++i) {
     rt.begin_iteration();
     rt.kernel(ca::writes(a), [&](std::span<std::uint64_t> x) {
-      for (std::size_t j = 0; j < x.size(); ++j) x[j] = test::pattern_word(i, j);
+      test::fill_words(x, i);
     });
     rt.kernel(ca::reads(b), [](std::span<const std::uint64_t>) {});
     rt.kernel(ca::reads(a), ca::writes(b), [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y) {
@@ -525,7 +508,7 @@ TEST_CASE("planned policies: a rejected plan is not followed; the policy carries
     });
   }
   auto guard = rt.lock();
-  CHECK(primary_holds(rt.manager(), b.object(), 1));
+  CHECK(test::primary_words_hold(rt.manager(), b.object(), 1));
   rt.manager().check_invariants(true);
 }
 
@@ -571,16 +554,16 @@ struct Run {
       params.push_back(rt.array<std::uint64_t>(w.param_words[i]));
       param_seeds.push_back(next_seed++);
       auto data = params.back().write();
-      for (std::size_t j = 0; j < data.size(); ++j) data[j] = test::pattern_word(param_seeds.back(), j);
+      test::fill_words(data, param_seeds.back());
     }
   }
 
   void check(std::span<const std::uint64_t> data, std::uint64_t seed) {
-    if (!words_hold(data, seed)) ++bad_reads;
+    if (!test::words_hold(data, seed)) ++bad_reads;
   }
   void write(std::span<std::uint64_t> data, std::uint64_t& seed) {
     seed = next_seed++;
-    for (std::size_t j = 0; j < data.size(); ++j) data[j] = test::pattern_word(seed, j);
+    test::fill_words(data, seed);
   }
   void count_slow(std::initializer_list<const ca::Object*> objects) {
     auto guard = rt.lock();
@@ -697,7 +680,7 @@ TEST_CASE_TEMPLATE("planned policies: a training-like program runs under the pla
   CHECK(rt.manager().usage(0).bytes_used <= fast);
   for (std::size_t i = 0; i < run.params.size(); ++i) {
     CAPTURE(i);
-    CHECK(primary_holds(rt.manager(), run.params[i].object(), run.param_seeds[i]));
+    CHECK(test::primary_words_hold(rt.manager(), run.params[i].object(), run.param_seeds[i]));
   }
   rt.manager().check_invariants(true);
 }

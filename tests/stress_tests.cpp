@@ -33,15 +33,8 @@ constexpr std::uint64_t MiB = 1024 * 1024;
 constexpr int thread_count = 4;
 constexpr std::size_t private_arrays_max = 8;
 
-void fill(std::span<std::uint64_t> data, std::uint64_t seed) {
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = test::pattern_word(seed, i);
-}
-
-bool holds(std::span<const std::uint64_t> data, std::uint64_t seed) {
-  std::uint64_t diff = 0;
-  for (std::size_t i = 0; i < data.size(); ++i) diff |= data[i] ^ test::pattern_word(seed, i);
-  return diff == 0;
-}
+using test::fill_words;
+using test::words_hold;
 
 // Element counts skewed small: 8 B .. 256 KiB arrays (under the copy
 // engine's parallel threshold, so copies stay on the calling thread).
@@ -182,7 +175,7 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         Private p{rt.array<std::uint64_t>(random_count(rng)), ++next_seed};
         {
           auto w = p.array.write();
-          fill(w.span(), p.seed);
+          fill_words(w.span(), p.seed);
         }
         mine.push_back(std::move(p));
         ++tally.created;
@@ -196,9 +189,9 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         rt.kernel(ca::reads(a.array, s.array), ca::writes(b.array),
                   [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y,
                       std::span<std::uint64_t> z) {
-                    if (!holds(x, a.seed)) fail("kernel input array #" + std::to_string(a.array.id()) + " changed");
-                    if (!holds(y, s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
-                    fill(z, new_seed);
+                    if (!words_hold(x, a.seed)) fail("kernel input array #" + std::to_string(a.array.id()) + " changed");
+                    if (!words_hold(y, s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
+                    fill_words(z, new_seed);
                   });
         b.seed = new_seed;
         ++tally.kernels;
@@ -207,8 +200,8 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         Private& a = mine[rng.below(mine.size())];
         const std::uint64_t new_seed = ++next_seed;
         rt.kernel(ca::writes(a.array), [&](std::span<std::uint64_t> z) {
-          if (!holds(z, a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed before a rewrite");
-          fill(z, new_seed);
+          if (!words_hold(z, a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed before a rewrite");
+          fill_words(z, new_seed);
         });
         a.seed = new_seed;
         ++tally.kernels;
@@ -217,11 +210,11 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         if (rng.below(2) == 0) {
           const Private& a = mine[rng.below(mine.size())];
           auto r = a.array.read();
-          if (!holds(r.span(), a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed");
+          if (!words_hold(r.span(), a.seed)) fail("array #" + std::to_string(a.array.id()) + " changed");
         } else {
           const Shared& s = shared[rng.below(shared.size())];
           auto r = s.array.read();
-          if (!holds(r.span(), s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
+          if (!words_hold(r.span(), s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
         }
         ++tally.reads;
       } else if (op < 70) {
@@ -230,7 +223,7 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         const Shared& s2 = shared[rng.below(shared.size())];
         rt.kernel(ca::reads(s1.array, s2.array),
                   [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y) {
-                    if (!holds(x, s1.seed) || !holds(y, s2.seed)) fail("a shared array changed");
+                    if (!words_hold(x, s1.seed) || !words_hold(y, s2.seed)) fail("a shared array changed");
                   });
         ++tally.kernels;
       } else if (op < 90) {
@@ -264,7 +257,7 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
     }
     for (const Private& p : mine) {
       auto r = p.array.read();
-      if (!holds(r.span(), p.seed)) fail("array #" + std::to_string(p.array.id()) + " changed");
+      if (!words_hold(r.span(), p.seed)) fail("array #" + std::to_string(p.array.id()) + " changed");
     }
     tally.retired += mine.size();
     mine.clear();  // retires them
@@ -293,7 +286,7 @@ void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_b
   std::vector<Shared> shared;
   for (int i = 0; i < 6; ++i) {
     Shared s{rt.array<std::uint64_t>(random_count(rng)), 0xABCD0000ull + static_cast<std::uint64_t>(i)};
-    fill(s.array.write().span(), s.seed);
+    fill_words(s.array.write().span(), s.seed);
     shared.push_back(std::move(s));
   }
 
@@ -337,7 +330,7 @@ void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_b
     }
     CHECK(regions >= live);
   }
-  for (const Shared& s : shared) CHECK(holds(s.array.read().span(), s.seed));
+  for (const Shared& s : shared) CHECK(words_hold(s.array.read().span(), s.seed));
   if (rt.policy_name() != "first-touch") {  // data really moved while threads ran
     CHECK(stats.total_bytes_copied() > 0);
     CHECK(stats.devices[0].evictions > 0);

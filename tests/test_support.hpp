@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -52,6 +53,28 @@ inline bool holds(const std::byte* data, std::uint64_t bytes, std::uint64_t seed
 inline std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t word) {
   const std::uint64_t x = (seed ^ (word * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
   return x ^ (x >> 32);
+}
+
+// Word-pattern contents of an array of 64-bit words (pattern_word).
+inline void fill_words(std::span<std::uint64_t> data, std::uint64_t seed) {
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = pattern_word(seed, i);
+}
+
+inline bool words_hold(std::span<const std::uint64_t> data, std::uint64_t seed) {
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (data[i] != pattern_word(seed, i)) return false;
+  }
+  return true;
+}
+
+// The primary's contents hold the word pattern `seed`, read through the
+// manager (a scoped read() would hint the policy and count as a kernel of
+// the iteration). Hold the runtime's lock.
+inline bool primary_words_hold(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
+  const ca::Region* primary = dm.getprimary(object);
+  REQUIRE(primary != nullptr);
+  const auto* words = reinterpret_cast<const std::uint64_t*>(dm.pointer(*primary));
+  return words_hold({words, object.bytes() / sizeof(std::uint64_t)}, seed);
 }
 
 // A number from the environment variable `name`, or `fallback` when it is

@@ -52,26 +52,6 @@ namespace {
 constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t mib = 1024 * kib;
 
-bool words_hold(std::span<const std::uint64_t> data, std::uint64_t seed) {
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i] != test::pattern_word(seed, i)) return false;
-  }
-  return true;
-}
-
-void write_words(std::span<std::uint64_t> data, std::uint64_t seed) {
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = test::pattern_word(seed, i);
-}
-
-// The primary's contents, read through the manager: a scoped read() would
-// hint the policy (and meet the injected faults). Hold the runtime's lock.
-bool primary_holds(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
-  const ca::Region* primary = dm.getprimary(object);
-  REQUIRE(primary != nullptr);
-  const auto* words = reinterpret_cast<const std::uint64_t*>(dm.pointer(*primary));
-  return words_hold({words, object.bytes() / sizeof(std::uint64_t)}, seed);
-}
-
 std::uint64_t bytes_in_use(const ca::DataManager& dm) {
   std::uint64_t used = 0;
   for (const ca::DeviceUsage& u : dm.usage()) used += u.bytes_used;
@@ -202,7 +182,7 @@ TEST_CASE("faults: a policy handler that throws reaches the program and changes 
   ScopedFaults faults;
   ca::Runtime rt(test::two_tiers(), ca::policy::Registry::builtin().make("ca-lm"));
   auto a = rt.array<std::uint64_t>(1024);
-  write_words(a.write(), 11);
+  test::fill_words(a.write(), 11);
   faults->fail_nth(Site::policy_handler, 1);
   CHECK_THROWS_WITH_AS((void)rt.array<std::uint64_t>(512), doctest::Contains("place handler failed"), ca::error);
   CHECK(rt.stats().objects_created == rt.stats().objects_destroyed + 1);  // the new one is gone
@@ -215,7 +195,7 @@ TEST_CASE("faults: a policy handler that throws reaches the program and changes 
   CHECK_THROWS_AS(rt.kernel(ca::reads(a), ca::writes(b), [](auto, auto) { FAIL("the kernel ran"); }), ca::error);
   CHECK_FALSE(a.object().pinned());
   CHECK_FALSE(b.object().pinned());
-  CHECK(words_hold(a.read(), 11));
+  CHECK(test::words_hold(a.read(), 11));
   auto guard = rt.lock();
   rt.manager().check_invariants(true);
 }
@@ -303,7 +283,7 @@ struct Training : Layout {
     ++reported;
     return false;
   }
-  void check(std::span<const std::uint64_t> data, std::uint64_t seed) { bad_reads += !words_hold(data, seed); }
+  void check(std::span<const std::uint64_t> data, std::uint64_t seed) { bad_reads += !test::words_hold(data, seed); }
 
   // Creates (and writes) every parameter that does not exist yet.
   void make_params() {
@@ -312,7 +292,7 @@ struct Training : Layout {
       attempt([&] {
         ca::CachedArray<std::uint64_t> p = rt.array<std::uint64_t>(param_words[i]);
         const std::uint64_t seed = next_seed++;
-        write_words(p.write(), seed);
+        test::fill_words(p.write(), seed);
         params[i].emplace(std::move(p));
         param_seeds[i] = seed;
       });
@@ -337,7 +317,7 @@ struct Training : Layout {
           rt.kernel(ca::reads(param), ca::writes(out), [&](std::span<const std::uint64_t> p, std::span<std::uint64_t> y) {
             check(p, param_seeds[i]);
             act_seeds[i] = next_seed++;
-            write_words(y, act_seeds[i]);
+            test::fill_words(y, act_seeds[i]);
             written[i] = true;
           });
         } else if (!skip[i]) {
@@ -347,7 +327,7 @@ struct Training : Layout {
                       check(x, act_seeds[i - 1]);
                       check(p, param_seeds[i]);
                       act_seeds[i] = next_seed++;
-                      write_words(y, act_seeds[i]);
+                      test::fill_words(y, act_seeds[i]);
                       written[i] = true;
                     });
         } else {
@@ -360,7 +340,7 @@ struct Training : Layout {
                       check(p, param_seeds[i]);
                       check(z, act_seeds[s]);
                       act_seeds[i] = next_seed++;
-                      write_words(y, act_seeds[i]);
+                      test::fill_words(y, act_seeds[i]);
                       written[i] = true;
                     });
         }
@@ -374,7 +354,7 @@ struct Training : Layout {
             check(x, act_seeds[i]);
             check(p, param_seeds[i]);
             param_seeds[i] = next_seed++;
-            write_words(p, param_seeds[i]);
+            test::fill_words(p, param_seeds[i]);
           });
         });
         if (i % 2 == 1) attempt([&] { param.hint(ca::Hint::archive); });
@@ -390,7 +370,7 @@ struct Training : Layout {
     auto guard = rt.lock();
     rt.manager().check_invariants(true);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (params[i]) bad_reads += !primary_holds(rt.manager(), params[i]->object(), param_seeds[i]);
+      if (params[i]) bad_reads += !test::primary_words_hold(rt.manager(), params[i]->object(), param_seeds[i]);
     }
   }
 };
@@ -540,20 +520,20 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
           if (arrays.size() < 48) {
             attempt([&] {
               Tracked t{rt.array<std::uint64_t>(rng.between(1, 8 * kib)), rng() | 1};
-              write_words(t.array.write(), t.seed);
+              test::fill_words(t.array.write(), t.seed);
               arrays.push_back(std::move(t));
             });
           }
           break;
         case 2:  // read and check
-          if (Tracked* t = pick()) attempt([&] { bad_reads += !words_hold(t->array.read(), t->seed); });
+          if (Tracked* t = pick()) attempt([&] { bad_reads += !test::words_hold(t->array.read(), t->seed); });
           break;
         case 3:  // new contents
           if (Tracked* t = pick()) {
             attempt([&] {
               auto w = t->array.write();  // the pin is taken: the write happens
               t->seed = rng() | 1;
-              write_words(w, t->seed);
+              test::fill_words(w, t->seed);
             });
           }
           break;
@@ -576,9 +556,9 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
             attempt([&] {
               rt.kernel(ca::reads(in.array), ca::writes(out.array),
                         [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y) {
-                          bad_reads += !words_hold(x, in.seed);
+                          bad_reads += !test::words_hold(x, in.seed);
                           out.seed = next;
-                          write_words(y, next);
+                          test::fill_words(y, next);
                         });
             });
           }
@@ -599,7 +579,7 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
       if (op % 500 == 499) {  // everything stored is still there
         auto guard = rt.lock();
         rt.manager().check_invariants(true);
-        for (const Tracked& t : arrays) bad_reads += !primary_holds(rt.manager(), t.array.object(), t.seed);
+        for (const Tracked& t : arrays) bad_reads += !test::primary_words_hold(rt.manager(), t.array.object(), t.seed);
         ++checks;
       }
     }
@@ -612,7 +592,7 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
     abandoned += stats.policy.moves_abandoned;
     failed_copies += stats.failed_copies + stats.async.failures;
     without_mover += stats.async.made_without_mover;
-    for (const Tracked& t : arrays) bad_reads += !words_hold(t.array.read(), t.seed);
+    for (const Tracked& t : arrays) bad_reads += !test::words_hold(t.array.read(), t.seed);
     arrays.clear();
     rt.collect();
     auto guard = rt.lock();

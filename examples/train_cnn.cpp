@@ -7,11 +7,15 @@
 // accuracy shows it learns (~0.8 after the first epoch).
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/data.hpp>
+#include <cachedarrays/nn/data_parallel.hpp>
 #include <cachedarrays/nn/fit.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/planned_footprint.hpp>
 #include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
+#ifdef CACHEDARRAYS_HAS_MPI
+#include <cachedarrays/nn/mpi_communicator.hpp>
+#endif
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -22,6 +26,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <thread>
 #include <functional>
 #include <numeric>
 #include <vector>
@@ -55,6 +61,7 @@ struct Options {
   bool memory_mode = false;
   std::string profile_cache;  // empty: the A modes keep their fixed lookahead
   std::string planner = "online";
+  double bucket_mib = 4;  // data parallel: gradient bucket size
   // The CACHEDARRAYS_* variables (ca::read_environment): the defaults of the
   // flags above, and the NUMA nodes, which have no flag.
   ca::EnvironmentSettings env;
@@ -102,7 +109,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--model", model.family, "vgg, resnet or densenet")->capture_default_str();
   app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264)")
       ->capture_default_str();
-  app.add_option("--batch", model.batch, "images per iteration")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch", model.batch, "images per iteration (under mpirun: in all, split evenly over the ranks)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", model.image_size, "square image side (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classes", model.classes, "output classes (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--width", model.width, "channel multiplier (1 = the published network)")->capture_default_str();
@@ -146,7 +153,13 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--data", o.data,
                  "fashion-mnist[:DIR] (Debian's dataset-fashion-mnist) | mnist:DIR | mnist:IMAGES,LABELS | "
                  "cifar10:DIR | cifar10:FILE | synthetic (random images and labels, as the paper)")->capture_default_str();
-  app.add_option("--threads", o.threads, "oneDNN threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", o.threads, "oneDNN threads (0: all cores, shared evenly among the ranks on a machine)")
+      ->capture_default_str();
+  app.add_option("--bucket-mib", o.bucket_mib,
+                 "under mpirun: gradients are averaged over the ranks in buckets of about this many MiB, each "
+                 "summed while the backward pass goes on")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--lr", o.learning_rate, "SGD learning rate (at the start of the schedule)")->capture_default_str();
   app.add_option("--slow-emulation", o.slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
@@ -269,7 +282,8 @@ std::string model_identity(const nn::ModelConfig& m) {
 // terminal and a line per epoch with the test loss and accuracy, the speed
 // and the traffic between the tiers, then a summary table; the last
 // iteration is traced when --trace asks for it.
-void train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, const Options& o) {
+// Returns the seconds of the training steps.
+double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, const Options& o) {
   const nn::ModelConfig& model = o.model;
   const bool synthetic = o.data == "synthetic";
   nn::FitOptions fit;
@@ -341,7 +355,8 @@ void train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, co
     rt.trace()->save(o.trace_path, rt.device_names());
     fmt::print("trace of the last iteration: {} ({} events)\n", o.trace_path, rt.trace()->events().size());
   }
-  if (rows.empty()) return;
+  const double step_seconds = std::accumulate(seconds.begin(), seconds.end(), 0.0);
+  if (rows.empty()) return step_seconds;
   fmt::print("\n{:>5}  {:>8}  {:>10}  {:>9}  {:>8}  {:>9}  {:>8}  {:>10}  {:>10}\n", "epoch", "batches", "train loss",
              "test loss", "test acc", "img/s", "seconds", "fast->slow", "slow->fast");
   for (const Row& r : rows) {
@@ -361,10 +376,29 @@ void train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, co
              result.iterations, steady, static_cast<double>(model.batch) / steady,
              result.stopped_early ? " — stopped early by --iterations" : "");
   fmt::print("{}\n", total);
+  return step_seconds;
 }
 
-void run(Options o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+// The ranks of a data-parallel run (one process: no communicator).
+struct World {
+  nn::Communicator* communicator = nullptr;
+  int local_ranks = 1;  // on this machine
+  [[nodiscard]] int ranks() const { return communicator != nullptr ? communicator->size() : 1; }
+  [[nodiscard]] int rank() const { return communicator != nullptr ? communicator->rank() : 0; }
+};
+
+void run(Options o, const World& world) {
+  if (o.threads > 0) {
+    omp_set_num_threads(o.threads);
+  } else if (world.local_ranks > 1) {
+    // Ranks on one machine share its cores rather than each taking all.
+    omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world.local_ranks));
+  }
+  const int ranks = world.ranks();
+  // Each rank has its own tiers: a slow tier named by file gets one file per rank.
+  if (ranks > 1 && !o.slow_path.empty() && !std::filesystem::is_directory(o.slow_path)) {
+    o.slow_path += fmt::format(".rank{}", world.rank());
+  }
   nn::ModelConfig& model = o.model;
   const nn::DataSplits data =
       nn::open_data(o.data, {model.channels, model.image_size, model.image_size}, model.classes, o.seed);
@@ -378,12 +412,20 @@ void run(Options o) {
   model.image_size = image.at(1);
   model.classes = data.train->classes();
 
-  const auto build = [&] { return nn::build_model(model); };
+  // Data parallel: --batch is the global batch; each rank's graph takes its shard.
+  nn::ModelConfig shard = model;
+  shard.batch = nn::shard_batch(model.batch, ranks);
+  const auto build = [&] { return nn::build_model(shard); };
+  nn::TrainerOptions options;
+  options.seed = o.seed;
+  options.sgd.learning_rate = o.learning_rate;
+  options.data_parallel.communicator = world.communicator;
+  options.data_parallel.bucket_bytes = static_cast<std::uint64_t>(std::llround(o.bucket_mib * 1024 * 1024));
   // The program of an iteration, for the policies that plan ahead (ca-lma,
   // ca-lmpa, offset plans); the others ignore it.
-  const ca::plan::Program program = nn::dry_run_program(build);
+  const ca::plan::Program program = nn::dry_run_program(build, options);
   const std::string policy_name = with_planner(o);
-  const std::uint64_t online_footprint = nn::measure_footprint(build);
+  const std::uint64_t online_footprint = nn::measure_footprint(build, options);
   std::uint64_t footprint = online_footprint;
   if (o.planner != "online") {
     const nn::PlannedFootprint planned =
@@ -426,21 +468,33 @@ void run(Options o) {
   ca::Runtime rt(devices(o, std::max(footprint, online_footprint), fast_bytes), std::move(policy));
   rt.set_program(program);
   nn::Graph graph = build();
-  fmt::print("model {}-{} (width {}), batch {}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
-             model.depth, model.width, model.batch, model.channels, model.image_size, model.image_size,
-             model.classes, graph.parameter_count());
-  fmt::print("footprint of one iteration {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {}\n",
-             ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
+  fmt::print("model {}-{} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
+             model.depth, model.width, model.batch,
+             ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
+             model.channels, model.image_size, model.image_size, model.classes, graph.parameter_count());
+  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {}\n",
+             ranks > 1 ? " (per rank)" : "", ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
              100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
              o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
              omp_get_max_threads());
   for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));
 
-  nn::TrainerOptions options;
-  options.seed = o.seed;
-  options.sgd.learning_rate = o.learning_rate;
-  nn::Trainer trainer(&rt, std::move(graph), options);
-  train(rt, trainer, data, o);
+  nn::Trainer trainer(&rt, std::move(graph), options);  // data parallel: rank 0's parameters on every rank
+  if (const nn::GradientBuckets* buckets = trainer.gradient_buckets()) {
+    fmt::print("data parallel over MPI: {} ranks, each with its own tiers as above; gradients averaged in {} "
+               "buckets of up to {:.4g} MiB, each summed while the backward pass goes on; rank 0 tests and writes "
+               "checkpoints\n",
+               ranks, buckets->bucket_count(), o.bucket_mib);
+  }
+  const double step_seconds = train(rt, trainer, data, o);
+  if (const nn::GradientBuckets* buckets = trainer.gradient_buckets()) {
+    const nn::GradientBuckets::Counters& c = buckets->counters();
+    fmt::print("data parallel: {} steps, {} bucket sums ({} per rank); rank 0 waited {:.2f} s of its {:.2f} s "
+               "of training steps for the other ranks ({:.1f}%: communication not hidden behind the backward "
+               "pass, and load imbalance)\n",
+               c.steps, c.buckets, ca::format_bytes(c.bytes), trainer.seconds_waiting(), step_seconds,
+               step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0);
+  }
   if (autotm != nullptr) {
     const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
     fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
@@ -476,14 +530,35 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   // --fast-fraction on the command line wins over CACHEDARRAYS_FAST_BYTES.
   if (app.count("--fast-fraction") > 0 && app.count("--fast-bytes") == 0) options.fast_bytes = 0;
+  World world;
+#ifdef CACHEDARRAYS_HAS_MPI
+  // Under mpirun: data parallel, one rank per process. Rank 0 prints; the
+  // others' output would repeat it.
+  std::unique_ptr<nn::MpiCommunicator> mpi;
+  if (nn::MpiCommunicator::launched_by_mpi()) {
+    try {
+      mpi = std::make_unique<nn::MpiCommunicator>();
+    } catch (const ca::error& e) {
+      fmt::print(stderr, "train_cnn: {}\n", e.what());
+      return 1;
+    }
+    world.communicator = mpi.get();
+    world.local_ranks = mpi->local_size();
+    if (mpi->rank() > 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+  }
+#endif
+  // A rank that fails ends the whole job: the others would wait for it.
+  const auto fail = [&](const std::string& message) {
+    if (world.communicator != nullptr) world.communicator->abort("train_cnn: " + message);
+    fmt::print(stderr, "train_cnn: {}\n", message);
+    return 1;
+  };
   try {
-    run(options);
+    run(options, world);
     return 0;
   } catch (const ca::error& e) {
-    fmt::print(stderr, "train_cnn: {}\n", e.what());
-    return 1;
+    return fail(e.what());
   } catch (const dnnl::error& e) {
-    fmt::print(stderr, "train_cnn: oneDNN error: {} (status {})\n", e.what(), static_cast<int>(e.status));
-    return 1;
+    return fail(fmt::format("oneDNN error: {} (status {})", e.what(), static_cast<int>(e.status)));
   }
 }

@@ -18,6 +18,7 @@ packages=(
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # programs saved as JSON; JSON output of benchmarks
   libeigen3-dev    # Eigen (header-only): the Gaussian process of AutoSwap's Bayesian optimisation (plan/autoswap_bo.hpp)
+  libopenmpi-dev openmpi-bin  # MPI: data-parallel training over ranks (nn/mpi_communicator.hpp, mpirun)
   zlib1g-dev       # gzipped IDX files (Fashion-MNIST) and checkpoint checksums in the CNN trainer
   dataset-fashion-mnist  # the trainer's real data set (gzipped IDX under /usr/share/datasets/fashion-mnist)
   python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests

@@ -1,6 +1,8 @@
 #include "cachedarrays/nn/fit.hpp"
 
+#include <array>
 #include <chrono>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -79,10 +81,19 @@ std::pair<double, double> evaluate_dataset(Trainer& trainer, const Dataset& test
 FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const FitOptions& options) {
   const auto [batch, image] = checked_shape(trainer, train, "training");
   if (test != nullptr) (void)checked_shape(trainer, *test, "test");
-  if (options.train.batch != batch) {
+  // Data parallel: every rank draws the same global batch and trains on
+  // its shard; rank 0 alone tests and writes checkpoints.
+  Communicator* comm = trainer.communicator();
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const std::int64_t global_batch = batch * ranks;
+  if (options.train.batch != global_batch) {
     throw invalid_argument("cachedarrays::nn: fit: batches of " + std::to_string(options.train.batch) +
                            " samples for a model built for batches of " + std::to_string(batch) +
-                           "; set FitOptions::train.batch to the model's");
+                           (ranks > 1 ? " on each of " + std::to_string(ranks) + " ranks (" +
+                                            std::to_string(global_batch) + " in all)"
+                                      : std::string()) +
+                           "; set FitOptions::train.batch to the model's" + (ranks > 1 ? " times the ranks" : ""));
   }
   if (options.epochs < 1 || options.max_iterations < 0) {
     throw invalid_argument("cachedarrays::nn: fit: " + std::to_string(options.epochs) + " epochs and at most " +
@@ -102,21 +113,32 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
       throw invalid_argument("cachedarrays::nn: fit: resume asks for a checkpoint but none is named; set "
                              "FitOptions::checkpoint (train_cnn --checkpoint FILE)");
     }
-    const Checkpoint c = load_checkpoint(options.checkpoint, options.model);
-    if (c.batch > 0 && metadata_value(c, "batch_size") != std::to_string(batch)) {
-      throw invalid_argument("cachedarrays::nn: fit: checkpoint '" + options.checkpoint.string() +
-                             "' stopped inside epoch " + std::to_string(c.epoch + 1) + " with batches of " +
-                             metadata_value(c, "batch_size") + " samples; resume it with the same batch size, not " +
-                             std::to_string(batch));
+    // Data parallel: rank 0 reads the checkpoint and hands its state and
+    // position to the others (a rank that fails here ends the job).
+    std::array<std::int64_t, 3> position{};  // epoch, batch, seed
+    if (rank == 0) {
+      const Checkpoint c = load_checkpoint(options.checkpoint, options.model);
+      if (c.batch > 0 && metadata_value(c, "batch_size") != std::to_string(global_batch)) {
+        throw invalid_argument("cachedarrays::nn: fit: checkpoint '" + options.checkpoint.string() +
+                               "' stopped inside epoch " + std::to_string(c.epoch + 1) + " with batches of " +
+                               metadata_value(c, "batch_size") + " samples; resume it with the same batch size, not " +
+                               std::to_string(global_batch));
+      }
+      trainer.load_state(c.tensors);  // checks every tensor before it sets any
+      position = {c.epoch, c.batch, static_cast<std::int64_t>(c.seed)};
     }
-    trainer.load_state(c.tensors);  // checks every tensor before it sets any
-    if (c.seed != sampling.seed) {
-      log("the checkpoint's seed " + std::to_string(c.seed) + " orders the data (not " +
+    if (comm != nullptr) {
+      trainer.broadcast_state(0);
+      comm->broadcast(std::as_writable_bytes(std::span<std::int64_t>(position)), 0, "the checkpoint's position");
+    }
+    const auto seed = static_cast<std::uint64_t>(position[2]);
+    if (seed != sampling.seed) {
+      log("the checkpoint's seed " + std::to_string(seed) + " orders the data (not " +
           std::to_string(sampling.seed) + "), as in the run that wrote it");
-      sampling.seed = c.seed;
+      sampling.seed = seed;
     }
-    start_epoch = c.epoch;
-    start_batch = c.batch;
+    start_epoch = position[0];
+    start_batch = position[1];
     result.resumed_epoch = start_epoch;
     result.resumed_batch = start_batch;
     log("resumed from " + options.checkpoint.string() + ": " + std::to_string(start_epoch) + " epochs done" +
@@ -136,14 +158,14 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
   }
 
   // batch is copied in: Clang before 16 cannot capture a structured binding.
-  const auto save = [&, batch = batch](std::int64_t epochs_done, std::int64_t batches_done) {
-    if (options.checkpoint.empty()) return;
+  const auto save = [&](std::int64_t epochs_done, std::int64_t batches_done) {
+    if (options.checkpoint.empty() || rank != 0) return;
     Checkpoint c;
     c.model = options.model;
     c.epoch = epochs_done;
     c.batch = batches_done;
     c.seed = sampling.seed;
-    c.metadata = {{"batch_size", std::to_string(batch)}, {"schedule", options.schedule.describe()}};
+    c.metadata = {{"batch_size", std::to_string(global_batch)}, {"schedule", options.schedule.describe()}};
     c.tensors = trainer.state();
     save_checkpoint(options.checkpoint, c);
     log("checkpoint " + options.checkpoint.string() + ": " + std::to_string(epochs_done) + " epochs" +
@@ -151,8 +173,14 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
   };
 
   Runtime* rt = trainer.context().runtime();
-  std::vector<float> images(static_cast<std::size_t>(batch * element_count(image)));
-  std::vector<float> labels(static_cast<std::size_t>(batch));
+  // The global batch; this rank trains on its shard of it.
+  const auto shard_images = static_cast<std::size_t>(batch * element_count(image));
+  std::vector<float> images(shard_images * static_cast<std::size_t>(ranks));
+  std::vector<float> labels(static_cast<std::size_t>(global_batch));
+  const std::span<const float> my_images =
+      std::span<const float>(images).subspan(shard_images * static_cast<std::size_t>(rank), shard_images);
+  const std::span<const float> my_labels = std::span<const float>(labels).subspan(
+      static_cast<std::size_t>(batch) * static_cast<std::size_t>(rank), static_cast<std::size_t>(batch));
   const auto cap_reached = [&] { return options.max_iterations > 0 && result.iterations >= options.max_iterations; };
   for (std::int64_t epoch = start_epoch; epoch < options.epochs; ++epoch) {
     if (cap_reached()) {
@@ -178,7 +206,7 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
       trainer.set_learning_rate(s.learning_rate);
       if (options.before_step) options.before_step(s);
       const auto t0 = Clock::now();
-      s.loss = trainer.step(images, labels);
+      s.loss = trainer.step(my_images, my_labels);
       if (rt != nullptr) rt->collect();  // end of iteration: deferred frees happen here
       s.seconds = seconds_since(t0);
       ++result.iterations;
@@ -189,13 +217,19 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
     }
     e.complete = sampler.position() == batches;
     e.train_loss = e.batches > 0 ? loss_sum / static_cast<double>(e.batches) : 0;
-    e.images_per_second = e.seconds > 0 ? static_cast<double>(e.batches * batch) / e.seconds : 0;
+    e.images_per_second = e.seconds > 0 ? static_cast<double>(e.batches * global_batch) / e.seconds : 0;
     if (e.complete && test != nullptr) {
       const auto t0 = Clock::now();
-      const auto [loss, accuracy] = evaluate_dataset(trainer, *test, options.test_limit);
+      // Rank 0 tests (its parameters are every rank's); the others get its figures.
+      std::array<double, 2> tested{};
+      if (rank == 0) {
+        const auto [loss, accuracy] = evaluate_dataset(trainer, *test, options.test_limit);
+        tested = {loss, accuracy};
+      }
+      if (comm != nullptr) comm->broadcast(std::as_writable_bytes(std::span<double>(tested)), 0, "the test figures");
       e.test_seconds = seconds_since(t0);
-      e.test_loss = loss;
-      e.test_accuracy = accuracy;
+      e.test_loss = tested[0];
+      e.test_accuracy = tested[1];
     }
     if (e.batches > 0) save(e.complete ? epoch + 1 : epoch, e.complete ? 0 : sampler.position());
     result.epochs.push_back(e);

@@ -1,6 +1,7 @@
 #include "cachedarrays/nn/trainer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <string>
@@ -96,6 +97,12 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
   }
   parameters_ = graph_.values_with_role(ValueRole::parameter);
   initialise_parameters(options_.seed);
+  communicator_ = options_.data_parallel.communicator;
+  data_parallel_ = options_.data_parallel.ranks() > 1;
+  if (data_parallel_) {
+    plan_gradient_buckets();
+    broadcast_state(0);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -145,6 +152,78 @@ void Trainer::initialise_parameters(std::uint64_t seed) {
   }
 }
 
+void Trainer::plan_gradient_buckets() {
+  // A parameter's gradient is final after the backward of its first
+  // consumer, the last to run; the backward pass visits nodes from the
+  // last, so this is the order the gradients become final.
+  const auto& nodes = graph_.nodes();
+  grad_final_at_.assign(nodes.size(), {});
+  std::vector<GradientBuckets::Member> order;
+  for (std::size_t k = nodes.size(); k-- > 0;) {
+    for (ValueId v : nodes[k].inputs) {
+      const ValueInfo& info = graph_.value(v);
+      if (info.role != ValueRole::parameter || info.consumers.empty()) continue;
+      const int first = *std::min_element(info.consumers.begin(), info.consumers.end());
+      auto& here = grad_final_at_[k];
+      if (first != static_cast<int>(k) || std::find(here.begin(), here.end(), v) != here.end()) continue;
+      here.push_back(v);
+      order.push_back({v, element_count(info.dims)});
+    }
+  }
+  buckets_ = std::make_unique<GradientBuckets>(ctx_, *communicator_, std::move(order),
+                                               options_.data_parallel.bucket_bytes);
+}
+
+void Trainer::broadcast_state(int root) {
+  if (!data_parallel_) return;
+  Communicator& comm = *communicator_;
+  if (root < 0 || root >= comm.size()) {
+    throw invalid_argument("cachedarrays::nn: broadcast_state from rank " + std::to_string(root) + " of " +
+                           std::to_string(comm.size()) + "; the root must be a rank of the world");
+  }
+  // A kernel per tensor: the root reads its values where they lie, the
+  // others write theirs (will_read / will_write, pinned while MPI copies).
+  const auto broadcast = [&](Tensor& t, const std::string& what) {
+    const KernelArg args[] = {comm.rank() == root ? in(DNNL_ARG_SRC, t) : out(DNNL_ARG_DST, t)};
+    ctx_.run("broadcast", args, [&](std::span<float* const> p) {
+      comm.broadcast(std::as_writable_bytes(std::span<float>(p[0], t.bytes() / sizeof(float))), root, what);
+    });
+  };
+  for (ValueId p : parameters_) {
+    const auto v = static_cast<std::size_t>(p);
+    broadcast(values_[v], "parameter '" + graph_.value(p).name + "'");
+    broadcast(momentum_[v], "the momentum of '" + graph_.value(p).name + "'");
+  }
+  if (ctx_.dry_run()) return;
+  for (const auto& [name, values] : buffers()) {
+    comm.broadcast(std::as_writable_bytes(std::span<float>(*values)), root, "buffer '" + name + "'");
+  }
+}
+
+double Trainer::seconds_waiting() const noexcept {
+  return seconds_waiting_ + (buckets_ ? buckets_->counters().seconds_waiting : 0.0);
+}
+
+void Trainer::start_step_sums(float loss) {
+  if (ctx_.dry_run()) return;
+  step_sums_.assign(1, loss);
+  for (const auto& [name, values] : buffers()) step_sums_.insert(step_sums_.end(), values->begin(), values->end());
+  step_sums_request_ = communicator_->start_sum(std::span<double>(step_sums_), "the loss and running statistics");
+}
+
+float Trainer::finish_step_sums() {
+  if (ctx_.dry_run()) return 0.0f;
+  const auto t0 = std::chrono::steady_clock::now();
+  communicator_->wait(step_sums_request_);
+  seconds_waiting_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double ranks = communicator_->size();
+  std::size_t i = 1;
+  for (const auto& [name, values] : buffers()) {
+    for (float& x : *values) x = static_cast<float>(step_sums_[i++] / ranks);
+  }
+  return static_cast<float>(step_sums_[0] / ranks);
+}
+
 void Trainer::set_inputs(std::span<const float> images, std::span<const float> labels) {
   const ValueId image_id = graph_.values_with_role(ValueRole::input).front();
   const ValueId label_id = graph_.values_with_role(ValueRole::label).front();
@@ -162,8 +241,13 @@ float Trainer::step(std::span<const float> images, std::span<const float> labels
   ctx_.set_phase(Context::Phase::train);
   set_inputs(images, labels);
   forward();
-  const float loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
+  float loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
+  if (data_parallel_) start_step_sums(loss);  // travels while the backward pass runs
   backward();
+  if (data_parallel_) {
+    buckets_->finish(grads_);
+    loss = finish_step_sums();
+  }
   update();
   return loss;
 }
@@ -332,6 +416,12 @@ void Trainer::backward() {
     for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
     saved_[kk].clear();
     for (ValueId v : dies_in_backward_[kk]) values_[static_cast<std::size_t>(v)].reset();
+    if (buckets_) {
+      // Data parallel: the gradients this step completed go to their
+      // buckets; a full bucket starts its sum, and those under way advance.
+      for (ValueId p : grad_final_at_[kk]) buckets_->ready(p, grads_);
+      buckets_->progress();
+    }
   }
   // Whatever is left besides parameters (inputs whose backward never ran,
   // the loss) dies with the iteration.
@@ -506,12 +596,12 @@ std::vector<float> Trainer::parameter(const std::string& name) {
 
 std::size_t Trainer::persistent_tensors() const noexcept { return 2 * parameters_.size(); }
 
-std::uint64_t measure_footprint(const std::function<Graph()>& build) {
+std::uint64_t measure_footprint(const std::function<Graph()>& build, const TrainerOptions& options) {
   // A virtual heap stores nothing, so even a terabyte-sized model can be
   // measured on this machine.
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   {
-    Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+    Trainer trainer(&runtime, build(), options, /*run_kernels=*/false);
     // The second iteration starts from the first one's heap (parameters and
     // momentum already placed), the state every later iteration starts from.
     (void)trainer.step({}, {});
@@ -520,11 +610,11 @@ std::uint64_t measure_footprint(const std::function<Graph()>& build) {
   return runtime.stats().devices[0].peak_extent;
 }
 
-Trace dry_run_trace(const std::function<Graph()>& build) {
+Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options) {
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   runtime.start_trace();
   {
-    Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+    Trainer trainer(&runtime, build(), options, /*run_kernels=*/false);
     (void)trainer.step({}, {});
     runtime.collect();
   }
@@ -532,10 +622,10 @@ Trace dry_run_trace(const std::function<Graph()>& build) {
   return *runtime.trace();
 }
 
-plan::Program dry_run_program(const std::function<Graph()>& build) {
+plan::Program dry_run_program(const std::function<Graph()>& build, const TrainerOptions& options) {
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   runtime.start_trace();
-  Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+  Trainer trainer(&runtime, build(), options, /*run_kernels=*/false);
   for (int i = 0; i < 2; ++i) {  // the training loop: a step, then the end-of-iteration collect
     (void)trainer.step({}, {});
     runtime.collect();

@@ -8,6 +8,16 @@
 // The training loop of train_cnn, in the library so that any program (and
 // the tests) runs the same one. What to print is the caller's: the hooks
 // see every step and every epoch.
+//
+// Data parallel (a trainer made with TrainerOptions::data_parallel over K
+// ranks): every rank calls fit() with the same options and data; each
+// draws the same global batch of train.batch samples and trains on its
+// K-th of it (rank r: samples r*b .. r*b+b-1). Rank 0 alone runs the test
+// pass and writes checkpoints; resuming, rank 0 reads the checkpoint and
+// the others receive its state. The losses and test figures the hooks see
+// are the same on every rank. An exception on one rank leaves the others
+// waiting in their next collective: catch it and call
+// Communicator::abort, as train_cnn does, so that the job ends at once.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +51,7 @@ struct FitEpoch {
   bool complete = false;            // the epoch ran to its end (and was tested)
   double train_loss = 0;            // mean over its batches
   double seconds = 0;               // its training steps
-  double images_per_second = 0;     // its training steps
+  double images_per_second = 0;     // its training steps (data parallel: all ranks' images)
   std::optional<double> test_loss;  // mean cross-entropy over the test set (complete epochs with a test set)
   std::optional<double> test_accuracy;
   double test_seconds = 0;
@@ -53,7 +63,8 @@ struct FitOptions {
   // An epoch cut short is neither tested nor counted as complete.
   std::int64_t max_iterations = 0;
   // Batch size, seed, shuffling, augmentation and limit of the training
-  // batches; batch must equal the graph's batch size.
+  // batches; batch must equal the graph's batch size (data parallel: times
+  // the ranks, the global batch).
   BatchSamplerOptions train;
   // Test samples per pass (0: the whole test set; required for an endless one).
   std::int64_t test_limit = 0;

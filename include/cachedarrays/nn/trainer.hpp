@@ -24,6 +24,8 @@
 
 #include "cachedarrays/nn/checkpoint.hpp"
 #include "cachedarrays/nn/context.hpp"
+#include "cachedarrays/nn/data_parallel.hpp"
+#include "cachedarrays/nn/gradient_buckets.hpp"
 #include "cachedarrays/nn/graph.hpp"
 #include "cachedarrays/plan/program.hpp"
 
@@ -38,6 +40,10 @@ struct SgdOptions {
 struct TrainerOptions {
   SgdOptions sgd;
   std::uint64_t seed = 1;  // parameter initialisation
+  // Data-parallel training over the communicator's ranks (data_parallel.hpp):
+  // the graph is built for one rank's shard of the global batch, and every
+  // rank constructs its trainer, steps and resumes in the same order.
+  DataParallelOptions data_parallel;
 };
 
 // When each value dies and which ones the backward pass reads: computed
@@ -78,7 +84,9 @@ class Trainer {
   // Forward, backward and SGD update on one batch; returns the loss. The
   // spans hold the batch in NCHW order and the labels as class indices.
   // Batch norm normalises with the batch's statistics and updates its
-  // running ones.
+  // running ones. Data parallel: the batch is this rank's shard, the
+  // gradients are averaged over the ranks before the update, and the loss
+  // returned is the mean over the ranks (the global batch's).
   float step(std::span<const float> images, std::span<const float> labels);
 
   // Forward only, as a model is tested: batch norm normalises with its
@@ -106,6 +114,19 @@ class Trainer {
   // Sets that state back. Throws invalid_argument naming the first tensor
   // that is missing, unknown or of another shape; then nothing has changed.
   void load_state(const std::vector<CheckpointTensor>& state);
+
+  // Data parallel: rank `root`'s parameters, momentum and running
+  // statistics on every rank (done when the trainer is made; fit() does it
+  // again after rank 0 resumes a checkpoint). Collective: every rank calls it.
+  void broadcast_state(int root);
+  // The data parallelism's communicator (null: one process) and its
+  // gradient buckets (null: one process).
+  [[nodiscard]] Communicator* communicator() const noexcept { return data_parallel_ ? communicator_ : nullptr; }
+  [[nodiscard]] const GradientBuckets* gradient_buckets() const noexcept { return buckets_.get(); }
+  // Seconds this trainer waited on the other ranks in steps (for the
+  // gradient sums and for the loss and running statistics): communication
+  // that did not overlap computation.
+  [[nodiscard]] double seconds_waiting() const noexcept;
 
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   [[nodiscard]] Context& context() noexcept { return ctx_; }
@@ -135,6 +156,12 @@ class Trainer {
   // state()'s names and shapes, without values.
   [[nodiscard]] std::vector<CheckpointTensor> state_shapes();
   void initialise_parameters(std::uint64_t seed);
+  // Data parallel: the buckets in backward order, filling grad_final_at_.
+  void plan_gradient_buckets();
+  // Data parallel: starts the sum of the loss and the running statistics
+  // (after the forward pass) / waits for it and sets their means.
+  void start_step_sums(float loss);
+  float finish_step_sums();
 
   Context ctx_;
   Graph graph_;
@@ -146,6 +173,14 @@ class Trainer {
   std::vector<std::vector<Tensor>> saved_;  // by node
   std::vector<std::vector<ValueId>> dies_in_backward_;  // by node: values whose last backward use it is
   std::vector<ValueId> parameters_;
+  // Data parallelism (more than one rank).
+  Communicator* communicator_ = nullptr;
+  bool data_parallel_ = false;
+  std::unique_ptr<GradientBuckets> buckets_;
+  std::vector<std::vector<ValueId>> grad_final_at_;  // by node: parameters whose gradient its backward completes
+  std::vector<double> step_sums_;                     // the loss, then every running statistic
+  Communicator::Request step_sums_request_ = 0;
+  double seconds_waiting_ = 0;                        // for the step sums
 };
 
 // The fast-tier capacity that holds all of training (parameters, momentum,
@@ -155,7 +190,9 @@ class Trainer {
 // bytes, because the holes frees leave are part of what a heap must hold
 // (all-fast fits in exactly this much). `build` makes the graph (graphs are
 // move-only).
-[[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build);
+// `options` (its data parallelism) shapes the iteration: a data-parallel
+// trainer adds the bucket kernels; nothing is sent in a dry run.
+[[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
 // The program of one training iteration (plan/program.hpp) from a dry run of
 // two iterations on a virtual heap, each a step() and then Runtime::collect()
@@ -163,13 +200,13 @@ class Trainer {
 // iteration repeats. It equals the program a real run records
 // (Runtime::record_program) from its second iteration on; hand it to a
 // runtime with Runtime::set_program before training.
-[[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build);
+[[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
 // One training iteration as a trace for the replay simulator (sim/
 // replay.hpp, sim/capacity_plan.hpp): the application events of a dry run on
 // a virtual heap from the trainer's construction (parameters created) through
 // one step() and collect() to the trainer's end (everything retired). The
 // events do not depend on the policy, so one trace replays under any.
-[[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build);
+[[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
 }  // namespace cachedarrays::nn

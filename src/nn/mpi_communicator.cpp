@@ -1,0 +1,194 @@
+#include "cachedarrays/nn/mpi_communicator.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cachedarrays/error.hpp"
+
+namespace cachedarrays::nn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+// CACHEDARRAYS_MPI_TIMEOUT (seconds) over the option.
+std::chrono::duration<double> timeout_from_environment(std::chrono::duration<double> fallback) {
+  const char* text = std::getenv("CACHEDARRAYS_MPI_TIMEOUT");
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0)) {
+    throw invalid_argument(std::string("CACHEDARRAYS_MPI_TIMEOUT='") + text +
+                           "': expected the seconds a rank waits for the others, a number above 0");
+  }
+  return std::chrono::duration<double>(seconds);
+}
+
+}  // namespace
+
+struct MpiCommunicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  // Started, not yet waited for: the request and what it is.
+  struct Pending {
+    MPI_Request request;
+    std::string what;
+  };
+  std::map<Request, Pending> pending;
+};
+
+bool MpiCommunicator::launched_by_mpi() {
+  // Open MPI's mpirun, MPICH/Hydra and Slurm's PMI, and PMIx launchers.
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiCommunicator::MpiCommunicator(MpiOptions options) : impl_(std::make_unique<Impl>()), options_(options) {
+  options_.timeout = timeout_from_environment(options_.timeout);
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised == 0) {
+    // One thread calls MPI: the training loop's.
+    int provided = 0;
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) throw error("cachedarrays::nn: MPI_Init_thread failed: " + mpi_error_string(rc));
+    finalize_ = true;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
+  // Errors come back as codes, which fail() turns into a message and an
+  // abort of the whole job.
+  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(impl_->comm, &rank_);
+  MPI_Comm_size(impl_->comm, &size_);
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Comm_split_type(impl_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+  if (local != MPI_COMM_NULL) {
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+  }
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  processor_.assign(name, static_cast<std::size_t>(length));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // Whatever is still in flight belongs to a run that is ending with an
+  // exception: the job ends with it, there is nothing left to wait for.
+  if (!impl_->pending.empty()) return;
+  MPI_Comm_free(&impl_->comm);
+  if (finalize_) MPI_Finalize();
+}
+
+void MpiCommunicator::fail(const std::string& what, int mpi_error) {
+  abort(what + " failed: " + mpi_error_string(mpi_error));
+}
+
+void MpiCommunicator::abort(const std::string& message) {
+  std::fprintf(stderr, "cachedarrays: rank %d of %d (%s): %s; ending the job\n", rank_, size_, processor_.c_str(),
+               message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);  // MPI_Abort does not return; should it, the rank still ends
+}
+
+namespace {
+
+// MPI counts in int; the trainer's gradient buckets are megabytes.
+void check_count(std::size_t elements, const std::string& what) {
+  if (elements > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw invalid_argument("cachedarrays::nn: a sum of " + std::to_string(elements) + " elements (" + what +
+                           ") is beyond MPI's int count; use smaller gradient buckets");
+  }
+}
+
+}  // namespace
+
+MpiCommunicator::Request MpiCommunicator::start_sum(std::span<float> data, const std::string& what) {
+  check_count(data.size(), what);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
+                                impl_->comm, &request);
+  if (rc != MPI_SUCCESS) fail("starting the sum of " + what, rc);
+  impl_->pending.emplace(next_, Impl::Pending{request, what});
+  return next_++;
+}
+
+MpiCommunicator::Request MpiCommunicator::start_sum(std::span<double> data, const std::string& what) {
+  check_count(data.size(), what);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_DOUBLE, MPI_SUM,
+                                impl_->comm, &request);
+  if (rc != MPI_SUCCESS) fail("starting the sum of " + what, rc);
+  impl_->pending.emplace(next_, Impl::Pending{request, what});
+  return next_++;
+}
+
+void MpiCommunicator::progress() {
+  for (auto& [id, p] : impl_->pending) {
+    if (p.request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    const int rc = MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) fail("the sum of " + p.what, rc);
+  }
+}
+
+void MpiCommunicator::wait(Request request) {
+  const auto it = impl_->pending.find(request);
+  if (it == impl_->pending.end()) {
+    throw invalid_argument("cachedarrays::nn: MpiCommunicator::wait: request " + std::to_string(request) +
+                           " was never started or was waited for already");
+  }
+  wait_for(&it->second.request, "the sum of " + it->second.what);
+  impl_->pending.erase(it);
+}
+
+void MpiCommunicator::wait_for(void* opaque, const std::string& what) {
+  auto* request = static_cast<MPI_Request*>(opaque);
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(options_.timeout);
+  for (std::uint64_t polls = 0;; ++polls) {
+    int done = 0;
+    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) fail(what, rc);
+    if (done != 0) break;
+    if (Clock::now() > deadline) {
+      abort("waited " + std::to_string(static_cast<long>(options_.timeout.count())) + " s for " + what +
+            " (CACHEDARRAYS_MPI_TIMEOUT); another rank has stopped or hangs");
+    }
+    // Spin briefly (a sum of a few megabytes completes in microseconds to
+    // milliseconds), then yield the core: ranks may share the machine's cores.
+    if (polls > 1000) std::this_thread::yield();
+  }
+  seconds_waiting_ += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void MpiCommunicator::broadcast(std::span<std::byte> data, int root, const std::string& what) {
+  // MPI counts in int: a tensor beyond 2 GiB goes in pieces.
+  constexpr std::size_t piece = std::size_t{1} << 30;
+  for (std::size_t at = 0; at < data.size() || at == 0; at += piece) {
+    const std::size_t n = std::min(piece, data.size() - at);
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc = MPI_Ibcast(data.data() + at, static_cast<int>(n), MPI_BYTE, root, impl_->comm, &request);
+    if (rc != MPI_SUCCESS) fail("broadcasting " + what, rc);
+    wait_for(&request, "the broadcast of " + what);
+    if (data.empty()) break;
+  }
+}
+
+}  // namespace cachedarrays::nn

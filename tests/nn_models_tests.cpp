@@ -285,7 +285,8 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
   // 64x64 images: at 32x32 the last stages are 1x1, and a batch norm over
   // the 2 values of a batch of 2 outputs +-1 whatever its input, so almost
   // no gradient passes it.
-  const nn::TrainerOptions options{.sgd = {.learning_rate = 0.01F, .momentum = 0.0F, .weight_decay = 0.0F}};
+  nn::TrainerOptions options;
+  options.sgd = {.learning_rate = 0.01F, .momentum = 0.0F, .weight_decay = 0.0F};
   for (const auto& [family, depth] : {std::pair{"vgg", 11}, std::pair{"resnet", 50}, std::pair{"densenet", 121}}) {
     const std::string name = std::string(family) + "-" + std::to_string(depth);
     CAPTURE(name);

@@ -292,10 +292,15 @@ int run_command(const std::vector<std::string>& argv) {
 // Runs the workers with 1 and 2 ranks and reads rank 0's figures of each.
 std::vector<nlohmann::json> measure(const Options& o) {
   const std::string mpirun = launcher();
-  // --oversubscribe and --allow-run-as-root are Open MPI's (mpiexec is
-  // Open MPI's too on Debian); another MPI gets neither.
-  const bool open_mpi = bench::capture(bench::shell_quote(mpirun) + " --version 2>&1").first.find("Open MPI") !=
-                        std::string::npos;
+  // --oversubscribe is Open MPI's (its mpiexec says "OpenRTE"); another
+  // MPI does not get it. As root, Open MPI refuses to start unless these two
+  // variables say so (other MPIs ignore them).
+  const std::string version = bench::capture(bench::shell_quote(mpirun) + " --version 2>&1").first;
+  const bool open_mpi = version.find("Open MPI") != std::string::npos || version.find("OpenRTE") != std::string::npos;
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / fmt::format("cachedarrays_data_parallel.{}", ::getpid());
@@ -304,10 +309,7 @@ std::vector<nlohmann::json> measure(const Options& o) {
   for (int ranks : {1, 2}) {
     const std::string json_path = (dir / fmt::format("ranks{}.json", ranks)).string();
     std::vector<std::string> argv = {mpirun};
-    if (open_mpi) {
-      argv.emplace_back("--oversubscribe");
-      if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
-    }
+    if (open_mpi) argv.emplace_back("--oversubscribe");
     argv.insert(argv.end(), {"-np", std::to_string(ranks), self});
     const std::vector<std::string> worker = worker_arguments(o, json_path);
     argv.insert(argv.end(), worker.begin(), worker.end());

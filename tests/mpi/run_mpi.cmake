@@ -1,0 +1,31 @@
+# Runs COMMAND (a ;-list) under `MPIEXEC -np 2` with a TIMEOUT in seconds
+# and checks that the output (stdout and stderr together) matches EXPECT,
+# and that the job succeeded — or, with SHOULD_FAIL, that it ended with a
+# failure status before the timeout (a job that hangs fails the test).
+foreach(var MPIEXEC COMMAND EXPECT TIMEOUT)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "run_mpi.cmake: ${var} is not set")
+  endif()
+endforeach()
+string(TIMESTAMP t0 "%s")
+execute_process(COMMAND ${MPIEXEC} -np 2 ${COMMAND}
+  TIMEOUT ${TIMEOUT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(TIMESTAMP t1 "%s")
+math(EXPR seconds "${t1} - ${t0}")
+set(all "${out}${err}")
+string(REPLACE "\n" " " flat "${all}")
+message("${all}")
+message("mpirun ended after ${seconds} s with status '${rc}'")
+if(rc MATCHES "timeout|Process terminated due to timeout")
+  message(FATAL_ERROR "the job did not end within ${TIMEOUT} s: it hangs")
+endif()
+if(SHOULD_FAIL)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "the job succeeded; it should have ended with a failure status")
+  endif()
+elseif(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the job failed with status '${rc}'")
+endif()
+if(NOT flat MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the output does not match '${EXPECT}'")
+endif()

@@ -21,6 +21,9 @@
 //              bucket) is off by far more. The check proves it is sharp:
 //              one process whose gradients are summed instead of averaged
 //              (the learning rate doubled) must fall outside it.
+//  resume    A checkpoint rank 0 writes after 3 steps, resumed by both
+//            ranks, gives the uninterrupted run bit for bit; one process
+//            resuming it carries on (a run may change its rank count).
 //  exit      Rank 1 leaves in its third step without a word (_Exit(3)); the
 //            job must end, not hang (tests/mpi/run_mpi.cmake checks the exit
 //            status, the time and mpirun's message).
@@ -36,10 +39,14 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,9 +99,18 @@ struct Run {
   std::vector<nn::CheckpointTensor> state;
 };
 
+// How a run starts and stops: a checkpoint written at its end (and read
+// first when resuming), and the steps it runs.
+struct Leg {
+  std::string checkpoint;
+  bool resume = false;
+  int iterations = steps;
+};
+
 // Trains `family` for `steps` steps over the world (null: one process) on
 // global batches drawn by fit from the same synthetic set.
-Run train(const std::string& family, nn::Communicator* world, const std::function<void(int)>& at_step = {}) {
+Run train(const std::string& family, nn::Communicator* world, const std::function<void(int)>& at_step = {},
+          const Leg& leg = {}) {
   const int ranks = world != nullptr ? world->size() : 1;
   const nn::ModelConfig shard = config(family, nn::shard_batch(global_batch, ranks));
   const auto build = [&] { return nn::build_model(shard); };
@@ -106,10 +122,14 @@ Run train(const std::string& family, nn::Communicator* world, const std::functio
   nn::Trainer trainer(&rt, build(), options);
   const nn::DataSplits data = nn::open_data("synthetic", {3, 32, 32}, 10, 11);
   Run run;
-  const nn::FitOptions fit = fit_options(global_batch, [&](const nn::FitStep& s) {
+  nn::FitOptions fit = fit_options(global_batch, [&](const nn::FitStep& s) {
     run.losses.push_back(s.loss);
     if (at_step) at_step(static_cast<int>(s.iteration));
   });
+  fit.checkpoint = leg.checkpoint;
+  fit.resume = leg.resume;
+  fit.max_iterations = leg.iterations;
+  fit.model = family;
   (void)nn::fit(trainer, *data.train, nullptr, fit);
   run.state = trainer.state();
   return run;
@@ -187,6 +207,53 @@ void check_matches(nn::MpiCommunicator& world) {
   }
 }
 
+// A checkpoint written by 2 ranks after 3 steps (by rank 0 alone) and
+// resumed by them for 3 more gives exactly the uninterrupted run; one
+// process resuming it on the same global batch continues within the
+// tolerance of the run that stayed on 2 ranks.
+void check_resume(nn::MpiCommunicator& world) {
+  for (const std::string family : {"resnet", "vgg"}) {
+    const std::string path = "/dev/shm/cachedarrays-mpi-resume-" + std::to_string(::getppid()) + "-" + family + ".ckpt";
+    const Run whole = train(family, &world);
+    (void)train(family, &world, {}, {.checkpoint = path, .resume = false, .iterations = 3});
+    // The resumed run writes over it at its end: one process resumes a copy.
+    const std::string copy = path + ".after-3";
+    if (world.rank() == 0) std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+    const Run resumed = train(family, &world, {}, {.checkpoint = path, .resume = true, .iterations = 3});
+    if (resumed.losses.size() != 3) fail(fmt::format("resumed for {} steps, not 3", resumed.losses.size()));
+    for (std::size_t s = 0; s < resumed.losses.size(); ++s) {
+      if (std::memcmp(&resumed.losses[s], &whole.losses.at(s + 3), sizeof(float)) != 0) {
+        fail(fmt::format("step {} resumed: loss {} instead of the uninterrupted run's {}", s + 4, resumed.losses[s],
+                         whole.losses[s + 3]));
+      }
+    }
+    for (std::size_t i = 0; i < whole.state.size(); ++i) {
+      if (std::memcmp(whole.state[i].values.data(), resumed.state[i].values.data(),
+                      whole.state[i].values.size() * sizeof(float)) != 0) {
+        fail("'" + whole.state[i].name + "' after resuming differs from the uninterrupted run's");
+      }
+    }
+    if (world.rank() == 0) {
+      fmt::print("{}: resumed on 2 ranks after 3 steps, the last 3 losses and all {} state tensors are the "
+                 "uninterrupted run's bit for bit\n", family, whole.state.size());
+      if (family != "vgg") {
+        std::remove(path.c_str());
+        std::remove(copy.c_str());
+        continue;
+      }
+      const Run alone = train(family, nullptr, {}, {.checkpoint = copy, .resume = true, .iterations = 3});
+      double worst = 0;
+      for (std::size_t s = 0; s < alone.losses.size(); ++s) worst = std::max(worst, relative(alone.losses[s], whole.losses[s + 3]));
+      // VGG has no batch norm, whose statistics differ over a batch and its halves.
+      fmt::print("{}: one process resuming the 2 ranks' checkpoint: losses within {:.2e} of theirs (tolerance {:.0e})\n",
+                 family, worst, loss_tolerance);
+      if (alone.losses.size() != 3 || !(worst <= loss_tolerance)) fail("one process did not continue the 2 ranks' training");
+      std::remove(path.c_str());
+      std::remove(copy.c_str());
+    }
+  }
+}
+
 // Rank 1 stops in its third step: it leaves (exit) or stops answering (hang).
 void check_rank_failure(nn::MpiCommunicator& world, bool leaves) {
   (void)train("vgg", &world, [&](int iteration) {
@@ -205,8 +272,8 @@ void check_rank_failure(nn::MpiCommunicator& world, bool leaves) {
 
 int main(int argc, char** argv) {
   const std::string check = argc > 2 && std::string(argv[1]) == "--check" ? argv[2] : "";
-  if (check != "matches" && check != "exit" && check != "hang") {
-    fmt::print(stderr, "usage: {} --check matches|exit|hang (under mpirun -np 2)\n", argv[0]);
+  if (check != "matches" && check != "resume" && check != "exit" && check != "hang") {
+    fmt::print(stderr, "usage: {} --check matches|resume|exit|hang (under mpirun -np 2)\n", argv[0]);
     return 2;
   }
   nn::MpiCommunicator world;
@@ -216,6 +283,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (check == "matches") check_matches(world);
+    if (check == "resume") check_resume(world);
     if (check == "exit") check_rank_failure(world, true);
     if (check == "hang") check_rank_failure(world, false);
   } catch (const std::exception& e) {

@@ -19,7 +19,8 @@
 //   data_parallel [--model resnet] [--depth 18] [--width 0.5] [--image-size 32]
 //                 [--classes 10] [--batch 64] [--warmup 3] [--iterations 20]
 //                 [--fast-fraction 0.5] [--policy ca-lm] [--bucket-mib 4]
-//                 [--paper-gflops 1500] [--no-measured] [--no-modeled] [--json FILE]
+//                 [--threads 1] [--rounds 1] [--paper-gflops 1500] [--backward-share 0.667]
+//                 [--no-measured] [--no-modeled] [--json FILE]
 #ifndef CACHEDARRAYS_HAS_MPI
 #error "data_parallel needs cachedarrays::nn built with MPI (CACHEDARRAYS_WITH_MPI)"
 #endif
@@ -35,6 +36,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -327,6 +329,10 @@ nlohmann::json run_ranks(const Options& o, const std::string& mpirun, bool open_
 // Runs the workers with 1 and 2 ranks (alternately, for --rounds) and keeps
 // rank 0's figures of each rank count's least disturbed (fastest) run.
 std::vector<nlohmann::json> measure(const Options& o) {
+  // Refused here rather than by a worker: a model build_model cannot make,
+  // or a global batch that does not split over 2 ranks.
+  (void)nn::describe(o.model);
+  (void)nn::shard_batch(o.model.batch, 2);
   const std::string mpirun = launcher();
   // --oversubscribe is Open MPI's (its mpiexec says "OpenRTE"); another
   // MPI does not get it. As root, Open MPI refuses to start unless these two
@@ -342,14 +348,20 @@ std::vector<nlohmann::json> measure(const Options& o) {
       std::filesystem::temp_directory_path() / fmt::format("cachedarrays_data_parallel.{}", ::getpid());
   std::filesystem::create_directories(dir);
   std::vector<nlohmann::json> rows(2);
-  for (int round = 0; round < o.rounds; ++round) {
-    for (int ranks : {1, 2}) {
-      nlohmann::json row = run_ranks(o, mpirun, open_mpi, self, (dir / fmt::format("ranks{}.json", ranks)).string(), ranks);
-      nlohmann::json& best = rows[static_cast<std::size_t>(ranks - 1)];
-      if (best.is_null() || row.at("median_seconds").get<double>() < best.at("median_seconds").get<double>()) {
-        best = std::move(row);
+  try {
+    for (int round = 0; round < o.rounds; ++round) {
+      for (int ranks : {1, 2}) {
+        nlohmann::json row =
+            run_ranks(o, mpirun, open_mpi, self, (dir / fmt::format("ranks{}.json", ranks)).string(), ranks);
+        nlohmann::json& best = rows[static_cast<std::size_t>(ranks - 1)];
+        if (best.is_null() || row.at("median_seconds").get<double>() < best.at("median_seconds").get<double>()) {
+          best = std::move(row);
+        }
       }
     }
+  } catch (...) {
+    std::filesystem::remove_all(dir);
+    throw;
   }
   std::filesystem::remove_all(dir);
   return rows;
@@ -548,10 +560,11 @@ void print_model(const PaperNetwork& n, const std::vector<ModelRow>& rows, const
   for (const std::string& a : assumptions) fmt::print("  - {}\n", a);
 }
 
-nlohmann::json to_json(const std::vector<nlohmann::json>& measured, const PaperNetwork* network,
+nlohmann::json to_json(const std::vector<nlohmann::json>& measured, int rounds, const PaperNetwork* network,
                        const std::vector<ModelRow>& rows, const std::vector<std::string>& assumptions) {
   nlohmann::json out;
   out["cores"] = std::thread::hardware_concurrency();
+  out["rounds"] = rounds;
   out["measured"] = measured;
   if (measured.size() == 2) {
     out["ratio_2_over_1_images_per_s"] =
@@ -603,7 +616,7 @@ int driver_main(const Options& o) {
     print_model(*network, rows, assumptions);
   }
   if (!o.json_path.empty() &&
-      !bench::write_json(o.json_path, to_json(measured, network ? &*network : nullptr, rows, assumptions),
+      !bench::write_json(o.json_path, to_json(measured, o.rounds, network ? &*network : nullptr, rows, assumptions),
                          "data_parallel")) {
     return EXIT_FAILURE;
   }

@@ -114,6 +114,24 @@ ca::Runtime runtime_for(const nn::ModelConfig& m, double fraction, const nn::Tra
                      ca::policy::Registry::builtin().make("ca-lm"));
 }
 
+// A data-parallel trainer over a mirror, with buckets of `bucket_bytes`,
+// on tiers whose fast one holds `fraction` of the footprint.
+struct MirroredTrainer {
+  MirroredTrainer(const nn::ModelConfig& m, std::uint64_t bucket_bytes, double fraction = 2.0)
+      : options(with_mirror(mirror, bucket_bytes)), runtime(runtime_for(m, fraction, options)),
+        trainer(&runtime, nn::build_model(m), options) {}
+  static nn::TrainerOptions with_mirror(MirrorCommunicator& mirror, std::uint64_t bucket_bytes) {
+    nn::TrainerOptions options;
+    options.data_parallel.communicator = &mirror;
+    options.data_parallel.bucket_bytes = bucket_bytes;
+    return options;
+  }
+  MirrorCommunicator mirror;
+  nn::TrainerOptions options;
+  ca::Runtime runtime;
+  nn::Trainer trainer;
+};
+
 void check_same_state(nn::Trainer& a, nn::Trainer& b) {
   const std::vector<nn::CheckpointTensor> sa = a.state();
   const std::vector<nn::CheckpointTensor> sb = b.state();
@@ -143,14 +161,12 @@ TEST_CASE("data parallel: with every rank equal, training is bit for bit the sin
     CAPTURE(m.family);
     for (const double fraction : {2.0, 0.3}) {
       CAPTURE(fraction);
-      MirrorCommunicator mirror;
-      nn::TrainerOptions dp;
-      dp.data_parallel.communicator = &mirror;
-      dp.data_parallel.bucket_bytes = 16 << 10;  // several buckets
       ca::Runtime rt_one = runtime_for(m, fraction);
-      ca::Runtime rt_dp = runtime_for(m, fraction, dp);
       nn::Trainer one(&rt_one, nn::build_model(m));
-      nn::Trainer parallel(&rt_dp, nn::build_model(m), dp);
+      MirroredTrainer dp(m, 16 << 10, fraction);  // several buckets
+      MirrorCommunicator& mirror = dp.mirror;
+      ca::Runtime& rt_dp = dp.runtime;
+      nn::Trainer& parallel = dp.trainer;
       REQUIRE(parallel.gradient_buckets() != nullptr);
       CHECK(parallel.gradient_buckets()->bucket_count() > 2);
       CHECK(one.gradient_buckets() == nullptr);
@@ -181,13 +197,8 @@ TEST_CASE("data parallel: with every rank equal, training is bit for bit the sin
 }
 
 TEST_CASE("data parallel: buckets hold every parameter once, in the order the backward pass finishes them") {
-  const nn::ModelConfig m = resnet();
-  MirrorCommunicator mirror;
-  nn::TrainerOptions dp;
-  dp.data_parallel.communicator = &mirror;
-  dp.data_parallel.bucket_bytes = 32 << 10;
-  ca::Runtime rt = runtime_for(m, 2.0, dp);
-  nn::Trainer trainer(&rt, nn::build_model(m), dp);
+  MirroredTrainer dp(resnet(), 32 << 10);
+  const nn::Trainer& trainer = dp.trainer;
   const nn::GradientBuckets& buckets = *trainer.gradient_buckets();
   const nn::Graph& g = trainer.graph();
   std::vector<nn::ValueId> order;
@@ -197,7 +208,7 @@ TEST_CASE("data parallel: buckets hold every parameter once, in the order the ba
     REQUIRE_FALSE(members.empty());
     for (nn::ValueId p : members) bytes += static_cast<std::uint64_t>(nn::element_count(g.value(p).dims)) * sizeof(float);
     CAPTURE(i);
-    CHECK((bytes <= dp.data_parallel.bucket_bytes || members.size() == 1));
+    CHECK((bytes <= dp.options.data_parallel.bucket_bytes || members.size() == 1));
     order.insert(order.end(), members.begin(), members.end());
   }
   std::vector<nn::ValueId> parameters = g.values_with_role(nn::ValueRole::parameter);
@@ -215,12 +226,9 @@ TEST_CASE("data parallel: buckets hold every parameter once, in the order the ba
 
 TEST_CASE("data parallel: the gradient sums start while the backward pass still has kernels to run") {
   const nn::ModelConfig m = vgg();
-  MirrorCommunicator mirror;
-  nn::TrainerOptions dp;
-  dp.data_parallel.communicator = &mirror;
-  dp.data_parallel.bucket_bytes = 16 << 10;
-  ca::Runtime rt = runtime_for(m, 2.0, dp);
-  nn::Trainer trainer(&rt, nn::build_model(m), dp);
+  MirroredTrainer dp(m, 16 << 10);
+  MirrorCommunicator& mirror = dp.mirror;
+  nn::Trainer& trainer = dp.trainer;
   KernelCounter counter(mirror.kernels_seen);
   trainer.context().set_observer(&counter);
   std::vector<float> images;

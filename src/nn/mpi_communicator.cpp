@@ -120,20 +120,21 @@ void check_count(std::size_t elements, const std::string& what) {
 }  // namespace
 
 MpiCommunicator::Request MpiCommunicator::start_sum(std::span<float> data, const std::string& what) {
-  check_count(data.size(), what);
-  MPI_Request request = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                                impl_->comm, &request);
-  if (rc != MPI_SUCCESS) fail("starting the sum of " + what, rc);
-  impl_->pending.emplace(next_, Impl::Pending{request, what});
-  return next_++;
+  const MPI_Datatype type = MPI_FLOAT;
+  return start_sum_of(data.data(), data.size(), &type, what);
 }
 
 MpiCommunicator::Request MpiCommunicator::start_sum(std::span<double> data, const std::string& what) {
-  check_count(data.size(), what);
+  const MPI_Datatype type = MPI_DOUBLE;
+  return start_sum_of(data.data(), data.size(), &type, what);
+}
+
+MpiCommunicator::Request MpiCommunicator::start_sum_of(void* data, std::size_t count, const void* mpi_datatype,
+                                                       const std::string& what) {
+  check_count(count, what);
   MPI_Request request = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_DOUBLE, MPI_SUM,
-                                impl_->comm, &request);
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
+                                *static_cast<const MPI_Datatype*>(mpi_datatype), MPI_SUM, impl_->comm, &request);
   if (rc != MPI_SUCCESS) fail("starting the sum of " + what, rc);
   impl_->pending.emplace(next_, Impl::Pending{request, what});
   return next_++;

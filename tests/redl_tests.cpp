@@ -406,7 +406,7 @@ TEST_CASE("redl: Algorithm 1 leaves the shortest-lived objects in the slow tier 
 
 TEST_CASE("redl: on random programs the plan keeps the limit, its moves are consistent and DSMA is exactly the late reads") {
   test::Rng rng(2024);
-  std::uint32_t moves_in = 0, writes_back = 0, dsma_total = 0, waited = 0;
+  std::uint32_t moves_in = 0, writes_back = 0, dsma_total = 0, waited = 0, lowered = 0;
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
     const Program p = random_program(rng, rng.between(3, 12), rng.between(3, 24));
@@ -417,6 +417,17 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
     o.kernels_per_layer = static_cast<std::uint32_t>(rng.between(1, 3));
     const std::uint32_t layers = ca::plan::redl_layers(p, o).back() + 1;
     if (rng.percent(50)) o.period_layers = static_cast<std::uint32_t>(rng.between(1, layers));
+    // Half the programs keep a lower limit at some kernels (as the policy's
+    // heap fitting asks where the heap fragments).
+    if (rng.percent(50)) {
+      o.kernel_limits.resize(rng.between(0, p.kernels().size()));
+      for (std::uint64_t& l : o.kernel_limits) {
+        l = rng.percent(50) ? o.fast_limit : o.fast_limit * rng.between(30, 100) / 100;
+      }
+    }
+    const auto limit_at = [&](std::size_t k) {
+      return k < o.kernel_limits.size() ? std::min(o.kernel_limits[k], o.fast_limit) : o.fast_limit;
+    };
     CAPTURE(o.fast_limit);
     CAPTURE(o.period_layers);
     const RedlPlan r = ca::plan::redl_plan(p, c, o);
@@ -429,8 +440,11 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
     REQUIRE(rep.bytes.size() == p.kernels().size());
     for (std::size_t k = 0; k < rep.bytes.size(); ++k) {
       CAPTURE(k);
-      CHECK(rep.bytes[k] <= o.fast_limit);
+      CHECK(rep.bytes[k] <= limit_at(k));
       CHECK(rep.bytes[k] == r.fast_bytes[k]);
+      CHECK(r.kernel_limits.at(k) == limit_at(k));
+      CHECK(a.kernel_limits.at(k) == limit_at(k));
+      lowered += limit_at(k) < o.fast_limit && rep.bytes[k] > 0 ? 1 : 0;
     }
     CHECK(r.peak_fast_bytes <= o.fast_limit);
 
@@ -462,6 +476,7 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
   CHECK(writes_back > 100);
   CHECK(dsma_total > 10);
   CHECK(waited > 10);
+  CHECK(lowered > 100);
 }
 
 TEST_CASE("redl: the period search starts at the median and is never worse than it") {

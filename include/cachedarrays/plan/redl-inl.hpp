@@ -217,8 +217,16 @@ class RedlPlanner {
       if (k == 0 || layer_of_[k] != layer_of_[k - 1]) layer_first_.push_back(k);
     }
     liveness_ = redl_liveness(program, options);
+    limits_.assign(nk_, static_cast<std::int64_t>(options.fast_limit));
+    for (std::uint32_t k = 0; k < nk_ && k < options.kernel_limits.size(); ++k) {
+      limits_[k] = static_cast<std::int64_t>(std::min(options.kernel_limits[k], options.fast_limit));
+    }
     classify();
     admit_idle();
+    // What each kernel leaves free for the long-lived objects, negated: the
+    // placer's occupancy starts here and must stay at or below 0.
+    headroom_.resize(nk_);
+    for (std::uint32_t k = 0; k < nk_; ++k) headroom_[k] = idle_bytes_[k] - limits_[k];
     for (std::uint32_t k = 0; k < nk_; ++k) {
       all_fast_ += costs.dram_seconds[k];
       double slow = costs.dram_seconds[k];
@@ -303,7 +311,7 @@ class RedlPlanner {
         alive.insert(o);
         held += objects_[o].bytes;
       }
-      while (held > options_.fast_limit) {
+      while (static_cast<std::int64_t>(held) > limits_[k]) {
         const std::uint32_t victim = *alive.begin();  // FastDOCtrl's freeVictimData (Algorithm 1, line 15)
         alive.erase(alive.begin());
         held -= objects_[victim].bytes;
@@ -324,17 +332,17 @@ class RedlPlanner {
     std::sort(small.begin(), small.end(), [&](std::uint32_t a, std::uint32_t b) {
       return std::pair(liveness_[a].first_use, a) < std::pair(liveness_[b].first_use, b);
     });
-    const auto limit = static_cast<std::int64_t>(options_.fast_limit);
     for (const std::uint32_t o : small) {
       const RedlObjectInfo& info = objects_[o];
       const auto b = static_cast<std::int64_t>(info.bytes);
-      const auto first = idle_bytes_.begin() + info.from, last = idle_bytes_.begin() + info.to;
-      if (first < last && *std::max_element(first, last) + b > limit) {
+      bool fits = true;
+      for (std::uint32_t k = info.from; k < info.to && fits; ++k) fits = idle_bytes_[k] + b <= limits_[k];
+      if (!fits) {
         victims_.push_back(o);
         continue;
       }
       admitted_[o] = true;
-      for (auto it = first; it != last; ++it) *it += b;
+      for (std::uint32_t k = info.from; k < info.to; ++k) idle_bytes_[k] += b;
     }
     std::sort(victims_.begin(), victims_.end());
   }
@@ -349,6 +357,8 @@ class RedlPlanner {
   std::vector<bool> admitted_;
   std::vector<std::uint32_t> victims_;
   std::vector<std::int64_t> idle_bytes_;
+  std::vector<std::int64_t> limits_;    // by kernel: the bytes DRAM may hold during it
+  std::vector<std::int64_t> headroom_;  // by kernel: idle_bytes_ - limits_
   double all_fast_ = 0, all_slow_ = 0;
 };
 
@@ -358,7 +368,7 @@ class RedlPlacer {
  public:
   RedlPlacer(const RedlPlanner& planner, std::vector<std::uint32_t> starts)
       : p_(planner), program_(planner.program_), objects_(planner.objects_), starts_(std::move(starts)),
-        nk_(planner.nk_), limit_(static_cast<std::int64_t>(planner.options_.fast_limit)), occ_(planner.idle_bytes_) {
+        nk_(planner.nk_), limit_(0), occ_(planner.headroom_) {
     // The dynamic objects each period uses, by their first use in it.
     const std::size_t periods = starts_.size() - 1;
     demand_.resize(periods);
@@ -670,7 +680,7 @@ class RedlPlacer {
   }
 
   [[nodiscard]] std::vector<std::uint32_t> pass(const std::vector<std::uint32_t>& s0) {
-    occ_ = RedlOccupancy(p_.idle_bytes_);
+    occ_ = RedlOccupancy(p_.headroom_);
     stays_.clear();
     residents_.clear();
     open_.assign(objects_.size(), -1);
@@ -712,7 +722,7 @@ class RedlPlacer {
   const std::vector<RedlObjectInfo>& objects_;
   std::vector<std::uint32_t> starts_;
   std::uint32_t nk_;
-  std::int64_t limit_;
+  std::int64_t limit_;  // 0: the occupancy counts from each kernel's limit (RedlPlanner::headroom_)
   RedlOccupancy occ_;
   std::vector<std::vector<std::uint32_t>> demand_, first_in_;  // by period
   std::vector<RedlStay> stays_;
@@ -965,6 +975,10 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
   }
   RedlPlan plan;
   plan.fast_limit = options.fast_limit;
+  plan.kernel_limits.assign(program.kernels().size(), options.fast_limit);
+  for (std::size_t k = 0; k < plan.kernel_limits.size() && k < options.kernel_limits.size(); ++k) {
+    plan.kernel_limits[k] = std::min(options.kernel_limits[k], options.fast_limit);
+  }
   plan.layers = layers;
   plan.liveness = planner.liveness();
   plan.idle_victims = planner.victims();
@@ -1073,7 +1087,7 @@ CACHEDARRAYS_INLINE AutotmPlan redl_autotm_plan(const RedlPlan& plan) {
   a.gap = 0;
   a.seconds = plan.seconds;
   a.status = plan.status;
-  a.kernel_limits.assign(plan.in_dram.size(), plan.fast_limit);
+  a.kernel_limits = plan.kernel_limits;
   a.dram_extent = plan.dram_extent;
   a.fits = plan.fits;
   return a;

@@ -119,6 +119,11 @@ namespace cachedarrays::plan {
 
 struct RedlOptions {
   std::uint64_t fast_limit = 0;       // bytes of the fast tier the plan may hold at once; > 0
+  // By kernel, a lower limit during that kernel (empty, or shorter than the
+  // program: fast_limit for the rest). A heap that fragments where the plan
+  // is fullest is fitted by lowering the limit there only
+  // (policy::fit_to_heap_by_kernel), not everywhere.
+  std::vector<std::uint64_t> kernel_limits;
   std::uint32_t period_layers = 0;    // layers per migration period; 0: search (§III-D.1)
   std::uint32_t kernels_per_layer = 1;  // a layer: this many consecutive kernels; >= 1
   // The first kernel of each layer, ascending from 0 (takes the place of
@@ -187,6 +192,7 @@ struct RedlTrial {
 
 struct RedlPlan {
   std::uint64_t fast_limit = 0;
+  std::vector<std::uint64_t> kernel_limits;  // by kernel: the limit the plan kept to there
   std::uint32_t layers = 0;         // in the iteration
   std::uint32_t period_layers = 0;  // chosen
   std::vector<RedlPeriod> periods;

@@ -29,7 +29,7 @@ GradientBuckets::GradientBuckets(Context& ctx, Communicator& communicator, std::
   for (std::size_t m = 0; m < members_.size(); ++m) {
     const auto bytes = static_cast<std::uint64_t>(members_[m].elements) * sizeof(float);
     if (buckets_.empty() || static_cast<std::uint64_t>(buckets_.back().elements) * sizeof(float) + bytes > bucket_bytes) {
-      if (buckets_.empty() || !buckets_.back().members.empty()) buckets_.emplace_back();
+      buckets_.emplace_back();
     }
     buckets_.back().members.push_back(m);
     buckets_.back().elements += members_[m].elements;
@@ -86,7 +86,6 @@ void GradientBuckets::start(Bucket& bucket, std::vector<Tensor>& grads) {
     }
   });
   packed.clear();  // retired: their last use was the packing
-  bucket.started = true;
   ++counters_.buckets;
   counters_.bytes += static_cast<std::uint64_t>(elements) * sizeof(float);
   if (bucket.tensor.array() == nullptr) return;  // shape-only dry run
@@ -106,7 +105,7 @@ void GradientBuckets::finish(std::vector<Tensor>& grads) {
   const float ranks = static_cast<float>(communicator_.size());
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& bucket = buckets_[i];
-    if (!bucket.started) {
+    if (!bucket.tensor) {
       throw invalid_operation("cachedarrays::nn: " + bucket_name(i, buckets_.size()) +
                               " was never summed: the backward pass made no gradient for some of its parameters");
     }
@@ -139,7 +138,6 @@ void GradientBuckets::finish(std::vector<Tensor>& grads) {
     bucket.tensor.reset();  // retired: its last use was the unpacking
     bucket.descs.clear();
     bucket.ready = 0;
-    bucket.started = false;
   }
   next_member_ = 0;
   ++counters_.steps;

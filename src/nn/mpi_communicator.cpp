@@ -161,8 +161,7 @@ void MpiCommunicator::wait(Request request) {
 
 void MpiCommunicator::wait_for(void* opaque, const std::string& what) {
   auto* request = static_cast<MPI_Request*>(opaque);
-  const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(options_.timeout);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(options_.timeout);
   for (std::uint64_t polls = 0;; ++polls) {
     int done = 0;
     const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
@@ -176,20 +175,20 @@ void MpiCommunicator::wait_for(void* opaque, const std::string& what) {
     // milliseconds), then yield the core: ranks may share the machine's cores.
     if (polls > 1000) std::this_thread::yield();
   }
-  seconds_waiting_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root, const std::string& what) {
   // MPI counts in int: a tensor beyond 2 GiB goes in pieces.
   constexpr std::size_t piece = std::size_t{1} << 30;
-  for (std::size_t at = 0; at < data.size() || at == 0; at += piece) {
+  std::size_t at = 0;
+  do {  // once for an empty span too: every rank takes part
     const std::size_t n = std::min(piece, data.size() - at);
     MPI_Request request = MPI_REQUEST_NULL;
     const int rc = MPI_Ibcast(data.data() + at, static_cast<int>(n), MPI_BYTE, root, impl_->comm, &request);
     if (rc != MPI_SUCCESS) fail("broadcasting " + what, rc);
     wait_for(&request, "the broadcast of " + what);
-    if (data.empty()) break;
-  }
+    at += n;
+  } while (at < data.size());
 }
 
 }  // namespace cachedarrays::nn

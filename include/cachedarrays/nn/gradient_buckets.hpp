@@ -73,11 +73,10 @@ class GradientBuckets {
     std::vector<std::size_t> members;  // indices into members_
     std::int64_t elements = 0;         // planned (the layouts' padding may add some)
     std::size_t ready = 0;             // members final so far this step
-    Tensor tensor;                     // the packed gradients, while summed
+    Tensor tensor;                     // the packed gradients, from the start of the sum to finish()
     std::vector<dnnl::memory::desc> descs;  // of the packed gradients
     std::optional<WriteAccess<float>> pin;  // held while MPI owns the data
     Communicator::Request request = 0;
-    bool started = false;
   };
   // Packs the bucket's gradients (taken from grads) and starts their sum.
   void start(Bucket& bucket, std::vector<Tensor>& grads);

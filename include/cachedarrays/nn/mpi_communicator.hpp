@@ -54,10 +54,6 @@ class MpiCommunicator final : public Communicator {
   void broadcast(std::span<std::byte> data, int root, const std::string& what) override;
   [[noreturn]] void abort(const std::string& message) override;
 
-  // The seconds this rank spent blocked in wait() and broadcast(): the part
-  // of communication that did not overlap computation.
-  [[nodiscard]] double seconds_waiting() const noexcept { return seconds_waiting_; }
-
  private:
   struct Impl;
   // Both start_sum overloads: `mpi_datatype` points to an MPI_Datatype
@@ -75,7 +71,6 @@ class MpiCommunicator final : public Communicator {
   std::string processor_;
   bool finalize_ = false;
   Request next_ = 1;
-  double seconds_waiting_ = 0;
 };
 
 }  // namespace cachedarrays::nn

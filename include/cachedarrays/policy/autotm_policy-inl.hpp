@@ -63,32 +63,80 @@ CACHEDARRAYS_INLINE void check_foreign_plan(const std::string& policy, const pla
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap(const PlanRequest& request,
-                                                 const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
-                                                 std::uint32_t max_retries) {
+namespace detail {
+
+// fit_to_heap and fit_to_heap_by_kernel: the same loop, lowering the limit
+// everywhere by the heap's overflow or, by_kernel, at each kernel whose
+// extent passes the heap by that kernel's own overflow.
+CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
+    const PlanRequest& request, const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>&)>& plan_at,
+    std::uint32_t max_retries, bool by_kernel) {
   const auto started = std::chrono::steady_clock::now();
-  std::uint64_t limit = request.dram_limit;
+  std::vector<std::uint64_t> limits(request.program.kernels().size(), request.dram_limit);
+  std::uint64_t limit = request.dram_limit;  // everywhere
   std::optional<plan::AutotmPlan> best;
   for (std::uint32_t retries = 0;; ++retries) {
-    plan::AutotmPlan p = plan_at(limit);
+    plan::AutotmPlan p = plan_at(limits);
     const std::vector<std::uint64_t> extents = plan::autotm_dram_extents(request.program, p, request.alignment);
     p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
     p.fits = p.dram_extent <= request.dram_limit;
     p.retries = retries;
-    p.kernel_limits.assign(request.program.kernels().size(), limit);
+    p.kernel_limits = limits;
     if (!best || (p.fits && !best->fits) || (!p.fits && !best->fits && p.dram_extent < best->dram_extent)) best = p;
     if (p.fits || retries == max_retries) break;
-    const double overflow = static_cast<double>(request.dram_limit) / static_cast<double>(p.dram_extent);
-    limit = static_cast<std::uint64_t>(std::floor(static_cast<double>(limit) * std::min(0.98, overflow)));
-    if (limit == 0) break;
+    const auto lowered = [&](std::uint64_t l, std::uint64_t extent) {
+      const double overflow = static_cast<double>(request.dram_limit) / static_cast<double>(extent);
+      return static_cast<std::uint64_t>(std::floor(static_cast<double>(l) * std::min(0.98, overflow)));
+    };
+    if (by_kernel) {
+      for (std::size_t k = 0; k < extents.size(); ++k) {
+        if (extents[k] > request.dram_limit) limits[k] = lowered(limits[k], extents[k]);
+      }
+    } else {
+      limit = lowered(limit, p.dram_extent);
+      if (limit == 0) break;
+      limits.assign(limits.size(), limit);
+    }
   }
   best->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string where;
+  if (by_kernel) {
+    std::uint64_t lowest = request.dram_limit;
+    std::size_t lowered = 0;
+    for (const std::uint64_t l : best->kernel_limits) {
+      lowest = std::min(lowest, l);
+      lowered += l < request.dram_limit ? 1 : 0;
+    }
+    if (lowered > 0) {
+      where = ", the limit lowered at " + std::to_string(lowered) + " kernels (to " + format_bytes(lowest) +
+              " at the least)";
+    }
+  }
   best->status += "; the heap replay (AutoTM section 4.2) " +
                   (best->fits ? "fits in " + format_bytes(best->dram_extent)
                               : "reaches " + format_bytes(best->dram_extent) + " of " +
                                     format_bytes(request.dram_limit)) +
-                  " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries");
+                  " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries") + where;
   return std::move(*best);
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap(const PlanRequest& request,
+                                                 const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
+                                                 std::uint32_t max_retries) {
+  return detail::fit_loop(
+      request,
+      [&](const std::vector<std::uint64_t>& limits) {
+        return plan_at(limits.empty() ? request.dram_limit : limits.front());  // all equal
+      },
+      max_retries, /*by_kernel=*/false);
+}
+
+CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap_by_kernel(
+    const PlanRequest& request, const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>&)>& plan_at,
+    std::uint32_t max_retries) {
+  return detail::fit_loop(request, plan_at, max_retries, /*by_kernel=*/true);
 }
 
 CACHEDARRAYS_INLINE std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept {

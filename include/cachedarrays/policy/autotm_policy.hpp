@@ -88,6 +88,15 @@ struct PlannerHook {
 [[nodiscard]] plan::AutotmPlan fit_to_heap(const PlanRequest& request,
                                            const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
                                            std::uint32_t max_retries = 5);
+// The same loop for a planner that takes a limit per kernel (ReDL's
+// RedlOptions::kernel_limits): only the kernels whose best-fit extent
+// passes the heap have their limit lowered, each by its own overflow, so a
+// plan that fragments the heap where it is fullest keeps the rest of it.
+// The status also says at how many kernels, and to how low, the limit went.
+[[nodiscard]] plan::AutotmPlan fit_to_heap_by_kernel(
+    const PlanRequest& request,
+    const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>& kernel_limits)>& plan_at,
+    std::uint32_t max_retries);
 
 struct AutotmPolicyOptions {
   // Formulation, relative gap, time limit, fragmentation loop; dram_limit

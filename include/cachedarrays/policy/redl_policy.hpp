@@ -10,8 +10,9 @@
 //     (in_dram false for that argument), the kernel reads the slow copy in
 //     place; the copy goes on, and a later use promotes it. A plan that
 //     moves out an object whose copy in no use promoted drops that copy.
-// The plan is fitted to the fast heap by fit_to_heap (AutoTM's §4.2 loop):
-// the first plan searches the period size, the retries keep it.
+// The plan is fitted to the fast heap by fit_to_heap_by_kernel (AutoTM's
+// §4.2 loop, the limit lowered only at the kernels where the heap
+// overflows): the first plan searches the period size, the retries keep it.
 #pragma once
 
 #include "cachedarrays/config.hpp"

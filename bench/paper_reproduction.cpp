@@ -155,8 +155,10 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
              const ca::plan::KernelTimeModel& kernel_time, double plan_seconds, std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
-  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); });
-  const ca::plan::Program program = ca::plan::Program::from_trace(trace);
+  // The steady state (sim/replay.hpp steady_window) is what the modeled
+  // rows report, as the emulated rows measure iterations after a warm-up.
+  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); }, {}, nn::steady_trace_iterations);
+  const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
   ca::CapacityPlanOptions options;
   options.fractions = fractions;

@@ -273,3 +273,77 @@ TEST_CASE("replay: a bad trace is rejected naming the event") {
     CHECK_THROWS_AS((void)ca::replay(t, target, {models[0], {"slow", 0, 1}}), ca::invalid_argument);
   }
 }
+
+TEST_CASE("replay: the steady window skips two warm-up iterations and the last one") {
+  CHECK(ca::steady_window(0).iterations() == 0);  // no iterations: the whole replay
+  CHECK(ca::steady_window(1).iterations() == 0);
+  const auto window = [](std::size_t marks) {
+    const ca::SteadyWindow w = ca::steady_window(marks);
+    return std::pair{w.first, w.end};
+  };
+  CHECK(window(2) == std::pair<std::size_t, std::size_t>{0, 1});
+  CHECK(window(3) == std::pair<std::size_t, std::size_t>{1, 2});
+  CHECK(window(4) == std::pair<std::size_t, std::size_t>{2, 3});
+  CHECK(window(5) == std::pair<std::size_t, std::size_t>{2, 4});
+  CHECK(window(8) == std::pair<std::size_t, std::size_t>{2, 7});
+}
+
+TEST_CASE("replay: the steady iteration is the mean of the iterations in the window, its counters theirs alone") {
+  // Iteration i (1..5) reads an object of i * 1000 bytes once on the fast
+  // device: 10 + 10 i ns (the second kernel of 1000 bytes in every one).
+  ca::Trace t;
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    t.record({.kind = ca::TraceKind::iteration, .object = i});
+    create(t, i, i * 1000);
+    t.record_kernel("read()", {{i, i * 1000, false, 0}});
+    create(t, 100 + i, 1000);
+    t.record_kernel("read()", {{100 + i, 1000, false, 0}});
+    retire(t, i);
+    retire(t, 100 + i);
+  }
+  ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
+  const ca::ReplayResult r = ca::replay(t, target, models);
+  REQUIRE(r.iterations.size() == 5);
+  CHECK(r.iterations[0].seconds == 0);
+  CHECK(r.iterations[1].seconds == doctest::Approx(20e-9));  // after iteration 1: 1000 + 1000 bytes
+  CHECK(r.iterations[4].stats.kernel_bytes_read[0] == (1 + 2 + 3 + 4) * 1000 + 4 * 1000);
+  const ca::ReplayIteration steady = ca::steady_iteration(r);
+  CHECK(steady.iterations == 2);  // the third and the fourth
+  CHECK(steady.seconds == doctest::Approx((40e-9 + 50e-9) / 2));
+  CHECK(steady.stats.kernel_bytes_read[0] == 3000 + 1000 + 4000 + 1000);
+  CHECK(steady.exposed_copy_seconds == 0);
+
+  SUBCASE("a trace of one iteration is the whole replay") {
+    ca::Trace one;
+    one.record({.kind = ca::TraceKind::iteration, .object = 1});
+    create(one, 1, 1000);
+    one.record_kernel("read()", {{1, 1000, false, 0}});
+    ca::Runtime fresh({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
+    const ca::ReplayResult whole = ca::replay(one, fresh, models);
+    const ca::ReplayIteration it = ca::steady_iteration(whole);
+    CHECK(it.iterations == 1);
+    CHECK(it.seconds == whole.modeled_seconds);
+    CHECK(it.stats.kernel_bytes_read[0] == 1000);
+  }
+}
+
+TEST_CASE("replay: a dry run's steady all-fast iteration takes exactly its program's kernels") {
+  const auto build = [] { return nn::build_model(tiny_resnet()); };
+  CHECK(test::invalid_argument_of([&] { (void)nn::dry_run_trace(build, {}, 0); }).find("at least 1 iteration") !=
+        std::string::npos);
+  const ca::Trace trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
+  const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
+  const auto all_fast = [&](const ca::Trace& tr) {
+    ca::Runtime rt({ca::virtual_device(std::uint64_t{1} << 30, "fast"), ca::virtual_device(1 << 20, "slow")});
+    return ca::replay(tr, rt, models);
+  };
+  const ca::ReplayResult steady = all_fast(trace);
+  CHECK(steady.iterations.size() == nn::steady_trace_iterations);
+  // The program's iteration replayed alone: the same kernels on the same
+  // device, so the same time; the trace's first iteration differs (it
+  // creates what later ones keep, such as momentum), so the window matters.
+  const ca::ReplayResult alone = all_fast(program.to_trace());
+  CHECK(ca::steady_iteration(steady).seconds == doctest::Approx(alone.modeled_seconds).epsilon(1e-12));
+  const double first = steady.iterations[1].seconds - steady.iterations[0].seconds;
+  CHECK(first != doctest::Approx(alone.modeled_seconds).epsilon(1e-9));
+}

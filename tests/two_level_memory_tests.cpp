@@ -276,6 +276,32 @@ TEST_CASE("2lm: simulate_2lm streams kernel arguments through the cache and mode
   CHECK(r.modeled_seconds == doctest::Approx(expected));
 }
 
+TEST_CASE("2lm: of several iterations, the steady state's: a warm cache hits where the cold first iteration missed") {
+  // Each of 5 iterations reads the same 128-byte object, which the cache
+  // (256 bytes) keeps: iteration 1 misses its 2 lines, the others hit.
+  ca::Trace t;
+  create(t, 1, 128);
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    t.record({.kind = ca::TraceKind::iteration, .object = i});
+    kernel(t, {{1, 128, false, 0}});
+  }
+  const ca::TwoLmResult r = ca::simulate_2lm(t, 256, 4096, true, dram_model, nvram_model);
+  CHECK(r.iterations == 5);
+  CHECK(r.counters_iterations == 2);  // the third and the fourth (sim/replay.hpp steady_window)
+  CHECK(r.counters.clean_misses == 0);
+  CHECK(r.counters.hits == 4);
+  CHECK(r.hit_rate == 1.0);
+  CHECK(r.modeled_seconds == doctest::Approx(2 * 64 / 10.0 * 1e-9));  // one iteration: 2 lines at DRAM speed
+  // Without iteration events: the whole trace, its cold misses included.
+  ca::Trace whole;
+  create(whole, 1, 128);
+  for (int i = 0; i < 5; ++i) kernel(whole, {{1, 128, false, 0}});
+  const ca::TwoLmResult w = ca::simulate_2lm(whole, 256, 4096, true, dram_model, nvram_model);
+  CHECK(w.counters.clean_misses == 2);
+  CHECK(w.counters_iterations == 1);
+  CHECK(w.modeled_seconds == doctest::Approx((10 * 64 / 10.0 + 2 * 64 / 2.0) * 1e-9));
+}
+
 TEST_CASE("2lm: memory optimisations reuse a retired object's addresses at once (2LM:M vs 2LM:0)") {
   ca::Trace t;
   create(t, 1, 256);

@@ -233,9 +233,14 @@ int run(Options& o) {
     const auto build = [&] { return nn::build_model(o.model); };
     footprint = nn::measure_footprint(build);
     if (!o.quiet) fmt::print(stderr, "{}: footprint {}, recording a dry run...\n", label, ca::format_bytes(footprint));
-    trace = nn::dry_run_trace(build);
+    // Several iterations: the replays' figures are of their steady state
+    // (sim/replay.hpp steady_window), whose program the planned policies are
+    // given.
+    trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
   }
-  const ca::plan::Program program = ca::plan::Program::from_trace(trace);
+  const ca::plan::Program program =
+      o.program.empty() ? ca::plan::Program::from_trace(trace, nn::steady_trace_iteration)
+                        : ca::plan::Program::from_trace(trace);
   if (!o.save_program.empty()) {
     program.save(o.save_program);
     fmt::print(stderr, "wrote the program of the iteration to {}\n", o.save_program);

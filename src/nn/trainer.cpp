@@ -610,13 +610,18 @@ std::uint64_t measure_footprint(const std::function<Graph()>& build, const Train
   return runtime.stats().devices[0].peak_extent;
 }
 
-Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options) {
+Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options, std::uint32_t iterations) {
+  if (iterations == 0) {
+    throw invalid_argument("cachedarrays::nn: dry_run_trace needs at least 1 iteration (3 give the replay a steady state)");
+  }
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   runtime.start_trace();
   {
     Trainer trainer(&runtime, build(), options, /*run_kernels=*/false);
-    (void)trainer.step({}, {});
-    runtime.collect();
+    for (std::uint32_t i = 0; i < iterations; ++i) {
+      (void)trainer.step({}, {});
+      runtime.collect();
+    }
   }
   runtime.collect();
   return *runtime.trace();

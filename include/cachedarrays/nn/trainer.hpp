@@ -202,11 +202,22 @@ class Trainer {
 // runtime with Runtime::set_program before training.
 [[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
-// One training iteration as a trace for the replay simulator (sim/
+// Training iterations as a trace for the replay simulator (sim/
 // replay.hpp, sim/capacity_plan.hpp): the application events of a dry run on
 // a virtual heap from the trainer's construction (parameters created) through
-// one step() and collect() to the trainer's end (everything retired). The
-// events do not depend on the policy, so one trace replays under any.
-[[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options = {});
+// `iterations` step()s, each followed by collect(), to the trainer's end
+// (everything retired). The events do not depend on the policy, so one trace
+// replays under any. Five iterations give the replay its steady state (sim/
+// replay.hpp steady_window: the third and fourth, after a cold first one and
+// a second that starts from it, before a last one that nothing follows).
+// Throws invalid_argument for 0 iterations.
+[[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options = {},
+                                  std::uint32_t iterations = 1);
+// The iterations of a trace whose replay models the steady state, and the
+// one whose program the planning policies are given (Program::from_trace's
+// number; every iteration from the second on is the same): what
+// cachedarrays-plan and bench/paper_reproduction replay and plan.
+inline constexpr std::uint32_t steady_trace_iterations = 5;
+inline constexpr std::uint32_t steady_trace_iteration = 2;
 
 }  // namespace cachedarrays::nn

@@ -83,6 +83,16 @@ inline void check(const CapacityPlanOptions& o) {
 
 }  // namespace detail
 
+CACHEDARRAYS_INLINE TierTraffic per_iteration(TierTraffic t, std::uint64_t iterations) noexcept {
+  if (iterations > 1) {
+    t.fast_read /= iterations;
+    t.fast_written /= iterations;
+    t.slow_read /= iterations;
+    t.slow_written /= iterations;
+  }
+  return t;
+}
+
 CACHEDARRAYS_INLINE TierTraffic tier_traffic(const Stats& s) {
   return {s.kernel_bytes_read[0] + s.bytes_copied_out_of(0), s.kernel_bytes_written[0] + s.bytes_copied_into(0),
           s.kernel_bytes_read[1] + s.bytes_copied_out_of(1), s.kernel_bytes_written[1] + s.bytes_copied_into(1)};
@@ -148,7 +158,7 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
       const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, policy == "2lm:m", options.fast,
                                          options.slow, options.kernel_time);
       point.seconds = r.modeled_seconds;
-      point.traffic = tier_traffic(r.counters);
+      point.traffic = per_iteration(tier_traffic(r.counters), r.counters_iterations);
       point.slow_peak = r.peak_bytes;
       point.note = hit_rates(r.counters);
       return point;
@@ -157,13 +167,14 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
                detail::modeled_policy(policy, options));
     if (policy::needs_program(policy)) rt.set_program(program);
     const ReplayResult r = replay(trace, rt, {options.fast, options.slow}, options.kernel_time);
-    const Stats& s = r.stats;
-    point.seconds = r.modeled_seconds;
-    point.exposed_copy_seconds = r.exposed_copy_seconds;
-    point.copy_seconds = r.copy_seconds;
-    point.traffic = tier_traffic(s);
-    point.slow_peak = s.devices[1].peak_extent;
-    point.expansion = footprint_expansion(s, footprint);
+    // Time and traffic of the steady iteration; the peaks of the whole run.
+    const ReplayIteration steady = steady_iteration(r);
+    point.seconds = steady.seconds;
+    point.exposed_copy_seconds = steady.exposed_copy_seconds;
+    point.copy_seconds = steady.copy_seconds;
+    point.traffic = per_iteration(tier_traffic(steady.stats), steady.iterations);
+    point.slow_peak = r.stats.devices[1].peak_extent;
+    point.expansion = footprint_expansion(r.stats, footprint);
     if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy())) point.note = autotm->plan_summary();
   } catch (const out_of_memory&) {
     point.seconds.reset();

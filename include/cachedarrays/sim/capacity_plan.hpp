@@ -87,6 +87,9 @@ struct CapacityPlanOptions {
 struct TierTraffic {
   std::uint64_t fast_read = 0, fast_written = 0, slow_read = 0, slow_written = 0;
 };
+// Each count divided by `iterations` (> 0), rounded down: one iteration's of
+// several.
+[[nodiscard]] TierTraffic per_iteration(TierTraffic traffic, std::uint64_t iterations) noexcept;
 // Of a two-tier runtime's counters (device 0 fast, 1 slow).
 [[nodiscard]] TierTraffic tier_traffic(const Stats& stats);
 // Of the 2LM cache model: DRAM is the fast tier, NVRAM the slow one.

@@ -40,6 +40,9 @@ class CopyTimeline {
   // copies in flight, then runs.
   void kernel(std::span<const std::uint64_t> objects, double seconds);
 
+  // Where the compute timeline is: the end of the last kernel or
+  // synchronous copy.
+  [[nodiscard]] double now() const noexcept { return compute_; }
   // When the last kernel and the last copy are done.
   [[nodiscard]] double seconds() const noexcept;
   // Compute time spent in synchronous copies or waiting for asynchronous ones.

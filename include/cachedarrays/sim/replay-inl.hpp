@@ -44,7 +44,8 @@ class Replayer final : public TraceWalker {
         kernel_time_(kernel_time),
         result_(result),
         timeline_(models),
-        saved_hook_(target.manager().trace()) {
+        saved_hook_(target.manager().trace()),
+        before_(target.stats()) {
     target.manager().set_trace(&copies_);
   }
   ~Replayer() override {
@@ -117,6 +118,16 @@ class Replayer final : public TraceWalker {
 
   void stop() override { open_.clear(); }
 
+  void iteration_begin() override {
+    feed_copies();
+    ReplayIterationMark mark;
+    mark.seconds = timeline_.now();
+    mark.copy_seconds = timeline_.copy_seconds();
+    mark.exposed_copy_seconds = timeline_.exposed_copy_seconds();
+    mark.stats = target().stats().since(before_);
+    result_.iterations.push_back(std::move(mark));
+  }
+
   // The copies and defrag moves recorded since the last call, onto the
   // timeline (the other mechanism events are dropped as they come: only
   // moving bytes takes time here).
@@ -134,6 +145,7 @@ class Replayer final : public TraceWalker {
   Trace copies_;  // the target manager's events during the replay
   CopyTimeline timeline_;
   Trace* saved_hook_;
+  Stats before_;  // the target's counters when the replay began
 };
 
 }  // namespace detail
@@ -152,6 +164,34 @@ CACHEDARRAYS_INLINE double modeled_copy_seconds(const Stats& stats, const std::v
     }
   }
   return seconds;
+}
+
+CACHEDARRAYS_INLINE SteadyWindow steady_window(std::size_t marks) noexcept {
+  if (marks < 2) return {0, 0};  // none: the whole replay
+  constexpr std::size_t warm_up = 2;
+  const std::size_t first = std::min(warm_up, marks - 2);
+  return {first, marks - 1};
+}
+
+CACHEDARRAYS_INLINE ReplayIteration steady_iteration(const ReplayResult& result) {
+  ReplayIteration it;
+  const SteadyWindow window = steady_window(result.iterations.size());
+  if (window.iterations() == 0) {
+    it.seconds = result.modeled_seconds;
+    it.copy_seconds = result.copy_seconds;
+    it.exposed_copy_seconds = result.exposed_copy_seconds;
+    it.stats = result.stats;
+    return it;
+  }
+  const ReplayIterationMark& from = result.iterations[window.first];
+  const ReplayIterationMark& to = result.iterations[window.end];
+  const auto n = static_cast<double>(window.iterations());
+  it.seconds = (to.seconds - from.seconds) / n;
+  it.copy_seconds = (to.copy_seconds - from.copy_seconds) / n;
+  it.exposed_copy_seconds = (to.exposed_copy_seconds - from.exposed_copy_seconds) / n;
+  it.stats = to.stats.since(from.stats);
+  it.iterations = window.iterations();
+  return it;
 }
 
 CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, const std::vector<DeviceModel>& models,

@@ -29,6 +29,14 @@ struct DeviceModel {
   double write_gbps = 0;
 };
 
+// Where the replay was when an iteration of the trace began.
+struct ReplayIterationMark {
+  double seconds = 0;               // the compute timeline (CopyTimeline::now)
+  double copy_seconds = 0;          // every copy so far
+  double exposed_copy_seconds = 0;  // of which the kernels waited for
+  Stats stats;                      // the target's counters so far (since the replay began)
+};
+
 struct ReplayResult {
   Stats stats;                 // the target's counters accumulated by the replay
   // The end of the overlapped timeline (sim/copy_timeline.hpp): kernels and
@@ -39,7 +47,37 @@ struct ReplayResult {
   double copy_seconds = 0;          // every copy's and defrag move's time, hidden or not
   double exposed_copy_seconds = 0;  // copy time the kernels waited for
   std::uint64_t kernels = 0;   // kernel_begin events, scoped accesses included
+  // One per iteration event of the trace, in order.
+  std::vector<ReplayIterationMark> iterations;
 };
+
+// The steady state of a replay of several iterations: the iterations after
+// the first two, up to the last, from the first one's iteration event to
+// the last one's. The first starts cold (the parameters just created,
+// nothing moved yet; a planning policy also departs from its plan, which
+// is of a later iteration) and the second from where that left things; the
+// last one's copies made ahead for an iteration that never comes meet no
+// kernel. What lies between is what a training run repeats. Fewer
+// iterations: from the second to last (of 2 or 3), else the whole replay.
+// A trace of several iterations: nn::dry_run_trace's `iterations`.
+// Returns the first mark and the mark after the last iteration of the
+// window, of `marks` iteration events (the end of the replay: `marks`).
+struct SteadyWindow {
+  std::size_t first = 0, end = 0;
+  [[nodiscard]] std::size_t iterations() const noexcept { return end - first; }
+};
+[[nodiscard]] SteadyWindow steady_window(std::size_t marks) noexcept;
+
+// The steady state's figures per iteration (their mean), and the target's
+// counters summed over its `iterations`.
+struct ReplayIteration {
+  double seconds = 0;
+  double copy_seconds = 0;
+  double exposed_copy_seconds = 0;
+  Stats stats;
+  std::size_t iterations = 1;
+};
+[[nodiscard]] ReplayIteration steady_iteration(const ReplayResult& result);
 
 // Replays the application-level events of `trace` against `target` without
 // running kernels. Every kernel_begin is one kernel: its arguments are hinted

@@ -62,6 +62,18 @@ class TwoLmWalker final : public TraceWalker {
     result_.modeled_seconds += kernel_time_.seconds(trace().names()[event.name], traffic);
   }
 
+  void iteration_begin() override { marks_.push_back({result_.modeled_seconds, cache_.counters()}); }
+
+ public:
+  struct Mark {
+    double seconds = 0;
+    TwoLmCounters counters;
+  };
+  // Where the walk was when each iteration began.
+  [[nodiscard]] const std::vector<Mark>& marks() const noexcept { return marks_; }
+
+ private:
+  std::vector<Mark> marks_;
   TwoLevelMemory& cache_;
   const DeviceModel& dram_;
   const DeviceModel& nvram_;
@@ -88,9 +100,20 @@ CACHEDARRAYS_INLINE TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t d
                                                                : FirstTouch::Retire::at_collect));
   TwoLmResult result;
   const plan::MemoryBound memory_bound;
-  detail::TwoLmWalker(trace, rt, cache, dram, nvram, kernel_time != nullptr ? *kernel_time : memory_bound, result)
-      .run();
+  detail::TwoLmWalker walker(trace, rt, cache, dram, nvram, kernel_time != nullptr ? *kernel_time : memory_bound,
+                             result);
+  walker.run();
   result.counters = cache.counters();
+  const auto& marks = walker.marks();
+  result.iterations = marks.size();
+  const SteadyWindow window = steady_window(marks.size());
+  if (window.iterations() > 0) {  // the steady state: its mean iteration
+    const auto& from = marks[window.first];
+    const auto& to = marks[window.end];
+    result.modeled_seconds = (to.seconds - from.seconds) / static_cast<double>(window.iterations());
+    result.counters = to.counters - from.counters;
+    result.counters_iterations = window.iterations();
+  }
   result.hit_rate = result.counters.share(result.counters.hits);
   result.clean_miss_rate = result.counters.share(result.counters.clean_misses);
   result.dirty_miss_rate = result.counters.share(result.counters.dirty_misses);

@@ -15,6 +15,10 @@
 
 namespace cachedarrays {
 
+// Of a trace of several iterations, the time is the mean iteration of its
+// steady state (sim/replay.hpp steady_window) and the counters and rates
+// those of its `counters_iterations` iterations; of a trace of one, the
+// whole trace's.
 struct TwoLmResult {
   TwoLmCounters counters;
   double hit_rate = 0;         // of all line accesses
@@ -24,6 +28,8 @@ struct TwoLmResult {
   std::uint64_t kernels = 0;
   std::uint64_t peak_bytes = 0;  // of the NVRAM address space
   std::uint64_t collections = 0;  // garbage collections that freed deferred retires (2LM:∅)
+  std::uint64_t iterations = 0;   // iteration events in the trace
+  std::uint64_t counters_iterations = 1;  // iterations `counters` count
 };
 
 // Replays the application events of `trace` on a 2LM machine: objects get

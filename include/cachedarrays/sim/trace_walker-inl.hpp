@@ -80,7 +80,10 @@ CACHEDARRAYS_INLINE void TraceWalker::step(const TraceEvent& e) {
     }
     case TraceKind::kernel_end: kernel_end(e); break;
     case TraceKind::collect: target_.collect(); break;
-    case TraceKind::iteration: target_.begin_iteration(); break;
+    case TraceKind::iteration:
+      iteration_begin();
+      target_.begin_iteration();
+      break;
     // The mechanism's own events are what the target's policy re-derives.
     case TraceKind::allocate:
     case TraceKind::free:

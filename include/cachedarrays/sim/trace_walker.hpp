@@ -43,6 +43,8 @@ class TraceWalker {
   virtual void kernel_begin(const TraceEvent& event, std::span<CachedArray<std::byte>* const> arrays,
                             std::span<const TraceArg> args) = 0;
   virtual void kernel_end(const TraceEvent& event);
+  // An iteration event, before the target begins the iteration.
+  virtual void iteration_begin() {}
   // The walk ends (normally or by an exception): release whatever the
   // simulator still pins.
   virtual void stop() {}

@@ -131,8 +131,10 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
   const ca::plan::MemoryBound memory_bound;
   const std::vector<ca::DeviceModel> devices{{"fast", fast.read_gbps, fast.write_gbps},
                                              {"slow", slow.read_gbps, slow.write_gbps}};
-  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); });
-  const ca::plan::Program program = ca::plan::Program::from_trace(trace);
+  // The steady state (sim/replay.hpp steady_window), as the measured runs
+  // time iterations after a warm-up.
+  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); }, {}, nn::steady_trace_iterations);
+  const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
 
   std::vector<Row> model_rows;
   for (const Case& c : cases) {
@@ -142,18 +144,18 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
       ca::Runtime rt({ca::virtual_device(fast_bytes, "fast"), ca::virtual_device(4 * setup.footprint, "slow")},
                      ca::policy::Registry::builtin().make(c.policy));
       if (ca::policy::needs_program(c.policy)) rt.set_program(program);
-      return ca::replay(trace, rt, devices, &model);
+      return ca::steady_iteration(ca::replay(trace, rt, devices, &model));
     };
     try {
-      const ca::ReplayResult r = replay(profiled);
-      row.profiled = r.modeled_seconds;
+      const ca::ReplayIteration r = replay(profiled);
+      row.profiled = r.seconds;
       row.exposed_copy_seconds = r.exposed_copy_seconds;
       row.kernel_seconds = r.kernel_seconds;
-      row.async_bytes = r.stats.async.bytes;
-      row.sync_bytes = r.stats.total_bytes_copied() - r.stats.async.bytes;
-      for (const auto& device : r.stats.devices) row.defrag_bytes += device.defrag_bytes;
-      row.roofline = replay(roofline).modeled_seconds;
-      row.memory_bound = replay(memory_bound).modeled_seconds;
+      row.async_bytes = r.stats.async.bytes / r.iterations;
+      row.sync_bytes = (r.stats.total_bytes_copied() - r.stats.async.bytes) / r.iterations;
+      for (const auto& device : r.stats.devices) row.defrag_bytes += device.defrag_bytes / r.iterations;
+      row.roofline = replay(roofline).seconds;
+      row.memory_bound = replay(memory_bound).seconds;
     } catch (const ca::out_of_memory&) {
       row.note = "out of memory";
     }

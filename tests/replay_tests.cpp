@@ -312,6 +312,7 @@ TEST_CASE("replay: the steady iteration is the mean of the iterations in the win
   CHECK(steady.seconds == doctest::Approx((40e-9 + 50e-9) / 2));
   CHECK(steady.stats.kernel_bytes_read[0] == 3000 + 1000 + 4000 + 1000);
   CHECK(steady.exposed_copy_seconds == 0);
+  CHECK(steady.kernel_seconds == doctest::Approx(steady.seconds));  // no copies: the kernels are the time
 
   SUBCASE("a trace of one iteration is the whole replay") {
     ca::Trace one;

@@ -122,6 +122,7 @@ class Replayer final : public TraceWalker {
     feed_copies();
     ReplayIterationMark mark;
     mark.seconds = timeline_.now();
+    mark.kernel_seconds = result_.kernel_seconds;
     mark.copy_seconds = timeline_.copy_seconds();
     mark.exposed_copy_seconds = timeline_.exposed_copy_seconds();
     mark.stats = target().stats().since(before_);
@@ -178,6 +179,7 @@ CACHEDARRAYS_INLINE ReplayIteration steady_iteration(const ReplayResult& result)
   const SteadyWindow window = steady_window(result.iterations.size());
   if (window.iterations() == 0) {
     it.seconds = result.modeled_seconds;
+    it.kernel_seconds = result.kernel_seconds;
     it.copy_seconds = result.copy_seconds;
     it.exposed_copy_seconds = result.exposed_copy_seconds;
     it.stats = result.stats;
@@ -187,6 +189,7 @@ CACHEDARRAYS_INLINE ReplayIteration steady_iteration(const ReplayResult& result)
   const ReplayIterationMark& to = result.iterations[window.end];
   const auto n = static_cast<double>(window.iterations());
   it.seconds = (to.seconds - from.seconds) / n;
+  it.kernel_seconds = (to.kernel_seconds - from.kernel_seconds) / n;
   it.copy_seconds = (to.copy_seconds - from.copy_seconds) / n;
   it.exposed_copy_seconds = (to.exposed_copy_seconds - from.exposed_copy_seconds) / n;
   it.stats = to.stats.since(from.stats);

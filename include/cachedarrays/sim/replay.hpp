@@ -32,6 +32,7 @@ struct DeviceModel {
 // Where the replay was when an iteration of the trace began.
 struct ReplayIterationMark {
   double seconds = 0;               // the compute timeline (CopyTimeline::now)
+  double kernel_seconds = 0;        // every kernel so far
   double copy_seconds = 0;          // every copy so far
   double exposed_copy_seconds = 0;  // of which the kernels waited for
   Stats stats;                      // the target's counters so far (since the replay began)
@@ -72,6 +73,7 @@ struct SteadyWindow {
 // counters summed over its `iterations`.
 struct ReplayIteration {
   double seconds = 0;
+  double kernel_seconds = 0;
   double copy_seconds = 0;
   double exposed_copy_seconds = 0;
   Stats stats;

@@ -52,17 +52,16 @@ struct ReplayResult {
   std::vector<ReplayIterationMark> iterations;
 };
 
-// The steady state of a replay of several iterations: the iterations after
-// the first two, up to the last, from the first one's iteration event to
-// the last one's. The first starts cold (the parameters just created,
-// nothing moved yet; a planning policy also departs from its plan, which
-// is of a later iteration) and the second from where that left things; the
-// last one's copies made ahead for an iteration that never comes meet no
-// kernel. What lies between is what a training run repeats. Fewer
-// iterations: from the second to last (of 2 or 3), else the whole replay.
-// A trace of several iterations: nn::dry_run_trace's `iterations`.
-// Returns the first mark and the mark after the last iteration of the
-// window, of `marks` iteration events (the end of the replay: `marks`).
+// The steady state of a replay of several iterations, as a window over its
+// `marks` iteration events: the iterations from mark `first` to mark `end`
+// (excluded), i.e. from the third iteration to the second to last. The
+// first starts cold (the parameters just created, nothing moved yet; a
+// planning policy also departs from its plan, which is of a later
+// iteration) and the second from where that left things; the last one's
+// copies made ahead for an iteration that never comes meet no kernel. What
+// lies between is what a training run repeats. Of 2 or 3 iterations, the
+// second to last alone; of fewer, an empty window: the whole replay. A
+// trace of several iterations: nn::dry_run_trace's `iterations`.
 struct SteadyWindow {
   std::size_t first = 0, end = 0;
   [[nodiscard]] std::size_t iterations() const noexcept { return end - first; }

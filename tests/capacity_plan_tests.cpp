@@ -72,6 +72,47 @@ TEST_CASE("Program::to_trace: the trace's program is the program, scoped accesse
   CHECK(created_before == 2);
 }
 
+TEST_CASE("Program::to_trace: a closed iteration repeats, each iteration the program; an open one is refused by name") {
+  const plan::Program program = two_layer_program();
+  CHECK_FALSE(program.unrepeatable().has_value());
+  const ca::Trace trace = program.to_trace(3);
+  int iterations = 0;
+  for (const ca::TraceEvent& e : trace.events()) iterations += e.kind == ca::TraceKind::iteration ? 1 : 0;
+  CHECK(iterations == 3);
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    CAPTURE(i);
+    CHECK(plan::Program::from_trace(trace, i) == program);
+  }
+  // Replayed with everything in the fast tier, every iteration takes the
+  // same time, so the steady state is one iteration's.
+  const auto all_fast = [](const ca::Trace& t) {
+    ca::Runtime rt({ca::virtual_device(1 << 24, "fast"), ca::virtual_device(1 << 24, "slow")});
+    return ca::replay(t, rt, {{"dram", 100, 80}, {"optane", 30, 10}});
+  };
+  const ca::ReplayResult one = all_fast(program.to_trace());
+  const ca::ReplayResult five = all_fast(program.to_trace(5));
+  CHECK(ca::steady_iteration(five).seconds == doctest::Approx(one.modeled_seconds));
+  CHECK(five.modeled_seconds == doctest::Approx(5 * one.modeled_seconds));
+  CHECK(test::invalid_argument_of([&] { (void)program.to_trace(0); }).find("0 iterations") != std::string::npos);
+
+  // An object created and not retired would be created again while alive;
+  // a persistent object retired would be used after its retirement.
+  using plan::StepKind;
+  const std::vector<plan::ProgramObject> objects{{64 * KiB, true}, {64 * KiB, false}};
+  const std::vector<plan::ProgramKernel> kernels{
+      {"k", {{0, 64 * KiB, ca::Access::read}, {1, 64 * KiB, ca::Access::write}}}};
+  const plan::Program kept(objects, kernels, {{StepKind::create, 1}, {StepKind::kernel, 0}});
+  REQUIRE(kept.unrepeatable().has_value());
+  CHECK(*kept.unrepeatable() == "object 1 is created and not retired");
+  CHECK(test::invalid_argument_of([&] { (void)kept.to_trace(2); }).find("object 1 is created and not retired") !=
+        std::string::npos);
+  CHECK(plan::Program::from_trace(kept.to_trace(1)) == kept);  // once is fine
+  const plan::Program dropped(objects, kernels,
+                              {{StepKind::create, 1}, {StepKind::kernel, 0}, {StepKind::retire, 1},
+                               {StepKind::retire, 0}});
+  CHECK(dropped.unrepeatable() == std::optional<std::string>{"persistent object 0 is retired"});
+}
+
 TEST_CASE("capacity plan: fast_tier_bytes is whole pages, at least one, and the footprint from 100% up") {
   CHECK(ca::fast_tier_bytes(0.5, 1 << 20) == 512 * KiB);
   CHECK(ca::fast_tier_bytes(0.5, 1'000'001) % 4096 == 0);

@@ -226,7 +226,15 @@ int run(Options& o) {
   if (!o.program.empty()) {
     label = std::filesystem::path(o.program).filename().string();
     const ca::plan::Program program = ca::plan::Program::load(o.program);
-    trace = program.to_trace();
+    // Repeated for the replays' steady state when the iteration can repeat
+    // (it retires what it creates and keeps what it had, as a training
+    // step does), else replayed once, from a cold start.
+    const std::optional<std::string> unrepeatable = program.unrepeatable();
+    if (unrepeatable) {
+      fmt::print(stderr, "{}: the iteration cannot repeat ({}); replaying it once, from a cold start\n", label,
+                 *unrepeatable);
+    }
+    trace = program.to_trace(unrepeatable ? 1 : nn::steady_trace_iterations);
     footprint = ca::replayed_footprint(trace);
   } else {
     label = describe_model(o.model);
@@ -238,9 +246,9 @@ int run(Options& o) {
     // given.
     trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
   }
-  const ca::plan::Program program =
-      o.program.empty() ? ca::plan::Program::from_trace(trace, nn::steady_trace_iteration)
-                        : ca::plan::Program::from_trace(trace);
+  const ca::plan::Program program = o.program.empty()
+                                        ? ca::plan::Program::from_trace(trace, nn::steady_trace_iteration)
+                                        : ca::plan::Program::from_trace(trace, 1);
   if (!o.save_program.empty()) {
     program.save(o.save_program);
     fmt::print(stderr, "wrote the program of the iteration to {}\n", o.save_program);

@@ -231,9 +231,35 @@ CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optiona
   return Program(std::move(objects), std::move(kernels), std::move(steps));
 }
 
-CACHEDARRAYS_INLINE Trace Program::to_trace() const {
+CACHEDARRAYS_INLINE std::optional<std::string> Program::unrepeatable() const {
+  std::vector<bool> created(objects_.size(), false), retired(objects_.size(), false);
+  for (const ProgramStep& step : steps_) {
+    if (step.kind == StepKind::create) created[step.index] = true;
+    if (step.kind == StepKind::retire) retired[step.index] = true;
+  }
+  for (std::uint32_t o = 0; o < objects_.size(); ++o) {
+    if (objects_[o].persistent && retired[o]) return "persistent object " + std::to_string(o) + " is retired";
+    if (created[o] && !retired[o]) return "object " + std::to_string(o) + " is created and not retired";
+  }
+  return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE Trace Program::to_trace(std::uint32_t iterations) const {
+  if (iterations == 0) throw invalid_argument("cachedarrays: Program::to_trace: 0 iterations; give 1 or more");
+  if (iterations > 1) {
+    if (const auto why = unrepeatable()) {
+      throw invalid_argument("cachedarrays: Program::to_trace: the iteration cannot repeat (" + *why +
+                             "): a repeated iteration must retire every object it creates and no persistent one");
+    }
+  }
   Trace trace;
-  const auto id = [](std::uint32_t object) -> std::uint64_t { return std::uint64_t{object} + 1; };
+  // Each iteration's own objects get their own ids (a trace never reuses
+  // one): object k of iteration i is k + 1 + (i - 1) * objects().size();
+  // persistent objects are the same in every iteration.
+  std::uint64_t shift = 0;
+  const auto id = [&](std::uint32_t object) -> std::uint64_t {
+    return std::uint64_t{object} + 1 + (objects_[object].persistent ? 0 : shift);
+  };
   // Hints and retires carry the object's size: from_trace sizes a
   // persistent object from its first use, which may be one of them.
   const auto event = [&](TraceKind kind, std::uint32_t object, std::uint8_t detail = 0) {
@@ -247,35 +273,38 @@ CACHEDARRAYS_INLINE Trace Program::to_trace() const {
   for (std::uint32_t o = 0; o < objects_.size(); ++o) {
     if (objects_[o].persistent) event(TraceKind::create, o);
   }
-  TraceEvent iteration;
-  iteration.kind = TraceKind::iteration;
-  iteration.object = 1;
-  trace.record(iteration);
   std::vector<TraceArg> args;
-  for (const ProgramStep& step : steps_) {
-    switch (step.kind) {
-      case StepKind::create: event(TraceKind::create, step.index); break;
-      case StepKind::retire: event(TraceKind::retire, step.index); break;
-      case StepKind::hint: event(TraceKind::hint, step.index, static_cast<std::uint8_t>(step.hint)); break;
-      case StepKind::collect: {
-        TraceEvent e;
-        e.kind = TraceKind::collect;
-        trace.record(e);
-        break;
-      }
-      case StepKind::kernel: {
-        const ProgramKernel& k = kernels_[step.index];
-        args.clear();
-        for (const ProgramArg& a : k.args) args.push_back({id(a.object), a.bytes, a.access == Access::write, 0});
-        const std::uint32_t name = trace.record_kernel(k.name, args);
-        // A scoped read()/write() access has no end event (trace.hpp).
-        if (k.name != scoped_access_kernel(Access::read) && k.name != scoped_access_kernel(Access::write)) {
-          TraceEvent end;
-          end.kind = TraceKind::kernel_end;
-          end.name = name;
-          trace.record(end);
+  for (std::uint32_t i = 1; i <= iterations; ++i) {
+    shift = std::uint64_t{i - 1} * objects_.size();
+    TraceEvent iteration;
+    iteration.kind = TraceKind::iteration;
+    iteration.object = i;
+    trace.record(iteration);
+    for (const ProgramStep& step : steps_) {
+      switch (step.kind) {
+        case StepKind::create: event(TraceKind::create, step.index); break;
+        case StepKind::retire: event(TraceKind::retire, step.index); break;
+        case StepKind::hint: event(TraceKind::hint, step.index, static_cast<std::uint8_t>(step.hint)); break;
+        case StepKind::collect: {
+          TraceEvent e;
+          e.kind = TraceKind::collect;
+          trace.record(e);
+          break;
         }
-        break;
+        case StepKind::kernel: {
+          const ProgramKernel& k = kernels_[step.index];
+          args.clear();
+          for (const ProgramArg& a : k.args) args.push_back({id(a.object), a.bytes, a.access == Access::write, 0});
+          const std::uint32_t name = trace.record_kernel(k.name, args);
+          // A scoped read()/write() access has no end event (trace.hpp).
+          if (k.name != scoped_access_kernel(Access::read) && k.name != scoped_access_kernel(Access::write)) {
+            TraceEvent end;
+            end.kind = TraceKind::kernel_end;
+            end.name = name;
+            trace.record(end);
+          }
+          break;
+        }
       }
     }
   }

@@ -90,9 +90,19 @@ class Program {
   [[nodiscard]] static Program from_trace(const Trace& trace, std::optional<std::uint64_t> iteration = std::nullopt);
   // The inverse: a trace the replay simulator (sim/replay.hpp) runs — the
   // persistent objects created, then iteration 1 (its steps as trace
-  // events; object k is trace object k + 1, every argument on device 0).
-  // from_trace(p.to_trace()) == p.
-  [[nodiscard]] Trace to_trace() const;
+  // events; object k is trace object k + 1, every argument on device 0),
+  // then as many more as `iterations` asks, each the same steps on its own
+  // trace ids for the objects it creates (what the replay's steady state
+  // needs: sim/replay.hpp steady_window).
+  // from_trace(p.to_trace()) == p. Repeating needs a closed iteration: one
+  // that retires every object it creates and no persistent one, as a
+  // training step does; otherwise invalid_argument says which object (see
+  // unrepeatable()). `iterations` 0 is an invalid_argument too.
+  [[nodiscard]] Trace to_trace(std::uint32_t iterations = 1) const;
+  // Empty when the iteration can repeat (to_trace with several), else why
+  // not: "object 7 is created and not retired" or "persistent object 3 is
+  // retired" (the next iteration would use it).
+  [[nodiscard]] std::optional<std::string> unrepeatable() const;
 
   [[nodiscard]] const std::vector<ProgramObject>& objects() const noexcept { return objects_; }
   [[nodiscard]] const std::vector<ProgramKernel>& kernels() const noexcept { return kernels_; }

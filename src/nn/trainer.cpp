@@ -612,7 +612,8 @@ std::uint64_t measure_footprint(const std::function<Graph()>& build, const Train
 
 Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options, std::uint32_t iterations) {
   if (iterations == 0) {
-    throw invalid_argument("cachedarrays::nn: dry_run_trace needs at least 1 iteration (3 give the replay a steady state)");
+    throw invalid_argument("cachedarrays::nn: dry_run_trace needs at least 1 iteration (" +
+                           std::to_string(steady_trace_iterations) + " give the replay its steady state)");
   }
   Runtime runtime({virtual_device(std::uint64_t{1} << 42)});
   runtime.start_trace();

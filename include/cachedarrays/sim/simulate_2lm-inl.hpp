@@ -36,6 +36,13 @@ class TwoLmWalker final : public TraceWalker {
         kernel_time_(kernel_time),
         result_(result) {}
 
+  struct Mark {
+    double seconds = 0;
+    TwoLmCounters counters;
+  };
+  // Where the walk was when each iteration began.
+  [[nodiscard]] const std::vector<Mark>& marks() const noexcept { return marks_; }
+
  private:
   void kernel_begin(const TraceEvent& event, std::span<CachedArray<std::byte>* const> arrays,
                     std::span<const TraceArg> args) override {
@@ -64,21 +71,12 @@ class TwoLmWalker final : public TraceWalker {
 
   void iteration_begin() override { marks_.push_back({result_.modeled_seconds, cache_.counters()}); }
 
- public:
-  struct Mark {
-    double seconds = 0;
-    TwoLmCounters counters;
-  };
-  // Where the walk was when each iteration began.
-  [[nodiscard]] const std::vector<Mark>& marks() const noexcept { return marks_; }
-
- private:
-  std::vector<Mark> marks_;
   TwoLevelMemory& cache_;
   const DeviceModel& dram_;
   const DeviceModel& nvram_;
   const plan::KernelTimeModel& kernel_time_;
   TwoLmResult& result_;
+  std::vector<Mark> marks_;
 };
 
 }  // namespace detail

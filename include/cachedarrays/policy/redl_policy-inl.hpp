@@ -28,12 +28,21 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     plan::RedlOptions options;
     options.alignment = 0;  // fit_to_heap_by_kernel replays each plan on the heap: not redl_plan as well
     options.fast_limit = request.dram_limit;
-    // Two retries: a plan need not fit the heap exactly (the executor
+    // One retry: a plan need not fit the heap exactly (the executor
     // defragments where a planned object finds no hole), and each retry
-    // constrains the plan more. Modeled at 20% (cachedarrays-plan, six
-    // models from ResNet-18 b32 to ResNet-50 b128), 2 retries gave the
-    // lowest slowdown on every model, 4, 8 and 16 up to 0.14x more.
-    constexpr std::uint32_t max_retries = 2;
+    // constrains the plan more. Modeled at 20% in the steady state
+    // (cachedarrays-plan, six models from ResNet-18 b32 to ResNet-50 b128,
+    // with two machines' kernel profiles), 1 retry against 2 gave
+    // DenseNet-121 b16 1.17x against 1.24x (1.18x against 1.29x on the other
+    // profile) and DenseNet-121 b64 1.13x against 1.16x (1.14x, 1.18x),
+    // ResNet-50 b128 1.05x against 1.02x, the others within 0.01x; 0, 3 and
+    // 5 retries no better overall.
+    // Fitting by giving up what the heap replay cannot hold (each missed
+    // stay left in the slow tier, plan::autotm_dram_extents's allocator)
+    // instead of replanning was worse on all six: ResNet-18 1.48x against
+    // 1.34x, DenseNet-121 b16 2.03x against 1.24x (a missed parameter
+    // loses its stays for the whole iteration).
+    constexpr std::uint32_t max_retries = 1;
     return fit_to_heap_by_kernel(
         request,
         [&](const std::vector<std::uint64_t>& kernel_limits) {

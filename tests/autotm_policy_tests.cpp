@@ -7,7 +7,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -284,4 +287,128 @@ TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cann
   ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::make_unique<ca::policy::AutotmPolicy>(std::move(options)));
   CHECK_THROWS_WITH_AS(rt.set_program(*s->rt->program()),
                        doctest::Contains("time_limit_seconds"), ca::invalid_argument);
+}
+
+namespace {
+
+// Holds the mover's copies while armed, until released or a valve of
+// 200 ms passes (so that an executor that waits for a held copy cannot
+// hang the test: it is counted, and the assertions say what it did).
+class HeldMover {
+ public:
+  ca::MoverOptions options() {
+    ca::MoverOptions o;
+    o.threads = 1;
+    o.before_copy = [this](std::uint64_t) {
+      std::unique_lock lock(mutex_);
+      if (!armed_ || released_) return;
+      if (!released_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return released_; })) ++valves_;
+    };
+    return o;
+  }
+  void arm() {
+    std::lock_guard guard(mutex_);
+    armed_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard guard(mutex_);
+      released_ = true;
+    }
+    released_cv_.notify_all();
+  }
+  int valves() {
+    std::lock_guard guard(mutex_);
+    return valves_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable released_cv_;
+  bool armed_ = false, released_ = false;
+  int valves_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("autotm policy: an asynchronous move out keeps its DRAM until its write-back lands or the room is needed") {
+  // A and B (256 KiB each) live across iterations; kernels k0 writes A,
+  // k1 and k2 write B, then C (256 KiB) is created and k3 writes C. DRAM
+  // limit 600 KiB: A and B, or B and C. The plan (a planner of our own)
+  // keeps everything in DRAM and moves A out beside k1, asynchronously.
+  HeldMover mover;
+  ca::policy::AutotmPolicyOptions options;
+  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
+  options.fast_tier = {100, 100};
+  options.slow_tier = {10, 10};
+  options.dram_limit = 600 * kib;
+  options.log = [](const std::string&) {};
+  options.planner = ca::policy::PlannerHook{
+      "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
+        ca::plan::AutotmPlan plan;
+        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
+        const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
+        plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+        plan.status = "by hand";
+        return plan;
+      }};
+  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  ca::policy::AutotmPolicy& policy = *owned;
+  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
+  auto a = rt.array<std::byte>(object_bytes);
+  auto b = rt.array<std::byte>(object_bytes);
+  fill(a, 1);
+  fill(b, 2);
+  struct During {
+    bool a_in_fast = false, a_written_back_in_flight = false, c_in_fast = false;
+    std::uint64_t fast_bytes = 0;
+  };
+  const auto run = [&](bool check, During* during) {
+    rt.begin_iteration();
+    rt.kernel(ca::writes(a), [&](std::span<std::byte>) {
+      if (check) mover.arm();  // the next copy is A's write-back, beside k1
+    });
+    rt.kernel(ca::writes(b), [](std::span<std::byte>) {});
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (!check) return;
+      auto guard = rt.lock();
+      ca::DataManager& dm = rt.manager();
+      ca::Region& primary = *dm.getprimary(a.object());
+      during->a_in_fast = dm.device(primary) == 0;
+      during->a_written_back_in_flight = dm.in_flight(primary);
+    });
+    auto c = rt.array<std::byte>(object_bytes);
+    rt.kernel(ca::writes(c), [&](std::span<std::byte> y) {
+      std::fill(y.begin(), y.end(), std::byte{7});
+      if (!check) return;
+      auto guard = rt.lock();
+      const ca::DataManager& dm = rt.manager();
+      during->c_in_fast = dm.device(*dm.getprimary(c.object())) == 0;
+      during->fast_bytes = dm.usage(0).bytes_used;
+    });
+  };
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) run(false, nullptr);  // recorded, then followed
+  REQUIRE(policy.plan() != nullptr);
+  const std::uint64_t departures = policy.counters().departures;  // the first iteration's, if any
+  During during;
+  run(true, &during);
+  const bool followed = policy.counters().departures == departures;
+  mover.release();
+  rt.manager().finish_copies();
+  // k2 began without waiting for A's write-back: A still held its DRAM
+  // there, its copy on the mover.
+  CHECK(during.a_in_fast);
+  CHECK(during.a_written_back_in_flight);
+  // C's creation needed A's room (B and C are the limit): the executor
+  // waited for the held write-back (the valve let it go) rather than pass
+  // the limit, and C went to DRAM.
+  CHECK(mover.valves() == 1);
+  CHECK(during.c_in_fast);
+  CHECK(during.fast_bytes <= 600 * kib);
+  CHECK(device_of(rt, a) == 1);
+  CHECK(holds(a, 1));
+  CHECK(holds(b, 2));
+  CHECK(followed);  // the iteration followed the plan
+  rt.manager().check_invariants(true);
 }

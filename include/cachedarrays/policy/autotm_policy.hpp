@@ -23,6 +23,10 @@
 //     pins are gone; asynchronous moves start when the kernel they overlap
 //     begins (into a free hole of DRAM; a move in with no hole waits for the
 //     synchronous move before its use);
+//   - an asynchronous move out lets its write-back run on: the object keeps
+//     its DRAM, unwaited for, until the copy has landed, or until DRAM must
+//     take something new that would pass the plan's limit or find no hole
+//     (then the write-backs are waited for, make_room_for);
 //   - archive hints are the plan's business and are not followed.
 // DRAM is CA:LM's (cachedarrays_policy.hpp): objects are placed and moved
 // by its primitives and kept in its LRU. Where the plan cannot be followed —
@@ -165,8 +169,15 @@ class AutotmPolicy final : public Policy {
   void make_plan();
   // Leaves the plan for the rest of the iteration, warning the first time.
   void depart(const std::string& why);
-  // Moves out that wait for their kernel's pins to go.
-  void settle();
+  // Moves out that wait for their kernel's pins to go, or for their
+  // write-back ahead to land: a move out whose asynchronous write-back is
+  // still on the mover keeps its DRAM (no wait) until the copy has landed
+  // or, `force`, until DRAM must take something new (make_room_for).
+  void settle(bool force = false);
+  // Before `bytes` go into DRAM: the pending moves out are finished, waiting
+  // for their write-backs, when DRAM would otherwise pass the plan's limit
+  // or have no hole for them.
+  void make_room_for(std::uint64_t bytes);
   [[nodiscard]] std::optional<std::uint32_t> program_object(const Object& object) const;
   void bind(std::uint32_t id, Object& object);
   void unbind(const Object& object);
@@ -198,6 +209,7 @@ class AutotmPolicy final : public Policy {
   std::uint64_t next_kernel_ = 0;   // kernels begun in this iteration
   std::uint32_t next_creation_ = 0;  // creations_ matched so far
   std::vector<std::uint32_t> pending_out_;
+  std::uint64_t dram_limit_ = 0;  // the plan's DRAM limit (the fast heap's capacity by default)
   Counters counters_;
 };
 

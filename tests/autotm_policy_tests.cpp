@@ -412,3 +412,72 @@ TEST_CASE("autotm policy: an asynchronous move out keeps its DRAM until its writ
   CHECK(followed);  // the iteration followed the plan
   rt.manager().check_invariants(true);
 }
+
+TEST_CASE("autotm policy: a move out still landing is given up when the plan wants the object in DRAM again") {
+  // A and B (256 KiB each) live across iterations: k0 writes A, k1 and k2
+  // write B, k3 reads A, k4 writes B. The plan keeps everything in DRAM and
+  // moves A out beside k1 (a plan of our own: A is wanted again at k3).
+  // Held on the mover, A's write-back is still landing at k3's hint; it
+  // lands during k3. A planned in DRAM from k3 on must not be taken out
+  // after it.
+  HeldMover mover;
+  ca::policy::AutotmPolicyOptions options;
+  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
+  options.fast_tier = {100, 100};
+  options.slow_tier = {10, 10};
+  options.dram_limit = 600 * kib;
+  options.log = [](const std::string&) {};
+  options.planner = ca::policy::PlannerHook{
+      "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
+        ca::plan::AutotmPlan plan;
+        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
+        plan.moves.push_back({request.program.kernels().at(0).args.at(0).object, 1, false, true});
+        plan.status = "by hand";
+        return plan;
+      }};
+  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  ca::policy::AutotmPolicy& policy = *owned;
+  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
+  auto a = rt.array<std::byte>(object_bytes);
+  auto b = rt.array<std::byte>(object_bytes);
+  fill(a, 1);
+  fill(b, 2);
+  bool a_in_fast_at_k3 = false, a_in_fast_at_k4 = false;
+  const auto run = [&](bool check) {
+    rt.begin_iteration();
+    rt.kernel(ca::writes(a), [&](std::span<std::byte>) {
+      if (check) mover.arm();
+    });
+    rt.kernel(ca::writes(b), [](std::span<std::byte>) {});
+    rt.kernel(ca::writes(b), [](std::span<std::byte>) {});
+    rt.kernel(ca::reads(a), [&](std::span<const std::byte>) {
+      if (!check) return;
+      mover.release();
+      auto guard = rt.lock();
+      ca::DataManager& dm = rt.manager();
+      ca::Region& primary = *dm.getprimary(a.object());
+      a_in_fast_at_k3 = dm.device(primary) == 0;
+      dm.wait_for_copy(primary);  // A's write-back has landed
+    });
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (!check) return;
+      auto guard = rt.lock();
+      const ca::DataManager& dm = rt.manager();
+      a_in_fast_at_k4 = dm.device(*dm.getprimary(a.object())) == 0;
+    });
+  };
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) run(false);
+  REQUIRE(policy.plan() != nullptr);
+  const std::uint64_t departures = policy.counters().departures;
+  run(true);
+  const bool followed = policy.counters().departures == departures;
+  rt.manager().finish_copies();
+  CHECK(followed);
+  CHECK(a_in_fast_at_k3);
+  CHECK(a_in_fast_at_k4);  // the landed write-back did not take A out after k3's use
+  CHECK(mover.valves() == 0);
+  CHECK(holds(a, 1));
+  CHECK(holds(b, 2));
+  rt.manager().check_invariants(true);
+}

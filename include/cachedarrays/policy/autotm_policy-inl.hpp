@@ -358,6 +358,11 @@ CACHEDARRAYS_INLINE void AutotmPolicy::settle(bool force) {
   pending_out_ = std::move(waiting);
 }
 
+CACHEDARRAYS_INLINE void AutotmPolicy::keep_in_dram(const Object& object) {
+  if (pending_out_.empty()) return;
+  if (const std::optional<std::uint32_t> id = program_object(object)) std::erase(pending_out_, *id);
+}
+
 CACHEDARRAYS_INLINE void AutotmPolicy::make_room_for(std::uint64_t bytes) {
   if (pending_out_.empty()) return;
   const DeviceUsage usage = manager().usage(fast_);
@@ -427,6 +432,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::follow_hint(Object& object, bool write) {
   // already decided.
   const std::optional<bool> dram = planned_dram(object, next_kernel_);
   if (!dram) return;
+  if (*dram) keep_in_dram(object);
   DataManager& dm = manager();
   const bool in_fast = dm.device(*dm.getprimary(object)) == fast_;
   if (*dram && !in_fast) {
@@ -513,6 +519,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_kernel_begin(const KernelPoint& kernel
     Object* object = bound_[m.object];
     if (object == nullptr || object->pinned()) continue;
     if (m.to_dram) {
+      keep_in_dram(*object);
       make_room_for(object->bytes());
       if (base_.copy_to_fast_async(*object)) ++counters_.moves_in;
     } else {

@@ -178,6 +178,10 @@ class AutotmPolicy final : public Policy {
   // for their write-backs, when DRAM would otherwise pass the plan's limit
   // or have no hole for them.
   void make_room_for(std::uint64_t bytes);
+  // The plan wants `object` in DRAM again: a move out still pending (its
+  // write-back on the mover) is given up, or it would take the object out
+  // after this use began.
+  void keep_in_dram(const Object& object);
   [[nodiscard]] std::optional<std::uint32_t> program_object(const Object& object) const;
   void bind(std::uint32_t id, Object& object);
   void unbind(const Object& object);

@@ -291,9 +291,10 @@ TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cann
 
 namespace {
 
-// Holds the mover's copies while armed, until released or a valve of
-// 200 ms passes (so that an executor that waits for a held copy cannot
-// hang the test: it is counted, and the assertions say what it did).
+// Holds the mover's copies while armed, until released or a valve of 2 s
+// passes (so that an executor that waits for a held copy cannot hang the
+// test: it is counted, and the assertions say what it did; 2 s, so that a
+// loaded machine does not open it before the test has looked).
 class HeldMover {
  public:
   ca::MoverOptions options() {
@@ -302,7 +303,7 @@ class HeldMover {
     o.before_copy = [this](std::uint64_t) {
       std::unique_lock lock(mutex_);
       if (!armed_ || released_) return;
-      if (!released_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return released_; })) ++valves_;
+      if (!released_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return released_; })) ++valves_;
     };
     return o;
   }

@@ -330,6 +330,44 @@ class HeldMover {
   int valves_ = 0;
 };
 
+// A runtime of 1 MiB fast memory, copies on `mover`, under AutoTM's
+// executor with a DRAM limit of 600 KiB (two of the 256 KiB objects) and a
+// plan of our own: every argument in DRAM, and the first kernel's first
+// argument moved out beside the second kernel, asynchronously.
+struct OutBesideK1 {
+  explicit OutBesideK1(HeldMover& mover) : rt(make(mover, policy)) {
+    fill(a, 1);
+    fill(b, 2);
+  }
+  static std::unique_ptr<ca::Runtime> make(HeldMover& mover, ca::policy::AutotmPolicy*& policy) {
+    ca::policy::AutotmPolicyOptions options;
+    options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
+    options.fast_tier = {100, 100};
+    options.slow_tier = {10, 10};
+    options.dram_limit = 600 * kib;
+    options.log = [](const std::string&) {};
+    options.planner = ca::policy::PlannerHook{
+        "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
+          ca::plan::AutotmPlan plan;
+          for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
+            plan.in_dram.emplace_back(k.args.size(), true);
+          }
+          const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
+          plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+          plan.status = "by hand";
+          return plan;
+        }};
+    auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+    policy = owned.get();
+    return std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
+  }
+  ca::policy::AutotmPolicy* policy = nullptr;
+  std::unique_ptr<ca::Runtime> rt;
+  // A and B, 256 KiB each, holding patterns 1 and 2.
+  ca::CachedArray<std::byte> a = rt->array<std::byte>(object_bytes);
+  ca::CachedArray<std::byte> b = rt->array<std::byte>(object_bytes);
+};
+
 }  // namespace
 
 TEST_CASE("autotm policy: an asynchronous move out keeps its DRAM until its write-back lands or the room is needed") {
@@ -338,28 +376,11 @@ TEST_CASE("autotm policy: an asynchronous move out keeps its DRAM until its writ
   // limit 600 KiB: A and B, or B and C. The plan (a planner of our own)
   // keeps everything in DRAM and moves A out beside k1, asynchronously.
   HeldMover mover;
-  ca::policy::AutotmPolicyOptions options;
-  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
-  options.fast_tier = {100, 100};
-  options.slow_tier = {10, 10};
-  options.dram_limit = 600 * kib;
-  options.log = [](const std::string&) {};
-  options.planner = ca::policy::PlannerHook{
-      "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
-        ca::plan::AutotmPlan plan;
-        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
-        const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
-        plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
-        plan.status = "by hand";
-        return plan;
-      }};
-  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
-  ca::policy::AutotmPolicy& policy = *owned;
-  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
-  auto a = rt.array<std::byte>(object_bytes);
-  auto b = rt.array<std::byte>(object_bytes);
-  fill(a, 1);
-  fill(b, 2);
+  OutBesideK1 s(mover);
+  ca::Runtime& rt = *s.rt;
+  ca::policy::AutotmPolicy& policy = *s.policy;
+  ca::CachedArray<std::byte>& a = s.a;
+  ca::CachedArray<std::byte>& b = s.b;
   struct During {
     bool a_in_fast = false, a_written_back_in_flight = false, c_in_fast = false;
     std::uint64_t fast_bytes = 0;
@@ -422,27 +443,11 @@ TEST_CASE("autotm policy: a move out still landing is given up when the plan wan
   // lands during k3. A planned in DRAM from k3 on must not be taken out
   // after it.
   HeldMover mover;
-  ca::policy::AutotmPolicyOptions options;
-  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
-  options.fast_tier = {100, 100};
-  options.slow_tier = {10, 10};
-  options.dram_limit = 600 * kib;
-  options.log = [](const std::string&) {};
-  options.planner = ca::policy::PlannerHook{
-      "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
-        ca::plan::AutotmPlan plan;
-        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
-        plan.moves.push_back({request.program.kernels().at(0).args.at(0).object, 1, false, true});
-        plan.status = "by hand";
-        return plan;
-      }};
-  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
-  ca::policy::AutotmPolicy& policy = *owned;
-  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
-  auto a = rt.array<std::byte>(object_bytes);
-  auto b = rt.array<std::byte>(object_bytes);
-  fill(a, 1);
-  fill(b, 2);
+  OutBesideK1 s(mover);
+  ca::Runtime& rt = *s.rt;
+  ca::policy::AutotmPolicy& policy = *s.policy;
+  ca::CachedArray<std::byte>& a = s.a;
+  ca::CachedArray<std::byte>& b = s.b;
   bool a_in_fast_at_k3 = false, a_in_fast_at_k4 = false;
   const auto run = [&](bool check) {
     rt.begin_iteration();

@@ -301,6 +301,42 @@ TEST_CASE("allocator: defrag until a hole is large enough moves no more than it 
   a.check();
 }
 
+TEST_CASE("allocator: the cheapest window holds the fewest live bytes, no immovable block, and fits outside") {
+  BlockAllocator a(64 * 10, 64);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 10; ++i) blocks.push_back(a.try_allocate(64, tag(i)));
+  for (int i : {1, 5, 6, 9}) a.release(blocks[i]);
+  // Live: 0, 2, 3, 4, 7, 8; holes [64, 128), [320, 448), [576, 640).
+  const auto any = [](const Tag&) { return true; };
+  // 192 bytes: [256, 448) holds only block 4.
+  std::optional<BlockAllocator::Window> w = a.cheapest_window(192, any);
+  REQUIRE(w);
+  CHECK(w->start == 64 * 4);
+  CHECK(w->live_bytes == 64);
+  // Block 4 immovable: [320, 512) holds block 7 alone.
+  w = a.cheapest_window(192, [](const Tag& t) { return t.index != 4; });
+  REQUIRE(w);
+  CHECK(w->start == 64 * 5);
+  CHECK(w->live_bytes == 64);
+  // A hole already large enough is a window of no live bytes.
+  w = a.cheapest_window(128, any);
+  REQUIRE(w);
+  CHECK(w->live_bytes == 0);
+  // 256 bytes, every free byte: [192, 448) holds blocks 3 and 4, which the
+  // holes outside it (1 and 9) take. [0, 256) and [64, 320) hold more live
+  // bytes, and [128, 384) more than the 128 free bytes outside it.
+  w = a.cheapest_window(256, any);
+  REQUIRE(w);
+  CHECK(w->start == 64 * 3);
+  CHECK(w->live_bytes == 128);
+  // Nothing movable, more than the heap, or more than its free bytes: no
+  // window (its live blocks would need more room outside than there is).
+  CHECK(!a.cheapest_window(192, [](const Tag&) { return false; }));
+  CHECK(!a.cheapest_window(64 * 11, any));
+  CHECK(!a.cheapest_window(320, any));
+  a.check();
+}
+
 TEST_CASE("allocator: walk_range visits exactly the blocks overlapping a range, through splits, merges and defrag") {
   BlockAllocator a(1 << 20, 64);
   test::Rng rng(777);

@@ -234,6 +234,50 @@ TEST_CASE("manager: defrag slides regions down, moves data with them, never a pi
   CHECK(dm.usage(fast).largest_free_block == 3 * 8 * 1024);
 }
 
+TEST_CASE("manager: make_hole moves only the cheapest window's regions, with their data, never a pinned primary") {
+  // Sixteen 4 KiB regions, holes at 1 and 14: a hole of 8 KiB needs one
+  // region moved (0, the lowest beside a hole, into hole 14), where sliding
+  // the heap down would move twelve (2 to 13).
+  ca::DataManager dm(two_tiers(64 * 1024));
+  std::vector<ca::Object*> objects;
+  for (int i = 0; i < 16; ++i) objects.push_back(&test::make_object(dm, fast, 4 * 1024, 70 + i));
+  for (int i : {1, 14}) dm.destroy(*objects[i]);
+  CHECK(dm.make_hole(fast, 4 * 1024));  // a hole already: nothing moves
+  CHECK(dm.stats().devices[fast].defrag_moves == 0);
+  CHECK(dm.make_hole(fast, 8 * 1024));
+  CHECK(dm.usage(fast).largest_free_block == 8 * 1024);
+  CHECK(dm.stats().devices[fast].defrag_moves == 1);
+  CHECK(dm.stats().devices[fast].defrag_bytes == 4 * 1024);
+  CHECK(dm.offset(*dm.getprimary(*objects[0])) == 14 * 4 * 1024);
+  CHECK(dm.offset(*dm.getprimary(*objects[2])) == 2 * 4 * 1024);  // the rest stayed
+  CHECK(dm.offset(*dm.getprimary(*objects[13])) == 13 * 4 * 1024);
+  for (int i = 0; i < 16; ++i) {
+    if (i != 1 && i != 14) CHECK(test::object_holds(dm, *objects[i], 70 + i));
+  }
+  dm.check_invariants(true);
+
+  // Pinned, the cheapest window's region stays: another window is cleared.
+  ca::DataManager pinned(two_tiers(64 * 1024));
+  objects.clear();
+  for (int i = 0; i < 16; ++i) objects.push_back(&test::make_object(pinned, fast, 4 * 1024, 90 + i));
+  for (int i : {1, 14}) pinned.destroy(*objects[i]);
+  pinned.pin(*objects[0], ca::Access::read);
+  CHECK(pinned.make_hole(fast, 8 * 1024));
+  CHECK(pinned.offset(*pinned.getprimary(*objects[0])) == 0);
+  CHECK(pinned.offset(*pinned.getprimary(*objects[2])) == 14 * 4 * 1024);  // the next window's region went
+  CHECK(pinned.usage(fast).largest_free_block >= 8 * 1024);
+  CHECK(pinned.stats().devices[fast].defrag_moves == 1);
+  ca::DataManager::unpin(*objects[0], ca::Access::read);
+  for (int i = 0; i < 16; ++i) {
+    if (i != 1 && i != 14) CHECK(test::object_holds(pinned, *objects[i], 90 + i));
+  }
+  pinned.check_invariants(true);
+  // More than the free bytes: no hole, nothing moved.
+  CHECK(!pinned.make_hole(fast, 12 * 1024));
+  CHECK(pinned.stats().devices[fast].defrag_moves == 1);
+  pinned.check_invariants(true);
+}
+
 TEST_CASE("manager: stats count copies per device pair and peak occupancy") {
   ca::DataManager dm(two_tiers());
   ca::Object& o = test::make_object(dm, slow, 1 << 16, 9);

@@ -223,7 +223,7 @@ void Harness::run(std::uint64_t ops) {
     std::uint64_t weight;
     void (Harness::*apply)();
   };
-  std::array<Operation, 24> operations{{
+  std::array<Operation, 25> operations{{
       {"create", 14, &Harness::op_create}, {"write", 9, &Harness::op_write}, {"clean", 2, &Harness::op_clean},
       {"read", 9, &Harness::op_read}, {"copy_link", 6, &Harness::op_copy_link},
       {"copy_link_async", 5, &Harness::op_copy_link_async},
@@ -234,6 +234,7 @@ void Harness::run(std::uint64_t ops) {
       {"loose_alloc", 2, &Harness::op_loose_alloc}, {"loose_free", 2, &Harness::op_loose_free},
       {"overwrite", 3, &Harness::op_overwrite}, {"evictfrom_fast", 2, &Harness::op_evictfrom_fast},
       {"evictfrom_slow", 1, &Harness::op_evictfrom_slow}, {"defrag", 1, &Harness::op_defrag_either},
+      {"make_hole", 1, &Harness::op_make_hole},
       {"pinned", 2, &Harness::op_pinned}, {"torn_copy", 1, &Harness::op_torn_copy},
       {"errors", 2, &Harness::op_errors}, {"destroy", 0, &Harness::op_destroy},
   }};

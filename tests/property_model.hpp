@@ -215,6 +215,7 @@ class Harness {
   bool evict_range(ca::DeviceId d, std::uint64_t start, std::uint64_t bytes, int declines_after);
   void op_defrag(ca::DeviceId d, bool pinned = false);
   void op_defrag_either() { op_defrag(rng_.percent(70) ? fast : slow); }  // DRAM's more often
+  void op_make_hole();
 
   // ---- calls the manager must refuse (property_refusals.cpp) ----------------
   void op_pinned();
@@ -234,7 +235,7 @@ class Harness {
   struct Counts {
     std::uint64_t creates = 0, failed_creates = 0, evicts = 0, evicts_refused = 0, prefetches = 0,
                   prefetch_room = 0, evictfrom_cleared = 0, evictfrom_declined = 0, defrags = 0,
-                  defrag_moves = 0, pinned_refusals = 0, expected_errors = 0, destroys = 0,
+                  defrag_moves = 0, holes_made = 0, hole_moves = 0, pinned_refusals = 0, expected_errors = 0, destroys = 0,
                   relinks = 0, relinked_valid = 0, async_copies = 0, async_in_flight_at_check = 0;
   } counts;
 };

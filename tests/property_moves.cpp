@@ -167,4 +167,33 @@ void Harness::op_defrag(ca::DeviceId d, bool pinned) {
   counts.defrag_moves += moved;
 }
 
+// make_hole moves the regions of one window into holes outside it: every
+// moved region keeps its contents, no pinned primary moves, and when it
+// reports success a hole of the size asked for exists.
+void Harness::op_make_hole() {
+  const ca::DeviceId d = rng_.percent(70) ? fast : slow;
+  const std::uint64_t capacity = d == fast ? fast_capacity : slow_capacity;
+  const std::uint64_t bytes = rng_.between(1, capacity / 4);
+  std::map<ca::Region*, std::uint64_t> offsets;
+  dm_.for_each_region(d, [&](ca::Region& r) { offsets[&r] = dm_.offset(r); });
+  const bool had_hole = dm_.usage(d).largest_free_block >= bytes;
+  const std::uint64_t moves_before = dm_.stats().devices[d].defrag_moves;
+  const bool made = dm_.make_hole(d, bytes);
+  const std::uint64_t moved = dm_.stats().devices[d].defrag_moves - moves_before;
+  std::uint64_t changed = 0;
+  dm_.for_each_region(d, [&](ca::Region& r) {
+    REQUIRE(offsets.count(&r) == 1);
+    if (offsets[&r] == dm_.offset(r)) return;
+    ++changed;
+    ca::Object* o = dm_.parent(r);
+    REQUIRE_FALSE((o != nullptr && dm_.getprimary(*o) == &r && o->pinned()));
+    if (o != nullptr) touch(model_of(*o)); else check_loose(&r, loose_.at(&r), true);
+  });
+  REQUIRE(changed == moved);
+  if (had_hole) REQUIRE((made && moved == 0));
+  if (made) REQUIRE(dm_.usage(d).largest_free_block >= bytes);
+  if (made && !had_hole) ++counts.holes_made;
+  counts.hole_moves += moved;
+}
+
 }  // namespace property

@@ -29,7 +29,8 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
                   << " found both heaps full), " << c.destroys << " destroys, " << c.evicts << " evicts ("
                   << c.evicts_refused << " refused), " << c.prefetches << " prefetches (" << c.prefetch_room
                   << " made room), evictfrom " << c.evictfrom_cleared << " cleared / " << c.evictfrom_declined
-                  << " declined, " << c.defrags << " defrags moving " << c.defrag_moves << " regions, "
+                  << " declined, " << c.defrags << " defrags moving " << c.defrag_moves << " regions, " << c.holes_made
+                  << " holes made moving " << c.hole_moves << " regions, "
                   << c.relinks << " relinks (" << c.relinked_valid << " valid again), " << c.pinned_refusals
                   << " pinned refusals, " << c.expected_errors << " expected errors, " << c.async_copies
                   << " asynchronous copies (" << c.async_in_flight_at_check << " seen in flight by a check, "
@@ -43,6 +44,7 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
     CHECK(c.evictfrom_declined > 0);
     CHECK(c.prefetch_room > 0);
     CHECK(c.defrag_moves > 0);
+    CHECK(c.hole_moves > 0);
     CHECK(c.evicts_refused > 0);
     CHECK(c.relinked_valid > 0);
     CHECK(c.pinned_refusals > 0);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -673,6 +674,42 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
         if (trace_ != nullptr) trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
       },
       until_hole);
+}
+
+CACHEDARRAYS_INLINE bool DataManager::make_hole(DeviceId device, std::uint64_t bytes) {
+  check_device(device, "make_hole");
+  auto& h = heap(device);
+  auto& a = h.allocator();
+  if (bytes == 0 || a.largest_free_block() >= bytes) return true;
+  const std::optional<detail::BlockAllocator<Region>::Window> window =
+      a.cheapest_window(bytes, [](const Region& region) {
+        const Object* object = region.parent_;
+        return object == nullptr || object->primary_ != &region || !object->pinned();
+      });
+  if (!window) return false;
+  DeviceCounters& counters = stats_.devices[device];
+  // The window's free space is held back while its regions leave, so each
+  // goes into a hole outside it.
+  const auto result = a.evict_range(window->start, bytes, [&](Region& region) {
+    // A copy in flight reads or writes the old place; a write-back made
+    // ahead is dropped rather than waited for (the policy makes it again).
+    settle(region, /*rethrow=*/false, /*drop_background=*/true);
+    detail::Block<Region>* from = region.block_;
+    detail::Block<Region>* to = a.try_allocate(region.bytes_, region);
+    if (to == nullptr) return false;
+    std::byte* data = h.at(to->offset);
+    if (!h.memory().is_virtual()) std::memcpy(data, region.data_, region.bytes_);
+    region.block_ = to;
+    region.offset_ = to->offset;
+    region.data_ = data;
+    a.release(from);
+    ++counters.defrag_moves;
+    counters.defrag_bytes += region.bytes_;
+    counters.peak_extent = std::max(counters.peak_extent, to->offset + to->size);
+    if (trace_ != nullptr) trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
+    return true;
+  });
+  return result == detail::BlockAllocator<Region>::EvictResult::cleared && a.largest_free_block() >= bytes;
 }
 
 CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object,

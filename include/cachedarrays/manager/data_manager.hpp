@@ -78,6 +78,17 @@ class DataManager {
   // until_hole > 0 it stops as soon as some free block holds that many
   // bytes (moving no more than needed). Returns the number of regions moved.
   std::uint64_t defrag(DeviceId device, std::uint64_t until_hole = 0);
+  // A free block of `bytes` made by moving as few bytes as it can within
+  // the heap: of the windows of that size (rounded up to the alignment)
+  // holding no pinned primary, the one holding the fewest live bytes is
+  // cleared by moving each region in it into the best-fitting hole outside
+  // it (a copy within the device, counted and traced as a defrag move).
+  // defrag(device, bytes) slides every region above the first hole until
+  // one is large enough; this moves the window's only. Returns true when a
+  // free block of `bytes` exists afterwards (at once when one already
+  // did); false when no window's regions fit in the holes outside it — the
+  // regions moved before one did not fit stay where they went, each intact.
+  bool make_hole(DeviceId device, std::uint64_t bytes);
 
   // ---- objects --------------------------------------------------------------
   // A new object of `bytes` with no region yet: give it one with setprimary

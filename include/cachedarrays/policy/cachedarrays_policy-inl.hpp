@@ -226,10 +226,13 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   // lookahead brings it back beside the kernels before it is used.
   if (following_ && make_room_clean(bytes, last_kernel_, last_kernel_ + 1)) return true;
   if (dm.usage(fast_).bytes_free() >= bytes) {
-    // Enough free bytes, no hole: slide live regions down until one hole
-    // is large enough (a copy within DRAM, cheaper than a write-back), and
-    // no further: the rest of the heap stays where it is.
-    dm.defrag(fast_, bytes);
+    // Enough free bytes, no hole: move the regions of the window that
+    // holds the fewest live bytes into holes outside it (a copy within
+    // DRAM, cheaper than a write-back); failing that, slide live regions
+    // down until one hole is large enough, and no further. (Sliding alone,
+    // ReDL's unfitted plan of DenseNet-121 b16 at 20% slid 6.6 GB per
+    // iteration, 0.079 s of copies on the compute thread, modeled.)
+    if (!dm.make_hole(fast_, bytes)) dm.defrag(fast_, bytes);
     ++dm.policy_counters().defrags;
     if (dm.usage(fast_).largest_free_block >= bytes) return true;
   }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "cachedarrays/error.hpp"
@@ -94,6 +95,19 @@ class BlockAllocator {
   std::uint64_t defrag(const std::function<bool(Owner& owner)>& movable,
                        const std::function<void(Owner& owner, std::uint64_t new_offset)>& relocate,
                        std::uint64_t until_hole = 0);
+
+  // The start of the window of round_up(bytes) bytes, inside the heap, whose
+  // live blocks are all `movable` and hold the fewest bytes between them
+  // (the lowest such window on ties), and those bytes; nullopt when every
+  // window holds an immovable block, or the free bytes outside the window
+  // could not take its live ones. Windows start where a block starts: one
+  // starting inside a block holds that block anyway. O(blocks).
+  struct Window {
+    std::uint64_t start = 0;
+    std::uint64_t live_bytes = 0;
+  };
+  [[nodiscard]] std::optional<Window> cheapest_window(std::uint64_t bytes,
+                                                      const std::function<bool(const Owner& owner)>& movable) const;
 
   // Address-order walk over every block, free and live.
   template <typename F>
@@ -415,6 +429,40 @@ void BlockAllocator<Owner>::unreserve_window() {
     b = next;
   }
   window_lo_ = window_hi_ = 0;
+}
+
+template <typename Owner>
+std::optional<typename BlockAllocator<Owner>::Window> BlockAllocator<Owner>::cheapest_window(
+    std::uint64_t bytes, const std::function<bool(const Owner& owner)>& movable) const {
+  if (bytes == 0 || bytes > capacity_) return std::nullopt;
+  const std::uint64_t span = round_up(bytes);
+  // Two pointers over the blocks in address order: [first, last) overlap
+  // the window [start, start + span); `live` and `stuck` (immovable blocks)
+  // count over them.
+  std::optional<Window> best;
+  std::uint64_t live = 0, free_inside = 0, stuck = 0;
+  const Block* first = head_;
+  const Block* last = head_;
+  const auto add = [&](const Block* b, int sign) {
+    const auto delta = [&](std::uint64_t& sum, std::uint64_t v) { sum = sign > 0 ? sum + v : sum - v; };
+    if (b->free) {
+      delta(free_inside, b->size);
+    } else if (movable(*b->owner)) {
+      delta(live, b->size);
+    } else {
+      delta(stuck, 1);
+    }
+  };
+  for (const Block* c = head_; c != nullptr && c->offset + span <= capacity_; c = c->next) {
+    for (; first != c; first = first->next) add(first, -1);
+    for (; last != nullptr && last->offset < c->offset + span; last = last->next) add(last, +1);
+    if (stuck > 0) continue;
+    // The window's live blocks go into the free blocks outside it.
+    const std::uint64_t free_outside = (capacity_ - in_use_) - free_inside;
+    if (live > free_outside) continue;
+    if (!best || live < best->live_bytes) best = Window{c->offset, live};
+  }
+  return best;
 }
 
 template <typename Owner>

@@ -206,6 +206,8 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
   const ca::plan::AutotmPlan* plan = s->policy->plan();
   REQUIRE(plan != nullptr);
   CHECK(plan->modeled_seconds == doctest::Approx(80e-3));
+  // The summary sets the plan's own modeled time against all-DRAM's.
+  CHECK(s->policy->plan_summary().find("own model 1.00x all-DRAM") != std::string::npos);
   const auto async_moves = std::count_if(plan->moves.begin(), plan->moves.end(),
                                          [](const ca::plan::AutotmMove& m) { return m.asynchronous; });
   CHECK(async_moves >= 8);

@@ -158,7 +158,11 @@ CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : op
 CACHEDARRAYS_INLINE std::string AutotmPolicy::plan_summary() const {
   if (!plan_) return {};
   const plan::AutotmPlan& p = *plan_;
-  return fmt::format("plan {:.2f} s, {}, {} retr{}{}{}", p.seconds,
+  // The planner's own modeled iteration beside the replay's figure tells
+  // how far its model is from the run it plans.
+  return fmt::format("plan {:.2f} s, {}{}, {} retr{}{}{}", p.seconds,
+                     all_dram_seconds_ > 0 ? fmt::format("own model {:.2f}x all-DRAM, ", p.modeled_seconds / all_dram_seconds_)
+                                           : std::string{},
                      p.optimal ? "optimal" : fmt::format("gap {:.3f}", p.gap), p.retries, p.retries == 1 ? "y" : "ies",
                      p.fits ? "" : " (fragments)",
                      counters_.departures > 1 ? fmt::format(", {} departures", counters_.departures) : "");
@@ -231,6 +235,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   if (!solver.progress) solver.progress = progress;
   double all_dram = 0;
   for (double s : costs.dram_seconds) all_dram += s;
+  all_dram_seconds_ = all_dram;
   const std::string how = options_.planner ? options_.planner->description
                                            : "AutoTM's ILP on Cbc, relative gap " +
                                                  std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +

@@ -159,7 +159,9 @@ class AutotmPolicy final : public Policy {
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
   // The plan being followed, or null before a program comes.
   [[nodiscard]] const plan::AutotmPlan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
-  // What the plan cost, for a report: "plan 0.12 s, optimal, 1 retry"
+  // What the plan cost, for a report: "plan 0.12 s, own model 1.05x
+  // all-DRAM, optimal, 1 retry" (own model: the planner's modeled
+  // iteration over the costs' all-DRAM one)
   // (", 2 departures" when runs left the program more than once); empty
   // before a plan.
   [[nodiscard]] std::string plan_summary() const;
@@ -214,6 +216,7 @@ class AutotmPolicy final : public Policy {
   std::uint32_t next_creation_ = 0;  // creations_ matched so far
   std::vector<std::uint32_t> pending_out_;
   std::uint64_t dram_limit_ = 0;  // the plan's DRAM limit (the fast heap's capacity by default)
+  double all_dram_seconds_ = 0;   // the costs' iteration with everything in DRAM (the plan's summary compares)
   Counters counters_;
 };
 

@@ -16,6 +16,7 @@
 #include "cachedarrays/plan/autoswap.hpp"
 #include "cachedarrays/plan/autoswap_bo.hpp"
 #include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/autotm_offsets.hpp"
 #include "cachedarrays/plan/best_fit_offsets.hpp"
 #include "cachedarrays/plan/dsa_mip.hpp"
 #include "cachedarrays/plan/dsa_problem.hpp"

@@ -2,6 +2,7 @@
 #include "cachedarrays/plan/autoswap-inl.hpp"
 #include "cachedarrays/plan/autoswap_bo-inl.hpp"
 #include "cachedarrays/plan/autotm-inl.hpp"
+#include "cachedarrays/plan/autotm_offsets-inl.hpp"
 #include "cachedarrays/plan/best_fit_offsets-inl.hpp"
 #include "cachedarrays/plan/dsa_mip-inl.hpp"
 #include "cachedarrays/plan/dsa_problem-inl.hpp"

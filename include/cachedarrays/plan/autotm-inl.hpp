@@ -20,6 +20,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/heap/detail/block_allocator.hpp"
+#include "cachedarrays/plan/detail/autotm_dram_walk.hpp"
 #include "cachedarrays/plan/detail/cbc_support.hpp"
 
 namespace cachedarrays::plan {
@@ -900,26 +901,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
 class AutotmDramReplay {
  public:
   AutotmDramReplay(const Program& program, const AutotmPlan& plan, std::uint64_t capacity, std::uint64_t alignment)
-      : program_(program), plan_(plan), heap_(capacity, alignment), held_(program.objects().size(), nullptr),
-        ids_(program.objects().size()) {
-    const std::size_t nk = program.kernels().size();
+      : program_(program), plan_(plan), walk_(program, plan), heap_(capacity, alignment),
+        held_(program.objects().size(), nullptr), ids_(program.objects().size()) {
     std::iota(ids_.begin(), ids_.end(), 0u);
-    moved_in_.resize(nk);
-    moved_out_.resize(nk);
-    for (const AutotmMove& m : plan.moves) (m.to_dram ? moved_in_ : moved_out_)[m.kernel].push_back(m.object);
-    // A created object is created where its first use wants it.
-    created_in_dram_.assign(program.objects().size(), false);
-    for (std::uint32_t o = 0; o < program.objects().size(); ++o) {
-      if (program.uses(o).empty()) continue;
-      const std::uint32_t k = program.uses(o).front();
-      const std::vector<ProgramArg>& args = program.kernels()[k].args;
-      for (std::size_t j = 0; j < args.size(); ++j) {
-        if (args[j].object == o) {
-          created_in_dram_[o] = plan.in_dram[k][j];
-          break;
-        }
-      }
-    }
   }
 
   // Persistent objects start in DRAM where the end of an iteration leaves
@@ -954,39 +938,19 @@ class AutotmDramReplay {
   }
 
   bool iteration(std::vector<std::uint64_t>* extents) {
-    for (const ProgramStep& step : program_.steps()) {
-      if (step.kind == StepKind::create && created_in_dram_[step.index] && !allocate(step.index)) return false;
-      if (step.kind == StepKind::retire) release(step.index);
-      if (step.kind != StepKind::kernel) continue;
-      const std::uint32_t k = step.index;
-      // Moves in: synchronous ones just before k, asynchronous ones when it
-      // begins; either way their DRAM is taken while k runs.
-      for (const std::uint32_t o : moved_in_[k]) {
-        if (!allocate(o)) return false;
-      }
-      const std::vector<ProgramArg>& args = program_.kernels()[k].args;
-      for (std::size_t j = 0; j < args.size(); ++j) {
-        if (plan_.in_dram[k][j] && !allocate(args[j].object)) return false;
-      }
-      if (extents != nullptr) (*extents)[k] = heap_.extent();
-      // Moves out, synchronous or beside k, free their DRAM after it.
-      for (const std::uint32_t o : moved_out_[k]) release(o);
-    }
-    // An object the iteration creates and does not retire is, next
-    // iteration, another one.
-    for (std::uint32_t o = 0; o < held_.size(); ++o) {
-      if (!program_.objects()[o].persistent) release(o);
-    }
-    return true;
+    return walk_.iteration([&](std::uint32_t o, std::uint32_t) { return allocate(o); },
+                           [&](std::uint32_t o) { release(o); },
+                           [&](std::uint32_t k) {
+                             if (extents != nullptr) (*extents)[k] = heap_.extent();
+                           });
   }
 
   const Program& program_;
   const AutotmPlan& plan_;
+  AutotmDramWalk walk_;
   Heap heap_;
   std::vector<Heap::Block*> held_;  // by object: its DRAM block, null in PMM
   std::vector<std::uint32_t> ids_;  // the heap's owners
-  std::vector<std::vector<std::uint32_t>> moved_in_, moved_out_;  // by kernel
-  std::vector<bool> created_in_dram_;
 };
 
 }  // namespace detail
@@ -997,26 +961,7 @@ CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_dram_extents(const Program
     throw invalid_argument("autotm_dram_extents: alignment " + std::to_string(alignment) +
                            " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
   }
-  const std::vector<ProgramKernel>& kernels = program.kernels();
-  if (plan.in_dram.size() != kernels.size()) {
-    throw invalid_argument("autotm_dram_extents: the plan places " + std::to_string(plan.in_dram.size()) +
-                           " kernels' arguments, the program has " + std::to_string(kernels.size()) + " kernels");
-  }
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    if (plan.in_dram[k].size() != kernels[k].args.size()) {
-      throw invalid_argument("autotm_dram_extents: the plan places " + std::to_string(plan.in_dram[k].size()) +
-                             " arguments of kernel " + std::to_string(k) + ", which has " +
-                             std::to_string(kernels[k].args.size()));
-    }
-  }
-  for (const AutotmMove& m : plan.moves) {
-    if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
-      throw invalid_argument("autotm_dram_extents: a move of object " + std::to_string(m.object) + " at kernel " +
-                             std::to_string(m.kernel) + " is outside the program (" +
-                             std::to_string(program.objects().size()) + " objects, " +
-                             std::to_string(kernels.size()) + " kernels)");
-    }
-  }
+  detail::check_autotm_plan_shape(program, plan, "autotm_dram_extents");
   // Room for every object side by side, and more whenever best fit
   // scatters them further.
   std::uint64_t capacity = alignment;

@@ -38,7 +38,9 @@ CACHEDARRAYS_INLINE void merge_offset_lines(std::vector<OffsetLine>& lines) {
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE OffsetPlan best_fit_offsets(const DsaProblem& problem) {
+CACHEDARRAYS_INLINE OffsetPlan best_fit_offsets(const DsaProblem& problem) { return best_fit_offsets(problem, {}); }
+
+CACHEDARRAYS_INLINE OffsetPlan best_fit_offsets(const DsaProblem& problem, const std::vector<std::uint64_t>& floor) {
   const std::vector<DsaBuffer>& buffers = problem.buffers();
   OffsetPlan plan;
   plan.offsets.assign(buffers.size(), 0);
@@ -60,14 +62,23 @@ CACHEDARRAYS_INLINE OffsetPlan best_fit_offsets(const DsaProblem& problem) {
 
   // "In the beginning of the heuristic (Figure 1(a)), since no memory blocks
   // are placed, we choose zero as the memory offset": one line at 0 over
-  // the whole time axis.
+  // the whole time axis; with a floor, one line per stretch of time at the
+  // same height (rounded up to the alignment), as if those bytes had been
+  // placed first.
   std::uint32_t first = std::numeric_limits<std::uint32_t>::max();
   std::uint32_t last = 0;
   for (const DsaBuffer& b : buffers) {
     first = std::min(first, b.start);
     last = std::max(last, b.end);
   }
-  std::vector<detail::OffsetLine> lines = {{first, last, 0}};
+  const std::uint64_t alignment = problem.alignment();
+  const auto floor_at = [&](std::uint32_t t) -> std::uint64_t {
+    const std::uint64_t f = t < floor.size() ? floor[t] : 0;
+    return (f + alignment - 1) / alignment * alignment;
+  };
+  std::vector<detail::OffsetLine> lines;
+  for (std::uint32_t t = first; t < last; ++t) lines.push_back({t, t + 1, floor_at(t)});
+  detail::merge_offset_lines(lines);
 
   while (!unplaced.empty()) {
     // (1) Choose an offset: "we always choose the lowest one (if there are

@@ -14,6 +14,9 @@
 
 #include "cachedarrays/config.hpp"
 
+#include <cstdint>
+#include <vector>
+
 #include "cachedarrays/plan/dsa_problem.hpp"
 
 namespace cachedarrays::plan {
@@ -23,6 +26,12 @@ namespace cachedarrays::plan {
 // lifetime, the larger goes first, then the lower index (the paper leaves
 // ties open).
 [[nodiscard]] OffsetPlan best_fit_offsets(const DsaProblem& problem);
+// The same above a floor already taken: at time t the bytes [0, floor[t])
+// are occupied (by buffers placed before, e.g. autotm_offsets.hpp's
+// wrapping stays; none at times past floor.size()), and every buffer lies
+// above the floor wherever it is alive. The footprint counts the buffers
+// only.
+[[nodiscard]] OffsetPlan best_fit_offsets(const DsaProblem& problem, const std::vector<std::uint64_t>& floor);
 
 }  // namespace cachedarrays::plan
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/plan/autotm_offsets.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::policy {
@@ -66,8 +67,8 @@ CACHEDARRAYS_INLINE void check_foreign_plan(const std::string& policy, const pla
 namespace detail {
 
 // fit_to_heap and fit_to_heap_by_kernel: the same loop, lowering the limit
-// everywhere by the heap's overflow or, by_kernel, at each kernel whose
-// extent passes the heap by that kernel's own overflow.
+// everywhere by the online replay's overflow or, by_kernel, at each kernel
+// where the offline packing passes the heap by that kernel's own overflow.
 CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
     const PlanRequest& request, const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>&)>& plan_at,
     std::uint32_t max_retries, bool by_kernel) {
@@ -77,7 +78,9 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
   std::optional<plan::AutotmPlan> best;
   for (std::uint32_t retries = 0;; ++retries) {
     plan::AutotmPlan p = plan_at(limits);
-    const std::vector<std::uint64_t> extents = plan::autotm_dram_extents(request.program, p, request.alignment);
+    const std::vector<std::uint64_t> extents =
+        by_kernel ? plan::autotm_dram_offsets(request.program, p, request.alignment).extents
+                  : plan::autotm_dram_extents(request.program, p, request.alignment);
     p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
     p.fits = p.dram_extent <= request.dram_limit;
     p.retries = retries;
@@ -112,7 +115,8 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
               " at the least)";
     }
   }
-  best->status += "; the heap replay (AutoTM section 4.2) " +
+  best->status += std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, paper 001) "
+                                         : "; the heap replay (AutoTM section 4.2) ") +
                   (best->fits ? "fits in " + format_bytes(best->dram_extent)
                               : "reaches " + format_bytes(best->dram_extent) + " of " +
                                     format_bytes(request.dram_limit)) +

@@ -93,10 +93,13 @@ struct PlannerHook {
                                            const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
                                            std::uint32_t max_retries = 5);
 // The same loop for a planner that takes a limit per kernel (ReDL's
-// RedlOptions::kernel_limits): only the kernels whose best-fit extent
-// passes the heap have their limit lowered, each by its own overflow, so a
-// plan that fragments the heap where it is fullest keeps the rest of it.
-// The status also says at how many kernels, and to how low, the limit went.
+// RedlOptions::kernel_limits), judged by the plan's offline packing
+// (plan::autotm_dram_offsets) instead of the online replay: only the
+// kernels where the packing reaches past the heap have their limit
+// lowered, each by its own overflow, so a plan that is too tight for the
+// heap where it is fullest keeps the rest of it. dram_extent and fits are
+// the packing's. The status also says at how many kernels, and to how low,
+// the limit went.
 [[nodiscard]] plan::AutotmPlan fit_to_heap_by_kernel(
     const PlanRequest& request,
     const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>& kernel_limits)>& plan_at,

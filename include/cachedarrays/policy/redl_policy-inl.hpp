@@ -26,17 +26,18 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     // (Lowered everywhere, ResNet-50 b128 at 20% kept 1.27 of its 2.08 GiB
     // and modeled 1.27x all-fast; lowered where it overflows, 1.07x.)
     plan::RedlOptions options;
-    options.alignment = 0;  // fit_to_heap_by_kernel replays each plan on the heap: not redl_plan as well
+    options.alignment = 0;  // fit_to_heap_by_kernel packs each plan: redl_plan need not replay it as well
     options.fast_limit = request.dram_limit;
-    // One retry: a plan need not fit the heap exactly (the executor
-    // defragments where a planned object finds no hole), and each retry
-    // constrains the plan more. Modeled at 20% in the steady state
-    // (cachedarrays-plan, six models from ResNet-18 b32 to ResNet-50 b128,
-    // with two machines' kernel profiles), 1 retry against 2 gave
-    // DenseNet-121 b16 1.17x against 1.24x (1.18x against 1.29x on the other
-    // profile) and DenseNet-121 b64 1.13x against 1.16x (1.14x, 1.18x),
-    // ResNet-50 b128 1.05x against 1.02x, the others within 0.01x; 0, 3 and
-    // 5 retries no better overall.
+    // One retry: a plan need not fit the heap exactly (the executor makes a
+    // hole where a planned object finds none, DataManager::make_hole), and
+    // each retry constrains the plan more. Modeled at 20% in the steady
+    // state (cachedarrays-plan --gflops 2201; ResNet-50 b128, DenseNet-121
+    // b64, VGG-16 b64, ResNet-18 b32 96 px, VGG-16 b16, DenseNet-121 b16),
+    // fitted by the offline packing: 1 retry 1.01 / 1.07 / 1.10 / 1.22 /
+    // 1.15 / 1.08x all-fast, 2 retries 1.02 / 1.13 / 1.10 / 1.21 / 1.15 /
+    // 1.09x, 3 retries 1.02 / 1.13 / 1.10 / 1.35 / 1.16 / 1.09x (the
+    // plans that fit the packing entirely lose more to their lowered limits
+    // than the fragments cost).
     // Fitting by giving up what the heap replay cannot hold (each missed
     // stay left in the slow tier, plan::autotm_dram_extents's allocator)
     // instead of replanning was worse on all six: ResNet-18 1.48x against

@@ -33,11 +33,12 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     // each retry constrains the plan more. Modeled at 20% in the steady
     // state (cachedarrays-plan --gflops 2201; ResNet-50 b128, DenseNet-121
     // b64, VGG-16 b64, ResNet-18 b32 96 px, VGG-16 b16, DenseNet-121 b16),
-    // fitted by the offline packing: 1 retry 1.01 / 1.07 / 1.10 / 1.22 /
-    // 1.15 / 1.08x all-fast, 2 retries 1.02 / 1.13 / 1.10 / 1.21 / 1.15 /
-    // 1.09x, 3 retries 1.02 / 1.13 / 1.10 / 1.35 / 1.16 / 1.09x (the
-    // plans that fit the packing entirely lose more to their lowered limits
-    // than the fragments cost).
+    // fitted by the offline packing (plan::autotm_dram_offsets): no retry
+    // 1.043 / 1.108 / 1.129 / 1.277 / 1.159 / 1.151x all-fast, 1 retry
+    // 1.005 / 1.073 / 1.105 / 1.221 / 1.152 / 1.080x, 2 retries 1.004 /
+    // 1.128 / 1.105 / 1.221 / 1.156 / 1.086x (DenseNet-121 b64's second
+    // retry fits the packing, and loses more to its lowered limits than the
+    // fragments cost).
     // Fitting by giving up what the heap replay cannot hold (each missed
     // stay left in the slow tier, plan::autotm_dram_extents's allocator)
     // instead of replanning was worse on all six: ResNet-18 1.48x against

@@ -1,6 +1,7 @@
 // Programs for the planner tests (autoswap_tests.cpp, autoswap_bo_tests.cpp,
-// redl_tests.cpp): one made from a list of objects and each kernel's uses,
-// and random ones.
+// redl_tests.cpp, planned_policies_tests.cpp, autotm_offsets_tests.cpp): one
+// made from a list of objects and each kernel's uses, random ones, and one
+// that fragments the online allocator.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,29 @@
 #include "cachedarrays/plan/autotm.hpp"
 #include "cachedarrays/plan/program.hpp"
 #include "test_support.hpp"
+
+namespace test {
+
+// The 4-object program of autotm_tests.cpp's fragmentation test: a, b, c
+// (64 bytes) for kernel 0, then a and c retired and d (128 bytes) created
+// for kernel 1 beside b. 192 bytes at each kernel; on the best-fit heap d
+// lands above a's and c's holes, at 256.
+inline cachedarrays::plan::Program fragmenting_program() {
+  namespace ca = cachedarrays;
+  using ca::plan::StepKind;
+  constexpr ca::Access R = ca::Access::read;
+  constexpr ca::Access W = ca::Access::write;
+  std::vector<ca::plan::ProgramObject> objects{{64, false}, {64, false}, {64, false}, {128, false}};
+  std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 64, W}, {1, 64, W}, {2, 64, W}}},
+                                               {"k1", {{1, 64, R}, {3, 128, W}}}};
+  std::vector<ca::plan::ProgramStep> steps{{StepKind::create, 0}, {StepKind::create, 1}, {StepKind::create, 2},
+                                           {StepKind::kernel, 0}, {StepKind::retire, 0}, {StepKind::retire, 2},
+                                           {StepKind::create, 3}, {StepKind::kernel, 1}, {StepKind::retire, 1},
+                                           {StepKind::retire, 3}};
+  return ca::plan::Program(objects, kernels, steps);
+}
+
+}  // namespace test
 
 namespace test::autoswap {
 

@@ -17,6 +17,7 @@
 #include "cachedarrays/plan/autotm_offsets.hpp"
 #include "cachedarrays/plan/best_fit_offsets.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
+#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -32,20 +33,9 @@ namespace {
 constexpr ca::Access R = ca::Access::read;
 constexpr ca::Access W = ca::Access::write;
 
-// a, b, c (64 bytes each) are created for kernel 0; a and c are retired
-// after it, and d (128 bytes) is created for kernel 1 beside b. The online
-// allocator puts d above b (256 bytes); packed ahead, b goes lowest and a,
-// c and d above it (192).
-Program fragmenting_program() {
-  std::vector<ca::plan::ProgramObject> objects{{64, false}, {64, false}, {64, false}, {128, false}};
-  std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 64, W}, {1, 64, W}, {2, 64, W}}},
-                                               {"k1", {{1, 64, R}, {3, 128, W}}}};
-  std::vector<ca::plan::ProgramStep> steps{{StepKind::create, 0}, {StepKind::create, 1}, {StepKind::create, 2},
-                                           {StepKind::kernel, 0}, {StepKind::retire, 0}, {StepKind::retire, 2},
-                                           {StepKind::create, 3}, {StepKind::kernel, 1}, {StepKind::retire, 1},
-                                           {StepKind::retire, 3}};
-  return Program(objects, kernels, steps);
-}
+// The online allocator puts d above b (256 bytes); packed ahead, b goes
+// lowest and a, c and d above it (192).
+using test::fragmenting_program;
 
 AutotmPlan all_in_dram(const Program& p) {
   AutotmPlan plan;

@@ -95,20 +95,7 @@ std::unique_ptr<ca::policy::AutotmPolicy> hook_policy(ca::policy::PlannerHook pl
   return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
 }
 
-// The 4-object program of autotm_tests.cpp's fragmentation test: a, b, c
-// (64 bytes) for kernel 0, then a and c retired and d (128 bytes) created
-// for kernel 1 beside b. 192 bytes at each kernel; on the best-fit heap d
-// lands above a's and c's holes, at 256.
-Program fragmenting_program() {
-  std::vector<ca::plan::ProgramObject> objects{{64, false}, {64, false}, {64, false}, {128, false}};
-  std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 64, W}, {1, 64, W}, {2, 64, W}}},
-                                               {"k1", {{1, 64, R}, {3, 128, W}}}};
-  std::vector<ca::plan::ProgramStep> steps{{StepKind::create, 0}, {StepKind::create, 1}, {StepKind::create, 2},
-                                           {StepKind::kernel, 0}, {StepKind::retire, 0}, {StepKind::retire, 2},
-                                           {StepKind::create, 3}, {StepKind::kernel, 1}, {StepKind::retire, 1},
-                                           {StepKind::retire, 3}};
-  return Program(objects, kernels, steps);
-}
+using test::fragmenting_program;
 
 AutotmCosts unit_costs(const Program& p) {
   AutotmCosts c;

@@ -26,8 +26,15 @@ CACHEDARRAYS_INLINE Mover::Mover(MoverOptions options) : options_(std::move(opti
 }
 
 CACHEDARRAYS_INLINE Mover::~Mover() {
-  // The threads drain the queue before they look at the stop request.
-  for (std::jthread& t : threads_) t.request_stop();
+  // The threads drain the queue before they look at the stop request. It
+  // is made under the queue's lock: a thread that has just found the queue
+  // empty and no stop requested holds that lock until it waits, so the
+  // request and the notification cannot fall between its check and its
+  // wait (a lost wake-up, seen as an ASan run hanging in this destructor).
+  {
+    std::lock_guard guard(mutex_);
+    for (std::jthread& t : threads_) t.request_stop();
+  }
   queued_.notify_all();
   threads_.clear();  // joins
 }

@@ -656,10 +656,7 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
   auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
   return h.allocator().defrag(
-      [](const Region& region) {
-        const Object* object = region.parent_;
-        return object == nullptr || object->primary_ != &region || !object->pinned();
-      },
+      [](const Region& region) { return movable_in_heap(region); },
       [&](Region& region, std::uint64_t new_offset) {
         // A copy in flight reads or writes the old place; a write-back made
         // ahead is dropped rather than waited for (the policy makes it again).
@@ -676,16 +673,18 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
       until_hole);
 }
 
+CACHEDARRAYS_INLINE bool DataManager::movable_in_heap(const Region& region) noexcept {
+  const Object* object = region.parent_;
+  return object == nullptr || object->primary_ != &region || !object->pinned();
+}
+
 CACHEDARRAYS_INLINE bool DataManager::make_hole(DeviceId device, std::uint64_t bytes) {
   check_device(device, "make_hole");
   auto& h = heap(device);
   auto& a = h.allocator();
   if (bytes == 0 || a.largest_free_block() >= bytes) return true;
   const std::optional<detail::BlockAllocator<Region>::Window> window =
-      a.cheapest_window(bytes, [](const Region& region) {
-        const Object* object = region.parent_;
-        return object == nullptr || object->primary_ != &region || !object->pinned();
-      });
+      a.cheapest_window(bytes, [](const Region& region) { return movable_in_heap(region); });
   if (!window) return false;
   DeviceCounters& counters = stats_.devices[device];
   // The window's free space is held back while its regions leave, so each

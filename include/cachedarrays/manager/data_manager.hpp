@@ -228,6 +228,9 @@ class DataManager {
   // try_allocate_at without the test-only injected failure (allocate_at
   // must not report an injected one as an occupied range).
   Region* place_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
+  // defrag and make_hole may move `region` within its heap: anything but
+  // the primary of a pinned object (invariant 3).
+  static bool movable_in_heap(const Region& region) noexcept;
   // A copy failed part way (fault_injection.hpp): leaves dst as a media
   // error would and throws copy_error.
   [[noreturn]] void fail_copy(Region& dst, const Region& src, bool into_primary, detail::CopyDestination where);

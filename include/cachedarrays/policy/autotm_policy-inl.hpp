@@ -237,9 +237,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   solver.alignment = dm.spec(fast_).alignment;
   const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(name() + ": " + line); };
   if (!solver.progress) solver.progress = progress;
-  double all_dram = 0;
-  for (double s : costs.dram_seconds) all_dram += s;
-  all_dram_seconds_ = all_dram;
+  all_dram_seconds_ = 0;
+  for (double s : costs.dram_seconds) all_dram_seconds_ += s;
   const std::string how = options_.planner ? options_.planner->description
                                            : "AutoTM's ILP on Cbc, relative gap " +
                                                  std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
@@ -285,7 +284,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   }
   log(name() + ": " + plan_->status + " in " + detail::autotm_seconds(plan_->seconds) + ": modeled " +
       detail::autotm_seconds(plan_->modeled_seconds) + " per iteration (all in DRAM " +
-      detail::autotm_seconds(all_dram) + "), " + std::to_string(in) + " moves in and " + std::to_string(out) +
+      detail::autotm_seconds(all_dram_seconds_) + "), " + std::to_string(in) + " moves in and " + std::to_string(out) +
       " out (" + std::to_string(async) + " asynchronous)" +
       (options_.planner ? "" : ", " + std::to_string(plan_->retries) + " fragmentation retries") +
       (plan_->fits ? "" : " (still fragmenting: CA:LM defragments where needed)"));

@@ -113,14 +113,18 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
                                     {optane.read_gbps, optane.write_gbps}, choice);
 }
 
-// An AutoTM policy (autotm-static/-sync/-async) whose plan's kernel times
+// A planned policy (autotm-*, autoswap:*, redl) whose plan's kernel times
 // come from `time_model` (null: from the model's kernel profiles in
 // `profile_cache`, the slow tier emulated as Optane); the solve's progress
 // is not printed. `plan_seconds` > 0: the plan's time limit
-// (AutotmOptions::time_limit_seconds).
+// (AutotmOptions::time_limit_seconds). `judge_on`, given: a planner that
+// weighs candidate plans (ReDL) has them judged by a replay of a dry run of
+// `config` on tiers of its sizes (sim/replay_judge.hpp), with the plan's own
+// tier bandwidths and kernel time model.
 inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
-                                                     const std::string& profile_cache, double plan_seconds = 0) {
+                                                     const std::string& profile_cache, double plan_seconds = 0,
+                                                     std::optional<ReplayJudgeMachine> judge_on = std::nullopt) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
     options = policy::planned_policy_options(policy).value();
@@ -132,7 +136,26 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
   options.log = [](const std::string& line) {
     if (line.rfind("warning", 0) == 0) fmt::print(stderr, "  {}\n", line);
   };
+  if (judge_on && options.planner) {
+    const auto build = [&] { return nn::build_model(config); };
+    const auto trace = std::make_shared<const Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
+    const auto program =
+        std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
+    // The tiers as the plan models them (the emulation profile's figures).
+    judge_on->fast = {"fast", options.fast_tier.read_gbps, options.fast_tier.write_gbps};
+    judge_on->slow = {"slow", options.slow_tier.read_gbps, options.slow_tier.write_gbps};
+    judge_on->kernel_time = options.time_model;
+    options.judge = replay_judge(trace, program, std::move(*judge_on), options);
+  }
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
+}
+
+// The tiers' sizes a judge replays on (autotm_policy fills in the rest).
+inline ReplayJudgeMachine judge_tiers(std::uint64_t fast_bytes, std::uint64_t slow_bytes) {
+  ReplayJudgeMachine machine;
+  machine.fast_bytes = fast_bytes;
+  machine.slow_bytes = slow_bytes;
+  return machine;
 }
 
 struct MeasuredRun {
@@ -155,7 +178,8 @@ struct MeasuredRun {
 // touches, primitive creation) and `iterations` timed ones. `mover`: the
 // runtime's asynchronous mover; `lookahead`, given, the A modes' window
 // (else the policy's default); `profile_cache`, the kernel profiles the
-// AutoTM policies plan from.
+// planned policies plan from (ReDL's candidate plans judged by a replay of
+// this run's machine, modeled: its tiers' bandwidths, the profiled kernels).
 inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
                                     int iterations, const MoverOptions& mover = {},
                                     std::optional<policy::Lookahead> lookahead = std::nullopt,
@@ -174,7 +198,9 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     devices = {dram(fast, "fast"), slow};
   }
   std::unique_ptr<policy::Policy> chosen =
-      policy::planned_policy_options(policy) ? autotm_policy(policy, setup.config, nullptr, profile_cache)
+      policy::planned_policy_options(policy)
+          ? autotm_policy(policy, setup.config, nullptr, profile_cache, 0,
+                          judge_tiers(fast, 2 * setup.footprint + (1 << 20)))
       : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);

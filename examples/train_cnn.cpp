@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <thread>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -84,11 +85,14 @@ void apply_environment(Options& o) {
   if (o.env.trace) o.trace_path = o.env.trace->string();
 }
 
-// A policy that plans ahead (autotm-*, autoswap:*) from the model's kernel profiles, measured
+// A policy that plans ahead (autotm-*, autoswap:*, redl) from the model's kernel profiles, measured
 // once per machine into the cache file; the profiling and the solve print
-// their progress.
+// their progress. A planner that weighs candidate plans (ReDL's period
+// sizes) has each judged by a replay of a dry run on the tiers `specs`
+// (sim/replay_judge.hpp), modeled with the profiles and the tiers' bandwidths.
 std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::string& name,
-                                                  const std::function<nn::Graph()>& build) {
+                                                  const std::function<nn::Graph()>& build,
+                                                  const std::vector<ca::DeviceSpec>& specs) {
   const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
   const std::string cache = o.profile_cache.empty() ? nn::default_profile_cache() : o.profile_cache;
   fmt::print("{}: kernel profiles from {} (measured there once per machine: every kernel all in the fast tier, "
@@ -106,6 +110,16 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
     fmt::print("{}\n", line);
     std::fflush(stdout);
   };
+  if (options.planner && specs.size() == 2) {
+    const auto trace = std::make_shared<const ca::Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
+    const auto program =
+        std::make_shared<const ca::plan::Program>(ca::plan::Program::from_trace(*trace, nn::steady_trace_iteration));
+    const ca::ReplayJudgeMachine machine{specs[0].capacity, specs[1].capacity,
+                                         {"fast", options.fast_tier.read_gbps, options.fast_tier.write_gbps},
+                                         {"slow", options.slow_tier.read_gbps, options.slow_tier.write_gbps},
+                                         options.time_model};
+    options.judge = ca::replay_judge(trace, program, machine, options);
+  }
   return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
 }
 
@@ -465,12 +479,15 @@ void run(Options o, const World& world) {
                o.profile_cache, lookahead.kernels, choice.uncovered);
     policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
   }
-  if (!o.memory_mode && ca::policy::planned_policy_options(policy_name)) policy = autotm_policy(o, policy_name, build);
+  std::vector<ca::DeviceSpec> specs = devices(o, std::max(footprint, online_footprint), fast_bytes);
+  if (!o.memory_mode && ca::policy::planned_policy_options(policy_name)) {
+    policy = autotm_policy(o, policy_name, build, specs);
+  }
   const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
   const ca::policy::PlannedPlacement* placement =
       planned_policy != nullptr ? planned_policy->planned_placement() : nullptr;
-  ca::Runtime rt(devices(o, std::max(footprint, online_footprint), fast_bytes), std::move(policy));
+  ca::Runtime rt(std::move(specs), std::move(policy));
   rt.set_program(program);
   nn::Graph graph = build();
   fmt::print("model {}-{} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", model.family,

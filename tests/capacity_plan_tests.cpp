@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -213,6 +214,61 @@ TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
   ca::CapacityPlanOptions no_bandwidth = options_for({0.5}, {"ca-lm"});
   no_bandwidth.slow.write_gbps = 0;
   refused(no_bandwidth, "tier 'optane' needs read and write bandwidths > 0");
+}
+
+TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it; bad input is refused") {
+  const plan::Program program = two_layer_program();
+  const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
+  const auto shared_program = std::make_shared<const plan::Program>(program);
+  const ca::CapacityPlanOptions o = options_for({1.0}, {"all-fast"});
+  const plan::MemoryBound memory_bound;
+  const plan::AutotmCosts costs =
+      plan::AutotmCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
+                                    {o.slow.read_gbps, o.slow.write_gbps});
+  ca::policy::AutotmPolicyOptions follower = ca::policy::planned_policy_options("redl").value();
+  follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
+  follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
+  follower.log = [](const std::string&) {};
+  const ca::ReplayJudgeMachine machine{1 << 24, 1 << 24, o.fast, o.slow, nullptr};
+  const ca::policy::PlanJudge judge = ca::replay_judge(trace, shared_program, machine, follower);
+  const auto redl_at = [&](std::uint64_t limit) {
+    plan::RedlOptions r;
+    r.fast_limit = limit;
+    r.min_bytes = 0;
+    return plan::redl_autotm_plan(program, costs, r);
+  };
+  // A plan keeping everything in DRAM is judged at the all-fast replay's
+  // time; one that holds a third of the peak there, slower.
+  ca::Runtime all_fast({ca::virtual_device(1 << 24, "fast"), ca::virtual_device(1 << 24, "slow")},
+                       ca::policy::Registry::builtin().make("all-fast"));
+  const double all_fast_seconds = ca::steady_iteration(ca::replay(*trace, all_fast, {o.fast, o.slow})).seconds;
+  const double everything_in_dram = judge(redl_at(program.max_live()));
+  CHECK(everything_in_dram == doctest::Approx(all_fast_seconds));
+  CHECK(judge(redl_at(program.max_live() / 3)) > everything_in_dram * 1.05);
+  // The capacity planner has ReDL's candidates judged so.
+  const ca::CapacityPlan capacity = ca::plan_capacity(*trace, program, ca::replayed_footprint(*trace),
+                                                      options_for({0.4}, {"redl"}));
+  REQUIRE(capacity.points.size() == 1);
+  CHECK(capacity.points[0].policy == "redl");
+  test::check_contains(capacity.points[0].note, "judged");
+
+  // AutoTM's ILP takes no judge; empty tiers and bad bandwidths are named.
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)ca::replay_judge(trace, shared_program, machine,
+                                                ca::policy::planned_policy_options("autotm-sync").value());
+                       }),
+                       "no planner hook");
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)ca::replay_judge(trace, shared_program, {0, 1 << 24, o.fast, o.slow, nullptr}, follower);
+                       }),
+                       "fast tier has 0 bytes");
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)ca::replay_judge(trace, shared_program, {1 << 24, 1 << 24, o.fast, {"optane", 0, 10}, nullptr},
+                                                follower);
+                       }),
+                       "tier 'optane' reads at 0");
+  test::check_contains(test::invalid_argument_of([&] { (void)ca::replay_judge(nullptr, shared_program, machine, follower); }),
+                       "must not be null");
 }
 
 TEST_CASE("capacity answer: the smallest fast tier within the bound, its fastest policy, priced") {

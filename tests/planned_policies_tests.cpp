@@ -321,6 +321,56 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   test::check_contains(plan.status, "after 1 retry");
 }
 
+TEST_CASE("planned policies: ReDL with a judge keeps the period size judged fastest of the model's best 16") {
+  test::Rng rng(test::test_seed(83));
+  CAPTURE(rng.seed());
+  const auto period_of = [](const AutotmPlan& plan) {
+    const std::size_t at = plan.status.find("periods of ");
+    REQUIRE(at != std::string::npos);
+    return static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + 11)));
+  };
+  const ca::policy::PlannerHook hook = ca::policy::redl_planner("redl").value();
+  int judged_runs = 0;
+  for (int i = 0; i < 30; ++i) {
+    CAPTURE(i);
+    const Program p = test::autoswap::random_program(rng, rng.between(6, 14), rng.between(20, 40), 1);
+    const AutotmCosts costs = unit_costs(p);
+    const std::uint64_t limit = std::max<std::uint64_t>(64, p.max_live() * rng.between(20, 60) / 100);
+    // The model's own search, as the hook's first plan runs it.
+    ca::plan::RedlOptions o;
+    o.fast_limit = limit;
+    o.alignment = 0;
+    const ca::plan::RedlPlan searched = ca::plan::redl_plan(p, costs, o);
+    std::vector<std::uint32_t> asked;
+    // This judge prefers long periods, whatever the model says.
+    const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
+      asked.push_back(period_of(plan));
+      return -static_cast<double>(asked.back());
+    };
+    const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
+    CHECK(period_of(unjudged) == searched.period_layers);
+    const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
+    if (searched.search.size() < 2) {
+      CHECK(asked.empty());  // one size tried: nothing to weigh
+      continue;
+    }
+    ++judged_runs;
+    // The model's choice first, then the sizes it rates next, 16 in all.
+    std::vector<ca::plan::RedlTrial> by_model = searched.search;
+    std::stable_sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
+      return a.modeled_seconds < b.modeled_seconds;
+    });
+    std::vector<std::uint32_t> expected{searched.period_layers};
+    for (const ca::plan::RedlTrial& t : by_model) {
+      if (expected.size() < 16 && t.period_layers != searched.period_layers) expected.push_back(t.period_layers);
+    }
+    CHECK(asked == expected);
+    CHECK(period_of(judged) == *std::max_element(expected.begin(), expected.end()));
+    test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " period sizes");
+  }
+  CHECK(judged_runs >= 10);
+}
+
 // ---- 4. a plan not of the program -------------------------------------------
 
 TEST_CASE("planned policies: a planner's plan that is not of the program is refused, naming the policy") {

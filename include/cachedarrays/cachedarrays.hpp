@@ -48,6 +48,7 @@
 #include "cachedarrays/sim/capacity_plan.hpp"
 #include "cachedarrays/sim/memory_prices.hpp"
 #include "cachedarrays/sim/replay.hpp"
+#include "cachedarrays/sim/replay_judge.hpp"
 #include "cachedarrays/sim/simulate_2lm.hpp"
 #include "cachedarrays/types.hpp"
 #include "cachedarrays/version.hpp"

@@ -171,6 +171,9 @@ struct AutotmPlan {
   std::vector<std::uint64_t> kernel_limits;
   std::uint64_t dram_extent = 0;
   bool fits = true;
+  // Candidate plans a judge weighed before this one was kept
+  // (policy::AutotmPolicyOptions::judge; ReDL's period sizes); 0: none.
+  std::uint32_t judged = 0;
 };
 
 // The plan, or the best incumbent when Cbc stops at the time limit (status

@@ -164,11 +164,12 @@ CACHEDARRAYS_INLINE std::string AutotmPolicy::plan_summary() const {
   const plan::AutotmPlan& p = *plan_;
   // The planner's own modeled iteration beside the replay's figure tells
   // how far its model is from the run it plans.
-  return fmt::format("plan {:.2f} s, {}{}, {} retr{}{}{}", p.seconds,
+  return fmt::format("plan {:.2f} s, {}{}, {} retr{}{}{}{}", p.seconds,
                      all_dram_seconds_ > 0 ? fmt::format("own model {:.2f}x all-DRAM, ", p.modeled_seconds / all_dram_seconds_)
                                            : std::string{},
                      p.optimal ? "optimal" : fmt::format("gap {:.3f}", p.gap), p.retries, p.retries == 1 ? "y" : "ies",
                      p.fits ? "" : " (fragments)",
+                     p.judged > 0 ? fmt::format(", best of {} judged", p.judged) : std::string{},
                      counters_.departures > 1 ? fmt::format(", {} departures", counters_.departures) : "");
 }
 
@@ -248,7 +249,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
       " (" + how + ")...");
   if (options_.planner) {
     plan::AutotmPlan planned =
-        options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress});
+        options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress,
+                                           options_.judge ? &options_.judge : nullptr});
     detail::check_foreign_plan(name(), program, planned);  // a plan refused is never followed
     plan_ = std::move(planned);
   } else {

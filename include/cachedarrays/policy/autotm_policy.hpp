@@ -63,6 +63,11 @@ namespace cachedarrays::policy {
 // "autotm-sync", "autotm-async"; nullopt for any other name.
 [[nodiscard]] std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept;
 
+// The seconds per iteration a candidate plan takes as the executor runs
+// it, for a planner that weighs several (see AutotmPolicyOptions::judge);
+// +infinity for a plan that cannot run.
+using PlanJudge = std::function<double(const plan::AutotmPlan&)>;
+
 // What a planner other than AutoTM's ILP is given (see
 // AutotmPolicyOptions::planner).
 struct PlanRequest {
@@ -71,6 +76,7 @@ struct PlanRequest {
   std::uint64_t dram_limit = 0;    // bytes of the fast tier the plan may use
   std::uint64_t alignment = 64;    // the fast heap's
   const std::function<void(const std::string&)>& log;  // progress, one line each
+  const PlanJudge* judge = nullptr;  // AutotmPolicyOptions::judge, when set
 };
 
 // Another planner in the ILP's place: the executor follows any plan of
@@ -125,6 +131,13 @@ struct AutotmPolicyOptions {
   // Unset: AutoTM's ILP with `solver` plans. Set: this planner does, and
   // the policy is named after it (solver is not read).
   std::optional<PlannerHook> planner;
+  // Set: a planner that weighs candidate plans (ReDL's period sizes) keeps
+  // the one this gives the fewest seconds, instead of the one its own model
+  // prefers. Meant for a replay of the program on the executor
+  // (sim/capacity_plan.hpp sets one), which charges what the planners'
+  // models leave out: the heap's fragments, the holes made for them, the
+  // executor's waits. Unset: each planner's own model decides.
+  PlanJudge judge;
 };
 
 class AutotmPolicy final : public Policy {

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
+#include <type_traits>
 #include <mutex>
 #include <utility>
 
@@ -20,6 +22,7 @@
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/registry.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/replay_judge.hpp"
 #include "cachedarrays/sim/simulate_2lm.hpp"
 
 namespace cachedarrays {
@@ -34,10 +37,20 @@ inline bool is_known_policy(std::string_view name) {
   return is_two_level_memory(name) || policy::Registry::builtin().contains(name);
 }
 
+// Where a modeled point replays: the trace, its program, and the two tiers'
+// sizes.
+struct ModeledMachine {
+  const Trace& trace;
+  const plan::Program& program;
+  std::uint64_t fast_bytes = 0, slow_bytes = 0;
+};
+
 // The policy named, planned policies planning with the replay's own kernel
 // model and the machine's bandwidths (the virtual devices have no emulation
-// profile to take them from).
-inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, const CapacityPlanOptions& o) {
+// profile to take them from); a planner that weighs candidate plans has
+// them judged by replaying each on `machine`.
+inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, const CapacityPlanOptions& o,
+                                                      const ModeledMachine& machine) {
   std::optional<policy::AutotmPolicyOptions> planned = policy::planned_policy_options(name);
   if (!planned) return policy::Registry::builtin().make(name);
   static const plan::MemoryBound memory_bound;
@@ -50,6 +63,14 @@ inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, c
   planned->log = [](const std::string& line) {
     if (line.rfind("warning", 0) == 0) fmt::print(stderr, "cachedarrays: {}\n", line);
   };
+  if (planned->planner) {
+    // Kept, not owned: the point's runtime, and so its policy and judge,
+    // end before the trace, the program and the options do.
+    const auto kept = [](const auto* p) { return std::shared_ptr<std::remove_pointer_t<decltype(p)>>(p, [](const auto*) {}); };
+    planned->judge = replay_judge(kept(&machine.trace), kept(&machine.program),
+                                  {machine.fast_bytes, machine.slow_bytes, o.fast, o.slow, kept(o.kernel_time)},
+                                  *planned);
+  }
   return std::make_unique<policy::AutotmPolicy>(std::move(*planned));
 }
 
@@ -163,8 +184,9 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
       point.note = hit_rates(r.counters);
       return point;
     }
+    const detail::ModeledMachine machine{trace, program, point.fast_bytes, slow};
     Runtime rt({virtual_device(point.fast_bytes, "fast"), virtual_device(slow, "slow")},
-               detail::modeled_policy(policy, options));
+               detail::modeled_policy(policy, options, machine));
     if (policy::needs_program(policy)) rt.set_program(program);
     const ReplayResult r = replay(trace, rt, {options.fast, options.slow}, options.kernel_time);
     // Time and traffic of the steady iteration; the peaks of the whole run.

@@ -1,0 +1,50 @@
+// A judge of candidate plans by replay (policy::PlanJudge,
+// AutotmPolicyOptions::judge): a planner that weighs several plans (ReDL's
+// period sizes) asks, for each, how long the executor takes with it, and
+// the answer here is the steady iteration of a replay of the program's
+// trace (sim/replay.hpp) by an AutotmPolicy that follows the plan as given.
+// The planners' own models leave out what the replay charges: the fast
+// heap's fragments and the holes made for them (DataManager::make_hole),
+// and the executor's waits, which differ from each model's rule.
+//
+// Modeled, not measured: a judge on an emulated run models that run's
+// machine (its tiers' bandwidths, the kernels' profiled times).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+
+#include <cstdint>
+#include <memory>
+
+#include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/policy/autotm_policy.hpp"
+#include "cachedarrays/sim/replay.hpp"
+
+namespace cachedarrays {
+
+// Where a judge replays: the two tiers (sizes and bandwidths, as the run
+// has them) and the kernels' time model (null: memory-bound).
+struct ReplayJudgeMachine {
+  std::uint64_t fast_bytes = 0, slow_bytes = 0;
+  DeviceModel fast{"fast", 0, 0}, slow{"slow", 0, 0};
+  std::shared_ptr<const plan::KernelTimeModel> kernel_time;
+};
+
+// A judge replaying `trace` (several iterations, as nn::dry_run_trace makes
+// them; the steady iteration's seconds are the answer) with `program` set,
+// on `machine`, by an AutotmPolicy with `follower`'s options whose planner
+// returns the candidate plan (follower's judge is dropped: a judged replay
+// judges nothing). +infinity for a plan the heaps cannot hold. Throws
+// invalid_argument when follower has no planner hook (AutoTM's ILP takes no
+// judge), a tier size is 0 or a bandwidth is not > 0.
+[[nodiscard]] policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,
+                                             std::shared_ptr<const plan::Program> program, ReplayJudgeMachine machine,
+                                             policy::AutotmPolicyOptions follower);
+
+}  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/sim/replay_judge-inl.hpp"
+#endif

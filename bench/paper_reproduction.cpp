@@ -194,7 +194,8 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
 // which runs in every round as the baseline.
 void emulated(const nn::ModelConfig& config, const std::vector<double>& fractions, int iterations, int rounds,
               const std::vector<std::string>& policies, const ca::MoverOptions& mover,
-              const std::string* lookahead_profiles, const std::string& profile_cache, std::vector<Row>& rows) {
+              const std::string* lookahead_profiles, const std::string& profile_cache, bool judge,
+              std::vector<Row>& rows) {
   const bench::TrainingSetup setup(config);
   const std::uint64_t footprint = setup.footprint;
   fmt::print(stderr, "emulated {}: footprint {}, {} kernels per iteration\n", label(config),
@@ -210,7 +211,7 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
   // its traffic per iteration and its exposed copy time.
   const auto run = [&](const std::string& policy, std::uint64_t fast, Row& row) {
     const bench::MeasuredRun m =
-        bench::measure_training(setup, policy, fast, iterations, mover, lookahead, profile_cache);
+        bench::measure_training(setup, policy, fast, iterations, mover, lookahead, profile_cache, judge);
     // Traffic per iteration, averaged over the timed ones (the same in
     // every round: it is the policy's, not the machine's).
     Row traffic = row;
@@ -597,6 +598,7 @@ struct Options {
   std::string kernel_model = "roofline";
   std::string mover_priority = "normal";
   std::string lookahead = "profiled";
+  std::string judge = "replay";
   double plan_seconds = 0;  // 0: AutotmOptions' default
 };
 
@@ -655,6 +657,12 @@ void add_options(CLI::App& app, Options& o) {
                  "emulated runs: the A modes' window, chosen from the kernel profiles (plan::choose_lookahead) "
                  "or the policy's fixed default (32 kernels)")
       ->check(CLI::IsMember({"profiled", "fixed"}))
+      ->capture_default_str();
+  app.add_option("--judge", o.judge,
+                 "emulated runs: ReDL's best period sizes judged by a replay on the emulated machine (modeled: "
+                 "its tiers' bandwidths, the kernel profiles; sim/replay_judge.hpp), or none (its own model's "
+                 "choice)")
+      ->check(CLI::IsMember({"replay", "none"}))
       ->capture_default_str();
   app.add_option("--kernel-model", o.kernel_model,
                  "modeled kernel time: roofline (max of compute and memory time) or memory-bound (bytes over "
@@ -720,7 +728,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     mover.priority = o.mover_priority == "idle" ? ca::MoverPriority::idle : ca::MoverPriority::normal;
     if (!o.no_emulated) {
       emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover,
-               o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, rows);
+               o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, o.judge == "replay", rows);
     }
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
             kernel_time, o.plan_seconds, rows);

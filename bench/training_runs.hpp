@@ -178,12 +178,14 @@ struct MeasuredRun {
 // touches, primitive creation) and `iterations` timed ones. `mover`: the
 // runtime's asynchronous mover; `lookahead`, given, the A modes' window
 // (else the policy's default); `profile_cache`, the kernel profiles the
-// planned policies plan from (ReDL's candidate plans judged by a replay of
-// this run's machine, modeled: its tiers' bandwidths, the profiled kernels).
+// planned policies plan from (ReDL's candidate plans judged, when `judge`,
+// by a replay of this run's machine, modeled: its tiers' bandwidths, the
+// profiled kernels).
 inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
                                     int iterations, const MoverOptions& mover = {},
                                     std::optional<policy::Lookahead> lookahead = std::nullopt,
-                                    const std::string& profile_cache = nn::default_profile_cache()) {
+                                    const std::string& profile_cache = nn::default_profile_cache(),
+                                    bool judge = true) {
   const EmulationProfile optane = *emulation::profile("optane");
   std::vector<DeviceSpec> devices;
   std::string placement = policy;
@@ -200,7 +202,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   std::unique_ptr<policy::Policy> chosen =
       policy::planned_policy_options(policy)
           ? autotm_policy(policy, setup.config, nullptr, profile_cache, 0,
-                          judge_tiers(fast, 2 * setup.footprint + (1 << 20)))
+                          judge ? std::optional(judge_tiers(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt)
       : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);

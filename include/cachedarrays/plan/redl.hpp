@@ -91,6 +91,10 @@
 //      the modeled time is far from convex in the period size (DenseNet-121
 //      at 20% of its peak: 4.4x the all-DRAM time at the best size within
 //      16 of the median, 1.6x at the best of all, a period of one layer).
+//      RedlPlan::search keeps every size tried with its modeled time: the
+//      policy (policy/redl_policy.hpp) has the best 16 judged by a replay
+//      on the executor when it is given a judge, since this model ranks
+//      them differently from the executor.
 //
 // Where the paper leaves a choice open, this file's reading:
 //   - Liveness is counted between uses, not from allocation to free (§II-B

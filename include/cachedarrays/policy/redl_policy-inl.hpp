@@ -21,8 +21,15 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
   PlannerHook hook;
   hook.name = "redl";
   hook.description = "ReDL's liveness-based migration planner, period size searched";
-  // Period sizes a judge weighs (AutotmPolicyOptions::judge), the model's
-  // choice and the next best by its model.
+  // Period sizes a judge weighs (AutotmPolicyOptions::judge): the model's
+  // choice and the next best by its model. Modeled at 20% in the steady
+  // state (cachedarrays-plan --gflops 2201; ResNet-50 b128, DenseNet-121
+  // b64, VGG-16 b64, ResNet-18 b32 96 px, DenseNet-121 b16, VGG-16 b16):
+  // unjudged 1.005 / 1.073 / 1.105 / 1.221 / 1.080 / 1.152x all-fast,
+  // 8 judged 1.005 / 1.056 / 1.105 / 1.125 / 1.020 / 1.152x, 16 judged
+  // the same but ResNet-50 1.002x. Judging by ReDL's model without its
+  // wait for write-backs instead of a replay: 1.039 / 1.094 / 1.116 /
+  // 1.221 / 1.020 / 1.152x.
   constexpr std::uint32_t judged_periods = 16;
   hook.plan = [](const PlanRequest& request) {
     const auto t0 = std::chrono::steady_clock::now();

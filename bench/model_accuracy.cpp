@@ -116,7 +116,8 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
   const bench::TrainingSetup setup(config);
   const auto build = [&] { return nn::build_model(config); };
   bool measured_now = false;
-  const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, {}, &measured_now);
+  const ca::plan::KernelProfiles profiles =
+      nn::profile_model(build, o.profile_cache, bench::profiler_options(), &measured_now);
   const double rate = ca::plan::compute_rate(profiles);
   const ca::EmulationProfile optane = *ca::emulation::profile("optane");
   const ca::emulation::Bandwidth fast{optane.dram_read_gbps, optane.dram_write_gbps};

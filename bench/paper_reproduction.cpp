@@ -40,6 +40,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +51,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -599,6 +601,7 @@ struct Options {
   std::string mover_priority = "normal";
   std::string lookahead = "profiled";
   std::string judge = "replay";
+  int compute_threads = 0;  // 0: OpenMP's default (every core)
   double plan_seconds = 0;  // 0: AutotmOptions' default
 };
 
@@ -664,6 +667,11 @@ void add_options(CLI::App& app, Options& o) {
                  "choice)")
       ->check(CLI::IsMember({"replay", "none"}))
       ->capture_default_str();
+  app.add_option("--compute-threads", o.compute_threads,
+                 "emulated runs: oneDNN's threads (OpenMP; every run, all-fast included, and the kernel profiles, "
+                 "which are keyed by it); fewer than the cores leaves the mover's copies a core of their own "
+                 "(default: every core)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--kernel-model", o.kernel_model,
                  "modeled kernel time: roofline (max of compute and memory time) or memory-bound (bytes over "
                  "bandwidth only, which overstates tier effects on compute-bound kernels)")
@@ -765,8 +773,8 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
 
 void report(const Options& o, const PaperMachine& paper, const std::vector<Row>& rows) {
   fmt::print("emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
-             "iterations), slow tier emulated as {}\n",
-             o.quick ? 1 : o.rounds, o.iterations,
+             "iterations), kernels on {} oneDNN threads of {} cores, slow tier emulated as {}\n",
+             o.quick ? 1 : o.rounds, o.iterations, omp_get_max_threads(), std::thread::hardware_concurrency(),
              o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
   fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
   fmt::print("modeled: replay / 2LM model of the paper's machine, not measurements: DRAM {} / {} GB/s, Optane {} / {} "
@@ -814,6 +822,7 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  if (options.compute_threads > 0) omp_set_num_threads(options.compute_threads);
   const PaperMachine paper = paper_machine(options);
   const std::vector<Row> rows = run(options, paper);
   report(options, paper, rows);

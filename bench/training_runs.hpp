@@ -7,6 +7,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +30,14 @@
 #include "bench_support.hpp"
 
 namespace cachedarrays::bench {
+
+// Profiler options keyed by the threads oneDNN's kernels run on here (its
+// OpenMP setting): profiles measured on other threads are not these.
+inline nn::ProfilerOptions profiler_options() {
+  nn::ProfilerOptions options;
+  options.compute_threads = static_cast<unsigned>(omp_get_max_threads());
+  return options;
+}
 
 // "resnet-18 b32".
 inline std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
@@ -87,7 +96,7 @@ struct TrainingSetup {
 // measured into it): what the modeled machines scale by their core count.
 struct RatePerCore {
   double flops_per_second = 0;  // per core
-  unsigned cores = 0;           // of this machine, as profiled
+  unsigned cores = 0;           // the compute threads profiled on
   std::size_t kernels = 0;      // profiled
   bool measured = false;        // profiled now, not loaded
 };
@@ -95,7 +104,7 @@ struct RatePerCore {
 inline RatePerCore rate_per_core(const nn::ModelConfig& config, const std::string& profile_cache) {
   RatePerCore r;
   const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(config); }, profile_cache, {}, &r.measured);
+      nn::profile_model([&] { return nn::build_model(config); }, profile_cache, profiler_options(), &r.measured);
   r.cores = profiles.key().cores;
   r.flops_per_second = plan::compute_rate(profiles) / r.cores;
   r.kernels = profiles.kernels().size();
@@ -107,7 +116,7 @@ inline RatePerCore rate_per_core(const nn::ModelConfig& config, const std::strin
 inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,
                                             plan::LookaheadChoice* choice = nullptr) {
   const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache);
+      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache, profiler_options());
   const EmulationProfile optane = *emulation::profile("optane");
   return policy::profiled_lookahead(setup.program, profiles, {optane.dram_read_gbps, optane.dram_write_gbps},
                                     {optane.read_gbps, optane.write_gbps}, choice);
@@ -130,7 +139,8 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
     options = policy::planned_policy_options(policy).value();
     options.time_model = std::move(time_model);
   } else {
-    options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache);
+    options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache,
+                                        profiler_options());
   }
   if (plan_seconds > 0) options.solver.time_limit_seconds = plan_seconds;
   options.log = [](const std::string& line) {

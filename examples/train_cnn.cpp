@@ -100,6 +100,7 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
              name, cache, slow);
   std::fflush(stdout);
   nn::ProfilerOptions profiler;
+  profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
   profiler.slow_tier = slow;
   bool measured = false;
   const auto t0 = std::chrono::steady_clock::now();
@@ -468,6 +469,7 @@ void run(Options o, const World& world) {
     // The profiles time every kernel all-fast and on the emulated slow tier.
     const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
     nn::ProfilerOptions profiler;
+  profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
     profiler.slow_tier = slow;
     const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, profiler);
     const ca::EmulationProfile tier = *ca::emulation::profile(slow);

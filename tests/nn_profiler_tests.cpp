@@ -174,6 +174,13 @@ TEST_CASE("nn profiler: a second profile_model loads the cache instead of measur
   CHECK_FALSE(measured);
   CHECK(second == first);
 
+  SUBCASE("kernels on other compute threads are another key: measured again") {
+    options.compute_threads = first.key().cores + 1;
+    const plan::KernelProfiles more = nn::profile_model(build, file.path.string(), options, &measured);
+    CHECK(measured);
+    CHECK(more.key().cores == first.key().cores + 1);
+    CHECK(more.key() == nn::this_machine("optane", first.key().cores + 1));
+  }
   SUBCASE("another slow tier is another key: measured again") {
     options.slow_tier = "cxl";
     const plan::KernelProfiles cxl = nn::profile_model(build, file.path.string(), options, &measured);

@@ -91,9 +91,9 @@ Samples sample_kernels(const std::function<Graph()>& build, std::vector<DeviceSp
 
 }  // namespace
 
-plan::MachineKey this_machine(const std::string& slow_tier) {
+plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_threads) {
   const dnnl_version_t* v = dnnl_version();
-  return {cpu_model(), std::max(1u, std::thread::hardware_concurrency()),
+  return {cpu_model(), compute_threads > 0 ? compute_threads : std::max(1u, std::thread::hardware_concurrency()),
           std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" + v->hash +
               ")",
           slow_tier};
@@ -132,7 +132,7 @@ plan::KernelProfiles measure_profiles(const std::function<Graph()>& build, const
   slow_device.emulation = *slow_profile;
   const Samples slow = sample_kernels(build, {slow_device}, options.iterations);
 
-  plan::KernelProfiles profiles(this_machine(options.slow_tier));
+  plan::KernelProfiles profiles(this_machine(options.slow_tier, options.compute_threads));
   for (const auto& [signature, seconds] : fast.seconds) {
     const auto on_slow = slow.seconds.find(signature);
     if (on_slow == slow.seconds.end()) continue;  // ran on one tier only: no complete profile
@@ -160,7 +160,7 @@ plan::KernelProfiles profile_model(const std::function<Graph()>& build, const st
                                    const ProfilerOptions& options, bool* measured) {
   if (measured != nullptr) *measured = false;
   const std::vector<std::string> needed = kernel_signatures(build);
-  return plan::load_or_measure(cache_path, this_machine(options.slow_tier), needed, [&] {
+  return plan::load_or_measure(cache_path, this_machine(options.slow_tier, options.compute_threads), needed, [&] {
     if (measured != nullptr) *measured = true;
     return measure_profiles(build, options);
   });

@@ -27,11 +27,16 @@ namespace cachedarrays::nn {
 struct ProfilerOptions {
   int iterations = 3;                // timed iterations per tier, after one warm-up
   std::string slow_tier = "optane";  // emulation::profile() name of the slow tier
+  // The threads oneDNN's kernels run on (the caller's OpenMP setting,
+  // omp_get_max_threads()); 0: this machine's hardware threads. Part of the
+  // cache key: a kernel on one thread is not the kernel on two.
+  unsigned compute_threads = 0;
 };
 
 // This machine as a profile cache key: the CPU's model name
-// (/proc/cpuinfo), its hardware threads, dnnl_version(), and `slow_tier`.
-[[nodiscard]] plan::MachineKey this_machine(const std::string& slow_tier);
+// (/proc/cpuinfo), the threads the kernels run on (`compute_threads`; 0:
+// its hardware threads), dnnl_version(), and `slow_tier`.
+[[nodiscard]] plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_threads = 0);
 
 // The distinct kernel signatures of a steady-state training iteration (the
 // second) of the graph `build` makes, in the order they first run, from a

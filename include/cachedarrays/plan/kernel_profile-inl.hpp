@@ -26,7 +26,7 @@ inline constexpr std::uint64_t profiles_version = 1;
 }  // namespace detail
 
 CACHEDARRAYS_INLINE std::string MachineKey::describe() const {
-  return cpu + ", " + std::to_string(cores) + " cores, oneDNN " + onednn + ", slow tier " + slow_tier;
+  return cpu + ", " + std::to_string(cores) + " compute threads, oneDNN " + onednn + ", slow tier " + slow_tier;
 }
 
 CACHEDARRAYS_INLINE const KernelProfile* KernelProfiles::find(std::string_view signature) const {

@@ -43,12 +43,12 @@ struct KernelProfile {
 // memory.
 struct MachineKey {
   std::string cpu;        // "model name" of /proc/cpuinfo
-  unsigned cores = 0;     // hardware threads
+  unsigned cores = 0;     // threads the kernels ran on (nn::ProfilerOptions::compute_threads)
   std::string onednn;     // dnnl_version(): "2.6.3 (N/A)"
   std::string slow_tier;  // the emulation profile's name ("optane")
 
   friend bool operator==(const MachineKey&, const MachineKey&) = default;
-  // "AMD EPYC, 2 cores, oneDNN 2.6.3 (N/A), slow tier optane".
+  // "AMD EPYC, 2 compute threads, oneDNN 2.6.3 (N/A), slow tier optane".
   [[nodiscard]] std::string describe() const;
 };
 

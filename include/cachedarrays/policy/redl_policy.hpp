@@ -13,6 +13,10 @@
 // The plan is fitted to the fast heap by fit_to_heap_by_kernel (AutoTM's
 // §4.2 loop, the limit lowered only at the kernels where the heap
 // overflows): the first plan searches the period size, the retries keep it.
+// Given a judge (AutotmPolicyOptions::judge, e.g. sim/replay_judge.hpp),
+// the 16 sizes the search's model rates best (its choice first) are each
+// planned and fitted so, and the plan the judge times fastest is kept; the
+// plan's status and `judged` say so.
 #pragma once
 
 #include "cachedarrays/config.hpp"

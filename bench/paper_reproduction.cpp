@@ -773,8 +773,9 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
 
 void report(const Options& o, const PaperMachine& paper, const std::vector<Row>& rows) {
   fmt::print("emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
-             "iterations), kernels on {} oneDNN threads of {} cores, slow tier emulated as {}\n",
-             o.quick ? 1 : o.rounds, o.iterations, omp_get_max_threads(), std::thread::hardware_concurrency(),
+             "iterations), kernels on {} oneDNN thread{} of {} cores, slow tier emulated as {}\n",
+             o.quick ? 1 : o.rounds, o.iterations, omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
+             std::thread::hardware_concurrency(),
              o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
   fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
   fmt::print("modeled: replay / 2LM model of the paper's machine, not measurements: DRAM {} / {} GB/s, Optane {} / {} "

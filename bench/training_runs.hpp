@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -126,14 +127,15 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
 // come from `time_model` (null: from the model's kernel profiles in
 // `profile_cache`, the slow tier emulated as Optane); the solve's progress
 // is not printed. `plan_seconds` > 0: the plan's time limit
-// (AutotmOptions::time_limit_seconds). `judge_on`, given: a planner that
-// weighs candidate plans (ReDL) has them judged by a replay of a dry run of
-// `config` on tiers of its sizes (sim/replay_judge.hpp), with the plan's own
-// tier bandwidths and kernel time model.
+// (AutotmOptions::time_limit_seconds). `judge_on`, given (the fast and slow
+// tiers' bytes): a planner that weighs candidate plans (ReDL) has them judged
+// by a replay of a dry run of `config` on tiers of those sizes
+// (sim/replay_judge.hpp), with the plan's own tier bandwidths and kernel
+// time model.
 inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
                                                      const std::string& profile_cache, double plan_seconds = 0,
-                                                     std::optional<ReplayJudgeMachine> judge_on = std::nullopt) {
+                                                     std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
     options = policy::planned_policy_options(policy).value();
@@ -151,21 +153,10 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
     const auto trace = std::make_shared<const Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
-    // The tiers as the plan models them (the emulation profile's figures).
-    judge_on->fast = {"fast", options.fast_tier.read_gbps, options.fast_tier.write_gbps};
-    judge_on->slow = {"slow", options.slow_tier.read_gbps, options.slow_tier.write_gbps};
-    judge_on->kernel_time = options.time_model;
-    options.judge = replay_judge(trace, program, std::move(*judge_on), options);
+    options.judge = replay_judge(
+        trace, program, ReplayJudgeMachine::as_planned(judge_on->first, judge_on->second, options), options);
   }
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
-}
-
-// The tiers' sizes a judge replays on (autotm_policy fills in the rest).
-inline ReplayJudgeMachine judge_tiers(std::uint64_t fast_bytes, std::uint64_t slow_bytes) {
-  ReplayJudgeMachine machine;
-  machine.fast_bytes = fast_bytes;
-  machine.slow_bytes = slow_bytes;
-  return machine;
 }
 
 struct MeasuredRun {
@@ -212,7 +203,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   std::unique_ptr<policy::Policy> chosen =
       policy::planned_policy_options(policy)
           ? autotm_policy(policy, setup.config, nullptr, profile_cache, 0,
-                          judge ? std::optional(judge_tiers(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt)
+                          judge ? std::optional(std::pair(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt)
       : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);

@@ -115,11 +115,8 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
     const auto trace = std::make_shared<const ca::Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const ca::plan::Program>(ca::plan::Program::from_trace(*trace, nn::steady_trace_iteration));
-    const ca::ReplayJudgeMachine machine{specs[0].capacity, specs[1].capacity,
-                                         {"fast", options.fast_tier.read_gbps, options.fast_tier.write_gbps},
-                                         {"slow", options.slow_tier.read_gbps, options.slow_tier.write_gbps},
-                                         options.time_model};
-    options.judge = ca::replay_judge(trace, program, machine, options);
+    options.judge = ca::replay_judge(
+        trace, program, ca::ReplayJudgeMachine::as_planned(specs[0].capacity, specs[1].capacity, options), options);
   }
   return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
 }

@@ -229,7 +229,13 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
   follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
   follower.log = [](const std::string&) {};
-  const ca::ReplayJudgeMachine machine{1 << 24, 1 << 24, o.fast, o.slow, nullptr};
+  // The judge's machine as the follower plans it: its bandwidths, its sizes.
+  const ca::ReplayJudgeMachine machine = ca::ReplayJudgeMachine::as_planned(1 << 24, 1 << 25, follower);
+  CHECK(machine.fast_bytes == 1 << 24);
+  CHECK(machine.slow_bytes == 1 << 25);
+  CHECK(machine.fast.read_gbps == o.fast.read_gbps);
+  CHECK(machine.slow.write_gbps == o.slow.write_gbps);
+  CHECK(machine.kernel_time == follower.time_model);
   const ca::policy::PlanJudge judge = ca::replay_judge(trace, shared_program, machine, follower);
   const auto redl_at = [&](std::uint64_t limit) {
     plan::RedlOptions r;

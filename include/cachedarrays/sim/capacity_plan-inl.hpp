@@ -13,8 +13,8 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "cachedarrays/error.hpp"

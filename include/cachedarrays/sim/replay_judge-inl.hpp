@@ -16,6 +16,13 @@
 
 namespace cachedarrays {
 
+CACHEDARRAYS_INLINE ReplayJudgeMachine ReplayJudgeMachine::as_planned(std::uint64_t fast_bytes,
+                                                                     std::uint64_t slow_bytes,
+                                                                     const policy::AutotmPolicyOptions& planned) {
+  return {fast_bytes, slow_bytes, DeviceModel{"fast", planned.fast_tier.read_gbps, planned.fast_tier.write_gbps},
+          DeviceModel{"slow", planned.slow_tier.read_gbps, planned.slow_tier.write_gbps}, planned.time_model};
+}
+
 CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,
                                                    std::shared_ptr<const plan::Program> program,
                                                    ReplayJudgeMachine machine, policy::AutotmPolicyOptions follower) {

@@ -30,6 +30,12 @@ struct ReplayJudgeMachine {
   std::uint64_t fast_bytes = 0, slow_bytes = 0;
   DeviceModel fast{"fast", 0, 0}, slow{"slow", 0, 0};
   std::shared_ptr<const plan::KernelTimeModel> kernel_time;
+
+  // Tiers of these sizes as `planned` models them: its tiers' bandwidths
+  // (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,
+  // so that the judge and the planner it judges for see one machine.
+  [[nodiscard]] static ReplayJudgeMachine as_planned(std::uint64_t fast_bytes, std::uint64_t slow_bytes,
+                                                     const policy::AutotmPolicyOptions& planned);
 };
 
 // A judge replaying `trace` (several iterations, as nn::dry_run_trace makes

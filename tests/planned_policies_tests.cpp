@@ -321,13 +321,19 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   test::check_contains(plan.status, "after 1 retry");
 }
 
-TEST_CASE("planned policies: ReDL with a judge keeps the period size judged fastest of the model's best 16") {
+TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
+          "then the 3 judged fastest with copies issued further ahead") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
   const auto period_of = [](const AutotmPlan& plan) {
     const std::size_t at = plan.status.find("periods of ");
     REQUIRE(at != std::string::npos);
     return static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + 11)));
+  };
+  const auto ahead_of = [](const AutotmPlan& plan) {
+    const std::string said = "copies in issued up to ";
+    const std::size_t at = plan.status.find(said);
+    return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
   const ca::policy::PlannerHook hook = ca::policy::redl_planner("redl").value();
   int judged_runs = 0;
@@ -341,32 +347,46 @@ TEST_CASE("planned policies: ReDL with a judge keeps the period size judged fast
     o.fast_limit = limit;
     o.alignment = 0;
     const ca::plan::RedlPlan searched = ca::plan::redl_plan(p, costs, o);
-    std::vector<std::uint32_t> asked;
-    // This judge prefers long periods, whatever the model says.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> asked;  // period size, periods ahead
+    // This judge prefers long periods, and then copies issued far ahead,
+    // whatever the model says.
     const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
-      asked.push_back(period_of(plan));
-      return -static_cast<double>(asked.back());
+      asked.emplace_back(period_of(plan), ahead_of(plan));
+      return -static_cast<double>(100 * asked.back().first + asked.back().second);
     };
     const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
     CHECK(period_of(unjudged) == searched.period_layers);
+    CHECK(ahead_of(unjudged) == 1);
     const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
     if (searched.search.size() < 2) {
       CHECK(asked.empty());  // one size tried: nothing to weigh
       continue;
     }
     ++judged_runs;
-    // The model's choice first, then the sizes it rates next, 16 in all.
+    // The model's choice first, then the sizes it rates next, 16 in all,
+    // each with its copies issued one period ahead (the paper's).
     std::vector<ca::plan::RedlTrial> by_model = searched.search;
     std::stable_sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
       return a.modeled_seconds < b.modeled_seconds;
     });
-    std::vector<std::uint32_t> expected{searched.period_layers};
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> expected{{searched.period_layers, 1}};
     for (const ca::plan::RedlTrial& t : by_model) {
-      if (expected.size() < 16 && t.period_layers != searched.period_layers) expected.push_back(t.period_layers);
+      if (expected.size() < 16 && t.period_layers != searched.period_layers) expected.emplace_back(t.period_layers, 1);
+    }
+    // Then the three judged fastest (here the longest), fastest first, with
+    // copies issued 2, 3, 4 and 8 periods ahead.
+    std::vector<std::uint32_t> sizes;
+    for (const auto& [size, ahead] : expected) sizes.push_back(size);
+    std::sort(sizes.rbegin(), sizes.rend());
+    sizes.resize(std::min<std::size_t>(sizes.size(), 3));
+    for (const std::uint32_t size : sizes) {
+      for (const std::uint32_t ahead : {2u, 3u, 4u, 8u}) expected.emplace_back(size, ahead);
     }
     CHECK(asked == expected);
-    CHECK(period_of(judged) == *std::max_element(expected.begin(), expected.end()));
-    test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " period sizes");
+    CHECK(period_of(judged) == sizes.front());
+    CHECK(ahead_of(judged) == 8);
+    CHECK(judged.judged == expected.size());
+    test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " plans");
   }
   CHECK(judged_runs >= 10);
 }

@@ -300,7 +300,7 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
   }
 }
 
-TEST_CASE("redl: a copy in is issued at the start of the previous period; late, a read is DSMA and a write waits") {
+TEST_CASE("redl: a copy in is issued at the start of the previous period (or further ahead, if asked); late, a read is DSMA and a write waits") {
   // Six kernels of 1 s (0.5 s more per argument in PMM). A (1000 B,
   // persistent) is read by kernel 0, B (1000 B, persistent) used by kernel
   // 4; the fast tier holds one of them. Periods of two kernels: [0,2),
@@ -358,6 +358,23 @@ TEST_CASE("redl: a copy in is issued at the start of the previous period; late, 
     CHECK(r.moves[1].bytes == 0);
     CHECK(r.modeled_seconds == doctest::Approx(7.0));
     CHECK(r.wait_seconds == 0.0);
+  }
+  SUBCASE("late by one period, in time when issued two periods ahead") {
+    // The same slow copy (2.5 s), allowed from the start of period t-2
+    // (RedlOptions::issue_periods): issued at kernel 0, where the fast tier
+    // is free (A is read from PMM), it has arrived long before kernel 4.
+    o.issue_periods = 2;
+    const Program p = make(R);
+    const RedlPlan r = ca::plan::redl_plan(p, flat_costs(p, 1, 0.5, 1e-6, 0.4e-6), o);
+    REQUIRE(!r.moves.empty());
+    CHECK(r.moves[0].object == 1);
+    CHECK(r.moves[0].to_dram);
+    CHECK(r.moves[0].kernel == 0);
+    CHECK(r.moves[0].end <= r.kernel_start[4]);
+    CHECK(r.in_dram[4][0]);
+    CHECK(r.dsma_arguments == 0);
+    CHECK(r.modeled_seconds == doctest::Approx(6.5));
+    CHECK(r.peak_fast_bytes <= 1000);
   }
   SUBCASE("late: a write waits, then its copy out is paid at the end") {
     // Kernel 4 writes B: it waits for the copy until 5 s and runs in DRAM
@@ -425,6 +442,8 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
         l = rng.percent(50) ? o.fast_limit : o.fast_limit * rng.between(30, 100) / 100;
       }
     }
+    // Some issue their copies in further ahead than the previous period.
+    if (rng.percent(30)) o.issue_periods = static_cast<std::uint32_t>(rng.between(2, 4));
     const auto limit_at = [&](std::size_t k) {
       return k < o.kernel_limits.size() ? std::min(o.kernel_limits[k], o.fast_limit) : o.fast_limit;
     };
@@ -539,6 +558,9 @@ TEST_CASE("redl: bad options and costs say what is wrong and what is allowed") {
   bad = o;
   bad.short_lived_layers = 0;
   test::check_contains(message(bad, c), "short_lived_layers is 0");
+  bad = o;
+  bad.issue_periods = 0;
+  test::check_contains(message(bad, c), "issue_periods is 0");
   bad = o;
   bad.alignment = 12;
   test::check_contains(message(bad, c), "power of two");

@@ -544,6 +544,8 @@ class RedlPlacer {
   // the earliest kernel of period t-1 after its previous use from which
   // its bytes fit through the end of period t.
   void bring(std::uint32_t o, std::uint32_t f, std::size_t t, std::uint32_t lo, std::vector<std::size_t>& candidates) {
+    const std::size_t ahead = p_.options_.issue_periods;
+    const std::uint32_t issue_lo = t > ahead ? starts_[t - ahead] : 0;
     const RedlObjectInfo& info = objects_[o];
     const std::int64_t b = bytes_of(o);
     const std::uint32_t to = std::min(starts_[t + 1], info.to);
@@ -554,7 +556,7 @@ class RedlPlacer {
       return;
     }
     if (t == 0) return;  // only the previous iteration's last period brings objects for period 0
-    std::uint32_t from = std::max({lo, info.from, last_end_[o]});
+    std::uint32_t from = std::max({issue_lo, info.from, last_end_[o]});
     const std::vector<std::uint32_t>& u = program_.uses(o);
     const auto it = std::lower_bound(u.begin(), u.end(), f);
     if (it != u.begin()) from = std::max(from, *(it - 1) + 1);
@@ -965,6 +967,10 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
                            " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment), or 0 for no "
                            "heap replay");
   }
+  if (options.issue_periods == 0) {
+    throw invalid_argument("redl_plan: issue_periods is 0; a copy in for period t is issued during the "
+                           "issue_periods periods before it: give 1 (the paper's, section III-D) or more");
+  }
   detail::redl_check_costs(program, costs);
   const detail::RedlPlanner planner(program, costs, options);
   const std::uint32_t layers = planner.layers();
@@ -1065,7 +1071,11 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
   for (const RedlMove& m : plan.moves) (m.to_dram ? in : out) += 1;
   plan.status = "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(layers) +
                 " layers (" + std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") +
-                " tried), modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
+                " tried)" +
+                (options.issue_periods > 1
+                     ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
+                     : std::string{}) +
+                ", modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
                 std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) +
                 " s), " + std::to_string(in) + " copies in, " + std::to_string(out) + " out, " +
                 std::to_string(plan.dsma_arguments) + " DSMA arguments, peak " +

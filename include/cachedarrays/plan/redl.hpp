@@ -69,7 +69,9 @@
 //      t-1 the long-lived objects period t uses are brought in, each by an
 //      asynchronous copy issued at the earliest kernel from the start of
 //      t-1 (after its last use before t) from which its DRAM is free
-//      through the end of t, in the order of their first use in t; objects
+//      through the end of t, in the order of their first use in t (from
+//      the start of t - issue_periods instead when RedlOptions asks: the
+//      paper's one period is not always enough for a copy to land); objects
 //      created in t are created in DRAM when they fit. Objects already in
 //      DRAM stay while they fit. Under tension (a needed object does not
 //      fit), long-lived objects not used in the period are written back,
@@ -150,6 +152,10 @@ struct RedlOptions {
   // kernels_per_layer when not empty).
   std::vector<std::uint32_t> layer_starts;
   std::uint32_t short_lived_layers = 1;  // §II-B: "no longer than one layer"; >= 1
+  // A copy in for period t may be issued from the start of period
+  // t - issue_periods (the paper's, 1: during period t-1), where the DRAM
+  // it needs is free that long; >= 1.
+  std::uint32_t issue_periods = 1;
   // Long-lived objects under this are not migrated but held like short-lived
   // ones (§II-B's small objects are under 4 KB).
   std::uint64_t min_bytes = 4096;

@@ -197,6 +197,35 @@ TEST_CASE("capacity plan: one point per fraction and policy, in order, the same 
   CHECK(at("2lm:m", 0.25).note.find("hit ") == 0);
 }
 
+TEST_CASE("capacity plan: no policy replays below the fast tier's lower bound, which each size reports") {
+  const plan::Program program = two_layer_program();
+  const ca::Trace trace = program.to_trace(4);
+  const std::uint64_t footprint = ca::replayed_footprint(trace);
+  // Everything that places objects in heaps (the 2LM models cache lines of
+  // DRAM, not whole objects, and are not bound by it).
+  std::vector<std::string> policies;
+  for (const std::string& name : ca::all_policies()) {
+    if (name.rfind("2lm", 0) != 0) policies.push_back(name);
+  }
+  const std::vector<double> fractions{0.3, 0.6, 1.0};
+  const ca::CapacityPlan plan = ca::plan_capacity(trace, program, footprint, options_for(fractions, policies));
+  REQUIRE(plan.bounds.size() == fractions.size());
+  CHECK(plan.bounds[0].kernels_over > 0);  // fwd1 alone uses 1088 KiB
+  CHECK(plan.bounds[0].slowdown() > 1.01);
+  CHECK(plan.bounds[2].slowdown() == doctest::Approx(1.0));
+  for (std::size_t f = 0; f < fractions.size(); ++f) {
+    CAPTURE(fractions[f]);
+    CHECK(plan.bounds[f].fast_bytes == ca::fast_tier_bytes(fractions[f], footprint));
+    // The bound's all-fast time is the replay's (one kernel model).
+    CHECK(plan.bounds[f].all_fast_seconds == doctest::Approx(plan.all_fast_seconds));
+    for (std::size_t p = 0; p < policies.size(); ++p) {
+      const ca::CapacityPoint& point = plan.points[f * policies.size() + p];
+      CAPTURE(point.policy);
+      if (point.seconds) CHECK(point.slowdown >= plan.bounds[f].slowdown() * (1 - 1e-9));
+    }
+  }
+}
+
 TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
   const plan::Program program = two_layer_program();
   const ca::Trace trace = program.to_trace();

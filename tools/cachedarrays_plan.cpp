@@ -122,6 +122,15 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
     }
     matrix.print_row(cells);
   }
+  // What no policy can beat at each size (plan/fast_tier_bound.hpp).
+  std::vector<std::string> bound_cells{"lower bound"};
+  for (const ca::plan::FastTierBound& b : plan.bounds) bound_cells.push_back(fmt::format("{:.2f}x", b.slowdown()));
+  matrix.print_rule();
+  matrix.print_row(bound_cells);
+  fmt::print("lower bound: no placement is faster; each kernel at its cheapest with its own arguments within the fast "
+             "tier, copies free (kernels whose arguments pass it:");
+  for (const ca::plan::FastTierBound& b : plan.bounds) fmt::print(" {}", b.kernels_over);
+  fmt::print(")\n");
   // The fastest policy at every size, its traffic and what its memory costs.
   ca::bench::Table best({{"fast tier", 10},
                          {"share", 5},
@@ -323,6 +332,16 @@ int run(Options& o) {
            {"plan_seconds", seconds},
            {"points", Json::array()}};
   for (const ca::CapacityPoint& p : plan.points) doc["points"].push_back(point_json(p, prices, fast, slow));
+  doc["bounds"] = Json::array();
+  for (std::size_t f = 0; f < plan.bounds.size(); ++f) {
+    const ca::plan::FastTierBound& b = plan.bounds[f];
+    doc["bounds"].push_back(Json{{"fraction", o.fractions[f]},
+                                 {"fast_bytes", b.fast_bytes},
+                                 {"seconds", b.seconds},
+                                 {"slowdown", b.slowdown()},
+                                 {"kernels_over", b.kernels_over},
+                                 {"largest_excess_bytes", b.largest_excess}});
+  }
   doc["answer"] = answer.found ? Json{{"found", true},
                                       {"policy", answer.policy},
                                       {"fraction", answer.fraction},

@@ -21,6 +21,7 @@
 #include "cachedarrays/plan/dsa_mip.hpp"
 #include "cachedarrays/plan/dsa_problem.hpp"
 #include "cachedarrays/plan/dsa_search.hpp"
+#include "cachedarrays/plan/fast_tier_bound.hpp"
 #include "cachedarrays/plan/kernel_profile.hpp"
 #include "cachedarrays/plan/kernel_signature.hpp"
 #include "cachedarrays/plan/lookahead.hpp"

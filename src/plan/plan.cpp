@@ -7,6 +7,7 @@
 #include "cachedarrays/plan/dsa_mip-inl.hpp"
 #include "cachedarrays/plan/dsa_problem-inl.hpp"
 #include "cachedarrays/plan/dsa_search-inl.hpp"
+#include "cachedarrays/plan/fast_tier_bound-inl.hpp"
 #include "cachedarrays/plan/kernel_profile-inl.hpp"
 #include "cachedarrays/plan/kernel_signature-inl.hpp"
 #include "cachedarrays/plan/lookahead-inl.hpp"

@@ -34,6 +34,43 @@ CACHEDARRAYS_INLINE const char* to_string(AutotmFormulation formulation) noexcep
   return "?";
 }
 
+CACHEDARRAYS_INLINE void AutotmCosts::check(const Program& program, std::string_view who) const {
+  const AutotmCosts& costs = *this;
+  const std::string at(who);
+  const std::vector<ProgramKernel>& kernels = program.kernels();
+  const auto bad = [](double s) { return !(s >= 0 && std::isfinite(s)); };
+  if (costs.dram_seconds.size() != kernels.size() || costs.pmm_penalty.size() != kernels.size()) {
+    throw invalid_argument(at + ": the costs give " + std::to_string(costs.dram_seconds.size()) +
+                           " kernel times and " + std::to_string(costs.pmm_penalty.size()) +
+                           " rows of PMM penalties, the program has " + std::to_string(kernels.size()) +
+                           " kernels; give one of each per kernel (AutotmCosts::from_model)");
+  }
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    if (bad(costs.dram_seconds[k])) {
+      throw invalid_argument(at + ": kernel " + std::to_string(k) + " takes " +
+                             std::to_string(costs.dram_seconds[k]) + " s (dram_seconds); a time is finite and >= 0");
+    }
+    if (costs.pmm_penalty[k].size() != kernels[k].args.size()) {
+      throw invalid_argument(at + ": kernel " + std::to_string(k) + " has " +
+                             std::to_string(kernels[k].args.size()) + " arguments but " +
+                             std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties; give one per argument");
+    }
+    for (std::size_t a = 0; a < kernels[k].args.size(); ++a) {
+      if (bad(costs.pmm_penalty[k][a])) {
+        throw invalid_argument(at + ": argument " + std::to_string(a) + " of kernel " + std::to_string(k) +
+                               " adds " + std::to_string(costs.pmm_penalty[k][a]) +
+                               " s in PMM (pmm_penalty); a penalty is finite and >= 0");
+      }
+    }
+  }
+  const auto ok = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
+  if (!ok(costs.to_pmm_gbps) || !ok(costs.to_dram_gbps)) {
+    throw invalid_argument(at + ": copies out go at to_pmm_gbps = " + std::to_string(costs.to_pmm_gbps) +
+                           " GB/s and copies in at to_dram_gbps = " + std::to_string(costs.to_dram_gbps) +
+                           " GB/s; both must be finite and > 0");
+  }
+}
+
 CACHEDARRAYS_INLINE AutotmCosts AutotmCosts::from_model(const Program& program, const KernelTimeModel& model,
                                                       const emulation::Bandwidth& dram,
                                                       const emulation::Bandwidth& pmm) {

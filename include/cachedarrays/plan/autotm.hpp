@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cachedarrays/plan/kernel_profile.hpp"
@@ -83,6 +84,11 @@ struct AutotmCosts {
   // bandwidths: PMM's write bandwidth out, its read bandwidth in.
   [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
                                               const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
+
+  // Throws invalid_argument, prefixed by `who`, unless these are costs of
+  // `program`: one time per kernel and one penalty per argument, each
+  // finite and >= 0, and both copy bandwidths finite and > 0.
+  void check(const Program& program, std::string_view who) const;
 };
 
 struct AutotmOptions {

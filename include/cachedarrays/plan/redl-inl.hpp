@@ -170,41 +170,6 @@ CACHEDARRAYS_INLINE void redl_check_layers(const Program& program, const RedlOpt
   }
 }
 
-CACHEDARRAYS_INLINE void redl_check_costs(const Program& program, const AutotmCosts& costs) {
-  const std::vector<ProgramKernel>& kernels = program.kernels();
-  const auto bad = [](double s) { return !(s >= 0 && std::isfinite(s)); };
-  if (costs.dram_seconds.size() != kernels.size() || costs.pmm_penalty.size() != kernels.size()) {
-    throw invalid_argument("redl_plan: the costs give " + std::to_string(costs.dram_seconds.size()) +
-                           " kernel times and " + std::to_string(costs.pmm_penalty.size()) +
-                           " rows of PMM penalties, the program has " + std::to_string(kernels.size()) +
-                           " kernels; give one of each per kernel (AutotmCosts::from_model)");
-  }
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    if (bad(costs.dram_seconds[k])) {
-      throw invalid_argument("redl_plan: kernel " + std::to_string(k) + " takes " +
-                             std::to_string(costs.dram_seconds[k]) + " s (dram_seconds); a time is finite and >= 0");
-    }
-    if (costs.pmm_penalty[k].size() != kernels[k].args.size()) {
-      throw invalid_argument("redl_plan: kernel " + std::to_string(k) + " has " +
-                             std::to_string(kernels[k].args.size()) + " arguments but " +
-                             std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties; give one per argument");
-    }
-    for (std::size_t a = 0; a < kernels[k].args.size(); ++a) {
-      if (bad(costs.pmm_penalty[k][a])) {
-        throw invalid_argument("redl_plan: argument " + std::to_string(a) + " of kernel " + std::to_string(k) +
-                               " adds " + std::to_string(costs.pmm_penalty[k][a]) +
-                               " s in PMM (pmm_penalty); a penalty is finite and >= 0");
-      }
-    }
-  }
-  const auto ok = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
-  if (!ok(costs.to_pmm_gbps) || !ok(costs.to_dram_gbps)) {
-    throw invalid_argument("redl_plan: copies out go at to_pmm_gbps = " + std::to_string(costs.to_pmm_gbps) +
-                           " GB/s and copies in at to_dram_gbps = " + std::to_string(costs.to_dram_gbps) +
-                           " GB/s; both must be finite and > 0");
-  }
-}
-
 // What every period size shares: layers, liveness, the objects' classes and
 // Algorithm 1's fast region.
 class RedlPlanner {
@@ -971,7 +936,7 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
     throw invalid_argument("redl_plan: issue_periods is 0; a copy in for period t is issued during the "
                            "issue_periods periods before it: give 1 (the paper's, section III-D) or more");
   }
-  detail::redl_check_costs(program, costs);
+  costs.check(program, "redl_plan");
   const detail::RedlPlanner planner(program, costs, options);
   const std::uint32_t layers = planner.layers();
   if (options.period_layers > layers) {

@@ -243,6 +243,13 @@ CACHEDARRAYS_INLINE CapacityPlan plan_capacity(const Trace& trace, const plan::P
   for (CapacityPoint& p : result.points) {
     if (p.seconds) p.slowdown = *p.seconds / result.all_fast_seconds;
   }
+  const plan::MemoryBound memory_bound;
+  for (const double fraction : options.fractions) {
+    result.bounds.push_back(plan::fast_tier_bound(
+        program, options.kernel_time != nullptr ? *options.kernel_time : memory_bound,
+        {options.fast.read_gbps, options.fast.write_gbps}, {options.slow.read_gbps, options.slow.write_gbps},
+        fast_tier_bytes(fraction, footprint)));
+  }
   return result;
 }
 

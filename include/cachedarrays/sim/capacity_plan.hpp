@@ -29,6 +29,7 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/plan/fast_tier_bound.hpp"
 #include "cachedarrays/plan/program.hpp"
 #include "cachedarrays/plan/roofline.hpp"
 #include "cachedarrays/policy/policy.hpp"
@@ -120,6 +121,10 @@ struct CapacityPlan {
   // For each fraction in the order given, one point per policy in the order
   // given.
   std::vector<CapacityPoint> points;
+  // For each fraction in the order given: how fast any placement can be on
+  // that fast tier (plan/fast_tier_bound.hpp), on the same kernel model;
+  // a policy's slowdown over the bound's is what scheduling may still win.
+  std::vector<plan::FastTierBound> bounds;
 };
 
 // Called as each point is done (from the thread that ran it, one call at a

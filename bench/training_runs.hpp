@@ -216,8 +216,8 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
       rt.collect();
     });
   };
-  // Two warm-up iterations: the first creates oneDNN's primitives and the
-  // scratchpad (and so departs from a program recorded later), the second
+  // Two warm-up iterations: the first creates oneDNN's primitives (and so
+  // runs slower than the rest), the second
   // brings the objects to where a plan wants them (AutoTM's moves from CA:LM's
   // placement of the first); the timed ones are the steady state the papers
   // measure ("until execution time per iteration was constant").

@@ -47,7 +47,9 @@ TEST_CASE("nn program: the dry run's program is the program a real run records")
                                                        config.image_size));
     std::vector<float> labels(static_cast<std::size_t>(config.batch));
     for (int i = 0; i < 3; ++i) {
-      if (i == 1) rt.record_program();  // the second iteration: the first creates the scratchpad
+      // The first iteration: it is the steady one already (a kernel's
+      // scratchpad is its own, made and retired around it).
+      if (i == 0) rt.record_program();
       data->next_batch(images, labels);
       (void)trainer.step(images, labels);
       rt.collect();
@@ -62,4 +64,43 @@ TEST_CASE("nn program: the dry run's program is the program a real run records")
     CHECK(dry.max_live() > 0);
     CHECK(dry.max_live() <= footprint);
   }
+}
+
+TEST_CASE("nn program: each kernel's oneDNN scratchpad is its own, made before it and retired after it") {
+  // A scratchpad is the one kind of object a kernel writes and no kernel
+  // reads. Shared by every kernel and grown to the largest need, it made
+  // each kernel with any scratch at all write the largest one whole.
+  const ca::plan::Program program = nn::dry_run_program([] { return nn::build_model(tiny("resnet", 18)); });
+  const std::size_t objects = program.objects().size();
+  std::vector<int> writers(objects, 0), readers(objects, 0);
+  std::vector<std::int64_t> written_by(objects, -1);
+  for (std::size_t k = 0; k < program.kernels().size(); ++k) {
+    for (const ca::plan::ProgramArg& arg : program.kernels()[k].args) {
+      if (arg.access == ca::Access::read) {
+        ++readers[arg.object];
+      } else {
+        ++writers[arg.object];
+        written_by[arg.object] = static_cast<std::int64_t>(k);
+      }
+    }
+  }
+  std::size_t scratchpads = 0;
+  const auto& steps = program.steps();
+  for (std::uint32_t o = 0; o < objects; ++o) {
+    if (readers[o] != 0 || writers[o] == 0) continue;
+    CAPTURE(o);
+    CHECK(writers[o] == 1);  // momentum too: the SGD step's, one per parameter
+    if (program.objects()[o].persistent) continue;
+    // create o, kernel, retire o: adjacent steps.
+    bool adjacent = false;
+    for (std::size_t s = 1; s + 1 < steps.size(); ++s) {
+      adjacent = adjacent || (steps[s - 1].kind == ca::plan::StepKind::create && steps[s - 1].index == o &&
+                              steps[s].kind == ca::plan::StepKind::kernel &&
+                              steps[s].index == static_cast<std::uint32_t>(written_by[o]) &&
+                              steps[s + 1].kind == ca::plan::StepKind::retire && steps[s + 1].index == o);
+    }
+    CHECK(adjacent);
+    ++scratchpads;
+  }
+  CHECK(scratchpads > 10);  // batch norm's and the convolutions' (the test means something)
 }

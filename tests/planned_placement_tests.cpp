@@ -223,7 +223,7 @@ TEST_CASE("planned placement: an unplanned iteration (a test pass) is placed onl
 TEST_CASE("planned placement: an object added once goes above the plan; added again, it joins the plan") {
   const Script script = fragmenting();
   // The iteration with one more object, made and dropped before the
-  // others, as the trainer's first iteration makes its scratchpad.
+  // others, as a first iteration that makes a buffer lazily, once.
   Script added = {{true, 3, 8 * kib}, {false, 3, 0}};
   added.insert(added.end(), script.begin(), script.end());
 

@@ -4,7 +4,8 @@
 // inputs, will_write on outputs, pins, hands oneDNN the primary pointers via
 // set_data_handle (paper III-C: one indirection per kernel), runs, unpins.
 //
-// The oneDNN scratchpad is in user mode and comes from the runtime too. In a
+// The oneDNN scratchpad is in user mode and comes from the runtime too: each
+// kernel that needs one gets its own, made before it and retired after. In a
 // dry run (`dry_run()`) no kernel runs: execute() only reports the kernel to
 // the observer. A dry run without a runtime has shape-only tensors; one with
 // a runtime (typically on virtual, unprefaulted heaps) allocates every
@@ -148,7 +149,6 @@ class Context {
   dnnl::primitive_attr attr_;
   std::map<std::string, std::shared_ptr<EntryBase>> cache_;
   std::uint64_t primitives_created_ = 0;
-  std::unique_ptr<CachedArray<std::byte>> scratchpad_;
   KernelObserver* observer_ = nullptr;
 };
 

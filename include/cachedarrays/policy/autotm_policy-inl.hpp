@@ -316,8 +316,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::depart(const std::string& why) {
   following_ = false;
   pending_out_.clear();
   ++counters_.departures;
-  // The first iteration of a run often differs from the rest (the nn
-  // trainer's creates its scratchpad and oneDNN's workspaces), which is why
+  // The first iteration of a run often differs from the rest (a program
+  // that makes buffers lazily, on first use, makes them there), which is why
   // programs are recorded from a later one: counted, not warned about.
   if (warned_ || iteration_ <= 1) return;
   warned_ = true;

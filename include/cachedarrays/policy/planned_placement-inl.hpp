@@ -89,8 +89,8 @@ CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& ma
     // Re-plan from what the last iteration did (paper 001 §4.3: a plan
     // profiled on one iteration serves the next ones as long as they repeat
     // it). Not when it only added objects the plan did not know, once: they
-    // went above the plan, and the trainer's first iteration is like that
-    // (it makes its scratchpad); a plan made from it would hold their room
+    // went above the plan, and a first iteration that makes a buffer lazily
+    // is like that; a plan made from it would hold their room
     // for nothing in every later iteration. When they come again, they are
     // part of the program.
     if (!planned_ || matched_only() != *planned_ || observed_ == last_observed_) make_plan(observed_, manager, fast);

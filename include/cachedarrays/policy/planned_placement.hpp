@@ -27,8 +27,8 @@
 // from the plan (objects added, dropped or resized, a different order of
 // creations and retirements: paper 001 §4.3), the next iteration is planned
 // from it, as recorded here — unless it only added objects the plan did not
-// know and the iteration before did not add the same (the trainer's first
-// iteration makes its scratchpad): those went above the plan. A slot that is not
+// know and the iteration before did not add the same (a first iteration
+// that makes a buffer lazily, once): those went above the plan. A slot that is not
 // free (an object placed online sits there) or beyond the fast heap is a
 // miss for that object only: it is placed online. A plan never fails a run;
 // it only places.

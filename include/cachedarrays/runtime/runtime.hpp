@@ -95,8 +95,10 @@ class Runtime {
   // next iteration — from the next begin_iteration() to the one after —
   // and gives that: the way for a program without a dry run to plan its
   // later iterations. Call it after the first iteration when that one
-  // differs from the rest (the nn trainer's first creates its scratchpad). It uses the running trace if there is one, else a
-  // trace of its own that it drops once the program is made.
+  // differs from the rest (a program that makes some buffers lazily, on
+  // first use); the nn trainer's first is already its steady one. It uses
+  // the running trace if there is one, else a trace of its own that it
+  // drops once the program is made.
   void set_program(plan::Program program);
   void record_program();
   // The program given or recorded, or null.

@@ -217,10 +217,10 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
     });
   };
   // Two warm-up iterations: the first creates oneDNN's primitives (and so
-  // runs slower than the rest), the second
-  // brings the objects to where a plan wants them (AutoTM's moves from CA:LM's
-  // placement of the first); the timed ones are the steady state the papers
-  // measure ("until execution time per iteration was constant").
+  // runs slower than the rest), the second brings the objects to where a
+  // plan wants them (AutoTM's moves from CA:LM's placement of the first);
+  // the timed ones are the steady state the papers measure ("until
+  // execution time per iteration was constant").
   (void)step();
   (void)step();
   const Stats before = rt.stats();

@@ -374,17 +374,17 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
       if (expected.size() < 16 && t.period_layers != searched.period_layers) expected.emplace_back(t.period_layers, 1);
     }
     // Then the three judged fastest (here the longest), fastest first, with
-    // copies issued 2, 3, 4 and 8 periods ahead.
+    // copies issued 2, 3, 4, 6, 8, 12, 16, 20 and 24 periods ahead.
     std::vector<std::uint32_t> sizes;
     for (const auto& [size, ahead] : expected) sizes.push_back(size);
     std::sort(sizes.rbegin(), sizes.rend());
     sizes.resize(std::min<std::size_t>(sizes.size(), 3));
     for (const std::uint32_t size : sizes) {
-      for (const std::uint32_t ahead : {2u, 3u, 4u, 8u}) expected.emplace_back(size, ahead);
+      for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) expected.emplace_back(size, ahead);
     }
     CHECK(asked == expected);
     CHECK(period_of(judged) == sizes.front());
-    CHECK(ahead_of(judged) == 8);
+    CHECK(ahead_of(judged) == 24);
     CHECK(judged.judged == expected.size());
     test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " plans");
   }

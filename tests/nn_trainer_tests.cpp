@@ -138,11 +138,11 @@ nn::Graph mini_densenet(bool running) {
 // The losses of `iterations` steps on synthetic data, all in fast memory;
 // and the trainer's parameter `parameter` at the end in `final_parameter`.
 std::vector<float> losses_of(nn::Graph graph, int iterations, const std::string& parameter = "",
-                             std::vector<float>* final_parameter = nullptr) {
+                             std::vector<float>* final_parameter = nullptr, const nn::TrainerOptions& options = {}) {
   const nn::ValueInfo& x = graph.value(graph.values_with_role(nn::ValueRole::input).front());
   const nn::Dims dims = x.dims;
   ca::Runtime rt({ca::dram(64 << 20, "fast")}, ca::policy::Registry::builtin().make("all-fast"));
-  nn::Trainer trainer(&rt, std::move(graph));
+  nn::Trainer trainer(&rt, std::move(graph), options);
   auto data = nn::synthetic_dataset({dims[1], dims[2], dims[3]}, 3, 11);
   std::vector<float> images(static_cast<std::size_t>(dims[0] * dims[1] * dims[2] * dims[3]));
   std::vector<float> labels(static_cast<std::size_t>(dims[0]));
@@ -427,6 +427,73 @@ TEST_CASE("nn trainer: recomputed DenseNet concatenations give the losses of kep
     CAPTURE(recomputed_bytes);
     CAPTURE(kept_bytes);
     CHECK(recomputed_bytes < kept_bytes);
+  }
+}
+
+TEST_CASE("nn trainer: updating each parameter in the backward pass is the update at the end, with gradients alive "
+          "for one backward step") {
+  for (const char* family : {"resnet", "densenet"}) {
+    CAPTURE(family);
+    const nn::ModelConfig c = tiny(family, family == std::string("resnet") ? 18 : 121);
+    const auto build = [&] { return nn::build_model(c); };
+    nn::TrainerOptions in_backward;
+    nn::TrainerOptions at_end;
+    at_end.update_in_backward = false;
+    REQUIRE(in_backward.update_in_backward);  // the default
+
+    // The same arithmetic: losses and parameters bit for bit.
+    const nn::Graph probe = build();
+    const std::string first_parameter = probe.value(probe.values_with_role(nn::ValueRole::parameter).front()).name;
+    std::vector<float> w_in_backward;
+    std::vector<float> w_at_end;
+    const std::vector<float> with = losses_of(build(), 3, first_parameter, &w_in_backward, in_backward);
+    const std::vector<float> without = losses_of(build(), 3, first_parameter, &w_at_end, at_end);
+    REQUIRE(with.size() == without.size());
+    CHECK(std::memcmp(with.data(), without.data(), sizeof(float) * with.size()) == 0);
+    REQUIRE(w_in_backward.size() == w_at_end.size());
+    REQUIRE(!w_in_backward.empty());
+    CHECK(std::memcmp(w_in_backward.data(), w_at_end.data(), sizeof(float) * w_at_end.size()) == 0);
+
+    // Where the updates run: each SGD kernel follows the making of the
+    // gradient it reads by a few kernels (its node's backward step), not by
+    // the rest of the backward pass.
+    struct Updates {
+      std::size_t count = 0;
+      std::uint32_t first = 0, last_other = 0;  // the first SGD kernel, the last kernel that is not one
+      std::uint32_t widest_gap = 0;             // kernels from a gradient's first use to its SGD
+    };
+    const auto updates_of = [](const ca::plan::Program& program) {
+      Updates u;
+      std::vector<std::int64_t> first_use(program.objects().size(), -1);
+      for (std::uint32_t k = 0; k < program.kernels().size(); ++k) {
+        const ca::plan::ProgramKernel& kernel = program.kernels()[k];
+        const bool sgd = kernel.name.rfind("sgd", 0) == 0;
+        if (sgd) {
+          if (u.count++ == 0) u.first = k;
+          const std::int64_t made = first_use[kernel.args.front().object];  // the gradient (DIFF_WEIGHTS)
+          REQUIRE(made >= 0);
+          u.widest_gap = std::max(u.widest_gap, k - static_cast<std::uint32_t>(made));
+        } else {
+          u.last_other = k;
+        }
+        for (const auto& arg : kernel.args) {
+          if (first_use[arg.object] < 0) first_use[arg.object] = k;
+        }
+      }
+      return u;
+    };
+    const Updates interleaved = updates_of(nn::dry_run_program(build, in_backward));
+    const Updates batched = updates_of(nn::dry_run_program(build, at_end));
+    CAPTURE(interleaved.widest_gap);
+    CAPTURE(batched.widest_gap);
+    CHECK(interleaved.count == probe.values_with_role(nn::ValueRole::parameter).size());
+    CHECK(interleaved.count == batched.count);
+    CHECK(batched.first > batched.last_other);       // at the end: after every other kernel
+    CHECK(interleaved.first < interleaved.last_other);  // in the backward pass
+    CHECK(interleaved.widest_gap <= 8);
+    CHECK(batched.widest_gap > 8);
+    // A gradient no longer waits for the end: the iteration never needs more.
+    CHECK(nn::measure_footprint(build, in_backward) <= nn::measure_footprint(build, at_end));
   }
 }
 

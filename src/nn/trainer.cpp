@@ -99,6 +99,8 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
   initialise_parameters(options_.seed);
   communicator_ = options_.data_parallel.communicator;
   data_parallel_ = options_.data_parallel.ranks() > 1;
+  updates_in_backward_ = options_.update_in_backward && !data_parallel_;
+  find_final_gradients();
   if (data_parallel_) {
     plan_gradient_buckets();
     broadcast_state(0);
@@ -152,13 +154,11 @@ void Trainer::initialise_parameters(std::uint64_t seed) {
   }
 }
 
-void Trainer::plan_gradient_buckets() {
+void Trainer::find_final_gradients() {
   // A parameter's gradient is final after the backward of its first
-  // consumer, the last to run; the backward pass visits nodes from the
-  // last, so this is the order the gradients become final.
+  // consumer, the last to run.
   const auto& nodes = graph_.nodes();
   grad_final_at_.assign(nodes.size(), {});
-  std::vector<GradientBuckets::Member> order;
   for (std::size_t k = nodes.size(); k-- > 0;) {
     for (ValueId v : nodes[k].inputs) {
       const ValueInfo& info = graph_.value(v);
@@ -167,8 +167,16 @@ void Trainer::plan_gradient_buckets() {
       auto& here = grad_final_at_[k];
       if (first != static_cast<int>(k) || std::find(here.begin(), here.end(), v) != here.end()) continue;
       here.push_back(v);
-      order.push_back({v, element_count(info.dims)});
     }
+  }
+}
+
+void Trainer::plan_gradient_buckets() {
+  // The backward pass visits nodes from the last: the order the gradients
+  // become final.
+  std::vector<GradientBuckets::Member> order;
+  for (std::size_t k = grad_final_at_.size(); k-- > 0;) {
+    for (ValueId v : grad_final_at_[k]) order.push_back({v, element_count(graph_.value(v).dims)});
   }
   buckets_ = std::make_unique<GradientBuckets>(ctx_, *communicator_, std::move(order),
                                                options_.data_parallel.bucket_bytes);
@@ -421,6 +429,10 @@ void Trainer::backward() {
       // buckets; a full bucket starts its sum, and those under way advance.
       for (ValueId p : grad_final_at_[kk]) buckets_->ready(p, grads_);
       buckets_->progress();
+    } else if (updates_in_backward_) {
+      // No backward step left reads these parameters (a recomputation for a
+      // later step remakes values of earlier nodes only).
+      for (ValueId p : grad_final_at_[kk]) update_parameter(p);
     }
   }
   // Whatever is left besides parameters (inputs whose backward never ran,
@@ -434,27 +446,29 @@ void Trainer::backward() {
 }
 
 void Trainer::update() {
+  for (ValueId p : parameters_) update_parameter(p);
+}
+
+void Trainer::update_parameter(ValueId p) {
   const SgdOptions& o = options_.sgd;
-  for (ValueId p : parameters_) {
-    const auto v = static_cast<std::size_t>(p);
-    if (!grads_[v]) continue;
-    const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
-    grads_[v].reset();
-    const std::size_t count = static_cast<std::size_t>(values_[v].elements());
-    const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
-                              out(DNNL_ARG_DST, momentum_[v])};
-    // SGD with momentum and weight decay, as torch.optim.SGD:
-    // m = momentum * m + (g + weight_decay * w); w -= lr * m.
-    ctx_.run("sgd", args, [&](std::span<float* const> ptr) {
-      const float* grad = ptr[0];
-      float* w = ptr[1];
-      float* m = ptr[2];
-      for (std::size_t i = 0; i < count; ++i) {
-        m[i] = o.momentum * m[i] + (grad[i] + o.weight_decay * w[i]);
-        w[i] -= o.learning_rate * m[i];
-      }
-    });
-  }
+  const auto v = static_cast<std::size_t>(p);
+  if (!grads_[v]) return;
+  const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
+  grads_[v].reset();
+  const std::size_t count = static_cast<std::size_t>(values_[v].elements());
+  const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
+                            out(DNNL_ARG_DST, momentum_[v])};
+  // SGD with momentum and weight decay, as torch.optim.SGD:
+  // m = momentum * m + (g + weight_decay * w); w -= lr * m.
+  ctx_.run("sgd", args, [&](std::span<float* const> ptr) {
+    const float* grad = ptr[0];
+    float* w = ptr[1];
+    float* m = ptr[2];
+    for (std::size_t i = 0; i < count; ++i) {
+      m[i] = o.momentum * m[i] + (grad[i] + o.weight_decay * w[i]);
+      w[i] -= o.learning_rate * m[i];
+    }
+  });
 }
 
 Trainer::Evaluation Trainer::evaluate(std::span<const float> images, std::span<const float> labels,

@@ -44,6 +44,16 @@ struct TrainerOptions {
   // the graph is built for one rank's shard of the global batch, and every
   // rank constructs its trainer, steps and resumes in the same order.
   DataParallelOptions data_parallel;
+  // Each parameter's SGD update runs right after the backward step that
+  // makes its gradient final (the backward of its first consumer), not all
+  // together after the backward pass: a gradient then lives one layer, from
+  // its making to its update, instead of to the iteration's end, and the
+  // update finds the weight where its backward just used it (PyTorch's
+  // optimizer-in-backward, torch.distributed.optim._apply_optimizer_in_backward).
+  // The same arithmetic on the same values: the losses are bit-identical
+  // either way. Data-parallel training updates at the end whatever this
+  // says: its gradients are summed over the ranks first.
+  bool update_in_backward = true;
 };
 
 // When each value dies and which ones the backward pass reads: computed
@@ -148,7 +158,10 @@ class Trainer {
   // Whether node k may write its output over its input `input`: nothing
   // reads that input's storage afterwards.
   [[nodiscard]] bool may_overwrite(std::size_t k, std::size_t input, bool recomputing) const;
+  // The SGD update of every parameter whose gradient is still held.
   void update();
+  // One parameter's SGD update; drops its gradient.
+  void update_parameter(ValueId p);
   // Puts the batch into the graph's input and label values.
   void set_inputs(std::span<const float> images, std::span<const float> labels);
   // The ops' buffers, named "<node>.<buffer>", in the graph's order.
@@ -156,7 +169,9 @@ class Trainer {
   // state()'s names and shapes, without values.
   [[nodiscard]] std::vector<CheckpointTensor> state_shapes();
   void initialise_parameters(std::uint64_t seed);
-  // Data parallel: the buckets in backward order, filling grad_final_at_.
+  // grad_final_at_ from the graph.
+  void find_final_gradients();
+  // Data parallel: the buckets, in the order the gradients become final.
   void plan_gradient_buckets();
   // Data parallel: starts the sum of the loss and the running statistics
   // (after the forward pass) / waits for it and sets their means.
@@ -178,6 +193,7 @@ class Trainer {
   bool data_parallel_ = false;
   std::unique_ptr<GradientBuckets> buckets_;
   std::vector<std::vector<ValueId>> grad_final_at_;  // by node: parameters whose gradient its backward completes
+  bool updates_in_backward_ = false;  // options_.update_in_backward, one process
   std::vector<double> step_sums_;                     // the loss, then every running statistic
   Communicator::Request step_sums_request_ = 0;
   double seconds_waiting_ = 0;                        // for the step sums

@@ -52,6 +52,7 @@ struct Options {
   std::string lr_schedule = "cosine";
   int crop_padding = 0;
   bool flip = false;
+  bool update_after_backward = false;
   std::string checkpoint;
   bool resume = false;
   std::string policy = "ca-lm";
@@ -92,6 +93,7 @@ void apply_environment(Options& o) {
 // (sim/replay_judge.hpp), modeled with the profiles and the tiers' bandwidths.
 std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::string& name,
                                                   const std::function<nn::Graph()>& build,
+                                                  const nn::TrainerOptions& trainer,
                                                   const std::vector<ca::DeviceSpec>& specs) {
   const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
   const std::string cache = o.profile_cache.empty() ? nn::default_profile_cache() : o.profile_cache;
@@ -112,7 +114,7 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
     std::fflush(stdout);
   };
   if (options.planner && specs.size() == 2) {
-    const auto trace = std::make_shared<const ca::Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
+    const auto trace = std::make_shared<const ca::Trace>(nn::dry_run_trace(build, trainer, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const ca::plan::Program>(ca::plan::Program::from_trace(*trace, nn::steady_trace_iteration));
     options.judge = ca::replay_judge(
@@ -152,6 +154,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--flip", o.flip, "augmentation: mirror training images left-right with probability 1/2");
+  app.add_flag("--update-after-backward", o.update_after_backward,
+               "run every parameter's SGD step after the backward pass instead of right after the backward step "
+               "that finishes its gradient (the same losses; gradients then live to the iteration's end)");
   app.add_option("--checkpoint", o.checkpoint,
                  "save parameters, momentum, running statistics and the data position to FILE after every epoch "
                  "(crash-safely: a new file, flushed, then renamed; libpmem flushes on a DAX mount)");
@@ -438,6 +443,7 @@ void run(Options o, const World& world) {
   options.sgd.learning_rate = o.learning_rate;
   options.data_parallel.communicator = world.communicator;
   options.data_parallel.bucket_bytes = static_cast<std::uint64_t>(std::llround(o.bucket_mib * 1024 * 1024));
+  options.update_in_backward = !o.update_after_backward;
   // The program of an iteration, for the policies that plan ahead (ca-lma,
   // ca-lmpa, offset plans); the others ignore it.
   const ca::plan::Program program = nn::dry_run_program(build, options);
@@ -480,7 +486,7 @@ void run(Options o, const World& world) {
   }
   std::vector<ca::DeviceSpec> specs = devices(o, std::max(footprint, online_footprint), fast_bytes);
   if (!o.memory_mode && ca::policy::planned_policy_options(policy_name)) {
-    policy = autotm_policy(o, policy_name, build, specs);
+    policy = autotm_policy(o, policy_name, build, options, specs);
   }
   const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
@@ -493,11 +499,12 @@ void run(Options o, const World& world) {
              model.depth, model.width, model.batch,
              ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
              model.channels, model.image_size, model.image_size, model.classes, graph.parameter_count());
-  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {}\n",
+  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | SGD {}\n",
              ranks > 1 ? " (per rank)" : "", ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
              100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
              o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
-             omp_get_max_threads());
+             omp_get_max_threads(),
+             options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass");
   for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));
 
   nn::Trainer trainer(&rt, std::move(graph), options);  // data parallel: rank 0's parameters on every rank

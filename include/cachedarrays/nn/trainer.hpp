@@ -91,7 +91,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Forward, backward and SGD update on one batch; returns the loss. The
+  // Forward, backward and SGD update on one batch; returns the loss (each
+  // parameter updated in the backward pass, or after it:
+  // TrainerOptions::update_in_backward). The
   // spans hold the batch in NCHW order and the labels as class indices.
   // Batch norm normalises with the batch's statistics and updates its
   // running ones. Data parallel: the batch is this rank's shard, the

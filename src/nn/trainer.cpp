@@ -99,7 +99,6 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
   initialise_parameters(options_.seed);
   communicator_ = options_.data_parallel.communicator;
   data_parallel_ = options_.data_parallel.ranks() > 1;
-  updates_in_backward_ = options_.update_in_backward && !data_parallel_;
   find_final_gradients();
   if (data_parallel_) {
     plan_gradient_buckets();
@@ -429,8 +428,9 @@ void Trainer::backward() {
       // buckets; a full bucket starts its sum, and those under way advance.
       for (ValueId p : grad_final_at_[kk]) buckets_->ready(p, grads_);
       buckets_->progress();
-    } else if (updates_in_backward_) {
-      // No backward step left reads these parameters (a recomputation for a
+    } else if (options_.update_in_backward) {
+      // One process (data parallel has buckets and updates at the end). No
+      // backward step left reads these parameters (a recomputation for a
       // later step remakes values of earlier nodes only).
       for (ValueId p : grad_final_at_[kk]) update_parameter(p);
     }

@@ -195,7 +195,6 @@ class Trainer {
   bool data_parallel_ = false;
   std::unique_ptr<GradientBuckets> buckets_;
   std::vector<std::vector<ValueId>> grad_final_at_;  // by node: parameters whose gradient its backward completes
-  bool updates_in_backward_ = false;  // options_.update_in_backward, one process
   std::vector<double> step_sums_;                     // the loss, then every running statistic
   Communicator::Request step_sums_request_ = 0;
   double seconds_waiting_ = 0;                        // for the step sums

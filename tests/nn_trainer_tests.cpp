@@ -497,6 +497,110 @@ TEST_CASE("nn trainer: updating each parameter in the backward pass is the updat
   }
 }
 
+TEST_CASE("nn trainer: parameters kept in their primitives' layout train bit for bit as plain ones, with fewer "
+          "reorders") {
+  // DenseNet's channel counts (a growth of 4 at this width) are no multiple
+  // of oneDNN's blocks: most of its weights would be padded in the blocked
+  // layouts, so they stay plain, and the footprint must not grow.
+  for (const std::string family : {"vgg", "resnet", "densenet"}) {
+    CAPTURE(family);
+    const nn::ModelConfig c = tiny(family, family == "vgg" ? 11 : family == "resnet" ? 18 : 121);
+    const auto build = [&] { return nn::build_model(c); };
+    nn::TrainerOptions kept;
+    nn::TrainerOptions plain;
+    plain.parameters_in_primitive_layout = false;
+    REQUIRE(kept.parameters_in_primitive_layout);  // the default
+
+    // Three steps each; the losses, then every parameter and momentum as
+    // state() reads them (plain), bit for bit.
+    struct Run {
+      std::vector<float> losses;
+      std::vector<nn::CheckpointTensor> state;
+    };
+    const auto run = [&](const nn::TrainerOptions& options) {
+      ca::Runtime rt({ca::dram(64 << 20, "fast")}, ca::policy::Registry::builtin().make("all-fast"));
+      nn::Trainer trainer(&rt, build(), options);
+      auto data = nn::synthetic_dataset({c.channels, c.image_size, c.image_size}, c.classes, 5);
+      std::vector<float> images(static_cast<std::size_t>(c.batch * c.channels * c.image_size * c.image_size));
+      std::vector<float> labels(static_cast<std::size_t>(c.batch));
+      Run r;
+      for (int i = 0; i < 3; ++i) {
+        data->next_batch(images, labels);
+        r.losses.push_back(trainer.step(images, labels));
+        rt.collect();
+      }
+      r.state = trainer.state();
+      return r;
+    };
+    const Run blocked = run(kept);
+    const Run as_plain = run(plain);
+    REQUIRE(blocked.losses.size() == as_plain.losses.size());
+    CHECK(std::memcmp(blocked.losses.data(), as_plain.losses.data(), sizeof(float) * blocked.losses.size()) == 0);
+    REQUIRE(blocked.state.size() == as_plain.state.size());
+    for (std::size_t i = 0; i < blocked.state.size(); ++i) {
+      CAPTURE(blocked.state[i].name);
+      REQUIRE(blocked.state[i].values.size() == as_plain.state[i].values.size());
+      CHECK(std::memcmp(blocked.state[i].values.data(), as_plain.state[i].values.data(),
+                        sizeof(float) * blocked.state[i].values.size()) == 0);
+    }
+    // A checkpoint moves between the layouts unchanged: a trainer that
+    // keeps blocked parameters hands back exactly the plain state it loaded.
+    {
+      ca::Runtime rt({ca::dram(64 << 20, "fast")}, ca::policy::Registry::builtin().make("all-fast"));
+      nn::Trainer trainer(&rt, build(), kept);
+      trainer.load_state(as_plain.state);
+      const std::vector<nn::CheckpointTensor> back = trainer.state();
+      REQUIRE(back.size() == as_plain.state.size());
+      for (std::size_t i = 0; i < back.size(); ++i) {
+        CAPTURE(back[i].name);
+        CHECK(back[i].values == as_plain.state[i].values);
+      }
+    }
+
+    // The reorders of one iteration that touch a weight of a convolution or
+    // linear layer (its dims are a parameter's, of rank 2 or 4): plain
+    // weights are reordered for every primitive that wants a blocked layout
+    // (the forward pass, backward data, the weight gradient); kept ones only
+    // for the primitives that do not share the layout most of them use, at
+    // most two of the three (at 2x2 pixels oneDNN's weight gradient goes
+    // through a plain GEMM, while forward and backward data stay blocked).
+    const nn::Graph probe = build();
+    std::map<std::string, int> weight_dims;  // "64x3x3x3" -> parameters of those dims
+    std::size_t weights = 0;
+    for (nn::ValueId p : probe.values_with_role(nn::ValueRole::parameter)) {
+      const nn::Dims& d = probe.value(p).dims;
+      if (d.size() != 2 && d.size() != 4) continue;
+      ++weights;
+      std::string name;
+      for (const std::int64_t extent : d) name += (name.empty() ? "" : "x") + std::to_string(extent);
+      ++weight_dims[name];
+    }
+    const auto weight_reorders = [&](const nn::TrainerOptions& options) {
+      std::size_t n = 0;
+      const ca::plan::Program program = nn::dry_run_program(build, options);
+      for (const ca::plan::ProgramKernel& k : program.kernels()) {
+        if (k.name.rfind("reorder ", 0) != 0) continue;
+        const std::size_t eq = k.name.find("src=");
+        const std::string dims = k.name.substr(eq + 4, k.name.find(':', eq) - eq - 4);
+        if (weight_dims.count(dims) != 0) ++n;
+      }
+      return n;
+    };
+    const std::size_t kept_reorders = weight_reorders(kept);
+    const std::size_t plain_reorders = weight_reorders(plain);
+    CAPTURE(weights);
+    CAPTURE(kept_reorders);
+    CAPTURE(plain_reorders);
+    CHECK(kept_reorders < plain_reorders);
+    if (family != "densenet") {  // no weight padded: every one kept blocked
+      CHECK(kept_reorders <= 2 * weights);
+      CHECK(plain_reorders > weights);
+      CHECK(2 * kept_reorders < plain_reorders + weights);  // most of the weights lose two of their three
+    }
+    CHECK(nn::measure_footprint(build, kept) <= nn::measure_footprint(build, plain));
+  }
+}
+
 TEST_CASE("nn trainer: a recomputed value's node reads its inputs where the value is first needed") {
   const nn::Graph g = mini_densenet(false);
   const nn::Liveness l = nn::Liveness::of(g);

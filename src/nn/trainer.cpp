@@ -96,7 +96,7 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
     if (last >= 0 && !parameter) dies_in_backward_[static_cast<std::size_t>(last)].push_back(static_cast<ValueId>(v));
   }
   parameters_ = graph_.values_with_role(ValueRole::parameter);
-  initialise_parameters(options_.seed);
+  initialise_parameters(options_.seed, parameter_layouts());
   communicator_ = options_.data_parallel.communicator;
   data_parallel_ = options_.data_parallel.ranks() > 1;
   find_final_gradients();
@@ -137,18 +137,56 @@ std::vector<float> draw_initial_values(const ValueInfo& info, std::int64_t eleme
 
 }  // namespace
 
-void Trainer::initialise_parameters(std::uint64_t seed) {
+std::vector<dnnl::memory::desc> Trainer::parameter_layouts() {
+  std::vector<dnnl::memory::desc> layouts(graph_.value_count());
+  for (ValueId p : parameters_) layouts[static_cast<std::size_t>(p)] = plain_desc(graph_.value(p).dims);
+  if (!options_.parameters_in_primitive_layout) return layouts;
+  // The forward pass once, shape-only: each op sees its inputs in the
+  // layouts a real pass hands it (the previous ops' outputs, the layouts
+  // already chosen for parameters), and its first consumer chooses a
+  // parameter's layout (a shared parameter suits that op; the others
+  // reorder it as they would a plain one).
+  Context::ShapeOnly shape_only(ctx_);
+  std::vector<Tensor> shapes(graph_.value_count());
+  std::vector<bool> chosen(graph_.value_count(), false);
+  for (std::size_t v = 0; v < shapes.size(); ++v) {
+    const ValueInfo& info = graph_.value(static_cast<ValueId>(v));
+    if (info.role != ValueRole::activation) shapes[v] = ctx_.make_plain(info.dims);
+  }
+  for (Node& node : graph_.nodes()) {
+    std::vector<Tensor> ins;
+    ins.reserve(node.inputs.size());
+    for (ValueId v : node.inputs) ins.push_back(shapes[static_cast<std::size_t>(v)]);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const auto v = static_cast<std::size_t>(node.inputs[i]);
+      if (graph_.value(node.inputs[i]).role != ValueRole::parameter || chosen[v]) continue;
+      layouts[v] = node.op->parameter_desc(ctx_, ins, i);
+      chosen[v] = true;
+      ins[i] = shapes[v] = ctx_.make(layouts[v]);
+    }
+    std::vector<Tensor> outs(node.outputs.size());
+    std::vector<Tensor> saved;
+    node.op->forward(ctx_, ins, outs, saved);
+    for (std::size_t j = 0; j < outs.size(); ++j) shapes[static_cast<std::size_t>(node.outputs[j])] = outs[j];
+  }
+  return layouts;
+}
+
+void Trainer::initialise_parameters(std::uint64_t seed, const std::vector<dnnl::memory::desc>& layouts) {
   for (ValueId p : parameters_) {
     const ValueInfo& info = graph_.value(p);
-    Tensor w = ctx_.make_plain(info.dims);
+    const dnnl::memory::desc& layout = layouts[static_cast<std::size_t>(p)];
+    Tensor w = ctx_.make(layout);
     // A dry run keeps no values: it emits the same hints and kernels but
     // skips drawing the numbers, otherwise most of a large model's dry run.
+    // The values are drawn in plain order (write reorders them), so a
+    // parameter starts the same whatever layout it is kept in.
     const std::vector<float> values =
         ctx_.dry_run() ? std::vector<float>{} : draw_initial_values(info, w.elements(), seed, p);
     ctx_.write(w, values);
     values_[static_cast<std::size_t>(p)] = std::move(w);
-    Tensor m = ctx_.make_plain(info.dims);
-    ctx_.fill(m, 0.0f);
+    Tensor m = ctx_.make(layout);
+    ctx_.fill(m, 0.0f);  // the whole buffer: a blocked layout's padding too
     momentum_[static_cast<std::size_t>(p)] = std::move(m);
   }
 }
@@ -455,7 +493,9 @@ void Trainer::update_parameter(ValueId p) {
   if (!grads_[v]) return;
   const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
   grads_[v].reset();
-  const std::size_t count = static_cast<std::size_t>(values_[v].elements());
+  // Every float of the buffer: in a blocked layout the padding is zero in
+  // all three, and stays zero.
+  const std::size_t count = values_[v].bytes() / sizeof(float);
   const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
                             out(DNNL_ARG_DST, momentum_[v])};
   // SGD with momentum and weight decay, as torch.optim.SGD:

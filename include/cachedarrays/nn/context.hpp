@@ -130,6 +130,35 @@ class Context {
 
   void set_observer(KernelObserver* observer) noexcept { observer_ = observer; }
 
+  // While one lives, the context is shape-only: make() gives tensors
+  // without storage, and no kernel runs, allocates or reaches the observer;
+  // primitives are still created and cached. The trainer walks its graph
+  // this way once, before it makes any tensor, to learn the layouts the
+  // primitives choose (Op::parameter_desc) without a kernel in any program
+  // or a byte on any heap, and the real passes find the primitives made.
+  class ShapeOnly {
+   public:
+    explicit ShapeOnly(Context& ctx) noexcept
+        : ctx_(ctx), runtime_(ctx.runtime_), run_kernels_(ctx.run_kernels_), observer_(ctx.observer_) {
+      ctx.runtime_ = nullptr;
+      ctx.run_kernels_ = false;
+      ctx.observer_ = nullptr;
+    }
+    ~ShapeOnly() {
+      ctx_.runtime_ = runtime_;
+      ctx_.run_kernels_ = run_kernels_;
+      ctx_.observer_ = observer_;
+    }
+    ShapeOnly(const ShapeOnly&) = delete;
+    ShapeOnly& operator=(const ShapeOnly&) = delete;
+
+   private:
+    Context& ctx_;
+    Runtime* runtime_;
+    bool run_kernels_;
+    KernelObserver* observer_;
+  };
+
  private:
   struct EntryBase {
     virtual ~EntryBase() = default;

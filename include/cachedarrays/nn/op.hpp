@@ -50,6 +50,17 @@ class Op {
   };
   [[nodiscard]] virtual std::vector<Buffer> buffers() { return {}; }
 
+  // The layout the trainer keeps parameter input `input` in (its values,
+  // momentum and gradient), given every input as the forward pass hands it
+  // over (shape-only tensors: only their descriptors count). An op whose
+  // primitives want the parameter in a layout of their own returns the one
+  // most of them use, so that the fewest reorders run each iteration
+  // (convolution: the forward and weight-gradient primitives share oneDNN's
+  // blocked layout, and only backward-data still reorders). Default: plain,
+  // what an element-wise op reads.
+  [[nodiscard]] virtual dnnl::memory::desc parameter_desc(Context& ctx, std::span<const Tensor> inputs,
+                                                          std::size_t input) const;
+
   // Creates each outputs[i] (ctx.make with the layout the primitive chose)
   // and computes it. Op-private tensors backward needs (batch-norm mean and
   // variance, pooling workspace) go into `saved`. When outputs[0] is not

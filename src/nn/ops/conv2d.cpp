@@ -5,10 +5,14 @@
 // destination, so oneDNN picks its blocked layouts (nChw16c, OIhw16i16o,
 // ...). The source is reordered into the chosen layout when it arrives in
 // another one (the first layer's plain image; a following convolution sees
-// the blocked layout it wants), and the weights, which the trainer keeps
-// plain because the optimiser updates them element-wise, are reordered on
-// every call. The weight and bias gradients go back plain for the same
-// reason; the source gradient stays in whatever layout oneDNN picked.
+// the blocked layout it wants). The trainer keeps the weights in the layout
+// most of the three primitives chose (parameter_desc): the forward and the
+// weight-gradient primitives share one blocked layout (ABcd8b8a on AVX2),
+// so only backward data, which wants it transposed (ABcd8a8b), reorders the
+// weights each iteration, and the weight gradient goes back as it is made
+// (weights whose channels the blocks would pad stay plain); the bias and
+// its gradient stay plain. The source gradient stays in whatever layout
+// oneDNN picked.
 //
 // Backward reads the source (for the weight gradient) and the weights (for
 // the source gradient), never the bias or the output.
@@ -99,7 +103,18 @@ class Conv2d final : public Op {
     const Shapes s = shapes(inputs[0].dims());
     if (need_grad[0]) backward_data(ctx, s, inputs[1], grad_outputs[0], grad_inputs[0]);
     const bool bias_grad = options_.bias && need_grad[2];
-    if (need_grad[1] || bias_grad) backward_weights(ctx, s, inputs[0], grad_outputs[0], need_grad, grad_inputs);
+    if (need_grad[1] || bias_grad) {
+      backward_weights(ctx, s, inputs[0], grad_outputs[0], inputs[1].desc(), need_grad, grad_inputs);
+    }
+  }
+
+  [[nodiscard]] dnnl::memory::desc parameter_desc(Context& ctx, std::span<const Tensor> inputs,
+                                                  std::size_t input) const override {
+    if (input != 1) return Op::parameter_desc(ctx, inputs, input);  // the bias
+    const Shapes s = shapes(inputs[0].dims());
+    return detail::most_used_weights_desc(forward_primitive(ctx, s).first->weights_desc(),
+                                          data_primitive(ctx, s).first->weights_desc(),
+                                          weights_primitive(ctx, s).first->diff_weights_desc());
   }
 
  private:
@@ -139,29 +154,39 @@ class Conv2d final : public Op {
     });
   }
 
-  void backward_data(Context& ctx, const Shapes& s, const Tensor& weights_plain, const Tensor& grad_output,
-                     Tensor& grad_src) const {
-    auto [pd, prim] = ctx.cached<DataPd, dnnl::convolution_backward_data>("conv.bwd_data:" + s.key, [&] {
+  std::pair<const DataPd*, const dnnl::convolution_backward_data*> data_primitive(Context& ctx,
+                                                                                 const Shapes& s) const {
+    return ctx.cached<DataPd, dnnl::convolution_backward_data>("conv.bwd_data:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::convolution_backward_data::desc d(algorithm::convolution_direct, s.src, s.weights, s.dst, strides(),
                                                     padding(), padding());
       return DataPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    detail::execute_backward_data(ctx, kernel_name("conv_backward_data"), *prim, *pd, weights_plain, grad_output,
-                                  grad_src);
   }
 
-  void backward_weights(Context& ctx, const Shapes& s, const Tensor& src_any, const Tensor& grad_output,
-                        std::span<const bool> need_grad, std::span<Tensor> grad_inputs) const {
-    auto [pd, prim] = ctx.cached<WeightsPd, dnnl::convolution_backward_weights>("conv.bwd_weights:" + s.key, [&] {
+  std::pair<const WeightsPd*, const dnnl::convolution_backward_weights*> weights_primitive(Context& ctx,
+                                                                                          const Shapes& s) const {
+    return ctx.cached<WeightsPd, dnnl::convolution_backward_weights>("conv.bwd_weights:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::convolution_backward_weights::desc d(algorithm::convolution_direct, s.src, s.weights, s.bias, s.dst,
                                                        strides(), padding(), padding());
       return WeightsPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
+  }
+
+  void backward_data(Context& ctx, const Shapes& s, const Tensor& weights, const Tensor& grad_output,
+                     Tensor& grad_src) const {
+    auto [pd, prim] = data_primitive(ctx, s);
+    detail::execute_backward_data(ctx, kernel_name("conv_backward_data"), *prim, *pd, weights, grad_output, grad_src);
+  }
+
+  void backward_weights(Context& ctx, const Shapes& s, const Tensor& src_any, const Tensor& grad_output,
+                        const dnnl::memory::desc& kept_weights, std::span<const bool> need_grad,
+                        std::span<Tensor> grad_inputs) const {
+    auto [pd, prim] = weights_primitive(ctx, s);
     const Tensor src = ctx.reorder(src_any, pd->src_desc());
     detail::execute_backward_weights(ctx, kernel_name("conv_backward_weights"), *prim, *pd, src, grad_output,
-                                     options_.bias, need_grad, grad_inputs);
+                                     kept_weights, options_.bias, need_grad, grad_inputs);
   }
 
   // The kernel's name (nn/kernel_signature.hpp): its kind and what the

@@ -2,8 +2,9 @@
 // whose error messages must read the same for every op, and the execution
 // of the oneDNN primitives that convolution and inner product have in
 // common (an optional bias on the forward pass and on the weight gradient,
-// parameter gradients handed back plain). Templates take the primitive
-// descriptor, which differs between the two ops while its accessors do not.
+// parameter gradients handed back in the layouts the parameters are kept
+// in, the weights' layout chosen). Templates take the primitive descriptor,
+// which differs between the two ops while its accessors do not.
 #pragma once
 
 #include <cstddef>
@@ -70,6 +71,22 @@ inline std::vector<bool> weighted_backward_reads_inputs(std::size_t inputs) {
   return reads;
 }
 
+// The layout a weighted primitive's weights are kept in (Op::parameter_desc):
+// the one most of its three primitives use, the forward's when all differ.
+// Each primitive whose layout it is not reorders the weights (forward,
+// backward data) or the gradient (backward weights) every iteration. Plain
+// when that layout pads the weights (channels no multiple of the block): the
+// weights, their momentum and gradient would be larger for the whole run,
+// while a reorder's padded copy lives for one kernel.
+inline dnnl::memory::desc most_used_weights_desc(const dnnl::memory::desc& forward,
+                                                 const dnnl::memory::desc& backward_data,
+                                                 const dnnl::memory::desc& backward_weights) {
+  const dnnl::memory::desc& most_used =
+      forward != backward_data && backward_data == backward_weights ? backward_data : forward;
+  const dnnl::memory::desc plain = plain_desc(most_used.dims());
+  return most_used.get_size() > plain.get_size() ? plain : most_used;
+}
+
 // The forward pass of a weighted primitive (convolution, inner product) with
 // or without a bias: the trainer keeps the bias plain, so when there is one
 // (`bias_plain` not null) it is reordered to the primitive's layout first.
@@ -88,13 +105,13 @@ void execute_forward(Context& ctx, const std::string& name, const dnnl::primitiv
   }
 }
 
-// The source gradient of a weighted primitive: the plain weights and the
-// output gradient are reordered to the primitive's layouts; `grad_src` is
-// made in the layout the primitive picked.
+// The source gradient of a weighted primitive: the weights (in the layout
+// the trainer keeps them in) and the output gradient are reordered to the
+// primitive's layouts; `grad_src` is made in the layout the primitive picked.
 template <typename DataPd>
 void execute_backward_data(Context& ctx, const std::string& name, const dnnl::primitive& prim, const DataPd& pd,
-                           const Tensor& weights_plain, const Tensor& grad_output, Tensor& grad_src) {
-  const Tensor weights = ctx.reorder(weights_plain, pd.weights_desc());
+                           const Tensor& kept_weights, const Tensor& grad_output, Tensor& grad_src) {
+  const Tensor weights = ctx.reorder(kept_weights, pd.weights_desc());
   const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
   grad_src = ctx.make(pd.diff_src_desc());
   ctx.execute(name, prim, pd.scratchpad_desc(),
@@ -105,12 +122,15 @@ void execute_backward_data(Context& ctx, const std::string& name, const dnnl::pr
 // whose inputs are (src, weights[, bias]). oneDNN computes both in one call
 // whenever the primitive was made with a bias, so the bias gradient is
 // always produced then; only the ones need_grad asks for are handed back,
-// in grad_inputs[1] and [2], plain because the optimiser updates the plain
-// parameters element by element. `src` is in the primitive's layout.
+// in grad_inputs[1] and [2], in the layouts the trainer keeps the weights
+// (`kept_weights`) and the bias (plain) in, because the optimiser updates
+// each parameter element by element with its gradient in its own layout.
+// `src` is in the primitive's layout.
 template <typename WeightsPd>
 void execute_backward_weights(Context& ctx, const std::string& name, const dnnl::primitive& prim,
-                              const WeightsPd& pd, const Tensor& src, const Tensor& grad_output, bool bias,
-                              std::span<const bool> need_grad, std::span<Tensor> grad_inputs) {
+                              const WeightsPd& pd, const Tensor& src, const Tensor& grad_output,
+                              const dnnl::memory::desc& kept_weights, bool bias, std::span<const bool> need_grad,
+                              std::span<Tensor> grad_inputs) {
   const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
   Tensor diff_weights = ctx.make(pd.diff_weights_desc());
   if (bias) {
@@ -123,7 +143,7 @@ void execute_backward_weights(Context& ctx, const std::string& name, const dnnl:
     ctx.execute(name, prim, pd.scratchpad_desc(),
                 {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
   }
-  if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, plain_desc(diff_weights.dims()));
+  if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, kept_weights);
 }
 
 }  // namespace cachedarrays::nn::detail

@@ -53,6 +53,7 @@ struct Options {
   int crop_padding = 0;
   bool flip = false;
   bool update_after_backward = false;
+  bool plain_parameters = false;
   std::string checkpoint;
   bool resume = false;
   std::string policy = "ca-lm";
@@ -157,6 +158,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--update-after-backward", o.update_after_backward,
                "run every parameter's SGD step after the backward pass instead of right after the backward step "
                "that finishes its gradient (the same losses; gradients then live to the iteration's end)");
+  app.add_flag("--plain-parameters", o.plain_parameters,
+               "keep weights plain instead of in the layout most of their oneDNN primitives use (the same losses; "
+               "each primitive then reorders its weights, or its gradient, every iteration)");
   app.add_option("--checkpoint", o.checkpoint,
                  "save parameters, momentum, running statistics and the data position to FILE after every epoch "
                  "(crash-safely: a new file, flushed, then renamed; libpmem flushes on a DAX mount)");
@@ -444,6 +448,7 @@ void run(Options o, const World& world) {
   options.data_parallel.communicator = world.communicator;
   options.data_parallel.bucket_bytes = static_cast<std::uint64_t>(std::llround(o.bucket_mib * 1024 * 1024));
   options.update_in_backward = !o.update_after_backward;
+  options.parameters_in_primitive_layout = !o.plain_parameters;
   // The program of an iteration, for the policies that plan ahead (ca-lma,
   // ca-lmpa, offset plans); the others ignore it.
   const ca::plan::Program program = nn::dry_run_program(build, options);
@@ -499,12 +504,14 @@ void run(Options o, const World& world) {
              model.depth, model.width, model.batch,
              ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
              model.channels, model.image_size, model.image_size, model.classes, graph.parameter_count());
-  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | SGD {}\n",
+  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | SGD {} | "
+             "weights {}\n",
              ranks > 1 ? " (per rank)" : "", ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
              100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
              o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
              omp_get_max_threads(),
-             options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass");
+             options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass",
+             options.parameters_in_primitive_layout ? "in their primitives' layout" : "plain");
   for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));
 
   nn::Trainer trainer(&rt, std::move(graph), options);  // data parallel: rank 0's parameters on every rank

@@ -161,7 +161,72 @@ TEST_CASE("nn conv: gradient check without the input's gradient (the first layer
                   {test::random_values(216, 13), test::random_values(108, 14, 0.5f), test::random_values(4, 15)}, o);
 }
 
-TEST_CASE("nn conv: backward gives plain weight and bias gradients and reads no output or bias") {
+TEST_CASE("nn conv: a fused ReLU gives the values and gradients of conv then ReLU, bit for bit") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case c{2, 16, 6, 6, 32, 3, 1, 1, true};  // blocked layouts, as in VGG
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", x_dims(c));
+  const nn::ValueId conv_out = nn::conv2d(g, "conv", x, {c.out, c.k, c.stride, c.pad, c.bias});
+  nn::relu(g, "relu", conv_out);
+  nn::conv2d(g, "fused", x, {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad,
+                             .bias = c.bias, .relu = true});
+  nn::Op& conv = *g.nodes()[0].op;
+  nn::Op& relu = *g.nodes()[1].op;
+  nn::Op& fused = *g.nodes()[2].op;
+  CHECK(fused.backward_reads_outputs(1) == std::vector<bool>{true});  // ReLU's gradient is taken from y
+  CHECK(conv.backward_reads_outputs(1) == std::vector<bool>{false});
+
+  const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), test::random_values(count(x_dims(c)), 30)),
+                                    tensor(ctx, nn::plain_desc(w_dims(c)), test::random_values(count(w_dims(c)), 31)),
+                                    tensor(ctx, nn::plain_desc({32}), test::random_values(32, 32))};
+  std::vector<nn::Tensor> saved;
+  std::vector<nn::Tensor> pre(1);
+  conv.forward(ctx, ins, pre, saved);
+  std::vector<nn::Tensor> post(1);
+  relu.forward(ctx, pre, post, saved);
+  std::vector<nn::Tensor> y(1);
+  fused.forward(ctx, ins, y, saved);
+  const std::vector<float> unfused_y = ctx.read(post[0]);
+  CHECK(ctx.read(y[0]) == unfused_y);
+  CHECK(std::count(unfused_y.begin(), unfused_y.end(), 0.0f) > 0);  // the ReLU did cut something
+
+  // A second handle on dy: shared, so neither backward may overwrite it.
+  const nn::Tensor dy = tensor(ctx, y[0].desc(), test::random_values(count(y_dims(c)), 33));
+  const std::vector<float> dy_values = ctx.read(dy);
+  const std::vector<nn::Tensor> grad_outs{dy};
+  const bool need[] = {true, true, true};
+  std::vector<nn::Tensor> grad_pre(1);
+  const bool need_x[] = {true};
+  relu.backward(ctx, pre, post, grad_outs, saved, need_x, grad_pre);
+  std::vector<nn::Tensor> unfused_grads(3);
+  conv.backward(ctx, ins, pre, grad_pre, saved, need, unfused_grads);
+  std::vector<nn::Tensor> fused_grads(3);
+  fused.backward(ctx, ins, y, grad_outs, saved, need, fused_grads);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    REQUIRE(fused_grads[i]);
+    CHECK(ctx.read(fused_grads[i]) == ctx.read(unfused_grads[i]));
+  }
+  CHECK(ctx.read(dy) == dy_values);  // shared: left alone
+  // Handed over (the only handle, as the trainer hands its gradients): ReLU's
+  // gradient is taken in place over dy, with the same result.
+  std::vector<nn::Tensor> own{ctx.make(dy.desc())};
+  ctx.copy(dy, own[0]);
+  const std::uint64_t own_id = own[0].id();
+  std::vector<nn::Tensor> in_place_grads(3);
+  fused.backward(ctx, ins, y, own, saved, need, in_place_grads);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(ctx.read(in_place_grads[i]) == ctx.read(unfused_grads[i]));
+  CHECK(ctx.read(own[0]) == ctx.read(grad_pre[0]));  // dy now holds the pre-ReLU gradient
+  CHECK(own[0].id() == own_id);
+  // Without its output the fused backward cannot take ReLU's gradient.
+  std::vector<nn::Tensor> none(1);
+  std::vector<nn::Tensor> grads(3);
+  CHECK_THROWS_AS(fused.backward(ctx, ins, none, grad_outs, saved, need, grads), ca::invalid_operation);
+}
+
+TEST_CASE("nn conv: backward gives the weight gradient in the weights' layout and the bias gradient plain, and "
+          "reads no output or bias") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
   const Case c{2, 16, 6, 6, 32, 3, 1, 1, true};  // channels that make oneDNN pick blocked layouts
@@ -202,6 +267,19 @@ TEST_CASE("nn conv: backward gives plain weight and bias gradients and reads no 
   CHECK(only_weights[1]);
   CHECK_FALSE(only_weights[2]);
   CHECK(ctx.read(only_weights[1]) == ctx.read(grads[1]));
+
+  // Weights kept in the layout the op asks for (Op::parameter_desc, a
+  // blocked one here): the gradient comes back in it, with the same values.
+  const memory::desc kept = op.parameter_desc(ctx, ins, 1);
+  CHECK(kept != nn::plain_desc(w_dims(c)));
+  std::vector<nn::Tensor> blocked_ins = ins;
+  blocked_ins[1] = ctx.reorder(ins[1], kept);
+  std::vector<nn::Tensor> blocked_grads(3);
+  op.backward(ctx, blocked_ins, outs, grad_outs, saved, need, blocked_grads);
+  CHECK(blocked_grads[1].desc() == kept);
+  CHECK(ctx.read(blocked_grads[1]) == ctx.read(grads[1]));
+  blocked_ins[2] = bias_value;
+  CHECK(op.parameter_desc(ctx, blocked_ins, 2) == nn::plain_desc({32}));  // the bias stays plain
 }
 
 TEST_CASE("nn conv: builder adds weight and bias parameters") {

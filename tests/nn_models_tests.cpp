@@ -137,6 +137,14 @@ TEST_CASE("nn models: VGG has torchvision's layers and the paper's deep variants
     CHECK(count_nodes(g, "conv") == 13);
     CHECK(count_nodes(g, "max_pool") == 5);
     CHECK(count_nodes(g, "batch_norm") == 0);
+    // Each convolution's ReLU is fused into it (Conv2dOptions::relu); the
+    // classifier's two stay ops of their own.
+    CHECK(count_nodes(g, "relu") == 2);
+    int fused = 0;
+    for (const nn::Node& node : g.nodes()) {
+      if (node.op->kind() == "conv" && node.op->backward_reads_outputs(1) == std::vector<bool>{true}) ++fused;
+    }
+    CHECK(fused == 13);
   }
   SUBCASE("depth counts weight layers: convolutions + 3 linear") {
     for (int depth : nn::available_depths("vgg")) {
@@ -179,6 +187,7 @@ TEST_CASE("nn models: VGG's CIFAR form is cifar.torch's: batch norm after every 
   const nn::Graph g = nn::build_model(config);
   CHECK(count_nodes(g, "conv") == 13);
   CHECK(count_nodes(g, "batch_norm") == 13);
+  CHECK(count_nodes(g, "relu") == 14);  // batch norm between: nothing fused
   CHECK(count_nodes(g, "linear") == 2);
   CHECK(parameter_dims(g, "features.0.weight") == nn::Dims{64, 3, 3, 3});
   CHECK(parameter_dims(g, "classifier.0.weight") == nn::Dims{512, 512, 1, 1});

@@ -20,6 +20,13 @@ Context::Context(Runtime* runtime, bool run_kernels)
 
 Context::~Context() = default;
 
+dnnl::primitive_attr Context::attr_with(const dnnl::post_ops& post_ops) const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(post_ops);
+  return attr;
+}
+
 std::string key_of(const dnnl::memory::desc& desc) {
   // The C descriptor is plain data: its bytes identify dims, type and layout.
   const auto* bytes = reinterpret_cast<const unsigned char*>(&desc.data);

@@ -402,8 +402,11 @@ void Trainer::backward() {
     const int k = static_cast<int>(kk);
     bool runs = false;
     for (ValueId v : node.inputs) runs = runs || liveness_.needs_grad[static_cast<std::size_t>(v)];
+    // The outputs' gradients are handed over, not shared: nothing needs
+    // them after this step, so an op holding the only handle (use_count 1)
+    // may compute in place over one (a ReLU's backward).
     std::vector<Tensor> grad_outs;
-    for (ValueId v : node.outputs) grad_outs.push_back(grads_[static_cast<std::size_t>(v)]);
+    for (ValueId v : node.outputs) grad_outs.push_back(std::move(grads_[static_cast<std::size_t>(v)]));
     runs = runs && std::any_of(grad_outs.begin(), grad_outs.end(), [](const Tensor& t) { return bool(t); });
     if (runs) {
       // Remake what this backward reads and was not kept (Node::recompute).

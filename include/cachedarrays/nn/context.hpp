@@ -77,6 +77,10 @@ class Context {
   // Attributes every primitive descriptor must be created with (user-mode
   // scratchpad, so that scratch memory comes from the runtime).
   [[nodiscard]] const dnnl::primitive_attr& attr() const noexcept { return attr_; }
+  // Those attributes with `post_ops` (a ReLU fused into a convolution): a
+  // new attribute object, since primitive_attr is a handle whose copies
+  // share one.
+  [[nodiscard]] dnnl::primitive_attr attr_with(const dnnl::post_ops& post_ops) const;
 
   // The primitive descriptor and primitive cached under `key`, created by
   // `make_pd` on first use. Build `key` with `key_of` from every descriptor

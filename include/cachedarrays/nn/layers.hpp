@@ -17,6 +17,11 @@ struct Conv2dOptions {
   std::int64_t stride = 1;
   std::int64_t padding = 0;
   bool bias = false;
+  // y = max(conv(x), 0) in the one kernel (a oneDNN post-op), instead of a
+  // ReLU op after it: the activation is written once, not written, read and
+  // written again. Backward computes ReLU's gradient from y first, as the
+  // ReLU op does; the values are the same as conv then relu.
+  bool relu = false;
 };
 ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions& options);
 // Training-mode batch normalisation over N, H, W (batch statistics),

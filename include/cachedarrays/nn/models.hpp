@@ -10,7 +10,8 @@
 //
 // VGG (11, 13, 16, 19; configs A, B, D, E of Simonyan & Zisserman,
 // torchvision's vgg11/vgg13/vgg16/vgg19 without batch norm): 3x3
-// convolutions (padding 1, with bias) + ReLU in five stages of 64, 128, 256,
+// convolutions (padding 1, with bias) + ReLU (fused into the convolution,
+// Conv2dOptions::relu) in five stages of 64, 128, 256,
 // 512, 512 channels, each stage ending in a 2x2/2 max pool, then
 // Linear(512*7*7 -> 4096) + ReLU, Linear(4096 -> 4096) + ReLU,
 // Linear(4096 -> classes). Dropout is left out (it is not an op of this

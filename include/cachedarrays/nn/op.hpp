@@ -73,7 +73,10 @@ class Op {
                        std::vector<Tensor>& saved) = 0;
   // For every input i with need_grad[i], creates grad_inputs[i] (any layout)
   // holding dLoss/dInput. grad_outputs[j] holds dLoss/dOutput j. Inputs and
-  // outputs that backward_reads_* did not ask for may be empty handles.
+  // outputs that backward_reads_* did not ask for may be empty handles. A
+  // grad_outputs[j] whose use_count() is 1 is the op's alone (the trainer
+  // hands its gradients over): the op may overwrite it, computing in place;
+  // one the op hands to an input as it is (add's) is shared and is not.
   virtual void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                         std::span<const Tensor> grad_outputs, std::vector<Tensor>& saved,
                         std::span<const bool> need_grad, std::span<Tensor> grad_inputs) = 0;

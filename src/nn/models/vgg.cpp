@@ -54,12 +54,21 @@ Graph build(const ModelConfig& config) {
   ValueId x = images;
   const std::vector<int> counts = stage_convolutions(config.depth);
   for (std::size_t stage = 0; stage < counts.size(); ++stage) {
+    // Without batch norm between them, each ReLU is fused into its
+    // convolution (Conv2dOptions::relu): the same values, and the largest
+    // activations (VGG-16's first two, 822 MB each at batch 64) are not
+    // read and written again by a kernel of their own. torchvision's index
+    // of the ReLU is skipped, so the names still match its state_dict.
     const Conv2dOptions conv{.out_channels = scaled(stage_channels[stage], config.width),
-                             .kernel = 3, .stride = 1, .padding = 1, .bias = true};
+                             .kernel = 3, .stride = 1, .padding = 1, .bias = true, .relu = !config.cifar};
     for (int i = 0; i < counts[stage]; ++i) {
       x = conv2d(g, next_name("features."), x, conv);
-      if (config.cifar) x = batch_norm(g, next_name("features."), x);
-      x = relu(g, next_name("features."), x);
+      if (config.cifar) {
+        x = batch_norm(g, next_name("features."), x);
+        x = relu(g, next_name("features."), x);
+      } else {
+        ++index;  // features.<index> is torchvision's ReLU, fused above
+      }
     }
     x = max_pool(g, next_name("features."), x, 2, 2);
   }

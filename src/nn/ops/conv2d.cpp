@@ -14,6 +14,10 @@
 // its gradient stay plain. The source gradient stays in whatever layout
 // oneDNN picked.
 //
+// With Conv2dOptions::relu the forward primitive applies ReLU as a post-op
+// ("conv_relu" kernels) and backward first turns dy into the pre-ReLU
+// gradient from y, with ReLU's own backward kernel (op_support.hpp).
+//
 // Backward reads the source (for the weight gradient) and the weights (for
 // the source gradient), never the bias or the output.
 #include <memory>
@@ -82,8 +86,9 @@ class Conv2d final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t inputs) const override {
     return detail::weighted_backward_reads_inputs(inputs);
   }
+  // With a fused ReLU, backward reads y for ReLU's gradient, as the ReLU op would.
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t outputs) const override {
-    return std::vector<bool>(outputs, false);
+    return std::vector<bool>(outputs, options_.relu);
   }
 
   void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
@@ -93,18 +98,28 @@ class Conv2d final : public Op {
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
     const Tensor weights = ctx.reorder(inputs[1], pd->weights_desc());
     outputs[0] = ctx.make(pd->dst_desc());
-    detail::execute_forward(ctx, kernel_name("conv"), *prim, *pd, src, weights, options_.bias ? &inputs[2] : nullptr,
-                            outputs[0]);
+    detail::execute_forward(ctx, kernel_name(options_.relu ? "conv_relu" : "conv"), *prim, *pd, src, weights,
+                            options_.bias ? &inputs[2] : nullptr, outputs[0]);
   }
 
-  void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
+  void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                 std::span<const Tensor> grad_outputs, std::vector<Tensor>&, std::span<const bool> need_grad,
                 std::span<Tensor> grad_inputs) override {
     const Shapes s = shapes(inputs[0].dims());
-    if (need_grad[0]) backward_data(ctx, s, inputs[1], grad_outputs[0], grad_inputs[0]);
+    // A fused ReLU's gradient first (dy where y > 0), as its own kernel:
+    // the convolution's backward primitives take the pre-ReLU gradient.
+    Tensor relu_grad;
+    if (options_.relu) {
+      if (!outputs[0]) {
+        throw invalid_operation("cachedarrays::nn: backward of " + where() + " (ReLU fused) needs its forward output");
+      }
+      relu_grad = detail::relu_backward(ctx, outputs[0], grad_outputs[0]);
+    }
+    const Tensor& grad_output = options_.relu ? relu_grad : grad_outputs[0];
+    if (need_grad[0]) backward_data(ctx, s, inputs[1], grad_output, grad_inputs[0]);
     const bool bias_grad = options_.bias && need_grad[2];
     if (need_grad[1] || bias_grad) {
-      backward_weights(ctx, s, inputs[0], grad_outputs[0], inputs[1].desc(), need_grad, grad_inputs);
+      backward_weights(ctx, s, inputs[0], grad_output, inputs[1].desc(), need_grad, grad_inputs);
     }
   }
 
@@ -132,7 +147,8 @@ class Conv2d final : public Op {
     Shapes s{any_desc(x), any_desc(w), options_.bias ? plain_desc({options_.out_channels}) : dnnl::memory::desc(),
              any_desc(y), {}};
     s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst) + ":k" + std::to_string(k) + "s" +
-            std::to_string(options_.stride) + "p" + std::to_string(options_.padding) + (options_.bias ? "b" : "");
+            std::to_string(options_.stride) + "p" + std::to_string(options_.padding) + (options_.bias ? "b" : "") +
+            (options_.relu ? "r" : "");
     return s;
   }
 
@@ -150,7 +166,11 @@ class Conv2d final : public Op {
     return ctx.cached<ForwardPd, dnnl::convolution_forward>("conv.fwd:" + s.key, [&] {
       const dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, s.src,
                                                s.weights, s.bias, s.dst, strides(), padding(), padding());
-      return ForwardPd(d, ctx.attr(), ctx.engine());
+      if (!options_.relu) return ForwardPd(d, ctx.attr(), ctx.engine());
+      // y = max(conv(x), 0) as the primitive writes it: an eltwise post-op.
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      return ForwardPd(d, ctx.attr_with(relu), ctx.engine());
     });
   }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,47 @@ inline std::vector<bool> weighted_backward_reads_inputs(std::size_t inputs) {
   reads.at(0) = true;  // src: the weight gradient
   reads.at(1) = true;  // weights: the source gradient
   return reads;
+}
+
+// ReLU's algorithm: its backward reads y (the output), not x (relu.cpp says
+// why), and dx = dy where y > 0 is the same mask as x > 0.
+inline constexpr dnnl::algorithm relu_algorithm = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+
+// The ReLU forward primitive for a source of this layout.
+inline std::pair<const dnnl::eltwise_forward::primitive_desc*, const dnnl::eltwise_forward*> relu_forward_primitive(
+    Context& ctx, const dnnl::memory::desc& src) {
+  return ctx.cached<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>("relu.fwd:" + key_of(src), [&] {
+    const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, relu_algorithm, src);
+    return dnnl::eltwise_forward::primitive_desc(d, ctx.attr(), ctx.engine());
+  });
+}
+
+// dx of a ReLU from its output `dst` and dy (`grad_output`), one
+// "relu_backward" kernel: the ReLU op's backward, and the first half of a
+// convolution's whose ReLU is fused into it (Conv2dOptions::relu). In place
+// over dy when the op holds dy's only handle (Op::backward) in dx's layout:
+// oneDNN's eltwise backward runs in place, and no second gradient of the
+// activation's size exists while it does (dy is listed as written, its
+// contents overwritten).
+inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_output) {
+  const dnnl::memory::desc& desc = dst.desc();  // the source's layout too
+  auto [pd, prim] = ctx.cached<dnnl::eltwise_backward::primitive_desc, dnnl::eltwise_backward>(
+      "relu.bwd:" + key_of(desc), [&] {
+        const auto* fwd = relu_forward_primitive(ctx, desc).first;
+        const dnnl::eltwise_backward::desc d(relu_algorithm, desc, desc);
+        return dnnl::eltwise_backward::primitive_desc(d, ctx.attr(), ctx.engine(), *fwd);
+      });
+  if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc() &&
+      pd->diff_dst_desc() == pd->diff_src_desc()) {
+    ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
+                {in(DNNL_ARG_DST, dst), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
+    return grad_output;
+  }
+  const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
+  Tensor grad_src = ctx.make(pd->diff_src_desc());
+  ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
+              {in(DNNL_ARG_DST, dst), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+  return grad_src;
 }
 
 // The layout a weighted primitive's weights are kept in (Op::parameter_desc):

@@ -25,10 +25,7 @@ namespace cachedarrays::nn {
 
 namespace {
 
-using dnnl::algorithm;
-using dnnl::prop_kind;
-
-constexpr algorithm relu_algorithm = algorithm::eltwise_relu_use_dst_for_bwd;
+using detail::relu_forward_primitive;
 
 class Relu final : public Op {
  public:
@@ -52,7 +49,7 @@ class Relu final : public Op {
   void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
-    auto [pd, prim] = forward_primitive(ctx, src.desc());
+    auto [pd, prim] = relu_forward_primitive(ctx, src.desc());
     if (detail::writes_in_place(outputs[0], src, pd->dst_desc())) {
       // oneDNN's eltwise runs in place; the source is listed as written
       // because its contents are overwritten.
@@ -71,28 +68,10 @@ class Relu final : public Op {
     if (!dst) {
       throw invalid_operation("cachedarrays::nn: backward of relu '" + name_ + "' needs its forward output");
     }
-    const dnnl::memory::desc& desc = dst.desc();  // the source's layout too
-    const std::string key = "relu.bwd:" + key_of(desc);
-    auto [pd, prim] = ctx.cached<dnnl::eltwise_backward::primitive_desc, dnnl::eltwise_backward>(key, [&] {
-      const auto* fwd = forward_primitive(ctx, desc).first;
-      const dnnl::eltwise_backward::desc d(relu_algorithm, desc, desc);
-      return dnnl::eltwise_backward::primitive_desc(d, ctx.attr(), ctx.engine(), *fwd);
-    });
-    const Tensor diff_dst = ctx.reorder(grad_outputs[0], pd->diff_dst_desc());
-    grad_inputs[0] = ctx.make(pd->diff_src_desc());
-    ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_DST, dst), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
+    grad_inputs[0] = detail::relu_backward(ctx, dst, grad_outputs[0]);
   }
 
  private:
-  static std::pair<const dnnl::eltwise_forward::primitive_desc*, const dnnl::eltwise_forward*> forward_primitive(
-      Context& ctx, const dnnl::memory::desc& src) {
-    return ctx.cached<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>("relu.fwd:" + key_of(src), [&] {
-      const dnnl::eltwise_forward::desc d(prop_kind::forward_training, relu_algorithm, src);
-      return dnnl::eltwise_forward::primitive_desc(d, ctx.attr(), ctx.engine());
-    });
-  }
-
   std::string name_;
 };
 

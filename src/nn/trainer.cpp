@@ -186,7 +186,7 @@ void Trainer::initialise_parameters(std::uint64_t seed, const std::vector<dnnl::
     ctx_.write(w, values);
     values_[static_cast<std::size_t>(p)] = std::move(w);
     Tensor m = ctx_.make(layout);
-    ctx_.fill(m, 0.0f);  // the whole buffer: a blocked layout's padding too
+    ctx_.fill(m, 0.0f);  // the whole buffer, padding too if a layout had any
     momentum_[static_cast<std::size_t>(p)] = std::move(m);
   }
 }
@@ -496,8 +496,9 @@ void Trainer::update_parameter(ValueId p) {
   if (!grads_[v]) return;
   const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
   grads_[v].reset();
-  // Every float of the buffer: in a blocked layout the padding is zero in
-  // all three, and stays zero.
+  // Every float of the buffer, not the logical elements: a layout that pads
+  // (none is kept today, detail::most_used_weights_desc) would hold zeros
+  // there in all three, which stay zero.
   const std::size_t count = values_[v].bytes() / sizeof(float);
   const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
                             out(DNNL_ARG_DST, momentum_[v])};

@@ -127,9 +127,8 @@ class Conv2d final : public Op {
                                                   std::size_t input) const override {
     if (input != 1) return Op::parameter_desc(ctx, inputs, input);  // the bias
     const Shapes s = shapes(inputs[0].dims());
-    return detail::most_used_weights_desc(forward_primitive(ctx, s).first->weights_desc(),
-                                          data_primitive(ctx, s).first->weights_desc(),
-                                          weights_primitive(ctx, s).first->diff_weights_desc());
+    return detail::most_used_weights_desc(*forward_primitive(ctx, s).first, *data_primitive(ctx, s).first,
+                                          *weights_primitive(ctx, s).first);
   }
 
  private:

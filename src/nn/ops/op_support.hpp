@@ -100,8 +100,9 @@ inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_
         const dnnl::eltwise_backward::desc d(relu_algorithm, desc, desc);
         return dnnl::eltwise_backward::primitive_desc(d, ctx.attr(), ctx.engine(), *fwd);
       });
-  if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc() &&
-      pd->diff_dst_desc() == pd->diff_src_desc()) {
+  // dy and dx share one descriptor (the eltwise backward desc above), so dy
+  // in that layout can be dx.
+  if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc()) {
     ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
                 {in(DNNL_ARG_DST, dst), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
     return grad_output;
@@ -120,9 +121,12 @@ inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_
 // when that layout pads the weights (channels no multiple of the block): the
 // weights, their momentum and gradient would be larger for the whole run,
 // while a reorder's padded copy lives for one kernel.
-inline dnnl::memory::desc most_used_weights_desc(const dnnl::memory::desc& forward,
-                                                 const dnnl::memory::desc& backward_data,
-                                                 const dnnl::memory::desc& backward_weights) {
+template <typename ForwardPd, typename DataPd, typename WeightsPd>
+dnnl::memory::desc most_used_weights_desc(const ForwardPd& forward_pd, const DataPd& data_pd,
+                                          const WeightsPd& weights_pd) {
+  const dnnl::memory::desc forward = forward_pd.weights_desc();
+  const dnnl::memory::desc backward_data = data_pd.weights_desc();
+  const dnnl::memory::desc backward_weights = weights_pd.diff_weights_desc();
   const dnnl::memory::desc& most_used =
       forward != backward_data && backward_data == backward_weights ? backward_data : forward;
   const dnnl::memory::desc plain = plain_desc(most_used.dims());

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -322,7 +323,8 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
 }
 
 TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
-          "then the 3 judged fastest with copies issued further ahead") {
+          "then the 3 judged fastest with copies issued further ahead, then the 3 fastest plans with longer "
+          "short-lived objects") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
   const auto period_of = [](const AutotmPlan& plan) {
@@ -332,6 +334,11 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
   };
   const auto ahead_of = [](const AutotmPlan& plan) {
     const std::string said = "copies in issued up to ";
+    const std::size_t at = plan.status.find(said);
+    return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
+  };
+  const auto short_lived_of = [](const AutotmPlan& plan) {
+    const std::string said = "short-lived up to ";
     const std::size_t at = plan.status.find(said);
     return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
@@ -347,16 +354,18 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     o.fast_limit = limit;
     o.alignment = 0;
     const ca::plan::RedlPlan searched = ca::plan::redl_plan(p, costs, o);
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> asked;  // period size, periods ahead
-    // This judge prefers long periods, and then copies issued far ahead,
-    // whatever the model says.
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> asked;  // period size, ahead, short-lived
+    // This judge prefers long periods, then copies issued far ahead, then
+    // long short-lived objects, whatever the model says.
     const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
-      asked.emplace_back(period_of(plan), ahead_of(plan));
-      return -static_cast<double>(100 * asked.back().first + asked.back().second);
+      asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan));
+      const auto& [size, ahead, short_lived] = asked.back();
+      return -static_cast<double>(10000 * size + 100 * ahead + short_lived);
     };
     const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
     CHECK(period_of(unjudged) == searched.period_layers);
     CHECK(ahead_of(unjudged) == 1);
+    CHECK(short_lived_of(unjudged) == 1);
     const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
     if (searched.search.size() < 2) {
       CHECK(asked.empty());  // one size tried: nothing to weigh
@@ -369,22 +378,31 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     std::stable_sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
       return a.modeled_seconds < b.modeled_seconds;
     });
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> expected{{searched.period_layers, 1}};
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> expected{{searched.period_layers, 1, 1}};
     for (const ca::plan::RedlTrial& t : by_model) {
-      if (expected.size() < 16 && t.period_layers != searched.period_layers) expected.emplace_back(t.period_layers, 1);
+      if (expected.size() < 16 && t.period_layers != searched.period_layers) {
+        expected.emplace_back(t.period_layers, 1, 1);
+      }
     }
     // Then the three judged fastest (here the longest), fastest first, with
     // copies issued 2, 3, 4, 6, 8, 12, 16, 20 and 24 periods ahead.
     std::vector<std::uint32_t> sizes;
-    for (const auto& [size, ahead] : expected) sizes.push_back(size);
+    for (const auto& [size, ahead, short_lived] : expected) sizes.push_back(size);
     std::sort(sizes.rbegin(), sizes.rend());
     sizes.resize(std::min<std::size_t>(sizes.size(), 3));
     for (const std::uint32_t size : sizes) {
-      for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) expected.emplace_back(size, ahead);
+      for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) expected.emplace_back(size, ahead, 1);
+    }
+    // Then the three plans judged fastest (the longest size, 24, 20 and 16
+    // periods ahead), each with objects of up to 2, 4, 6, 8 and 12 layers
+    // held as short-lived.
+    for (const std::uint32_t ahead : {24u, 20u, 16u}) {
+      for (const std::uint32_t layers : {2u, 4u, 6u, 8u, 12u}) expected.emplace_back(sizes.front(), ahead, layers);
     }
     CHECK(asked == expected);
     CHECK(period_of(judged) == sizes.front());
     CHECK(ahead_of(judged) == 24);
+    CHECK(short_lived_of(judged) == 12);
     CHECK(judged.judged == expected.size());
     test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " plans");
   }

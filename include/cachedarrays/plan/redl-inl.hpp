@@ -1080,6 +1080,9 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
                 (options.issue_periods > 1
                      ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
                      : std::string{}) +
+                (options.short_lived_layers > 1
+                     ? ", short-lived up to " + std::to_string(options.short_lived_layers) + " layers"
+                     : std::string{}) +
                 ", modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
                 std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) +
                 " s), " + std::to_string(in) + " copies in, " + std::to_string(out) + " out, " +

@@ -96,8 +96,10 @@
 //      RedlPlan::search keeps every size tried with its modeled time: the
 //      policy (policy/redl_policy.hpp) has the best 16 judged by a replay
 //      on the executor when it is given a judge, since this model ranks
-//      them differently from the executor, and then the 3 judged fastest
-//      with their copies in issued further ahead (issue_periods).
+//      them differently from the executor, then the 3 judged fastest
+//      with their copies in issued further ahead (issue_periods), then the
+//      3 plans judged fastest with objects of a few layers held as
+//      short-lived (short_lived_layers).
 //
 // Where the paper leaves a choice open, this file's reading:
 //   - Liveness is counted between uses, not from allocation to free (§II-B

@@ -15,8 +15,10 @@
 // overflows): the first plan searches the period size, the retries keep it.
 // Given a judge (AutotmPolicyOptions::judge, e.g. sim/replay_judge.hpp),
 // the 16 sizes the search's model rates best (its choice first) are each
-// planned and fitted so, and the plan the judge times fastest is kept; the
-// plan's status and `judged` say so.
+// planned and fitted so, then the 3 judged fastest with their copies in
+// issued up to 2..24 periods ahead, then the 3 plans judged fastest with
+// objects of up to 2..12 layers held as short-lived; the plan the judge
+// times fastest is kept, and the plan's status and `judged` say so.
 #pragma once
 
 #include "cachedarrays/config.hpp"

@@ -134,12 +134,18 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
       if (judged.size() >= judged_periods) break;
       if (t.period_layers != chosen) judge(fitted_at(t.period_layers));
     }
+    // The `n` plans judged fastest so far, fastest first (ties in the
+    // order judged).
+    const auto by_seconds = [](const Judged& a, const Judged& b) { return a.seconds < b.seconds; };
+    const auto fastest_judged = [&](std::size_t n) {
+      std::vector<Judged> fastest = judged;
+      std::stable_sort(fastest.begin(), fastest.end(), by_seconds);
+      fastest.resize(std::min(fastest.size(), n));
+      return fastest;
+    };
     // The sizes judged fastest, with their copies in issued further ahead
     // than period t-1 where the DRAM they need is free that long.
-    std::vector<Judged> fastest = judged;
-    std::stable_sort(fastest.begin(), fastest.end(), [](const Judged& a, const Judged& b) { return a.seconds < b.seconds; });
-    fastest.resize(std::min<std::size_t>(fastest.size(), sizes_judged_ahead));
-    for (const Judged& f : fastest) {
+    for (const Judged& f : fastest_judged(sizes_judged_ahead)) {
       for (const std::uint32_t ahead : issue_periods_judged) {
         options.issue_periods = ahead;
         judge(fitted_at(f.period_layers));
@@ -147,11 +153,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     }
     // The plans judged fastest so far, each with short-lived stretched to
     // more layers.
-    std::vector<Judged> fastest_plans = judged;
-    std::stable_sort(fastest_plans.begin(), fastest_plans.end(),
-                     [](const Judged& a, const Judged& b) { return a.seconds < b.seconds; });
-    fastest_plans.resize(std::min<std::size_t>(fastest_plans.size(), plans_judged_short_lived));
-    for (const Judged& f : fastest_plans) {
+    for (const Judged& f : fastest_judged(plans_judged_short_lived)) {
       options.issue_periods = f.issue_periods;
       for (const std::uint32_t layers : short_lived_layers_judged) {
         options.short_lived_layers = layers;
@@ -160,9 +162,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     }
     options.short_lived_layers = 1;
     options.issue_periods = 1;
-    const Judged& kept = *std::min_element(judged.begin(), judged.end(), [](const Judged& a, const Judged& b) {
-      return a.seconds < b.seconds;
-    });
+    const Judged& kept = *std::min_element(judged.begin(), judged.end(), by_seconds);
     const std::string line =
         "judged " + std::to_string(judged.size()) + " plans: periods of " + std::to_string(kept.period_layers) +
         " layers, copies in issued up to " + std::to_string(kept.issue_periods) + " period(s) ahead, short-lived up to " +

@@ -324,7 +324,7 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
 
 TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
           "then the 3 judged fastest with copies issued further ahead, then the 3 fastest plans with longer "
-          "short-lived objects") {
+          "short-lived objects; once with room by first use, once by slow-tier cost") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
   const auto period_of = [](const AutotmPlan& plan) {
@@ -342,6 +342,9 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     const std::size_t at = plan.status.find(said);
     return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
+  const auto by_cost_of = [](const AutotmPlan& plan) {
+    return plan.status.find("room by slow-tier cost") != std::string::npos;
+  };
   const ca::policy::PlannerHook hook = ca::policy::redl_planner("redl").value();
   int judged_runs = 0;
   for (int i = 0; i < 30; ++i) {
@@ -354,18 +357,22 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     o.fast_limit = limit;
     o.alignment = 0;
     const ca::plan::RedlPlan searched = ca::plan::redl_plan(p, costs, o);
-    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> asked;  // period size, ahead, short-lived
+    // Period size, ahead, short-lived, room by slow-tier cost.
+    using Asked = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool>;
+    std::vector<Asked> asked;
     // This judge prefers long periods, then copies issued far ahead, then
-    // long short-lived objects, whatever the model says.
+    // long short-lived objects, then room by slow-tier cost, whatever the
+    // model says.
     const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
-      asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan));
-      const auto& [size, ahead, short_lived] = asked.back();
-      return -static_cast<double>(10000 * size + 100 * ahead + short_lived);
+      asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan), by_cost_of(plan));
+      const auto& [size, ahead, short_lived, by_cost] = asked.back();
+      return -(10000.0 * size + 100.0 * ahead + short_lived + (by_cost ? 0.5 : 0.0));
     };
     const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
     CHECK(period_of(unjudged) == searched.period_layers);
     CHECK(ahead_of(unjudged) == 1);
     CHECK(short_lived_of(unjudged) == 1);
+    CHECK(!by_cost_of(unjudged));
     const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
     if (searched.search.size() < 2) {
       CHECK(asked.empty());  // one size tried: nothing to weigh
@@ -378,31 +385,36 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     std::stable_sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
       return a.modeled_seconds < b.modeled_seconds;
     });
-    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> expected{{searched.period_layers, 1, 1}};
+    std::vector<std::uint32_t> rated{searched.period_layers};
     for (const ca::plan::RedlTrial& t : by_model) {
-      if (expected.size() < 16 && t.period_layers != searched.period_layers) {
-        expected.emplace_back(t.period_layers, 1, 1);
-      }
+      if (rated.size() < 16 && t.period_layers != searched.period_layers) rated.push_back(t.period_layers);
     }
     // Then the three judged fastest (here the longest), fastest first, with
     // copies issued 2, 3, 4, 6, 8, 12, 16, 20 and 24 periods ahead.
-    std::vector<std::uint32_t> sizes;
-    for (const auto& [size, ahead, short_lived] : expected) sizes.push_back(size);
+    std::vector<std::uint32_t> sizes = rated;
     std::sort(sizes.rbegin(), sizes.rend());
-    sizes.resize(std::min<std::size_t>(sizes.size(), 3));
-    for (const std::uint32_t size : sizes) {
-      for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) expected.emplace_back(size, ahead, 1);
-    }
+    if (sizes.size() > 3) sizes.erase(sizes.begin() + 3, sizes.end());
     // Then the three plans judged fastest (the longest size, 24, 20 and 16
     // periods ahead), each with objects of up to 2, 4, 6, 8 and 12 layers
-    // held as short-lived.
-    for (const std::uint32_t ahead : {24u, 20u, 16u}) {
-      for (const std::uint32_t layers : {2u, 4u, 6u, 8u, 12u}) expected.emplace_back(sizes.front(), ahead, layers);
+    // held as short-lived. All of it with the room of a tight period by
+    // first use, then all of it again by slow-tier cost.
+    std::vector<Asked> expected;
+    for (const bool by_cost : {false, true}) {
+      for (const std::uint32_t size : rated) expected.emplace_back(size, 1, 1, by_cost);
+      for (const std::uint32_t size : sizes) {
+        for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) {
+          expected.emplace_back(size, ahead, 1, by_cost);
+        }
+      }
+      for (const std::uint32_t ahead : {24u, 20u, 16u}) {
+        for (const std::uint32_t layers : {2u, 4u, 6u, 8u, 12u}) expected.emplace_back(sizes.front(), ahead, layers, by_cost);
+      }
     }
     CHECK(asked == expected);
     CHECK(period_of(judged) == sizes.front());
     CHECK(ahead_of(judged) == 24);
     CHECK(short_lived_of(judged) == 12);
+    CHECK(by_cost_of(judged));
     CHECK(judged.judged == expected.size());
     test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " plans");
   }

@@ -421,6 +421,54 @@ TEST_CASE("redl: Algorithm 1 leaves the shortest-lived objects in the slow tier 
   CHECK(r.modeled_seconds == doctest::Approx(2.5));
 }
 
+TEST_CASE("redl: where a period's objects do not all fit, the room goes by first use, or by slow-tier cost when asked") {
+  // Five kernels of 1 s. A (6000 B) is written by kernel 0 and read by
+  // kernel 3; B (6000 B) is written by kernel 3 and read by kernel 4. The
+  // fast tier holds one of them, and nothing during kernel 1: A goes out
+  // after kernel 0. Periods of one kernel: period 3 needs A (a copy in)
+  // and B (created), which do not both fit.
+  const Program p = program_of({{6000, false}, {6000, false}}, {{{0, W}}, {}, {}, {{0, R}, {1, W}}, {{1, R}}});
+  AutotmCosts costs = flat_costs(p, 1, 0.5, 1e-5, 1e-5);
+  costs.pmm_penalty[3] = {0.2, 1.0};  // kernel 3 reads A from PMM for 0.2 s more, writes B there for 1 s more
+  RedlOptions o;
+  o.fast_limit = 10000;
+  o.kernel_limits = {10000, 0};
+  o.min_bytes = 0;
+  o.period_layers = 1;
+  o.alignment = 0;
+  const auto moves_in = [](const RedlPlan& r) {
+    std::vector<std::uint32_t> in;
+    for (const auto& m : r.moves) {
+      if (m.to_dram) in.push_back(m.object);
+    }
+    return in;
+  };
+
+  // The paper's order: A, first in kernel 3's arguments, is copied in; B
+  // is written to PMM and read there by kernel 4.
+  const RedlPlan first = ca::plan::redl_plan(p, costs, o);
+  CHECK(first.in_dram[3] == std::vector<bool>{true, false});
+  CHECK(!first.in_dram[4][0]);
+  CHECK(moves_in(first) == objects_of({0}));
+  CHECK(first.status.find("room by slow-tier cost") == std::string::npos);
+
+  // By slow-tier cost: B's write would cost 1 s in PMM against A's read
+  // 0.2 s, both per 6000 B; B is created in DRAM and stays for kernel 4, A
+  // is read in place and never copied in.
+  o.room_by_slow_cost = true;
+  const RedlPlan by_cost = ca::plan::redl_plan(p, costs, o);
+  CHECK(by_cost.in_dram[3] == std::vector<bool>{false, true});
+  CHECK(by_cost.in_dram[4][0]);
+  CHECK(moves_in(by_cost).empty());
+  test::check_contains(by_cost.status, "room by slow-tier cost");
+  CHECK(by_cost.modeled_seconds == doctest::Approx(first.modeled_seconds - 1.3));
+
+  for (const RedlPlan* r : {&first, &by_cost}) {
+    CHECK(replay(p, ca::plan::redl_autotm_plan(*r), *r).errors.empty());
+    check_times(p, costs, *r);
+  }
+}
+
 TEST_CASE("redl: on random programs the plan keeps the limit, its moves are consistent and DSMA is exactly the late reads") {
   test::Rng rng(2024);
   std::uint32_t moves_in = 0, writes_back = 0, dsma_total = 0, waited = 0, lowered = 0;

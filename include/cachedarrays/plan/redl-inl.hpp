@@ -622,7 +622,36 @@ class RedlPlacer {
       if (make_room(stays_[i].to, to, bytes_of(o), candidates, lo) && extend(i, to)) continue;
       (void)release(i, lo);
     }
-    for (std::size_t i = 0; i < absent.size(); ++i) bring(absent[i], absent_first[i], t, lo, candidates);
+    for (const std::size_t i : room_order(absent, begin, end)) bring(absent[i], absent_first[i], t, lo, candidates);
+  }
+
+  // The order in which period [begin, end)'s objects not in DRAM are given
+  // room: by first use (Fig. 6's copies in the order the period needs
+  // them), or, with RedlOptions::room_by_slow_cost, the objects whose
+  // slow-tier accesses in the period would cost the kernels most per byte
+  // first (the profiles of §III-B time each kernel with its arguments in
+  // either tier: a write to PMM costs about 6x DRAM's time, a read 3x), so
+  // that where not all fit, the bytes left in the slow tier cost least.
+  [[nodiscard]] std::vector<std::size_t> room_order(const std::vector<std::uint32_t>& absent, std::uint32_t begin,
+                                                    std::uint32_t end) const {
+    std::vector<std::size_t> order(absent.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (!p_.options_.room_by_slow_cost) return order;
+    std::vector<double> per_byte(absent.size(), 0);
+    std::vector<std::int64_t> slot(objects_.size(), -1);
+    for (std::size_t i = 0; i < absent.size(); ++i) slot[absent[i]] = static_cast<std::int64_t>(i);
+    for (std::uint32_t k = begin; k < end; ++k) {
+      const std::vector<ProgramArg>& args = program_.kernels()[k].args;
+      for (std::size_t a = 0; a < args.size(); ++a) {
+        const std::int64_t i = slot[args[a].object];
+        if (i >= 0) per_byte[static_cast<std::size_t>(i)] += p_.costs_.pmm_penalty[k][a];
+      }
+    }
+    for (std::size_t i = 0; i < absent.size(); ++i) {
+      per_byte[i] /= static_cast<double>(std::max<std::uint64_t>(1, objects_[absent[i]].bytes));
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return per_byte[a] > per_byte[b]; });
+    return order;
   }
 
   // Period 0: the objects the previous iteration left in DRAM, and those
@@ -1080,6 +1109,7 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
                 (options.issue_periods > 1
                      ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
                      : std::string{}) +
+                (options.room_by_slow_cost ? ", room by slow-tier cost" : "") +
                 (options.short_lived_layers > 1
                      ? ", short-lived up to " + std::to_string(options.short_lived_layers) + " layers"
                      : std::string{}) +

@@ -99,7 +99,8 @@
 //      them differently from the executor, then the 3 judged fastest
 //      with their copies in issued further ahead (issue_periods), then the
 //      3 plans judged fastest with objects of a few layers held as
-//      short-lived (short_lived_layers).
+//      short-lived (short_lived_layers); all of it again with the room of a
+//      tight period given by slow-tier cost (room_by_slow_cost).
 //
 // Where the paper leaves a choice open, this file's reading:
 //   - Liveness is counted between uses, not from allocation to free (§II-B
@@ -115,6 +116,11 @@
 //     write-back never overlaps a use. When the last use ends period t-1 and
 //     the next kernel is not free to host the copy, the copy out is
 //     synchronous after that use.
+//   - Which of a period's objects get the room when not all fit: Fig. 6
+//     migrates what the period needs without an order, and "most requested"
+//     first; here by first use in the period, or (room_by_slow_cost) by what
+//     their slow-tier accesses cost per byte, from the profiles of §III-B,
+//     which time each kernel with its tensors in either memory.
 //   - A kernel that writes an object whose copy in has not arrived waits
 //     for it instead of DSMA: our runtime's write pin waits for a copy in
 //     flight out of the region it writes (data_manager.hpp copyto_async),
@@ -159,6 +165,11 @@ struct RedlOptions {
   // t - issue_periods (the paper's, 1: during period t-1), where the DRAM
   // it needs is free that long; >= 1.
   std::uint32_t issue_periods = 1;
+  // Where a period's objects do not all fit, which get the room: false,
+  // the paper's order of first use in the period; true, the costliest in
+  // the slow tier per byte first (by the costs' pmm_penalty), so that what
+  // stays there is what the kernels read cheapest from it.
+  bool room_by_slow_cost = false;
   // Long-lived objects under this are not migrated but held like short-lived
   // ones (§II-B's small objects are under 4 KB).
   std::uint64_t min_bytes = 4096;

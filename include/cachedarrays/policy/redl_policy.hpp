@@ -17,8 +17,10 @@
 // the 16 sizes the search's model rates best (its choice first) are each
 // planned and fitted so, then the 3 judged fastest with their copies in
 // issued up to 2..24 periods ahead, then the 3 plans judged fastest with
-// objects of up to 2..12 layers held as short-lived; the plan the judge
-// times fastest is kept, and the plan's status and `judged` say so.
+// objects of up to 2..12 layers held as short-lived — all of it once with
+// the room of a tight period given by first use and once by slow-tier cost;
+// the plan the judge times fastest is kept, and the plan's status and
+// `judged` say so.
 #pragma once
 
 #include "cachedarrays/config.hpp"

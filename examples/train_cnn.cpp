@@ -534,9 +534,10 @@ void run(Options o, const World& world) {
   if (autotm != nullptr) {
     const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
     fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
-               "planned moves in and {} out made; {} objects the plan put in fast memory found no hole there\n",
+               "planned moves in and {} out made ({} moves in put off while a write-back held their DRAM); {} "
+               "objects the plan put in fast memory found no hole there\n",
                autotm->name(), c.iterations_followed, c.departures, c.unplanned_iterations, c.moves_in, c.moves_out,
-               c.unplanned);
+               c.deferred_in, c.unplanned);
   }
   if (placement != nullptr) {
     const ca::policy::PlannedPlacement::Counters& c = placement->counters();

@@ -489,3 +489,93 @@ TEST_CASE("autotm policy: a move out still landing is given up when the plan wan
   CHECK(holds(b, 2));
   rt.manager().check_invariants(true);
 }
+
+TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back holds is put off, not waited for") {
+  // A, B and C (256 KiB each) live across iterations: k0 writes A, k1-k3
+  // write B, k4 reads C. DRAM limit 600 KiB: two of them. The plan (ours)
+  // moves A out beside k1 and C in beside k2, asynchronously, and C out
+  // after k4. A's write-back is held on the mover: at k2 the only room for
+  // C is A's, still landing. The executor must not wait for it there (a
+  // wait would reach the held mover's 2 s valve): C's copy is put off,
+  // then issued at k3, once A's write-back has landed.
+  HeldMover mover;
+  ca::policy::AutotmPolicyOptions options;
+  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
+  options.fast_tier = {100, 100};
+  options.slow_tier = {10, 10};
+  options.dram_limit = 600 * kib;
+  options.log = [](const std::string&) {};
+  options.planner = ca::policy::PlannerHook{
+      "c-in-beside-k2", "A out beside k1, C in beside k2", [](const ca::policy::PlanRequest& request) {
+        ca::plan::AutotmPlan plan;
+        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
+        const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
+        const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
+        plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+        plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
+        plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
+        plan.status = "by hand";
+        return plan;
+      }};
+  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  ca::policy::AutotmPolicy& policy = *owned;
+  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
+  auto a = rt.array<std::byte>(object_bytes);
+  auto b = rt.array<std::byte>(object_bytes);
+  auto c = rt.array<std::byte>(object_bytes);
+  fill(a, 1);
+  fill(b, 2);
+  fill(c, 3);
+  const auto c_copy_in_fast = [&] {
+    auto guard = rt.lock();
+    ca::DataManager& dm = rt.manager();
+    ca::Region& primary = *dm.getprimary(c.object());
+    return dm.device(primary) == 0 || dm.getlinked(primary, 0) != nullptr;
+  };
+  struct During {
+    bool a_landing_at_k2 = false, c_in_fast_at_k2 = true, c_in_fast_at_k3 = false, c_in_fast_at_k4 = false;
+  };
+  const auto run = [&](During* during) {
+    rt.begin_iteration();
+    rt.kernel(ca::writes(a), [&](std::span<std::byte>) {
+      if (during != nullptr) mover.arm();  // the next copy is A's write-back, beside k1
+    });
+    rt.kernel(ca::writes(b), [](std::span<std::byte>) {});
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (during == nullptr) return;
+      during->c_in_fast_at_k2 = c_copy_in_fast();
+      {
+        auto guard = rt.lock();
+        ca::DataManager& dm = rt.manager();
+        during->a_landing_at_k2 = dm.in_flight(*dm.getprimary(a.object()));
+      }
+      mover.release();
+      auto guard = rt.lock();
+      rt.manager().wait_for_copy(*rt.manager().getprimary(a.object()));  // A's write-back has landed
+    });
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (during != nullptr) during->c_in_fast_at_k3 = c_copy_in_fast();
+    });
+    rt.kernel(ca::reads(c), [&](std::span<const std::byte>) {
+      if (during != nullptr) during->c_in_fast_at_k4 = c_copy_in_fast();
+    });
+  };
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) run(nullptr);  // recorded, then followed
+  REQUIRE(policy.plan() != nullptr);
+  const ca::policy::AutotmPolicy::Counters before = policy.counters();
+  During during;
+  run(&during);
+  rt.manager().finish_copies();
+  CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
+  CHECK(mover.valves() == 0);  // nothing waited for the held write-back
+  CHECK(during.a_landing_at_k2);
+  CHECK(!during.c_in_fast_at_k2);  // put off...
+  CHECK(policy.counters().deferred_in == before.deferred_in + 1);
+  CHECK(during.c_in_fast_at_k3);   // ...and issued at the next kernel, A's DRAM free
+  CHECK(during.c_in_fast_at_k4);
+  CHECK(holds(a, 1));
+  CHECK(holds(b, 2));
+  CHECK(holds(c, 3));
+  rt.manager().check_invariants(true);
+}

@@ -218,6 +218,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_program(std::shared_ptr<const plan::Pr
   plan_.reset();
   following_ = false;  // from the next iteration on
   pending_out_.clear();
+  deferred_in_.clear();
   for (Object* o : bound_) {
     if (o != nullptr) ids_.erase(o->id());
   }
@@ -315,6 +316,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::unbind(const Object& object) {
 CACHEDARRAYS_INLINE void AutotmPolicy::depart(const std::string& why) {
   following_ = false;
   pending_out_.clear();
+  deferred_in_.clear();
   ++counters_.departures;
   // The first iteration of a run often differs from the rest (a program
   // that makes buffers lazily, on first use, makes them there), which is why
@@ -373,10 +375,59 @@ CACHEDARRAYS_INLINE void AutotmPolicy::keep_in_dram(const Object& object) {
   if (const std::optional<std::uint32_t> id = program_object(object)) std::erase(pending_out_, *id);
 }
 
+CACHEDARRAYS_INLINE bool AutotmPolicy::has_room(std::uint64_t bytes) {
+  const DeviceUsage usage = manager().usage(fast_);
+  return usage.bytes_used + bytes <= dram_limit_ && usage.largest_free_block >= bytes;
+}
+
 CACHEDARRAYS_INLINE void AutotmPolicy::make_room_for(std::uint64_t bytes) {
   if (pending_out_.empty()) return;
-  const DeviceUsage usage = manager().usage(fast_);
-  if (usage.bytes_used + bytes > dram_limit_ || usage.largest_free_block < bytes) settle(/*force=*/true);
+  if (!has_room(bytes)) settle(/*force=*/true);
+}
+
+CACHEDARRAYS_INLINE bool AutotmPolicy::write_back_in_flight() {
+  DataManager& dm = manager();
+  for (const std::uint32_t id : pending_out_) {
+    const Object* object = bound_[id];
+    if (object == nullptr) continue;
+    const Region* primary = dm.getprimary(*object);
+    if (primary != nullptr && dm.device(*primary) == fast_ && dm.in_flight(*primary)) return true;
+  }
+  return false;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& object) {
+  keep_in_dram(object);
+  // Behind moves put off before it: the mover copies in the order issued,
+  // and the plan's order is the order of need.
+  DataManager& dm = manager();
+  const Region* primary = dm.getprimary(object);
+  const bool to_copy = primary != nullptr && dm.device(*primary) != fast_ && dm.getlinked(*primary, fast_) == nullptr;
+  if (to_copy && (!deferred_in_.empty() || (!has_room(object.bytes()) && write_back_in_flight()))) {
+    if (std::find(deferred_in_.begin(), deferred_in_.end(), id) == deferred_in_.end()) {
+      deferred_in_.push_back(id);
+      ++counters_.deferred_in;
+    }
+    return;
+  }
+  make_room_for(object.bytes());
+  if (base_.copy_to_fast_async(object)) ++counters_.moves_in;
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::issue_deferred() {
+  if (deferred_in_.empty()) return;
+  DataManager& dm = manager();
+  std::size_t done = 0;
+  for (; done < deferred_in_.size(); ++done) {
+    Object* object = bound_[deferred_in_[done]];
+    if (object == nullptr || object->pinned()) continue;  // retired, or its use has begun and brought it
+    Region* primary = dm.getprimary(*object);
+    if (primary == nullptr || dm.device(*primary) == fast_ || dm.getlinked(*primary, fast_) != nullptr) continue;
+    if (!has_room(object->bytes())) break;  // the rest wait behind it
+    keep_in_dram(*object);
+    if (base_.copy_to_fast_async(*object)) ++counters_.moves_in;
+  }
+  deferred_in_.erase(deferred_in_.begin(), deferred_in_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 CACHEDARRAYS_INLINE bool AutotmPolicy::place(Object& object) {
@@ -442,7 +493,10 @@ CACHEDARRAYS_INLINE void AutotmPolicy::follow_hint(Object& object, bool write) {
   // already decided.
   const std::optional<bool> dram = planned_dram(object, next_kernel_);
   if (!dram) return;
-  if (*dram) keep_in_dram(object);
+  if (*dram) {
+    keep_in_dram(object);
+    if (const std::optional<std::uint32_t> id = program_object(object)) std::erase(deferred_in_, *id);
+  }
   DataManager& dm = manager();
   const bool in_fast = dm.device(*dm.getprimary(object)) == fast_;
   if (*dram && !in_fast) {
@@ -522,17 +576,18 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_kernel_begin(const KernelPoint& kernel
   }
   for (std::size_t j = 0; j < k.args.size(); ++j) bind(k.args[j].object, *kernel.objects[j]);
   next_kernel_ = kernel.index + 1;
+  issue_deferred();
   // Moves out after this kernel wait for its pins to go (settle, at the
   // next hook); asynchronous ones start now, beside it (§7.1).
+  for (const std::uint32_t id : out_after_[kernel.index]) std::erase(deferred_in_, id);
   pending_out_.insert(pending_out_.end(), out_after_[kernel.index].begin(), out_after_[kernel.index].end());
   for (const plan::AutotmMove& m : async_during_[kernel.index]) {
     Object* object = bound_[m.object];
     if (object == nullptr || object->pinned()) continue;
     if (m.to_dram) {
-      keep_in_dram(*object);
-      make_room_for(object->bytes());
-      if (base_.copy_to_fast_async(*object)) ++counters_.moves_in;
+      move_in_async(m.object, *object);
     } else {
+      std::erase(deferred_in_, m.object);  // never brought in: it is where the plan wants it
       base_.write_back_async(*object);
       pending_out_.push_back(m.object);
     }

@@ -2,8 +2,9 @@
 // steady iteration every kernel's arguments are on the tier the plan says,
 // DRAM holds no more than the limit, the static plan copies nothing, the
 // asynchronous one copies on the mover, a departure from the program is
-// warned about once and falls back to CA:LM without losing a byte, and a
-// planner that cannot plan says why.
+// warned about once and falls back to CA:LM without losing a byte, a
+// planner that cannot plan says why, and a move in whose DRAM a landing
+// write-back holds is put off to a later kernel, not waited for.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/policy/autotm_policy.hpp"
@@ -332,6 +334,19 @@ class HeldMover {
   int valves_ = 0;
 };
 
+// AutoTM's executor following a plan of our own (`planner`), with a DRAM
+// limit of 600 KiB (two of the 256 KiB objects).
+ca::policy::AutotmPolicyOptions hand_planned(ca::policy::PlannerHook planner) {
+  ca::policy::AutotmPolicyOptions options;
+  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
+  options.fast_tier = {100, 100};
+  options.slow_tier = {10, 10};
+  options.dram_limit = 600 * kib;
+  options.log = [](const std::string&) {};
+  options.planner = std::move(planner);
+  return options;
+}
+
 // A runtime of 1 MiB fast memory, copies on `mover`, under AutoTM's
 // executor with a DRAM limit of 600 KiB (two of the 256 KiB objects) and a
 // plan of our own: every argument in DRAM, and the first kernel's first
@@ -342,13 +357,7 @@ struct OutBesideK1 {
     fill(b, 2);
   }
   static std::unique_ptr<ca::Runtime> make(HeldMover& mover, ca::policy::AutotmPolicy*& policy) {
-    ca::policy::AutotmPolicyOptions options;
-    options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
-    options.fast_tier = {100, 100};
-    options.slow_tier = {10, 10};
-    options.dram_limit = 600 * kib;
-    options.log = [](const std::string&) {};
-    options.planner = ca::policy::PlannerHook{
+    ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
         "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
           ca::plan::AutotmPlan plan;
           for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
@@ -358,7 +367,7 @@ struct OutBesideK1 {
           plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
           plan.status = "by hand";
           return plan;
-        }};
+        }});
     auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
     policy = owned.get();
     return std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
@@ -499,13 +508,7 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
   // wait would reach the held mover's 2 s valve): C's copy is put off,
   // then issued at k3, once A's write-back has landed.
   HeldMover mover;
-  ca::policy::AutotmPolicyOptions options;
-  options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
-  options.fast_tier = {100, 100};
-  options.slow_tier = {10, 10};
-  options.dram_limit = 600 * kib;
-  options.log = [](const std::string&) {};
-  options.planner = ca::policy::PlannerHook{
+  ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
       "c-in-beside-k2", "A out beside k1, C in beside k2", [](const ca::policy::PlanRequest& request) {
         ca::plan::AutotmPlan plan;
         for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
@@ -516,7 +519,7 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
         plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
         plan.status = "by hand";
         return plan;
-      }};
+      }});
   auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
   ca::policy::AutotmPolicy& policy = *owned;
   ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());

@@ -3,7 +3,8 @@
 // named layers as layers); a limit at the peak keeps everything in DRAM at
 // the all-DRAM time; on a program worked by hand, the copy in issued at the
 // start of the previous period, DSMA when it is late, a wait when the late
-// use writes, and the copy out at the end; on random programs, a replay of
+// use writes, and the copy out at the end; where a period's objects do not
+// all fit, the room by first use or by slow-tier cost; on random programs, a replay of
 // the AutotmPlan written here (not the planner's) keeps the limit at every
 // kernel and finds every move consistent (a copy in only of an object in
 // PMM, never beside its use, issued before the use it serves; a copy out

@@ -636,19 +636,21 @@ class RedlPlacer {
                                                     std::uint32_t end) const {
     std::vector<std::size_t> order(absent.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (!p_.options_.room_by_slow_cost) return order;
+    if (!p_.options_.room_by_slow_cost || absent.size() < 2) return order;
+    // Each object's own uses in the period (not every argument of every
+    // kernel there, nor a table of every object: this runs for each period
+    // of each plan judged).
     std::vector<double> per_byte(absent.size(), 0);
-    std::vector<std::int64_t> slot(objects_.size(), -1);
-    for (std::size_t i = 0; i < absent.size(); ++i) slot[absent[i]] = static_cast<std::int64_t>(i);
-    for (std::uint32_t k = begin; k < end; ++k) {
-      const std::vector<ProgramArg>& args = program_.kernels()[k].args;
-      for (std::size_t a = 0; a < args.size(); ++a) {
-        const std::int64_t i = slot[args[a].object];
-        if (i >= 0) per_byte[static_cast<std::size_t>(i)] += p_.costs_.pmm_penalty[k][a];
-      }
-    }
     for (std::size_t i = 0; i < absent.size(); ++i) {
-      per_byte[i] /= static_cast<double>(std::max<std::uint64_t>(1, objects_[absent[i]].bytes));
+      const std::uint32_t o = absent[i];
+      const std::vector<std::uint32_t>& u = program_.uses(o);
+      for (auto k = std::lower_bound(u.begin(), u.end(), begin); k != u.end() && *k < end; ++k) {
+        const std::vector<ProgramArg>& args = program_.kernels()[*k].args;
+        for (std::size_t a = 0; a < args.size(); ++a) {
+          if (args[a].object == o) per_byte[i] += p_.costs_.pmm_penalty[*k][a];
+        }
+      }
+      per_byte[i] /= static_cast<double>(std::max<std::uint64_t>(1, objects_[o].bytes));
     }
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return per_byte[a] > per_byte[b]; });
     return order;

@@ -349,7 +349,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::settle(bool force) {
     // DenseNet-121 b16 went from 1.53x / 1.48x all-fast to 1.43x / 1.36x,
     // ResNet-18 and VGG-16 within their spread.)
     Region* primary = dm.getprimary(*object);
-    if (!force && primary != nullptr && dm.device(*primary) == fast_ && dm.in_flight(*primary)) {
+    if (!force && writing_back(*object)) {
       waiting.push_back(id);
       continue;
     }
@@ -385,25 +385,28 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_room_for(std::uint64_t bytes) {
   if (!has_room(bytes)) settle(/*force=*/true);
 }
 
-CACHEDARRAYS_INLINE bool AutotmPolicy::write_back_in_flight() {
+CACHEDARRAYS_INLINE bool AutotmPolicy::writing_back(const Object& object) {
   DataManager& dm = manager();
-  for (const std::uint32_t id : pending_out_) {
-    const Object* object = bound_[id];
-    if (object == nullptr) continue;
-    const Region* primary = dm.getprimary(*object);
-    if (primary != nullptr && dm.device(*primary) == fast_ && dm.in_flight(*primary)) return true;
-  }
-  return false;
+  const Region* primary = dm.getprimary(object);
+  return primary != nullptr && dm.device(*primary) == fast_ && dm.in_flight(*primary);
+}
+
+CACHEDARRAYS_INLINE bool AutotmPolicy::needs_copy_in(const Object& object) {
+  DataManager& dm = manager();
+  const Region* primary = dm.getprimary(object);
+  return primary != nullptr && dm.device(*primary) != fast_ && dm.getlinked(*primary, fast_) == nullptr;
+}
+
+CACHEDARRAYS_INLINE bool AutotmPolicy::write_back_in_flight() {
+  return std::any_of(pending_out_.begin(), pending_out_.end(),
+                     [&](std::uint32_t id) { return bound_[id] != nullptr && writing_back(*bound_[id]); });
 }
 
 CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& object) {
   keep_in_dram(object);
   // Behind moves put off before it: the mover copies in the order issued,
   // and the plan's order is the order of need.
-  DataManager& dm = manager();
-  const Region* primary = dm.getprimary(object);
-  const bool to_copy = primary != nullptr && dm.device(*primary) != fast_ && dm.getlinked(*primary, fast_) == nullptr;
-  if (to_copy && (!deferred_in_.empty() || (!has_room(object.bytes()) && write_back_in_flight()))) {
+  if (needs_copy_in(object) && (!deferred_in_.empty() || (!has_room(object.bytes()) && write_back_in_flight()))) {
     if (std::find(deferred_in_.begin(), deferred_in_.end(), id) == deferred_in_.end()) {
       deferred_in_.push_back(id);
       ++counters_.deferred_in;
@@ -416,13 +419,11 @@ CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& o
 
 CACHEDARRAYS_INLINE void AutotmPolicy::issue_deferred() {
   if (deferred_in_.empty()) return;
-  DataManager& dm = manager();
   std::size_t done = 0;
   for (; done < deferred_in_.size(); ++done) {
     Object* object = bound_[deferred_in_[done]];
     if (object == nullptr || object->pinned()) continue;  // retired, or its use has begun and brought it
-    Region* primary = dm.getprimary(*object);
-    if (primary == nullptr || dm.device(*primary) == fast_ || dm.getlinked(*primary, fast_) != nullptr) continue;
+    if (!needs_copy_in(*object)) continue;
     if (!has_room(object->bytes())) break;  // the rest wait behind it
     keep_in_dram(*object);
     if (base_.copy_to_fast_async(*object)) ++counters_.moves_in;
@@ -495,7 +496,9 @@ CACHEDARRAYS_INLINE void AutotmPolicy::follow_hint(Object& object, bool write) {
   if (!dram) return;
   if (*dram) {
     keep_in_dram(object);
-    if (const std::optional<std::uint32_t> id = program_object(object)) std::erase(deferred_in_, *id);
+    if (!deferred_in_.empty()) {
+      if (const std::optional<std::uint32_t> id = program_object(object)) std::erase(deferred_in_, *id);
+    }
   }
   DataManager& dm = manager();
   const bool in_fast = dm.device(*dm.getprimary(object)) == fast_;

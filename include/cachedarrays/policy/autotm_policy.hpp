@@ -201,8 +201,12 @@ class AutotmPolicy final : public Policy {
   void make_room_for(std::uint64_t bytes);
   // DRAM takes `bytes` more within the plan's limit, in one hole, now.
   [[nodiscard]] bool has_room(std::uint64_t bytes);
-  // A pending move out's write-back is still on the mover (its DRAM held).
+  // The object's write-back is on the mover: its DRAM is held until it lands.
+  [[nodiscard]] bool writing_back(const Object& object);
+  // A pending move out's write-back is still on the mover.
   [[nodiscard]] bool write_back_in_flight();
+  // Neither the object nor a copy of it is in DRAM.
+  [[nodiscard]] bool needs_copy_in(const Object& object);
   // The planned asynchronous move in of `object` beside a kernel: issued
   // now, or, when it has no room and a write-back on the mover holds DRAM
   // (or moves put off before it wait), put off (deferred_in_) rather than

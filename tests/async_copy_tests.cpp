@@ -333,6 +333,30 @@ TEST_CASE("async copy: a trace marks asynchronous copies") {
   dm.set_trace(nullptr);
 }
 
+TEST_CASE("async copy: a trace's free event names the object a region belonged to, even once unlinked") {
+  // The replay holds a freed source until its copy lands (sim/copy_timeline.hpp)
+  // and finds that copy by the object both events name.
+  ca::DataManager dm(two_tiers());
+  ca::Object& o = test::make_object(dm, fast, 4096, 1);
+  ca::Region* x = dm.getprimary(o);
+  ca::Region& y = linked_region(dm, o, slow);
+  ca::Trace trace;
+  dm.set_trace(&trace);
+  dm.copyto_async(y, *x).wait();
+  dm.setprimary(o, y);
+  dm.unlink(*x, y);  // Listing 1's eviction: the old primary is free-standing, then freed
+  dm.free(*x);
+  ca::Object& gone = test::make_object(dm, fast, 4096, 2);
+  const std::uint64_t gone_id = gone.id();
+  dm.destroy(gone);
+  std::vector<std::uint64_t> freed;
+  for (const ca::TraceEvent& e : trace.events()) {
+    if (e.kind == ca::TraceKind::free && e.device == fast) freed.push_back(e.object);
+  }
+  CHECK(freed == std::vector<std::uint64_t>{o.id(), gone_id});
+  dm.set_trace(nullptr);
+}
+
 TEST_CASE("async copy: the paper's moves use a copy issued ahead instead of copying again") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());

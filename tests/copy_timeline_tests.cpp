@@ -1,8 +1,9 @@
 // The replay's overlap model (sim/copy_timeline.hpp) on hand-made events:
 // an asynchronous copy runs beside the kernels that do not need it, a
 // kernel waits for the copies of its own arguments, a synchronous copy and a
-// defrag move are exposed on the compute timeline, and copies of one device
-// pair share their channel.
+// defrag move are exposed on the compute timeline, copies of one device
+// pair share their channel, one mover thread makes one copy at a time, and
+// a source region stays taken until its copy lands.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -58,7 +59,7 @@ TEST_CASE("copy timeline: a kernel waits for the copy of its own argument") {
 }
 
 TEST_CASE("copy timeline: copies of one device pair queue on its channel; other pairs run beside") {
-  ca::CopyTimeline t(models);
+  ca::CopyTimeline t(models, {}, /*mover_threads=*/3);  // a thread for each copy
   t.copy(copy(1, 1, 0, 1'000'000, true));
   t.copy(copy(2, 1, 0, 1'000'000, true));  // behind the first: lands at 2 ms
   t.copy(copy(3, 0, 1, 1'000'000, true));  // the other direction: lands at 1 ms
@@ -83,4 +84,103 @@ TEST_CASE("copy timeline: synchronous copies and defrag moves are exposed on the
   CHECK(t.exposed_copy_seconds() == doctest::Approx(1.1e-3));
   CHECK(t.copy_seconds() == doctest::Approx(1.1e-3));
   CHECK(t.seconds() == doctest::Approx(1.1e-3));
+}
+
+TEST_CASE("copy timeline: one mover thread makes its copies one at a time, in the order issued") {
+  ca::CopyTimeline t(models);  // MoverOptions' default: one thread
+  t.copy(copy(1, 0, 1, 1'000'000, true));  // a write-back: 0 to 1 ms
+  t.copy(copy(2, 1, 0, 1'000'000, true));  // a copy in behind it on the same thread: 1 to 2 ms
+  const std::vector<std::uint64_t> second{2};
+  t.kernel(second, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(2e-3));
+  CHECK(t.seconds() == doctest::Approx(2e-3));
+}
+
+namespace {
+
+ca::TraceEvent room_event(ca::TraceKind kind, std::uint64_t object, ca::DeviceId device, std::uint64_t bytes) {
+  ca::TraceEvent e;
+  e.kind = kind;
+  e.object = object;
+  e.device = device;
+  e.bytes = bytes;
+  return e;
+}
+
+// A fast device of 2e6 bytes with `fast_used` in use, and a roomy slow one.
+std::vector<ca::DeviceUsage> two_devices(std::uint64_t fast_used) {
+  std::vector<ca::DeviceUsage> room(2);
+  room[0].capacity = 2'000'000;
+  room[0].bytes_used = fast_used;
+  room[1].capacity = 100'000'000;
+  return room;
+}
+
+}  // namespace
+
+TEST_CASE("copy timeline: a creation waits on the compute timeline while a landing write-back holds its room") {
+  ca::CopyTimeline t(models, two_devices(2'000'000));
+  t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
+  t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
+  // A new object of 1e6 bytes: the device is full until the write-back lands.
+  t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+  const std::vector<std::uint64_t> user{5};
+  t.kernel(user, 0.5e-3);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(1e-3));
+  CHECK(t.seconds() == doctest::Approx(1.5e-3));
+}
+
+TEST_CASE("copy timeline: a copy in waits for the room a landing write-back holds, the kernels do not") {
+  ca::CopyTimeline t(models, two_devices(2'000'000), /*mover_threads=*/2);
+  t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
+  t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
+  t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+  t.copy(copy(2, 1, 0, 1'000'000, true));  // its own thread, but no room before 1 ms: lands at 2 ms
+  const std::vector<std::uint64_t> other{5};
+  t.kernel(other, 0.5e-3);
+  CHECK(t.exposed_copy_seconds() == 0.0);
+  const std::vector<std::uint64_t> second{2};
+  t.kernel(second, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(1.5e-3));  // from 0.5 ms to 2 ms
+  CHECK(t.seconds() == doctest::Approx(2e-3));
+}
+
+TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, holds nothing up") {
+  SUBCASE("room to spare") {
+    ca::CopyTimeline t(models, two_devices(1'000'000));
+    t.copy(copy(1, 0, 1, 1'000'000, true));
+    t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
+    t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));  // 1e6 of 2e6 in use after
+    const std::vector<std::uint64_t> user{5};
+    t.kernel(user, 0.5e-3);
+    CHECK(t.exposed_copy_seconds() == 0.0);
+  }
+  SUBCASE("landed") {
+    ca::CopyTimeline t(models, two_devices(2'000'000));
+    t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
+    const std::vector<std::uint64_t> other{5};
+    t.kernel(other, 1e-3);
+    t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
+    t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+    t.kernel(other, 0.5e-3);
+    CHECK(t.exposed_copy_seconds() == 0.0);
+  }
+  SUBCASE("another object's region") {
+    ca::CopyTimeline t(models, two_devices(2'000'000));
+    t.copy(copy(1, 0, 1, 1'000'000, true));
+    t.free(room_event(ca::TraceKind::free, 3, 0, 1'000'000));  // not the one being written back
+    t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+    const std::vector<std::uint64_t> other{5};
+    t.kernel(other, 0.5e-3);
+    CHECK(t.exposed_copy_seconds() == 0.0);
+  }
+  SUBCASE("no room given: no hold") {
+    ca::CopyTimeline t(models);
+    t.copy(copy(1, 0, 1, 1'000'000, true));
+    t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
+    t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+    const std::vector<std::uint64_t> other{5};
+    t.kernel(other, 0.5e-3);
+    CHECK(t.exposed_copy_seconds() == 0.0);
+  }
 }

@@ -148,6 +148,7 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.dirty_ = false;
   region.version_ = 0;
   region.parent_ = nullptr;
+  region.last_owner_ = 0;
   region.block_ = nullptr;
   region.copy_.reset();
   spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
@@ -279,7 +280,15 @@ CACHEDARRAYS_INLINE void DataManager::release_region(Region& region) {
   ++counters.frees;
   --counters.live_regions;
   counters.bytes_in_use -= region.block_->size;
-  if (trace_ != nullptr) trace(TraceKind::free, region.device_, region.block_->size, region.parent_);
+  if (trace_ != nullptr) {
+    // Named by the object it belongs or last belonged to.
+    TraceEvent e;
+    e.kind = TraceKind::free;
+    e.device = region.device_;
+    e.bytes = region.block_->size;
+    e.object = region.parent_ != nullptr ? region.parent_->id() : region.last_owner_;
+    trace_->record(e);
+  }
   heap(region.device_).allocator().release(region.block_);
   recycle(region);
 }
@@ -287,6 +296,7 @@ CACHEDARRAYS_INLINE void DataManager::release_region(Region& region) {
 CACHEDARRAYS_INLINE void DataManager::detach(Region& region) {
   Object* object = region.parent_;
   object->on_device_[region.device_] = nullptr;
+  region.last_owner_ = object->id();
   region.parent_ = nullptr;
 }
 
@@ -511,6 +521,7 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
   for (Region*& r : object.on_device_) {
     if (r == nullptr) continue;
     Region* region = std::exchange(r, nullptr);
+    region->last_owner_ = object.id();
     region->parent_ = nullptr;
     release_region(*region);
   }

@@ -207,6 +207,9 @@ class DataManager {
   void check_invariants(bool verify_contents = false) const;
 
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+  // How the mover makes copyto_async's copies (its threads: the replay's
+  // copy lanes, sim/copy_timeline.hpp).
+  [[nodiscard]] const MoverOptions& mover_options() const noexcept { return mover_.options(); }
   // Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }
   [[nodiscard]] Trace* trace() const noexcept { return trace_; }

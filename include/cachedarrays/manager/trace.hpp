@@ -30,7 +30,7 @@ enum class TraceKind : std::uint8_t {
   iteration,     // object = the iteration's number (Runtime::begin_iteration)
   // mechanism level
   allocate,      // device, bytes, object (0: free-standing)
-  free,          // device, bytes, object
+  free,          // device, bytes, object (it belongs or last belonged to; 0: none)
   copy,          // device (source), device2 (destination), bytes, object;
                  // detail 1: issued asynchronously (copyto_async)
   evict,         // device, bytes, object: a region cleared by evictfrom

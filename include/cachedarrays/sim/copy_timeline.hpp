@@ -1,13 +1,28 @@
 // The overlap model of the replay (DESIGN.md "What is known ahead"): one
 // compute timeline, on which kernels and synchronous copies run one after
-// the other, and one copy channel per device pair, on which the mover's
-// asynchronous copies run in issue order beside the compute timeline. A
-// kernel starts once the copies in flight into or out of its arguments
-// have finished (invariant 7: it waits at their fences), a synchronous
-// copy shares its device pair's channel with the asynchronous ones, and the
-// iteration ends when both the kernels and the copies are done. The time
-// the compute timeline spends in copies or waiting for them is the exposed
-// copy time; the rest of the copy time is hidden behind kernels.
+// the other, and the mover's threads beside it, each making one
+// asynchronous copy at a time in the order issued (manager/mover.hpp: a
+// copy in queued behind a write-back waits for it), each device pair
+// carrying one copy at a time. A kernel starts once the copies in flight
+// into or out of its arguments have finished (invariant 7: it waits at
+// their fences), a synchronous copy shares its device pair with the
+// asynchronous ones, and the iteration ends when both the kernels and the
+// copies are done. The time the compute timeline spends in copies or
+// waiting for them is the exposed copy time; the rest of the copy time is
+// hidden behind kernels. (The mover's background copies, which wait behind
+// the others, are taken in issue order here.)
+//
+// Given the devices' room, it also keeps what the mover does with the
+// source of a copy it has not landed yet: the source region stays taken
+// until the copy lands (a write-back's DRAM cannot take a new object while
+// its bytes are still being read). The target a replay runs against makes
+// its copies at once and frees the source as soon as the policy asks, so
+// the timeline holds those bytes itself, from the free to the copy's end:
+// an allocation that finds its device full of landing sources waits for
+// enough of them to land — an asynchronous copy into it starts no earlier
+// (AutotmPolicy puts such a move off, it does not wait), anything else
+// (a creation, a synchronous copy) waits on the compute timeline, as the
+// policies' make_room settles the write-backs in flight.
 // Modeled figures: label them as such.
 #pragma once
 
@@ -16,8 +31,10 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/types.hpp"
 
@@ -28,7 +45,12 @@ struct DeviceModel;
 class CopyTimeline {
  public:
   // `models[d]`: device d's bandwidths (each > 0; replay checks them).
-  explicit CopyTimeline(const std::vector<DeviceModel>& models);
+  // `room[d]`: device d's capacity and bytes in use when the timeline
+  // starts, for the hold of landing sources (above); empty: no hold, the
+  // room is the target's alone. `mover_threads`: the mover's copy lanes
+  // (MoverOptions::threads; 0 counts as 1).
+  explicit CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room = {},
+                        unsigned mover_threads = 1);
 
   // A copy event of a trace (TraceKind::copy): detail 1 is asynchronous
   // (issued to the mover at the current compute time), else synchronous
@@ -39,6 +61,12 @@ class CopyTimeline {
   // A kernel of `seconds` on `objects` (trace ids): it waits for their
   // copies in flight, then runs.
   void kernel(std::span<const std::uint64_t> objects, double seconds);
+  // TraceKind::allocate and TraceKind::free events of the target, in order
+  // with its copies: what the devices hold, and (free) a region whose
+  // object's asynchronous copy out of it has not landed is held until it
+  // does. Without room, they are ignored.
+  void allocate(const TraceEvent& event);
+  void free(const TraceEvent& event);
 
   // Where the compute timeline is: the end of the last kernel or
   // synchronous copy.
@@ -54,13 +82,39 @@ class CopyTimeline {
   double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;
   double& channel(DeviceId src, DeviceId dst);
   double ready(std::uint64_t object) const;
+  // When device `device`'s landing sources leave room for what it holds.
+  double room_at(DeviceId device);
+  // A pending wait for room that no asynchronous copy took: the compute
+  // timeline waits it out.
+  void settle_wait();
+
+  // A freed source region still being read by its copy.
+  struct Landing {
+    double at = 0;
+    std::uint64_t bytes = 0;
+  };
+  // An allocation that must wait for landing sources, until the next event
+  // says who waits: an asynchronous copy into its device right after it
+  // (its copy in: an allocation event names no object yet), or else the
+  // compute timeline.
+  struct RoomWait {
+    bool pending = false;
+    DeviceId device = 0;
+    double until = 0;
+  };
 
   const std::vector<DeviceModel>& models_;
   double compute_ = 0;
   double exposed_ = 0;
   double copying_ = 0;
   std::vector<double> channel_free_;                    // by src * devices + dst
+  std::vector<double> lane_free_;                       // by mover thread
   std::unordered_map<std::uint64_t, double> ready_at_;  // object -> its last copy's end
+  std::vector<DeviceUsage> room_;                       // empty: no hold
+  std::vector<std::vector<Landing>> landing_;           // by device
+  // object -> the source device and end of its last asynchronous copy
+  std::unordered_map<std::uint64_t, std::pair<DeviceId, double>> leaving_;
+  RoomWait wait_;
 };
 
 }  // namespace cachedarrays

@@ -43,7 +43,7 @@ class Replayer final : public TraceWalker {
         models_(models),
         kernel_time_(kernel_time),
         result_(result),
-        timeline_(models),
+        timeline_(models, target.manager().usage(), target.manager().mover_options().threads),
         saved_hook_(target.manager().trace()),
         before_(target.stats()) {
     target.manager().set_trace(&copies_);
@@ -129,12 +129,19 @@ class Replayer final : public TraceWalker {
     result_.iterations.push_back(std::move(mark));
   }
 
-  // The copies and defrag moves recorded since the last call, onto the
-  // timeline (the other mechanism events are dropped as they come: only
-  // moving bytes takes time here).
+  // The copies, defrag moves, allocations and frees recorded since the last
+  // call, onto the timeline (the other mechanism events are dropped as they
+  // come: only moving bytes takes time here, and only room for them delays
+  // it).
   void feed_copies() {
     for (const TraceEvent& e : copies_.events()) {
-      if (e.kind == TraceKind::copy || e.kind == TraceKind::defrag_move) timeline_.copy(e);
+      switch (e.kind) {
+        case TraceKind::copy:
+        case TraceKind::defrag_move: timeline_.copy(e); break;
+        case TraceKind::allocate: timeline_.allocate(e); break;
+        case TraceKind::free: timeline_.free(e); break;
+        default: break;
+      }
     }
     copies_.clear();
   }

@@ -97,9 +97,11 @@ struct ReplayIteration {
 // (plan::MemoryBound: the sum over the arguments of bytes / bandwidth);
 // plan::Roofline adds the compute bound. A copy takes
 // bytes / min(source read, destination write bandwidth), on the compute
-// timeline when the policy made it synchronously, else on its device pair's
-// copy channel beside the kernels; a kernel waits for copies in flight on
-// its arguments (sim/copy_timeline.hpp). `models[d]` is device d's model;
+// timeline when the policy made it synchronously, else on one of the
+// target's mover threads (DataManager::mover_options) beside the kernels;
+// a kernel waits for copies in flight on its arguments, and a source region
+// stays taken until its copy lands, so an allocation that finds its device
+// full of landing sources waits (sim/copy_timeline.hpp). `models[d]` is device d's model;
 // there must be one per target device, each bandwidth > 0. `kernel_time`
 // (kept for the call, not copied) may be null. The replay records the
 // target's copies through its manager's trace hook and restores the hook

@@ -324,7 +324,8 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
 
 TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
           "then the 3 judged fastest with copies issued further ahead, then the 3 fastest plans with longer "
-          "short-lived objects; once with room by first use, once by slow-tier cost") {
+          "short-lived objects; once with room by first use, once by slow-tier cost; then the 3 fastest of all "
+          "planned to 95, 90 and 80% of the DRAM limit") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
   const auto period_of = [](const AutotmPlan& plan) {
@@ -345,6 +346,12 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
   const auto by_cost_of = [](const AutotmPlan& plan) {
     return plan.status.find("room by slow-tier cost") != std::string::npos;
   };
+  // The percentage of the DRAM limit the plan was made to (100: all of it).
+  const auto limit_of = [](const AutotmPlan& plan) {
+    const std::string said = "planned to ";
+    const std::size_t at = plan.status.rfind(said);
+    return at == std::string::npos ? 100u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
+  };
   const ca::policy::PlannerHook hook = ca::policy::redl_planner("redl").value();
   int judged_runs = 0;
   for (int i = 0; i < 30; ++i) {
@@ -357,22 +364,23 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     o.fast_limit = limit;
     o.alignment = 0;
     const ca::plan::RedlPlan searched = ca::plan::redl_plan(p, costs, o);
-    // Period size, ahead, short-lived, room by slow-tier cost.
-    using Asked = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool>;
+    // Period size, ahead, short-lived, room by slow-tier cost, % of the limit.
+    using Asked = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool, std::uint32_t>;
     std::vector<Asked> asked;
     // This judge prefers long periods, then copies issued far ahead, then
-    // long short-lived objects, then room by slow-tier cost, whatever the
-    // model says.
+    // long short-lived objects, then room by slow-tier cost, then a plan
+    // made to less of the limit, whatever the model says.
     const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
-      asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan), by_cost_of(plan));
-      const auto& [size, ahead, short_lived, by_cost] = asked.back();
-      return -(10000.0 * size + 100.0 * ahead + short_lived + (by_cost ? 0.5 : 0.0));
+      asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan), by_cost_of(plan), limit_of(plan));
+      const auto& [size, ahead, short_lived, by_cost, limit_pct] = asked.back();
+      return -(10000.0 * size + 100.0 * ahead + short_lived + (by_cost ? 0.5 : 0.0) + 0.001 * (100 - limit_pct));
     };
     const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
     CHECK(period_of(unjudged) == searched.period_layers);
     CHECK(ahead_of(unjudged) == 1);
     CHECK(short_lived_of(unjudged) == 1);
     CHECK(!by_cost_of(unjudged));
+    CHECK(limit_of(unjudged) == 100);
     const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
     if (searched.search.size() < 2) {
       CHECK(asked.empty());  // one size tried: nothing to weigh
@@ -400,21 +408,29 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     // first use, then all of it again by slow-tier cost.
     std::vector<Asked> expected;
     for (const bool by_cost : {false, true}) {
-      for (const std::uint32_t size : rated) expected.emplace_back(size, 1, 1, by_cost);
+      for (const std::uint32_t size : rated) expected.emplace_back(size, 1, 1, by_cost, 100);
       for (const std::uint32_t size : sizes) {
         for (const std::uint32_t ahead : {2u, 3u, 4u, 6u, 8u, 12u, 16u, 20u, 24u}) {
-          expected.emplace_back(size, ahead, 1, by_cost);
+          expected.emplace_back(size, ahead, 1, by_cost, 100);
         }
       }
       for (const std::uint32_t ahead : {24u, 20u, 16u}) {
-        for (const std::uint32_t layers : {2u, 4u, 6u, 8u, 12u}) expected.emplace_back(sizes.front(), ahead, layers, by_cost);
+        for (const std::uint32_t layers : {2u, 4u, 6u, 8u, 12u}) {
+          expected.emplace_back(sizes.front(), ahead, layers, by_cost, 100);
+        }
       }
+    }
+    // Then the three fastest of all (by slow-tier cost, 12 layers; by first
+    // use, 12; by cost, 8), each planned to 95, 90 and 80% of the limit.
+    for (const auto& [layers, by_cost] : {std::pair{12u, true}, std::pair{12u, false}, std::pair{8u, true}}) {
+      for (const std::uint32_t pct : {95u, 90u, 80u}) expected.emplace_back(sizes.front(), 24, layers, by_cost, pct);
     }
     CHECK(asked == expected);
     CHECK(period_of(judged) == sizes.front());
     CHECK(ahead_of(judged) == 24);
     CHECK(short_lived_of(judged) == 12);
     CHECK(by_cost_of(judged));
+    CHECK(limit_of(judged) == 80);
     CHECK(judged.judged == expected.size());
     test::check_contains(judged.status, "judged " + std::to_string(expected.size()) + " plans");
   }

@@ -534,7 +534,7 @@ void run(Options o, const World& world) {
   if (autotm != nullptr) {
     const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
     fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
-               "planned moves in and {} out made ({} moves in put off while a write-back held their DRAM); {} "
+               "planned moves in and {} out made ({} moves in put off while a write-back held their DRAM or no hole fitted them); {} "
                "objects the plan put in fast memory found no hole there\n",
                autotm->name(), c.iterations_followed, c.departures, c.unplanned_iterations, c.moves_in, c.moves_out,
                c.deferred_in, c.unplanned);

@@ -4,7 +4,8 @@
 // asynchronous one copies on the mover, a departure from the program is
 // warned about once and falls back to CA:LM without losing a byte, a
 // planner that cannot plan says why, and a move in whose DRAM a landing
-// write-back holds is put off to a later kernel, not waited for.
+// write-back holds, or that finds no hole, is put off to a later kernel,
+// not waited for or left to its use.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -576,6 +577,87 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
   CHECK(!during.c_in_fast_at_k2);  // put off...
   CHECK(policy.counters().deferred_in == before.deferred_in + 1);
   CHECK(during.c_in_fast_at_k3);   // ...and issued at the next kernel, A's DRAM free
+  CHECK(during.c_in_fast_at_k4);
+  CHECK(holds(a, 1));
+  CHECK(holds(b, 2));
+  CHECK(holds(c, 3));
+  rt.manager().check_invariants(true);
+}
+
+TEST_CASE("autotm policy: a planned move in that finds no hole is put off to a later kernel, not left to its use") {
+  // A, B and C (256 KiB each) live across iterations: k0 writes A, k1-k3
+  // write B, k4 reads C. The DRAM limit is the whole 1 MiB fast tier, and
+  // the plan (ours) keeps A and B in DRAM, moves C in beside k2 and out
+  // after k4. In the checked iteration, regions outside the plan fill the
+  // tier during k1 and are freed during k2: at k2 there is no hole for C.
+  // Its move is put off and issued at k3, where a hole is, rather than
+  // dropped and made at k4's use on the compute thread.
+  ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
+      "c-in-beside-k2", "C in beside k2", [](const ca::policy::PlanRequest& request) {
+        ca::plan::AutotmPlan plan;
+        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
+        const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
+        plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
+        plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
+        plan.status = "by hand";
+        return plan;
+      }});
+  options.dram_limit = 1 << 20;
+  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  ca::policy::AutotmPolicy& policy = *owned;
+  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned));
+  auto a = rt.array<std::byte>(object_bytes);
+  auto b = rt.array<std::byte>(object_bytes);
+  auto c = rt.array<std::byte>(object_bytes);
+  fill(a, 1);
+  fill(b, 2);
+  fill(c, 3);
+  const auto c_copy_in_fast = [&] {
+    auto guard = rt.lock();
+    ca::DataManager& dm = rt.manager();
+    ca::Region& primary = *dm.getprimary(c.object());
+    return dm.device(primary) == 0 || dm.getlinked(primary, 0) != nullptr;
+  };
+  struct During {
+    std::size_t fillers = 0;
+    bool c_in_fast_at_k2 = true, c_in_fast_at_k3 = false, c_in_fast_at_k4 = false;
+  };
+  std::vector<ca::Region*> fillers;
+  const auto run = [&](During* during) {
+    rt.begin_iteration();
+    rt.kernel(ca::writes(a), [](std::span<std::byte>) {});
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (during == nullptr) return;
+      auto guard = rt.lock();
+      while (ca::Region* r = rt.manager().allocate(0, 64 * kib)) fillers.push_back(r);  // the tier is full
+      during->fillers = fillers.size();
+    });
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (during == nullptr) return;
+      during->c_in_fast_at_k2 = c_copy_in_fast();
+      auto guard = rt.lock();
+      for (ca::Region* r : fillers) rt.manager().free(*r);
+      fillers.clear();
+    });
+    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
+      if (during != nullptr) during->c_in_fast_at_k3 = c_copy_in_fast();
+    });
+    rt.kernel(ca::reads(c), [&](std::span<const std::byte>) {
+      if (during != nullptr) during->c_in_fast_at_k4 = c_copy_in_fast();
+    });
+  };
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) run(nullptr);  // recorded, then followed
+  REQUIRE(policy.plan() != nullptr);
+  const ca::policy::AutotmPolicy::Counters before = policy.counters();
+  During during;
+  run(&during);
+  rt.manager().finish_copies();
+  CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
+  CHECK(during.fillers >= 8);        // A and B's 512 KiB left, and no more
+  CHECK(!during.c_in_fast_at_k2);    // no hole: put off...
+  CHECK(policy.counters().deferred_in == before.deferred_in + 1);
+  CHECK(during.c_in_fast_at_k3);     // ...and issued at the next kernel, which has one
   CHECK(during.c_in_fast_at_k4);
   CHECK(holds(a, 1));
   CHECK(holds(b, 2));

@@ -172,7 +172,8 @@ class AutotmPolicy final : public Policy {
     std::uint64_t moves_in = 0;            // planned moves into DRAM made (sync and async)
     std::uint64_t moves_out = 0;           // planned moves out made
     // Planned asynchronous moves in put off because their DRAM was still
-    // held by write-backs on the mover (issued at a later kernel instead).
+    // held by write-backs on the mover, or found no hole (issued at a later
+    // kernel instead).
     std::uint64_t deferred_in = 0;
   };
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
@@ -209,8 +210,8 @@ class AutotmPolicy final : public Policy {
   [[nodiscard]] bool needs_copy_in(const Object& object);
   // The planned asynchronous move in of `object` beside a kernel: issued
   // now, or, when it has no room and a write-back on the mover holds DRAM
-  // (or moves put off before it wait), put off (deferred_in_) rather than
-  // waited for on the compute thread.
+  // (or moves put off before it wait), or it finds no hole, put off
+  // (deferred_in_) rather than waited for or made on the compute thread.
   void move_in_async(std::uint32_t id, Object& object);
   // The moves in put off, in the order planned, for as long as they have
   // room now.

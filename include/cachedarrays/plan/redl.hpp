@@ -42,7 +42,8 @@
 //     / 1.34 / 1.17 / 1.16x all-fast to 1.07 / 1.15 / 1.21 / 1.30 / 1.17 /
 //     1.23x (ResNet-50 b128, DenseNet-121 b64, VGG-16 b64, ResNet-18 b32,
 //     DenseNet-121 b16, VGG-16 b16; cachedarrays-plan --gflops 2201).
-//     With no wait for write-backs at all, as the replay charges them, the
+//     With no wait for write-backs at all, as the replay charged them before
+//     d7cf8bb (which holds a write-back's DRAM until it lands), the
 //     model tracks the replay (own 1.04 / 1.08 / 1.10 / 1.19 / 1.01 /
 //     1.14x against replayed 1.039 / 1.092 / 1.116 / 1.222 / 1.022 /
 //     1.152x, same order, with the heap fitted by the packing), but its

@@ -9,8 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -500,167 +502,143 @@ TEST_CASE("autotm policy: a move out still landing is given up when the plan wan
   rt.manager().check_invariants(true);
 }
 
-TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back holds is put off, not waited for") {
-  // A, B and C (256 KiB each) live across iterations: k0 writes A, k1-k3
-  // write B, k4 reads C. DRAM limit 600 KiB: two of them. The plan (ours)
-  // moves A out beside k1 and C in beside k2, asynchronously, and C out
-  // after k4. A's write-back is held on the mover: at k2 the only room for
-  // C is A's, still landing. The executor must not wait for it there (a
-  // wait would reach the held mover's 2 s valve): C's copy is put off,
-  // then issued at k3, once A's write-back has landed.
-  HeldMover mover;
-  ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
-      "c-in-beside-k2", "A out beside k1, C in beside k2", [](const ca::policy::PlanRequest& request) {
-        ca::plan::AutotmPlan plan;
-        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
-        const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
-        const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
-        plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
-        plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
-        plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
-        plan.status = "by hand";
-        return plan;
-      }});
-  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
-  ca::policy::AutotmPolicy& policy = *owned;
-  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
-  auto a = rt.array<std::byte>(object_bytes);
-  auto b = rt.array<std::byte>(object_bytes);
-  auto c = rt.array<std::byte>(object_bytes);
-  fill(a, 1);
-  fill(b, 2);
-  fill(c, 3);
-  const auto c_copy_in_fast = [&] {
-    auto guard = rt.lock();
-    ca::DataManager& dm = rt.manager();
+// A, B and C (256 KiB each, patterns 1, 2 and 3) live across iterations:
+// k0 writes A, k1-k3 write B, k4 reads C, under AutoTM's executor with a
+// plan of our own: every argument in DRAM, C moved in beside k2
+// (asynchronously) and out after k4, and, when `a_out_beside_k1`, A moved
+// out beside k1 (asynchronously). `at(k)` runs inside kernel k of the
+// checked iteration, after it has recorded whether C, or a copy of it, is
+// in DRAM during k2, k3 and k4.
+struct CInBesideK2 {
+  CInBesideK2(bool a_out_beside_k1, std::uint64_t dram_limit, ca::MoverOptions mover)
+      : rt(make(a_out_beside_k1, dram_limit, std::move(mover), policy)) {
+    fill(a, 1);
+    fill(b, 2);
+    fill(c, 3);
+  }
+  static std::unique_ptr<ca::Runtime> make(bool a_out, std::uint64_t dram_limit, ca::MoverOptions mover,
+                                           ca::policy::AutotmPolicy*& policy) {
+    ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
+        "c-in-beside-k2", "C in beside k2", [a_out](const ca::policy::PlanRequest& request) {
+          ca::plan::AutotmPlan plan;
+          for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
+            plan.in_dram.emplace_back(k.args.size(), true);
+          }
+          const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
+          const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
+          if (a_out) plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+          plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
+          plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
+          plan.status = "by hand";
+          return plan;
+        }});
+    options.dram_limit = dram_limit;
+    auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+    policy = owned.get();
+    return std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 8 << 20), std::move(owned), std::move(mover));
+  }
+  bool c_copy_in_fast() {
+    auto guard = rt->lock();
+    ca::DataManager& dm = rt->manager();
     ca::Region& primary = *dm.getprimary(c.object());
     return dm.device(primary) == 0 || dm.getlinked(primary, 0) != nullptr;
-  };
-  struct During {
-    bool a_landing_at_k2 = false, c_in_fast_at_k2 = true, c_in_fast_at_k3 = false, c_in_fast_at_k4 = false;
-  };
-  const auto run = [&](During* during) {
-    rt.begin_iteration();
-    rt.kernel(ca::writes(a), [&](std::span<std::byte>) {
-      if (during != nullptr) mover.arm();  // the next copy is A's write-back, beside k1
-    });
-    rt.kernel(ca::writes(b), [](std::span<std::byte>) {});
-    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
-      if (during == nullptr) return;
-      during->c_in_fast_at_k2 = c_copy_in_fast();
-      {
-        auto guard = rt.lock();
-        ca::DataManager& dm = rt.manager();
-        during->a_landing_at_k2 = dm.in_flight(*dm.getprimary(a.object()));
-      }
-      mover.release();
-      auto guard = rt.lock();
-      rt.manager().wait_for_copy(*rt.manager().getprimary(a.object()));  // A's write-back has landed
-    });
-    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
-      if (during != nullptr) during->c_in_fast_at_k3 = c_copy_in_fast();
-    });
-    rt.kernel(ca::reads(c), [&](std::span<const std::byte>) {
-      if (during != nullptr) during->c_in_fast_at_k4 = c_copy_in_fast();
-    });
-  };
-  rt.record_program();
-  for (int i = 0; i < 3; ++i) run(nullptr);  // recorded, then followed
-  REQUIRE(policy.plan() != nullptr);
-  const ca::policy::AutotmPolicy::Counters before = policy.counters();
-  During during;
-  run(&during);
-  rt.manager().finish_copies();
+  }
+  void iteration(const std::function<void(int kernel)>& at) {
+    const auto in = [&](int k) {
+      if (!at) return;
+      if (k >= 2) c_in_fast_at[k - 2] = c_copy_in_fast();
+      at(k);
+    };
+    rt->begin_iteration();
+    rt->kernel(ca::writes(a), [&](std::span<std::byte>) { in(0); });
+    rt->kernel(ca::writes(b), [&](std::span<std::byte>) { in(1); });
+    rt->kernel(ca::writes(b), [&](std::span<std::byte>) { in(2); });
+    rt->kernel(ca::writes(b), [&](std::span<std::byte>) { in(3); });
+    rt->kernel(ca::reads(c), [&](std::span<const std::byte>) { in(4); });
+  }
+  // Records the program, follows the plan for two iterations, then runs the
+  // checked one; returns the executor's counters from before it.
+  ca::policy::AutotmPolicy::Counters checked_iteration(const std::function<void(int kernel)>& at) {
+    rt->record_program();
+    for (int i = 0; i < 3; ++i) iteration(nullptr);
+    REQUIRE(policy->plan() != nullptr);
+    const ca::policy::AutotmPolicy::Counters before = policy->counters();
+    iteration(at);
+    rt->manager().finish_copies();
+    return before;
+  }
+  ca::policy::AutotmPolicy* policy = nullptr;
+  std::unique_ptr<ca::Runtime> rt;
+  ca::CachedArray<std::byte> a = rt->array<std::byte>(object_bytes);
+  ca::CachedArray<std::byte> b = rt->array<std::byte>(object_bytes);
+  ca::CachedArray<std::byte> c = rt->array<std::byte>(object_bytes);
+  std::array<bool, 3> c_in_fast_at{};  // at k2, k3, k4 of the checked iteration
+};
+
+TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back holds is put off, not waited for") {
+  // DRAM limit 600 KiB: two of A, B and C. A's write-back, beside k1, is
+  // held on the mover: at k2 the only room for C is A's, still landing.
+  // The executor must not wait for it there (a wait would reach the held
+  // mover's 2 s valve): C's copy is put off, then issued at k3, once A's
+  // write-back has landed.
+  HeldMover mover;
+  CInBesideK2 s(/*a_out_beside_k1=*/true, 600 * kib, mover.options());
+  bool a_landing_at_k2 = false;
+  const ca::policy::AutotmPolicy::Counters before = s.checked_iteration([&](int k) {
+    if (k == 0) mover.arm();  // the next copy is A's write-back, beside k1
+    if (k != 2) return;
+    {
+      auto guard = s.rt->lock();
+      ca::DataManager& dm = s.rt->manager();
+      a_landing_at_k2 = dm.in_flight(*dm.getprimary(s.a.object()));
+    }
+    mover.release();
+    auto guard = s.rt->lock();
+    s.rt->manager().wait_for_copy(*s.rt->manager().getprimary(s.a.object()));  // A's write-back has landed
+  });
+  ca::policy::AutotmPolicy& policy = *s.policy;
   CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
   CHECK(mover.valves() == 0);  // nothing waited for the held write-back
-  CHECK(during.a_landing_at_k2);
-  CHECK(!during.c_in_fast_at_k2);  // put off...
+  CHECK(a_landing_at_k2);
+  CHECK(!s.c_in_fast_at[0]);  // put off...
   CHECK(policy.counters().deferred_in == before.deferred_in + 1);
-  CHECK(during.c_in_fast_at_k3);   // ...and issued at the next kernel, A's DRAM free
-  CHECK(during.c_in_fast_at_k4);
-  CHECK(holds(a, 1));
-  CHECK(holds(b, 2));
-  CHECK(holds(c, 3));
-  rt.manager().check_invariants(true);
+  CHECK(s.c_in_fast_at[1]);   // ...and issued at the next kernel, A's DRAM free
+  CHECK(s.c_in_fast_at[2]);
+  CHECK(holds(s.a, 1));
+  CHECK(holds(s.b, 2));
+  CHECK(holds(s.c, 3));
+  s.rt->manager().check_invariants(true);
 }
 
 TEST_CASE("autotm policy: a planned move in that finds no hole is put off to a later kernel, not left to its use") {
-  // A, B and C (256 KiB each) live across iterations: k0 writes A, k1-k3
-  // write B, k4 reads C. The DRAM limit is the whole 1 MiB fast tier, and
-  // the plan (ours) keeps A and B in DRAM, moves C in beside k2 and out
-  // after k4. In the checked iteration, regions outside the plan fill the
+  // The DRAM limit is the whole 1 MiB fast tier, and the plan keeps A and B
+  // in DRAM. In the checked iteration, regions outside the plan fill the
   // tier during k1 and are freed during k2: at k2 there is no hole for C.
   // Its move is put off and issued at k3, where a hole is, rather than
   // dropped and made at k4's use on the compute thread.
-  ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
-      "c-in-beside-k2", "C in beside k2", [](const ca::policy::PlanRequest& request) {
-        ca::plan::AutotmPlan plan;
-        for (const ca::plan::ProgramKernel& k : request.program.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
-        const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
-        plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
-        plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
-        plan.status = "by hand";
-        return plan;
-      }});
-  options.dram_limit = 1 << 20;
-  auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
-  ca::policy::AutotmPolicy& policy = *owned;
-  ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned));
-  auto a = rt.array<std::byte>(object_bytes);
-  auto b = rt.array<std::byte>(object_bytes);
-  auto c = rt.array<std::byte>(object_bytes);
-  fill(a, 1);
-  fill(b, 2);
-  fill(c, 3);
-  const auto c_copy_in_fast = [&] {
-    auto guard = rt.lock();
-    ca::DataManager& dm = rt.manager();
-    ca::Region& primary = *dm.getprimary(c.object());
-    return dm.device(primary) == 0 || dm.getlinked(primary, 0) != nullptr;
-  };
-  struct During {
-    std::size_t fillers = 0;
-    bool c_in_fast_at_k2 = true, c_in_fast_at_k3 = false, c_in_fast_at_k4 = false;
-  };
+  CInBesideK2 s(/*a_out_beside_k1=*/false, 1 << 20, {});
   std::vector<ca::Region*> fillers;
-  const auto run = [&](During* during) {
-    rt.begin_iteration();
-    rt.kernel(ca::writes(a), [](std::span<std::byte>) {});
-    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
-      if (during == nullptr) return;
-      auto guard = rt.lock();
-      while (ca::Region* r = rt.manager().allocate(0, 64 * kib)) fillers.push_back(r);  // the tier is full
-      during->fillers = fillers.size();
-    });
-    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
-      if (during == nullptr) return;
-      during->c_in_fast_at_k2 = c_copy_in_fast();
-      auto guard = rt.lock();
-      for (ca::Region* r : fillers) rt.manager().free(*r);
+  std::size_t filled = 0;
+  const ca::policy::AutotmPolicy::Counters before = s.checked_iteration([&](int k) {
+    auto guard = s.rt->lock();
+    ca::DataManager& dm = s.rt->manager();
+    if (k == 1) {
+      while (ca::Region* r = dm.allocate(0, 64 * kib)) fillers.push_back(r);  // the tier is full
+      filled = fillers.size();
+    } else if (k == 2) {
+      for (ca::Region* r : fillers) dm.free(*r);
       fillers.clear();
-    });
-    rt.kernel(ca::writes(b), [&](std::span<std::byte>) {
-      if (during != nullptr) during->c_in_fast_at_k3 = c_copy_in_fast();
-    });
-    rt.kernel(ca::reads(c), [&](std::span<const std::byte>) {
-      if (during != nullptr) during->c_in_fast_at_k4 = c_copy_in_fast();
-    });
-  };
-  rt.record_program();
-  for (int i = 0; i < 3; ++i) run(nullptr);  // recorded, then followed
-  REQUIRE(policy.plan() != nullptr);
-  const ca::policy::AutotmPolicy::Counters before = policy.counters();
-  During during;
-  run(&during);
-  rt.manager().finish_copies();
+    }
+  });
+  ca::policy::AutotmPolicy& policy = *s.policy;
   CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
-  CHECK(during.fillers >= 8);        // A and B's 512 KiB left, and no more
-  CHECK(!during.c_in_fast_at_k2);    // no hole: put off...
+  CHECK(filled >= 8);            // A and B's 512 KiB left, and no more
+  CHECK(!s.c_in_fast_at[0]);     // no hole: put off...
   CHECK(policy.counters().deferred_in == before.deferred_in + 1);
-  CHECK(during.c_in_fast_at_k3);     // ...and issued at the next kernel, which has one
-  CHECK(during.c_in_fast_at_k4);
-  CHECK(holds(a, 1));
-  CHECK(holds(b, 2));
-  CHECK(holds(c, 3));
-  rt.manager().check_invariants(true);
+  CHECK(s.c_in_fast_at[1]);      // ...and issued at the next kernel, which has one
+  CHECK(s.c_in_fast_at[2]);
+  CHECK(holds(s.a, 1));
+  CHECK(holds(s.b, 2));
+  CHECK(holds(s.c, 3));
+  s.rt->manager().check_invariants(true);
 }

@@ -280,14 +280,9 @@ CACHEDARRAYS_INLINE void DataManager::release_region(Region& region) {
   ++counters.frees;
   --counters.live_regions;
   counters.bytes_in_use -= region.block_->size;
-  if (trace_ != nullptr) {
-    // Named by the object it belongs or last belonged to.
-    TraceEvent e;
-    e.kind = TraceKind::free;
-    e.device = region.device_;
-    e.bytes = region.block_->size;
-    e.object = region.parent_ != nullptr ? region.parent_->id() : region.last_owner_;
-    trace_->record(e);
+  if (trace_ != nullptr) {  // named by the object it belongs or last belonged to
+    trace(TraceKind::free, region.device_, region.block_->size,
+          region.parent_ != nullptr ? region.parent_->id() : region.last_owner_);
   }
   heap(region.device_).allocator().release(region.block_);
   recycle(region);
@@ -724,13 +719,18 @@ CACHEDARRAYS_INLINE bool DataManager::make_hole(DeviceId device, std::uint64_t b
 
 CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object,
                                             DeviceId device2, std::uint8_t detail) {
+  trace(kind, device, bytes, object != nullptr ? object->id() : 0, device2, detail);
+}
+
+CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std::uint64_t bytes,
+                                            std::uint64_t object_id, DeviceId device2, std::uint8_t detail) {
   TraceEvent e;
   e.kind = kind;
   e.detail = detail;
   e.device = device;
   e.device2 = device2;
   e.bytes = bytes;
-  e.object = object != nullptr ? object->id() : 0;
+  e.object = object_id;
   trace_->record(e);
 }
 

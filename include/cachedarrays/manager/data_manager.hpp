@@ -283,6 +283,8 @@ class DataManager {
   Mover mover_;
   void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, const Object* object, DeviceId device2 = 0,
              std::uint8_t detail = 0);
+  void trace(TraceKind kind, DeviceId device, std::uint64_t bytes, std::uint64_t object_id, DeviceId device2 = 0,
+             std::uint8_t detail = 0);
 };
 
 }  // namespace cachedarrays

@@ -407,10 +407,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& o
   // Behind moves put off before it: the mover copies in the order issued,
   // and the plan's order is the order of need.
   if (needs_copy_in(object) && (!deferred_in_.empty() || (!has_room(object.bytes()) && write_back_in_flight()))) {
-    if (std::find(deferred_in_.begin(), deferred_in_.end(), id) == deferred_in_.end()) {
-      deferred_in_.push_back(id);
-      ++counters_.deferred_in;
-    }
+    put_off(id);
     return;
   }
   make_room_for(object.bytes());
@@ -425,9 +422,14 @@ CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& o
     // 1.1855 -> 1.1587x all-fast and DenseNet-121 b16 1.0337 -> 1.0287x,
     // VGG-16 b16 1.1073 -> 1.1100x, the other three within 0.0002; a retry
     // list that let later moves pass it did worse on ResNet-18 (1.1794x).
-    deferred_in_.push_back(id);
-    ++counters_.deferred_in;
+    put_off(id);
   }
+}
+
+CACHEDARRAYS_INLINE void AutotmPolicy::put_off(std::uint32_t id) {
+  if (std::find(deferred_in_.begin(), deferred_in_.end(), id) != deferred_in_.end()) return;
+  deferred_in_.push_back(id);
+  ++counters_.deferred_in;
 }
 
 CACHEDARRAYS_INLINE void AutotmPolicy::issue_deferred() {

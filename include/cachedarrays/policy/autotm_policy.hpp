@@ -213,6 +213,8 @@ class AutotmPolicy final : public Policy {
   // (or moves put off before it wait), or it finds no hole, put off
   // (deferred_in_) rather than waited for or made on the compute thread.
   void move_in_async(std::uint32_t id, Object& object);
+  // Appends program object `id`'s move in to the put-off ones (once).
+  void put_off(std::uint32_t id);
   // The moves in put off, in the order planned, for as long as they have
   // room now.
   void issue_deferred();
@@ -252,8 +254,8 @@ class AutotmPolicy final : public Policy {
   std::uint32_t next_creation_ = 0;  // creations_ matched so far
   std::vector<std::uint32_t> pending_out_;
   // Program objects whose planned asynchronous move in waits for DRAM that
-  // write-backs still on the mover hold: the copy is issued at a later
-  // kernel once they have landed (issue_deferred), or the object's use
+  // write-backs still on the mover hold, or for a hole: the copy is issued
+  // at a later kernel once there is room (issue_deferred), or the object's use
   // brings it (follow_hint), waiting then if it must. Blocking the compute
   // thread at the move's own kernel instead, for DRAM that nothing needs
   // yet, left ReDL's ResNet-18 b32 at 20% (emulated Optane, one oneDNN

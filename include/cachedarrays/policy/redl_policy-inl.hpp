@@ -153,6 +153,9 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     std::vector<Judged> judged;
     double best_seconds = 0;
     double headroom = 0;  // of the plans judged next: the share of the DRAM limit left free
+    const auto limit_share = [](double left_free) {
+      return std::to_string(std::lround(100 * (1.0 - left_free))) + "% of the DRAM limit";
+    };
     const auto judge = [&](plan::AutotmPlan candidate) {
       const double seconds = (*request.judge)(candidate);
       judged.push_back({options.period_layers, options.issue_periods, seconds, options.short_lived_layers,
@@ -221,7 +224,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
         headroom = h;
         options.fast_limit = static_cast<std::uint64_t>(static_cast<double>(request.dram_limit) * (1.0 - h));
         plan::AutotmPlan candidate = fitted_at(f.period_layers);
-        candidate.status += ", planned to " + std::to_string(std::lround(100 * (1.0 - h))) + "% of the DRAM limit";
+        candidate.status += ", planned to " + limit_share(h);
         judge(std::move(candidate));
       }
     }
@@ -236,7 +239,7 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
         " layers, copies in issued up to " + std::to_string(kept.issue_periods) + " period(s) ahead, short-lived up to " +
         std::to_string(kept.short_lived) + (kept.short_lived == 1 ? " layer, " : " layers, ") +
         (kept.room_by_slow_cost ? "room by slow-tier cost, " : "room by first use, ") +
-        (kept.headroom > 0 ? std::to_string(std::lround(100 * (1.0 - kept.headroom))) + "% of the DRAM limit, " : "") +
+        (kept.headroom > 0 ? limit_share(kept.headroom) + ", " : "") +
         std::to_string(kept.seconds) + " s per iteration (the model's " + std::to_string(chosen) +
         " layers, 1 period ahead: " + std::to_string(judged.front().seconds) + " s)";
     request.log(line);

@@ -89,19 +89,18 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   copying_ += t;
   double& free_at = channel(e.device, dst);
   if (!defrag && e.detail == 1) {  // the mover: after what its channel already carries
-    // and, into a region that waits for room, once the room is there.
-    double start = std::max(compute_, free_at);
+    // and, into a region that waits for room, once the room is there; on
+    // the mover thread that frees first (each makes one copy at a time, in
+    // the order queued).
+    double room = 0;
     if (wait_.pending && wait_.device == dst) {
-      start = std::max(start, wait_.until);
+      room = wait_.until;
       wait_.pending = false;
     } else {
       settle_wait();
-      start = std::max(compute_, free_at);
     }
-    // On the mover thread that frees first: each makes one copy at a time,
-    // in the order queued.
     const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
-    start = std::max(start, *lane);
+    const double start = std::max({compute_, free_at, room, *lane});
     free_at = *lane = start + t;
     ready_at_[e.object] = std::max(ready(e.object), free_at);
     if (!room_.empty()) leaving_[e.object] = {e.device, free_at};

@@ -632,6 +632,7 @@ struct Options {
   double paper_gflops = 0;  // 0: from this machine's profile (paper_machine)
   std::string kernel_model = "roofline";
   std::string mover_priority = "normal";
+  unsigned mover_threads = 1;
   std::string lookahead = "profiled";
   std::string judge = "replay";
   int compute_threads = 0;  // 0: OpenMP's default (every core)
@@ -688,6 +689,9 @@ void add_options(CLI::App& app, Options& o) {
                  "emulated runs: the asynchronous mover's threads scheduled normally or SCHED_IDLE "
                  "(ca::MoverPriority)")
       ->check(CLI::IsMember({"normal", "idle"}))
+      ->capture_default_str();
+  app.add_option("--mover-threads", o.mover_threads, "emulated runs: the asynchronous mover's threads (ca::MoverOptions)")
+      ->check(CLI::Range(1U, 64U))
       ->capture_default_str();
   app.add_option("--lookahead", o.lookahead,
                  "emulated runs: the A modes' window, chosen from the kernel profiles (plan::choose_lookahead) "
@@ -767,6 +771,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     const nn::ModelConfig c = bench::small_config(family, o.quick, o.batch, o.image_size, o.width);
     ca::MoverOptions mover;
     mover.priority = o.mover_priority == "idle" ? ca::MoverPriority::idle : ca::MoverPriority::normal;
+    mover.threads = o.mover_threads;
     if (!o.no_emulated) {
       emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover,
                o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, o.judge == "replay", rows);

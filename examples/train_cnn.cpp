@@ -63,6 +63,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::string data = "fashion-mnist";
   int threads = 0;
+  unsigned mover_threads = 1;
   float learning_rate = 0.05f;
   std::string slow_emulation = "none";
   std::string trace_path;
@@ -181,6 +182,10 @@ void add_options(CLI::App& app, Options& o) {
                  "cifar10:DIR | cifar10:FILE | synthetic (random images and labels, as the paper)")->capture_default_str();
   app.add_option("--threads", o.threads, "oneDNN threads (0: all cores, shared evenly among the ranks on a machine)")
       ->capture_default_str();
+  app.add_option("--mover-threads", o.mover_threads,
+                 "threads of the asynchronous mover, which make the prefetches and write-backs beside the kernels")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 64U));
   app.add_option("--bucket-mib", o.bucket_mib,
                  "under mpirun: gradients are averaged over the ranks in buckets of about this many MiB, each "
                  "summed while the backward pass goes on")
@@ -497,7 +502,9 @@ void run(Options o, const World& world) {
   const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
   const ca::policy::PlannedPlacement* placement =
       planned_policy != nullptr ? planned_policy->planned_placement() : nullptr;
-  ca::Runtime rt(std::move(specs), std::move(policy));
+  ca::MoverOptions mover;
+  mover.threads = o.mover_threads;
+  ca::Runtime rt(std::move(specs), std::move(policy), mover);
   rt.set_program(program);
   nn::Graph graph = build();
   fmt::print("model {}-{} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", model.family,

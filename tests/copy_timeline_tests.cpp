@@ -2,8 +2,9 @@
 // an asynchronous copy runs beside the kernels that do not need it, a
 // kernel waits for the copies of its own arguments, a synchronous copy and a
 // defrag move are exposed on the compute timeline, copies of one device
-// pair share their channel, one mover thread makes one copy at a time, and
-// a source region stays taken until its copy lands.
+// pair share their channel, one mover thread makes one copy at a time, a
+// source region stays taken until its copy lands, and a background copy
+// waits behind the copies issued before a mover thread takes it.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -183,4 +184,74 @@ TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, 
     t.kernel(other, 0.5e-3);
     CHECK(t.exposed_copy_seconds() == 0.0);
   }
+}
+
+namespace {
+
+// A write-back made ahead (CopyPriority::background).
+ca::TraceEvent background_copy(std::uint64_t object, ca::DeviceId from, ca::DeviceId to, std::uint64_t bytes) {
+  ca::TraceEvent e = copy(object, from, to, bytes, true);
+  e.detail = ca::trace_copy_background;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("copy timeline: a copy in issued while a background write-back waits goes first, as on the mover") {
+  ca::CopyTimeline t(models);  // one mover thread
+  t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
+  t.copy(background_copy(2, 0, 1, 1'000'000));  // queued behind it
+  const std::vector<std::uint64_t> other{5};
+  t.kernel(other, 0.5e-3);
+  t.copy(copy(3, 1, 0, 1'000'000, true));  // issued at 0.5 ms, before the thread is free: 1 to 2 ms
+  const std::vector<std::uint64_t> third{3};
+  t.kernel(third, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(1.5e-3));  // 0.5 to 2 ms, not to 3 ms
+  const std::vector<std::uint64_t> written_back{2};
+  t.kernel(written_back, 0);  // the write-back: 2 to 3 ms
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(2.5e-3));
+  CHECK(t.seconds() == doctest::Approx(3e-3));
+}
+
+TEST_CASE("copy timeline: a background write-back the mover reaches before the next copy is issued runs first") {
+  ca::CopyTimeline t(models);
+  t.copy(copy(1, 1, 0, 1'000'000, true));       // 0 to 1 ms
+  t.copy(background_copy(2, 0, 1, 1'000'000));  // the thread is free at 1 ms: 1 to 2 ms
+  const std::vector<std::uint64_t> other{5};
+  t.kernel(other, 1.5e-3);
+  t.copy(copy(3, 1, 0, 1'000'000, true));  // issued at 1.5 ms, once the write-back has started: 2 to 3 ms
+  const std::vector<std::uint64_t> third{3};
+  t.kernel(third, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(1.5e-3));
+  CHECK(t.seconds() == doctest::Approx(3e-3));
+}
+
+TEST_CASE("copy timeline: the room a queued background write-back's source holds frees when it lands") {
+  ca::CopyTimeline t(models, two_devices(2'000'000));
+  t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
+  t.copy(background_copy(2, 0, 1, 1'000'000));  // queued
+  t.free(room_event(ca::TraceKind::free, 2, 0, 1'000'000));  // its source, freed by the policy at once
+  const std::vector<std::uint64_t> other{5};
+  t.kernel(other, 0.5e-3);
+  t.copy(copy(3, 1, 0, 1'000'000, true));  // goes first: 1 to 2 ms; the write-back 2 to 3 ms
+  // A creation of 1e6 bytes on the full device waits for the write-back's source.
+  t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
+  t.kernel(other, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(2.5e-3));  // 0.5 to 3 ms
+  CHECK(t.seconds() == doctest::Approx(3e-3));
+}
+
+TEST_CASE("copy timeline: background write-backs still queued at the end count in the iteration's end") {
+  ca::CopyTimeline t(models);
+  t.copy(background_copy(1, 0, 1, 1'000'000));
+  t.copy(background_copy(2, 0, 1, 1'000'000));
+  CHECK(t.now() == 0.0);
+  CHECK(t.seconds() == doctest::Approx(2e-3));
+  CHECK(t.exposed_copy_seconds() == 0.0);
+  // Asking does not start them: a copy in issued now still goes first.
+  t.copy(copy(3, 1, 0, 1'000'000, true));
+  const std::vector<std::uint64_t> third{3};
+  t.kernel(third, 0);
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(1e-3));
+  CHECK(t.seconds() == doctest::Approx(3e-3));
 }

@@ -58,7 +58,8 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   ++stats_.copies[src.device_][dst.device_];
   if (trace_ != nullptr) {
     const Object* object = dst.parent_ != nullptr ? dst.parent_ : src.parent_;
-    trace(TraceKind::copy, src.device_, src.bytes_, object, dst.device_, /*detail=*/1);
+    trace(TraceKind::copy, src.device_, src.bytes_, object, dst.device_,
+          copy->background ? trace_copy_background : trace_copy_async);
   }
 
   dst.copy_ = copy;

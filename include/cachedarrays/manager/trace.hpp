@@ -32,12 +32,19 @@ enum class TraceKind : std::uint8_t {
   allocate,      // device, bytes, object (0: free-standing)
   free,          // device, bytes, object (it belongs or last belonged to; 0: none)
   copy,          // device (source), device2 (destination), bytes, object;
-                 // detail 1: issued asynchronously (copyto_async)
+                 // detail: who makes it (trace_copy_sync, _async, _background)
   evict,         // device, bytes, object: a region cleared by evictfrom
   defrag_move,   // device, bytes, object
 };
 
 [[nodiscard]] const char* to_string(TraceKind kind) noexcept;
+
+// A TraceKind::copy event's detail: who makes the copy, and when.
+inline constexpr std::uint8_t trace_copy_sync = 0;   // the caller, at once (copyto)
+inline constexpr std::uint8_t trace_copy_async = 1;  // the mover, in the order queued (copyto_async)
+// The mover, behind every copy queued before it starts (copyto_async with
+// CopyPriority::background: manager/mover.hpp).
+inline constexpr std::uint8_t trace_copy_background = 2;
 
 // The kernel name under which a trace records a read() / write() scoped
 // access (a kernel with no end event); the replay recognises them by it.

@@ -31,25 +31,82 @@ CACHEDARRAYS_INLINE double& CopyTimeline::channel(DeviceId src, DeviceId dst) {
   return channel_free_.at(std::size_t{src} * models_.size() + dst);
 }
 
-CACHEDARRAYS_INLINE double CopyTimeline::ready(std::uint64_t object) const {
+CACHEDARRAYS_INLINE double CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                    std::uint64_t object, double earliest) {
+  double& free_at = channel(src, dst);
+  const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
+  const double start = std::max({earliest, free_at, *lane});
+  free_at = *lane = start + copy_time(src, dst, bytes);
+  double& ready = ready_at_[object];
+  ready = std::max(ready, free_at);
+  return free_at;
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::start_background_through(std::uint64_t seq) {
+  while (!queued_.empty() && queued_.front().seq <= seq) {
+    const Queued q = queued_.front();
+    queued_.pop_front();
+    const double end = run_on_mover(q.src, q.dst, q.bytes, q.object, std::max(q.issued, q.room));
+    if (const auto it = queued_for_.find(q.object); it != queued_for_.end() && it->second == q.seq) {
+      queued_for_.erase(it);
+    }
+    // Its source, held or still to be freed, lands now that its end is known.
+    if (const auto it = leaving_.find(q.object); it != leaving_.end() && it->second.seq == q.seq) {
+      it->second = {q.src, end, 0};
+    }
+    if (q.src < landing_.size()) {
+      for (Landing& l : landing_[q.src]) {
+        if (l.seq == q.seq) l = {end, l.bytes, 0};
+      }
+    }
+  }
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
+  while (!queued_.empty()) {
+    const Queued& q = queued_.front();
+    const double lane = *std::min_element(lane_free_.begin(), lane_free_.end());
+    if (std::max({q.issued, q.room, channel(q.src, q.dst), lane}) >= before) return;  // a copy issued then goes first
+    start_background_through(q.seq);
+  }
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::ready(std::uint64_t object) {
+  if (const auto it = queued_for_.find(object); it != queued_for_.end()) start_background_through(it->second);
   const auto it = ready_at_.find(object);
   return it == ready_at_.end() ? 0.0 : it->second;
 }
 
 CACHEDARRAYS_INLINE double CopyTimeline::room_at(DeviceId device) {
+  start_background(compute_);
   std::vector<Landing>& landing = landing_[device];
-  // What landed before now holds nothing any more.
-  std::erase_if(landing, [&](const Landing& l) { return l.at <= compute_; });
-  std::uint64_t held = 0;
-  for (const Landing& l : landing) held += l.bytes;
   const DeviceUsage& room = room_[device];
-  if (room.bytes_used + held <= room.capacity) return compute_;
+  const auto held = [&] {
+    std::uint64_t bytes = 0;
+    for (const Landing& l : landing) bytes += l.bytes;
+    return bytes;
+  };
+  // What landed before now holds nothing any more.
+  const auto drop_landed = [&] {
+    std::erase_if(landing, [&](const Landing& l) { return l.seq == 0 && l.at <= compute_; });
+  };
+  drop_landed();
+  if (room.bytes_used + held() <= room.capacity) return compute_;
+  // Short of room: the background copies still queued out of this device
+  // start (their end says when their sources free).
+  std::uint64_t last = 0;
+  for (const Landing& l : landing) last = std::max(last, l.seq);
+  if (last != 0) {
+    start_background_through(last);
+    drop_landed();
+  }
+  std::uint64_t bytes = held();
   std::sort(landing.begin(), landing.end(), [](const Landing& a, const Landing& b) { return a.at < b.at; });
   double at = compute_;
   for (const Landing& l : landing) {
-    if (room.bytes_used + held <= room.capacity) break;
+    if (room.bytes_used + bytes <= room.capacity) break;
     at = l.at;
-    held -= l.bytes;
+    bytes -= l.bytes;
   }
   return at;
 }
@@ -76,8 +133,10 @@ CACHEDARRAYS_INLINE void CopyTimeline::free(const TraceEvent& e) {
   room.bytes_used -= std::min(room.bytes_used, e.bytes);
   // Its own copy out of this region still reads it: held until it lands.
   const auto it = leaving_.find(e.object);
-  if (it == leaving_.end() || it->second.first != e.device) return;
-  if (it->second.second > compute_) landing_[e.device].push_back({it->second.second, e.bytes});
+  if (it == leaving_.end() || it->second.device != e.device) return;
+  if (it->second.seq != 0 || it->second.end > compute_) {
+    landing_[e.device].push_back({it->second.end, e.bytes, it->second.seq});
+  }
   leaving_.erase(it);
 }
 
@@ -85,13 +144,10 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   // A defrag move slides a region down its own heap, on the compute thread.
   const bool defrag = e.kind == TraceKind::defrag_move;
   const DeviceId dst = defrag ? e.device : e.device2;
-  const double t = copy_time(e.device, dst, e.bytes);
-  copying_ += t;
-  double& free_at = channel(e.device, dst);
-  if (!defrag && e.detail == 1) {  // the mover: after what its channel already carries
-    // and, into a region that waits for room, once the room is there; on
-    // the mover thread that frees first (each makes one copy at a time, in
-    // the order queued).
+  copying_ += copy_time(e.device, dst, e.bytes);
+  const bool background = !defrag && e.detail == trace_copy_background;
+  if (background || (!defrag && e.detail == trace_copy_async)) {  // the mover
+    // Into a region that waits for room: once the room is there.
     double room = 0;
     if (wait_.pending && wait_.device == dst) {
       room = wait_.until;
@@ -99,20 +155,27 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
     } else {
       settle_wait();
     }
-    const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
-    const double start = std::max({compute_, free_at, room, *lane});
-    free_at = *lane = start + t;
-    ready_at_[e.object] = std::max(ready(e.object), free_at);
-    if (!room_.empty()) leaving_[e.object] = {e.device, free_at};
+    if (background) {  // behind whatever is issued before a thread takes it
+      queued_.push_back({++issued_background_, e.device, dst, e.bytes, e.object, compute_, room});
+      queued_for_[e.object] = issued_background_;
+      if (!room_.empty()) leaving_[e.object] = {e.device, 0, issued_background_};
+      return;
+    }
+    start_background(compute_);
+    const double end = run_on_mover(e.device, dst, e.bytes, e.object, std::max(compute_, room));
+    if (!room_.empty()) leaving_[e.object] = {e.device, end, 0};
     return;
   }
   settle_wait();
+  start_background(compute_);
   // The compute thread: it settles the object's copy in flight first, and
   // shares the device pair's bandwidth with the mover.
-  const double start = std::max({compute_, free_at, ready(e.object)});
-  exposed_ += start + t - compute_;
-  compute_ = start + t;
-  free_at = compute_;
+  const double settled = ready(e.object);
+  double& free_at = channel(e.device, dst);
+  const double start = std::max({compute_, free_at, settled});
+  const double end = start + copy_time(e.device, dst, e.bytes);
+  exposed_ += end - compute_;
+  compute_ = free_at = end;
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::kernel(std::span<const std::uint64_t> objects, double seconds) {
@@ -123,7 +186,12 @@ CACHEDARRAYS_INLINE void CopyTimeline::kernel(std::span<const std::uint64_t> obj
   compute_ = start + seconds;
 }
 
-CACHEDARRAYS_INLINE double CopyTimeline::seconds() const noexcept {
+CACHEDARRAYS_INLINE double CopyTimeline::seconds() const {
+  if (!queued_.empty()) {
+    CopyTimeline drained = *this;
+    drained.start_background_through(queued_.back().seq);
+    return drained.seconds();
+  }
   double end = compute_;
   for (double f : channel_free_) end = std::max(end, f);
   return end;

@@ -9,8 +9,11 @@
 // asynchronous ones, and the iteration ends when both the kernels and the
 // copies are done. The time the compute timeline spends in copies or
 // waiting for them is the exposed copy time; the rest of the copy time is
-// hidden behind kernels. (The mover's background copies, which wait behind
-// the others, are taken in issue order here.)
+// hidden behind kernels. A background copy (CopyPriority::background: the
+// write-backs made ahead) waits, as on the mover, behind every copy issued
+// before it starts: it is queued, and starts once a thread is free before
+// the next copy is issued, or when something needs its end (a kernel on its
+// object, the room its source holds, the end of the iteration).
 //
 // Given the devices' room, it also keeps what the mover does with the
 // source of a copy it has not landed yet: the source region stays taken
@@ -29,9 +32,9 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
@@ -52,9 +55,10 @@ class CopyTimeline {
   explicit CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room = {},
                         unsigned mover_threads = 1);
 
-  // A copy event of a trace (TraceKind::copy): detail 1 is asynchronous
-  // (issued to the mover at the current compute time), else synchronous
-  // (made by the compute thread). A TraceKind::defrag_move is a synchronous
+  // A copy event of a trace (TraceKind::copy): its detail says who makes it
+  // (trace_copy_async: issued to the mover at the current compute time;
+  // trace_copy_background: the same, behind the copies issued before it
+  // starts; else made by the compute thread). A TraceKind::defrag_move is a synchronous
   // copy from its device to itself (defrag slides regions on the caller's
   // thread).
   void copy(const TraceEvent& event);
@@ -71,27 +75,57 @@ class CopyTimeline {
   // Where the compute timeline is: the end of the last kernel or
   // synchronous copy.
   [[nodiscard]] double now() const noexcept { return compute_; }
-  // When the last kernel and the last copy are done.
-  [[nodiscard]] double seconds() const noexcept;
+  // When the last kernel and the last copy are done (the background copies
+  // still queued included).
+  [[nodiscard]] double seconds() const;
   // Compute time spent in synchronous copies or waiting for asynchronous ones.
   [[nodiscard]] double exposed_copy_seconds() const noexcept { return exposed_; }
   // Every copy's own time, hidden or not.
   [[nodiscard]] double copy_seconds() const noexcept { return copying_; }
 
  private:
+  // A background copy issued and not started yet; `seq` from 1, in issue order.
+  struct Queued {
+    std::uint64_t seq = 0;
+    DeviceId src = 0, dst = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t object = 0;
+    double issued = 0;  // and no earlier than `room` (its target's room)
+    double room = 0;
+  };
+
   double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;
   double& channel(DeviceId src, DeviceId dst);
-  double ready(std::uint64_t object) const;
+  // A copy on the mover thread that frees first, after what its channel
+  // already carries, no earlier than `earliest`; returns its end.
+  double run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest);
+  // Starts, in order, the queued background copies a mover thread would
+  // take before `before` (when a copy issued then would go first).
+  void start_background(double before);
+  // Starts the queued background copies up to the one numbered `seq`.
+  void start_background_through(std::uint64_t seq);
+  // When the copies in flight into or out of `object` are done (a queued
+  // background one started first).
+  double ready(std::uint64_t object);
   // When device `device`'s landing sources leave room for what it holds.
   double room_at(DeviceId device);
   // A pending wait for room that no asynchronous copy took: the compute
   // timeline waits it out.
   void settle_wait();
 
-  // A freed source region still being read by its copy.
+  // A freed source region still being read by its copy (`seq`: a queued
+  // background copy, whose end is not known until it starts; else 0).
   struct Landing {
     double at = 0;
     std::uint64_t bytes = 0;
+    std::uint64_t seq = 0;
+  };
+  // The source and end of an object's last asynchronous copy (`seq` as in
+  // Landing).
+  struct Leaving {
+    DeviceId device = 0;
+    double end = 0;
+    std::uint64_t seq = 0;
   };
   // An allocation that must wait for landing sources, until the next event
   // says who waits: an asynchronous copy into its device right after it
@@ -112,9 +146,11 @@ class CopyTimeline {
   std::unordered_map<std::uint64_t, double> ready_at_;  // object -> its last copy's end
   std::vector<DeviceUsage> room_;                       // empty: no hold
   std::vector<std::vector<Landing>> landing_;           // by device
-  // object -> the source device and end of its last asynchronous copy
-  std::unordered_map<std::uint64_t, std::pair<DeviceId, double>> leaving_;
+  std::unordered_map<std::uint64_t, Leaving> leaving_;  // by object
   RoomWait wait_;
+  std::deque<Queued> queued_;                             // background copies, in issue order
+  std::unordered_map<std::uint64_t, std::uint64_t> queued_for_;  // object -> its last queued copy's seq
+  std::uint64_t issued_background_ = 0;
 };
 
 }  // namespace cachedarrays

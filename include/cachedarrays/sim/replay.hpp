@@ -98,8 +98,9 @@ struct ReplayIteration {
 // plan::Roofline adds the compute bound. A copy takes
 // bytes / min(source read, destination write bandwidth), on the compute
 // timeline when the policy made it synchronously, else on one of the
-// target's mover threads (DataManager::mover_options) beside the kernels;
-// a kernel waits for copies in flight on its arguments, and a source region
+// target's mover threads (DataManager::mover_options) beside the kernels,
+// a background copy (a write-back made ahead) behind the copies issued
+// before a thread takes it; a kernel waits for copies in flight on its arguments, and a source region
 // stays taken until its copy lands, so an allocation that finds its device
 // full of landing sources waits (sim/copy_timeline.hpp). `models[d]` is device d's model;
 // there must be one per target device, each bandwidth > 0. `kernel_time`

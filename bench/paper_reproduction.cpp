@@ -154,7 +154,8 @@ void fill_traffic(Row& row, const ca::TierTraffic& t) {
 // footprint and, given, at the paper's DRAM.
 void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::uint64_t nvram,
              std::optional<std::uint64_t> paper_dram, const std::vector<std::string>& policies,
-             const ca::plan::KernelTimeModel& kernel_time, double plan_seconds, std::vector<Row>& rows) {
+             const ca::plan::KernelTimeModel& kernel_time, double plan_seconds, unsigned mover_threads,
+             std::vector<Row>& rows) {
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
   // The steady state (sim/replay.hpp steady_window) is what the modeled
@@ -170,6 +171,7 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   options.slow_bytes = nvram;
   options.kernel_time = &kernel_time;
   options.plan_seconds = plan_seconds;
+  options.mover_threads = mover_threads;
   // One runs at a time: the AutoTM rows' solve times are part of what this
   // benchmark reports, and two solves side by side would halve each one's
   // time limit's worth of search.
@@ -632,7 +634,7 @@ struct Options {
   double paper_gflops = 0;  // 0: from this machine's profile (paper_machine)
   std::string kernel_model = "roofline";
   std::string mover_priority = "normal";
-  unsigned mover_threads = 1;
+  unsigned mover_threads = ca::MoverOptions{}.threads;
   std::string lookahead = "profiled";
   std::string judge = "replay";
   int compute_threads = 0;  // 0: OpenMP's default (every core)
@@ -690,7 +692,7 @@ void add_options(CLI::App& app, Options& o) {
                  "(ca::MoverPriority)")
       ->check(CLI::IsMember({"normal", "idle"}))
       ->capture_default_str();
-  app.add_option("--mover-threads", o.mover_threads, "emulated runs: the asynchronous mover's threads (ca::MoverOptions)")
+  app.add_option("--mover-threads", o.mover_threads, "the asynchronous mover's threads (ca::MoverOptions), in the emulated runs and the modeled replays")
       ->check(CLI::Range(1U, 64U))
       ->capture_default_str();
   app.add_option("--lookahead", o.lookahead,
@@ -777,7 +779,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
                o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, o.judge == "replay", rows);
     }
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
-            kernel_time, o.plan_seconds, rows);
+            kernel_time, o.plan_seconds, o.mover_threads, rows);
   }
   if (o.no_paper) return rows;
   if (o.autotm) {
@@ -787,13 +789,13 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
              {"resnet", 200, 512}, {"densenet", 264, 512}, {"vgg", 19, 2048}}) {
       if (std::find(o.families.begin(), o.families.end(), family) == o.families.end()) continue;
       nn::ModelConfig c{.family = family, .depth = depth, .batch = batch};
-      modeled(c, fractions, 1300 * gb, std::nullopt, policies, kernel_time, o.plan_seconds, rows);
+      modeled(c, fractions, 1300 * gb, std::nullopt, policies, kernel_time, o.plan_seconds, o.mover_threads, rows);
     }
     for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
              {"vgg", 416, 128}, {"resnet", 200, 2560}}) {
       if (std::find(o.families.begin(), o.families.end(), family) == o.families.end()) continue;
       nn::ModelConfig c{.family = family, .depth = depth, .batch = batch};
-      modeled(c, {}, 1300 * gb, 192 * gb, policies, kernel_time, o.plan_seconds, rows);
+      modeled(c, {}, 1300 * gb, 192 * gb, policies, kernel_time, o.plan_seconds, o.mover_threads, rows);
     }
     return rows;
   }
@@ -804,7 +806,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     c.family = family;
     c.depth = depth;
     c.batch = batch;
-    modeled(c, fractions, 1300 * gb, 180 * gb, policies, kernel_time, o.plan_seconds, rows);
+    modeled(c, fractions, 1300 * gb, 180 * gb, policies, kernel_time, o.plan_seconds, o.mover_threads, rows);
   }
   return rows;
 }

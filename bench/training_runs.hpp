@@ -131,11 +131,12 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
 // tiers' bytes): a planner that weighs candidate plans (ReDL) has them judged
 // by a replay of a dry run of `config` on tiers of those sizes
 // (sim/replay_judge.hpp), with the plan's own tier bandwidths and kernel
-// time model.
+// time model and `mover_threads` copies side by side.
 inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
                                                      const std::string& profile_cache, double plan_seconds = 0,
-                                                     std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt) {
+                                                     std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt,
+                                                     unsigned mover_threads = MoverOptions{}.threads) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
     options = policy::planned_policy_options(policy).value();
@@ -153,8 +154,9 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
     const auto trace = std::make_shared<const Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
-    options.judge = replay_judge(
-        trace, program, ReplayJudgeMachine::as_planned(judge_on->first, judge_on->second, options), options);
+    ReplayJudgeMachine machine = ReplayJudgeMachine::as_planned(judge_on->first, judge_on->second, options);
+    machine.mover_threads = mover_threads;
+    options.judge = replay_judge(trace, program, std::move(machine), options);
   }
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
 }
@@ -203,7 +205,8 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   std::unique_ptr<policy::Policy> chosen =
       policy::planned_policy_options(policy)
           ? autotm_policy(policy, setup.config, nullptr, profile_cache, 0,
-                          judge ? std::optional(std::pair(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt)
+                          judge ? std::optional(std::pair(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt,
+                          mover.threads)
       : lookahead && looks_ahead(policy)
           ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
           : policy::Registry::builtin().make(placement);

@@ -63,7 +63,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::string data = "fashion-mnist";
   int threads = 0;
-  unsigned mover_threads = 1;
+  unsigned mover_threads = ca::MoverOptions{}.threads;
   float learning_rate = 0.05f;
   std::string slow_emulation = "none";
   std::string trace_path;
@@ -119,8 +119,10 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
     const auto trace = std::make_shared<const ca::Trace>(nn::dry_run_trace(build, trainer, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const ca::plan::Program>(ca::plan::Program::from_trace(*trace, nn::steady_trace_iteration));
-    options.judge = ca::replay_judge(
-        trace, program, ca::ReplayJudgeMachine::as_planned(specs[0].capacity, specs[1].capacity, options), options);
+    // The judge replays the run's machine, its mover included.
+    ca::ReplayJudgeMachine machine = ca::ReplayJudgeMachine::as_planned(specs[0].capacity, specs[1].capacity, options);
+    machine.mover_threads = o.mover_threads;
+    options.judge = ca::replay_judge(trace, program, std::move(machine), options);
   }
   return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
 }

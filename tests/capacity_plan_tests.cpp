@@ -243,6 +243,9 @@ TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
   ca::CapacityPlanOptions no_bandwidth = options_for({0.5}, {"ca-lm"});
   no_bandwidth.slow.write_gbps = 0;
   refused(no_bandwidth, "tier 'optane' needs read and write bandwidths > 0");
+  ca::CapacityPlanOptions no_mover = options_for({0.5}, {"ca-lm"});
+  no_mover.mover_threads = 0;
+  refused(no_mover, "the mover has 0 threads; it needs at least 1");
 }
 
 TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it; bad input is refused") {
@@ -280,6 +283,7 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   const double everything_in_dram = judge(redl_at(program.max_live()));
   CHECK(everything_in_dram == doctest::Approx(all_fast_seconds));
   CHECK(judge(redl_at(program.max_live() / 3)) > everything_in_dram * 1.05);
+  CHECK(machine.mover_threads == ca::MoverOptions{}.threads);  // the runtime's default
   // The capacity planner has ReDL's candidates judged so.
   const ca::CapacityPlan capacity = ca::plan_capacity(*trace, program, ca::replayed_footprint(*trace),
                                                       options_for({0.4}, {"redl"}));
@@ -302,8 +306,49 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
                                                 follower);
                        }),
                        "tier 'optane' reads at 0");
+  ca::ReplayJudgeMachine no_mover = machine;
+  no_mover.mover_threads = 0;
+  test::check_contains(
+      test::invalid_argument_of([&] { (void)ca::replay_judge(trace, shared_program, no_mover, follower); }),
+      "the mover has 0 threads");
   test::check_contains(test::invalid_argument_of([&] { (void)ca::replay_judge(nullptr, shared_program, machine, follower); }),
                        "must not be null");
+}
+
+TEST_CASE("replay judge: the judge's runtime has the run's mover threads") {
+  // x is written, then written back beside k1 while y is brought in beside
+  // k2 for k3 (s, small, stays in DRAM): on one mover thread the copy in
+  // waits for the write-back the thread has started.
+  using plan::StepKind;
+  const std::vector<plan::ProgramObject> objects{{1024 * KiB, true}, {1024 * KiB, true}, {4 * KiB, true}};
+  const auto arg = [&](std::uint32_t o, ca::Access access) { return plan::ProgramArg{o, objects[o].bytes, access}; };
+  const std::vector<plan::ProgramKernel> kernels{{"k0", {arg(0, ca::Access::write)}},
+                                                 {"k1", {arg(2, ca::Access::read)}},
+                                                 {"k2", {arg(2, ca::Access::read)}},
+                                                 {"k3", {arg(1, ca::Access::read)}},
+                                                 {"k4", {arg(2, ca::Access::read)}}};
+  std::vector<plan::ProgramStep> steps;
+  for (std::uint32_t k = 0; k < kernels.size(); ++k) steps.push_back({StepKind::kernel, k});
+  const plan::Program program(objects, kernels, steps);
+  plan::AutotmPlan handmade;
+  handmade.in_dram = {{true}, {true}, {true}, {true}, {true}};
+  handmade.moves = {{.object = 0, .kernel = 1, .to_dram = false, .asynchronous = true},
+                    {.object = 1, .kernel = 2, .to_dram = true, .asynchronous = true},
+                    {.object = 1, .kernel = 4, .to_dram = false, .asynchronous = true},
+                    {.object = 0, .kernel = 4, .to_dram = true, .asynchronous = true}};
+  const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
+  const auto shared_program = std::make_shared<const plan::Program>(program);
+  const ca::CapacityPlanOptions o = options_for({1.0}, {"all-fast"});
+  ca::policy::AutotmPolicyOptions follower = ca::policy::planned_policy_options("redl").value();
+  follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
+  follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
+  follower.log = [](const std::string&) {};
+  ca::ReplayJudgeMachine machine = ca::ReplayJudgeMachine::as_planned(1 << 24, 1 << 25, follower);
+  machine.mover_threads = 2;
+  const double two_threads = ca::replay_judge(trace, shared_program, machine, follower)(handmade);
+  machine.mover_threads = 1;
+  const double one_thread = ca::replay_judge(trace, shared_program, machine, follower)(handmade);
+  CHECK(one_thread > two_threads);
 }
 
 TEST_CASE("capacity answer: the smallest fast tier within the bound, its fastest policy, priced") {

@@ -88,7 +88,7 @@ TEST_CASE("copy timeline: synchronous copies and defrag moves are exposed on the
 }
 
 TEST_CASE("copy timeline: one mover thread makes its copies one at a time, in the order issued") {
-  ca::CopyTimeline t(models);  // MoverOptions' default: one thread
+  ca::CopyTimeline t(models);  // the timeline's default: one thread
   t.copy(copy(1, 0, 1, 1'000'000, true));  // a write-back: 0 to 1 ms
   t.copy(copy(2, 1, 0, 1'000'000, true));  // a copy in behind it on the same thread: 1 to 2 ms
   const std::vector<std::uint64_t> second{2};

@@ -57,6 +57,7 @@ struct Options {
   double within = 1.10;
   double plan_seconds = 0;
   unsigned threads = 0;
+  unsigned mover_threads = ca::MoverOptions{}.threads;
   std::string json;
   std::string png;
   std::string save_program;
@@ -273,6 +274,7 @@ int run(Options& o) {
   options.kernel_time = &roofline;
   options.plan_seconds = o.plan_seconds;
   options.threads = o.threads;
+  options.mover_threads = o.mover_threads;
   if (!o.quiet) {
     fmt::print(stderr, "{}: {} kernels; replaying {} policies at {} fast-tier sizes (modeled)\n", label,
                program.kernels().size(), o.policies.size(), o.fractions.size());
@@ -420,6 +422,10 @@ int main(int argc, char** argv) {
   app.add_option("--plan-seconds", o.plan_seconds, "time limit of each planned policy's plan (default: theirs)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "replays side by side (default: every core)");
+  app.add_option("--mover-threads", o.mover_threads,
+                 "the modeled runtime's mover threads: asynchronous copies side by side (ca::MoverOptions)")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 64U));
   app.add_option("--json", o.json, "write every point and the answer as JSON (tools/plot_plan.py reads it)");
   app.add_option("--png", o.png, "draw time and cost against the fast tier's size (/usr/bin/python3, matplotlib)");
   app.add_option("--save-program", o.save_program,

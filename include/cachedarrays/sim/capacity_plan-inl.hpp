@@ -68,7 +68,12 @@ inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, c
     // end before the trace, the program and the options do.
     const auto kept = [](const auto* p) { return std::shared_ptr<std::remove_pointer_t<decltype(p)>>(p, [](const auto*) {}); };
     planned->judge = replay_judge(kept(&machine.trace), kept(&machine.program),
-                                  {machine.fast_bytes, machine.slow_bytes, o.fast, o.slow, kept(o.kernel_time)},
+                                  {.fast_bytes = machine.fast_bytes,
+                                   .slow_bytes = machine.slow_bytes,
+                                   .fast = o.fast,
+                                   .slow = o.slow,
+                                   .kernel_time = kept(o.kernel_time),
+                                   .mover_threads = o.mover_threads},
                                   *planned);
   }
   return std::make_unique<policy::AutotmPolicy>(std::move(*planned));
@@ -99,6 +104,10 @@ inline void check(const CapacityPlanOptions& o) {
       throw invalid_argument(fmt::format("cachedarrays: capacity plan: tier '{}' needs read and write bandwidths > 0 "
                                          "GB/s; got {} / {}", d->name, d->read_gbps, d->write_gbps));
     }
+  }
+  if (o.mover_threads == 0) {
+    throw invalid_argument("cachedarrays: capacity plan: the mover has 0 threads; it needs at least 1 "
+                           "(MoverOptions::threads)");
   }
 }
 
@@ -185,8 +194,10 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
       return point;
     }
     const detail::ModeledMachine machine{trace, program, point.fast_bytes, slow};
+    MoverOptions mover;
+    mover.threads = options.mover_threads;
     Runtime rt({virtual_device(point.fast_bytes, "fast"), virtual_device(slow, "slow")},
-               detail::modeled_policy(policy, options, machine));
+               detail::modeled_policy(policy, options, machine), std::move(mover));
     if (policy::needs_program(policy)) rt.set_program(program);
     const ReplayResult r = replay(trace, rt, {options.fast, options.slow}, options.kernel_time);
     // Time and traffic of the steady iteration; the peaks of the whole run.

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
@@ -82,6 +83,9 @@ struct CapacityPlanOptions {
   double plan_seconds = 0;
   // Replays run side by side on this many threads (0: every core).
   unsigned threads = 0;
+  // The modeled runtime's mover threads (MoverOptions::threads; >= 1):
+  // how many asynchronous copies each replay runs side by side.
+  unsigned mover_threads = MoverOptions{}.threads;
 };
 
 // Bytes read and written on each tier of two, by kernels and copies.

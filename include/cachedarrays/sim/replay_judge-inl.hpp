@@ -19,8 +19,11 @@ namespace cachedarrays {
 CACHEDARRAYS_INLINE ReplayJudgeMachine ReplayJudgeMachine::as_planned(std::uint64_t fast_bytes,
                                                                      std::uint64_t slow_bytes,
                                                                      const policy::AutotmPolicyOptions& planned) {
-  return {fast_bytes, slow_bytes, DeviceModel{"fast", planned.fast_tier.read_gbps, planned.fast_tier.write_gbps},
-          DeviceModel{"slow", planned.slow_tier.read_gbps, planned.slow_tier.write_gbps}, planned.time_model};
+  return {.fast_bytes = fast_bytes,
+          .slow_bytes = slow_bytes,
+          .fast = DeviceModel{"fast", planned.fast_tier.read_gbps, planned.fast_tier.write_gbps},
+          .slow = DeviceModel{"slow", planned.slow_tier.read_gbps, planned.slow_tier.write_gbps},
+          .kernel_time = planned.time_model};
 }
 
 CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,
@@ -34,6 +37,9 @@ CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> 
   if (machine.fast_bytes == 0 || machine.slow_bytes == 0) {
     throw invalid_argument("replay_judge: the fast tier has " + std::to_string(machine.fast_bytes) +
                            " bytes and the slow tier " + std::to_string(machine.slow_bytes) + "; both must be > 0");
+  }
+  if (machine.mover_threads == 0) {
+    throw invalid_argument("replay_judge: the mover has 0 threads; it needs at least 1 (MoverOptions::threads)");
   }
   for (const DeviceModel* m : {&machine.fast, &machine.slow}) {
     const auto positive = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
@@ -49,8 +55,10 @@ CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> 
     policy::AutotmPolicyOptions options = follower;
     options.planner->plan = [&candidate](const policy::PlanRequest&) { return candidate; };
     try {
+      MoverOptions mover;
+      mover.threads = machine.mover_threads;
       Runtime rt({virtual_device(machine.fast_bytes, "fast"), virtual_device(machine.slow_bytes, "slow")},
-                 std::make_unique<policy::AutotmPolicy>(std::move(options)));
+                 std::make_unique<policy::AutotmPolicy>(std::move(options)), std::move(mover));
       rt.set_program(*program);
       return steady_iteration(replay(*trace, rt, {machine.fast, machine.slow}, machine.kernel_time.get())).seconds;
     } catch (const out_of_memory&) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/plan/program.hpp"
 #include "cachedarrays/plan/roofline.hpp"
@@ -25,11 +26,13 @@
 namespace cachedarrays {
 
 // Where a judge replays: the two tiers (sizes and bandwidths, as the run
-// has them) and the kernels' time model (null: memory-bound).
+// has them), the kernels' time model (null: memory-bound) and the run's
+// mover threads (MoverOptions::threads: how many copies go side by side).
 struct ReplayJudgeMachine {
   std::uint64_t fast_bytes = 0, slow_bytes = 0;
   DeviceModel fast{"fast", 0, 0}, slow{"slow", 0, 0};
   std::shared_ptr<const plan::KernelTimeModel> kernel_time;
+  unsigned mover_threads = MoverOptions{}.threads;
 
   // Tiers of these sizes as `planned` models them: its tiers' bandwidths
   // (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,
@@ -44,7 +47,7 @@ struct ReplayJudgeMachine {
 // returns the candidate plan (follower's judge is dropped: a judged replay
 // judges nothing). +infinity for a plan the heaps cannot hold. Throws
 // invalid_argument when follower has no planner hook (AutoTM's ILP takes no
-// judge), a tier size is 0 or a bandwidth is not > 0.
+// judge), a tier size or the mover's threads are 0 or a bandwidth is not > 0.
 [[nodiscard]] policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,
                                              std::shared_ptr<const plan::Program> program, ReplayJudgeMachine machine,
                                              policy::AutotmPolicyOptions follower);

@@ -66,7 +66,8 @@ CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
   while (!queued_.empty()) {
     const Queued& q = queued_.front();
     const double lane = *std::min_element(lane_free_.begin(), lane_free_.end());
-    if (std::max({q.issued, q.room, channel(q.src, q.dst), lane}) >= before) return;  // a copy issued then goes first
+    // Not before `before`: a copy issued then goes first.
+    if (std::max({q.issued, q.room, channel(q.src, q.dst), lane}) >= before) return;
     start_background_through(q.seq);
   }
 }

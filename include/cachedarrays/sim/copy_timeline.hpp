@@ -55,12 +55,12 @@ class CopyTimeline {
   explicit CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room = {},
                         unsigned mover_threads = 1);
 
-  // A copy event of a trace (TraceKind::copy): its detail says who makes it
-  // (trace_copy_async: issued to the mover at the current compute time;
+  // A copy event of a trace (TraceKind::copy): its detail says who makes
+  // it (trace_copy_async: issued to the mover at the current compute time;
   // trace_copy_background: the same, behind the copies issued before it
-  // starts; else made by the compute thread). A TraceKind::defrag_move is a synchronous
-  // copy from its device to itself (defrag slides regions on the caller's
-  // thread).
+  // starts; else made by the compute thread). A TraceKind::defrag_move is a
+  // synchronous copy from its device to itself (defrag slides regions on
+  // the caller's thread).
   void copy(const TraceEvent& event);
   // A kernel of `seconds` on `objects` (trace ids): it waits for their
   // copies in flight, then runs.
@@ -90,8 +90,8 @@ class CopyTimeline {
     DeviceId src = 0, dst = 0;
     std::uint64_t bytes = 0;
     std::uint64_t object = 0;
-    double issued = 0;  // and no earlier than `room` (its target's room)
-    double room = 0;
+    double issued = 0;  // the compute time it was issued at
+    double room = 0;    // when its target has room for it (0: at once)
   };
 
   double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;

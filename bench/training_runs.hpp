@@ -154,9 +154,9 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, 
     const auto trace = std::make_shared<const Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
-    ReplayJudgeMachine machine = ReplayJudgeMachine::as_planned(judge_on->first, judge_on->second, options);
-    machine.mover_threads = mover_threads;
-    options.judge = replay_judge(trace, program, std::move(machine), options);
+    options.judge = replay_judge(
+        trace, program, ReplayJudgeMachine::as_planned(judge_on->first, judge_on->second, options, mover_threads),
+        options);
   }
   return std::make_unique<policy::AutotmPolicy>(std::move(options));
 }

@@ -120,9 +120,9 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
     const auto program =
         std::make_shared<const ca::plan::Program>(ca::plan::Program::from_trace(*trace, nn::steady_trace_iteration));
     // The judge replays the run's machine, its mover included.
-    ca::ReplayJudgeMachine machine = ca::ReplayJudgeMachine::as_planned(specs[0].capacity, specs[1].capacity, options);
-    machine.mover_threads = o.mover_threads;
-    options.judge = ca::replay_judge(trace, program, std::move(machine), options);
+    options.judge = ca::replay_judge(
+        trace, program,
+        ca::ReplayJudgeMachine::as_planned(specs[0].capacity, specs[1].capacity, options, o.mover_threads), options);
   }
   return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
 }

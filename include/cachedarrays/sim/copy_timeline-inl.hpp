@@ -31,11 +31,15 @@ CACHEDARRAYS_INLINE double& CopyTimeline::channel(DeviceId src, DeviceId dst) {
   return channel_free_.at(std::size_t{src} * models_.size() + dst);
 }
 
+CACHEDARRAYS_INLINE double CopyTimeline::mover_start(DeviceId src, DeviceId dst, double earliest) {
+  return std::max({earliest, channel(src, dst), *std::min_element(lane_free_.begin(), lane_free_.end())});
+}
+
 CACHEDARRAYS_INLINE double CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
                                                     std::uint64_t object, double earliest) {
+  const double start = mover_start(src, dst, earliest);
   double& free_at = channel(src, dst);
   const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
-  const double start = std::max({earliest, free_at, *lane});
   free_at = *lane = start + copy_time(src, dst, bytes);
   double& ready = ready_at_[object];
   ready = std::max(ready, free_at);
@@ -65,9 +69,8 @@ CACHEDARRAYS_INLINE void CopyTimeline::start_background_through(std::uint64_t se
 CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
   while (!queued_.empty()) {
     const Queued& q = queued_.front();
-    const double lane = *std::min_element(lane_free_.begin(), lane_free_.end());
     // Not before `before`: a copy issued then goes first.
-    if (std::max({q.issued, q.room, channel(q.src, q.dst), lane}) >= before) return;
+    if (mover_start(q.src, q.dst, std::max(q.issued, q.room)) >= before) return;
     start_background_through(q.seq);
   }
 }

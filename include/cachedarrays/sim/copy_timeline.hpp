@@ -96,6 +96,9 @@ class CopyTimeline {
 
   double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;
   double& channel(DeviceId src, DeviceId dst);
+  // When a copy would start on the mover: no earlier than `earliest`, once
+  // its channel and a thread are free.
+  double mover_start(DeviceId src, DeviceId dst, double earliest);
   // A copy on the mover thread that frees first, after what its channel
   // already carries, no earlier than `earliest`; returns its end.
   double run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest);

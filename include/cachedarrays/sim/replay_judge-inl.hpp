@@ -18,12 +18,14 @@ namespace cachedarrays {
 
 CACHEDARRAYS_INLINE ReplayJudgeMachine ReplayJudgeMachine::as_planned(std::uint64_t fast_bytes,
                                                                      std::uint64_t slow_bytes,
-                                                                     const policy::AutotmPolicyOptions& planned) {
+                                                                     const policy::AutotmPolicyOptions& planned,
+                                                                     unsigned mover_threads) {
   return {.fast_bytes = fast_bytes,
           .slow_bytes = slow_bytes,
           .fast = DeviceModel{"fast", planned.fast_tier.read_gbps, planned.fast_tier.write_gbps},
           .slow = DeviceModel{"slow", planned.slow_tier.read_gbps, planned.slow_tier.write_gbps},
-          .kernel_time = planned.time_model};
+          .kernel_time = planned.time_model,
+          .mover_threads = mover_threads};
 }
 
 CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,

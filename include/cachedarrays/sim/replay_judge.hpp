@@ -36,9 +36,11 @@ struct ReplayJudgeMachine {
 
   // Tiers of these sizes as `planned` models them: its tiers' bandwidths
   // (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,
-  // so that the judge and the planner it judges for see one machine.
+  // so that the judge and the planner it judges for see one machine, with
+  // the run's `mover_threads`.
   [[nodiscard]] static ReplayJudgeMachine as_planned(std::uint64_t fast_bytes, std::uint64_t slow_bytes,
-                                                     const policy::AutotmPolicyOptions& planned);
+                                                     const policy::AutotmPolicyOptions& planned,
+                                                     unsigned mover_threads = MoverOptions{}.threads);
 };
 
 // A judge replaying `trace` (several iterations, as nn::dry_run_trace makes

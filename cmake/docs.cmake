@@ -9,7 +9,7 @@ set(DOXYGEN_PROJECT_NUMBER "${PROJECT_VERSION}")
 set(DOXYGEN_PROJECT_BRIEF "${PROJECT_DESCRIPTION}")
 set(DOXYGEN_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/docs)
 set(DOXYGEN_RECURSIVE YES)
-set(DOXYGEN_FILE_PATTERNS *.hpp)
+set(DOXYGEN_FILE_PATTERNS *.hpp *.dox *.md)
 set(DOXYGEN_EXCLUDE_PATTERNS */detail/* *-inl.hpp)
 set(DOXYGEN_EXCLUDE_SYMBOLS detail *::detail)
 set(DOXYGEN_STRIP_FROM_PATH ${PROJECT_SOURCE_DIR}/include)
@@ -30,4 +30,5 @@ set(DOXYGEN_USE_MDFILE_AS_MAINPAGE ${PROJECT_SOURCE_DIR}/docs/api.md)
 # The headers' configuration macros as the compiled library sees them.
 set(DOXYGEN_PREDEFINED "CACHEDARRAYS_HAS_MPI")
 doxygen_add_docs(docs ${PROJECT_SOURCE_DIR}/include/cachedarrays ${PROJECT_SOURCE_DIR}/docs/api.md
+  ${PROJECT_SOURCE_DIR}/docs/namespaces.dox
   COMMENT "API reference (Doxygen) into ${PROJECT_BINARY_DIR}/docs/html")

@@ -1,4 +1,4 @@
-// How the library is built into a program (DESIGN.md "Header-only use").
+// How the library is built into a program (docs/design.md "Header-only use").
 // Linking cachedarrays::header_only defines CACHEDARRAYS_HEADER_ONLY: every
 // header then includes its -inl.hpp implementation, and the functions there
 // must be `inline` so that several translation units of one program may

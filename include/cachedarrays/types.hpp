@@ -1,4 +1,4 @@
-// The bottom of the layers (DESIGN.md "Layout ... and the layers"): the few
+// The bottom of the layers (docs/design.md "Layout ... and the layers"): the few
 // names every layer shares — device numbers, the two kinds of access, the
 // hints a program gives, and byte formatting for messages. It includes
 // nothing of the library, so any layer may include it.
@@ -11,21 +11,25 @@
 
 namespace cachedarrays {
 
-// A device (memory tier) of a runtime or manager; 0 is the fastest.
+/// A device (memory tier) of a runtime or manager, numbered from 0, the fastest.
 using DeviceId = std::uint32_t;
 
-// The most devices one manager handles; a fixed bound keeps an object's
-// per-device region table inline (no allocation per object).
+/// The most devices one manager handles; a fixed bound keeps an object's
+/// per-device region table inline (no allocation per object).
 inline constexpr DeviceId max_devices = 8;
 
-// How a kernel or scoped access uses an object.
+/// How a kernel or scoped access uses an object: `read` leaves the object's
+/// copies valid; `write` (which may also read) makes the primary dirty.
 enum class Access { read, write };
 
-// What the program says about its future use of an object (paper Table II).
-// Every hint but `retire` only changes speed; a wrong `retire` loses data.
+/// What the program says about its future use of an object (paper Table II):
+/// `will_use`, `will_read`, `will_write` (about to be used, read, written),
+/// `archive` (not needed for a while) and `retire` (never needed again).
+/// Every hint but `retire` only changes speed; a wrong `retire` loses data.
 enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retire };
 
-// The one table of hint names: traces, messages and command lines use it.
+/// The hint's name ("will_use", ...): the one table of hint names, which
+/// traces, messages and command lines use.
 [[nodiscard]] constexpr const char* to_string(Hint hint) noexcept {
   switch (hint) {
     case Hint::will_use: return "will_use";
@@ -37,15 +41,16 @@ enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retir
   return "?";
 }
 
-// "1.50 GiB" style sizes used in every message of the library.
+/// `bytes` as every message of the library writes a size: "512 B" below
+/// 1 KiB, else two decimals of the largest binary unit ("1.50 GiB").
 [[nodiscard]] std::string format_bytes(std::uint64_t bytes);
 
-// A size as a person writes it: "1073741824", "512MiB", "1.5 GiB", "8G".
-// Units (any case): B; KiB MiB GiB TiB and K M G T are powers of 1024;
-// KB MB GB TB powers of 1000. A fraction of a byte rounds down.
-// format_bytes' output reads back (to its two decimals). nullopt for
-// anything else: no number, a negative one, an unknown unit, or more than
-// 2^64 - 1 bytes.
+/// A size as a person writes it: "1073741824", "512MiB", "1.5 GiB", "8G".
+/// Units (any case): B; KiB MiB GiB TiB and K M G T are powers of 1024;
+/// KB MB GB TB powers of 1000. A fraction of a byte rounds down.
+/// format_bytes' output reads back (to its two decimals). nullopt for
+/// anything else: no number, a negative one, an unknown unit, or more than
+/// 2^64 - 1 bytes.
 [[nodiscard]] std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
 }  // namespace cachedarrays

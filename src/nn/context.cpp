@@ -83,10 +83,10 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
   // asks for, made just before it and retired just after: scratch values are
   // dead once the kernel ends, so no policy ever writes them back, and a
   // kernel pins only the scratch it uses. (One scratchpad shared by every
-  // kernel, grown to the largest need, made each kernel with any scratch at
-  // all write the largest one whole: in the default ResNet-18, 18 MB that
-  // three backward convolutions ask for were 954 of the 1032 MB written per
-  // iteration, and no fast tier under 18 MB could hold them.)
+  // kernel, grown to the largest need, would make each kernel with any
+  // scratch at all write the largest one whole: the large requests of a few
+  // backward convolutions would dominate the bytes written per iteration,
+  // and no fast tier smaller than that scratchpad could hold them.)
   const std::size_t scratch_bytes = scratchpad.get_size();
   std::optional<CachedArray<std::byte>> scratch;
   if (scratch_bytes > 0) scratch.emplace(runtime_->array<std::byte>(scratch_bytes));

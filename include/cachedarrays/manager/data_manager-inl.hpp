@@ -2,7 +2,7 @@
 // compiled library from src/manager/manager.cpp).
 // The data manager (paper III-C): regions, objects and the operations of
 // the data management API. Every check that guards an invariant of
-// DESIGN.md happens before any state changes, so a rejected call leaves
+// docs/design.md happens before any state changes, so a rejected call leaves
 // everything as it was.
 #pragma once
 
@@ -352,7 +352,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
     const double after = memory_mode_ns(src.device_, src.offset_, src.bytes_, Access::read) +
                          memory_mode_ns(dst.device_, dst.offset_, dst.bytes_, Access::write);
     // Any other emulated device holds the copy to its bandwidth; real tiers
-    // skip the clock (it would cost a third of a 4 KiB copy).
+    // skip the clock (reading it costs a sizeable part of a small copy).
     const double least = emulation::copy_ns(memory_mode_[src.device_] ? std::nullopt : from.spec().emulation,
                                             memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
                                             src.bytes_);

@@ -38,187 +38,212 @@ template <typename Owner>
 class Heap;
 }
 
+/// The mechanism of paper III-C "Data management API": allocates, copies,
+/// links and frees regions on preallocated heaps (one per device) and tracks
+/// which region of each object is the primary; it never decides what to
+/// move (that is the policy's job). Not internally synchronised: the Runtime
+/// serialises every call behind one lock. Calls naming a device it does not
+/// have throw unknown_device.
 class DataManager {
  public:
-  // Reserves every device's whole capacity now (prefaulted). Throws
-  // invalid_argument / heap_error for a bad spec, naming the device.
-  // `mover` configures the threads of copyto_async (started on first use).
+  /// Reserves every device's whole capacity now (prefaulted). Throws
+  /// invalid_argument / heap_error for a bad spec, naming the device.
+  /// `mover` configures the threads of copyto_async (started on first use).
   explicit DataManager(std::vector<DeviceSpec> devices, MoverOptions mover = {});
+  /// Finishes the queued asynchronous copies, then frees every object,
+  /// region and heap.
   ~DataManager();
   DataManager(const DataManager&) = delete;
   DataManager& operator=(const DataManager&) = delete;
 
   // ---- devices --------------------------------------------------------------
+  /// How many devices (heaps) the manager has; they are numbered from 0.
   [[nodiscard]] DeviceId device_count() const noexcept;
+  /// The spec the device was made from.
   [[nodiscard]] const DeviceSpec& spec(DeviceId device) const;
-  // Occupancy: capacity, bytes used, largest free block, live regions.
+  /// Occupancy: capacity, bytes used, largest free block, live regions.
   [[nodiscard]] DeviceUsage usage(DeviceId device) const;
+  /// usage(device) of every device, in device order.
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
-  // The heap's capacity in bytes (cheaper than usage(device).capacity).
+  /// The heap's capacity in bytes (cheaper than usage(device).capacity).
   [[nodiscard]] std::uint64_t capacity(DeviceId device) const;
-  // True when the device's heap is real persistent memory (libpmem says so).
+  /// True when the device's heap is real persistent memory (libpmem says so).
   [[nodiscard]] bool is_pmem(DeviceId device) const;
-  // True for DeviceKind::virtual_address heaps (nothing is stored).
+  /// True for DeviceKind::virtual_address heaps (nothing is stored).
   [[nodiscard]] bool is_virtual(DeviceId device) const;
-  // Where the heap's memory comes from, for logs.
+  /// Where the heap's memory comes from, for logs.
   [[nodiscard]] std::string describe(DeviceId device) const;
 
-  // Clears [start, start + bytes) of `device`'s heap (offsets from the heap
-  // start, as returned by `offset`) by handing each live region in it to
-  // `evict`, which must free the region, typically by moving its object
-  // elsewhere (paper Listing 2, lines 9-13), and return true, or return false
-  // to decline. Returns true when the whole range is one free hole. On a
-  // decline the heap is left consistent and false is returned. Throws
-  // pinned_error, before touching anything, if the range holds the primary
-  // of a pinned object; invalid_argument if the range is outside the heap.
+  /// Clears [start, start + bytes) of `device`'s heap (offsets from the heap
+  /// start, as returned by `offset`) by handing each live region in it to
+  /// `evict`, which must free the region, typically by moving its object
+  /// elsewhere (paper Listing 2, lines 9-13), and return true, or return false
+  /// to decline. Returns true when the whole range is one free hole. On a
+  /// decline the heap is left consistent and false is returned. Throws
+  /// pinned_error, before touching anything, if the range holds the primary
+  /// of a pinned object; invalid_argument if the range is outside the heap.
   bool evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
                  const std::function<bool(Region&)>& evict);
-  // Slides regions towards the start of the heap so free space becomes one
-  // hole; primaries of pinned objects stay where they are. With
-  // until_hole > 0 it stops as soon as some free block holds that many
-  // bytes (moving no more than needed). Returns the number of regions moved.
+  /// Slides regions towards the start of the heap so free space becomes one
+  /// hole; primaries of pinned objects stay where they are. With
+  /// until_hole > 0 it stops as soon as some free block holds that many
+  /// bytes (moving no more than needed). Returns the number of regions moved.
   std::uint64_t defrag(DeviceId device, std::uint64_t until_hole = 0);
-  // A free block of `bytes` made by moving as few bytes as it can within
-  // the heap: of the windows of that size (rounded up to the alignment)
-  // holding no pinned primary, the one holding the fewest live bytes is
-  // cleared by moving each region in it into the best-fitting hole outside
-  // it (a copy within the device, counted and traced as a defrag move).
-  // defrag(device, bytes) slides every region above the first hole until
-  // one is large enough; this moves the window's only. Returns true when a
-  // free block of `bytes` exists afterwards (at once when one already
-  // did); false when no window's regions fit in the holes outside it — the
-  // regions moved before one did not fit stay where they went, each intact.
+  /// A free block of `bytes` made by moving as few bytes as it can within
+  /// the heap: of the windows of that size (rounded up to the alignment)
+  /// holding no pinned primary, the one holding the fewest live bytes is
+  /// cleared by moving each region in it into the best-fitting hole outside
+  /// it (a copy within the device, counted and traced as a defrag move).
+  /// defrag(device, bytes) slides every region above the first hole until
+  /// one is large enough; this moves the window's only. Returns true when a
+  /// free block of `bytes` exists afterwards (at once when one already
+  /// did); false when no window's regions fit in the holes outside it — the
+  /// regions moved before one did not fit stay where they went, each intact.
   bool make_hole(DeviceId device, std::uint64_t bytes);
 
   // ---- objects --------------------------------------------------------------
-  // A new object of `bytes` with no region yet: give it one with setprimary
-  // before anything reads it. Throws invalid_argument for 0 bytes.
+  /// A new object of `bytes` with no region yet: give it one with setprimary
+  /// before anything reads it. Throws invalid_argument for 0 bytes.
   Object& create_object(std::uint64_t bytes);
-  // Frees every region of the object and the object itself. Throws
-  // pinned_error if it is pinned.
+  /// Frees every region of the object and the object itself. Throws
+  /// pinned_error if it is pinned.
   void destroy(Object& object);
+  /// The object's primary region (the one holding its current contents), or
+  /// null before setprimary gave it one.
   [[nodiscard]] Region* getprimary(const Object& object) const noexcept;
-  // Makes `region` the object's primary. The region must be free-standing
-  // (it then joins the object) or already one of the object's regions, of
-  // the object's size, and — when the object already has a primary — hold a
-  // valid copy of the current contents (invariant 4). Throws pinned_error if
-  // the object is pinned and the primary would change.
+  /// Makes `region` the object's primary. The region must be free-standing
+  /// (it then joins the object) or already one of the object's regions, of
+  /// the object's size, and — when the object already has a primary — hold a
+  /// valid copy of the current contents (invariant 4). Throws pinned_error if
+  /// the object is pinned and the primary would change.
   void setprimary(Object& object, Region& region);
 
   // ---- regions --------------------------------------------------------------
-  // A free-standing region of `bytes` on `device`, or null when no hole is
-  // large enough (full is a normal outcome here).
+  /// A free-standing region of `bytes` on `device`, or null when no hole is
+  /// large enough (full is a normal outcome here).
   [[nodiscard]] Region* allocate(DeviceId device, std::uint64_t bytes);
-  // A free-standing region of `bytes` at exactly heap offset `offset` of
-  // `device` (offsets as `offset(region)` gives them), for offset planners
-  // that place objects at planned addresses; it covers [offset, offset +
-  // bytes rounded up to the device's alignment). Returns null, changing
-  // nothing, when any byte of that range belongs to a live region or is
-  // held back by an evictfrom in progress (a plan's executor then falls
-  // back to allocate). Throws invalid_argument for 0 bytes, for a range
-  // that does not lie inside the heap, and for an offset that is not a
-  // multiple of the device's alignment (DeviceSpec::alignment): an offset
-  // is never rounded, since a rounded one could overlap the planned
-  // neighbour. Once placed it is an ordinary region: defrag may slide it
-  // down like any other (offset() then differs from the plan; a pinned
-  // primary stays where it is), and evictfrom may clear it.
+  /// A free-standing region of `bytes` at exactly heap offset `offset` of
+  /// `device` (offsets as `offset(region)` gives them), for offset planners
+  /// that place objects at planned addresses; it covers [offset, offset +
+  /// bytes rounded up to the device's alignment). Returns null, changing
+  /// nothing, when any byte of that range belongs to a live region or is
+  /// held back by an evictfrom in progress (a plan's executor then falls
+  /// back to allocate). Throws invalid_argument for 0 bytes, for a range
+  /// that does not lie inside the heap, and for an offset that is not a
+  /// multiple of the device's alignment (DeviceSpec::alignment): an offset
+  /// is never rounded, since a rounded one could overlap the planned
+  /// neighbour. Once placed it is an ordinary region: defrag may slide it
+  /// down like any other (offset() then differs from the plan; a pinned
+  /// primary stays where it is), and evictfrom may clear it.
   [[nodiscard]] Region* try_allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
-  // try_allocate_at for a range that must be free: when it is not, throws
-  // invalid_operation naming the live regions it overlaps.
+  /// try_allocate_at for a range that must be free: when it is not, throws
+  /// invalid_operation naming the live regions it overlaps.
   Region& allocate_at(DeviceId device, std::uint64_t offset, std::uint64_t bytes);
-  // Frees a free-standing region or a secondary. An object's primary cannot
-  // be freed (invariant 1): destroy the object or setprimary elsewhere first.
+  /// Frees a free-standing region or a secondary. An object's primary cannot
+  /// be freed (invariant 1): destroy the object or setprimary elsewhere first.
   void free(Region& region);
-  // Copies src's bytes into dst; both must have the same size and must not
-  // be the same region. dst becomes a clean, valid copy of src. A copy that
-  // fails (a media error; tests inject one) throws copy_error: src is
-  // untouched and dst holds no valid copy — when dst is a primary, the
-  // object's contents are the torn bytes and its other copies stale.
+  /// Copies src's bytes into dst; both must have the same size and must not
+  /// be the same region. dst becomes a clean, valid copy of src. A copy that
+  /// fails (a media error; tests inject one) throws copy_error: src is
+  /// untouched and dst holds no valid copy — when dst is a primary, the
+  /// object's contents are the torn bytes and its other copies stale.
   void copyto(Region& dst, const Region& src);
-  // The same copy, made by the mover beside the caller; returns its fence.
-  // The destination must not be a primary (a copy in flight is not the
-  // object's contents yet). Until the copy is done (invariant 7) both
-  // regions are "in flight": dst is not a valid copy, and every operation
-  // that would read dst's bytes, overwrite src's or free or move either
-  // (setprimary, copyto, free, destroy, setdirty, a write pin, defrag) first
-  // waits for it; a read pin of src's object does not wait. The wait at
-  // setprimary(dst) and copyto from dst rethrows a failed copy, which leaves
-  // dst invalid and src untouched. A region already in flight is waited for
-  // before the new copy is queued. `priority` orders it on the mover's queue
-  // (CopyPriority); a fence waited for settles it whatever its place.
+  /// The same copy, made by the mover beside the caller; returns its fence.
+  /// The destination must not be a primary (a copy in flight is not the
+  /// object's contents yet). Until the copy is done (invariant 7) both
+  /// regions are "in flight": dst is not a valid copy, and every operation
+  /// that would read dst's bytes, overwrite src's or free or move either
+  /// (setprimary, copyto, free, destroy, setdirty, a write pin, defrag) first
+  /// waits for it; a read pin of src's object does not wait. The wait at
+  /// setprimary(dst) and copyto from dst rethrows a failed copy, which leaves
+  /// dst invalid and src untouched. A region already in flight is waited for
+  /// before the new copy is queued. `priority` orders it on the mover's queue
+  /// (CopyPriority); a fence waited for settles it whatever its place.
   Fence copyto_async(Region& dst, const Region& src, CopyPriority priority = CopyPriority::normal);
-  // True while an asynchronous copy reads or writes `region`.
+  /// True while an asynchronous copy reads or writes `region`.
   [[nodiscard]] bool in_flight(const Region& region) const noexcept;
-  // Waits for the asynchronous copy reading or writing `region` (if any)
-  // and applies its outcome; when `region` is that copy's destination, its
-  // failure is rethrown here. The time waited counts as a fence wait.
+  /// Waits for the asynchronous copy reading or writing `region` (if any)
+  /// and applies its outcome; when `region` is that copy's destination, its
+  /// failure is rethrown here. The time waited counts as a fence wait.
   void wait_for_copy(const Region& region);
-  // Waits for every asynchronous copy and applies its outcome (a failed one
-  // is counted, not thrown: its fence holds the failure).
+  /// Waits for every asynchronous copy and applies its outcome (a failed one
+  /// is counted, not thrown: its fence holds the failure).
   void finish_copies();
-  // Applies the outcome of the copies that have finished, without waiting
-  // (their regions stop being in flight; the stats count them).
+  /// Applies the outcome of the copies that have finished, without waiting
+  /// (their regions stop being in flight; the stats count them).
   void poll_copies();
-  // Associates a and b with the same object. At least one must belong to an
-  // object, the other joins it; they must be on different devices, of the
-  // same size, and the object must have no other region on the joining
-  // region's device (invariant 2).
+  /// Associates a and b with the same object. At least one must belong to an
+  /// object, the other joins it; they must be on different devices, of the
+  /// same size, and the object must have no other region on the joining
+  /// region's device (invariant 2).
   void link(Region& a, Region& b);
-  // Dissociates the non-primary one of a and b from their object (b, if
-  // neither is the primary); it becomes free-standing, to be freed or reused.
+  /// Dissociates the non-primary one of a and b from their object (b, if
+  /// neither is the primary); it becomes free-standing, to be freed or reused.
   void unlink(Region& a, Region& b);
-  // The region of `region`'s object on `device`, or null. Throws
-  // unknown_device for a device this manager does not have.
+  /// The region of `region`'s object on `device`, or null. Throws
+  /// unknown_device for a device this manager does not have.
   [[nodiscard]] Region* getlinked(const Region& region, DeviceId device) const;
+  /// The region's size in bytes, as allocated (the paper's `sizeof`).
   [[nodiscard]] std::uint64_t size(const Region& region) const noexcept { return region.bytes_; }
+  /// The device the region lies on (the paper's `in`).
   [[nodiscard]] DeviceId device(const Region& region) const noexcept { return region.device_; }
+  /// The region's dirty flag: set by setdirty, a write pin or a copy into a
+  /// primary (newer contents than any other copy may hold); a copy into a
+  /// secondary leaves it clean.
   [[nodiscard]] bool isdirty(const Region& region) const noexcept { return region.dirty_; }
-  // Marking the primary dirty makes every secondary stale.
+  /// Sets or clears the region's dirty flag (waiting first for a copy in
+  /// flight on it). Marking the primary dirty makes every secondary stale.
   void setdirty(Region& region, bool dirty);
+  /// The object the region belongs to, or null for a free-standing region.
   [[nodiscard]] Object* parent(const Region& region) const noexcept { return region.parent_; }
+  /// The region's first byte (an inaccessible address on a virtual device).
   [[nodiscard]] std::byte* pointer(const Region& region) const noexcept { return region.data_; }
+  /// The region's start, in bytes from the start of its device's heap.
   [[nodiscard]] std::uint64_t offset(const Region& region) const noexcept { return region.offset_; }
-  // True when `region` is a secondary whose contents equal the primary's.
+  /// True when `region` is a secondary whose contents equal the primary's.
   [[nodiscard]] bool isvalid(const Region& region) const noexcept;
 
   // ---- access pins (used by the Runtime's scoped accesses) ------------------
-  // Pins the object so its primary cannot move; a write pin also marks the
-  // primary dirty. Call under the runtime lock.
+  /// Pins the object so its primary cannot move; a write pin also marks the
+  /// primary dirty. Call under the runtime lock. Throws invalid_operation
+  /// for an object without a primary.
   void pin(Object& object, Access access);
-  // Ends a pin; safe without the runtime lock (atomic).
+  /// Ends a pin; safe without the runtime lock (atomic).
   static void unpin(Object& object, Access access) noexcept;
-  // Counts a pinned access's bytes against the device of the object's
-  // primary, and returns the extra nanoseconds the access costs when that
-  // device is emulated (0 otherwise); the caller waits them out.
+  /// Counts a pinned access's bytes against the device of the object's
+  /// primary, and returns the extra nanoseconds the access costs when that
+  /// device is emulated (0 otherwise); the caller waits them out.
   double note_access(const Object& object, Access access);
 
   // ---- walks and checks -----------------------------------------------------
-  // Every live object, in creation order.
+  /// Every live object, in creation order.
   template <typename F>
   void for_each_object(F&& visit) const {
     for (const Object& o : objects_) visit(o);
   }
-  // Every live region of `device`, in address order.
+  /// Every live region of `device`, in address order.
   void for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const;
-  // Verifies the invariants of DESIGN.md that the state shows (1, 2, 4, 6,
-  // and the allocator's own consistency); throws invariant_violation naming
-  // the first one broken. With verify_contents, every secondary that counts
-  // as a valid copy is compared byte for byte with its primary (slow).
+  /// Verifies the invariants of docs/design.md that the state shows (1, 2, 4,
+  /// 6, and the allocator's own consistency); throws invariant_violation naming
+  /// the first one broken. With verify_contents, every secondary that counts
+  /// as a valid copy is compared byte for byte with its primary (slow).
   void check_invariants(bool verify_contents = false) const;
 
+  /// The manager's counters as they are now (copy the value for a snapshot).
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
-  // How the mover makes copyto_async's copies (its threads: the replay's
-  // copy lanes, sim/copy_timeline.hpp).
+  /// How the mover makes copyto_async's copies (its threads: the replay's
+  /// copy lanes, sim/copy_timeline.hpp).
   [[nodiscard]] const MoverOptions& mover_options() const noexcept { return mover_.options(); }
-  // Records the mechanism's events into `trace` (null: stop recording).
+  /// Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }
+  /// The trace being recorded into, or null.
   [[nodiscard]] Trace* trace() const noexcept { return trace_; }
-  // The policy's own counters live beside the manager's, so one snapshot
-  // holds both; policies (and policy/moves.cpp) add to them.
+  /// The policy's own counters live beside the manager's, so one snapshot
+  /// holds both; policies (and policy/moves.cpp) add to them.
   [[nodiscard]] PolicyCounters& policy_counters() noexcept { return stats_.policy; }
 
-  // True when [start, start + bytes) of `device` holds the primary of a
-  // pinned object: evictfrom over that range would throw pinned_error.
+  /// True when [start, start + bytes) of `device` holds the primary of a
+  /// pinned object: evictfrom over that range would throw pinned_error.
   [[nodiscard]] bool pinned_in_range(DeviceId device, std::uint64_t start, std::uint64_t bytes) const;
 
  private:

@@ -1,5 +1,5 @@
-// Fault injection for tests (issue 17, after PMDK's pmem_inject_fault_at and
-// its negative tests): makes the Nth event of a kind fail, or each event with
+// Fault injection for tests (after PMDK's pmem_inject_fault_at and its
+// negative tests): makes the Nth event of a kind fail, or each event with
 // a given probability, so that the failure paths of the library run on demand:
 //   allocation      a heap allocation finds no room (DataManager::allocate
 //                   and allocate_at return null, as for a full heap);
@@ -26,9 +26,14 @@
 
 namespace cachedarrays::fault {
 
+/// Where a fault can be injected (the file comment says what each does):
+/// `allocation`, `copy`, `policy_handler`, `mover_start`.
 enum class Site : std::uint8_t { allocation, copy, policy_handler, mover_start };
+/// How many Site values there are.
 inline constexpr std::size_t site_count = 4;
 
+/// The site's name for messages: "allocation", "copy", "policy handler",
+/// "mover start".
 inline const char* to_string(Site site) noexcept {
   switch (site) {
     case Site::allocation: return "allocation";
@@ -39,22 +44,26 @@ inline const char* to_string(Site site) noexcept {
   return "?";
 }
 
+/// The process-wide, thread-safe fault injector: per Site, fails the nth
+/// event or each event with a probability. Reached through instance(), in
+/// tests through ScopedFaults.
 class Injector {
  public:
+  /// The one injector of the process.
   static Injector& instance() {
     static Injector injector;
     return injector;
   }
 
-  // The nth event of `site` from now on (1: the next) fails, once.
+  /// The nth event of `site` from now on (1: the next) fails, once.
   void fail_nth(Site site, std::uint64_t nth) {
     std::lock_guard guard(mutex_);
     Plan& p = plans_[index(site)];
     p = {};
     p.nth = nth;
   }
-  // Each event of `site` fails with `probability` (0..1), drawn from a
-  // generator seeded with `seed`, so a failing run can be replayed.
+  /// Each event of `site` fails with `probability` (0..1), drawn from a
+  /// generator seeded with `seed`, so a failing run can be replayed.
   void fail_randomly(Site site, double probability, std::uint64_t seed) {
     std::lock_guard guard(mutex_);
     Plan& p = plans_[index(site)];
@@ -62,11 +71,12 @@ class Injector {
     p.probability = probability;
     p.engine.seed(seed);
   }
+  /// Disarms every site and resets its counts: no event fails any more.
   void disarm() {
     std::lock_guard guard(mutex_);
     for (Plan& p : plans_) p = {};
   }
-  // Counts an event of `site`; true when it must fail.
+  /// Counts an event of `site`; true when it must fail.
   bool fires(Site site) {
     std::lock_guard guard(mutex_);
     Plan& p = plans_[index(site)];
@@ -77,11 +87,12 @@ class Injector {
     if (fail) ++p.fired;
     return fail;
   }
-  // Events of `site` seen and failed since it was last armed.
+  /// Events of `site` seen since it was last armed.
   std::uint64_t events(Site site) {
     std::lock_guard guard(mutex_);
     return plans_[index(site)].events;
   }
+  /// Events of `site` failed since it was last armed.
   std::uint64_t fired(Site site) {
     std::lock_guard guard(mutex_);
     return plans_[index(site)].fired;
@@ -100,14 +111,17 @@ class Injector {
   std::array<Plan, site_count> plans_{};
 };
 
-// Disarms every site when the scope ends, so one test's faults never reach
-// the next one.
+/// Disarms every site when the scope ends, so one test's faults never reach
+/// the next one.
 class ScopedFaults {
  public:
+  /// Starts from a disarmed injector.
   ScopedFaults() { Injector::instance().disarm(); }
+  /// Disarms every site again.
   ~ScopedFaults() { Injector::instance().disarm(); }
   ScopedFaults(const ScopedFaults&) = delete;
   ScopedFaults& operator=(const ScopedFaults&) = delete;
+  /// The injector, to arm: `faults->fail_nth(Site::copy, 1)`.
   Injector* operator->() const { return &Injector::instance(); }
 };
 

@@ -1,4 +1,4 @@
-// The completion of one asynchronous copy (DESIGN.md invariant 7). The
+// The completion of one asynchronous copy (docs/design.md invariant 7). The
 // data manager issues the copy to its Mover and hands back a Fence; the
 // mover's thread makes the copy and signals the fence. Whoever needs the
 // copy's bytes waits on it: the manager itself before any operation that
@@ -25,10 +25,10 @@ namespace cachedarrays {
 
 class Region;
 
-// How soon an asynchronous copy is wanted. A normal copy (a prefetch a
-// kernel will wait for) runs in the order it was issued; a background copy
-// (a write-back made so that the data is clean when room is needed later)
-// runs after every normal copy issued before it starts.
+/// How soon an asynchronous copy is wanted. A `normal` copy (a prefetch a
+/// kernel will wait for) runs in the order it was issued; a `background` copy
+/// (a write-back made so that the data is clean when room is needed later)
+/// runs after every normal copy issued before it starts.
 enum class CopyPriority { normal, background };
 
 namespace detail {
@@ -82,18 +82,22 @@ struct CopyState {
 
 }  // namespace detail
 
+/// The completion of one asynchronous copy (DataManager::copyto_async): the
+/// mover signals it when the copy is made; wait() blocks until then and
+/// rethrows the copy's failure. Cheap to copy: every copy of a fence waits for the same copy.
 class Fence {
  public:
-  // A fence of nothing: already complete.
+  /// A fence of nothing: already complete.
   Fence() = default;
+  /// The fence of the copy `state` describes (made by the DataManager).
   explicit Fence(std::shared_ptr<detail::CopyState> state) noexcept : state_(std::move(state)) {}
 
-  // True once the copy has finished (successfully or not).
+  /// True once the copy has finished (successfully or not).
   [[nodiscard]] bool ready() const noexcept {
     return state_ == nullptr || state_->done.load(std::memory_order_acquire);
   }
-  // Blocks until the copy has finished; rethrows its failure. Safe from any
-  // thread and any number of times.
+  /// Blocks until the copy has finished; rethrows its failure (a copy_error
+  /// for a media error). Safe from any thread and any number of times.
   void wait() const {
     if (state_ == nullptr) return;
     state_->wait();

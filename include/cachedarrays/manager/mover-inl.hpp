@@ -126,7 +126,7 @@ CACHEDARRAYS_INLINE void Mover::make(detail::CopyState& state, const MoverOption
   }
   const auto spent = [&] { return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count(); };
   // The emulated time a copy owes is slept, not spun: a spinning mover
-  // would take a core from the kernels it runs beside (two cores here).
+  // would take a core from the kernels it runs beside.
   // Sleep overshoots; the overshoot is credited to the next copies of this
   // mover thread, so that the mover's throughput stays the emulated one.
   thread_local double credit_ns = 0;

@@ -1,4 +1,4 @@
-// The asynchronous mover (DESIGN.md "What is known ahead"): threads beside
+// The asynchronous mover (docs/design.md "What is known ahead"): threads beside
 // the compute threads that make the copies DataManager::copyto_async
 // queues, so that a prefetch or a write-back overlaps the kernels instead of
 // sitting on the critical path. Copies run in the order they were queued
@@ -28,62 +28,64 @@
 
 namespace cachedarrays {
 
-// How the mover's threads compete with the compute threads for the cores.
+/// How the mover's threads compete with the compute threads for the cores.
 enum class MoverPriority : std::uint8_t {
-  // Scheduled like any thread: a copy takes a core as soon as it is queued.
+  /// Scheduled like any thread: a copy takes a core as soon as it is queued.
   normal,
-  // SCHED_IDLE (Linux): a mover thread runs only on a core nothing else
-  // wants, so its copies fill the gaps between and inside kernels (serial
-  // sections, barrier waits) instead of preempting a compute thread. On a
-  // machine whose compute threads hold every core, a thread preempted in a
-  // parallel kernel stalls all of them at the next barrier, so a normal
-  // mover costs more than its own time there. A copy a kernel needs before
-  // the mover got to it is taken over by the thread that needs it
-  // (DataManager's take-over), so an idle mover never starves a kernel.
+  /// SCHED_IDLE (Linux): a mover thread runs only on a core nothing else
+  /// wants, so its copies fill the gaps between and inside kernels (serial
+  /// sections, barrier waits) instead of preempting a compute thread. On a
+  /// machine whose compute threads hold every core, a thread preempted in a
+  /// parallel kernel stalls all of them at the next barrier, so a normal
+  /// mover costs more than its own time there. A copy a kernel needs before
+  /// the mover got to it is taken over by the thread that needs it
+  /// (DataManager's take-over), so an idle mover never starves a kernel.
   idle,
 };
 
+/// How a Mover makes its copies: its threads, their priority, and a test hook.
 struct MoverOptions {
-  // Threads making asynchronous copies; they start with the first copy.
-  // Two by default: a copy in then never waits behind a write-back a thread
-  // has started (the two run side by side, on the tiers' separate read and
-  // write paths). With one, ReDL at 20% replayed 1.0990x all-fast on
-  // ResNet-18 b32 96 px and 1.0220x on DenseNet-121 b16 against 1.0721x
-  // and 1.0143x with two (cachedarrays-plan --gflops 2201), and measured
-  // on VGG-16 b16 64 px, emulated Optane, 0.983 / 1.093 / 1.032 s per
-  // iteration against 0.963 / 0.974 / 1.009 s (train_cnn --threads 1,
-  // interleaved), the other two within their spread.
+  /// Threads making asynchronous copies; they start with the first copy.
+  /// Two by default: a copy in then never waits behind a write-back a thread
+  /// has started (the two run side by side, on the tiers' separate read and
+  /// write paths). With one, ReDL's iterations came out slower, both in the
+  /// replay and measured on an emulated slow tier.
   unsigned threads = 2;
-  MoverPriority priority = MoverPriority::normal;
-  // Called on a mover thread before each copy with its size; whatever it
-  // throws fails that copy (the failure surfaces at the copy's fence). Tests
-  // inject failing copies with it; leave it empty otherwise.
+  MoverPriority priority = MoverPriority::normal;  ///< How the threads are scheduled.
+  /// Called on a mover thread before each copy with its size; whatever it
+  /// throws fails that copy (the failure surfaces at the copy's fence). Tests
+  /// inject failing copies with it; leave it empty otherwise.
   std::function<void(std::uint64_t bytes)> before_copy;
 };
 
+/// The asynchronous mover: threads beside the compute threads that make the
+/// copies DataManager::copyto_async queues, in queue order, background copies
+/// behind the others (see the file comment). Owned by the DataManager.
 class Mover {
  public:
-  // Throws invalid_argument for 0 threads.
+  /// A mover whose threads start with the first copy. Throws
+  /// invalid_argument for 0 threads.
   explicit Mover(MoverOptions options = {});
-  // Finishes every queued copy, then stops the threads.
+  /// Finishes every queued copy, then stops the threads.
   ~Mover();
   Mover(const Mover&) = delete;
   Mover& operator=(const Mover&) = delete;
 
-  // Queues the copy `state` describes; its fence completes when it is made.
-  // False, queueing nothing, when no mover thread runs and none could be
-  // started: the caller then makes the copy itself (make()).
+  /// Queues the copy `state` describes; its fence completes when it is made.
+  /// False, queueing nothing, when no mover thread runs and none could be
+  /// started: the caller then makes the copy itself (make()).
   [[nodiscard]] bool submit(std::shared_ptr<detail::CopyState> state);
-  // Removes `state` from the queue if no thread has started it yet; true
-  // when it did, and the caller then owns the copy (make() it or drop it).
+  /// Removes `state` from the queue if no thread has started it yet; true
+  /// when it did, and the caller then owns the copy (make() it or drop it).
   [[nodiscard]] bool withdraw(const detail::CopyState& state);
-  // Makes the copy on the calling thread as a mover thread would (the
-  // before_copy hook and the emulated time included); throws what the copy
-  // throws. Does not complete the state.
+  /// Makes the copy on the calling thread as a mover thread would (the
+  /// before_copy hook and the emulated time included); throws what the copy
+  /// throws. Does not complete the state.
   static void make(detail::CopyState& state, const MoverOptions& options);
-  // make() on the calling thread, then completes the state with its outcome
-  // (a failure is kept for the fence, not thrown).
+  /// make() on the calling thread, then completes the state with its outcome
+  /// (a failure is kept for the fence, not thrown).
   static void make_and_complete(detail::CopyState& state, const MoverOptions& options) noexcept;
+  /// The options the mover was made with.
   [[nodiscard]] const MoverOptions& options() const noexcept { return options_; }
 
  private:

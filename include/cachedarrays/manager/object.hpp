@@ -19,15 +19,20 @@ namespace cachedarrays {
 class DataManager;
 class Region;
 
-// What a policy keeps per object (LRU links, flags): a type of the policy's
-// own, derived from this, that the object owns and frees when it dies —
-// whoever destroys it and in whatever order a runtime's members go
-// (DESIGN.md invariant 8: no void* slots).
+/// What a policy keeps per object (LRU links, flags): a type of the policy's
+/// own, derived from this, that the object owns and frees when it dies —
+/// whoever destroys it and in whatever order a runtime's members go
+/// (docs/design.md invariant 8: no void* slots).
 class PolicyState {
  public:
+  /// Frees the policy's per-object data with the object.
   virtual ~PolicyState() = default;
 };
 
+/// The unit the program names (paper III-C): between creation and
+/// destruction it has exactly one primary region and at most one region on
+/// each device; the others are secondaries (copies), valid only while the
+/// primary is clean. Owned by the DataManager (create_object, destroy).
 class Object {
   // Only the DataManager makes objects (it owns them); the key lets its
   // container construct them.
@@ -37,47 +42,53 @@ class Object {
   friend class DataManager;
 
  public:
+  /// Made by the DataManager only: Key is private to it.
   explicit Object(Key) {}
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 
+  /// The object's number, unique within its manager (from 1, in creation order).
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  /// The object's size in bytes, as created; every region of it has this size.
   [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
-  // Pinned by a scoped access: its primary cannot move, be evicted or freed.
+  /// Pinned by a scoped access: its primary cannot move, be evicted or freed.
   [[nodiscard]] bool pinned() const noexcept { return pins_.load(std::memory_order_acquire) != 0; }
-  // True while a write access is open: copies taken now would be stale.
+  /// True while a write access is open: copies taken now would be stale.
   [[nodiscard]] bool being_written() const noexcept {
     return writers_.load(std::memory_order_acquire) != 0;
   }
 
-  // The policy's state for this object, as the policy's own type `State`
-  // (the one it attached), or null before it attached any.
+  /// The policy's state for this object, as the policy's own type `State`
+  /// (the one it attached), or null before it attached any.
   template <typename State>
   [[nodiscard]] State* policy_state() const noexcept {
     static_assert(std::is_base_of_v<PolicyState, State>, "a policy's per-object state derives from PolicyState");
     return static_cast<State*>(policy_state_.get());
   }
-  // Attaches (or replaces, freeing the old) the policy's state; the object
-  // owns it from now on.
+  /// Attaches (or replaces, freeing the old) the policy's state; the object
+  /// owns it from now on.
   void set_policy_state(std::unique_ptr<PolicyState> state) noexcept { policy_state_ = std::move(state); }
 
-  // What the Runtime that made the object remembers of it for memory
-  // snapshots (runtime/memory_snapshot.hpp), under the runtime's lock: when
-  // it was made, the last hint the policy got for it, whether it was
-  // retired. made_by_runtime false: made through the data manager directly.
+  /// What the Runtime that made the object remembers of it for memory
+  /// snapshots (runtime/memory_snapshot.hpp), under the runtime's lock: when
+  /// it was made, the last hint the policy got for it, whether it was
+  /// retired. made_by_runtime false: made through the data manager directly.
   struct History {
-    bool made_by_runtime = false;
-    bool retired = false;
-    std::optional<Hint> last_hint;
-    std::uint64_t created_iteration = 0;
-    std::uint64_t created_ns = 0;
+    bool made_by_runtime = false;        ///< False: made through the data manager directly.
+    bool retired = false;                ///< The program retired it; the policy still holds it.
+    std::optional<Hint> last_hint;       ///< The last hint the policy got for it; empty: none yet.
+    std::uint64_t created_iteration = 0; ///< Runtime::iteration() when it was made.
+    std::uint64_t created_ns = 0;        ///< When it was made, in ns since the Runtime was made.
 
+    /// Records `hint` as the last one; a retire also marks the object retired.
     void hinted(Hint hint) noexcept {
       last_hint = hint;
       if (hint == Hint::retire) retired = true;
     }
   };
+  /// What the runtime remembers of the object (read under the runtime's lock).
   [[nodiscard]] const History& history() const noexcept { return history_; }
+  /// The same, for the Runtime to update.
   [[nodiscard]] History& history() noexcept { return history_; }
 
  private:

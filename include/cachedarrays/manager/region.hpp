@@ -1,6 +1,6 @@
 // A region: a contiguous slice of one heap (paper III-C "Objects and
 // Regions"). Its fields are read and changed only through the DataManager so
-// that the manager can keep the invariants of DESIGN.md; a policy holds
+// that the manager can keep the invariants of docs/design.md; a policy holds
 // Region* handles and asks the manager about them.
 #pragma once
 
@@ -22,6 +22,10 @@ struct Block;
 struct CopyState;
 }
 
+/// A contiguous slice of one device's heap (paper III-C "Objects and
+/// Regions"): an object's primary or secondary copy, or free-standing. Owned
+/// by the DataManager and opaque: a policy holds Region pointers and asks the
+/// manager about them (DataManager::size, device, pointer, isdirty, ...).
 class Region {
   // Only the DataManager makes regions (it owns them); the key lets its
   // container construct them.
@@ -31,6 +35,7 @@ class Region {
   friend class DataManager;
 
  public:
+  /// Made by the DataManager only: Key is private to it.
   explicit Region(Key) {}
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;

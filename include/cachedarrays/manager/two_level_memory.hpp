@@ -18,28 +18,34 @@
 
 namespace cachedarrays {
 
+/// The line traffic of a 2LM cache model (TwoLevelMemory::counters): hits,
+/// misses and the bytes each tier read and wrote. Plain counters: add,
+/// subtract and compare them.
 struct TwoLmCounters {
-  std::uint64_t hits = 0;          // lines found in the cache
-  std::uint64_t clean_misses = 0;  // lines missing; the victim was clean or empty
-  std::uint64_t dirty_misses = 0;  // lines missing; the victim had to be written back
-  std::uint64_t dram_bytes_read = 0;     // demand reads + victims read out for write-back
-  std::uint64_t dram_bytes_written = 0;  // demand writes + line fills
-  std::uint64_t nvram_bytes_read = 0;    // line fills
-  std::uint64_t nvram_bytes_written = 0; // dirty victims written back
+  std::uint64_t hits = 0;          ///< Lines found in the cache.
+  std::uint64_t clean_misses = 0;  ///< Lines missing; the victim was clean or empty.
+  std::uint64_t dirty_misses = 0;  ///< Lines missing; the victim had to be written back.
+  std::uint64_t dram_bytes_read = 0;     ///< Demand reads + victims read out for write-back.
+  std::uint64_t dram_bytes_written = 0;  ///< Demand writes + line fills.
+  std::uint64_t nvram_bytes_read = 0;    ///< Line fills.
+  std::uint64_t nvram_bytes_written = 0; ///< Dirty victims written back.
 
+  /// Line accesses: hits plus misses.
   [[nodiscard]] std::uint64_t lines() const noexcept { return hits + clean_misses + dirty_misses; }
+  /// Line accesses that missed, clean or dirty.
   [[nodiscard]] std::uint64_t misses() const noexcept { return clean_misses + dirty_misses; }
-  // `n` (hits, clean or dirty misses) as a fraction of all line accesses; 0 with none.
+  /// `n` (hits, clean or dirty misses) as a fraction of all line accesses; 0 with none.
   [[nodiscard]] double share(std::uint64_t n) const noexcept {
     return lines() == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(lines());
   }
 
-  // Every counter, listed once: the arithmetic below, and whoever compares
-  // or prints counters, walk this list.
+  /// A counter's name and member, for code that walks the counters.
   struct Field {
-    const char* name;
-    std::uint64_t TwoLmCounters::*member;
+    const char* name;                      ///< The counter's name, as its member is spelled.
+    std::uint64_t TwoLmCounters::*member;  ///< The counter.
   };
+  /// Every counter, listed once: the arithmetic below, and whoever compares
+  /// or prints counters, walk this list.
   [[nodiscard]] static constexpr std::array<Field, 7> fields() noexcept {
     return {{{"hits", &TwoLmCounters::hits},
              {"clean_misses", &TwoLmCounters::clean_misses},
@@ -50,15 +56,19 @@ struct TwoLmCounters {
              {"nvram_bytes_written", &TwoLmCounters::nvram_bytes_written}}};
   }
 
+  /// Adds every counter of `o`.
   TwoLmCounters& operator+=(const TwoLmCounters& o) noexcept {
     for (const Field& f : fields()) this->*f.member += o.*f.member;
     return *this;
   }
+  /// Subtracts every counter of `o`: the traffic since `o` was taken.
   TwoLmCounters& operator-=(const TwoLmCounters& o) noexcept {
     for (const Field& f : fields()) this->*f.member -= o.*f.member;
     return *this;
   }
+  /// The counters of `a` less those of `b`, counter by counter.
   friend TwoLmCounters operator-(TwoLmCounters a, const TwoLmCounters& b) noexcept { return a -= b; }
+  /// True when every counter is equal.
   friend bool operator==(const TwoLmCounters&, const TwoLmCounters&) = default;
 };
 // A counter added to the struct but not to fields() would be left out of the
@@ -66,24 +76,31 @@ struct TwoLmCounters {
 static_assert(sizeof(TwoLmCounters) == TwoLmCounters::fields().size() * sizeof(std::uint64_t),
               "list every counter of TwoLmCounters in TwoLmCounters::fields()");
 
+/// The model of Intel's 2LM memory mode (see the file comment): a
+/// direct-mapped DRAM cache of whole lines in front of the slow tier's
+/// addresses, counting exactly, per line, the traffic of each access. Stores
+/// no data.
 class TwoLevelMemory {
  public:
-  // A cache of cache_bytes / line_bytes sets (direct mapped: one line each).
-  // Throws invalid_argument unless line_bytes > 0 and cache_bytes is a
-  // positive multiple of it.
+  /// A cache of cache_bytes / line_bytes sets (direct mapped: one line each).
+  /// Throws invalid_argument unless line_bytes > 0 and cache_bytes is a
+  /// positive multiple of it.
   explicit TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes = 64);
 
-  // Every line overlapping [address, address + bytes) in address order: a
-  // hit reads (or writes) the line in DRAM; a miss first writes a dirty
-  // victim back to NVRAM, then fills the line from NVRAM (write-allocate,
-  // also on a write miss). Writes leave the line dirty. Traffic is counted
-  // in whole lines, the unit the hardware moves.
+  /// Every line overlapping [address, address + bytes) in address order: a
+  /// hit reads (or writes) the line in DRAM; a miss first writes a dirty
+  /// victim back to NVRAM, then fills the line from NVRAM (write-allocate,
+  /// also on a write miss). Writes leave the line dirty. Traffic is counted
+  /// in whole lines, the unit the hardware moves.
   void access(std::uint64_t address, std::uint64_t bytes, bool write);
 
+  /// The traffic of every access so far.
   [[nodiscard]] const TwoLmCounters& counters() const noexcept { return counters_; }
+  /// The cache's sets (= lines: direct mapped).
   [[nodiscard]] std::uint64_t sets() const noexcept { return sets_; }
+  /// The line size in bytes.
   [[nodiscard]] std::uint64_t line_bytes() const noexcept { return line_; }
-  // Cache intervals currently held (for tests and curiosity).
+  /// Cache intervals currently held (for tests and curiosity).
   [[nodiscard]] std::size_t intervals() const noexcept { return map_.size(); }
 
  private:
@@ -109,11 +126,11 @@ class TwoLevelMemory {
   TwoLmCounters counters_;
 };
 
-// The one time model of 2LM, in nanoseconds, for the line traffic `delta`:
-// every line accessed at `dram_gbps` (0: not counted, as when the access
-// itself runs on this machine's real DRAM), plus the NVRAM read of each
-// missing line and the NVRAM write of each dirty victim. The emulated memory
-// mode (emulation::memory_mode_extra_ns) and the 2LM simulation both use it.
+/// The one time model of 2LM, in nanoseconds, for the line traffic `delta`:
+/// every line accessed at `dram_gbps` (0: not counted, as when the access
+/// itself runs on this machine's real DRAM), plus the NVRAM read of each
+/// missing line and the NVRAM write of each dirty victim. The emulated memory
+/// mode (emulation::memory_mode_extra_ns) and the 2LM simulation both use it.
 [[nodiscard]] double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps,
                                double nvram_read_gbps, double nvram_write_gbps) noexcept;
 

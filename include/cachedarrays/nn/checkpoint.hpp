@@ -33,47 +33,51 @@
 
 namespace cachedarrays::nn {
 
+/// One named tensor of a Checkpoint, its values in plain order.
 struct CheckpointTensor {
-  std::string name;
-  std::vector<std::int64_t> dims;
-  std::vector<float> values;  // plain (row-major) order; as many as the dims' product
+  std::string name;                ///< "conv1.weight", "conv1.weight.momentum", "bn1.running_mean", ...
+  std::vector<std::int64_t> dims;  ///< its shape
+  std::vector<float> values;       ///< plain (row-major) order; as many as the dims' product
 };
 
+/// What a training run needs to continue where it stopped (see the file
+/// comment for the format): written by save_checkpoint(), read by
+/// load_checkpoint().
 struct Checkpoint {
-  std::string model;       // identity of the model, e.g. "resnet-18 width 0.5 1x28x28 10 classes"
-  std::int64_t epoch = 0;  // epochs completed
-  std::int64_t batch = 0;  // batches done in the current epoch
-  std::uint64_t seed = 0;  // the run's seed (data order and augmentation are counter-based from it)
-  std::vector<std::pair<std::string, std::string>> metadata;  // free key/values (learning-rate schedule, ...)
-  std::vector<CheckpointTensor> tensors;  // parameters, momentum, batch-norm running statistics, in a fixed order
+  std::string model;       ///< identity of the model, e.g. "resnet-18 width 0.5 1x28x28 10 classes"
+  std::int64_t epoch = 0;  ///< epochs completed
+  std::int64_t batch = 0;  ///< batches done in the current epoch
+  std::uint64_t seed = 0;  ///< the run's seed (data order and augmentation are counter-based from it)
+  std::vector<std::pair<std::string, std::string>> metadata;  ///< free key/values (learning-rate schedule, ...)
+  std::vector<CheckpointTensor> tensors;  ///< parameters, momentum, batch-norm running statistics, in a fixed order
 };
 
-// Writes `checkpoint` to `path` crash-safely: the whole file goes to a new
-// temporary file beside it, `<path>.tmp-<pid>` (created exclusively; a
-// regular file of that name is the leftover of a save by a process with
-// this id that died, and is replaced), is made durable (libpmem: flushed
-// from the CPU caches on persistent memory, msync elsewhere), renamed over
-// `path` and the directory is synced. A crash leaves `path` as it was
-// before or as `checkpoint`; at worst the temporary file stays behind.
-// Not for two threads saving to the same path at once.
-// Throws invalid_argument, writing nothing, when a tensor's dims are
-// negative or their product is not its number of values, or epoch or batch
-// is negative; throws error naming the file and the system's reason when a
-// step fails, after removing the temporary file and leaving `path` as it was
-// (but for the last step: when syncing the directory fails, `path` is
-// already the new checkpoint, which a power loss might still undo).
+/// Writes `checkpoint` to `path` crash-safely: the whole file goes to a new
+/// temporary file beside it, `<path>.tmp-<pid>` (created exclusively; a
+/// regular file of that name is the leftover of a save by a process with
+/// this id that died, and is replaced), is made durable (libpmem: flushed
+/// from the CPU caches on persistent memory, msync elsewhere), renamed over
+/// `path` and the directory is synced. A crash leaves `path` as it was
+/// before or as `checkpoint`; at worst the temporary file stays behind.
+/// Not for two threads saving to the same path at once.
+/// Throws invalid_argument, writing nothing, when a tensor's dims are
+/// negative or their product is not its number of values, or epoch or batch
+/// is negative; throws error naming the file and the system's reason when a
+/// step fails, after removing the temporary file and leaving `path` as it was
+/// (but for the last step: when syncing the directory fails, `path` is
+/// already the new checkpoint, which a power loss might still undo).
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
-// Reads `path` and checks it: the magic, the format version, the size its
-// header gives, the checksum, every length against the bytes that remain,
-// every tensor's dims against its values. With `expected_model` non-empty,
-// a checkpoint of another model is refused naming both. Every refusal is an
-// invalid_argument that names the path and says what is wrong.
+/// Reads `path` and checks it: the magic, the format version, the size its
+/// header gives, the checksum, every length against the bytes that remain,
+/// every tensor's dims against its values. With `expected_model` non-empty,
+/// a checkpoint of another model is refused naming both. Every refusal is an
+/// invalid_argument that names the path and says what is wrong.
 [[nodiscard]] Checkpoint load_checkpoint(const std::filesystem::path& path, std::string_view expected_model = {});
 
-// Checks that `checkpoint` holds exactly the tensors `expected` lists (name
-// and dims), in that order; throws invalid_argument describing the first
-// mismatch (position, what the checkpoint has, what the model expects).
+/// Checks that `checkpoint` holds exactly the tensors `expected` lists (name
+/// and dims), in that order; throws invalid_argument describing the first
+/// mismatch (position, what the checkpoint has, what the model expects).
 void check_tensors(const Checkpoint& checkpoint,
                    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& expected);
 

@@ -18,9 +18,15 @@
 
 namespace cachedarrays::nn {
 
+/// The collective operations of data-parallel training over a world of
+/// size() ranks (see the file comment): the trainer's only view of the other
+/// ranks, so that cachedarrays::nn needs no MPI. Every operation is
+/// collective: every rank calls it, in the same order, with the same sizes;
+/// an implementation ends the job, saying which operation waited, rather than
+/// hang when a rank stops calling. MpiCommunicator implements it over MPI.
 class Communicator {
  public:
-  // A started operation, to wait for.
+  /// A started operation (start_sum), to pass to wait().
   using Request = std::uint64_t;
 
   virtual ~Communicator() = default;
@@ -28,27 +34,33 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+  /// This process's rank, 0 to size() - 1.
   [[nodiscard]] virtual int rank() const noexcept = 0;
+  /// The number of ranks in the world (1: a single-process run).
   [[nodiscard]] virtual int size() const noexcept = 0;
 
-  // Starts summing `data` element-wise over all ranks, in place; the sum is
-  // there (the same on every rank) once wait() returns. `data` must stay
-  // valid and unmoved until then. `what` names the operation in a timeout
-  // message ("gradient bucket 2 of 5").
+  /// Starts summing `data` element-wise over all ranks, in place; the sum is
+  /// there (the same on every rank) once wait() returns. `data` must stay
+  /// valid and unmoved until then. `what` names the operation in a timeout
+  /// message ("gradient bucket 2 of 5").
   virtual Request start_sum(std::span<float> data, const std::string& what) = 0;
+  /// The same as start_sum(std::span<float>, const std::string&), for doubles
+  /// (the loss and the batch-norm running statistics).
   virtual Request start_sum(std::span<double> data, const std::string& what) = 0;
-  // Lets started operations advance. MPI moves a non-blocking collective
-  // on only inside MPI calls, so the trainer calls this between kernels:
-  // that is what overlaps the sums with the backward pass.
+  /// Lets started operations advance. MPI moves a non-blocking collective
+  /// on only inside MPI calls, so the trainer calls this between kernels:
+  /// that is what overlaps the sums with the backward pass.
   virtual void progress() = 0;
-  // Waits until the operation is complete.
+  /// Waits until the operation `request` (from start_sum) is complete.
   virtual void wait(Request request) = 0;
 
-  // The bytes `data` holds on rank `root`, on every rank (blocking).
+  /// Copies the bytes `data` holds on rank `root` into `data` on every rank
+  /// (blocking); `what` names the operation in a timeout message.
   virtual void broadcast(std::span<std::byte> data, int root, const std::string& what) = 0;
 
-  // Ends every rank of the job with `message` (naming this rank), as when a
-  // rank cannot go on: the others would otherwise wait for it for ever.
+  /// Ends every rank of the job with `message` (naming this rank), as when a
+  /// rank cannot go on: the others would otherwise wait for it for ever.
+  /// Does not return.
   [[noreturn]] virtual void abort(const std::string& message) = 0;
 };
 

@@ -28,63 +28,83 @@
 
 namespace cachedarrays::nn {
 
-// One argument of a kernel: its oneDNN argument id (DNNL_ARG_SRC, ...), the
-// tensor, and whether the kernel reads or writes it.
+/// One argument of a kernel: its oneDNN argument id, the tensor, and whether
+/// the kernel reads or writes it. Made with in() and out().
 struct KernelArg {
-  int dnnl_arg;
-  const Tensor* tensor;
-  Access access;
+  int dnnl_arg;          ///< DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, ...: its role in the primitive and the signature
+  const Tensor* tensor;  ///< the tensor; not owned, must outlive the call it is passed to
+  Access access;         ///< Access::read or Access::write: which hint the runtime gets
 };
 
+/// An argument the kernel reads (will_read), in role `dnnl_arg`.
 inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read}; }
+/// An argument the kernel writes (will_write), in role `dnnl_arg`.
 inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write}; }
 
-// Observes every kernel (for traces and the dry run). `signature` is the
-// kernel's signature (nn/kernel_signature.hpp), the name a trace records it
-// under; plan::kernel_kind(signature) is its op kind.
+/// Observes every kernel (for traces and the dry run); see
+/// Context::set_observer.
 struct KernelObserver {
   virtual ~KernelObserver() = default;
+  /// Called before each kernel runs (also in a dry run). `signature` is the
+  /// kernel's signature (nn/kernel_signature.hpp), the name a trace records
+  /// it under; plan::kernel_kind(signature) is its op kind.
   virtual void on_kernel(const std::string& signature, std::span<const KernelArg> args) = 0;
 };
 
+/// What an op needs to run (see the file comment): the runtime, a oneDNN
+/// engine and stream, a cache of primitives, and execute(), which runs a
+/// primitive as a cachedarrays kernel with the hints, pins and scratchpad
+/// that takes.
 class Context {
  public:
-  // runtime == nullptr: a shape-only dry run. run_kernels == false: a dry
-  // run that still allocates tensors from the runtime.
+  /// A context on the CPU engine. `runtime` nullptr: a shape-only dry run.
+  /// `run_kernels` false: a dry run that still allocates tensors from the
+  /// runtime.
   explicit Context(Runtime* runtime, bool run_kernels = true);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  /// Whether kernels are skipped: no runtime, or `run_kernels` false. The
+  /// hints and pins are still emitted when there is a runtime.
   [[nodiscard]] bool dry_run() const noexcept { return !run_kernels_; }
 
-  // What the forward kernels are run for: training (batch norm normalises
-  // with the batch's statistics and updates its running ones), a
-  // recomputation in the backward pass (the same values again, running
-  // statistics left alone), or evaluation (batch norm normalises with its
-  // running statistics). The trainer sets it.
+  /// What the forward kernels are run for: training (batch norm normalises
+  /// with the batch's statistics and updates its running ones), a
+  /// recomputation in the backward pass (the same values again, running
+  /// statistics left alone), or evaluation (batch norm normalises with its
+  /// running statistics). The trainer sets it.
   enum class Phase { train, recompute, evaluate };
+  /// What the forward kernels are run for now (Phase::train at first).
   [[nodiscard]] Phase phase() const noexcept { return phase_; }
+  /// Sets what the forward kernels are run for (the trainer's call).
   void set_phase(Phase phase) noexcept { phase_ = phase; }
+  /// The runtime tensors come from; null in a shape-only run (or while a
+  /// ShapeOnly lives).
   [[nodiscard]] Runtime* runtime() const noexcept { return runtime_; }
+  /// The oneDNN CPU engine primitives are created on.
   [[nodiscard]] const dnnl::engine& engine() const noexcept { return engine_; }
+  /// The oneDNN stream kernels run on.
   [[nodiscard]] dnnl::stream& stream() noexcept { return stream_; }
 
-  // A new tensor of this layout (storage from the runtime unless dry run).
+  /// A new tensor of this layout (storage from the runtime unless there is
+  /// none: shape only).
   [[nodiscard]] Tensor make(const dnnl::memory::desc& desc) const { return Tensor(runtime_, desc); }
+  /// A new tensor of these dims in the plain row-major layout (plain_desc).
   [[nodiscard]] Tensor make_plain(const Dims& dims) const { return make(plain_desc(dims)); }
 
-  // Attributes every primitive descriptor must be created with (user-mode
-  // scratchpad, so that scratch memory comes from the runtime).
+  /// Attributes every primitive descriptor must be created with (user-mode
+  /// scratchpad, so that scratch memory comes from the runtime).
   [[nodiscard]] const dnnl::primitive_attr& attr() const noexcept { return attr_; }
-  // Those attributes with `post_ops` (a ReLU fused into a convolution): a
-  // new attribute object, since primitive_attr is a handle whose copies
-  // share one.
+  /// Those attributes with `post_ops` (a ReLU fused into a convolution): a
+  /// new attribute object, since primitive_attr is a handle whose copies
+  /// share one.
   [[nodiscard]] dnnl::primitive_attr attr_with(const dnnl::post_ops& post_ops) const;
 
-  // The primitive descriptor and primitive cached under `key`, created by
-  // `make_pd` on first use. Build `key` with `key_of` from every descriptor
-  // the primitive depends on.
+  /// The primitive descriptor and primitive cached under `key`, created by
+  /// `make_pd` (a callable returning a `PrimitiveDesc`) on first use; the
+  /// pointers stay valid for the context's life. Build `key` with key_of()
+  /// from every descriptor the primitive depends on.
   template <typename PrimitiveDesc, typename Primitive, typename MakePd>
   std::pair<const PrimitiveDesc*, const Primitive*> cached(const std::string& key, MakePd&& make_pd) {
     auto it = cache_.find(key);
@@ -96,52 +116,64 @@ class Context {
     auto* entry = static_cast<Entry<PrimitiveDesc, Primitive>*>(it->second.get());
     return {&entry->pd, &entry->primitive};
   }
+  /// Primitives created so far: the cache's misses.
   [[nodiscard]] std::uint64_t primitives_created() const noexcept { return primitives_created_; }
 
-  // Runs `primitive` as one kernel over `args` (see the file comment), under
-  // the signature kernel_signature(name, args): `name` is the op kind and
-  // whatever else the primitive depends on that the arguments do not show
-  // ("conv s2p1"). `scratchpad` is the primitive descriptor's scratchpad_desc().
+  /// Runs `primitive` as one kernel over `args`: reports it to the observer,
+  /// then (with a runtime) makes its scratchpad, hints will_read on inputs and
+  /// will_write on outputs, pins them, hands oneDNN their primary pointers,
+  /// runs it unless dry run, unpins and retires the scratchpad. The kernel
+  /// runs under the signature kernel_signature(name, args): `name` is the op
+  /// kind and whatever else the primitive depends on that the arguments do
+  /// not show ("conv s2p1"). `scratchpad` is the primitive descriptor's
+  /// scratchpad_desc().
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::initializer_list<KernelArg> args);
+  /// execute() over a span of arguments.
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::span<const KernelArg> args);
-  // The same, then `after` on the arguments' data (in order, as `run` hands
-  // them) inside the same kernel, while they are still pinned: batch norm
-  // folds the batch statistics into its running ones there, so the update
-  // is not a kernel of its own and the program stays what it was.
+  /// The same, then `after` on the arguments' data (in order, as `run` hands
+  /// them) inside the same kernel, while they are still pinned: batch norm
+  /// folds the batch statistics into its running ones there, so the update
+  /// is not a kernel of its own and the iteration's program keeps its shape.
   void execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                std::span<const KernelArg> args, const std::function<void(std::span<float* const>)>& after);
-  // A hand-written kernel: `body` gets each argument's float pointer, in
-  // order (dnnl_arg names the argument's role in the signature only).
-  // Nothing runs in a dry run.
+  /// A hand-written kernel, with the same hints and pins as execute():
+  /// `body` gets each argument's float pointer, in order (dnnl_arg names the
+  /// argument's role in the signature only). Nothing runs in a dry run.
   void run(const std::string& name, std::span<const KernelArg> args,
            const std::function<void(std::span<float* const>)>& body);
 
-  // `src` in layout `desc`: the tensor itself if it already has it, else a
-  // new tensor filled by a reorder kernel.
+  /// `src` in layout `desc`: the tensor itself if it already has it, else a
+  /// new tensor filled by a reorder kernel.
   [[nodiscard]] Tensor reorder(const Tensor& src, const dnnl::memory::desc& desc);
-  // dst = src, converting the layout (both tensors must have the same dims).
+  /// dst = src, converting the layout, as a reorder kernel. Throws
+  /// invalid_argument unless both tensors have the same dims.
   void copy(const Tensor& src, Tensor& dst);
-  // The tensor's values in plain row-major order (tests, losses, tools).
+  /// The tensor's values in plain row-major order (tests, losses, tools);
+  /// zeros in a dry run.
   [[nodiscard]] std::vector<float> read(const Tensor& t);
-  // Sets the tensor from values in plain row-major order.
+  /// Sets the tensor from values in plain row-major order. Throws
+  /// invalid_argument (unless dry run) when there are not t.elements() of them.
   void write(Tensor& t, std::span<const float> values);
-  // into += addend (reordered to into's layout first if needed).
+  /// into += addend (reordered to into's layout first if needed).
   void accumulate(Tensor& into, const Tensor& addend);
-  // Sets every element to `value`.
+  /// Sets every element to `value`.
   void fill(Tensor& t, float value);
 
+  /// Reports every later kernel to `observer` (null: none); not owned.
   void set_observer(KernelObserver* observer) noexcept { observer_ = observer; }
 
-  // While one lives, the context is shape-only: make() gives tensors
-  // without storage, and no kernel runs, allocates or reaches the observer;
-  // primitives are still created and cached. The trainer walks its graph
-  // this way once, before it makes any tensor, to learn the layouts the
-  // primitives choose (Op::parameter_desc) without a kernel in any program
-  // or a byte on any heap, and the real passes find the primitives made.
+  /// While one lives, the context is shape-only: make() gives tensors
+  /// without storage, and no kernel runs, allocates or reaches the observer;
+  /// primitives are still created and cached. The trainer walks its graph
+  /// this way once, before it makes any tensor, to learn the layouts the
+  /// primitives choose (Op::parameter_desc) without a kernel in any program
+  /// or a byte on any heap, and the real passes find the primitives made.
   class ShapeOnly {
    public:
+    /// Makes `ctx` shape-only until this is destroyed, which restores its
+    /// runtime, kernels and observer.
     explicit ShapeOnly(Context& ctx) noexcept
         : ctx_(ctx), runtime_(ctx.runtime_), run_kernels_(ctx.run_kernels_), observer_(ctx.observer_) {
       ctx.runtime_ = nullptr;
@@ -185,7 +217,8 @@ class Context {
   KernelObserver* observer_ = nullptr;
 };
 
-// A cache key component for a descriptor: dims, data type and layout.
+/// A cache key component for a descriptor (Context::cached): dims, data type
+/// and layout, as text.
 [[nodiscard]] std::string key_of(const dnnl::memory::desc& desc);
 
 }  // namespace cachedarrays::nn

@@ -27,20 +27,25 @@
 
 namespace cachedarrays::nn {
 
+/// How a Trainer trains data-parallel (see the file comment): over which
+/// ranks, and in what size of gradient buckets. The default is a single
+/// process.
 struct DataParallelOptions {
-  // The world of ranks (null, or one rank: an ordinary single-process run).
+  /// The world of ranks (null, or one rank: an ordinary single-process run).
+  /// Not owned; must outlive the trainer.
   Communicator* communicator = nullptr;
-  // Gradients are summed in buckets of about this many bytes, filled in
-  // the order the backward pass makes them final. Smaller buckets start
-  // sooner (more overlap), larger ones cost fewer messages.
+  /// Gradients are summed in buckets of about this many bytes, filled in
+  /// the order the backward pass makes them final. Smaller buckets start
+  /// sooner (more overlap), larger ones cost fewer messages.
   std::uint64_t bucket_bytes = std::uint64_t{4} << 20;
 
+  /// The number of ranks: the communicator's size, or 1 without one.
   [[nodiscard]] int ranks() const noexcept { return communicator != nullptr ? communicator->size() : 1; }
 };
 
-// Each rank's share of a global batch of `global_batch` samples over
-// `ranks` ranks. Throws invalid_argument unless it splits evenly: a rank
-// with one sample more would weigh its samples less in the average.
+/// Each rank's share of a global batch of `global_batch` samples over
+/// `ranks` ranks. Throws invalid_argument unless it splits evenly: a rank
+/// with one sample more would weigh its samples less in the average.
 [[nodiscard]] std::int64_t shard_batch(std::int64_t global_batch, int ranks);
 
 }  // namespace cachedarrays::nn

@@ -29,43 +29,54 @@
 
 namespace cachedarrays::nn {
 
+/// The bucketed, overlapped gradient averaging of data-parallel training
+/// (see the file comment): the trainer hands each parameter's gradient over
+/// with ready() as the backward pass makes it final, calls progress() between
+/// backward kernels, and collects the averages with finish().
 class GradientBuckets {
  public:
-  // One parameter whose gradient is averaged, and its size.
+  /// One parameter whose gradient is averaged, and its size.
   struct Member {
-    ValueId parameter;
-    std::int64_t elements;
+    ValueId parameter;      ///< the parameter's value in the graph
+    std::int64_t elements;  ///< its gradient's logical elements
   };
+  /// What the buckets did, summed over the steps so far.
   struct Counters {
-    std::uint64_t steps = 0;          // finish() calls
-    std::uint64_t buckets = 0;        // sums started
-    std::uint64_t bytes = 0;          // bytes summed (each rank's share of the message)
-    double seconds_waiting = 0;       // blocked in finish(): the sums' part that did not overlap the backward pass
+    std::uint64_t steps = 0;          ///< finish() calls
+    std::uint64_t buckets = 0;        ///< sums started
+    std::uint64_t bytes = 0;          ///< bytes summed (each rank's share of the message)
+    double seconds_waiting = 0;       ///< blocked in finish(): the sums' part that did not overlap the backward pass
   };
 
-  // `ready_order`: the parameters in the order their gradients become
-  // final (Trainer: backward order). Throws invalid_argument for a zero
-  // bucket size.
+  /// Groups `ready_order` into buckets of about `bucket_bytes` each.
+  /// `ready_order`: the parameters in the order their gradients become
+  /// final (Trainer: backward order). `ctx` runs the packing kernels and
+  /// `communicator` the sums; both must outlive this. Throws
+  /// invalid_argument for a zero bucket size.
   GradientBuckets(Context& ctx, Communicator& communicator, std::vector<Member> ready_order,
                   std::uint64_t bucket_bytes);
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
-  // The gradient of `parameter` (grads[parameter], taken from there) is
-  // final; a bucket whose gradients are all final starts its sum. The
-  // parameters must come in ready order.
+  /// The gradient of `parameter` (grads[parameter], taken from there) is
+  /// final; a bucket whose gradients are all final starts its sum. The
+  /// parameters must come in ready order: throws invalid_operation for one
+  /// out of order or without a gradient.
   void ready(ValueId parameter, std::vector<Tensor>& grads);
-  // Moves the started sums on (between backward kernels).
+  /// Moves the started sums on (between backward kernels).
   void progress();
-  // Waits for every sum and puts each parameter's averaged gradient into
-  // grads[parameter]. Throws invalid_operation if a bucket never started
-  // (a gradient was not made this step).
+  /// Waits for every sum and puts each parameter's averaged gradient into
+  /// grads[parameter]. Throws invalid_operation if a bucket never started
+  /// (a gradient was not made this step).
   void finish(std::vector<Tensor>& grads);
 
+  /// The number of buckets.
   [[nodiscard]] std::size_t bucket_count() const noexcept { return buckets_.size(); }
-  // The parameters of bucket i, in packing order.
+  /// The parameters of bucket i, in packing order (std::out_of_range for a
+  /// bucket that does not exist).
   [[nodiscard]] std::vector<ValueId> bucket_members(std::size_t i) const;
+  /// What the buckets did so far (Counters).
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
 
  private:

@@ -11,23 +11,33 @@
 
 namespace cachedarrays::nn {
 
+/// The learning rate over a training run (see the file comment): a function
+/// of where training is, so that a resumed run follows the same curve. Made
+/// by parse(); a default-constructed schedule is constant at 0.01.
 class LearningRateSchedule {
  public:
+  /// The shape of the curve: `constant` (base() throughout), `step` (base()
+  /// times GAMMA after every EPOCHS epochs) or `cosine` (annealed from base()
+  /// to 0 over the run, per batch).
   enum class Kind { constant, step, cosine };
 
-  // "constant"; "step:EPOCHS:GAMMA" (the rate times GAMMA after every
-  // EPOCHS epochs, e.g. step:30:0.1); "cosine". Throws invalid_argument
-  // saying which forms are allowed; `base` must be finite and > 0.
+  /// The schedule `spec` names, starting at `base`: "constant";
+  /// "step:EPOCHS:GAMMA" (the rate times GAMMA after every EPOCHS epochs,
+  /// such as step:30:0.1); "cosine". Throws invalid_argument saying which
+  /// forms are allowed; `base` must be finite and > 0.
   static LearningRateSchedule parse(std::string_view spec, float base);
 
-  // The rate for batch `batch` (0-based) of epoch `epoch` (0-based), in a
-  // run of `epochs` epochs of `batches_per_epoch` batches each.
+  /// The rate for batch `batch` (0-based) of epoch `epoch` (0-based), in a
+  /// run of `epochs` epochs of `batches_per_epoch` batches each.
   [[nodiscard]] float at(std::int64_t epoch, std::int64_t batch, std::int64_t batches_per_epoch,
                          std::int64_t epochs) const;
 
+  /// Which curve this is.
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  /// The rate at the start of the run.
   [[nodiscard]] float base() const noexcept { return base_; }
-  // "cosine from 0.05", "0.05, times 0.1 every 30 epochs", "constant 0.05".
+  /// The schedule for logs: "cosine from 0.05 to 0", "0.05, times 0.1 every
+  /// 30 epochs", "constant 0.05".
   [[nodiscard]] std::string describe() const;
 
  private:

@@ -1,7 +1,7 @@
 // The CNNs of the paper's evaluation (Table III: VGG 116/416, ResNet 200,
 // DenseNet 264) and their published relatives, built as training graphs.
 // Building a graph records shapes only: no tensor memory is allocated, so
-// even the 500 GB configurations of Table III build in milliseconds.
+// even the 500 GB configurations of Table III build on any machine.
 //
 // With width 1 every network has exactly torchvision's layers and parameter
 // count (ResNet-50: 25,557,032; VGG-16: 138,357,544; DenseNet-121:
@@ -55,14 +55,13 @@
 // the first batch norm). Kept, they would grow quadratically with the
 // block's depth; recomputed, each layer keeps only its bottleneck
 // activations and its 32 new channels, for one more concat, batch norm and
-// ReLU per layer (measure_footprint, DenseNet-264 at batch 512, 224x224:
-// 140.7 GB kept, 37.2 GB recomputed). The losses are bit-identical to
-// keeping them, and to the running form concat(previous, new) this builder
-// used before (Concat gives its output that form's layout).
+// ReLU per layer (measure_footprint measures either form). The losses are
+// bit-identical to keeping them, and to the running form
+// concat(previous, new) (Concat gives its output that form's layout).
 //
 // `width` multiplies every layer's channel count (and VGG's hidden linear
 // features), rounded, at least 1: width 0.125 at 32x32 with batch 2 gives
-// networks that train in milliseconds, for tests.
+// networks small enough for tests.
 #pragma once
 
 #include <cstdint>
@@ -74,42 +73,44 @@
 
 namespace cachedarrays::nn {
 
+/// Which network build_model() builds (see the file comment), and for what
+/// batch and images.
 struct ModelConfig {
-  std::string family;  // "vgg" | "resnet" | "densenet"
-  int depth = 0;
-  std::int64_t batch = 32;
-  std::int64_t image_size = 224;  // square images, S x S
-  std::int64_t channels = 3;
-  std::int64_t classes = 1000;
-  double width = 1.0;  // multiplies every layer's channel count (tiny test versions)
-  // VGG only: the CIFAR-10 form AutoSwap (paper 002, its reference 4) and
-  // SmartPool train, Zagoruyko's cifar.torch VGG: batch norm after every
-  // convolution and a classifier of Linear(512, 512), ReLU, Linear(512,
-  // classes) for 32x32 images. Its dropout layers, and the batch norm of its
-  // hidden linear layer (100 x 512 floats at batch 100), are not ops of this
-  // trainer and are left out. Another family throws invalid_argument.
+  std::string family;  ///< "vgg" | "resnet" | "densenet"
+  int depth = 0;       ///< e.g. 16, 50, 121; available_depths(family) lists them
+  std::int64_t batch = 32;        ///< samples per batch (data parallel: one rank's shard)
+  std::int64_t image_size = 224;  ///< square images, S x S
+  std::int64_t channels = 3;      ///< channels of the input images
+  std::int64_t classes = 1000;    ///< outputs of the last layer
+  double width = 1.0;  ///< multiplies every layer's channel count (tiny test versions)
+  /// VGG only: the CIFAR-10 form AutoSwap (paper 002, its reference 4) and
+  /// SmartPool train, Zagoruyko's cifar.torch VGG: batch norm after every
+  /// convolution and a classifier of Linear(512, 512), ReLU, Linear(512,
+  /// classes) for 32x32 images. Its dropout layers, and the batch norm of its
+  /// hidden linear layer (100 x 512 floats at batch 100), are not ops of this
+  /// trainer and are left out. Another family throws invalid_argument.
   bool cifar = false;
 };
 
-// The training graph: input "images" [batch, channels, S, S], label "labels"
-// [batch] (class indices as floats), the network ending in the logits
-// [batch, classes] (torchvision's name for the last layer: "fc",
-// "classifier", "classifier.6"), and the softmax cross-entropy "loss", set
-// as the graph's loss.
-// Throws invalid_argument, saying what is valid, for an unknown family or
-// depth, an image too small for the network's downsampling, width <= 0,
-// a batch, channel or class count below 1, or `cifar` for a family other
-// than vgg.
+/// The training graph: input "images" [batch, channels, S, S], label "labels"
+/// [batch] (class indices as floats), the network ending in the logits
+/// [batch, classes] (torchvision's name for the last layer: "fc",
+/// "classifier", "classifier.6"), and the softmax cross-entropy "loss", set
+/// as the graph's loss.
+/// Throws invalid_argument, saying what is valid, for an unknown family or
+/// depth, an image too small for the network's downsampling, width <= 0,
+/// a batch, channel or class count below 1, or `cifar` for a family other
+/// than vgg.
 [[nodiscard]] Graph build_model(const ModelConfig& config);
 
-// "vgg", "resnet", "densenet".
+/// The families build_model() knows: "vgg", "resnet", "densenet".
 [[nodiscard]] std::vector<std::string> model_families();
-// The depths build_model accepts for `family`, ascending; throws
-// invalid_argument for an unknown family.
+/// The depths build_model accepts for `family`, ascending; throws
+/// invalid_argument for an unknown family.
 [[nodiscard]] std::vector<int> available_depths(std::string_view family);
-// One line for logs and reports, e.g. "resnet-50 (bottleneck blocks [3, 4,
-// 6, 3]), batch 32, 3x224x224 images, 1000 classes". Validates like
-// build_model.
+/// One line for logs and reports, e.g. "resnet-50 (bottleneck blocks [3, 4,
+/// 6, 3]), batch 32, 3x224x224 images, 1000 classes". Validates like
+/// build_model.
 [[nodiscard]] std::string describe(const ModelConfig& config);
 
 }  // namespace cachedarrays::nn

@@ -24,53 +24,57 @@
 
 namespace cachedarrays::nn {
 
+/// How the kernel profiler measures: how many iterations, against which
+/// emulated slow tier, on how many threads.
 struct ProfilerOptions {
-  int iterations = 3;                // timed iterations per tier, after one warm-up
-  std::string slow_tier = "optane";  // emulation::profile() name of the slow tier
-  // The threads oneDNN's kernels run on (the caller's OpenMP setting,
-  // omp_get_max_threads()); 0: this machine's hardware threads. Part of the
-  // cache key: a kernel on one thread is not the kernel on two.
+  int iterations = 3;                ///< timed iterations per tier, after one warm-up
+  std::string slow_tier = "optane";  ///< emulation::profile() name of the slow tier
+  /// The threads oneDNN's kernels run on (the caller's OpenMP setting,
+  /// omp_get_max_threads()); 0: this machine's hardware threads. Part of the
+  /// cache key: a kernel on one thread is not the kernel on two.
   unsigned compute_threads = 0;
 };
 
-// This machine as a profile cache key: the CPU's model name
-// (/proc/cpuinfo), the threads the kernels run on (`compute_threads`; 0:
-// its hardware threads), dnnl_version(), and `slow_tier`.
+/// This machine as a profile cache key: the CPU's model name
+/// (/proc/cpuinfo), the threads the kernels run on (`compute_threads`; 0:
+/// its hardware threads), dnnl_version(), and `slow_tier`.
 [[nodiscard]] plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_threads = 0);
 
-// The distinct kernel signatures of a steady-state training iteration (the
-// second) of the graph `build` makes, in the order they first run, from a
-// shape-only dry run: no memory, no kernels.
+/// The distinct kernel signatures of a steady-state training iteration (the
+/// second) of the graph `build` makes, in the order they first run, from a
+/// shape-only dry run: no memory, no kernels.
 [[nodiscard]] std::vector<std::string> kernel_signatures(const std::function<Graph()>& build);
 
-// Where profiles are cached unless the user says otherwise:
-// $XDG_CACHE_HOME/cachedarrays, else ~/.cache/cachedarrays, else the working
-// directory; the directory is made. One file serves every model.
+/// Where profiles are cached unless the user says otherwise:
+/// $XDG_CACHE_HOME/cachedarrays, else ~/.cache/cachedarrays, else the working
+/// directory; the directory is made. One file serves every model.
 [[nodiscard]] std::string default_profile_cache();
 
-// Measures the profile of every kernel of build()'s training iterations (see
-// the file comment). The batch is a fixed pattern of values in [0, 1) with
-// every label 0: kernel times do not depend on the values. Throws
-// invalid_argument for iterations < 1 or a slow tier emulation::profile()
-// does not know (or "none").
+/// Measures the profile of every kernel of build()'s training iterations,
+/// once with all its arguments in the fast tier and once with all of them in
+/// the emulated slow tier, as the median of the kernel's samples in whole
+/// iterations after a warm-up (see the file comment). The batch is a fixed pattern of values in [0, 1) with
+/// every label 0: kernel times do not depend on the values. Throws
+/// invalid_argument for iterations < 1 or a slow tier emulation::profile()
+/// does not know (or "none").
 [[nodiscard]] plan::KernelProfiles measure_profiles(const std::function<Graph()>& build,
                                                     const ProfilerOptions& options = {});
 
-// The profiles of build()'s kernels from the cache file `cache_path`, measured
-// (and the file written) when it lacks them or was measured on another
-// machine (plan::load_or_measure). `measured`, when given, says whether
-// this call measured.
+/// The profiles of build()'s kernels from the cache file `cache_path`, measured
+/// (and the file written) when it lacks them or was measured on another
+/// machine (plan::load_or_measure). `measured`, when given, says whether
+/// this call measured.
 [[nodiscard]] plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,
                                                  const ProfilerOptions& options = {}, bool* measured = nullptr);
 
-// The options of the policy `policy_name` that plans ahead (AutoTM's
-// autotm-static, -sync, -async; AutoSwap's autoswap:<score>; ReDL's redl:
-// policy::planned_policies) planning build()'s iterations from their kernel profiles
-// (profile_model with `cache_path` and `options`): the formulation, the
-// fast and slow tiers' bandwidths of the emulation profile
-// options.slow_tier, and plan::profiled_time_model over the profiles. The
-// caller adds the log. Throws invalid_argument for a name that is not a
-// policy that plans ahead, and what profile_model throws.
+/// The options of the policy `policy_name` that plans ahead (AutoTM's
+/// autotm-static, -sync, -async; AutoSwap's `autoswap:<score>`; ReDL's redl:
+/// policy::planned_policies) planning build()'s iterations from their kernel profiles
+/// (profile_model with `cache_path` and `options`): the formulation, the
+/// fast and slow tiers' bandwidths of the emulation profile
+/// options.slow_tier, and plan::profiled_time_model over the profiles. The
+/// caller adds the log. Throws invalid_argument for a name that is not a
+/// policy that plans ahead, and what profile_model throws.
 [[nodiscard]] policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name,
                                                                 const std::function<Graph()>& build,
                                                                 const std::string& cache_path,

@@ -31,131 +31,153 @@
 
 namespace cachedarrays::nn {
 
+/// The SGD update, as PyTorch's torch.optim.SGD with momentum and weight
+/// decay: `m = momentum * m + (g + weight_decay * w); w -= learning_rate * m`.
 struct SgdOptions {
-  float learning_rate = 0.01f;
-  float momentum = 0.9f;
-  float weight_decay = 1e-4f;
+  float learning_rate = 0.01f;  ///< the step size (Trainer::set_learning_rate changes it)
+  float momentum = 0.9f;        ///< the momentum buffer's decay per step
+  float weight_decay = 1e-4f;   ///< L2 penalty, added to the gradient as weight_decay * w
 };
 
+/// How a Trainer trains: the optimizer, the seed of the parameters, data
+/// parallelism, and where parameters are updated and kept.
 struct TrainerOptions {
-  SgdOptions sgd;
-  std::uint64_t seed = 1;  // parameter initialisation
-  // Data-parallel training over the communicator's ranks (data_parallel.hpp):
-  // the graph is built for one rank's shard of the global batch, and every
-  // rank constructs its trainer, steps and resumes in the same order.
+  SgdOptions sgd;          ///< the optimizer
+  std::uint64_t seed = 1;  ///< parameter initialisation
+  /// Data-parallel training over the communicator's ranks (data_parallel.hpp):
+  /// the graph is built for one rank's shard of the global batch, and every
+  /// rank constructs its trainer, steps and resumes in the same order.
   DataParallelOptions data_parallel;
-  // Each parameter's SGD update runs right after the backward step that
-  // makes its gradient final (the backward of its first consumer), not all
-  // together after the backward pass: a gradient then lives one layer, from
-  // its making to its update, instead of to the iteration's end, and the
-  // update finds the weight where its backward just used it (PyTorch's
-  // optimizer-in-backward, torch.distributed.optim._apply_optimizer_in_backward).
-  // The same arithmetic on the same values: the losses are bit-identical
-  // either way. Data-parallel training updates at the end whatever this
-  // says: its gradients are summed over the ranks first.
+  /// Each parameter's SGD update runs right after the backward step that
+  /// makes its gradient final (the backward of its first consumer), not all
+  /// together after the backward pass: a gradient then lives one layer, from
+  /// its making to its update, instead of to the iteration's end, and the
+  /// update finds the weight where its backward just used it (PyTorch's
+  /// optimizer-in-backward, torch.distributed.optim._apply_optimizer_in_backward).
+  /// The same arithmetic on the same values: the losses are bit-identical
+  /// either way. Data-parallel training updates at the end whatever this
+  /// says: its gradients are summed over the ranks first.
   bool update_in_backward = true;
-  // Each parameter (with its momentum and gradient) is kept in the layout
-  // most of its op's primitives use (Op::parameter_desc: oneDNN's blocked
-  // layouts for convolution weights), chosen once before it is made, not
-  // plain: the primitives that share it read and write it as it is, with
-  // no reorder each iteration; VGG-16's 411 MB classifier weight was
-  // reordered three times an iteration. Checkpoints, parameter() and
-  // load_state() see plain values either way, and the losses are
-  // bit-identical (reorders only move values).
+  /// Each parameter (with its momentum and gradient) is kept in the layout
+  /// most of its op's primitives use (Op::parameter_desc: oneDNN's blocked
+  /// layouts for convolution weights), chosen once before it is made, not
+  /// plain: the primitives that share it read and write it as it is, with
+  /// no reorder each iteration (kept plain, VGG-16's large classifier weight
+  /// would be reordered three times an iteration). Checkpoints, parameter()
+  /// and load_state() see plain values either way, and the losses are
+  /// bit-identical (reorders only move values).
   bool parameters_in_primitive_layout = true;
 };
 
-// When each value dies and which ones the backward pass reads: computed
-// once from the graph.
+/// When each value dies and which ones the backward pass reads: computed
+/// once from the graph.
 struct Liveness {
-  // Node after whose forward kernel the value is no longer needed by the
-  // forward pass (-1: never used in forward).
+  /// Node after whose forward kernel the value is no longer needed by the
+  /// forward pass (-1: never used in forward).
   std::vector<int> last_forward_use;
-  // Smallest node index whose backward reads the value (-1: none); since
-  // backward runs nodes in reverse, this is the value's last backward use.
-  // A recomputation (below) reads its node's inputs at the backward step
-  // where it runs, and counts as a use there.
+  /// Smallest node index whose backward reads the value (-1: none); since
+  /// backward runs nodes in reverse, this is the value's last backward use.
+  /// A recomputation (below) reads its node's inputs at the backward step
+  /// where it runs, and counts as a use there.
   std::vector<int> last_backward_use;
-  // Largest such node index (-1: none): the value's first backward use,
-  // where a recomputed value is made again.
+  /// Largest such node index (-1: none): the value's first backward use,
+  /// where a recomputed value is made again.
   std::vector<int> first_backward_use;
-  // Values that need a gradient (parameters and what depends on them).
+  /// Values that need a gradient (parameters and what depends on them).
   std::vector<bool> needs_grad;
-  // Outputs of Node::recompute nodes: retired after their last forward use
-  // even when a backward op reads them, and recomputed at their first
-  // backward use.
+  /// Outputs of Node::recompute nodes: retired after their last forward use
+  /// even when a backward op reads them, and recomputed at their first
+  /// backward use.
   std::vector<bool> recompute;
-  // Read by some op's backward itself (recomputations aside).
+  /// Read by some op's backward itself (recomputations aside).
   std::vector<bool> read_by_backward;
 
+  /// The liveness of `graph`'s values, each vector indexed by ValueId.
   static Liveness of(const Graph& graph);
 };
 
+/// Trains a Graph with SGD (see the file comment), running every kernel
+/// through the runtime and emitting the paper's hints by itself: will_read
+/// and will_write before each kernel, archive on what only the backward pass
+/// still needs, retire right after each tensor's last use.
 class Trainer {
  public:
-  // `runtime` nullptr: a shape-only dry run (no memory, no kernels);
-  // run_kernels false: a dry run that allocates (see Context).
+  /// Makes the parameters (initialised from options.seed) and, data
+  /// parallel, the gradient buckets, and broadcasts rank 0's state.
+  /// `runtime` nullptr: a shape-only dry run (no memory, no kernels);
+  /// `run_kernels` false: a dry run that allocates (see Context). Throws
+  /// invalid_argument for a graph without a loss, or without exactly one
+  /// input and one label value.
   Trainer(Runtime* runtime, Graph graph, TrainerOptions options = {}, bool run_kernels = true);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Forward, backward and SGD update on one batch; returns the loss (each
-  // parameter updated in the backward pass, or after it:
-  // TrainerOptions::update_in_backward). The
-  // spans hold the batch in NCHW order and the labels as class indices.
-  // Batch norm normalises with the batch's statistics and updates its
-  // running ones. Data parallel: the batch is this rank's shard, the
-  // gradients are averaged over the ranks before the update, and the loss
-  // returned is the mean over the ranks (the global batch's).
+  /// Forward, backward and SGD update on one batch; returns the loss (each
+  /// parameter updated in the backward pass, or after it:
+  /// TrainerOptions::update_in_backward). The
+  /// spans hold the batch in NCHW order and the labels as class indices.
+  /// Batch norm normalises with the batch's statistics and updates its
+  /// running ones. Data parallel: the batch is this rank's shard, the
+  /// gradients are averaged over the ranks before the update, and the loss
+  /// returned is the mean over the ranks (the global batch's).
   float step(std::span<const float> images, std::span<const float> labels);
 
-  // Forward only, as a model is tested: batch norm normalises with its
-  // running statistics, no gradient is made, nothing is updated; the hints
-  // are emitted as in training (each value retired after its last use).
-  // Of the batch, the first `valid` samples count (the rest pads a last
-  // partial batch to the graph's batch size; -1: all).
+  /// What evaluate() found on one batch; sum them over batches for a test set.
   struct Evaluation {
-    double loss_sum = 0;        // cross-entropy summed over the counted samples (from the logits, in double)
-    std::int64_t correct = 0;   // counted samples whose largest logit is their label's
-    std::int64_t samples = 0;   // counted samples
+    double loss_sum = 0;        ///< cross-entropy summed over the counted samples (from the logits, in double)
+    std::int64_t correct = 0;   ///< counted samples whose largest logit is their label's
+    std::int64_t samples = 0;   ///< counted samples
   };
+  /// Forward only, as a model is tested: batch norm normalises with its
+  /// running statistics, no gradient is made, nothing is updated; the hints
+  /// are emitted as in training (each value retired after its last use).
+  /// Of the batch, the first `valid` samples count (the rest pads a last
+  /// partial batch to the graph's batch size; -1: all). Throws
+  /// invalid_argument for `valid` above the batch size.
   Evaluation evaluate(std::span<const float> images, std::span<const float> labels, std::int64_t valid = -1);
 
-  // The SGD learning rate of the next steps (learning-rate schedules set it
-  // before each step).
+  /// The SGD learning rate of the next steps (learning-rate schedules set it
+  /// before each step).
   [[nodiscard]] float learning_rate() const noexcept { return options_.sgd.learning_rate; }
+  /// Sets the learning rate of the next steps. Throws invalid_argument
+  /// unless it is finite and at least 0.
   void set_learning_rate(float learning_rate);
 
-  // Everything training carries from one step to the next, by name, in the
-  // graph's order: each parameter ("conv1.weight"), its momentum
-  // ("conv1.weight.momentum"), and the ops' buffers ("bn1.running_mean").
-  // Resuming from them continues training exactly where it was.
+  /// Everything training carries from one step to the next, by name, in the
+  /// graph's order: each parameter ("conv1.weight"), its momentum
+  /// ("conv1.weight.momentum"), and the ops' buffers ("bn1.running_mean").
+  /// Resuming from them continues training exactly where it was.
   [[nodiscard]] std::vector<CheckpointTensor> state();
-  // Sets that state back. Throws invalid_argument naming the first tensor
-  // that is missing, unknown or of another shape; then nothing has changed.
+  /// Sets that state back. Throws invalid_argument naming the first tensor
+  /// that is missing, unknown or of another shape; then nothing has changed.
   void load_state(const std::vector<CheckpointTensor>& state);
 
-  // Data parallel: rank `root`'s parameters, momentum and running
-  // statistics on every rank (done when the trainer is made; fit() does it
-  // again after rank 0 resumes a checkpoint). Collective: every rank calls it.
+  /// Data parallel: rank `root`'s parameters, momentum and running
+  /// statistics on every rank (done when the trainer is made; fit() does it
+  /// again after rank 0 resumes a checkpoint). Collective: every rank calls
+  /// it. Does nothing in a single-process run; throws invalid_argument for a
+  /// root that is not a rank.
   void broadcast_state(int root);
-  // The data parallelism's communicator (null: one process) and its
-  // gradient buckets (null: one process).
+  /// The data parallelism's communicator (null: one process).
   [[nodiscard]] Communicator* communicator() const noexcept { return data_parallel_ ? communicator_ : nullptr; }
+  /// The data parallelism's gradient buckets (null: one process).
   [[nodiscard]] const GradientBuckets* gradient_buckets() const noexcept { return buckets_.get(); }
-  // Seconds this trainer waited on the other ranks in steps (for the
-  // gradient sums and for the loss and running statistics): communication
-  // that did not overlap computation.
+  /// Seconds this trainer waited on the other ranks in steps (for the
+  /// gradient sums and for the loss and running statistics): communication
+  /// that did not overlap computation.
   [[nodiscard]] double seconds_waiting() const noexcept;
 
+  /// The graph it trains.
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  /// The context its kernels run in (its runtime, primitives, observer).
   [[nodiscard]] Context& context() noexcept { return ctx_; }
+  /// When each of the graph's values dies, computed once from the graph.
   [[nodiscard]] const Liveness& liveness() const noexcept { return liveness_; }
-  // A parameter's current values (plain layout, whatever layout it is kept
-  // in), by name.
+  /// A parameter's current values (plain layout, whatever layout it is kept
+  /// in), by name. Throws invalid_argument for a name that is no parameter.
   [[nodiscard]] std::vector<float> parameter(const std::string& name);
-  // Tensors the trainer holds between iterations: parameters and momentum.
+  /// Tensors the trainer holds between iterations: parameters and momentum.
   [[nodiscard]] std::size_t persistent_tensors() const noexcept;
 
  private:
@@ -214,41 +236,42 @@ class Trainer {
   double seconds_waiting_ = 0;                        // for the step sums
 };
 
-// The fast-tier capacity that holds all of training (parameters, momentum,
-// activations, gradients, scratchpad, alignment included): found by a dry
-// run of two iterations that allocates every tensor on a virtual heap but
-// runs no kernel. It is the peak extent of the heap, not the peak of live
-// bytes, because the holes frees leave are part of what a heap must hold
-// (all-fast fits in exactly this much). `build` makes the graph (graphs are
-// move-only).
-// `options` (its data parallelism) shapes the iteration: a data-parallel
-// trainer adds the bucket kernels; nothing is sent in a dry run.
+/// The fast-tier capacity that holds all of training (parameters, momentum,
+/// activations, gradients, scratchpad, alignment included): found by a dry
+/// run of two iterations that allocates every tensor on a virtual heap but
+/// runs no kernel. It is the peak extent of the heap, not the peak of live
+/// bytes, because the holes frees leave are part of what a heap must hold
+/// (all-fast fits in exactly this much). `build` makes the graph (graphs are
+/// move-only).
+/// `options` (its data parallelism) shapes the iteration: a data-parallel
+/// trainer adds the bucket kernels; nothing is sent in a dry run.
 [[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
-// The program of one training iteration (plan/program.hpp) from a dry run of
-// two iterations on a virtual heap, each a step() and then Runtime::collect()
-// as a training loop runs them: the second, the steady state every later
-// iteration repeats. It equals the program a real run records
-// (Runtime::record_program) from its second iteration on; hand it to a
-// runtime with Runtime::set_program before training.
+/// The program of one training iteration (plan/program.hpp) from a dry run of
+/// two iterations on a virtual heap, each a step() and then Runtime::collect()
+/// as a training loop runs them: the second, the steady state every later
+/// iteration repeats. It equals the program a real run records
+/// (Runtime::record_program) from its second iteration on; hand it to a
+/// runtime with Runtime::set_program before training.
 [[nodiscard]] plan::Program dry_run_program(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
-// Training iterations as a trace for the replay simulator (sim/
-// replay.hpp, sim/capacity_plan.hpp): the application events of a dry run on
-// a virtual heap from the trainer's construction (parameters created) through
-// `iterations` step()s, each followed by collect(), to the trainer's end
-// (everything retired). The events do not depend on the policy, so one trace
-// replays under any. Five iterations give the replay its steady state (sim/
-// replay.hpp steady_window: the third and fourth, after a cold first one and
-// a second that starts from it, before a last one that nothing follows).
-// Throws invalid_argument for 0 iterations.
+/// Training iterations as a trace for the replay simulator (sim/
+/// replay.hpp, sim/capacity_plan.hpp): the application events of a dry run on
+/// a virtual heap from the trainer's construction (parameters created) through
+/// `iterations` step()s, each followed by collect(), to the trainer's end
+/// (everything retired). The events do not depend on the policy, so one trace
+/// replays under any. Five iterations give the replay its steady state (sim/
+/// replay.hpp steady_window: the third and fourth, after a cold first one and
+/// a second that starts from it, before a last one that nothing follows).
+/// Throws invalid_argument for 0 iterations.
 [[nodiscard]] Trace dry_run_trace(const std::function<Graph()>& build, const TrainerOptions& options = {},
                                   std::uint32_t iterations = 1);
-// The iterations of a trace whose replay models the steady state, and the
-// one whose program the planning policies are given (Program::from_trace's
-// number; every iteration from the second on is the same): what
-// cachedarrays-plan and bench/paper_reproduction replay and plan.
+/// The iterations of a dry_run_trace() whose replay models the steady
+/// state: what cachedarrays-plan and bench/paper_reproduction replay and plan.
 inline constexpr std::uint32_t steady_trace_iterations = 5;
+/// The iteration of such a trace whose program the planning policies are
+/// given (Program::from_trace's number; every iteration from the second on
+/// is the same).
 inline constexpr std::uint32_t steady_trace_iteration = 2;
 
 }  // namespace cachedarrays::nn

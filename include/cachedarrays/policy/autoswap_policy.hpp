@@ -1,4 +1,4 @@
-// AutoSwap as a policy (paper 002, §IV; issue 14): the iteration's program
+// AutoSwap as a policy (paper 002, §IV): the iteration's program
 // is planned once by AutoSwap's swap planner (plan/autoswap.hpp, the score
 // the policy is named after: "autoswap:doa", ":aoa", ":wdoa", ":swdoa",
 // ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C),
@@ -33,12 +33,15 @@
 
 namespace cachedarrays::policy {
 
-// The AutoSwap plan as a plan of AutoTM's form (above). modeled_seconds is
-// the iteration without swaps plus the modeled waits for copies in.
+/// The AutoSwap plan `swaps` of `program` as a plan of AutoTM's form, for
+/// AutotmPolicy's executor: every object in the fast tier whenever a kernel
+/// uses it, each swap an asynchronous move out and back in. modeled_seconds
+/// is the iteration without swaps plus the modeled waits for copies in.
 [[nodiscard]] plan::AutotmPlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps);
 
-// The planner of "autoswap:<score>" for AutotmPolicyOptions::planner;
-// nullopt for any other name (the prefix alone included).
+/// The planner of "autoswap:SCORE" (SCORE one of doa, aoa, wdoa, swdoa, bo)
+/// for AutotmPolicyOptions::planner; nullopt for any other name (the prefix
+/// alone included).
 [[nodiscard]] std::optional<PlannerHook> autoswap_planner(std::string_view policy_name);
 
 }  // namespace cachedarrays::policy

@@ -343,11 +343,10 @@ CACHEDARRAYS_INLINE void AutotmPolicy::settle(bool force) {
     // A write-back issued beside a kernel (ReDL's and AutoTM's asynchronous
     // moves out) is let run on: evicting the object now would wait for it
     // on the compute thread, for DRAM that nothing may need yet. (Settled
-    // at the next kernel instead, ReDL's write-backs of DenseNet-121 b16 at
-    // 20% stall the kernels after them for 0.039 s of a 0.37 s iteration in
-    // its own model; emulated, two interleaved runs each, ReDL on
-    // DenseNet-121 b16 went from 1.53x / 1.48x all-fast to 1.43x / 1.36x,
-    // ResNet-18 and VGG-16 within their spread.)
+    // at the next kernel instead, ReDL's write-backs stall the kernels after
+    // them even in its own model, and emulated runs of ReDL on DenseNet-121
+    // were clearly slower, on ResNet-18 and VGG-16 no different within their
+    // spread.)
     Region* primary = dm.getprimary(*object);
     if (!force && writing_back(*object)) {
       waiting.push_back(id);
@@ -416,12 +415,9 @@ CACHEDARRAYS_INLINE void AutotmPolicy::move_in_async(std::uint32_t id, Object& o
   } else if (needs_copy_in(object)) {
     // No hole for it (the heap fragments where the plan did not expect):
     // put off as well, to be issued in order once one opens, rather than
-    // left for its use to bring on the compute thread. Modeled at 20%
-    // (cachedarrays-plan --gflops 2201, AVX-512, the replay holding
-    // landing sources on one mover thread), ResNet-18 b32 96 px went
-    // 1.1855 -> 1.1587x all-fast and DenseNet-121 b16 1.0337 -> 1.0287x,
-    // VGG-16 b16 1.1073 -> 1.1100x, the other three within 0.0002; a retry
-    // list that let later moves pass it did worse on ResNet-18 (1.1794x).
+    // left for its use to bring on the compute thread: modeled, that helped
+    // more than it cost; a retry list that let later moves pass it did
+    // worse (the plan's order is the order of need).
     put_off(id);
   }
 }

@@ -1,4 +1,4 @@
-// AutoTM as a policy (paper 000, §3 and §4.3; issue 13): the iteration's
+// AutoTM as a policy (paper 000, §3 and §4.3): the iteration's
 // program is planned once by AutoTM's ILP (plan/autotm.hpp) and the plan is
 // executed through the data manager at kernel boundaries. The executor
 // follows any plan of that form: AutoSwap's (policy/autoswap_policy.hpp)
@@ -59,131 +59,164 @@
 
 namespace cachedarrays::policy {
 
-// The formulation an AutoTM policy name stands for: "autotm-static",
-// "autotm-sync", "autotm-async"; nullopt for any other name.
+/// The formulation an AutoTM policy name stands for: "autotm-static",
+/// "autotm-sync", "autotm-async"; nullopt for any other name.
 [[nodiscard]] std::optional<plan::AutotmFormulation> autotm_formulation(std::string_view policy_name) noexcept;
 
-// The seconds per iteration a candidate plan takes as the executor runs
-// it, for a planner that weighs several (see AutotmPolicyOptions::judge);
-// +infinity for a plan that cannot run.
+/// The seconds per iteration a candidate plan takes as the executor runs
+/// it, for a planner that weighs several (see AutotmPolicyOptions::judge);
+/// +infinity for a plan that cannot run.
 using PlanJudge = std::function<double(const plan::AutotmPlan&)>;
 
-// What a planner other than AutoTM's ILP is given (see
-// AutotmPolicyOptions::planner).
+/// What a planner other than AutoTM's ILP is given (see
+/// AutotmPolicyOptions::planner). Its references live for the call only.
 struct PlanRequest {
-  const plan::Program& program;
-  const plan::AutotmCosts& costs;  // from the time model and the tiers' bandwidths
-  std::uint64_t dram_limit = 0;    // bytes of the fast tier the plan may use
-  std::uint64_t alignment = 64;    // the fast heap's
-  const std::function<void(const std::string&)>& log;  // progress, one line each
-  const PlanJudge* judge = nullptr;  // AutotmPolicyOptions::judge, when set
+  const plan::Program& program;    ///< the iteration's program to plan
+  const plan::AutotmCosts& costs;  ///< from the time model and the tiers' bandwidths
+  std::uint64_t dram_limit = 0;    ///< bytes of the fast tier the plan may use
+  std::uint64_t alignment = 64;    ///< the fast heap's allocation alignment, in bytes
+  const std::function<void(const std::string&)>& log;  ///< progress, one line each
+  const PlanJudge* judge = nullptr;  ///< AutotmPolicyOptions::judge, when set; else null
 };
 
-// Another planner in the ILP's place: the executor follows any plan of
-// AutoTM's form (where each argument is during each kernel, and the moves).
+/// Another planner in the ILP's place: the executor follows any plan of
+/// AutoTM's form (where each argument is during each kernel, and the moves).
 struct PlannerHook {
-  std::string name;         // the policy's name, e.g. "autoswap:swdoa"
-  std::string description;  // for the log, e.g. "AutoSwap's swap planner (score SWDOA)"
-  std::function<plan::AutotmPlan(const PlanRequest&)> plan;
+  std::string name;         ///< the policy's name, e.g. "autoswap:swdoa"
+  std::string description;  ///< for the log, e.g. "AutoSwap's swap planner (score SWDOA)"
+  std::function<plan::AutotmPlan(const PlanRequest&)> plan;  ///< makes the plan; called once per program
 };
 
-// A planner that counts bytes against a limit, fitted to the fast heap as
-// AutoTM's fragmentation loop does (paper 000, §4.2, with
-// AutotmOptions::lower_by_overflow): the plan's allocations are replayed on
-// the heap's best-fit allocator (plan::autotm_dram_extents), and while they
-// reach past request.dram_limit the limit is lowered by the overflow (at
-// least 2%) and plan_at called again, at most `max_retries` times. Returns
-// the first plan that fits, or else the one reaching least far, with
-// dram_extent, fits, retries, seconds and a status that says so.
+/// A planner that counts bytes against a limit, fitted to the fast heap as
+/// AutoTM's fragmentation loop does (paper 000, §4.2, with
+/// AutotmOptions::lower_by_overflow): the plan's allocations are replayed on
+/// the heap's best-fit allocator (plan::autotm_dram_extents), and while they
+/// reach past request.dram_limit the limit is lowered by the overflow (at
+/// least 2%) and plan_at called again, at most `max_retries` times. Returns
+/// the first plan that fits, or else the one reaching least far, with
+/// dram_extent, fits, retries, seconds and a status that says so.
 [[nodiscard]] plan::AutotmPlan fit_to_heap(const PlanRequest& request,
                                            const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
                                            std::uint32_t max_retries = 5);
-// The same loop for a planner that takes a limit per kernel (ReDL's
-// RedlOptions::kernel_limits), judged by the plan's offline packing
-// (plan::autotm_dram_offsets) instead of the online replay: only the
-// kernels where the packing reaches past the heap have their limit
-// lowered, each by its own overflow, so a plan that is too tight for the
-// heap where it is fullest keeps the rest of it. dram_extent and fits are
-// the packing's. The status also says at how many kernels, and to how low,
-// the limit went.
+/// The same loop for a planner that takes a limit per kernel (ReDL's
+/// RedlOptions::kernel_limits), judged by the plan's offline packing
+/// (plan::autotm_dram_offsets) instead of the online replay: only the
+/// kernels where the packing reaches past the heap have their limit
+/// lowered, each by its own overflow, so a plan that is too tight for the
+/// heap where it is fullest keeps the rest of it. dram_extent and fits are
+/// the packing's. The status also says at how many kernels, and to how low,
+/// the limit went.
 [[nodiscard]] plan::AutotmPlan fit_to_heap_by_kernel(
     const PlanRequest& request,
     const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>& kernel_limits)>& plan_at,
     std::uint32_t max_retries);
 
+/// The options of an AutotmPolicy: the planner and the machine it plans for.
 struct AutotmPolicyOptions {
-  // Formulation, relative gap, time limit, fragmentation loop; dram_limit
-  // and kernel_limits are set by the policy.
+  /// Formulation, relative gap, time limit, fragmentation loop; dram_limit
+  /// and kernel_limits are set by the policy.
   plan::AutotmOptions solver;
-  // Kernel times for the objective (kept; shared so that a model can be
-  // handed over with its profiles). Null: plan::MemoryBound.
+  /// Kernel times for the objective (kept; shared so that a model can be
+  /// handed over with its profiles). Null: plan::MemoryBound.
   std::shared_ptr<const plan::KernelTimeModel> time_model;
-  // The tiers' bandwidths for the time model and the copies; zero: the slow
-  // device's emulation profile (DRAM: its dram_* figures), or with none the
-  // published six-channel DDR4 and six-DIMM Optane figures.
-  emulation::Bandwidth fast_tier{};
-  emulation::Bandwidth slow_tier{};
-  // L_DRAM in bytes; 0: the fast device's capacity.
+  /// @name Tier bandwidths
+  /// The tiers' bandwidths for the time model and the copies; zero: the slow
+  /// device's emulation profile (DRAM: its dram_* figures), or with none the
+  /// published six-channel DDR4 and six-DIMM Optane figures.
+  ///@{
+  emulation::Bandwidth fast_tier{};  ///< the fast tier's (DRAM's) read and write bandwidth
+  emulation::Bandwidth slow_tier{};  ///< the slow tier's (PMM's) read and write bandwidth
+  ///@}
+  /// L_DRAM in bytes; 0: the fast device's capacity.
   std::uint64_t dram_limit = 0;
-  // Progress of the solve and warnings, one line each (no newline). Null:
-  // standard error, prefixed "cachedarrays: ".
+  /// Progress of the solve and warnings, one line each (no newline). Null:
+  /// standard error, prefixed "cachedarrays: ".
   std::function<void(const std::string&)> log;
-  // Unset: AutoTM's ILP with `solver` plans. Set: this planner does, and
-  // the policy is named after it (solver is not read).
+  /// Unset: AutoTM's ILP with `solver` plans. Set: this planner does, and
+  /// the policy is named after it (solver is not read).
   std::optional<PlannerHook> planner;
-  // Set: a planner that weighs candidate plans (ReDL's period sizes) keeps
-  // the one this gives the fewest seconds, instead of the one its own model
-  // prefers. Meant for a replay of the program on the executor
-  // (sim/capacity_plan.hpp sets one), which charges what the planners'
-  // models leave out: the heap's fragments, the holes made for them, the
-  // executor's waits. Unset: each planner's own model decides.
+  /// Set: a planner that weighs candidate plans (ReDL's period sizes) keeps
+  /// the one this gives the fewest seconds, instead of the one its own model
+  /// prefers. Meant for a replay of the program on the executor
+  /// (sim/capacity_plan.hpp sets one), which charges what the planners'
+  /// models leave out: the heap's fragments, the holes made for them, the
+  /// executor's waits. Unset: each planner's own model decides.
   PlanJudge judge;
 };
 
+/// AutoTM's executor as a policy (paper 000): plans the iteration's program
+/// once (AutoTM's ILP, or AutotmPolicyOptions::planner) and follows the plan
+/// at kernel boundaries, moving objects through CA:LM's primitives; where
+/// the plan cannot be followed, CA:LM decides. Results never depend on the
+/// plan, only time does.
 class AutotmPolicy final : public Policy {
  public:
+  /// A policy with `options`. Throws invalid_argument when a tier has one
+  /// bandwidth > 0 and the other 0, or one < 0.
   explicit AutotmPolicy(AutotmPolicyOptions options = {});
 
-  // "autotm-static", "autotm-sync", "autotm-async".
+  /// "autotm-static", "autotm-sync", "autotm-async", or the planner hook's name.
   [[nodiscard]] std::string name() const override;
+  /// Fast is device 0, slow the last device (at least two are needed); a tier
+  /// bandwidth left zero in the options is taken from the devices here, and a
+  /// program given before is planned.
   void attach(DataManager& manager) override;
+  /// While the plan is followed, the program's next created object goes
+  /// where the plan has it at its first use (DRAM or PMM), and an object the
+  /// program does not know to PMM; before the first iteration, PMM; after a
+  /// departure, CA:LM decides.
   [[nodiscard]] bool place(Object& object) override;
+  /// As will_write.
   void will_use(Object& object) override;
+  /// While the plan is followed, the object goes where the plan has it during
+  /// the next kernel: brought into DRAM (Listing 2) or sent to PMM
+  /// (Listing 1); otherwise CA:LM's will_read.
   void will_read(Object& object) override;
+  /// As will_read, for an object the kernel writes.
   void will_write(Object& object) override;
+  /// Archive hints are the plan's business: followed only (by CA:LM) when
+  /// the plan is not.
   void archive(Object& object) override;
+  /// Frees the object as CA:LM does, after the pending moves out settle.
   void retire(Object& object) override;
+  /// Settles pending moves out, then CA:LM's collect.
   void collect() override;
-  // Plans the program (the solve runs here, with progress on the log).
-  // Throws what plan::autotm_plan throws.
+  /// Plans the program (the solve runs here, with progress on the log).
+  /// Throws what plan::autotm_plan throws.
   void on_program(std::shared_ptr<const plan::Program> program) override;
+  /// Starts following the plan for this iteration (when there is one), and
+  /// counts the previous iteration as followed if it was.
   void on_iteration_begin(std::uint64_t iteration) override;
-  // CA:LM places and moves, and it is no departure: the iteration is not
-  // the program's (a test pass).
+  /// CA:LM places and moves, and it is no departure: the iteration is not
+  /// the program's (a test pass).
   void on_unplanned_iteration_begin(std::uint64_t iteration) override;
+  /// Checks the kernel against the program (another name, arguments or sizes
+  /// is a departure), then starts the plan's asynchronous moves beside it.
   void on_kernel_begin(const KernelPoint& kernel) override;
 
+  /// What the policy did, since it was made.
   struct Counters {
-    std::uint64_t plans = 0;               // ILP solves (fragmentation retries not counted)
-    std::uint64_t iterations_followed = 0;  // iterations that ran to their end on the plan
-    std::uint64_t departures = 0;          // iterations that departed from the program
-    std::uint64_t unplanned_iterations = 0;  // iterations begun as not the program's (CA:LM placed them)
-    std::uint64_t unplanned = 0;           // objects the plan wanted in DRAM placed by CA:LM (no hole)
-    std::uint64_t moves_in = 0;            // planned moves into DRAM made (sync and async)
-    std::uint64_t moves_out = 0;           // planned moves out made
-    // Planned asynchronous moves in put off because their DRAM was still
-    // held by write-backs on the mover, or found no hole (issued at a later
-    // kernel instead).
+    std::uint64_t plans = 0;               ///< ILP solves (fragmentation retries not counted)
+    std::uint64_t iterations_followed = 0;  ///< iterations that ran to their end on the plan
+    std::uint64_t departures = 0;          ///< iterations that departed from the program
+    std::uint64_t unplanned_iterations = 0;  ///< iterations begun as not the program's (CA:LM placed them)
+    std::uint64_t unplanned = 0;           ///< objects the plan wanted in DRAM placed by CA:LM (no hole)
+    std::uint64_t moves_in = 0;            ///< planned moves into DRAM made (sync and async)
+    std::uint64_t moves_out = 0;           ///< planned moves out made
+    /// Planned asynchronous moves in put off because their DRAM was still
+    /// held by write-backs on the mover, or found no hole (issued at a later
+    /// kernel instead).
     std::uint64_t deferred_in = 0;
   };
+  /// The counters so far.
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
-  // The plan being followed, or null before a program comes.
+  /// The plan being followed, or null before a program comes.
   [[nodiscard]] const plan::AutotmPlan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
-  // What the plan cost, for a report: "plan 0.12 s, own model 1.05x
-  // all-DRAM, optimal, 1 retry" (own model: the planner's modeled
-  // iteration over the costs' all-DRAM one)
-  // (", 2 departures" when runs left the program more than once); empty
-  // before a plan.
+  /// What the plan cost, for a report: the planning seconds, the planner's
+  /// modeled iteration over the costs' all-DRAM one ("own model ...x
+  /// all-DRAM"), "optimal" or the solver's gap, the fragmentation retries,
+  /// and the departures when runs left the program more than once; empty
+  /// before a plan.
   [[nodiscard]] std::string plan_summary() const;
 
  private:
@@ -258,9 +291,8 @@ class AutotmPolicy final : public Policy {
   // at a later kernel once there is room (issue_deferred), or the object's use
   // brings it (follow_hint), waiting then if it must. Blocking the compute
   // thread at the move's own kernel instead, for DRAM that nothing needs
-  // yet, left ReDL's ResNet-18 b32 at 20% (emulated Optane, one oneDNN
-  // thread) with 53 ms of gaps between the kernels of a 0.45 s iteration,
-  // 42 ms of them before kernels that use neither object.
+  // yet, left gaps between the kernels of an emulated run, most of them
+  // before kernels that use neither object.
   std::vector<std::uint32_t> deferred_in_;
   std::uint64_t dram_limit_ = 0;  // the plan's DRAM limit (the fast heap's capacity by default)
   double all_dram_seconds_ = 0;   // the costs' iteration with everything in DRAM (the plan's summary compares)

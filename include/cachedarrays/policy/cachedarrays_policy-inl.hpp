@@ -230,8 +230,8 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
     // holds the fewest live bytes into holes outside it (a copy within
     // DRAM, cheaper than a write-back); failing that, slide live regions
     // down until one hole is large enough, and no further. (Sliding alone,
-    // ReDL's unfitted plan of DenseNet-121 b16 at 20% slid 6.6 GB per
-    // iteration, 0.079 s of copies on the compute thread, modeled.)
+    // an unfitted plan slid a great many bytes every iteration, all of them
+    // copies on the compute thread.)
     if (!dm.make_hole(fast_, bytes)) dm.defrag(fast_, bytes);
     ++dm.policy_counters().defrags;
     if (dm.usage(fast_).largest_free_block >= bytes) return true;

@@ -10,7 +10,7 @@
 //      back to slow memory when evicted: the waste the paper measures.
 //   P  prefetch: will_read copies a slow object into fast memory; without P
 //      reads are served where the object is and only will_write moves it.
-//   A  asynchronous lookahead (not in the paper; DESIGN.md "What is known
+//   A  asynchronous lookahead (not in the paper; docs/design.md "What is known
 //      ahead"): with the program of the iteration (Policy::on_program), at
 //      each kernel the objects the next kernels use are copied into fast
 //      memory by the mover, behind the kernels, and an archived object is
@@ -20,7 +20,7 @@
 //      never puts a write-back on the critical path. Without a program, or
 //      once an iteration departs from it, A does nothing until the next
 //      iteration.
-//   +planner  offset plan (issue 12; not in the paper): with L and M, the
+//   +planner  offset plan (not in the paper): with L and M, the
 //      objects an iteration creates go to the fast-heap offsets an offset
 //      planner gave them (planned_placement.hpp), so the iteration needs
 //      the planned footprint instead of the online allocator's; what the
@@ -28,7 +28,7 @@
 // Modes: "ca" (CA:∅), "ca-l", "ca-lm", "ca-lmp", "ca-lma", "ca-lmpa" (any
 // combination parses), each with M and L optionally followed by
 // "+best-fit", "+smartpool" or "+mip" ("planned" is ca-lm+best-fit).
-// "hw-cache" is DESIGN.md's 2LM-like baseline at object granularity: every
+// "hw-cache" is docs/design.md's 2LM-like baseline at object granularity: every
 // object starts in slow memory, any use fills a fast copy (evicting the
 // least recently used, written back only when dirty), archive hints are not
 // seen (hardware has none), retire frees at once.
@@ -58,53 +58,70 @@ namespace detail {
 class LruList;
 }
 
+/// The switches of a CachedArrays mode (the paper's L, M and P, and A),
+/// and its name; the opening comment of cachedarrays_policy.hpp says what each one does.
 struct Mode {
-  bool local_allocation = false;    // L
-  bool memory_optimisations = false;  // M
-  bool prefetch = false;            // P
-  bool async_lookahead = false;     // A
-  // hw-cache: new objects in slow memory, fill on every use, archive
-  // ignored, retire frees at once (L, M and P are set accordingly).
+  /// L: a new object starts in fast memory when it fits (evicting to make
+  /// room); without L it starts in slow memory.
+  bool local_allocation = false;
+  /// M: retire frees at once; without M retired objects are released only
+  /// at collect().
+  bool memory_optimisations = false;
+  bool prefetch = false;         ///< P: will_read copies a slow object into fast memory
+  /// A: with the program, the objects the next kernels use are copied into
+  /// fast memory by the mover, behind the kernels.
+  bool async_lookahead = false;
+  /// hw-cache: new objects in slow memory, fill on every use, archive
+  /// ignored, retire frees at once (L, M and P are set accordingly).
   bool hardware_cache = false;
-  // +planner: objects created in an iteration at planned offsets (needs L and M).
+  /// +planner: objects created in an iteration at planned offsets (needs L and M).
   plan::OffsetPlanner offsets = plan::OffsetPlanner::online;
 
-  // "ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", ... (letters in any order, each once),
-  // or "hw-cache"; an L and M mode may end in "+best-fit", "+smartpool" or
-  // "+mip". Throws invalid_argument naming the valid spellings.
+  /// "ca", "ca-l", "ca-lm", "ca-lmp", "ca-lma", ... (letters in any order, each once),
+  /// or "hw-cache"; an L and M mode may end in "+best-fit", "+smartpool" or
+  /// "+mip". Throws invalid_argument naming the valid spellings.
   [[nodiscard]] static Mode parse(std::string_view name);
+  /// The mode's canonical name, which parse() reads back ("ca-lm", "hw-cache", ...).
   [[nodiscard]] std::string name() const;
 };
 
 namespace mode {
-inline constexpr Mode none{};
-inline constexpr Mode L{true, false, false};
-inline constexpr Mode LM{true, true, false};
-inline constexpr Mode LMP{true, true, true};
-inline constexpr Mode LMA{true, true, false, true};
-inline constexpr Mode LMPA{true, true, true, true};
-inline constexpr Mode hw_cache{false, true, true, false, true};
+inline constexpr Mode none{};                  ///< CA:∅, "ca": no switch set
+inline constexpr Mode L{true, false, false};   ///< CA:L, "ca-l"
+inline constexpr Mode LM{true, true, false};   ///< CA:LM, "ca-lm" (the default)
+inline constexpr Mode LMP{true, true, true};   ///< CA:LMP, "ca-lmp"
+inline constexpr Mode LMA{true, true, false, true};   ///< "ca-lma": LM with asynchronous lookahead
+inline constexpr Mode LMPA{true, true, true, true};   ///< "ca-lmpa": LMP with asynchronous lookahead
+inline constexpr Mode hw_cache{false, true, true, false, true};  ///< "hw-cache": the 2LM-like baseline
 }  // namespace mode
 
-// How far the A modes look ahead: up to `kernels` kernels, and no more than
-// `fast_fraction` of the fast device in copies ahead at once.
+/// How far the A modes look ahead: up to `kernels` kernels, and no more than
+/// `fast_fraction` of the fast device in copies ahead at once.
 struct Lookahead {
-  std::uint32_t kernels = 32;
-  double fast_fraction = 0.25;
+  std::uint32_t kernels = 32;    ///< kernels after the current one whose objects may be copied ahead
+  double fast_fraction = 0.25;   ///< share of the fast device that copies ahead may hold at once
 };
 
+/// The CachedArrays policy family (paper IV): a Mode's switches on one
+/// mechanism of true-LRU eviction (Listing 1) and prefetch (Listing 2)
+/// between the fast device and the slow one.
 class CachedArraysPolicy final : public Policy {
  public:
+  /// A policy of mode `mode`, looking ahead as `lookahead` says in the A
+  /// modes. Throws invalid_argument for an offset plan without L and M, or a
+  /// Lookahead::fast_fraction outside (0, 1].
   explicit CachedArraysPolicy(Mode mode = mode::LM, Lookahead lookahead = {});
   ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
 
+  /// The mode's name (Mode::name).
   [[nodiscard]] std::string name() const override { return mode_.name(); }
-  // Only the A modes look ahead from the program position.
+  /// Only the A modes look ahead from the program position.
   [[nodiscard]] bool follows_kernels() const override { return mode_.async_lookahead; }
+  /// The mode this policy runs.
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
-  // The offset plan being followed (+planner modes), else null.
+  /// The offset plan being followed (+planner modes), else null.
   [[nodiscard]] const PlannedPlacement* planned_placement() const noexcept { return planned_.get(); }
-  // Fast is device 0, slow the last device; at least two are needed.
+  /// Fast is device 0, slow the last device; at least two are needed.
   void attach(DataManager& manager) override;
   [[nodiscard]] bool place(Object& object) override;
   void will_use(Object& object) override;
@@ -115,7 +132,7 @@ class CachedArraysPolicy final : public Policy {
   void collect() override;
   void on_program(std::shared_ptr<const plan::Program> program) override;
   void on_iteration_begin(std::uint64_t iteration) override;
-  // No lookahead along the program: the iteration is not its.
+  /// No lookahead along the program: the iteration is not its.
   void on_unplanned_iteration_begin(std::uint64_t iteration) override;
   void on_kernel_begin(const KernelPoint& kernel) override;
 
@@ -123,21 +140,22 @@ class CachedArraysPolicy final : public Policy {
   // (AutotmPolicy): the moves a plan prescribes, made with Listings 1 and 2
   // and kept in this policy's LRU, so that where the plan cannot be
   // followed the mode's own decisions take over from a consistent state.
-  // A new object in slow memory (fast memory when slow is full); false
-  // when neither has room.
+
+  /// A new object in slow memory (fast memory when slow is full); false
+  /// when neither has room.
   [[nodiscard]] bool place_in_slow(Object& object);
-  // Listing 1: the object's primary to slow memory, written back only when
-  // its slow copy is not valid. False when it is not in fast memory, is
-  // pinned, or slow memory has no room.
+  /// Listing 1: the object's primary to slow memory, written back only when
+  /// its slow copy is not valid. False when it is not in fast memory, is
+  /// pinned, or slow memory has no room.
   bool move_to_slow(Object& object);
-  // Starts copying a slow object into a free hole of fast memory on the
-  // mover (nothing is evicted for it); its next will_use / will_write makes
-  // the copy its primary. False when there is no hole, or it is in fast
-  // memory or on its way already.
+  /// Starts copying a slow object into a free hole of fast memory on the
+  /// mover (nothing is evicted for it); its next will_use / will_write makes
+  /// the copy its primary. False when there is no hole, or it is in fast
+  /// memory or on its way already.
   bool copy_to_fast_async(Object& object);
-  // Starts writing a fast object's contents to slow memory on the mover,
-  // when its slow copy is not valid, so that a later move_to_slow copies
-  // nothing.
+  /// Starts writing a fast object's contents to slow memory on the mover,
+  /// when its slow copy is not valid, so that a later move_to_slow copies
+  /// nothing.
   void write_back_async(Object& object) { write_back_ahead(object); }
 
  private:

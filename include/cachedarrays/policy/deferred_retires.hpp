@@ -14,17 +14,22 @@
 
 namespace cachedarrays::policy {
 
+/// Retires held back until a collection, for the policies that model a
+/// program without the paper's memory optimisations (see first_touch.hpp).
 class DeferredRetires {
  public:
-  // Holds `object` until the next collection (counted as a deferred retire).
+  /// Holds `object` until the next collection (counted as a deferred retire
+  /// in `dm`'s policy counters).
   void defer(DataManager& dm, Object& object) {
     objects_.push_back(&object);
     ++dm.policy_counters().deferred_retires;
   }
+  /// Whether no retire is held.
   [[nodiscard]] bool empty() const noexcept { return objects_.empty(); }
 
-  // The collection: hands every held object, in the order retired, to
-  // `free_object` (which destroys it); returns whether there was any.
+  /// The collection: hands every held object, in the order retired, to
+  /// `free_object` (which destroys it); returns whether there was any.
+  /// Counted in `dm`'s policy counters.
   template <typename Free>
   bool collect(DataManager& dm, Free&& free_object) {
     std::vector<Object*> dead;
@@ -36,8 +41,9 @@ class DeferredRetires {
     return !dead.empty();
   }
 
-  // `allocate()`, and when it finds no room while retires are held, the
-  // collection under pressure and one more try.
+  /// `allocate()`, and when it finds no room (returns null) while retires are
+  /// held, the collection under pressure and one more try. Returns the
+  /// region, or null when there is still no room.
   template <typename Allocate, typename Free>
   Region* allocate_or_collect(DataManager& dm, Allocate&& allocate, Free&& free_object) {
     Region* region = allocate();

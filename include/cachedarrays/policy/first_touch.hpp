@@ -13,15 +13,30 @@
 
 namespace cachedarrays::policy {
 
+/// The NUMA first-touch baseline: a new object goes to the fastest device
+/// with a hole large enough and never moves; hints are ignored.
 class FirstTouch final : public Policy {
  public:
-  enum class Retire { at_once, at_collect };
+  /// When a retired object is freed.
+  enum class Retire {
+    at_once,    ///< at the retire (a program with the paper's memory optimisations)
+    at_collect  ///< at collect() or under memory pressure (a garbage-collected program: 2LM:∅)
+  };
+  /// A first-touch policy that frees retired objects as `retire` says.
   explicit FirstTouch(Retire retire = Retire::at_once) : retire_(retire) {}
 
+  /// "first-touch".
   [[nodiscard]] std::string name() const override { return "first-touch"; }
+  /// False: first touch never looks at the program position.
   [[nodiscard]] bool follows_kernels() const override { return false; }
+  /// The first device, fastest first, with a hole for the object; when none
+  /// has one and retires are held, they are collected and the devices tried
+  /// again. False when there is still no room.
   [[nodiscard]] bool place(Object& object) override;
+  /// Frees the object at once, or holds it until the next collection
+  /// (Retire::at_collect).
   void retire(Object& object) override;
+  /// Frees the retired objects held, if any.
   void collect() override;
 
  private:

@@ -14,22 +14,23 @@
 
 namespace cachedarrays::policy {
 
-// Listing 1: moves the object's primary from `fast` to `slow`. Reuses a
-// linked slow copy when one exists and writes back only when the fast copy
-// is dirty (or the slow region is new); otherwise the copy is elided.
-// Returns false, changing nothing, when the primary is not on `fast` or the
-// slow device has no hole for it.
+/// What evict() did.
 struct EvictOutcome {
-  bool moved = false;
-  bool wrote_back = false;  // bytes were copied to the slow device
+  bool moved = false;       ///< the primary is on the slow device now
+  bool wrote_back = false;  ///< bytes were copied to the slow device
 };
+/// Listing 1: moves the object's primary from `fast` to `slow`. Reuses a
+/// linked slow copy when one exists and writes back only when the fast copy
+/// is dirty (or the slow region is new); otherwise the copy is elided.
+/// Returns `moved` false, changing nothing, when the primary is not on `fast`
+/// or the slow device has no hole for it.
 EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow);
 
-// Listing 2: copies a primary that lives on `slow` into `fast`, links the
-// two and makes the fast copy the primary. When `fast` is full and
-// `make_room` is given, it is called with the bytes needed and should free
-// a hole (typically through evictfrom); then allocation is tried again.
-// Returns true when the object's primary is on `fast` afterwards.
+/// Listing 2: copies a primary that lives on `slow` into `fast`, links the
+/// two and makes the fast copy the primary. When `fast` is full and
+/// `make_room` is given, it is called with the bytes needed and should free
+/// a hole (typically through evictfrom); then allocation is tried again.
+/// Returns true when the object's primary is on `fast` afterwards.
 bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
               const std::function<bool(std::uint64_t bytes)>& make_room = {});
 

@@ -1,10 +1,10 @@
-// Objects at planned offsets (issue 12): where a new object goes in the
+// Objects at planned offsets: where a new object goes in the
 // fast heap, decided ahead for a whole iteration by an offset planner
 // (plan/offset_planner.hpp) instead of by the online allocator when it is
 // created. Training repeats one iteration, so its sizes and lifetimes are
-// known, and a plan packs them into its footprint (best-fit offset lines:
-// max-live or within 1% of it on the zoo, bench/plan_footprint), where the
-// online allocator's holes cost up to a fifth more.
+// known, and a plan packs them into its footprint (best-fit offset lines
+// come close to max-live; bench/plan_footprint compares), where the online
+// allocator's holes cost more.
 //
 // What it plans: the objects an iteration creates, numbered in creation
 // order, each alive from its creation to its retirement, in a time that
@@ -46,45 +46,53 @@
 
 namespace cachedarrays::policy {
 
+/// Objects at planned offsets in the fast heap: where each object an
+/// iteration creates goes, decided ahead for the whole iteration by an offset
+/// planner; a miss is left to the policy's online placement, so a plan never
+/// fails a run. Used by CachedArraysPolicy's +planner modes.
 class PlannedPlacement {
  public:
-  // `planner` other than online; throws invalid_argument for online.
+  /// Plans with `planner` (`mip`: the options of plan::OffsetPlanner::mip);
+  /// throws invalid_argument for plan::OffsetPlanner::online.
   explicit PlannedPlacement(plan::OffsetPlanner planner, plan::MipOptions mip = {});
 
+  /// What the plans placed, since the object was made.
   struct Counters {
-    std::uint64_t planned = 0;     // objects placed at their planned offset
-    std::uint64_t unplanned = 0;   // created when no plan was made yet, or unknown to it (placed online)
-    std::uint64_t collisions = 0;  // their slot was taken
-    std::uint64_t above = 0;       // unplanned or slot taken, placed above the plan
-    std::uint64_t beyond = 0;      // their slot lies beyond the fast heap: placed online
-    std::uint64_t plans = 0;       // plans made (the first, and one per departure)
+    std::uint64_t planned = 0;     ///< objects placed at their planned offset
+    std::uint64_t unplanned = 0;   ///< created when no plan was made yet, or unknown to it (placed online)
+    std::uint64_t collisions = 0;  ///< their slot was taken
+    std::uint64_t above = 0;       ///< unplanned or slot taken, placed above the plan
+    std::uint64_t beyond = 0;      ///< their slot lies beyond the fast heap: placed online
+    std::uint64_t plans = 0;       ///< plans made (the first, and one per departure)
   };
 
-  // The program of an iteration: planned from the next iteration on.
+  /// The program of an iteration: planned from the next iteration on.
   void set_program(const plan::Program& program);
-  // An iteration begins: plans when a new program came or the last
-  // iteration departed from the plan, then starts recording this one.
+  /// An iteration begins: plans when a new program came or the last
+  /// iteration departed from the plan, then starts recording this one.
   void begin_iteration(const DataManager& manager, DeviceId fast, std::uint64_t iteration);
-  // An iteration that is not the program's (the trainer's test pass,
-  // Runtime::begin_unplanned_iteration) begins: the one before it ends as
-  // at begin_iteration (planned anew if it departed), and until the next
-  // begin_iteration nothing is placed by the plan or recorded: its objects
-  // go online, so that it neither departs from the plan nor becomes it.
+  /// An iteration that is not the program's (the trainer's test pass,
+  /// Runtime::begin_unplanned_iteration) begins: the one before it ends as
+  /// at begin_iteration (planned anew if it departed), and until the next
+  /// begin_iteration nothing is placed by the plan or recorded: its objects
+  /// go online, so that it neither departs from the plan nor becomes it.
   void begin_unplanned_iteration(const DataManager& manager, DeviceId fast, std::uint64_t iteration);
-  // A region at `object`'s planned offset in `fast`, or null: the caller
-  // places it as it would without a plan. Records the creation either way.
+  /// A region at `object`'s planned offset in `fast`, or null: the caller
+  /// places it as it would without a plan. Records the creation either way.
   [[nodiscard]] Region* place(DataManager& manager, DeviceId fast, const Object& object);
-  // `object` is retired (before its regions are freed).
+  /// `object` is retired (called before its regions are freed).
   void retired(const Object& object);
 
+  /// The offset planner the plans are made with.
   [[nodiscard]] plan::OffsetPlanner planner() const noexcept { return planner_; }
+  /// The counters so far.
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
-  // Whether a plan is being followed.
+  /// Whether a plan is being followed.
   [[nodiscard]] bool active() const noexcept { return planned_.has_value(); }
-  // The fast-heap bytes the plan needs: base plus the plan's footprint (0
-  // before the first plan).
+  /// The fast-heap bytes the plan needs: base plus the plan's footprint (0
+  /// before the first plan).
   [[nodiscard]] std::uint64_t footprint() const noexcept { return footprint_; }
-  // The planned problem's lower bound (base plus max-live), for reports.
+  /// The planned problem's lower bound (base plus max-live), for reports.
   [[nodiscard]] std::uint64_t lower_bound() const noexcept { return lower_bound_; }
 
  private:

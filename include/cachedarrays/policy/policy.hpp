@@ -21,18 +21,22 @@
 
 namespace cachedarrays::policy {
 
-// A kernel at one of its boundaries (DESIGN.md "What is known ahead"): its
-// position among the kernels of the current iteration (scoped read()/
-// write() accesses count as kernels), and its arguments, every one of them
-// already hinted and pinned.
+/// A kernel at one of its boundaries (docs/design.md "What is known ahead"): its
+/// position among the kernels of the current iteration (scoped read()/
+/// write() accesses count as kernels), and its arguments, every one of them
+/// already hinted and pinned.
 struct KernelPoint {
-  std::uint64_t iteration = 0;  // Runtime::begin_iteration calls so far (0: before the first)
-  std::uint64_t index = 0;      // kernels begun in this iteration before this one
-  std::string_view name;        // the kernel's name ("read()"/"write()" for scoped accesses)
-  std::span<Object* const> objects;
-  std::span<const Access> accesses;
+  std::uint64_t iteration = 0;  ///< Runtime::begin_iteration calls so far (0: before the first)
+  std::uint64_t index = 0;      ///< kernels begun in this iteration before this one
+  std::string_view name;        ///< the kernel's name ("read()"/"write()" for scoped accesses)
+  std::span<Object* const> objects;  ///< the kernel's arguments, in order (valid during the call only)
+  std::span<const Access> accesses;  ///< how each argument is accessed, parallel to `objects`
 };
 
+/// The base of every placement policy: decides when and where data moves,
+/// in reaction to the application's hints, acting only through the
+/// DataManager's API. Every handler runs under the runtime's lock. Not
+/// copyable.
 class Policy {
  public:
   virtual ~Policy();
@@ -40,61 +44,70 @@ class Policy {
   Policy(const Policy&) = delete;
   Policy& operator=(const Policy&) = delete;
 
-  // The name a registry and the stats show ("first-touch", "ca-lm", ...).
+  /// The name a registry and the stats show ("first-touch", "ca-lm", ...).
   [[nodiscard]] virtual std::string name() const = 0;
 
-  // Called once by the Runtime before any other handler.
+  /// Called once by the Runtime before any other handler; keeps `manager`
+  /// for manager().
   virtual void attach(DataManager& manager) { manager_ = &manager; }
 
-  // A new object with no region yet: give it a primary (allocate a region
-  // and setprimary). Return false when no device can hold it; the runtime
-  // then destroys the object and throws out_of_memory.
+  /// A new object with no region yet: give it a primary (allocate a region
+  /// and setprimary). Return false when no device can hold it; the runtime
+  /// then destroys the object and throws out_of_memory.
   [[nodiscard]] virtual bool place(Object& object) = 0;
 
-  // Hints (paper Table II). `will_read`/`will_write` come before each
-  // scoped access and each kernel; their default is will_use.
+  /// Hint (paper Table II): `object` is about to be used. Ignored by default.
   virtual void will_use(Object& /*object*/) {}
+  /// Hint: `object` is about to be read (before each scoped read access, for
+  /// each argument a kernel only reads, or from the application). Defaults to
+  /// will_use.
   virtual void will_read(Object& object) { will_use(object); }
+  /// Hint: `object` is about to be written (before each scoped write access,
+  /// for each argument a kernel writes, or from the application). Defaults to
+  /// will_use.
   virtual void will_write(Object& object) { will_use(object); }
-  // Not needed for a while.
+  /// Hint: `object` is not needed for a while. Ignored by default.
   virtual void archive(Object& /*object*/) {}
-  // Never needed again. The default frees it at once; a policy may defer
-  // the free (to collect()), but must destroy the object eventually.
+  /// Hint: `object` is never needed again. The default frees it at once; a
+  /// policy may defer the free (to collect()), but must destroy the object
+  /// eventually.
   virtual void retire(Object& object) { manager().destroy(object); }
-  // A point where deferred work may run: end of an iteration, or memory
-  // pressure detected.
+  /// A point where deferred work may run: end of an iteration, or memory
+  /// pressure detected.
   virtual void collect() {}
 
-  // The program of an iteration (plan/program.hpp), for policies that plan
-  // ahead: given by Runtime::set_program, or recorded by
-  // Runtime::record_program once the first iteration has run. It is shared,
-  // so a policy may keep it.
+  /// The program of an iteration (plan/program.hpp), for policies that plan
+  /// ahead: given by Runtime::set_program, or recorded by
+  /// Runtime::record_program once the first iteration has run. It is shared,
+  /// so a policy may keep it.
   virtual void on_program(std::shared_ptr<const plan::Program> /*program*/) {}
-  // Program position, for policies that plan ahead. An iteration begins
-  // (Runtime::begin_iteration; the nn trainer calls it at every step).
+  /// Program position, for policies that plan ahead: iteration `iteration`
+  /// begins (Runtime::begin_iteration; the nn trainer calls it at every step).
   virtual void on_iteration_begin(std::uint64_t /*iteration*/) {}
-  // An iteration that is not the program's begins (Runtime::
-  // begin_unplanned_iteration: the nn trainer's test passes between
-  // epochs). A policy that follows the program places by its own fallback
-  // until the next on_iteration_begin, and does not count it as a departure
-  // from the program. By default, the same as on_iteration_begin.
+  /// An iteration that is not the program's begins (Runtime::
+  /// begin_unplanned_iteration: the nn trainer's test passes between
+  /// epochs). A policy that follows the program places by its own fallback
+  /// until the next on_iteration_begin, and does not count it as a departure
+  /// from the program. By default, the same as on_iteration_begin.
   virtual void on_unplanned_iteration_begin(std::uint64_t iteration) { on_iteration_begin(iteration); }
-  // A kernel's arguments are hinted and pinned and it is about to run: the
-  // moment to start copies for the kernels after it (they cannot evict its
-  // arguments). Throwing fails the kernel, whose arguments are unpinned.
+  /// A kernel's arguments are hinted and pinned and it is about to run: the
+  /// moment to start copies for the kernels after it (they cannot evict its
+  /// arguments). Throwing fails the kernel, whose arguments are unpinned.
   virtual void on_kernel_begin(const KernelPoint& /*kernel*/) {}
-  // The kernel ran to its end (its arguments are still pinned). Scoped
-  // read()/write() accesses and kernels that threw have no end.
+  /// The kernel ran to its end (its arguments are still pinned). Scoped
+  /// read()/write() accesses and kernels that threw have no end.
   virtual void on_kernel_end(const KernelPoint& /*kernel*/) {}
-  // Whether on_kernel_begin / on_kernel_end are wanted, asked once when the
-  // runtime is made. A policy that does not follow the program position
-  // returns false, and every kernel is spared the two calls and a second
-  // lock of the runtime (hint_overhead's kernel rows). Kernels are counted
-  // either way.
+  /// Whether on_kernel_begin / on_kernel_end are wanted, asked once when the
+  /// runtime is made. A policy that does not follow the program position
+  /// returns false, and every kernel is spared the two calls and a second
+  /// lock of the runtime (hint_overhead's kernel rows). Kernels are counted
+  /// either way.
   [[nodiscard]] virtual bool follows_kernels() const { return true; }
 
  protected:
+  /// The data manager given to attach(); only valid once attached.
   [[nodiscard]] DataManager& manager() const { return *manager_; }
+  /// Whether attach() has been called.
   [[nodiscard]] bool attached() const noexcept { return manager_ != nullptr; }
 
  private:

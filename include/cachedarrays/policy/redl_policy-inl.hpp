@@ -24,28 +24,19 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
   hook.name = "redl";
   hook.description = "ReDL's liveness-based migration planner, period size searched";
   // Period sizes a judge weighs (AutotmPolicyOptions::judge): the model's
-  // choice and the next best by its model. Modeled at 20% in the steady
-  // state (cachedarrays-plan --gflops 2201; ResNet-50 b128, DenseNet-121
-  // b64, VGG-16 b64, ResNet-18 b32 96 px, DenseNet-121 b16, VGG-16 b16):
-  // unjudged 1.005 / 1.073 / 1.105 / 1.221 / 1.080 / 1.152x all-fast,
-  // 8 judged 1.005 / 1.056 / 1.105 / 1.125 / 1.020 / 1.152x, 16 judged
-  // the same but ResNet-50 1.002x. Judging by ReDL's model without its
-  // wait for write-backs instead of a replay: 1.039 / 1.094 / 1.116 /
-  // 1.221 / 1.020 / 1.152x. Judging, beside each size's plan, its plan
-  // made with that wait dropped (its DSMA marks differ) changed none of
-  // the six.
+  // choice and the next best by its model. Replayed in the steady state,
+  // sizes the model ranks below its choice are faster on several models:
+  // the model waits for every write-back and knows nothing of the heap's
+  // fragments. Judging
+  // by ReDL's model without its wait for write-backs, instead of a replay,
+  // chose worse; judging, beside each size's plan, its plan made with that
+  // wait dropped (its DSMA marks differ) changed no choice.
   constexpr std::uint32_t judged_periods = 16;
   // Then the sizes judged fastest, each with its copies in issued further
-  // ahead (RedlOptions::issue_periods). Same six, 16 sizes judged and then
-  // the best 3 with copies 2, 3, 4 and 8 periods ahead: 1.001 / 1.049 /
-  // 1.104 / 1.111 / 1.019 / 1.149x (the best size alone with 2..4 ahead:
-  // 1.001 / 1.056 / 1.105 / 1.111 / 1.019 / 1.150x). With 6, 12, 16, 20
-  // and 24 ahead too (the winners were 20, 16 and 12 on VGG-16 b64,
-  // ResNet-18 and VGG-16 b16): 1.0005 / 1.0553 / 1.0996 / 1.1034 / 1.0186
-  // / 1.1413x, 43 plans. Adding 32 and 1000 (as early as the DRAM is
-  // free), or judging 40 sizes and the best 8 ahead, changed none. (These
-  // figures are of the trainer's SGD steps after the backward pass; with
-  // them in it, 4ca6452: 1.0001 / 1.023 / 1.1245 / 1.084 / 1.064 / 1.161x.)
+  // ahead (RedlOptions::issue_periods): how far ahead pays differs from
+  // model to model (the winners spread across the range below), so the
+  // range is wide. Issuing as early as the DRAM is free, or judging more
+  // sizes and more of them ahead, changed no choice.
   static constexpr std::size_t sizes_judged_ahead = 3;
   static constexpr std::array<std::uint32_t, 9> issue_periods_judged{2, 3, 4, 6, 8, 12, 16, 20, 24};
   // Then the plans judged fastest, each with objects that live up to 2, 4,
@@ -53,43 +44,31 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
   // created in the fast region, never moved). The paper's bound is one
   // layer (§II-B), but its layer is a DNN layer and ours is one kernel: an
   // object one kernel writes and the next reads lives two of ours, so at
-  // one layer only objects a single kernel uses are short-lived. Same six,
-  // the 43 plans above and then the best 3 stretched: 1.0000 / 1.0220 /
-  // 1.0535 / 1.0540 / 1.0162 / 1.0991x against 1.0000 / 1.0323 / 1.0535 /
-  // 1.0991 / 1.0419 / 1.1261x without (the winners held up to 6 layers, 8
-  // on DenseNet-121 b64, 1 on VGG-16 b64). That is with oneDNN on AVX-512;
-  // its layouts differ on AVX2 (ONEDNN_MAX_CPU_ISA=AVX2), where the figures
-  // were 1.0000 / 1.0232 / 1.0839 / 1.0738 / 1.0136 / 1.1050x against
-  // 1.0000 / 1.0312 / 1.0839 / 1.1003 / 1.0399 / 1.1050x. Lengths 2, 3, 4,
-  // 6, 8, 12 and 16, or the best 8 plans stretched, gave the same six.
+  // one layer only objects a single kernel uses are short-lived. Stretched,
+  // the best plans got faster or stayed as they were, with oneDNN's AVX-512
+  // layouts and its AVX2 ones (ONEDNN_MAX_CPU_ISA=AVX2) alike; the winning
+  // length differs by model (the paper's one layer included). Other lists of
+  // lengths, or more plans stretched, chose the same.
   static constexpr std::size_t plans_judged_short_lived = 3;
   static constexpr std::array<std::uint32_t, 5> short_lived_layers_judged{2, 4, 6, 8, 12};
   // All three steps run twice: with the room of a tight period given by
   // first use (the paper's order), then by slow-tier cost
   // (RedlOptions::room_by_slow_cost: the objects whose accesses would cost
-  // the kernels most per byte in PMM first, so a write, ~6x DRAM's time,
-  // gets DRAM before a read, ~3x). Same six, AVX-512: 1.0000 / 1.0191 /
-  // 1.0449 / 1.0540 / 1.0162 / 1.0986x against 1.0000 / 1.0220 / 1.0535 /
-  // 1.0540 / 1.0162 / 1.0991x (VGG-16 b64's first-touch / ReDL from 1.195
-  // to 1.205); AVX2: 1.0000 / 1.0131 / 1.0444 / 1.0699 / 1.0131 /
-  // 1.1034x. Cost order alone was better on DenseNet-121 b64 and VGG-16
-  // b64 but worse on ResNet-18 (1.0845x) and DenseNet-121 b16 (1.0173x);
-  // judging both orders' sizes in one first step, and the best 3 of both
-  // after it, lost ResNet-18's (1.0766x): the orders' best plans grow from
-  // different sizes. Twice the replays (116 plans).
+  // the kernels most per byte in PMM first, so a write, which costs PMM
+  // more of DRAM's time than a read does, gets DRAM before a read). Neither
+  // order is best on every model, so both are judged: cost order alone won
+  // on some and lost on others, and judging both orders' sizes in one first
+  // step, and the best of both after it, lost too, since the orders' best
+  // plans grow from different sizes. It costs twice the replays.
   // Last, the 3 plans judged fastest of all, each planned again to 95%, 90%
   // and 80% of the DRAM limit: a write-back's DRAM stays taken until its
   // copy lands (the executor, and the replay judging it, hold the region),
   // while ReDL's model frees it from the kernel after the copy is issued;
   // DRAM left free lets the creations and copies in that follow a
-  // write-back go on without waiting for it. Same six, AVX-512, with the
-  // replay holding landing sources on one mover thread: 1.0156 / 1.0415 /
-  // 1.0466 / 1.1855 / 1.0337 / 1.1073x against 1.0156 / 1.0464 / 1.0512 /
-  // 1.1890 / 1.0398 / 1.1073x without (VGG-16 b64's first-touch / ReDL
-  // from 1.197 to 1.203). Planning to less under ReDL's own model instead
-  // (each write-back holding its DRAM until its modeled copy ends) was
-  // worse on five of the six (1.0521 / 1.0571 / 1.0990 / 1.0425 /
-  // 1.1097x), as the only rule.
+  // write-back go on without waiting for it; with the replay holding
+  // landing sources, this helped most models and hurt none. Planning to
+  // less under ReDL's own model instead (each write-back holding its DRAM
+  // until its modeled copy ends), as the only rule, was worse on most.
   static constexpr std::size_t plans_judged_headroom = 3;
   static constexpr std::array<double, 3> headroom_judged{0.05, 0.10, 0.20};
   hook.plan = [](const PlanRequest& request) {
@@ -97,27 +76,21 @@ CACHEDARRAYS_INLINE std::optional<PlannerHook> redl_planner(std::string_view pol
     // AutoTM's fragmentation loop (fit_to_heap) lowers the limit of every
     // kernel by the heap's overflow; ReDL's plan fragments the heap where it
     // is fullest, so the limit is lowered there only (fit_to_heap_by_kernel).
-    // (Lowered everywhere, ResNet-50 b128 at 20% kept 1.27 of its 2.08 GiB
-    // and modeled 1.27x all-fast; lowered where it overflows, 1.07x.)
+    // (Lowered everywhere, a plan gives up DRAM at every kernel for the
+    // overflow of a few, and models far slower.)
     plan::RedlOptions options;
     options.alignment = 0;  // fit_to_heap_by_kernel packs each plan: redl_plan need not replay it as well
     options.fast_limit = request.dram_limit;
     // One retry: a plan need not fit the heap exactly (the executor makes a
     // hole where a planned object finds none, DataManager::make_hole), and
-    // each retry constrains the plan more. Modeled at 20% in the steady
-    // state (cachedarrays-plan --gflops 2201; ResNet-50 b128, DenseNet-121
-    // b64, VGG-16 b64, ResNet-18 b32 96 px, VGG-16 b16, DenseNet-121 b16),
-    // fitted by the offline packing (plan::autotm_dram_offsets): no retry
-    // 1.043 / 1.108 / 1.129 / 1.277 / 1.159 / 1.151x all-fast, 1 retry
-    // 1.005 / 1.073 / 1.105 / 1.221 / 1.152 / 1.080x, 2 retries 1.004 /
-    // 1.128 / 1.105 / 1.221 / 1.156 / 1.086x (DenseNet-121 b64's second
-    // retry fits the packing, and loses more to its lowered limits than the
-    // fragments cost).
+    // each retry constrains the plan more. Fitted by the offline packing
+    // (plan::autotm_dram_offsets), one retry models faster than none, and a
+    // second can fit the packing yet lose more to its lowered limits than
+    // the fragments cost.
     // Fitting by giving up what the heap replay cannot hold (each missed
     // stay left in the slow tier, plan::autotm_dram_extents's allocator)
-    // instead of replanning was worse on all six: ResNet-18 1.48x against
-    // 1.34x, DenseNet-121 b16 2.03x against 1.24x (a missed parameter
-    // loses its stays for the whole iteration).
+    // instead of replanning was worse on every model tried, by far on some
+    // (a missed parameter loses its stays for the whole iteration).
     constexpr std::uint32_t max_retries = 1;
     std::vector<plan::RedlTrial> trials;  // the period search's, by size tried
     const auto fitted_at = [&](std::uint32_t period_layers) {

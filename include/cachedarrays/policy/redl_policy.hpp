@@ -1,4 +1,4 @@
-// ReDL as a policy (paper 004, §III; issue 14): the iteration's program is
+// ReDL as a policy (paper 004, §III): the iteration's program is
 // planned once by ReDL's planner (plan/redl.hpp: liveness, idle migration
 // of short-lived objects, dynamic migration by periods, the period size
 // searched, DSMA), and the plan is executed by AutoTM's executor
@@ -32,8 +32,10 @@
 
 namespace cachedarrays::policy {
 
-// The planner of "redl" for AutotmPolicyOptions::planner; nullopt for any
-// other name.
+/// The planner of "redl" for AutotmPolicyOptions::planner: ReDL's planner,
+/// its period size searched (and weighed by AutotmPolicyOptions::judge when
+/// one is set), fitted to the fast heap by fit_to_heap_by_kernel; nullopt for
+/// any other name.
 [[nodiscard]] std::optional<PlannerHook> redl_planner(std::string_view policy_name);
 
 }  // namespace cachedarrays::policy

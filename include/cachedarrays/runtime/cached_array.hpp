@@ -1,5 +1,5 @@
 // CachedArray<T>: the typed, move-only RAII handle the application holds
-// (DESIGN.md "Core model"). Data is reached only through a scoped access —
+// (docs/design.md "Core model"). Data is reached only through a scoped access —
 // read(), write(), or Runtime::kernel — which emits the hint, pins the object
 // (its primary cannot move while pinned), resolves the primary pointer once
 // (the paper's one indirection per kernel, III-C "Data Access") and unpins
@@ -22,27 +22,39 @@
 
 namespace cachedarrays {
 
-// A pinned view of an array's data; unpins when it goes out of scope.
+/// A pinned view of an array's data; unpins when it goes out of scope.
+/// Made by CachedArray::read() (ReadAccess) and write() (WriteAccess); it
+/// must not outlive its array.
 template <typename T, Access A>
 class ScopedAccess {
  public:
+  /// `const T` for a read access, `T` for a write access.
   using element_type = std::conditional_t<A == Access::read, const T, T>;
 
+  /// Takes over `other`'s pin; `other` then unpins nothing.
   ScopedAccess(ScopedAccess&& other) noexcept
       : object_(std::exchange(other.object_, nullptr)), span_(other.span_) {}
   ScopedAccess& operator=(ScopedAccess&&) = delete;
   ScopedAccess(const ScopedAccess&) = delete;
   ScopedAccess& operator=(const ScopedAccess&) = delete;
+  /// Unpins the object (without taking the runtime's lock).
   ~ScopedAccess() {
     if (object_ != nullptr) Runtime::release(*object_, A);
   }
 
+  /// The array's elements where they are pinned, valid until the access ends.
   [[nodiscard]] std::span<element_type> span() const noexcept { return span_; }
+  /// The first element.
   [[nodiscard]] element_type* data() const noexcept { return span_.data(); }
+  /// The number of elements.
   [[nodiscard]] std::size_t size() const noexcept { return span_.size(); }
+  /// Iterator to the first element.
   [[nodiscard]] auto begin() const noexcept { return span_.begin(); }
+  /// Iterator past the last element.
   [[nodiscard]] auto end() const noexcept { return span_.end(); }
+  /// Element `i` (unchecked, as std::span's).
   [[nodiscard]] element_type& operator[](std::size_t i) const noexcept { return span_[i]; }
+  /// The access as a span, to pass where a span is expected.
   operator std::span<element_type>() const noexcept { return span_; }  // NOLINT: view conversion
 
  private:
@@ -61,11 +73,18 @@ class ScopedAccess {
   std::span<element_type> span_;
 };
 
+/// The pinned, read-only view CachedArray::read() gives.
 template <typename T>
 using ReadAccess = ScopedAccess<T, Access::read>;
+/// The pinned, writable view CachedArray::write() gives.
 template <typename T>
 using WriteAccess = ScopedAccess<T, Access::write>;
 
+/// The typed, move-only handle of an array of `count` T's the application
+/// holds (Runtime::array). Data is reached only through a scoped access —
+/// read(), write(), or Runtime::kernel — which hints, pins the object and
+/// resolves its primary pointer once; destroying the handle, or retire(),
+/// frees the object. T must be trivially copyable (data moves with memcpy).
 template <typename T>
 class CachedArray {
   // Data moves between tiers with memcpy, so it must be trivially copyable.
@@ -73,14 +92,17 @@ class CachedArray {
   static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>, "use CachedArray<T> with a plain T");
 
  public:
-  using value_type = T;
+  using value_type = T;  ///< The element type.
 
+  /// A handle of no array (retired() is true).
   CachedArray() = default;
+  /// Takes over `other`'s array; `other` becomes retired (its id stays).
   CachedArray(CachedArray&& other) noexcept
       : runtime_(other.runtime_),
         object_(std::exchange(other.object_, nullptr)),
         count_(std::exchange(other.count_, 0)),
         id_(other.id_) {}
+  /// Retires this handle's array, then takes over `other`'s.
   CachedArray& operator=(CachedArray&& other) noexcept {
     if (this != &other) {
       release_object();
@@ -93,36 +115,50 @@ class CachedArray {
   }
   CachedArray(const CachedArray&) = delete;
   CachedArray& operator=(const CachedArray&) = delete;
+  /// Retires the array (the policy frees it); an access still open then is a
+  /// fatal error (the process terminates with a message).
   ~CachedArray() { release_object(); }
 
+  /// The number of elements (0 for a moved-from or default-made handle).
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  /// The array's size in bytes: size() * sizeof(T).
   [[nodiscard]] std::uint64_t bytes() const noexcept { return count_ * sizeof(T); }
+  /// True for a handle of no array: retired, moved from, or default-made.
   [[nodiscard]] bool retired() const noexcept { return object_ == nullptr; }
-  // The object's id (stable for the object's life; kept after retire for
-  // messages).
+  /// The object's id (stable for the object's life; kept after retire for
+  /// messages).
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
-  // Scoped accesses: hint (will_read / will_write), pin, resolve.
+  /// A read access: hint will_read, pin, resolve. Throws retired_error for
+  /// a retired array.
   [[nodiscard]] ReadAccess<T> read() const { return ReadAccess<T>(*runtime_, live_object("read"), count_); }
+  /// A write access: hint will_write, pin, resolve; the primary becomes
+  /// dirty. Throws retired_error for a retired array.
   [[nodiscard]] WriteAccess<T> write() { return WriteAccess<T>(*runtime_, live_object("write"), count_); }
 
-  // Hints without an access.
+  /// Hint without an access: about to be used (Hint::will_use).
   void will_use() { hint(Hint::will_use); }
+  /// Hint without an access: about to be read (Hint::will_read).
   void will_read() { hint(Hint::will_read); }
+  /// Hint without an access: about to be written (Hint::will_write).
   void will_write() { hint(Hint::will_write); }
+  /// Hint: not needed for a while (Hint::archive), a candidate to leave fast memory.
   void archive() { hint(Hint::archive); }
-  // Never needed again: handed to the policy (which frees it now or at the
-  // next collect) and this handle becomes retired. Throws pinned_error while
-  // an access is open.
+  /// Never needed again: handed to the policy (which frees it now or at the
+  /// next collect) and this handle becomes retired. Throws pinned_error while
+  /// an access is open.
   void retire() { hint(Hint::retire); }
-  // Any hint by its value (Hint::retire as retire()).
+  /// Any hint by its value (Hint::retire as retire()). Throws retired_error
+  /// for a retired array.
   void hint(Hint hint) {
     runtime_->hint(live_object(to_string(hint)), hint);
     if (hint == Hint::retire) object_ = nullptr;
   }
 
-  // The managed object, for policies and tests.
+  /// The managed object, for policies and tests. Throws retired_error for a
+  /// retired array.
   [[nodiscard]] Object& object() const { return live_object("object"); }
+  /// The runtime that made the array (undefined for a default-made handle).
   [[nodiscard]] Runtime& runtime() const noexcept { return *runtime_; }
 
  private:

@@ -51,14 +51,16 @@ auto make_spans(const Tuple& args, const std::array<std::byte*, sizeof...(I)>& d
 
 }  // namespace detail
 
-// Arrays the kernel only reads: each gets will_read and a read pin.
+/// Arrays the kernel only reads: each gets will_read and a read pin, and the
+/// callable a `std::span<const T>` of it. An argument group of Runtime::kernel.
 template <typename... Ts>
 [[nodiscard]] auto reads(const CachedArray<Ts>&... arrays) {
   return std::tuple<detail::KernelArg<Ts, Access::read>...>{{&arrays}...};
 }
 
-// Arrays the kernel writes (or reads and writes): will_write, a write pin,
-// and the primary is marked dirty.
+/// Arrays the kernel writes (or reads and writes): will_write, a write pin,
+/// and the primary is marked dirty; the callable gets a `std::span<T>`. An
+/// argument group of Runtime::kernel.
 template <typename... Ts>
 [[nodiscard]] auto writes(CachedArray<Ts>&... arrays) {
   return std::tuple<detail::KernelArg<Ts, Access::write>...>{{&arrays}...};

@@ -19,20 +19,24 @@
 
 namespace cachedarrays {
 
+/// The one "pin these objects, unpin on every exit" scope (see the file
+/// comment): Runtime::kernel, the nn trainer's kernels and the replay
+/// simulator run their kernels through it.
 class PinnedKernel {
  public:
-  // Pins objects[i] for accesses[i] and writes its primary pointer to
-  // data[i]. `name` (kept, not copied) names the kernel in a trace. Throws
-  // invalid_argument unless the three spans have the same size; whatever the
-  // policy or the manager throws leaves nothing pinned.
+  /// Pins objects[i] for accesses[i] and writes its primary pointer to
+  /// data[i]. `name` (kept, not copied) names the kernel in a trace. Throws
+  /// invalid_argument unless the three spans have the same size; whatever the
+  /// policy or the manager throws leaves nothing pinned.
   PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
                std::span<const Access> accesses, std::span<std::byte*> data);
+  /// Unpins every object, whether the kernel returned or threw.
   ~PinnedKernel();
   PinnedKernel(const PinnedKernel&) = delete;
   PinnedKernel& operator=(const PinnedKernel&) = delete;
 
-  // The kernel ran to its end: a trace records its kernel_end. (A kernel
-  // that threw, and a read()/write() scoped access, have none.)
+  /// The kernel ran to its end: a trace records its kernel_end. (A kernel
+  /// that threw, and a read()/write() scoped access, have none.)
   void finish() {
     if (runtime_.kernel_end_heard()) runtime_.end_kernel(name_, index_, objects_, accesses_);
   }

@@ -1,6 +1,6 @@
 // The Runtime owns the heaps (through the DataManager), the policy and the
 // stats; there is no global instance, so a program or a test may build as
-// many as it likes (DESIGN.md "The user's view"). All manager state sits
+// many as it likes (docs/design.md "The user's view"). All manager state sits
 // behind one lock: hints arrive once per kernel, so one lock is enough, and
 // hints from any thread are safe.
 #pragma once
@@ -34,109 +34,122 @@ template <typename T, Access A>
 class ScopedAccess;
 class PinnedKernel;
 
+/// The library's entry point: owns the heaps (through the DataManager), the
+/// placement policy and the stats, makes arrays (array()) and runs kernels
+/// over them (kernel()). No global instance: make as many as needed. Every
+/// call is safe from any thread; all manager state sits behind one lock.
 class Runtime {
  public:
-  // Reserves every device now. Without a policy, first-touch is used
-  // (fastest device with room; never moves). `mover` configures the
-  // threads that make the policy's asynchronous copies. Reads
-  // CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
-  // CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
-  // none); throws invalid_argument naming the variable for a bad value.
-  // `trace_file`, when given: every event is recorded from now on
-  // (start_trace) and written there when the runtime is destroyed
-  // (Trace::save; it must end in .json or .csv, else invalid_argument; a
-  // write that fails then is reported on standard error, since a destructor
-  // cannot throw). runtime_from_environment sets it from CACHEDARRAYS_TRACE.
+  /// Reserves every device now. Without a policy, first-touch is used
+  /// (fastest device with room; never moves). `mover` configures the
+  /// threads that make the policy's asynchronous copies. Reads
+  /// CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
+  /// CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
+  /// none); throws invalid_argument naming the variable for a bad value.
+  /// `trace_file`, when given: every event is recorded from now on
+  /// (start_trace) and written there when the runtime is destroyed
+  /// (Trace::save; it must end in .json or .csv, else invalid_argument; a
+  /// write that fails then is reported on standard error, since a destructor
+  /// cannot throw). runtime_from_environment sets it from CACHEDARRAYS_TRACE.
   explicit Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy = nullptr,
                    MoverOptions mover = {}, std::filesystem::path trace_file = {});
+  /// Writes the leak report (when set_leak_report gave a stream) and the
+  /// trace file (when one was given), then frees every object and heap.
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // A new array of `count` elements, placed by the policy. Throws
-  // invalid_argument for 0 or an overflowing count, out_of_memory when no
-  // device can hold it (every other object stays intact).
+  /// A new array of `count` elements, placed by the policy. Throws
+  /// invalid_argument for 0 or an overflowing count, out_of_memory when no
+  /// device can hold it (every other object stays intact).
   template <typename T>
   [[nodiscard]] CachedArray<T> array(std::size_t count);
 
-  // Runs `f` on resolved spans: kernel(reads(a, b), writes(c), f) calls
-  // f(span<const A>, span<const B>, span<C>). Each argument gets its hint
-  // (will_read / will_write) and is pinned before the next one is hinted,
-  // so a later hint cannot evict an earlier argument. Defined in kernel.hpp.
+  /// Runs `f` on resolved spans: kernel(reads(a, b), writes(c), f) calls
+  /// f(span<const A>, span<const B>, span<C>). Each argument gets its hint
+  /// (will_read / will_write) and is pinned before the next one is hinted,
+  /// so a later hint cannot evict an earlier argument. Defined in kernel.hpp.
   template <typename... Args>
   void kernel(Args&&... groups_then_callable);
 
-  // Lets the policy run deferred work (paper: end of an iteration).
+  /// Lets the policy run deferred work (paper: end of an iteration).
   void collect();
-  // A new iteration of the program begins: kernels are numbered from 0
-  // again and the policy hears of it (Policy::on_iteration_begin). The nn
-  // trainer calls it at every step; a program of its own calls it at the
-  // top of its loop.
+  /// A new iteration of the program begins: kernels are numbered from 0
+  /// again and the policy hears of it (Policy::on_iteration_begin). The nn
+  /// trainer calls it at every step; a program of its own calls it at the
+  /// top of its loop.
   void begin_iteration();
-  // An iteration that is not the program's (a test pass between training
-  // epochs): kernels are numbered from 0 again, and the policy hears of it
-  // as such (Policy::on_unplanned_iteration_begin), so a policy that plans
-  // ahead places by its fallback until the next begin_iteration instead of
-  // calling it a departure from its plan.
+  /// An iteration that is not the program's (a test pass between training
+  /// epochs): kernels are numbered from 0 again, and the policy hears of it
+  /// as such (Policy::on_unplanned_iteration_begin), so a policy that plans
+  /// ahead places by its fallback until the next begin_iteration instead of
+  /// calling it a departure from its plan.
   void begin_unplanned_iteration();
-  // Iterations begun so far, and the kernels begun in the current one.
+  /// Iterations begun so far (begin_iteration and begin_unplanned_iteration).
   [[nodiscard]] std::uint64_t iteration() const;
+  /// Kernels (and scoped accesses) begun in the current iteration.
   [[nodiscard]] std::uint64_t kernels_in_iteration() const;
 
-  // Starts recording every event (see manager/trace.hpp); a new recording
-  // replaces the old one. Call before other threads use the runtime.
+  /// Starts recording every event (see manager/trace.hpp); a new recording
+  /// replaces the old one. Call before other threads use the runtime.
   Trace& start_trace();
-  // Stops recording; the recording stays readable through trace().
+  /// Stops recording; the recording stays readable through trace().
   void stop_trace();
 
-  // The program of an iteration (plan/program.hpp), for policies that plan
-  // ahead (Policy::on_program). `set_program` gives one (from the nn
-  // trainer's dry run, or loaded from JSON). `record_program` records the
-  // next iteration — from the next begin_iteration() to the one after —
-  // and gives that: the way for a program without a dry run to plan its
-  // later iterations. Call it after the first iteration when that one
-  // differs from the rest (a program that makes some buffers lazily, on
-  // first use); the nn trainer's first is already its steady one. It uses
-  // the running trace if there is one, else a trace of its own that it
-  // drops once the program is made.
+  /// Gives the policy the program of an iteration (plan/program.hpp), for
+  /// policies that plan ahead (Policy::on_program): from the nn trainer's
+  /// dry run, or loaded from JSON.
   void set_program(plan::Program program);
+  /// Records the next iteration — from the next begin_iteration() to the one
+  /// after — and gives its program as set_program would: the way for a
+  /// program without a dry run to plan its later iterations. Call it after
+  /// the first iteration when that one differs from the rest (a program that
+  /// makes some buffers lazily, on first use); the nn trainer's first is
+  /// already its steady one. It uses the running trace if there is one, else
+  /// a trace of its own that it drops once the program is made.
   void record_program();
-  // The program given or recorded, or null.
+  /// The program given or recorded, or null.
   [[nodiscard]] std::shared_ptr<const plan::Program> program() const;
-  // The recording, or null. Read it when no other thread uses the runtime.
+  /// The recording, or null. Read it when no other thread uses the runtime.
   [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }
-  // Device names, for trace exports.
+  /// Device names, for trace exports.
   [[nodiscard]] std::vector<std::string> device_names() const;
 
-  // A consistent snapshot of the counters.
+  /// A consistent snapshot of the counters.
   [[nodiscard]] Stats stats() const;
+  /// Every device's occupancy now (DataManager::usage), fastest first.
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
+  /// The policy's name, as the registry knows it ("first-touch", "ca-lm", ...).
   [[nodiscard]] std::string policy_name() const;
 
-  // A memory snapshot of this moment (runtime/memory_snapshot.hpp) with the
-  // trace's last `trace_events` events; save it with write_memory_snapshot.
-  // It only reads: no byte and no placement changes. Safe from any thread,
-  // also from inside a kernel, whose arguments then show as pinned.
+  /// A memory snapshot of this moment (runtime/memory_snapshot.hpp) with the
+  /// trace's last `trace_events` events; save it with write_memory_snapshot.
+  /// It only reads: no byte and no placement changes. Safe from any thread,
+  /// also from inside a kernel, whose arguments then show as pinned.
   [[nodiscard]] MemorySnapshot snapshot(std::size_t trace_events = default_snapshot_trace_events) const;
-  // Where an out_of_memory writes a snapshot of the moment before it is
-  // thrown; the file's path (or why it could not be written) ends the
-  // exception's message. Created when first needed. Empty (the default,
-  // unless CACHEDARRAYS_SNAPSHOT_DIR is set when the runtime is made): no
-  // snapshot. Throws invalid_argument for a path that exists and is not a
-  // directory.
+  /// Where an out_of_memory writes a snapshot of the moment before it is
+  /// thrown; the file's path (or why it could not be written) ends the
+  /// exception's message. Created when first needed. Empty (the default,
+  /// unless CACHEDARRAYS_SNAPSHOT_DIR is set when the runtime is made): no
+  /// snapshot. Throws invalid_argument for a path that exists and is not a
+  /// directory.
   void set_snapshot_directory(std::filesystem::path directory);
+  /// The snapshot directory; empty: none.
   [[nodiscard]] std::filesystem::path snapshot_directory() const;
-  // Where the leak report goes when this runtime is destroyed with objects
-  // the program never retired (write_leak_report); null: no report (the
-  // default, unless CACHEDARRAYS_LEAK_REPORT=1, which sends it to
-  // std::cerr). The stream must outlive the runtime.
+  /// Where the leak report goes when this runtime is destroyed with objects
+  /// the program never retired (write_leak_report); null: no report (the
+  /// default, unless CACHEDARRAYS_LEAK_REPORT=1, which sends it to
+  /// std::cerr). The stream must outlive the runtime.
   void set_leak_report(std::ostream* out);
 
-  // Direct access for policies' tests and tools. Not synchronised: hold
-  // lock() while using it if other threads use this runtime.
+  /// Direct access for policies' tests and tools. Not synchronised: hold
+  /// lock() while using it if other threads use this runtime.
   [[nodiscard]] DataManager& manager() noexcept { return manager_; }
+  /// The data manager, read-only; hold lock() as for manager().
   [[nodiscard]] const DataManager& manager() const noexcept { return manager_; }
+  /// The placement policy; not synchronised either: hold lock() as for manager().
   [[nodiscard]] policy::Policy& policy() noexcept { return *policy_; }
+  /// Takes the runtime's lock, the one every call takes inside.
   [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock{mutex_}; }
 
  private:

@@ -1,4 +1,4 @@
-// The capacity planner (issue 16, "how much DRAM do I need?"): one
+// The capacity planner ("how much DRAM do I need?"): one
 // iteration of a program replayed (sim/replay.hpp) under every policy asked
 // for, at every fast-tier size asked for, on a machine described by its
 // tiers' bandwidths and a kernel time model, and through the 2LM model
@@ -39,135 +39,149 @@
 
 namespace cachedarrays {
 
-// The fast tier for a budget of `fraction` of the footprint: whole pages,
-// at least one, and exactly the footprint at 100% and above (all-fast fits
-// in exactly that much; a page less would not hold it).
+/// The fast tier for a budget of `fraction` of the footprint: whole pages,
+/// at least one, and exactly the footprint at 100% and above (all-fast fits
+/// in exactly that much; a page less would not hold it).
 [[nodiscard]] std::uint64_t fast_tier_bytes(double fraction, std::uint64_t footprint) noexcept;
 
-// Both tiers' peak use over the footprint, less one: what AutoTM calls the
-// footprint expansion (paper 000, section 5.3).
+/// Both tiers' peak use over the footprint, less one: what AutoTM calls the
+/// footprint expansion (paper 000, section 5.3).
 [[nodiscard]] double footprint_expansion(const Stats& stats, std::uint64_t footprint);
 
-// The memory one iteration of `trace` needs with everything in the fast
-// tier: the fast heap's peak extent (holes included) when the trace is
-// replayed under all-fast on a heap too large to fill.
+/// The memory one iteration of `trace` needs with everything in the fast
+/// tier: the fast heap's peak extent (holes included) when the trace is
+/// replayed under all-fast on a heap too large to fill.
 [[nodiscard]] std::uint64_t replayed_footprint(const Trace& trace);
 
-// The policies a capacity plan compares by default: every built-in policy
-// whose run is a replay of seconds, and the 2LM models — "2lm" (memory mode,
-// retired tensors freed at the next collect) and "2lm:m" (freed at once).
-// The planned policies (AutoTM's ILP, AutoSwap, ReDL; policy/registry.hpp
-// planned_policies()) plan for minutes on paper-sized programs and are
-// compared when named.
+/// The policies a capacity plan compares by default: every built-in policy
+/// whose run is a replay of seconds, and the 2LM models — "2lm" (memory mode,
+/// retired tensors freed at the next collect) and "2lm:m" (freed at once).
+/// The planned policies (AutoTM's ILP, AutoSwap, ReDL; policy/registry.hpp
+/// planned_policies()) plan for minutes on paper-sized programs and are
+/// compared when named.
 [[nodiscard]] std::vector<std::string> quick_policies();
-// quick_policies() and the planned ones: everything that can be compared.
+/// quick_policies() and the planned ones: everything that can be compared.
 [[nodiscard]] std::vector<std::string> all_policies();
 
+/// What plan_capacity() models: the fast-tier sizes, the policies, and the
+/// machine (tiers' bandwidths and kernel time model).
 struct CapacityPlanOptions {
-  // Fast-tier sizes as fractions of the footprint, each >= 0 (fast_tier_bytes
-  // turns them into bytes: 0 is one page, 1 and above is all of it).
+  /// Fast-tier sizes as fractions of the footprint, each >= 0 (fast_tier_bytes
+  /// turns them into bytes: 0 is one page, 1 and above is all of it).
   std::vector<double> fractions;
-  // Names from policy::Registry::builtin() or "2lm", "2lm:m" (an unknown name
-  // is an invalid_argument listing the valid ones). all-fast is always run:
-  // it is the baseline.
+  /// Names from policy::Registry::builtin() or "2lm", "2lm:m" (an unknown name
+  /// is an invalid_argument listing the valid ones). all-fast is always run:
+  /// it is the baseline.
   std::vector<std::string> policies = quick_policies();
-  DeviceModel fast{"dram", 0, 0};
-  DeviceModel slow{"optane", 0, 0};
-  // The slow tier's capacity: 0 takes four times the footprint (room for a
-  // policy that keeps copies on both tiers).
+  DeviceModel fast{"dram", 0, 0};    ///< the fast tier's name and bandwidths (each > 0)
+  DeviceModel slow{"optane", 0, 0};  ///< the slow tier's name and bandwidths (each > 0)
+  /// The slow tier's capacity: 0 takes four times the footprint (room for a
+  /// policy that keeps copies on both tiers).
   std::uint64_t slow_bytes = 0;
-  // The kernels' time (null: plan::MemoryBound). Kept for the call, shared by
-  // the replays and the AutoTM plans, which plan with the replay's own model.
+  /// The kernels' time (null: plan::MemoryBound). Kept for the call, shared by
+  /// the replays and the AutoTM plans, which plan with the replay's own model.
   const plan::KernelTimeModel* kernel_time = nullptr;
-  // The planned policies' solve time limit in seconds (0: their default).
+  /// The planned policies' solve time limit in seconds (0: their default).
   double plan_seconds = 0;
-  // Replays run side by side on this many threads (0: every core).
+  /// Replays run side by side on this many threads (0: every core).
   unsigned threads = 0;
-  // The modeled runtime's mover threads (MoverOptions::threads; >= 1):
-  // how many asynchronous copies each replay runs side by side.
+  /// The modeled runtime's mover threads (MoverOptions::threads; >= 1):
+  /// how many asynchronous copies each replay runs side by side.
   unsigned mover_threads = MoverOptions{}.threads;
 };
 
-// Bytes read and written on each tier of two, by kernels and copies.
+/// Bytes read and written on each tier of two, by kernels and copies.
 struct TierTraffic {
+  /// @var fast_read
+  /// Bytes read from the fast tier.
+  /// @var fast_written
+  /// Bytes written to the fast tier.
+  /// @var slow_read
+  /// Bytes read from the slow tier.
+  /// @var slow_written
+  /// Bytes written to the slow tier.
   std::uint64_t fast_read = 0, fast_written = 0, slow_read = 0, slow_written = 0;
 };
-// Each count divided by `iterations` (> 0), rounded down: one iteration's of
-// several.
+/// Each count divided by `iterations` (> 0), rounded down: one iteration's of
+/// several.
 [[nodiscard]] TierTraffic per_iteration(TierTraffic traffic, std::uint64_t iterations) noexcept;
-// Of a two-tier runtime's counters (device 0 fast, 1 slow).
+/// Of a two-tier runtime's counters (device 0 fast, 1 slow).
 [[nodiscard]] TierTraffic tier_traffic(const Stats& stats);
-// Of the 2LM cache model: DRAM is the fast tier, NVRAM the slow one.
+/// Of the 2LM cache model: DRAM is the fast tier, NVRAM the slow one.
 [[nodiscard]] TierTraffic tier_traffic(const TwoLmCounters& counters);
-// "hit 92.0% clean-miss 2.5% dirty-miss 5.5%": the 2LM cache's rates.
+/// The 2LM cache's rates, in percent of all line accesses, one decimal:
+/// "hit H% clean-miss C% dirty-miss D%".
 [[nodiscard]] std::string hit_rates(const TwoLmCounters& counters);
 
-// One policy at one fast-tier size, modeled.
+/// One policy at one fast-tier size, modeled.
 struct CapacityPoint {
-  std::string policy;
-  double fraction = 0;
-  std::uint64_t fast_bytes = 0;
-  std::optional<double> seconds;  // empty: the run did not fit (note says why)
-  double slowdown = 0;            // seconds over all-fast's
-  double exposed_copy_seconds = 0;  // copy time the kernels waited for
-  double copy_seconds = 0;          // all copy time, hidden or not
-  TierTraffic traffic;  // 2LM: the cache model's DRAM and NVRAM traffic
-  // The slow tier the run needed: the slow heap's peak extent (2LM: the
-  // NVRAM address space's peak).
+  std::string policy;             ///< the policy's name, as in CapacityPlanOptions::policies
+  double fraction = 0;            ///< the fast tier as a fraction of the footprint, as asked
+  std::uint64_t fast_bytes = 0;   ///< the fast tier in bytes (fast_tier_bytes of the fraction)
+  std::optional<double> seconds;  ///< modeled iteration; empty: the run did not fit (note says why)
+  double slowdown = 0;            ///< seconds over all-fast's
+  double exposed_copy_seconds = 0;  ///< copy time the kernels waited for
+  double copy_seconds = 0;          ///< all copy time, hidden or not
+  TierTraffic traffic;  ///< per iteration; 2LM: the cache model's DRAM and NVRAM traffic
+  /// The slow tier the run needed: the slow heap's peak extent (2LM: the
+  /// NVRAM address space's peak).
   std::uint64_t slow_peak = 0;
-  double expansion = 0;  // footprint_expansion (0 for 2LM)
-  std::string note;      // "out of memory", an AutoTM plan's summary, 2LM's hit rates
+  double expansion = 0;  ///< footprint_expansion (0 for 2LM)
+  std::string note;      ///< "out of memory", an AutoTM plan's summary, 2LM's hit rates
 };
 
+/// The result of plan_capacity(): every point, and the bounds to compare
+/// them with.
 struct CapacityPlan {
-  std::uint64_t footprint = 0;
-  double all_fast_seconds = 0;
-  // For each fraction in the order given, one point per policy in the order
-  // given.
+  std::uint64_t footprint = 0;   ///< the footprint the fractions are of, in bytes
+  double all_fast_seconds = 0;   ///< the all-fast baseline's modeled iteration, in seconds
+  /// For each fraction in the order given, one point per policy in the order
+  /// given.
   std::vector<CapacityPoint> points;
-  // For each fraction in the order given: how fast any placement can be on
-  // that fast tier (plan/fast_tier_bound.hpp), on the same kernel model;
-  // a policy's slowdown over the bound's is what scheduling may still win.
+  /// For each fraction in the order given: how fast any placement can be on
+  /// that fast tier (plan/fast_tier_bound.hpp), on the same kernel model;
+  /// a policy's slowdown over the bound's is what scheduling may still win.
   std::vector<plan::FastTierBound> bounds;
 };
 
-// Called as each point is done (from the thread that ran it, one call at a
-// time): the point, how many are done, of how many.
+/// Called as each point is done (from the thread that ran it, one call at a
+/// time): the point, how many are done, of how many.
 using CapacityProgress = std::function<void(const CapacityPoint&, std::size_t done, std::size_t total)>;
 
-// Replays `trace` (one iteration of `program`; the planned policies and the
-// lookahead modes are given `program`) under each policy at each fraction of
-// `footprint`. Throws invalid_argument naming the option that is wrong (no
-// fraction, a fraction < 0, an unknown policy, a bandwidth <= 0).
+/// Replays `trace` (one iteration of `program`; the planned policies and the
+/// lookahead modes are given `program`) under each policy at each fraction of
+/// `footprint`. Throws invalid_argument naming the option that is wrong (no
+/// fraction, a fraction < 0, an unknown policy, a bandwidth <= 0).
 [[nodiscard]] CapacityPlan plan_capacity(const Trace& trace, const plan::Program& program, std::uint64_t footprint,
                                          const CapacityPlanOptions& options, const CapacityProgress& progress = {});
 
-// One point: `policy` replayed with a fast tier of `fast_bytes`.
+/// One point: `policy` replayed with a fast tier of `fraction` of `footprint`
+/// (fast_tier_bytes), the rest as plan_capacity() does.
 [[nodiscard]] CapacityPoint model_point(const Trace& trace, const plan::Program& program, std::uint64_t footprint,
                                         const std::string& policy, double fraction,
                                         const CapacityPlanOptions& options);
 
-// What the plan answers (issue 16): the smallest fast tier among those
-// tried at which the fastest policy there is within `within` of all-fast.
+/// What the plan answers: the smallest fast tier among those tried at which
+/// the fastest policy there is within `within` of all-fast.
 struct CapacityAnswer {
-  bool found = false;
-  std::string reason;  // when not found
-  std::string policy;
-  double fraction = 0;
-  std::uint64_t fast_bytes = 0;
-  std::uint64_t slow_bytes = 0;  // the policy's slow-tier peak
-  double slowdown = 0;
-  double cost_dollars = 0;           // memory_cost of the point
-  double all_fast_cost_dollars = 0;  // the footprint in the fast tier
+  bool found = false;   ///< whether any point is within the bound; else see `reason`
+  std::string reason;   ///< why nothing was found (empty when found)
+  std::string policy;   ///< the fastest policy at the answer's size
+  double fraction = 0;  ///< the answer's fast tier as a fraction of the footprint
+  std::uint64_t fast_bytes = 0;  ///< the answer's fast tier in bytes
+  std::uint64_t slow_bytes = 0;  ///< the policy's slow-tier peak
+  double slowdown = 0;           ///< the point's seconds over all-fast's
+  double cost_dollars = 0;           ///< memory_cost of the point
+  double all_fast_cost_dollars = 0;  ///< the footprint in the fast tier
 };
 
-// Dollars of the memory a point uses (AutoTM Fig. 9's count): its fast tier
-// as configured at the `fast_tier` price, its slow-tier peak at `slow_tier`'s.
+/// Dollars of the memory a point uses (AutoTM Fig. 9's count): its fast tier
+/// as configured at the `fast_tier` price, its slow-tier peak at `slow_tier`'s.
 [[nodiscard]] double memory_cost(const CapacityPoint& point, const MemoryPrices& prices, std::string_view fast_tier,
                                  std::string_view slow_tier);
 
-// The answer for `plan` (ties at a size go to the cheaper point). Throws
-// invalid_argument when `within` < 1 or a tier has no price.
+/// The answer for `plan` (ties at a size go to the cheaper point). Throws
+/// invalid_argument when `within` < 1 or a tier has no price.
 [[nodiscard]] CapacityAnswer answer_capacity(const CapacityPlan& plan, double within, const MemoryPrices& prices,
                                              std::string_view fast_tier, std::string_view slow_tier);
 

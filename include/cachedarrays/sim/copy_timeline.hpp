@@ -1,4 +1,4 @@
-// The overlap model of the replay (DESIGN.md "What is known ahead"): one
+// The overlap model of the replay (docs/design.md "What is known ahead"): one
 // compute timeline, on which kernels and synchronous copies run one after
 // the other, and the mover's threads beside it, each making one
 // asynchronous copy at a time in the order issued (manager/mover.hpp: a
@@ -45,42 +45,51 @@ namespace cachedarrays {
 
 struct DeviceModel;
 
+/// The replay's overlap model: one compute timeline for kernels and
+/// synchronous copies, and the mover's threads beside it for asynchronous
+/// copies, each device pair carrying one copy at a time; a kernel waits for
+/// the copies in flight on its arguments. Modeled figures, not measured.
 class CopyTimeline {
  public:
-  // `models[d]`: device d's bandwidths (each > 0; replay checks them).
-  // `room[d]`: device d's capacity and bytes in use when the timeline
-  // starts, for the hold of landing sources (above); empty: no hold, the
-  // room is the target's alone. `mover_threads`: the mover's copy lanes
-  // (MoverOptions::threads; 0 counts as 1).
+  /// `models[d]`: device d's bandwidths (each > 0; replay checks them; kept
+  /// by reference, so they must outlive the timeline).
+  /// `room[d]`: device d's capacity and bytes in use when the timeline
+  /// starts, for the hold of landing sources; empty: no hold, the
+  /// room is the target's alone. `mover_threads`: the mover's copy lanes
+  /// (MoverOptions::threads; 0 counts as 1).
   explicit CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room = {},
                         unsigned mover_threads = 1);
 
-  // A copy event of a trace (TraceKind::copy): its detail says who makes
-  // it (trace_copy_async: issued to the mover at the current compute time;
-  // trace_copy_background: the same, behind the copies issued before it
-  // starts; else made by the compute thread). A TraceKind::defrag_move is a
-  // synchronous copy from its device to itself (defrag slides regions on
-  // the caller's thread).
+  /// A copy event of a trace (TraceKind::copy): its detail says who makes
+  /// it (trace_copy_async: issued to the mover at the current compute time;
+  /// trace_copy_background: the same, behind the copies issued before it
+  /// starts; else made by the compute thread). A TraceKind::defrag_move is a
+  /// synchronous copy from its device to itself (defrag slides regions on
+  /// the caller's thread).
   void copy(const TraceEvent& event);
-  // A kernel of `seconds` on `objects` (trace ids): it waits for their
-  // copies in flight, then runs.
+  /// A kernel of `seconds` on `objects` (trace ids): it waits for their
+  /// copies in flight, then runs.
   void kernel(std::span<const std::uint64_t> objects, double seconds);
-  // TraceKind::allocate and TraceKind::free events of the target, in order
-  // with its copies: what the devices hold, and (free) a region whose
-  // object's asynchronous copy out of it has not landed is held until it
-  // does. Without room, they are ignored.
+  /// A TraceKind::allocate event of the target, in order with its copies:
+  /// the bytes its device now holds; when landing sources leave no room, the
+  /// allocation waits for them to land (an asynchronous copy into the device
+  /// right after it starts no earlier; else the compute timeline waits).
+  /// Ignored without room.
   void allocate(const TraceEvent& event);
+  /// A TraceKind::free event of the target, in order with its copies: a
+  /// region whose object's asynchronous copy out of it has not landed is held
+  /// until it does. Ignored without room.
   void free(const TraceEvent& event);
 
-  // Where the compute timeline is: the end of the last kernel or
-  // synchronous copy.
+  /// Where the compute timeline is, in modeled seconds: the end of the last
+  /// kernel or synchronous copy.
   [[nodiscard]] double now() const noexcept { return compute_; }
-  // When the last kernel and the last copy are done (the background copies
-  // still queued included).
+  /// When the last kernel and the last copy are done (the background copies
+  /// still queued included), in modeled seconds.
   [[nodiscard]] double seconds() const;
-  // Compute time spent in synchronous copies or waiting for asynchronous ones.
+  /// Compute time spent in synchronous copies or waiting for asynchronous ones.
   [[nodiscard]] double exposed_copy_seconds() const noexcept { return exposed_; }
-  // Every copy's own time, hidden or not.
+  /// Every copy's own time, hidden or not.
   [[nodiscard]] double copy_seconds() const noexcept { return copying_; }
 
  private:

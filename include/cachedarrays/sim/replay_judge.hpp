@@ -25,31 +25,39 @@
 
 namespace cachedarrays {
 
-// Where a judge replays: the two tiers (sizes and bandwidths, as the run
-// has them), the kernels' time model (null: memory-bound) and the run's
-// mover threads (MoverOptions::threads: how many copies go side by side).
+/// Where a judge replays: the two tiers (sizes and bandwidths, as the run
+/// has them), the kernels' time model (null: memory-bound) and the run's
+/// mover threads (MoverOptions::threads: how many copies go side by side).
 struct ReplayJudgeMachine {
+  /// @var fast_bytes
+  /// The fast tier's capacity in bytes (> 0).
+  /// @var slow_bytes
+  /// The slow tier's capacity in bytes (> 0).
   std::uint64_t fast_bytes = 0, slow_bytes = 0;
+  /// @var fast
+  /// The fast tier's bandwidths (each > 0).
+  /// @var slow
+  /// The slow tier's bandwidths (each > 0).
   DeviceModel fast{"fast", 0, 0}, slow{"slow", 0, 0};
-  std::shared_ptr<const plan::KernelTimeModel> kernel_time;
-  unsigned mover_threads = MoverOptions{}.threads;
+  std::shared_ptr<const plan::KernelTimeModel> kernel_time;  ///< the kernels' time (null: plan::MemoryBound)
+  unsigned mover_threads = MoverOptions{}.threads;  ///< the run's mover threads (> 0)
 
-  // Tiers of these sizes as `planned` models them: its tiers' bandwidths
-  // (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,
-  // so that the judge and the planner it judges for see one machine, with
-  // the run's `mover_threads`.
+  /// Tiers of these sizes as `planned` models them: its tiers' bandwidths
+  /// (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,
+  /// so that the judge and the planner it judges for see one machine, with
+  /// the run's `mover_threads`.
   [[nodiscard]] static ReplayJudgeMachine as_planned(std::uint64_t fast_bytes, std::uint64_t slow_bytes,
                                                      const policy::AutotmPolicyOptions& planned,
                                                      unsigned mover_threads = MoverOptions{}.threads);
 };
 
-// A judge replaying `trace` (several iterations, as nn::dry_run_trace makes
-// them; the steady iteration's seconds are the answer) with `program` set,
-// on `machine`, by an AutotmPolicy with `follower`'s options whose planner
-// returns the candidate plan (follower's judge is dropped: a judged replay
-// judges nothing). +infinity for a plan the heaps cannot hold. Throws
-// invalid_argument when follower has no planner hook (AutoTM's ILP takes no
-// judge), a tier size or the mover's threads are 0 or a bandwidth is not > 0.
+/// A judge replaying `trace` (several iterations, as nn::dry_run_trace makes
+/// them; the steady iteration's seconds are the answer) with `program` set,
+/// on `machine`, by an AutotmPolicy with `follower`'s options whose planner
+/// returns the candidate plan (follower's judge is dropped: a judged replay
+/// judges nothing). +infinity for a plan the heaps cannot hold. Throws
+/// invalid_argument when follower has no planner hook (AutoTM's ILP takes no
+/// judge), a tier size or the mover's threads are 0 or a bandwidth is not > 0.
 [[nodiscard]] policy::PlanJudge replay_judge(std::shared_ptr<const Trace> trace,
                                              std::shared_ptr<const plan::Program> program, ReplayJudgeMachine machine,
                                              policy::AutotmPolicyOptions follower);

@@ -15,7 +15,8 @@ namespace cachedarrays::nn::detail {
 namespace {
 
 constexpr int gzip_window_bits = 15 + 16;  // 32 KiB window, gzip wrapper only
-// The data sets read here compress 1.1:1 (CIFAR-10) to 5:1 (MNIST's images).
+// Above the ratios the data sets read here compress at, and low enough that
+// a bogus length cannot make a huge first allocation.
 constexpr std::size_t trusted_ratio = 8;
 
 // Ends the inflate stream on every exit.
@@ -47,9 +48,9 @@ std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> compressed, const
   // up to trusted_ratio times the compressed size; past the guess the output
   // doubles as inflate fills it, so memory follows what the stream holds.
   // The last 4 bytes of a truncated or corrupt file are not a length: bounded
-  // by deflate's best ratio (about 1032:1) instead, a guess made a 20 MB
-  // Fashion-MNIST file cut short allocate and zero 3.5 GB before it was found
-  // truncated (fuzz_nn_data_files).
+  // by deflate's best ratio (about 1032:1) instead, a guess would let a
+  // file cut short allocate and zero up to a thousand times its size before
+  // it is found truncated (fuzz_nn_data_files exercises this).
   std::size_t guess = compressed.size() * 4;
   if (compressed.size() >= 4) {
     const std::uint8_t* t = compressed.data() + compressed.size() - 4;

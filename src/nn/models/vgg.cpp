@@ -1,7 +1,7 @@
 // VGG 11/13/16/19 (torchvision configs A, B, D, E without batch norm) and
 // the paper's deep VGG 116/416; the construction is documented in models.hpp.
-// With ModelConfig::cifar, the CIFAR-10 form of cifar.torch (Zagoruyko,
-// "92.45% on CIFAR-10 in Torch", 2015: the VGG AutoSwap trains): the same
+// With ModelConfig::cifar, the CIFAR-10 form of cifar.torch (Zagoruyko's
+// 2015 Torch blog post on CIFAR-10: the VGG AutoSwap trains): the same
 // stages with batch norm after every convolution, and a 512-wide classifier.
 #include <array>
 #include <string>

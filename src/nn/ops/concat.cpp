@@ -117,8 +117,8 @@ class Concat final : public Op {
   // to itself, oneDNN picks the output layout from the first input, and
   // where channel counts are not multiples of its vector block (narrow test
   // networks) an n-input concat and the chain differ (plain vs blocked). The
-  // chain's layout is what DenseNet's running concatenation had before its
-  // layers read one recomputed n-input concat (models.hpp); keeping it keeps
+  // chain's layout is that of DenseNet's running form, concat(previous,
+  // new), rather than one n-input concat (models.hpp); keeping it keeps
   // the batch norm after it summing in the same order, so the losses stay
   // bit-identical to that form.
   static dnnl::memory::desc chained_dst_desc(Context& ctx, const std::vector<dnnl::memory::desc>& srcs) {

@@ -1,7 +1,7 @@
 // Bad blocks through libpmem2 (declared in bad_blocks.hpp).
 //
-// What libpmem2 1.12.1 answers for a file on no persistent memory, measured
-// in the development container (/dev/shm tmpfs; ext4 on a virtio disk):
+// What libpmem2 1.12.1 answers for a file on no persistent memory (/dev/shm
+// tmpfs; ext4 on a virtio disk):
 // pmem2_source_from_fd 0; pmem2_badblock_context_new 0; the first
 // pmem2_badblock_next PMEM2_E_NO_BAD_BLOCK_FOUND (-100029) "Cannot find any
 // matching device, no bad blocks found" -- the same code as a namespace

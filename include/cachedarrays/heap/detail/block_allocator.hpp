@@ -1,12 +1,11 @@
 // Offset allocator shared by every heap kind. Its bookkeeping lives here, in
-// ordinary process memory, never inside the heap (DESIGN.md: never write
+// ordinary process memory, never inside the heap (docs/design.md: never write
 // metadata into slow memory).
 //
 // Blocks are kept in address order (a doubly linked list) so that evictfrom
 // can clear a contiguous range and defrag can slide live blocks down. Two
 // indexes live in the blocks themselves, so that allocate and free make no
-// allocation of their own (tens of nanoseconds with 10,000 live blocks:
-// bench/hint_overhead):
+// allocation of their own (bench/hint_overhead times them):
 //   - every block in a treap by offset (treap.hpp): the block at an address
 //     in O(log n) (a policy looking for an eviction window asks this once
 //     per candidate), kept in step with each split and merge in O(1)

@@ -11,7 +11,7 @@
 // when the heap goes away (unless keep_file); a file that already existed
 // is mapped as it is and never truncated or removed.
 //
-// Bad blocks (issue 17): every file is asked for its bad blocks (libpmem2,
+// Bad blocks: every file is asked for its bad blocks (libpmem2,
 // bad_blocks.hpp) before a heap uses it, and one with bad blocks inside the
 // capacity is refused with a heap_error naming them. Refusing is the whole
 // answer: placing data around them would need the block allocator to carve

@@ -35,9 +35,9 @@ inline constexpr std::uint64_t copy_cache_line = 64;
 
 // Streamed copies go through memory in blocks of four pages, one vector from
 // each page in turn (as glibc's large memcpy does): four independent streams
-// keep more DRAM pages open and more fills in flight than one. On the
-// project's test VM (one thread, 256 MiB) it streamed 11.3 GB/s against
-// 8.8 GB/s for one sequential stream and 10.1 GB/s for glibc's memcpy.
+// keep more DRAM pages open and more fills in flight than one, which
+// streams faster than one sequential stream and than glibc's memcpy
+// (bench/copy_bandwidth compares them).
 inline constexpr std::uint64_t copy_page_bytes = 4096;
 inline constexpr std::uint64_t copy_block_bytes = 4 * copy_page_bytes;
 
@@ -189,8 +189,8 @@ CACHEDARRAYS_INLINE void stream_copy(std::byte* dst, const std::byte* src,
 // bypass the cache and do not evict them). How many: half of this core's L2,
 // since the source passes through the L2 as well. Past that, ordinary stores
 // buy nothing: they only read every destination line first
-// (read-for-ownership), which made chunked memcpy about half as fast as
-// streaming for copies >= 2 MiB (bench/copy_bandwidth --tuning-sweep). A
+// (read-for-ownership), which makes chunked memcpy of large copies much
+// slower than streaming (bench/copy_bandwidth --tuning-sweep). A
 // single memcpy makes this choice internally by size, but a copy split into
 // chunks hides the size from it, so the engine decides.
 CACHEDARRAYS_INLINE std::uint64_t fast_cached_bytes() noexcept {

@@ -1,4 +1,4 @@
-// How bytes move between regions (DESIGN.md: the library owns "how data
+// How bytes move between regions (docs/design.md: the library owns "how data
 // moves"). Small copies are a single memcpy on the calling thread; large ones
 // are split into chunks copied in parallel with oneTBB. When the destination
 // is the slow tier the copy uses non-temporal stores (no read-for-ownership,

@@ -122,10 +122,10 @@ CACHEDARRAYS_INLINE void autoswap_check_weights(const AutoswapBoWeights& weights
 // others 0 is a positive multiple of one standardised score, which ranks
 // exactly as the score itself: that score is ranked by directly, because
 // standardising can round distinct values to one. AOA's negative values
-// (DOA / S: about -1e-11 for 100 MB objects) lie ~1e-16 of the spread of its
-// positive ones (DOA * S: 1e5 and more) from each other, below a double's
-// resolution once the mean is subtracted; the tie-break (candidate order)
-// would then reorder them. So BO with a unit weight vector plans exactly
+// (DOA / S: seconds over bytes, minute) lie closer to each other, relative
+// to the spread of its positive ones (DOA * S: seconds times bytes, large),
+// than a double resolves once the mean is subtracted; the tie-break
+// (candidate order) would then reorder them. So BO with a unit weight vector plans exactly
 // as the single score, which autoswap_optimise_weights relies on.
 CACHEDARRAYS_INLINE AutoswapScore autoswap_ranking_score(const AutoswapOptions& options) {
   if (options.score != AutoswapScore::bo) return options.score;
@@ -585,7 +585,7 @@ CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, std::span<
   }
 }
 
-inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp gives the figure it rests on
+inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp says why the search stops there
 
 // The schedule (autoswap.hpp): the backward pass's issue positions, kept
 // only if the engine then waits no longer and passes the limit by no more

@@ -55,53 +55,64 @@
 
 namespace cachedarrays::plan {
 
+/// How autoswap_optimise_weights searches (see the file comment).
 struct AutoswapBoOptions {
-  int evaluations = 30;     // plans made, the four single scores included; >= 4
-  int initial_random = 5;   // random weight vectors after those four, before the GP chooses; >= 0
-  std::uint64_t seed = 1;
-  int acquisition_samples = 2000;  // candidates the expected improvement is maximised over; >= 1
-  double length_scale = 0.5;       // of the Matérn 5/2 kernel, in weight units; > 0
-  double noise = 1e-6;             // jitter on the kernel's diagonal (standardised objective); > 0
-  double xi = 0.01;                // expected improvement's margin, in objective deviations; >= 0
-  double excess_penalty = 1000;    // iterations per limit exceeded in full (see above); >= 0
-  // Called after each evaluation with one line: its number, where its
-  // weights came from, the weights, the objective and the best so far.
+  int evaluations = 30;     ///< plans made, the four single scores included; >= 4
+  int initial_random = 5;   ///< random weight vectors after those four, before the GP chooses; >= 0
+  std::uint64_t seed = 1;   ///< of the std::mt19937_64 every random draw comes from
+  int acquisition_samples = 2000;  ///< candidates the expected improvement is maximised over; >= 1
+  double length_scale = 0.5;       ///< of the Matérn 5/2 kernel, in weight units; > 0
+  double noise = 1e-6;             ///< jitter on the kernel's diagonal (standardised objective); > 0
+  double xi = 0.01;                ///< expected improvement's margin, in objective deviations; >= 0
+  double excess_penalty = 1000;    ///< iterations per limit exceeded in full (see above); >= 0
+  /// Called after each evaluation with one line: its number, where its
+  /// weights came from, the weights, the objective and the best so far.
+  /// Null: silent.
   std::function<void(const std::string&)> progress;
 };
 
-enum class AutoswapBoSource : std::uint8_t { single_score, random, expected_improvement };
+/// Where an evaluation's weights came from.
+enum class AutoswapBoSource : std::uint8_t {
+  single_score,          ///< one of the four unit vectors: a single score alone
+  random,                ///< uniform in [-1, 1]^4, before the GP chooses
+  expected_improvement   ///< the GP's choice: the most expected improvement
+};
+/// The source's name: "single score", "random" or "expected improvement".
 [[nodiscard]] const char* to_string(AutoswapBoSource source) noexcept;
 
+/// One evaluation of the search: a weight vector and the plan it gave.
 struct AutoswapBoEvaluation {
-  AutoswapBoWeights weights{};
-  AutoswapBoSource source = AutoswapBoSource::single_score;
-  double objective = 0;  // what the search minimises (see above)
-  double overhead_seconds = 0;
-  bool fits = false;
-  std::size_t swaps = 0;
+  AutoswapBoWeights weights{};  ///< a, b, c, d of equation (3)
+  AutoswapBoSource source = AutoswapBoSource::single_score;  ///< where the weights came from
+  double objective = 0;  ///< what the search minimises (see above), seconds
+  double overhead_seconds = 0;  ///< the plan's AutoswapPlan::overhead_seconds
+  bool fits = false;            ///< the plan's AutoswapPlan::fits
+  std::size_t swaps = 0;        ///< how many swaps the plan picked
 };
 
+/// What autoswap_optimise_weights found: the best weights, their plan, and
+/// every evaluation.
 struct AutoswapBoResult {
-  AutoswapBoWeights weights{};  // the best; autoswap_plan with score bo and these weights gives `plan`
-  AutoswapPlan plan;
-  double best_objective = 0;
-  std::size_t best_evaluation = 0;  // its index in history
-  std::vector<AutoswapBoEvaluation> history;  // in order of evaluation, the four single scores first
-  // The best of the four single scores (the first four evaluations; fewer
-  // when one reaches 0 and the search stops) and its objective:
-  // best_objective <= best_single_objective.
+  AutoswapBoWeights weights{};  ///< the best; autoswap_plan with score bo and these weights gives `plan`
+  AutoswapPlan plan;            ///< the plan of the best weights
+  double best_objective = 0;    ///< the plan's objective, the least of history's
+  std::size_t best_evaluation = 0;  ///< its index in history
+  std::vector<AutoswapBoEvaluation> history;  ///< in order of evaluation, the four single scores first
+  /// The best of the four single scores (the first four evaluations; fewer
+  /// when one reaches 0 and the search stops).
   AutoswapScore best_single = AutoswapScore::aoa;
+  /// best_single's objective: best_objective <= best_single_objective.
   double best_single_objective = 0;
 };
 
-// The objective of a plan made under `limit` (see above).
+/// The objective of a plan made under `limit` (see above), seconds.
 [[nodiscard]] double autoswap_bo_objective(const AutoswapPlan& plan, std::uint64_t limit, double excess_penalty);
 
-// The weights of equation (3) that minimise the objective, by Bayesian
-// optimisation (§IV-C), and their plan. `base` gives the limit and the
-// candidate filters; its score and bo_weights are not read. Throws
-// invalid_argument for options outside the ranges above, naming the value
-// and the range, and as autoswap_plan does for the program, costs and limit.
+/// The weights of equation (3) that minimise the objective, by Bayesian
+/// optimisation (§IV-C), and their plan. `base` gives the limit and the
+/// candidate filters; its score and bo_weights are not read. Throws
+/// invalid_argument for options outside the ranges above, naming the value
+/// and the range, and as autoswap_plan does for the program, costs and limit.
 [[nodiscard]] AutoswapBoResult autoswap_optimise_weights(const Program& program, const AutotmCosts& costs,
                                                          AutoswapOptions base, const AutoswapBoOptions& options);
 

@@ -189,9 +189,8 @@ struct AutotmIlp {
 // absolute (a node is pruned unless its bound beats the incumbent by the
 // cutoff increment, 1e-5 by default; rows hold to 1e-7): in seconds they
 // are as large as a kernel's whole saving, and Cbc stopped "optimal" far
-// from the optimum (DenseNet-121 b16 at 50% of its footprint: a
-// synchronous plan of 0.225 s, while the static plan of 0.168 s is one of
-// the synchronous ILP's solutions).
+// from the optimum (at a synchronous plan slower than the static plan,
+// which is one of the synchronous ILP's solutions).
 inline constexpr double autotm_time_unit = 1e6;
 
 // Builds the ILP of §3 (and §7.1 for the asynchronous formulation) once; the
@@ -384,9 +383,8 @@ class AutotmIlpBuilder {
   //   D(next block) >= D - sum of the block's moves out, D(first) = x(o, w),
   //   paid >= q + D - sum of the block's moves out before q - 1;
   // at an integer point D = max(0, x(o, w) - the moves out since w): the
-  // same bound. (Blocks of one move would be linear, but Cbc took 1.3-2.7
-  // times as long with them on random programs of 30 objects and 120
-  // kernels: the sums stay where they are short.)
+  // same bound. (Blocks of one move would be linear, but Cbc solves the
+  // ILP slower with them: the sums stay where they are short.)
   // For a persistent object w wraps around to the previous iteration's
   // last write; one that no use writes never pays (its PMM copy, once made,
   // stays valid). A created object is written by its creation, where use 0
@@ -702,8 +700,8 @@ CACHEDARRAYS_INLINE std::vector<std::vector<int>> autotm_columns_of(const Autotm
 // continuous columns again. True when every row then holds. A retry of the
 // fragmentation loop lowers some limits, which the plan before it breaks;
 // Cbc drops a start that breaks a row, and then, short of time, may find
-// nothing better than everything in PMM (ResNet-200 b512 at 20%: a static
-// retry modeled 62.8 s where the plan before it was 38.4 s).
+// nothing better than everything in PMM, far slower than the plan before
+// the retry.
 CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>& values,
                                        const std::vector<std::uint64_t>& limits) {
   const AutotmModel& m = ilp.model;
@@ -760,9 +758,9 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
 // byte-kernel of DRAM they hold (the objective's coefficients over the DRAM
 // rows' entries, the static ILP being a multidimensional knapsack), each
 // one that keeps every DRAM row at `limits`. Cbc, given "everything in PMM"
-// and a few seconds, may return it unimproved: ResNet-200 b512 at 20%,
-// whose optimum Cbc finds in 7 s, was left at 2.57x all-DRAM with 3 s
-// (once the dives keep the time limit, detail::mip_cap_heuristics). The
+// and a few seconds, may return it unimproved, even on an ILP whose optimum
+// it finds given a little longer (once the dives keep the time limit,
+// detail::mip_cap_heuristics). The
 // greedy plan is no guarantee of quality, only a floor the search starts
 // from; Cbc's search and the objective decide.
 CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& program, const AutotmIlp& ilp,
@@ -853,11 +851,11 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return std::tie(std::get<1>(a), std::get<0>(a)) < std::tie(std::get<1>(b), std::get<0>(b));
   });
-  // The DRAM rows (5) count in MiB, not bytes: in bytes (coefficients to
-  // 4e8, limits to 3e10 on ResNet-200 b512) Cbc's closing LP over the
-  // synchronous ILP took 18 s of primal and dual infeasibilities up to 1e26
-  // after the search had stopped at its time limit. A power of two keeps
-  // every coefficient and limit exact.
+  // The DRAM rows (5) count in MiB, not bytes: in bytes (coefficients and
+  // limits of up to tens of gigabytes on the largest networks) Cbc's closing
+  // LP over the synchronous ILP ran on in huge primal and dual
+  // infeasibilities long after the search had stopped at its time limit.
+  // A power of two keeps every coefficient and limit exact.
   constexpr double row_unit = 1024.0 * 1024.0;
   std::vector<char> is_dram_row(row_upper.size(), 0);
   for (const int r : ilp.dram_row) {
@@ -884,9 +882,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   mip.start_values = start_values != nullptr ? *start_values : m.start;
 
   AutotmPlan plan;
-  // No time left (building a large ILP can take the whole budget: DenseNet-
-  // 264 b512's static one took 20 s of 15): the start is the plan. Given
-  // 0.01 s, Cbc's root alone ran 506 s past it there.
+  // No time left (building a large ILP can take the whole budget): the
+  // start is the plan. Given a token limit, Cbc's root alone can run many
+  // times the whole budget past it.
   const bool no_time = seconds < autotm_min_solve_seconds;
   MipOutcome outcome;
   if (no_time) {
@@ -1083,11 +1081,10 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
   //     that breaks a limit Cbc drops, and then, short of time, it may find
   //     nothing better than everything in PMM.
   //   - The loop returns the best plan it saw, the seeds included: one that
-  //     fits is taken over one the executor must defragment (§4.2;
-  //     DenseNet-121 b16 at 50%: a synchronous plan modeled 2% faster than
-  //     the static one but reaching 14% past the heap, where the static one
-  //     reached 5%, left 134 objects without a hole and ran 0.129 s per
-  //     iteration against 0.110 s) unless it is modeled at over twice its
+  //     fits is taken over one the executor must defragment (§4.2: a plan
+  //     modeled slightly faster that reaches further past the heap leaves
+  //     objects without a hole and runs slower than the one that reaches
+  //     less far) unless it is modeled at over twice its
   //     time: the mark of a solve that ran out of time, not of a trade.
   const auto replay = [&](AutotmPlan& p, std::vector<std::uint64_t>& extents) {
     extents = autotm_dram_extents(program, p, options.alignment);
@@ -1202,12 +1199,11 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmC
   } else {
     // The synchronous ILP starts from the static plan, with its own
     // fragmentation loop, which the synchronous ILP contains and Cbc solves
-    // in seconds: from "everything in PMM" Cbc found nothing better within
-    // half a minute on DenseNet-121 b16 at 50% (2595 kernels), and that plan
-    // ran 2.5x slower than all-fast where the static one ran 1.2x. The
-    // static plan stays a candidate to the end: on ResNet-200 b512 at 20%
-    // the synchronous loop's retries, short of time, returned a plan modeled
-    // at 2.75x all-fast where the static plan was at 1.60x.
+    // in seconds: from "everything in PMM" Cbc may find nothing better
+    // within the time on a program of thousands of kernels, a plan far
+    // slower than the static one. The static plan stays a candidate to the
+    // end: the synchronous loop's retries, short of time, can return a plan
+    // modeled slower than the static one.
     AutotmOptions fixed = options;
     fixed.formulation = AutotmFormulation::static_placement;
     std::uint32_t static_retries = 0;

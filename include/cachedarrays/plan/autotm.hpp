@@ -68,134 +68,155 @@
 
 namespace cachedarrays::plan {
 
-enum class AutotmFormulation : std::uint8_t { static_placement, synchronous, asynchronous };
+/// Which of AutoTM's formulations (§3, Figure 6; see above) the ILP uses.
+enum class AutotmFormulation : std::uint8_t {
+  static_placement,  ///< an object is placed once, in DRAM or PMM, and stays there
+  synchronous,       ///< objects move just before or after a kernel that uses them, blocking it
+  asynchronous       ///< the synchronous moves, and moves beside kernels the object is not an argument of
+};
+/// The formulation's name: "static", "synchronous" or "asynchronous".
 [[nodiscard]] const char* to_string(AutotmFormulation formulation) noexcept;
 
-// The time side of the problem: each kernel's time all in DRAM and what
-// each of its arguments adds in PMM, and the copy bandwidths.
+/// The time side of the problem: each kernel's time all in DRAM and what
+/// each of its arguments adds in PMM, and the copy bandwidths.
 struct AutotmCosts {
-  std::vector<double> dram_seconds;              // by kernel
-  std::vector<std::vector<double>> pmm_penalty;  // by kernel, by argument: seconds added when it is in PMM
-  double to_pmm_gbps = 0;                        // DRAM -> PMM copies
-  double to_dram_gbps = 0;                       // PMM -> DRAM copies
+  std::vector<double> dram_seconds;              ///< by kernel: its time with every argument in DRAM
+  std::vector<std::vector<double>> pmm_penalty;  ///< by kernel, by argument: seconds added when it is in PMM
+  double to_pmm_gbps = 0;                        ///< bandwidth of DRAM -> PMM copies, GB/s
+  double to_dram_gbps = 0;                       ///< bandwidth of PMM -> DRAM copies, GB/s
 
-  // From a time model: dram_seconds with every argument at `dram`'s
-  // bandwidth, pmm_penalty with one argument at `pmm`'s instead. The copy
-  // bandwidths: PMM's write bandwidth out, its read bandwidth in.
+  /// From a time model: dram_seconds with every argument at `dram`'s
+  /// bandwidth, pmm_penalty with one argument at `pmm`'s instead. The copy
+  /// bandwidths: PMM's write bandwidth out, its read bandwidth in. Throws
+  /// invalid_argument for a bandwidth not > 0.
   [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
                                               const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
 
-  // Throws invalid_argument, prefixed by `who`, unless these are costs of
-  // `program`: one time per kernel and one penalty per argument, each
-  // finite and >= 0, and both copy bandwidths finite and > 0.
+  /// Throws invalid_argument, prefixed by `who`, unless these are costs of
+  /// `program`: one time per kernel and one penalty per argument, each
+  /// finite and >= 0, and both copy bandwidths finite and > 0.
   void check(const Program& program, std::string_view who) const;
 };
 
+/// What autotm_plan solves: the formulation, the DRAM limits, the solver's
+/// limits and the fragmentation loop.
 struct AutotmOptions {
-  AutotmFormulation formulation = AutotmFormulation::synchronous;
-  std::uint64_t dram_limit = 0;  // L_DRAM, bytes
-  // L_DRAM,k per kernel (§4.2's fragmentation loop lowers some); empty: all
-  // dram_limit.
+  AutotmFormulation formulation = AutotmFormulation::synchronous;  ///< which ILP
+  std::uint64_t dram_limit = 0;  ///< L_DRAM, bytes
+  /// L_DRAM,k per kernel (§4.2's fragmentation loop lowers some); empty: all
+  /// dram_limit.
   std::vector<std::uint64_t> kernel_limits;
-  double relative_gap = 0.01;  // the paper's
-  // For the whole plan, every solve of the fragmentation loop (and the
-  // asynchronous formulation's synchronous start) included: each solve may
-  // use half of what is left, the last one all of it. Cbc checks the limit
-  // between its steps (its root LP, a few seconds on ResNet-200 b512, runs
-  // to its end), and its root dives get the time left as their own limit.
-  // A solve that overran says by how much in the plan's status. Short of
-  // time, the plan is at worst the greedy static one (autotm_plan's MIP
-  // start), never everything in PMM; with no time left for a solve, the
-  // start is returned unsearched. The price of a limit that holds:
-  // ResNet-200 b512 at 20% of its footprint, synchronous, is modeled at
-  // 1.60x all-DRAM in 60 s (1.59x in 150 s), where an uncapped dive ran
-  // 73 s past a 23 s limit and found 1.32x.
+  double relative_gap = 0.01;  ///< Cbc stops within this gap of its bound (the paper's)
+  /// Seconds of wall time for the whole plan, every solve of the
+  /// fragmentation loop (and the
+  /// asynchronous formulation's synchronous start) included: each solve may
+  /// use half of what is left, the last one all of it. Cbc checks the limit
+  /// between its steps (its root LP, which on the largest programs takes
+  /// seconds, runs to its end), and its root dives get the time left as
+  /// their own limit.
+  /// A solve that overran says by how much in the plan's status. Short of
+  /// time, the plan is at worst the greedy static one (autotm_plan's MIP
+  /// start), never everything in PMM; with no time left for a solve, the
+  /// start is returned unsearched. The price of a limit that holds: a capped
+  /// search can stop at a plan modeled slower than an uncapped dive finds,
+  /// but an uncapped dive can overrun its limit by more than the limit itself.
   double time_limit_seconds = 60;
-  // The write-once saving (§3.6): a move out of an object whose PMM copy is
-  // still valid is free. Off by default: it makes the ILP far harder for Cbc
-  // (ResNet-18, 286 kernels: 3.7 s instead of 0.2 s) for plans within 0.1%
-  // of the same modeled time; the runtime elides those copies either way.
+  /// The write-once saving (§3.6): a move out of an object whose PMM copy is
+  /// still valid is free. Off by default: it makes the ILP far harder for Cbc
+  /// (many times the solve time) for plans of nearly the same modeled time;
+  /// the runtime elides those copies either way.
   bool write_once = false;
-  // Asynchronous formulation: how many kernels after a use (moves out) and
-  // before the next use (moves in) a move may overlap. The paper allows
-  // any kernel of the gap; a window bounds the ILP's size. The asynchronous
-  // ILP starts from the synchronous plan (solved first, with the
-  // fragmentation loop), which it contains: stopped early, it is never
-  // worse. Its search is given at most `async_search_seconds` of the time
-  // limit: Cbc spends minutes in it without improving the start on the
-  // trainer's programs (ResNet-18, 286 kernels: none in 60 s; bench/
-  // paper_reproduction --autotm measures what it finds).
+  /// Asynchronous formulation: how many kernels after a use (moves out) and
+  /// before the next use (moves in) a move may overlap. The paper allows
+  /// any kernel of the gap; a window bounds the ILP's size. The asynchronous
+  /// ILP starts from the synchronous plan (solved first, with the
+  /// fragmentation loop), which it contains: stopped early, it is never
+  /// worse.
   std::uint32_t async_window = 4;
+  /// The most of the time limit the asynchronous ILP's search is given:
+  /// Cbc spends minutes in it without improving the start on the trainer's
+  /// programs (bench/paper_reproduction --autotm measures what it finds).
   double async_search_seconds = 10;
-  // The fragmentation loop (§4.2): replay the plan's DRAM allocations and
-  // frees through the heap's allocator (best fit, this alignment); for each
-  // kernel whose allocations reach past dram_limit, lower its limit by
-  // `fragmentation_factor` and solve again, at most `max_retries` times.
-  // 0 retries: no replay.
-  std::uint32_t max_retries = 5;  // the most the paper needed (section 6.6)
-  double fragmentation_factor = 0.98;  // the paper's
-  // Lower a kernel's limit by at least its overflow, to
-  // L_k * dram_limit / extent_k when that is below L_k * fragmentation_factor.
-  // The paper's 2% steps suit few, large tensors; with thousands of small
-  // ones the best-fit heap reaches 5-14% past the limit (DenseNet-121 b16 at
-  // 50%), which five 2% steps never close (the plan then fragments and the
-  // executor finds no hole for 134 objects), and this closes in two. False:
-  // the paper's steps alone.
+  /// The fragmentation loop (§4.2): replay the plan's DRAM allocations and
+  /// frees through the heap's allocator (best fit, this alignment); for each
+  /// kernel whose allocations reach past dram_limit, lower its limit by
+  /// `fragmentation_factor` and solve again, at most `max_retries` times
+  /// (the default, 5, is the most the paper needed, section 6.6).
+  /// 0 retries: no replay.
+  std::uint32_t max_retries = 5;
+  double fragmentation_factor = 0.98;  ///< a retry's L_k over the last one's (the paper's)
+  /// Lower a kernel's limit by at least its overflow, to
+  /// L_k * dram_limit / extent_k when that is below L_k * fragmentation_factor.
+  /// The paper's 2% steps suit few, large tensors; with thousands of small
+  /// ones the best-fit heap can reach several such steps past the limit,
+  /// which five 2% steps never close (the plan then fragments and the
+  /// executor finds no hole for many objects), and this closes in fewer.
+  /// False: the paper's steps alone.
   bool lower_by_overflow = true;
-  std::uint64_t alignment = 64;        // the fast heap's (DeviceSpec::alignment)
-  // Progress, one line per step (an ILP built, a solve, a heap replay),
-  // with its time; null: silent.
+  std::uint64_t alignment = 64;        ///< the fast heap's (DeviceSpec::alignment)
+  /// Progress, one line per step (an ILP built, a solve, a heap replay),
+  /// with its time; null: silent.
   std::function<void(const std::string&)> progress;
 };
 
+/// One move of an object between the tiers.
 struct AutotmMove {
-  std::uint32_t object = 0;
-  std::uint32_t kernel = 0;
-  // Synchronous: into DRAM just before `kernel`, out to PMM just after it.
-  // Asynchronous: started when `kernel` begins, beside it; a move in has
-  // its DRAM from then on, a move out frees its DRAM after `kernel`.
+  std::uint32_t object = 0;  ///< the program's object number
+  std::uint32_t kernel = 0;  ///< the kernel the move is made at (see to_dram)
+  /// Into DRAM (else out to PMM).
+  /// Synchronous: into DRAM just before `kernel`, out to PMM just after it.
+  /// Asynchronous: started when `kernel` begins, beside it; a move in has
+  /// its DRAM from then on, a move out frees its DRAM after `kernel`.
   bool to_dram = true;
-  bool asynchronous = false;
+  bool asynchronous = false;  ///< beside `kernel` (else blocking, before or after it)
+  /// Field-wise equality.
   friend bool operator==(const AutotmMove&, const AutotmMove&) = default;
 };
 
+/// AutoTM's plan: where each argument is during each kernel, the moves, and
+/// how the solve and the fragmentation loop went.
 struct AutotmPlan {
-  // By kernel, by argument (as program.kernels()[k].args): in DRAM during k.
+  /// By kernel, by argument (as program.kernels()[k].args): in DRAM during k.
   std::vector<std::vector<bool>> in_dram;
-  std::vector<AutotmMove> moves;  // in program order
-  double modeled_seconds = 0;     // the objective: kernels plus blocking moves
-  bool optimal = false;           // proven within relative_gap
-  double gap = 0;                 // (objective - bound) / objective
-  double seconds = 0;             // wall time of the solve (every retry)
-  std::string status;             // for a person
-  // The fragmentation loop: solves after the first, the limits of the last
-  // solve, and the replayed allocator's extent (highest byte allocated in
-  // DRAM) at the worst kernel; fits = that extent is within dram_limit.
-  // With max_retries = 0 nothing is replayed: dram_extent stays 0 and fits
-  // true, unchecked (autotm_dram_extents replays any plan).
-  std::uint32_t retries = 0;
-  std::vector<std::uint64_t> kernel_limits;
-  std::uint64_t dram_extent = 0;
-  bool fits = true;
-  // Candidate plans a judge weighed before this one was kept
-  // (policy::AutotmPolicyOptions::judge; ReDL's period sizes); 0: none.
+  std::vector<AutotmMove> moves;  ///< in program order
+  double modeled_seconds = 0;     ///< the objective: kernels plus blocking moves
+  bool optimal = false;           ///< proven within relative_gap
+  double gap = 0;                 ///< (objective - bound) / objective
+  double seconds = 0;             ///< wall time of the solve (every retry)
+  std::string status;             ///< how the solve went, for a person
+  /// @name Fragmentation loop
+  /// The fragmentation loop: solves after the first, the limits of the last
+  /// solve, and the replayed allocator's extent (highest byte allocated in
+  /// DRAM) at the worst kernel; fits = that extent is within dram_limit.
+  /// With max_retries = 0 nothing is replayed: dram_extent stays 0 and fits
+  /// true, unchecked (autotm_dram_extents replays any plan).
+  ///@{
+  std::uint32_t retries = 0;                 ///< solves after the first
+  std::vector<std::uint64_t> kernel_limits;  ///< by kernel: L_k of the last solve
+  std::uint64_t dram_extent = 0;             ///< the replayed heap's highest byte at the worst kernel
+  bool fits = true;                          ///< dram_extent <= dram_limit
+  ///@}
+  /// Candidate plans a judge weighed before this one was kept
+  /// (policy::AutotmPolicyOptions::judge; ReDL's period sizes); 0: none.
   std::uint32_t judged = 0;
 };
 
-// The plan, or the best incumbent when Cbc stops at the time limit (status
-// says so, and when the fragmentation loop ran out of retries: the plan is
-// still returned, and the executor defragments). Everything in PMM keeps
-// any limit, so a plan always exists. Throws invalid_argument for costs
-// that do not match the program or options out of range, and error when
-// Cbc fails.
+/// The plan, or the best incumbent when Cbc stops at the time limit (status
+/// says so, and when the fragmentation loop ran out of retries: the plan is
+/// still returned, and the executor defragments). Everything in PMM keeps
+/// any limit, so a plan always exists. Throws invalid_argument for costs
+/// that do not match the program or options out of range, and error when
+/// Cbc fails.
 [[nodiscard]] AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs, const AutotmOptions& options);
 
-// The fragmentation loop's replay (§4.2): the plan's DRAM allocations and
-// frees in program order (objects created into DRAM, moves in, moves out,
-// retirements; persistent objects in DRAM at the start of the iteration
-// where the end of it leaves them), made on the heap's best-fit allocator
-// with `alignment`, over two iterations; per kernel, the highest byte
-// allocated while it runs (the later iteration's).
+/// The fragmentation loop's replay (§4.2): the plan's DRAM allocations and
+/// frees in program order (objects created into DRAM, moves in, moves out,
+/// retirements; persistent objects in DRAM at the start of the iteration
+/// where the end of it leaves them), made on the heap's best-fit allocator
+/// with `alignment`, over two iterations; per kernel, the highest byte
+/// allocated while it runs (the later iteration's). Throws invalid_argument
+/// for an alignment that is not a power of two >= 8 or a plan that does not
+/// match the program.
 [[nodiscard]] std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const AutotmPlan& plan,
                                                              std::uint64_t alignment);
 

@@ -6,13 +6,10 @@
 // for any layout this heuristic finds, and ReDL's fitting loop
 // (policy::fit_to_heap_by_kernel) lowers that kernel's limit.
 // (Fitted by the online allocator's replay instead, autotm_dram_extents,
-// ReDL at 20% modeled 1.02 / 1.11 / 1.20 / 1.34 / 1.16 / 1.15x all-fast on
-// ResNet-50 b128, DenseNet-121 b64, VGG-16 b64, ResNet-18 b32 96 px,
-// VGG-16 b16, DenseNet-121 b16; fitted by this packing, 1.01 / 1.07 / 1.10
-// / 1.22 / 1.15 / 1.08x. The online replay reaches less far than the
-// packing, so it lowers fewer kernels, and by less; lowering its target
-// uniformly instead, to 90% of the heap, gave 1.01 / 1.13 / 1.22 / 1.34 /
-// 1.26 / 1.17x: where the limit goes down matters more than how far.)
+// ReDL's plans model slower than fitted by this packing: the online replay
+// reaches less far than the packing, so it lowers fewer kernels, and by
+// less; lowering its target uniformly instead, to 90% of the heap, does no
+// better: where the limit goes down matters more than how far.)
 //
 // The stays are those of autotm_dram_extents's replay, in the same order
 // (plan/detail/autotm_dram_walk.hpp): an object created into DRAM holds it
@@ -40,33 +37,36 @@
 
 namespace cachedarrays::plan {
 
-// One DRAM stay of an object.
+/// One DRAM stay of an object: from when it takes its DRAM to when it gives
+/// it back, and where in the heap.
 struct AutotmStay {
-  std::uint32_t object = 0;
-  // The kernel the DRAM is taken for: the one an object is created before
-  // (the next to begin), or a move in is made for (synchronous: before it;
-  // asynchronous: beside it); 0 for a stay held from the iteration's start.
+  std::uint32_t object = 0;  ///< the program's object number
+  /// The kernel the DRAM is taken for: the one an object is created before
+  /// (the next to begin), or a move in is made for (synchronous: before it;
+  /// asynchronous: beside it); 0 for a stay held from the iteration's start.
   std::uint32_t kernel = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-  // In the replay's event time; a wrapping stay has start > end: it holds
-  // its bytes from `start` to the iteration's end and from its start to `end`.
-  std::uint32_t start = 0, end = 0;
-  bool wraps = false;
+  std::uint64_t offset = 0;  ///< its first byte in the heap, a multiple of the alignment
+  std::uint64_t bytes = 0;   ///< the object's size (unaligned)
+  /// In the replay's event time; a wrapping stay has start > end: it holds
+  /// its bytes from `start` to the iteration's end and from its start to `end`.
+  std::uint32_t start = 0,  ///< the event at which it takes its bytes
+      end = 0;              ///< the event at which it gives them back
+  bool wraps = false;  ///< held across the iteration's end (see start and end)
 };
 
+/// The packing of a plan's DRAM stays into one heap.
 struct AutotmOffsets {
-  std::vector<AutotmStay> stays;
-  std::uint64_t footprint = 0;  // the highest byte of any stay: the heap the packing needs
-  std::uint64_t max_live = 0;   // the most bytes (aligned) held at one time: no packing needs less
-  // By kernel: the highest byte of the stays held while it runs.
+  std::vector<AutotmStay> stays;  ///< every stay of the steady iteration, with its offset
+  std::uint64_t footprint = 0;  ///< the highest byte of any stay: the heap the packing needs
+  std::uint64_t max_live = 0;   ///< the most bytes (aligned) held at one time: no packing needs less
+  /// By kernel: the highest byte of the stays held while it runs.
   std::vector<std::uint64_t> extents;
 };
 
-// The stays of `plan` over `program`, each given an offset that is a
-// multiple of `alignment` (a power of two >= 8: the fast heap's
-// DeviceSpec::alignment). Throws invalid_argument as autotm_dram_extents
-// does for a plan that does not match the program.
+/// The stays of `plan` over `program`, each given an offset that is a
+/// multiple of `alignment` (a power of two >= 8: the fast heap's
+/// DeviceSpec::alignment). Throws invalid_argument for another alignment,
+/// and as autotm_dram_extents does for a plan that does not match the program.
 [[nodiscard]] AutotmOffsets autotm_dram_offsets(const Program& program, const AutotmPlan& plan,
                                                 std::uint64_t alignment);
 

@@ -21,16 +21,16 @@
 
 namespace cachedarrays::plan {
 
-// A plan whose offsets are multiples of problem.alignment() (sizes are
-// rounded up to it on the skyline). Deterministic: among buffers of the same
-// lifetime, the larger goes first, then the lower index (the paper leaves
-// ties open).
+/// The best-fit plan of `problem`: offsets are multiples of
+/// problem.alignment() (sizes are rounded up to it on the skyline).
+/// Deterministic: among buffers of the same lifetime, the larger goes first,
+/// then the lower index (the paper leaves ties open).
 [[nodiscard]] OffsetPlan best_fit_offsets(const DsaProblem& problem);
-// The same above a floor already taken: at time t the bytes [0, floor[t])
-// are occupied (by buffers placed before, e.g. autotm_offsets.hpp's
-// wrapping stays; none at times past floor.size()), and every buffer lies
-// above the floor wherever it is alive. The footprint counts the buffers
-// only.
+/// The same above a floor already taken: at time t the bytes [0, floor[t])
+/// are occupied (by buffers placed before, e.g. autotm_offsets.hpp's
+/// wrapping stays; none at times past floor.size()), and every buffer lies
+/// above the floor wherever it is alive. The footprint counts the buffers
+/// only.
 [[nodiscard]] OffsetPlan best_fit_offsets(const DsaProblem& problem, const std::vector<std::uint64_t>& floor);
 
 }  // namespace cachedarrays::plan

@@ -475,8 +475,8 @@ CACHEDARRAYS_INLINE SearchResult search_offsets_until(const DsaProblem& problem,
   // from twice the buffer count (solver.cc RoundRobin): one of them often
   // finds a plan fast where another wanders. Each turn starts its search
   // afresh, as solver.cc's does: what the rounds before explored is
-  // explored again (at most about as much as the last round; E at its
-  // capacity: 4.9 M placements in all, 511 k of them TWA's last turn).
+  // explored again (at most about as much as the last round, since the
+  // limits double).
   static constexpr std::array<std::string_view, 3> heuristics{"WAT", "TAW", "TWA"};
   std::vector<CanonicalSearch> searches;
   for (const std::string_view keys : heuristics) {

@@ -45,52 +45,58 @@
 
 namespace cachedarrays::plan {
 
+/// The limits of search_offsets and minimize_footprint.
 struct SearchOptions {
-  // Wall time after which the search stops; positive. minimize_footprint:
-  // for all its probes together.
+  /// Wall time after which the search stops; positive. minimize_footprint:
+  /// for all its probes together.
   double time_limit_seconds = 10;
-  // Placements tried (the search tree's nodes) after which it stops;
-  // positive. minimize_footprint: for all its probes together.
+  /// Placements tried (the search tree's nodes) after which it stops;
+  /// positive. minimize_footprint: for all its probes together.
   std::uint64_t node_limit = std::numeric_limits<std::uint64_t>::max();
 };
 
+/// How a search_offsets call ended.
 enum class SearchStatus : std::uint8_t {
-  found,       // plan is a solution within the capacity
-  infeasible,  // proven: no solution fits in the capacity
-  stopped,     // a limit was reached first; nothing is known
+  found,       ///< plan is a solution within the capacity
+  infeasible,  ///< proven: no solution fits in the capacity
+  stopped,     ///< a limit was reached first; nothing is known
 };
 
+/// The status's name: "found", "infeasible" or "stopped".
 [[nodiscard]] const char* to_string(SearchStatus status) noexcept;
 
+/// What search_offsets answers for one capacity.
 struct SearchResult {
-  SearchStatus status = SearchStatus::stopped;
-  OffsetPlan plan;  // when found: check_plan passes and plan.footprint <= capacity
-  std::uint64_t nodes = 0;  // placements tried
-  double seconds = 0;       // wall time of the call
+  SearchStatus status = SearchStatus::stopped;  ///< found, proven infeasible, or stopped at a limit
+  OffsetPlan plan;  ///< when found: check_plan passes and plan.footprint <= capacity
+  std::uint64_t nodes = 0;  ///< placements tried
+  double seconds = 0;       ///< wall time of the call
 };
 
-// Whether `problem` fits below `capacity` bytes (every offset + size <=
-// capacity, offsets multiples of the alignment). Throws invalid_argument for
-// a time limit that is not a positive finite number or a node limit of 0.
+/// Whether `problem` fits below `capacity` bytes (every offset + size <=
+/// capacity, offsets multiples of the alignment). Throws invalid_argument for
+/// a time limit that is not a positive finite number or a node limit of 0.
 [[nodiscard]] SearchResult search_offsets(const DsaProblem& problem, std::uint64_t capacity,
                                           const SearchOptions& options = {});
 
+/// What minimize_footprint found: the best plan, the bound it is measured
+/// against, and the search's cost.
 struct FootprintSearchResult {
-  OffsetPlan plan;  // the best found: never worse than the best heuristic
-  // No solution has a footprint below this: max-live, or one more than the
-  // largest capacity proven infeasible.
+  OffsetPlan plan;  ///< the best found: never worse than the best heuristic
+  /// No solution has a footprint below this: max-live, or one more than the
+  /// largest capacity proven infeasible.
   std::uint64_t lower_bound = 0;
-  bool optimal = false;     // plan.footprint == lower_bound
-  std::uint64_t nodes = 0;  // over all probes
-  std::size_t probes = 0;   // capacities searched
-  double seconds = 0;       // wall time of the call
+  bool optimal = false;     ///< plan.footprint == lower_bound
+  std::uint64_t nodes = 0;  ///< placements tried, over all probes
+  std::size_t probes = 0;   ///< capacities searched
+  double seconds = 0;       ///< wall time of the call
 };
 
-// The least footprint the search finds within the limits: from the best of
-// the heuristics (best_fit_offsets, smartpool_offsets best- and first-fit),
-// it probes max-live first (where the MiniMalloc instances' optimum often
-// is), then bisects between the proven lower bound and the best footprint
-// found. Each probe gets half of the time left. Throws as search_offsets.
+/// The least footprint the search finds within the limits: from the best of
+/// the heuristics (best_fit_offsets, smartpool_offsets best- and first-fit),
+/// it probes max-live first (where the MiniMalloc instances' optimum often
+/// is), then bisects between the proven lower bound and the best footprint
+/// found. Each probe gets half of the time left. Throws as search_offsets.
 [[nodiscard]] FootprintSearchResult minimize_footprint(const DsaProblem& problem, const SearchOptions& options = {});
 
 }  // namespace cachedarrays::plan

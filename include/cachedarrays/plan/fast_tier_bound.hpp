@@ -9,9 +9,9 @@
 // copies (all of them hidden behind the kernels) nor for fragments. No
 // policy, planned or not, replays below it on that machine; how far a
 // policy is above it is what scheduling can still win, and a bound above a
-// slowdown goal says the goal is out of reach at that size (VGG-16 at 20%:
-// its first fully-connected layer's weights, gradient and momentum, 411 MB
-// each, meet in one SGD kernel on a 609 MB tier).
+// slowdown goal says the goal is out of reach at that size (as when a large
+// fully-connected layer's weights, gradient and momentum, meeting in one SGD
+// kernel, together pass a small tier).
 //
 // The cost model is AutotmCosts' (the planners'): a kernel's time in the
 // fast tier plus a penalty for each argument in the slow tier. For the
@@ -37,38 +37,42 @@
 
 namespace cachedarrays::plan {
 
+/// The lower bound on the iteration time on a fast tier of one size, with
+/// what it is made of.
 struct FastTierBound {
-  std::uint64_t fast_bytes = 0;
-  double seconds = 0;           // the bound on one iteration
-  double all_fast_seconds = 0;  // every argument in the fast tier: sum of dram_seconds
-  // Kernels whose arguments pass the tier, and by how many bytes at most.
-  std::uint32_t kernels_over = 0;
-  std::uint64_t largest_excess = 0;
-  std::vector<double> kernel_seconds;  // by kernel: its share of the bound
+  std::uint64_t fast_bytes = 0;  ///< the size of the fast tier the bound is for
+  double seconds = 0;           ///< the bound on one iteration
+  double all_fast_seconds = 0;  ///< every argument in the fast tier: sum of dram_seconds
+  std::uint32_t kernels_over = 0;    ///< kernels whose arguments together pass the tier
+  std::uint64_t largest_excess = 0;  ///< the most bytes by which one kernel's arguments pass it
+  std::vector<double> kernel_seconds;  ///< by kernel: its share of the bound
+  /// seconds / all_fast_seconds: the least slowdown any placement has on
+  /// this tier (1 for an iteration of no time).
   [[nodiscard]] double slowdown() const noexcept {
     return all_fast_seconds > 0 ? seconds / all_fast_seconds : 1.0;
   }
 };
 
-// The bound for `program` with `costs` (AutotmCosts::from_model or a
-// profile) on a fast tier of `fast_bytes`. An argument named twice by one
-// kernel is one object there (its bytes once, its penalties summed). Throws
-// invalid_argument when the costs do not match the program (one time per
-// kernel, one penalty per argument, each finite and >= 0).
+/// The bound for `program` with `costs` (AutotmCosts::from_model or a
+/// profile) on a fast tier of `fast_bytes`. An argument named twice by one
+/// kernel is one object there (its bytes once, its penalties summed). Throws
+/// invalid_argument when the costs do not match the program (one time per
+/// kernel, one penalty per argument, each finite and >= 0).
 [[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const AutotmCosts& costs,
                                             std::uint64_t fast_bytes);
-// The same on a kernel time model with the tiers' bandwidths (as a replay
-// on them charges): a kernel's subsets are priced by the model itself, not
-// by the sum of one-argument penalties: never lower, and higher where
-// arguments that each hide under a kernel's compute time do not together
-// (on the bundled CNNs at 20%, with --gflops 2201, the two agree: their
-// kernels over the tier are memory-bound). Throws invalid_argument for a
-// bandwidth not > 0 (AutotmCosts::from_model).
+/// The same on a kernel time model with the tiers' bandwidths (as a replay
+/// on them charges): a kernel's subsets are priced by the model itself, not
+/// by the sum of one-argument penalties: never lower, and higher where
+/// arguments that each hide under a kernel's compute time do not together
+/// (where the kernels over the tier are memory-bound, as on the bundled
+/// CNNs, the two agree). Throws invalid_argument for a bandwidth not > 0
+/// (AutotmCosts::from_model).
 [[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const KernelTimeModel& model,
                                             const emulation::Bandwidth& fast, const emulation::Bandwidth& slow,
                                             std::uint64_t fast_bytes);
 
-// Kernels of up to this many distinct objects are solved exactly.
+/// Kernels of up to this many distinct objects are solved exactly; larger
+/// ones by the linear relaxation.
 inline constexpr std::size_t fast_tier_bound_exact_objects = 16;
 
 }  // namespace cachedarrays::plan

@@ -1,4 +1,4 @@
-// A kernel's signature (DESIGN.md "What is known ahead"): what identifies a
+// A kernel's signature (docs/design.md "What is known ahead"): what identifies a
 // kernel for its profile, written as one line, which is also the name a
 // Trace records the kernel under — so the replay simulator finds each
 // kernel's profile and FLOPs from the trace alone:
@@ -25,24 +25,24 @@
 
 namespace cachedarrays::plan {
 
-// One argument as a signature names it.
+/// One argument as a signature names it.
 struct SignatureArg {
-  std::string role;                 // "src", "weights", "diff_dst", ...
-  std::vector<std::int64_t> dims;   // logical dims
-  std::string layout;               // "abcd", "aBcd16b", ...
+  std::string role;                 ///< oneDNN's role: "src", "weights", "diff_dst", ...
+  std::vector<std::int64_t> dims;   ///< logical dims, outermost first
+  std::string layout;               ///< oneDNN format tag: "abcd", "aBcd16b", ...
 };
 
-// "<kind and attributes> role=dims:layout ... [flops=N]" (flops = 0: none).
-// Throws invalid_argument for an empty kind or a role or layout holding a
-// space, '=' or ':' (the separators of the line).
+/// The signature line "<kind and attributes> role=dims:layout ... [flops=N]"
+/// (flops = 0: none). Throws invalid_argument for an empty kind or a role
+/// or layout holding a space, '=' or ':' (the separators of the line).
 [[nodiscard]] std::string make_signature(std::string_view kind_and_attributes, std::span<const SignatureArg> args,
                                          std::uint64_t flops);
 
-// The op kind: the signature's first word ("conv" of "conv s1p1 src=...").
+/// The op kind: the signature's first word ("conv" of "conv s1p1 src=...").
 [[nodiscard]] std::string_view kernel_kind(std::string_view signature) noexcept;
 
-// The FLOPs a signature gives, 0 when it gives none (a reorder, a scoped
-// "read()" access). Throws invalid_argument when `flops=` holds no number.
+/// The FLOPs a signature gives, 0 when it gives none (a reorder, a scoped
+/// "read()" access). Throws invalid_argument when `flops=` holds no number.
 [[nodiscard]] std::uint64_t kernel_flops(std::string_view signature);
 
 }  // namespace cachedarrays::plan

@@ -16,20 +16,22 @@
 
 namespace cachedarrays::plan {
 
+/// An offset planner, or none.
 enum class OffsetPlanner : std::uint8_t {
-  online,     // no plan: each object where the block allocator puts it when it is created
-  best_fit,   // best_fit_offsets
-  smartpool,  // smartpool_offsets with best-fit holes (the paper's default)
-  mip,        // mip_offsets from the best heuristic, under MipOptions' time limit
+  online,     ///< no plan: each object where the block allocator puts it when it is created
+  best_fit,   ///< best_fit_offsets
+  smartpool,  ///< smartpool_offsets with best-fit holes (the paper's default)
+  mip,        ///< mip_offsets from the best heuristic, under MipOptions' time limit
 };
 
-// "online", "best-fit", "smartpool", "mip"; throws invalid_argument naming
-// the valid names.
+/// The planner of a name: "online", "best-fit", "smartpool", "mip"; throws
+/// invalid_argument naming the valid names.
 [[nodiscard]] OffsetPlanner parse_offset_planner(std::string_view name);
+/// The planner's name as parse_offset_planner reads it.
 [[nodiscard]] const char* to_string(OffsetPlanner planner) noexcept;
 
-// The plan of `planner` for `problem`, checked with check_plan. `online`
-// has no plan: invalid_argument.
+/// The plan of `planner` for `problem`, checked with check_plan; `mip`
+/// configures the MIP planner. `online` has no plan: invalid_argument.
 [[nodiscard]] OffsetPlan plan_offsets(const DsaProblem& problem, OffsetPlanner planner,
                                       const MipOptions& mip = {});
 

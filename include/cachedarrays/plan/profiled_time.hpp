@@ -31,19 +31,24 @@
 
 namespace cachedarrays::plan {
 
+/// The profiled kernel time model: a kernel's measured all-fast and all-slow
+/// times, interpolated by slow_share() for the placements in between; a
+/// kernel without a profile takes the fallback model's time.
 class ProfiledTime final : public KernelTimeModel {
  public:
-  // `profiles` and `fallback` are kept, not copied. `fast_tier` / `slow_tier`:
-  // the bandwidths of the tiers the profiles' fast and slow times were
-  // measured on (for an emulated tier, its emulated bandwidths). Throws
-  // invalid_argument for a bandwidth that is not > 0.
+  /// `profiles` and `fallback` are kept, not copied. `fast_tier` / `slow_tier`:
+  /// the bandwidths of the tiers the profiles' fast and slow times were
+  /// measured on (for an emulated tier, its emulated bandwidths). Throws
+  /// invalid_argument for a bandwidth that is not > 0.
   ProfiledTime(const KernelProfiles& profiles, emulation::Bandwidth fast_tier, emulation::Bandwidth slow_tier,
                const KernelTimeModel& fallback);
 
+  /// The profile's fast_seconds + slow_share(args) * (slow_seconds - fast_seconds),
+  /// or the fallback's time for a kernel without a profile.
   [[nodiscard]] double seconds(std::string_view signature, std::span<const ArgTraffic> args) const override;
 
-  // The interpolation weight w above: 0 with every argument in the fast
-  // tier, 1 with every argument in the slow tier.
+  /// The interpolation weight w above: 0 with every argument in the fast
+  /// tier, 1 with every argument in the slow tier.
   [[nodiscard]] double slow_share(std::span<const ArgTraffic> args) const;
 
  private:
@@ -53,10 +58,10 @@ class ProfiledTime final : public KernelTimeModel {
   const KernelTimeModel& fallback_;
 };
 
-// ProfiledTime that owns its profiles, with the roofline calibrated on them
-// (compute_rate(profiles)) for kernels they lack: the model a planner keeps
-// (AutotmPolicyOptions::time_model). Throws what ProfiledTime and
-// compute_rate throw.
+/// ProfiledTime that owns its profiles, with the roofline calibrated on them
+/// (compute_rate(profiles)) for kernels they lack: the model a planner keeps
+/// (AutotmPolicyOptions::time_model). Throws what ProfiledTime and
+/// compute_rate throw.
 [[nodiscard]] std::shared_ptr<const KernelTimeModel> profiled_time_model(KernelProfiles profiles,
                                                                          emulation::Bandwidth fast_tier,
                                                                          emulation::Bandwidth slow_tier);

@@ -471,7 +471,8 @@ class RedlPlacer {
   // of it: the kernel its write-back would be issued at and the object's
   // next use after the stay. Neither changes while it is a candidate (its
   // stay is only ever released), so they are computed once, not per kernel
-  // over the limit (ResNet-200 b2048: make_room was 80% of the planning).
+  // over the limit (computed per kernel, make_room dominates the planning
+  // of a large program).
   struct Candidate {
     std::size_t stay = 0;
     std::uint32_t from = 0, to = 0, writeback = 0;
@@ -630,8 +631,9 @@ class RedlPlacer {
   // them), or, with RedlOptions::room_by_slow_cost, the objects whose
   // slow-tier accesses in the period would cost the kernels most per byte
   // first (the profiles of §III-B time each kernel with its arguments in
-  // either tier: a write to PMM costs about 6x DRAM's time, a read 3x), so
-  // that where not all fit, the bytes left in the slow tier cost least.
+  // either tier: a write to PMM costs several times DRAM's time, a read
+  // less but still a multiple), so that where not all fit, the bytes left
+  // in the slow tier cost least.
   [[nodiscard]] std::vector<std::size_t> room_order(const std::vector<std::uint32_t>& absent, std::uint32_t begin,
                                                     std::uint32_t end) const {
     std::vector<std::size_t> order(absent.size());

@@ -38,18 +38,11 @@
 //     until its DRAM is needed), but this conservative rule plans better:
 //     with the executor's rule instead (a kernel waits for write-backs only
 //     when the occupancy at it and the bytes still landing would pass its
-//     limit), the replayed steady state at 20% went from 1.05 / 1.13 / 1.20
-//     / 1.34 / 1.17 / 1.16x all-fast to 1.07 / 1.15 / 1.21 / 1.30 / 1.17 /
-//     1.23x (ResNet-50 b128, DenseNet-121 b64, VGG-16 b64, ResNet-18 b32,
-//     DenseNet-121 b16, VGG-16 b16; cachedarrays-plan --gflops 2201).
-//     With no wait for write-backs at all, as the replay charged them before
-//     d7cf8bb (which holds a write-back's DRAM until it lands), the
-//     model tracks the replay (own 1.04 / 1.08 / 1.10 / 1.19 / 1.01 /
-//     1.14x against replayed 1.039 / 1.092 / 1.116 / 1.222 / 1.022 /
-//     1.152x, same order, with the heap fitted by the packing), but its
-//     plans replay no better overall than this rule's (1.005 / 1.073 /
-//     1.105 / 1.221 / 1.080 / 1.152x): better on DenseNet-121 b16, worse
-//     on ResNet-50, DenseNet-121 b64 and VGG-16 b64.
+//     limit), the replayed steady state is slower on most of the bundled
+//     networks. With no wait for write-backs at all (a replay that does not
+//     hold a write-back's DRAM until it lands charges them so), the model
+//     tracks such a replay closely, but its plans replay no better overall
+//     than this rule's: better on some networks, worse on others.
 //
 // The algorithm:
 //   1. Idle migration (§III-C, Algorithm 1): short-lived objects are
@@ -91,9 +84,9 @@
 //      the slow tier and no kernel waits, i.e. the all-DRAM time — or when
 //      every size has been tried (or after `search_rounds` rounds), and the
 //      best size tried is taken. The rounds are not cut short by default:
-//      the modeled time is far from convex in the period size (DenseNet-121
-//      at 20% of its peak: 4.4x the all-DRAM time at the best size within
-//      16 of the median, 1.6x at the best of all, a period of one layer).
+//      the modeled time is far from convex in the period size (the best
+//      size near the median can model far slower than the best of all,
+//      which may be a period of one layer).
 //      RedlPlan::search keeps every size tried with its modeled time: the
 //      policy (policy/redl_policy.hpp) has the best 16 judged by a replay
 //      on the executor when it is given a judge, since this model ranks
@@ -149,134 +142,147 @@
 
 namespace cachedarrays::plan {
 
+/// What redl_plan plans for: the fast tier's limit, the layers and periods,
+/// and the choices the paper leaves open.
 struct RedlOptions {
-  std::uint64_t fast_limit = 0;       // bytes of the fast tier the plan may hold at once; > 0
-  // By kernel, a lower limit during that kernel (empty, or shorter than the
-  // program: fast_limit for the rest). A heap that fragments where the plan
-  // is fullest is fitted by lowering the limit there only
-  // (policy::fit_to_heap_by_kernel), not everywhere.
+  std::uint64_t fast_limit = 0;       ///< bytes of the fast tier the plan may hold at once; > 0
+  /// By kernel, a lower limit during that kernel (empty, or shorter than the
+  /// program: fast_limit for the rest). A heap that fragments where the plan
+  /// is fullest is fitted by lowering the limit there only
+  /// (policy::fit_to_heap_by_kernel), not everywhere.
   std::vector<std::uint64_t> kernel_limits;
-  std::uint32_t period_layers = 0;    // layers per migration period; 0: search (§III-D.1)
-  std::uint32_t kernels_per_layer = 1;  // a layer: this many consecutive kernels; >= 1
-  // The first kernel of each layer, ascending from 0 (takes the place of
-  // kernels_per_layer when not empty).
+  std::uint32_t period_layers = 0;    ///< layers per migration period; 0: search (§III-D.1)
+  std::uint32_t kernels_per_layer = 1;  ///< a layer: this many consecutive kernels; >= 1
+  /// The first kernel of each layer, ascending from 0 (takes the place of
+  /// kernels_per_layer when not empty).
   std::vector<std::uint32_t> layer_starts;
-  std::uint32_t short_lived_layers = 1;  // §II-B: "no longer than one layer"; >= 1
-  // A copy in for period t may be issued from the start of period
-  // t - issue_periods (the paper's, 1: during period t-1), where the DRAM
-  // it needs is free that long; >= 1.
+  std::uint32_t short_lived_layers = 1;  ///< §II-B: "no longer than one layer"; >= 1
+  /// A copy in for period t may be issued from the start of period
+  /// t - issue_periods (the paper's, 1: during period t-1), where the DRAM
+  /// it needs is free that long; >= 1.
   std::uint32_t issue_periods = 1;
-  // Where a period's objects do not all fit, which get the room: false,
-  // the paper's order of first use in the period; true, the costliest in
-  // the slow tier per byte first (by the costs' pmm_penalty), so that what
-  // stays there is what the kernels read cheapest from it.
+  /// Where a period's objects do not all fit, which get the room: false,
+  /// the paper's order of first use in the period; true, the costliest in
+  /// the slow tier per byte first (by the costs' pmm_penalty), so that what
+  /// stays there is what the kernels read cheapest from it.
   bool room_by_slow_cost = false;
-  // Long-lived objects under this are not migrated but held like short-lived
-  // ones (§II-B's small objects are under 4 KB).
+  /// Long-lived objects under this are not migrated but held like short-lived
+  /// ones (§II-B's small objects are under 4 KB).
   std::uint64_t min_bytes = 4096;
-  // Rounds of the period search after the median (each tries median +- r);
-  // 0: the paper's, until a size meets both constraints or every size has
-  // been tried (DenseNet-121, 2595 kernels: 2595 sizes, 12 s).
+  /// Rounds of the period search after the median (each tries median +- r);
+  /// 0: the paper's, until a size meets both constraints or every size has
+  /// been tried (on a program of thousands of layers, thousands of trials).
   std::uint32_t search_rounds = 0;
-  // The fast heap's alignment, for the best-fit replay (autotm_dram_extents)
-  // that tells whether the plan fragments; 0: no replay.
+  /// The fast heap's alignment, for the best-fit replay (autotm_dram_extents)
+  /// that tells whether the plan fragments; 0: no replay.
   std::uint64_t alignment = 64;
 };
 
-// An object's liveness (§II-B). Kernels and layers are of the first and
-// last use; `layers` is 0 for an object the iteration does not use.
+/// An object's liveness (§II-B). Kernels and layers are of the first and
+/// last use; `layers` is 0 for an object the iteration does not use.
 struct RedlLiveness {
-  std::uint32_t first_use = 0, last_use = 0;
-  std::uint32_t first_layer = 0, last_layer = 0;
-  std::uint32_t layers = 0;    // last_layer - first_layer + 1
-  std::uint32_t kernels = 0;   // last_use - first_use + 1
-  bool survives = false;       // persistent and not retired: alive into the next iteration
-  bool short_lived = false;
+  std::uint32_t first_use = 0,    ///< the first kernel that uses it
+      last_use = 0;               ///< the last kernel that uses it
+  std::uint32_t first_layer = 0,  ///< the layer of first_use
+      last_layer = 0;             ///< the layer of last_use
+  std::uint32_t layers = 0;    ///< last_layer - first_layer + 1
+  std::uint32_t kernels = 0;   ///< last_use - first_use + 1
+  bool survives = false;       ///< persistent and not retired: alive into the next iteration
+  bool short_lived = false;    ///< at most short_lived_layers layers and not surviving
 };
 
-// The layer of each kernel. Throws invalid_argument for a kernels_per_layer
-// of 0 or layer_starts that do not start at 0, ascend or stay below the
-// kernel count.
+/// The layer of each kernel. Throws invalid_argument for a kernels_per_layer
+/// of 0 or layer_starts that do not start at 0, ascend or stay below the
+/// kernel count.
 [[nodiscard]] std::vector<std::uint32_t> redl_layers(const Program& program, const RedlOptions& options);
-// Each object's liveness; throws as redl_layers does.
+/// Each object's liveness; throws as redl_layers does.
 [[nodiscard]] std::vector<RedlLiveness> redl_liveness(const Program& program, const RedlOptions& options);
 
-// A copy of the plan, with where it falls on the modeled copy engine in the
-// steady state (seconds from the iteration's start). `kernel` and the
-// direction mean what AutotmMove's do: an asynchronous copy in or out is
-// issued when `kernel` starts; a synchronous copy out follows `kernel`.
+/// A copy of the plan, with where it falls on the modeled copy engine in the
+/// steady state (seconds from the iteration's start). `kernel` and the
+/// direction mean what AutotmMove's do: an asynchronous copy in or out is
+/// issued when `kernel` starts; a synchronous copy out follows `kernel`.
 struct RedlMove {
-  std::uint32_t object = 0;
-  std::uint32_t kernel = 0;
-  bool to_dram = true;
-  bool asynchronous = true;
-  std::uint64_t bytes = 0;  // 0: a copy out of a clean object, which only frees DRAM
-  double issue = 0, start = 0, end = 0;
-  // A copy in: the use it serves (the object's next use after `kernel`;
-  // in the next iteration when `wraps`).
+  std::uint32_t object = 0;  ///< the program's object number
+  std::uint32_t kernel = 0;  ///< the kernel it is issued at (see above)
+  bool to_dram = true;       ///< a copy in (else a copy out)
+  bool asynchronous = true;  ///< beside `kernel` (else a synchronous copy out after it)
+  std::uint64_t bytes = 0;  ///< 0: a copy out of a clean object, which only frees DRAM
+  double issue = 0,  ///< when it is issued
+      start = 0,     ///< when the engine starts it
+      end = 0;       ///< when it lands
+  /// A copy in: the use it serves (the object's next use after `kernel`;
+  /// in the next iteration when `wraps`).
   std::uint32_t use = 0;
-  bool wraps = false;
+  bool wraps = false;  ///< the use it serves is in the next iteration
 };
 
+/// One migration period of the plan.
 struct RedlPeriod {
-  std::uint32_t first_kernel = 0, end_kernel = 0;  // [first, end)
-  std::uint64_t idle_region = 0;  // F: the peak bytes of the fast region's short-lived objects
-  std::uint32_t moves_in = 0;     // copies issued during the period (for the next one)
-  std::uint32_t write_backs = 0;
+  std::uint32_t first_kernel = 0,  ///< its first kernel
+      end_kernel = 0;              ///< the kernel after its last: it spans [first_kernel, end_kernel)
+  std::uint64_t idle_region = 0;  ///< F: the peak bytes of the fast region's short-lived objects
+  std::uint32_t moves_in = 0;     ///< copies in issued during the period (for the next one)
+  std::uint32_t write_backs = 0;  ///< copies out issued during the period
 };
 
-// One period size the search tried, in the order tried.
+/// One period size the search tried, in the order tried.
 struct RedlTrial {
-  std::uint32_t period_layers = 0;
-  double modeled_seconds = 0;
+  std::uint32_t period_layers = 0;  ///< the size: layers per period
+  double modeled_seconds = 0;       ///< this model's iteration time with it
 };
 
+/// ReDL's plan: the periods, where each argument is during each kernel, the
+/// copies, and the modeled steady-state iteration.
 struct RedlPlan {
-  std::uint64_t fast_limit = 0;
-  std::vector<std::uint64_t> kernel_limits;  // by kernel: the limit the plan kept to there
-  std::uint32_t layers = 0;         // in the iteration
-  std::uint32_t period_layers = 0;  // chosen
-  std::vector<RedlPeriod> periods;
-  std::vector<RedlTrial> search;    // one entry when the size was given
-  std::vector<RedlLiveness> liveness;  // by object
-  // Objects of the fast region Algorithm 1 leaves in the slow tier: its
-  // victims, and long-lived objects under min_bytes that found no room.
+  std::uint64_t fast_limit = 0;  ///< RedlOptions::fast_limit
+  std::vector<std::uint64_t> kernel_limits;  ///< by kernel: the limit the plan kept to there
+  std::uint32_t layers = 0;         ///< layers in the iteration
+  std::uint32_t period_layers = 0;  ///< the period size chosen, in layers
+  std::vector<RedlPeriod> periods;  ///< the migration periods, in order
+  std::vector<RedlTrial> search;    ///< the sizes tried; one entry when the size was given
+  std::vector<RedlLiveness> liveness;  ///< by object
+  /// Objects of the fast region Algorithm 1 leaves in the slow tier: its
+  /// victims, and long-lived objects under min_bytes that found no room.
   std::vector<std::uint32_t> idle_victims;
-  // By kernel, by argument (as program.kernels()[k].args): in DRAM during k
-  // (AutotmPlan's x); dsma: the object's copy in has not arrived, and k reads
-  // it from the slow tier.
+  /// By kernel, by argument (as program.kernels()[k].args): in DRAM during k
+  /// (AutotmPlan's x).
   std::vector<std::vector<bool>> in_dram;
+  /// By kernel, by argument: the object's copy in has not arrived, and k
+  /// reads it from the slow tier (DSMA).
   std::vector<std::vector<bool>> dsma;
-  std::uint32_t dsma_arguments = 0;
-  std::vector<RedlMove> moves;  // by kernel, in the order issued
-  // The steady-state iteration: each kernel's start (after any wait) and end.
-  std::vector<double> kernel_start, kernel_end;
-  double modeled_seconds = 0;   // the iteration, waits included
-  double wait_seconds = 0;      // kernels waiting for copies (late writes, copies out)
-  double all_fast_seconds = 0;  // every argument in DRAM: sum of dram_seconds
-  double all_slow_seconds = 0;  // every argument in PMM
-  // DRAM occupancy by kernel (see the model) and its peak, <= fast_limit.
-  std::vector<std::uint64_t> fast_bytes;
-  std::uint64_t peak_fast_bytes = 0;
-  // The best-fit replay (autotm_dram_extents, with options.alignment): the
-  // highest byte allocated, and whether it is within fast_limit (true,
-  // unchecked, when alignment is 0).
+  std::uint32_t dsma_arguments = 0;  ///< how many entries of dsma are true
+  std::vector<RedlMove> moves;  ///< by kernel, in the order issued
+  std::vector<double> kernel_start,  ///< the steady-state iteration, by kernel: its start, after any wait
+      kernel_end;                    ///< by kernel: its end
+  double modeled_seconds = 0;   ///< the iteration, waits included
+  double wait_seconds = 0;      ///< kernels waiting for copies (late writes, copies out)
+  double all_fast_seconds = 0;  ///< every argument in DRAM: sum of dram_seconds
+  double all_slow_seconds = 0;  ///< every argument in PMM
+  std::vector<std::uint64_t> fast_bytes;  ///< DRAM occupancy by kernel (see the model)
+  std::uint64_t peak_fast_bytes = 0;      ///< the peak of fast_bytes, <= fast_limit
+  /// The best-fit replay's (autotm_dram_extents, with options.alignment)
+  /// highest byte allocated; 0 when alignment is 0.
   std::uint64_t dram_extent = 0;
+  /// Whether dram_extent is within fast_limit (true, unchecked, when
+  /// alignment is 0).
   bool fits = true;
-  double seconds = 0;  // wall time of the planning
-  std::string status;  // for a person
+  double seconds = 0;  ///< wall time of the planning
+  std::string status;  ///< a summary, for a person
 };
 
-// Throws invalid_argument for options out of range (each message names the
-// value and what is allowed) and costs that do not match the program (one
-// time per kernel, one penalty per argument, each finite and >= 0; copy
-// bandwidths finite and > 0).
+/// ReDL's plan for `program` (see the file comment). Throws invalid_argument
+/// for options out of range (each message names the value and what is
+/// allowed) and costs that do not match the program (one time per kernel,
+/// one penalty per argument, each finite and >= 0; copy bandwidths finite
+/// and > 0).
 [[nodiscard]] RedlPlan redl_plan(const Program& program, const AutotmCosts& costs, const RedlOptions& options);
 
-// The plan as AutoTM's executor runs it: in_dram, the moves (asynchronous
-// copies in and out, synchronous copies out), the modeled time, the limit
-// for every kernel and the replay's extent.
+/// The plan as AutoTM's executor runs it: in_dram, the moves (asynchronous
+/// copies in and out, synchronous copies out), the modeled time, the limit
+/// for every kernel and the replay's extent.
 [[nodiscard]] AutotmPlan redl_autotm_plan(const RedlPlan& plan);
+/// redl_autotm_plan(redl_plan(program, costs, options)); throws as redl_plan.
 [[nodiscard]] AutotmPlan redl_autotm_plan(const Program& program, const AutotmCosts& costs,
                                           const RedlOptions& options);
 

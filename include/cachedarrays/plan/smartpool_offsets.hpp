@@ -22,16 +22,17 @@
 
 namespace cachedarrays::plan {
 
-// Which free hole a buffer goes into (paper 002 Fig. 4).
+/// Which free hole a buffer goes into (paper 002 Fig. 4).
 enum class HoleFit : std::uint8_t {
-  best,   // the smallest hole it fits in (the paper's default)
-  first,  // the lowest hole it fits in
+  best,   ///< the smallest hole it fits in (the paper's default)
+  first,  ///< the lowest hole it fits in
 };
 
-// A plan whose offsets are multiples of problem.alignment() (a hole fits a
-// buffer when the hole's start rounded up to the alignment leaves room for
-// it). Deterministic: buffers of equal size go in index order, and of equal
-// holes the lower wins (the paper leaves ties open).
+/// SmartPool's plan of `problem`, holes chosen by `fit`: offsets are
+/// multiples of problem.alignment() (a hole fits a buffer when the hole's
+/// start rounded up to the alignment leaves room for it). Deterministic:
+/// buffers of equal size go in index order, and of equal holes the lower
+/// wins (the paper leaves ties open).
 [[nodiscard]] OffsetPlan smartpool_offsets(const DsaProblem& problem, HoleFit fit = HoleFit::best);
 
 }  // namespace cachedarrays::plan

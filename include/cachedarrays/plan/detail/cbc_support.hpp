@@ -6,10 +6,10 @@
 // Cbc's C++ API, not its C interface: Cbc 2.10's root dive heuristics
 // (CbcHeuristicDive, run before the first branch) do not look at the
 // "seconds" limit, only at their own maxTime (CbcHeuristicDive::setMaxTime),
-// which the C interface cannot reach. On AutoTM's ResNet-200 b512 ILP the
-// DiveCoefficient dive ran 68.6 s past a 25 s limit. Through CbcMain1's
-// callback, just before branch and bound (whereFrom 3), every dive gets the
-// time left as its own limit.
+// which the C interface cannot reach. On AutoTM's largest ILPs the
+// DiveCoefficient dive ran past the limit by more than the limit itself.
+// Through CbcMain1's callback, just before branch and bound (whereFrom 3),
+// every dive gets the time left as its own limit.
 #pragma once
 
 #include "cachedarrays/error.hpp"
@@ -30,8 +30,8 @@
 
 namespace cachedarrays::plan::detail {
 
-// Cbc's CbcMain1 keeps state in statics (Cbc 2.10; coin-or/Cbc issue 332,
-// "CbcMain not thread safe"): one solve at a time.
+// Cbc's CbcMain1 keeps state in statics (Cbc 2.10: CbcMain is not thread
+// safe, a known upstream limitation): one solve at a time.
 inline std::mutex& mip_solver_mutex() {
   static std::mutex m;
   return m;
@@ -131,9 +131,9 @@ inline MipOutcome solve_mip(const MipProblem& problem, double time_limit_seconds
   std::vector<const char*> argv = {"cachedarrays", "-log", "0",
                                    // Cbc 2.10.8 (Debian 12) crashes in CglPreProcess::postProcess
                                    // when the time limit ends the search soon after its
-                                   // preprocessing: on the MiniMalloc instances, 23 of 48 runs with
-                                   // limits of 0.01-0.6 s died with SIGSEGV or SIGABRT, none
-                                   // without it; tests/dsa_mip_tests.cpp took the same time either way.
+                                   // preprocessing: on the MiniMalloc instances, runs with short
+                                   // limits died with SIGSEGV or SIGABRT, none without it; and
+                                   // tests/dsa_mip_tests.cpp takes no longer without it.
                                    "-preprocess", "off",
                                    // The limit is wall time, as the results' seconds.
                                    "-timeMode", "elapsed", "-seconds", seconds.c_str()};

@@ -3,7 +3,7 @@
 // Trace records the kernel under — so the replay simulator finds each
 // kernel's profile and FLOPs from the trace alone:
 //
-//   conv s1p1 src=4x64x24x24:aBcd16b weights=64x64x3x3:ABcd16b16a dst=4x64x24x24:aBcd16b flops=42467328
+//   conv s1p1 src=4x64x24x24:aBcd16b weights=64x64x3x3:ABcd16b16a dst=4x64x24x24:aBcd16b flops=169869312
 //
 // The first word is the op kind ("conv", "conv_backward_data", "relu",
 // "reorder", ...; tools group by it), words without '=' after it are the

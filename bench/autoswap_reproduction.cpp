@@ -1,6 +1,6 @@
 // autoswap_reproduction: AutoSwap's closing figures (paper 002, Zhang et al.,
 // "Efficient Memory Management for GPU-based Deep Learning Systems", §VI-B)
-// from plan::autoswap_plan on the trainer's programs (issue 14):
+// from plan::autoswap_plan on the trainer's programs:
 //   - Table II: for ResNet-18/34/50/101 and VGG-11/13/16/19 at batch 100 on
 //     CIFAR-10 (32x32 images, 10 classes, as the paper), the peak memory load
 //     of one iteration and, for each priority score (DOA, AOA, WDOA, SWDOA,

@@ -1,5 +1,5 @@
 // hint_overhead: what the access layer and the data manager cost per call,
-// against the baselines a reader knows (DESIGN.md "Benchmarks": the baseline
+// against the baselines a reader knows (docs/design.md "Benchmarks": the baseline
 // is measured in the same run and the ratio printed).
 //
 //   (a) a read() guard (hint + pin + resolve, then unpin) on a resident array

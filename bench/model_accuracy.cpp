@@ -1,6 +1,6 @@
 // model_accuracy: how well the replay simulator's modeled time predicts a
-// measured training iteration on this machine (issue "Plan ahead": goal
-// within ±15%). For each small model that runs here and each policy and
+// measured training iteration on this machine (the goal: within ±15%).
+// For each small model that runs here and each policy and
 // fast budget, one iteration is
 //   measured  real training with the slow tier emulated as Optane
 //             (bench::measure_training, the run paper_reproduction times),

@@ -1,5 +1,5 @@
 // paper_reproduction: the CachedArrays paper's comparison (section V) of
-// the policies all-fast, all-slow, first-touch, hw-cache (DESIGN.md's
+// the policies all-fast, all-slow, first-touch, hw-cache (docs/design.md's
 // object-granularity 2LM-like policy), CA:∅, CA:L, CA:LM, CA:LMP, the
 // lookahead modes CA:LMA and CA:LMPA (given the program of the iteration,
 // their copies made by the asynchronous mover beside the kernels) and
@@ -367,7 +367,7 @@ void print_goals(const std::vector<Row>& rows) {
 
 // The planners' goals at the same budget: ReDL's (at most 9.6% slower than
 // fast-only, 20% better than first-touch on average) and AutoSwap's, with
-// AutoTM's beside them; issue 14 asks <= 1.10x all-fast and >= 1.2x faster
+// AutoTM's beside them; our goals are <= 1.10x all-fast and >= 1.2x faster
 // than first-touch, emulated (measured, over rounds) and modeled (one
 // replay each). Where first-touch itself is within 1.2x of all-fast, no
 // policy can be 1.2x faster than it (all-fast is the floor): the table says

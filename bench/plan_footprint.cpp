@@ -18,7 +18,7 @@
 // (nn::dry_run_program, one steady-state iteration) of ResNet-18/34/50/101
 // and VGG-11/13/16/19 at batch 100, the models of SmartPool's Table I, whose
 // published footprint / peak load (1.0005-1.016) is printed beside ours,
-// and DenseNet-121/264 (the issue's; not in Table I).
+// and DenseNet-121/264 (not in Table I).
 // Those programs also give the online baseline: the peak extent of the
 // trainer's own heap (nn::measure_footprint: best-fit online allocation).
 // The MIP runs where it has at most --mip-max-pairs binaries (pairs of
@@ -138,8 +138,9 @@ struct Options {
   std::int64_t classes = 1000;
   double mip_seconds = 10;
   // Cbc's LP work around the search is not bounded by its time limit (its
-  // initial LP, the warm start's, the final resolve; coin-or/Cbc issue
-  // 231): ResNet-18's 65,656 pairs took 18 s at a limit of 0.25 s here.
+  // initial LP, the warm start's, the final resolve; see
+  // https://github.com/coin-or/Cbc/issues/231): on a program with many more
+  // pairs than this, one solve runs far past --mip-seconds.
   std::size_t mip_max_pairs = 20'000;
   // Per instance, for the least footprint and, on a CSV instance, again for
   // the answer at its capacity.

@@ -1,4 +1,4 @@
-// soak (issue 17): N threads of random operations on one Runtime, every
+// soak: N threads of random operations on one Runtime, every
 // array's contents checked on every access, the asynchronous mover running
 // and the policies rotating, for a given duration. Prints ops/s, the bytes
 // moved between tiers and "0 bytes lost", or the first mismatch (and exits 1).

@@ -1,4 +1,4 @@
-// libFuzzer target (issue 17): the JSON readers a user hands files to — a
+// libFuzzer target: the JSON readers a user hands files to — a
 // program (plan::Program::from_json), kernel profiles (plan::KernelProfiles::
 // from_json), a memory snapshot (parse_memory_snapshot) and memory prices
 // (MemoryPrices::from_json). The first byte picks the reader, the rest is

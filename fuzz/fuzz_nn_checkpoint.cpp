@@ -1,4 +1,4 @@
-// libFuzzer target (issue 17): nn::load_checkpoint (checkpoint.hpp) on a
+// libFuzzer target: nn::load_checkpoint (checkpoint.hpp) on a
 // file in a scratch directory. Byte 0 says how the rest becomes the file:
 //   bit 0 clear: as it is, so the envelope (magic, version, size, CRC-32)
 //                is what gets fuzzed;

@@ -1,4 +1,4 @@
-// libFuzzer target (issue 17): the data set files of cachedarrays::nn as a
+// libFuzzer target: the data set files of cachedarrays::nn as a
 // user hands them over (data.hpp) — an MNIST / Fashion-MNIST IDX pair or
 // CIFAR-10 binary batches, each plain or gzipped — written to a scratch
 // directory and opened through the public entry points. There is no CSV

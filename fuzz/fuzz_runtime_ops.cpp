@@ -1,4 +1,4 @@
-// libFuzzer target (issue 17): a sequence of API operations decoded from the
+// libFuzzer target: a sequence of API operations decoded from the
 // input — arrays created, written, read, hinted, archived, retired, copied by
 // kernels, collections — run against a Runtime of two small tiers under a
 // policy the input picks. Every array's contents are checked on every read:

@@ -1,5 +1,5 @@
 // Asynchronous copies and their fences (DataManager::copyto_async, the
-// Mover): invariant 7 of DESIGN.md — a region a copy in flight reads or
+// Mover): invariant 7 of docs/design.md — a region a copy in flight reads or
 // writes is not freed, moved or read as a valid copy until the copy is done,
 // an access waits for it and never sees half a copy — and a failed copy
 // loses nothing. Copies are held in flight deterministically by a

@@ -520,11 +520,11 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
 }
 
 TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseconds, as the trainer's)") {
-  // Cbc's tolerances are absolute: with the objective in seconds it pruned
-  // every node worth less than 1e-5 and called a synchronous plan of 1.34x
-  // the static one optimal on DenseNet-121 (the static plan is one of its
-  // solutions). The same programs with every time a millionth of its size
-  // must get plans a millionth as long.
+  // Cbc's tolerances are absolute: with the objective in seconds and
+  // kernels of microseconds it prunes every node worth less than 1e-5, and
+  // can call a synchronous plan slower than the static one optimal (the
+  // static plan is one of its solutions). The same programs with every time
+  // a millionth of its size must get plans a millionth as long.
   test::Rng rng(test::test_seed(131));
   for (int trial = 0; trial < 12; ++trial) {
     CAPTURE(trial);
@@ -622,11 +622,12 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
 }
 
 TEST_CASE("autotm: the solver stops at the time limit with the best plan found") {
-  // The asynchronous formulation of 40 objects and 160 kernels: about 3 s
-  // to a proven optimum (Cbc 2.10), far past 1 s. Cbc checks the limit
-  // between its steps, not inside the root's cuts: about 0.5 s here. (At
-  // 0.2 s, building the ILP under AddressSanitizer on a loaded machine took
-  // the whole limit once, and the start was the plan, unsearched.)
+  // The asynchronous formulation of 40 objects and 160 kernels: a proven
+  // optimum takes Cbc far longer than the 1 s limit. Cbc checks the limit
+  // between its steps, not inside the root's cuts, so a solve may overrun
+  // it: the checks leave room for that. A much shorter limit could go
+  // entirely to building the ILP (under AddressSanitizer on a loaded
+  // machine), leaving the start as the plan, unsearched.
   test::Rng rng(test::test_seed(29));
   const Program p = random_program(rng, 40, 160);
   const AutotmCosts costs = random_costs(rng, p, 1e-9);
@@ -652,8 +653,9 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
 
 TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack's, not everything in PMM") {
   // 300 objects over 1000 kernels and 1 ms: too little to start Cbc, so
-  // whatever is in DRAM the greedy start put there (with "everything in
-  // PMM" as the start and Cbc given 10 ms, this plan was within 10 s of it).
+  // whatever is in DRAM the greedy start put there (a start of "everything
+  // in PMM" would leave the plan close to all_pmm, which the check below
+  // tells apart).
   test::Rng rng(test::test_seed(31));
   const Program p = random_program(rng, 300, 1000);
   const AutotmCosts costs = random_costs(rng, p, 1e-9);

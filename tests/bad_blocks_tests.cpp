@@ -1,4 +1,4 @@
-// Bad blocks of a DAX heap's file (issue 17): a file with bad blocks inside
+// Bad blocks of a DAX heap's file: a file with bad blocks inside
 // the heap's capacity is refused, on every path a DAX heap is made by, with
 // a message naming the file and the blocks; one on no persistent memory is
 // "not applicable" and taken as before.

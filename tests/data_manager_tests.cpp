@@ -1,5 +1,5 @@
 // Every function of the data management API (paper III-C), with the
-// invariants of DESIGN.md checked after every step.
+// invariants of docs/design.md checked after every step.
 #include <doctest/doctest.h>
 
 #include <cstring>

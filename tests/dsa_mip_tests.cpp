@@ -108,8 +108,8 @@ void check_result(const DsaProblem& p, const MipResult& r) {
 }
 
 // 60 buffers of odd sizes over 30 moments: the heuristics reach max-live,
-// but from the stacked plan Cbc's search does not (it leaves a gap of 15%
-// after 20 s here), so a limit of 50 ms stops it with a gap.
+// but from the stacked plan Cbc's search does not (it leaves a gap even
+// given many seconds), so a limit of 50 ms stops it with a gap.
 DsaProblem hard_problem() {
   test::Rng rng(7);
   std::vector<DsaBuffer> buffers;

@@ -173,11 +173,11 @@ TEST_CASE("dsa search: larger random instances — every plan found is valid and
 }
 
 TEST_CASE("dsa search: the node and time limits stop the search, and the result says so") {
-  // 240 buffers of odd sizes, at max-live: this one (seed 17) was neither
-  // found nor proven infeasible in 20 s (18,269,920 nodes) here, so a limit
-  // of 50 ms stops it. A stronger search may answer it one day: pick another
-  // seed then (seed 2 was answered in 9,420 nodes once the search took
-  // MiniMalloc's per-part preorder).
+  // 240 buffers of odd sizes, at max-live: the search neither finds this
+  // one (seed 17) nor proves it infeasible in many seconds, so a limit of
+  // 50 ms stops it. A stronger search may answer it one day: pick another
+  // seed then (not seed 2, which MiniMalloc's per-part preorder answers at
+  // once).
   test::Rng rng(17);
   std::vector<DsaBuffer> buffers;
   for (int i = 0; i < 240; ++i) {
@@ -222,11 +222,10 @@ TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at
     MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
     return;
   }
-  // Placements needed here (Release, 2026-11): A 229,694, B 1,599,077,
-  // C 237,427, D 204,394, E 4,913,223, F 1,673,585 — E had stopped after
-  // 548 M before each part of a decomposition got its own preorder
-  // (solver.cc SubSolve). The node limit keeps the outcome independent of
-  // the machine's speed; the time limit only stops a runaway.
+  // The node limit, well above the placements any of these instances
+  // needs, keeps the outcome independent of the machine's speed; the time
+  // limit only stops a runaway. E stays within it only because each part of
+  // a decomposition gets its own preorder (MiniMalloc's solver.cc SubSolve).
   SearchOptions o;
   o.node_limit = 20'000'000;
   o.time_limit_seconds = 600;

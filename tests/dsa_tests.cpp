@@ -327,15 +327,11 @@ TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on t
     MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
     return;
   }
-  // Measured footprint / max-live (this implementation, these files):
-  //               A      B      C      D      E      F
-  //   best-fit    1.162  1.225  1.262  1.208  1.403  1.272
-  //   SP best     1.298  1.378  1.364  1.380  1.528  1.333
-  //   SP first    1.290  1.354  1.364  1.311  1.369  1.367
   // These instances are built tight (max-live equals the capacity for most,
   // MiniMalloc ASPLOS 2024): greedy placement does far worse on them than
   // the 1.0005-1.016 SmartPool reports on CNN training (paper 002 Table I).
-  // The bounds (Planner::shared_bound) leave a few percent above the worst.
+  // The bounds (Planner::shared_bound) leave a few percent above the worst
+  // footprint / max-live each planner reaches on these files.
   int instances = 0;
   for (const char letter : std::string("ABCDEF")) {
     const std::filesystem::path file = dir / (std::string(1, letter) + ".1048576.csv");

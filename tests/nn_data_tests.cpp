@@ -339,13 +339,14 @@ TEST_CASE("nn data: a truncated or corrupt gzip file is rejected, naming the fil
 }
 
 // A truncated download's last 4 bytes are not gzip's length field (ISIZE);
-// trusted up to deflate's best ratio, they made a cut-short 20 MB
-// Fashion-MNIST file allocate and zero 3.5 GB before it was found truncated
-// (found with fuzz_nn_data_files; its seed regression-gzip-trailer-claims-4gib).
+// trusted up to deflate's best ratio, they would make a cut-short
+// Fashion-MNIST file allocate and zero gigabytes before it is found
+// truncated (fuzz_nn_data_files's seed regression-gzip-trailer-claims-4gib).
 TEST_CASE("nn data: a gzip file whose length field claims 4 GiB is refused without allocating for the claim") {
   TempDir dir;
   const fs::path labels = dir.write("labels", mnist_labels({1}));
-  // 2 MiB of pixels in stored blocks: the old bound, 1032 times the file, was 2 GiB.
+  // 2 MiB of pixels in stored blocks: a bound of 1032 times the file
+  // (deflate's best ratio) would still allow 2 GiB.
   Bytes gz = gzip(mnist_images(1, 1024, 2048));
   std::fill(gz.end() - 4, gz.end(), std::uint8_t{0xff});  // ISIZE: 4 GiB - 1
   const fs::path file = dir.write("claims-4gib.gz", gz);
@@ -573,8 +574,8 @@ TEST_CASE("nn data: open_dataset is open_data's training split; a file data set'
   auto synthetic = nn::open_dataset("synthetic", {3, 16, 16}, 5, 1);
   CHECK(synthetic->image_dims() == nn::Dims{3, 16, 16});
   CHECK(synthetic->classes() == 5);
-  // No check against the model's dims and classes any more: the model is
-  // built from the data set.
+  // No check against the model's dims and classes: the model is built
+  // from the data set.
   const auto big_model = nn::open_dataset("cifar10:" + cifar.string(), {3, 224, 224}, 5, 1);
   CHECK(big_model->size() == 2);
   CHECK(big_model->image_dims() == nn::Dims{3, 32, 32});

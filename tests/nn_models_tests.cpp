@@ -120,7 +120,7 @@ TEST_CASE("nn models: the paper's large networks build fast, with only shapes") 
     check_training_graph(g, config);
     CHECK(g.parameter_count() > 0);
     INFO(name << ": " << g.nodes().size() << " nodes, built in " << seconds * 1e3 << " ms");
-    CHECK(seconds < 1.0);  // measured: under a millisecond
+    CHECK(seconds < 1.0);  // generous: shapes alone build quickly, so only a runaway fails
   }
 }
 

@@ -68,8 +68,8 @@ TEST_CASE("nn program: the dry run's program is the program a real run records")
 
 TEST_CASE("nn program: each kernel's oneDNN scratchpad is its own, made before it and retired after it") {
   // A scratchpad is the one kind of object a kernel writes and no kernel
-  // reads. Shared by every kernel and grown to the largest need, it made
-  // each kernel with any scratch at all write the largest one whole.
+  // reads. Shared by every kernel and grown to the largest need, it would
+  // make each kernel with any scratch at all write the largest one whole.
   const ca::plan::Program program = nn::dry_run_program([] { return nn::build_model(tiny("resnet", 18)); });
   const std::size_t objects = program.objects().size();
   std::vector<int> writers(objects, 0), readers(objects, 0);

@@ -98,10 +98,10 @@ nn::Graph conv_bn_relu_chain(bool relus, bool residual) {
 // of oneDNN's channel block, where layouts are the most varied) in two
 // forms that create their values in the same order, so that parameters
 // start equal: `running` extends one materialised concatenation per layer,
-// concat(previous, new), all kept for the backward pass (the builder's
-// form before memory-efficient DenseNet); otherwise each layer reads one
-// n-input concatenation that, with the batch norm and ReLU over it, is
-// recomputed in the backward pass, as nn::build_model builds DenseNets now.
+// concat(previous, new), all kept for the backward pass (DenseNet without
+// the memory-efficient form); otherwise each layer reads one n-input
+// concatenation that, with the batch norm and ReLU over it, is recomputed
+// in the backward pass, as nn::build_model builds DenseNets.
 nn::Graph mini_densenet(bool running) {
   nn::Graph g;
   const auto images = g.input("images", {4, 3, 16, 16});
@@ -344,7 +344,8 @@ TEST_CASE("nn trainer: in-place ReLU and add keep about two activations per conv
   // overwrite it: a layer keeps the convolution's output (batch norm's
   // backward reads it) and the ReLU's (the next convolution's), as the same
   // network without ReLUs keeps the convolution's and batch norm's. Keeping
-  // the ReLU's input as well measured 1.41x (1.35x residual).
+  // the ReLU's input as well would make it three per layer, well past the
+  // bound checked here.
   for (const bool residual : {false, true}) {
     CAPTURE(residual);
     const std::uint64_t with = nn::measure_footprint([&] { return conv_bn_relu_chain(true, residual); });
@@ -492,7 +493,8 @@ TEST_CASE("nn trainer: updating each parameter in the backward pass is the updat
     CHECK(interleaved.first < interleaved.last_other);  // in the backward pass
     CHECK(interleaved.widest_gap <= 8);
     CHECK(batched.widest_gap > 8);
-    // A gradient no longer waits for the end: the iteration never needs more.
+    // Updated in the backward pass, a gradient does not wait for the end:
+    // the iteration never needs more.
     CHECK(nn::measure_footprint(build, in_backward) <= nn::measure_footprint(build, at_end));
   }
 }

@@ -1,8 +1,8 @@
-// Typed ownership (DESIGN.md invariant 8) and the one pin scope: a policy's
-// per-object state is owned by its object and freed when the object dies,
-// whoever destroys it and in whatever order; PinnedKernel pairs every pin
-// with an unpin; retire is a hint like the others; the garbage collection of
-// deferred retires runs in the policy when a device is full.
+// Typed ownership (docs/design.md invariant 8) and the one pin scope: a
+// policy's per-object state is owned by its object and freed when the
+// object dies, whoever destroys it and in whatever order; PinnedKernel pairs
+// every pin with an unpin; retire is a hint like the others; the garbage
+// collection of deferred retires runs in the policy when a device is full.
 #include <doctest/doctest.h>
 
 #include <array>

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Checks that cachedarrays-plan and paper_reproduction --no-emulated agree
-exactly on the same configuration (issue 16): it runs both on a tiny ResNet
+exactly on the same configuration: it runs both on a tiny ResNet
 at the same fast-tier fractions, compute rate and policies, and requires
 every point of the plan's JSON to have a modeled row of the reproduction's
 with the same policy and fraction, and the same seconds (both null when out

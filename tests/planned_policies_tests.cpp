@@ -584,8 +584,8 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
   CHECK(policy.counters().iterations_followed == 2);
 }
 
-// AutotmPolicy::make_plan once kept a refused plan: the next iteration
-// followed it and indexed past its own tables.
+// AutotmPolicy::make_plan must not keep a refused plan: the next iteration
+// would follow it and index past its own tables.
 TEST_CASE("planned policies: a rejected plan is not followed; the policy carries on as CA:LM") {
   const Program p = persistent_program({64 * kib, 64 * kib}, {{{0, 64 * kib, W}}, {{1, 64 * kib, R}},
                                                               {{0, 64 * kib, R}, {1, 64 * kib, W}}});

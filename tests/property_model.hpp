@@ -7,7 +7,8 @@
 // small DRAM heap that fills up often and a larger DAX heap. A model knows,
 // for every object, where each of its regions is, which pattern its contents
 // hold, which copies are valid and which are dirty. After every operation
-// the manager and the model must agree and DESIGN.md's invariants must hold.
+// the manager and the model must agree and docs/design.md's invariants must
+// hold.
 //
 // Harness::run draws the operations (property_harness.cpp, with the
 // checks); the operations live in property_operations.cpp,
@@ -47,8 +48,8 @@ constexpr std::uint64_t alignment = 64;  // DeviceSpec's default
 constexpr std::array<std::uint64_t, 3> target_objects = {400, 1200, 3000};
 constexpr std::uint64_t phase_ops = 6000;
 
-// 100,000 operations take ~15 s in an optimised build; unoptimised and
-// sanitizer builds (the CI's Debug ASan/UBSan job) run a quarter of them.
+// 100,000 operations in an optimised build; unoptimised and sanitizer builds
+// (the CI's Debug ASan/UBSan job), many times slower, run a quarter of them.
 #if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 constexpr std::uint64_t default_ops = 100000;
 #else

@@ -346,8 +346,9 @@ TEST_CASE("replay: a dry run's steady all-fast iteration takes exactly its progr
   CHECK(ca::steady_iteration(steady).seconds == doctest::Approx(alone.modeled_seconds).epsilon(1e-12));
   // The first training iteration is already the steady one: what the trainer
   // keeps (parameters, momentum) is made before it, and a kernel's oneDNN
-  // scratchpad is its own, made and retired around it. (A scratchpad shared
-  // by every kernel and grown on demand made the first iteration create it.)
+  // scratchpad is its own, made and retired around it. (A scratchpad
+  // shared by every kernel and grown on demand would make the first
+  // iteration create it.)
   CHECK(ca::plan::Program::from_trace(trace, 1) == program);
   const double first = steady.iterations[1].seconds - steady.iterations[0].seconds;
   CHECK(first == doctest::Approx(alone.modeled_seconds).epsilon(1e-12));

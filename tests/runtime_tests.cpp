@@ -1,4 +1,4 @@
-// The user's view (DESIGN.md): Runtime, CachedArray<T>, scoped accesses,
+// The user's view (docs/design.md): Runtime, CachedArray<T>, scoped accesses,
 // kernel(), hints forwarded to the policy, retire and stats.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""A process killed with SIGKILL leaves nothing of its slow tier behind
-(issue 17): train_cnn runs with its default slow tier (a DAX heap under
+"""A process killed with SIGKILL leaves nothing of its slow tier behind:
+train_cnn runs with its default slow tier (a DAX heap under
 /dev/shm), and once the heap is mapped it is killed. While it ran, the
 heap's mapping must be of a file with no name ("(deleted)" in
 /proc/PID/maps), and no cachedarrays-PID-* file may exist in /dev/shm then

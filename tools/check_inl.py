@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the rules of the -inl files (DESIGN.md "Header-only use").
+"""Checks the rules of the -inl files (docs/design.md "Header-only use").
 
 In header-only mode every translation unit of a program compiles the -inl
 files, so whatever they define must exist once per program:

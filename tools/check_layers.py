@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every #include under src/ and include/ follows the layers.
 
-DESIGN.md, "Layout ... and the layers": arrows point one way only,
+docs/design.md, "Layout ... and the layers": arrows point one way only,
 
     types <- heap <- manager <- plan <- policy <- runtime <- {sim, nn}
 

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cachedarrays builds with, only those missing.
 # Nothing is downloaded at build or run time beyond these packages.
+#   bash tools/install-deps.sh          everything: the library, trainer, tests, sanitizers, fuzzers, docs
+#   bash tools/install-deps.sh example  only what building the library and running train_cnn needs
 set -euo pipefail
+
+profile=${1:-all}
+case "$profile" in
+  all|example) ;;
+  *) echo "install-deps: unknown profile '$profile'; allowed: all (the default) or example" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake pkg-config git
@@ -18,12 +26,19 @@ packages=(
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # programs saved as JSON; JSON output of benchmarks
   libeigen3-dev    # Eigen (header-only): the Gaussian process of AutoSwap's Bayesian optimisation (plan/autoswap_bo.hpp)
-  libopenmpi-dev openmpi-bin  # MPI: data-parallel training over ranks (nn/mpi_communicator.hpp, mpirun)
   zlib1g-dev       # gzipped IDX files (Fashion-MNIST) and checkpoint checksums in the CNN trainer
   dataset-fashion-mnist  # the trainer's real data set (gzipped IDX under /usr/share/datasets/fashion-mnist)
-  python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
-  clang libclang-rt-dev  # libFuzzer: the fuzz targets (fuzz/) that tools/test.sh runs
 )
+# What the test suite adds: the example's build finds MPI and the plotting
+# tools when they are there and does without them otherwise.
+if [ "$profile" = all ]; then
+  packages+=(
+    libopenmpi-dev openmpi-bin  # MPI: data-parallel training over ranks (nn/mpi_communicator.hpp, mpirun)
+    python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
+    clang libclang-rt-dev  # libFuzzer: the fuzz targets (fuzz/) that tools/test.sh runs
+    doxygen          # the API reference (cmake/docs.cmake), built and checked by tools/test.sh
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

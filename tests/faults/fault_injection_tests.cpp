@@ -1,4 +1,4 @@
-// Fault injection (issue 17; manager/fault_injection.hpp): the failure paths
+// Fault injection (manager/fault_injection.hpp): the failure paths
 // of the mechanism, the policies and the Runtime, run on demand.
 //   - Each kind of fault, once, at the mechanism: a heap allocation that
 //     finds no room, a copy (synchronous or asynchronous) that fails half way
@@ -366,7 +366,8 @@ struct Training : Layout {
   }
 
   // Every parameter holds what the program last wrote, and the state is
-  // consistent (DESIGN.md invariants 1-7, contents of valid copies compared).
+  // consistent (docs/design.md invariants 1-7, contents of valid copies
+  // compared).
   void check_state() {
     auto guard = rt.lock();
     rt.manager().check_invariants(true);

@@ -26,10 +26,10 @@ if(second MATCHES "epoch  1/2")
 endif()
 # A checkpoint of another model is refused, and left as it was.
 file(SHA256 "${SCRATCH}/run.ckpt" before)
-execute_process(COMMAND "${TRAIN_CNN}" --epochs 3 --resume --width 0.25 ${common}
+execute_process(COMMAND "${TRAIN_CNN}" --epochs 3 --resume --width 0.5 ${common}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE third ERROR_VARIABLE err)
 file(SHA256 "${SCRATCH}/run.ckpt" after)
-if(rc EQUAL 0 OR NOT err MATCHES "is a checkpoint of \"resnet-18 width 0.5" OR NOT before STREQUAL after)
+if(rc EQUAL 0 OR NOT err MATCHES "is a checkpoint of \"resnet-18 width 0.25" OR NOT before STREQUAL after)
   message(FATAL_ERROR "a checkpoint of another model was not refused (${rc}):\n${third}\n${err}")
 endif()
 file(REMOVE_RECURSE "${SCRATCH}")

@@ -366,8 +366,8 @@ struct OutBesideK1 {
           for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
             plan.in_dram.emplace_back(k.args.size(), true);
           }
-          const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
-          plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+          const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
+          plan.moves.push_back({object_a, 1, /*to_dram=*/false, /*asynchronous=*/true});
           plan.status = "by hand";
           return plan;
         }});
@@ -524,11 +524,11 @@ struct CInBesideK2 {
           for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
             plan.in_dram.emplace_back(k.args.size(), true);
           }
-          const std::uint32_t a = request.program.kernels().at(0).args.at(0).object;
-          const std::uint32_t c = request.program.kernels().at(4).args.at(0).object;
-          if (a_out) plan.moves.push_back({a, 1, /*to_dram=*/false, /*asynchronous=*/true});
-          plan.moves.push_back({c, 2, /*to_dram=*/true, /*asynchronous=*/true});
-          plan.moves.push_back({c, 4, /*to_dram=*/false, /*asynchronous=*/false});
+          const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
+          const std::uint32_t object_c = request.program.kernels().at(4).args.at(0).object;
+          if (a_out) plan.moves.push_back({object_a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+          plan.moves.push_back({object_c, 2, /*to_dram=*/true, /*asynchronous=*/true});
+          plan.moves.push_back({object_c, 4, /*to_dram=*/false, /*asynchronous=*/false});
           plan.status = "by hand";
           return plan;
         }});

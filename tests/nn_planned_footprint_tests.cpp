@@ -71,7 +71,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("nn planned: a fast tier of the planned footprint holds all of training, bit-identically") {
   for (const auto& [family, depth] : std::vector<std::pair<std::string, int>>{{"resnet", 18}, {"densenet", 121}}) {
-    CAPTURE(family);
+    const auto& captured_family = family;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_family);
     const nn::ModelConfig config = small(family, depth);
     const auto build = [&] { return nn::build_model(config); };
     const ca::plan::Program program = nn::dry_run_program(build);

@@ -246,7 +246,8 @@ TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the s
   // iteration, which the first real one already is: no departure.
   const std::vector<float> reference = train(tiny("resnet", 18), "all-fast", 4.0, 4);
   for (const auto& [policy, description] : ca::policy::planned_policies()) {
-    CAPTURE(policy);
+    const auto& captured_policy = policy;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_policy);
     ca::policy::AutotmPolicyOptions options = ca::policy::planned_policy_options(policy).value();
     options.solver.time_limit_seconds = 5;
     options.log = [](const std::string&) {};
@@ -269,7 +270,8 @@ TEST_CASE("nn trainer: no tensor is retired before its last use on ResNet and De
   // The trainer throws retired_error if a kernel reads a retired tensor; a
   // fast tier of 20% makes the policy move everything it can meanwhile.
   for (const auto& [family, depth] : {std::pair<std::string, int>{"resnet", 50}, {"densenet", 121}, {"vgg", 11}}) {
-    CAPTURE(family);
+    const auto& captured_family = family;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_family);
     CHECK_NOTHROW(train(tiny(family, depth), "ca-lmp", 0.2, 1));
   }
 }
@@ -310,7 +312,8 @@ TEST_CASE("nn trainer: all-fast trains in a fast tier of exactly the measured fo
   // that size must hold every iteration (a dry run places exactly as a real
   // one does), while a tier one alignment unit smaller must not.
   for (const auto& [family, depth] : std::vector<std::pair<std::string, int>>{{"vgg", 16}, {"densenet", 121}}) {
-    CAPTURE(family);
+    const auto& captured_family = family;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_family);
     nn::ModelConfig c = tiny(family, depth);
     c.batch = 4;
     c.width = 0.25;
@@ -434,7 +437,8 @@ TEST_CASE("nn trainer: recomputed DenseNet concatenations give the losses of kep
 TEST_CASE("nn trainer: updating each parameter in the backward pass is the update at the end, with gradients alive "
           "for one backward step") {
   for (const char* family : {"resnet", "densenet"}) {
-    CAPTURE(family);
+    const auto& captured_family = family;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_family);
     const nn::ModelConfig c = tiny(family, family == std::string("resnet") ? 18 : 121);
     const auto build = [&] { return nn::build_model(c); };
     nn::TrainerOptions in_backward;
@@ -505,7 +509,8 @@ TEST_CASE("nn trainer: parameters kept in their primitives' layout train bit for
   // of oneDNN's blocks: most of its weights would be padded in the blocked
   // layouts, so they stay plain, and the footprint must not grow.
   for (const std::string family : {"vgg", "resnet", "densenet"}) {
-    CAPTURE(family);
+    const auto& captured_family = family;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_family);
     const nn::ModelConfig c = tiny(family, family == "vgg" ? 11 : family == "resnet" ? 18 : 121);
     const auto build = [&] { return nn::build_model(c); };
     nn::TrainerOptions kept;

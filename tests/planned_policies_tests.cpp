@@ -129,7 +129,8 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
     CHECK(std::find(names.begin(), names.end(), expected) != names.end());
   }
   for (const auto& [name, description] : planned) {
-    CAPTURE(name);
+    const auto& captured_name = name;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_name);
     CHECK(!description.empty());
     const std::optional<ca::policy::AutotmPolicyOptions> options = ca::policy::planned_policy_options(name);
     REQUIRE(options.has_value());
@@ -162,7 +163,8 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
 TEST_CASE("planned policies: a name that is not planned gives no options and no planner") {
   for (const char* name : {"autoswap:", "autoswap:xyz", "autoswap", "autoswap:swdoa ", "Autoswap:doa", "redl2",
                            "red", "", "ca-lm", "autotm", "autotm-", "planned"}) {
-    CAPTURE(name);
+    const auto& captured_name = name;  // Clang 14 cannot capture a binding
+    CAPTURE(captured_name);
     CHECK(!ca::policy::planned_policy_options(name).has_value());
     CHECK(!ca::policy::autoswap_planner(name).has_value());
     CHECK(!ca::policy::redl_planner(name).has_value());

@@ -22,6 +22,12 @@ if(CACHEDARRAYS_SANITIZE)
     message(FATAL_ERROR "CACHEDARRAYS_SANITIZE='${CACHEDARRAYS_SANITIZE}': ThreadSanitizer cannot be combined "
                         "with another sanitizer; use thread alone")
   endif()
-  add_compile_options(${cachedarrays_san_flags} -g)
+  # The reports need at least line tables; a build type that asks for debug
+  # information (-g, -g1, ...) keeps its own level.
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" cachedarrays_build_type)
+  if(NOT "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${cachedarrays_build_type}}" MATCHES "(^| )-g")
+    list(APPEND cachedarrays_san_flags -g1)
+  endif()
+  add_compile_options(${cachedarrays_san_flags})
   add_link_options(${cachedarrays_san_flags})
 endif()

@@ -6,6 +6,6 @@ function(cachedarrays_set_warnings target)
     # -Warray-bounds false positives inside std::string concatenation, which
     # come and go with inlining; both stay on for other compilers, and the
     # AddressSanitizer stage checks every access's bounds at run time.
-    $<$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict -Wno-array-bounds>
+    "$<$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict;-Wno-array-bounds>"
     $<$<BOOL:${CACHEDARRAYS_WERROR}>:-Werror>)
 endfunction()

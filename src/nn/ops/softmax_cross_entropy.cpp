@@ -96,7 +96,11 @@ class SoftmaxCrossEntropy final : public Op {
     const auto k = static_cast<std::size_t>(dims[1]);
     const KernelArg args[] = {in(DNNL_ARG_WORKSPACE, prob), in(DNNL_ARG_SRC_1, labels),
                               in(DNNL_ARG_DIFF_DST, scale), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])};
-    ctx.run(kind() + "_backward", args, [&](std::span<float* const> p) {
+    // Appended, not `kind() + "_backward"`: GCC 12 reports a false
+    // -Wstringop-overflow for that inlined concatenation here.
+    std::string backward_kind = kind();
+    backward_kind += "_backward";
+    ctx.run(backward_kind, args, [&](std::span<float* const> p) {
       const float* pr = p[0];
       const float* label = p[1];
       const float g = p[2][0] / static_cast<float>(n);

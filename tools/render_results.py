@@ -31,7 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
-DATA = RESULTS / "data"
 
 # Columns longer than this are cut in tables: a note belongs in the JSON.
 MAX_CELL = 60
@@ -76,7 +75,7 @@ def machine() -> dict:
     }
 
 
-def record(name: str, output: Path, command: list[str]) -> Path:
+def record(name: str, output: Path, command: list[str], results: Path = RESULTS) -> Path:
     if not re.fullmatch(r"[a-z0-9_.-]+", name):
         raise SystemExit(f"render_results: name '{name}': allowed are lowercase letters, digits, '_', '.', '-'")
     try:
@@ -85,8 +84,9 @@ def record(name: str, output: Path, command: list[str]) -> Path:
         raise SystemExit(f"render_results: {output}: no such file; run the benchmark with its --json flag first")
     except json.JSONDecodeError as e:
         raise SystemExit(f"render_results: {output}: not JSON ({e})")
-    DATA.mkdir(parents=True, exist_ok=True)
-    target = DATA / f"{name}.json"
+    data = results / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    target = data / f"{name}.json"
     document = {"benchmark": name, "command": " ".join(command), "machine": machine(), "figures": figures}
     target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return target
@@ -119,6 +119,10 @@ def _rows_table(rows: list[dict]) -> list[str]:
         for key, value in row.items():
             if key not in columns and not _is_rows(value) and not isinstance(value, dict):
                 columns.append(key)
+    # What names a row (model, policy, instance: text) before what it measured.
+    def is_text(column: str) -> bool:
+        return any(isinstance(row.get(column), str) for row in rows)
+    columns.sort(key=lambda c: not is_text(c))
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")
@@ -140,9 +144,9 @@ def _object_tables(obj: dict, title: str) -> list[str]:
     return lines
 
 
-def render() -> Path:
+def render(results: Path = RESULTS) -> Path:
     documents = []
-    for path in sorted(DATA.glob("*.json")):
+    for path in sorted((results / "data").glob("*.json")):
         try:
             documents.append(json.loads(path.read_text(encoding="utf-8")))
         except json.JSONDecodeError as e:
@@ -184,14 +188,16 @@ def render() -> Path:
             out += _object_tables(figures, d["benchmark"])
         else:
             out += [f"`{_cell(figures)}`", ""]
-    target = RESULTS / "README.md"
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    target = results / "README.md"
+    results.mkdir(parents=True, exist_ok=True)
     target.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
     return target
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="the results folder (default docs/results): data/ inside it, README.md beside")
     sub = parser.add_subparsers(dest="step", required=True)
     rec = sub.add_parser("record", help="wrap one benchmark's JSON with this machine into docs/results/data/")
     rec.add_argument("name", help="the benchmark's name in the results (e.g. hint_overhead)")
@@ -201,9 +207,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.step == "record":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        print(f"render_results: recorded {record(args.name, args.output, command).relative_to(ROOT)}")
+        print(f"render_results: recorded {record(args.name, args.output, command, args.results)}")
     else:
-        print(f"render_results: wrote {render().relative_to(ROOT)}")
+        print(f"render_results: wrote {render(args.results)}")
     return 0
 
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""tools/render_results.py end to end: two benchmark outputs (a list of rows,
+and an object holding scalars and a list of rows) are recorded with this
+machine into a scratch results folder and rendered; the page must hold each
+figure in its table, the machine and the command, and a file that is not
+JSON must be refused with its name."""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--tool", required=True)
+parser.add_argument("--scratch", required=True, type=Path)
+args = parser.parse_args()
+scratch = args.scratch
+scratch.mkdir(parents=True, exist_ok=True)
+results = scratch / "results"
+for old in (results / "data").glob("*.json"):
+    old.unlink()
+
+
+def tool(*words, check=True):
+    return subprocess.run([sys.executable, args.tool, "--results", str(results), *words], capture_output=True,
+                          text=True, check=check)
+
+
+rows = [{"model": "resnet-18", "policy": "ca-lm", "seconds": 0.25, "ratio": 1.5},
+        {"model": "vgg-16", "policy": "all-fast", "seconds": 0.125, "ratio": 1.0}]
+(scratch / "rows.json").write_text(json.dumps(rows))
+nested = {"cores": 2, "goal": "<= 50 ns", "measured": [{"what": "read guard", "ns": 42.5}]}
+(scratch / "nested.json").write_text(json.dumps(nested))
+tool("record", "rows_bench", str(scratch / "rows.json"), "--", "bench/rows_bench", "--json", "rows.json")
+tool("record", "nested_bench", str(scratch / "nested.json"), "--", "bench/nested_bench")
+tool("render")
+page = (results / "README.md").read_text()
+expected = ["## rows_bench", "## nested_bench", "| model | policy |", "| resnet-18 | ca-lm | 0.25 | 1.5 |",
+            "| vgg-16 | all-fast | 0.125 | 1 |", "| cores | 2 |", "| goal | <= 50 ns |", "| read guard | 42.5 |",
+            "command: `bench/rows_bench --json rows.json`", "cores, "]
+missing = [e for e in expected if e not in page]
+if missing:
+    sys.exit(f"render_results_test: the page lacks {missing}:\n{page}")
+(scratch / "broken.json").write_text("{not json")
+refused = tool("record", "broken", str(scratch / "broken.json"), check=False)
+if refused.returncode == 0 or "broken.json: not JSON" not in refused.stderr:
+    sys.exit(f"render_results_test: a file that is not JSON was not refused by name: {refused.stderr}")
+print("render_results_test: passed")

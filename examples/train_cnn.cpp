@@ -24,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <functional>
 #include <memory>
@@ -42,6 +44,9 @@ namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 
 namespace {
+
+// When the process started: a user's wait for each epoch includes the setup.
+const std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
 
 struct Options {
   nn::ModelConfig model{.family = "resnet", .depth = 18, .batch = 128, .image_size = 32, .classes = 10, .width = 0.25};
@@ -67,6 +72,7 @@ struct Options {
   float learning_rate = 0.1f;
   std::string slow_emulation = "none";
   std::string trace_path;
+  std::string json_path;  // empty: no JSON summary
   bool memory_mode = false;
   std::string profile_cache;  // empty: the A modes keep their fixed lookahead
   std::string planner = "online";
@@ -208,6 +214,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"online", "best-fit", "smartpool", "mip"}));
   app.add_option("--trace", o.trace_path, "record the last iteration to FILE.json (Chrome trace) or FILE.csv");
+  app.add_option("--json", o.json_path,
+                 "also write the run's epochs (losses, accuracy, speed, traffic between the tiers) and its wall time "
+                 "to FILE as JSON");
   app.add_flag("--memory-mode", o.memory_mode,
                "emulate Intel's 2LM memory mode instead of two tiers: everything lives on the slow tier "
                "(--slow-emulation, default optane), fronted by a hardware-like DRAM cache of the fast-tier size; "
@@ -378,12 +387,13 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
   struct Row {
     nn::FitEpoch epoch;
     ca::Stats traffic;
+    double wall_seconds;  // since the process started, setup included
   };
   std::vector<Row> rows;
   fit.after_epoch = [&](const nn::FitEpoch& e) {
     const ca::Stats delta = rt.stats().since(epoch_start);
     epoch_start = rt.stats();
-    rows.push_back({e, delta});
+    rows.push_back({e, delta, std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count()});
     bar.clear();
     const std::string test = e.test_accuracy ? fmt::format("test loss {:.4f}  test accuracy {:.4f}", *e.test_loss,
                                                            *e.test_accuracy)
@@ -433,6 +443,37 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
              result.iterations, steady, static_cast<double>(model.batch) / steady,
              result.stopped_early ? " — stopped early by --iterations" : "");
   fmt::print("{}\n", total);
+  if (!o.json_path.empty()) {
+    nlohmann::json epochs = nlohmann::json::array();
+    for (const Row& r : rows) {
+      const nn::FitEpoch& e = r.epoch;
+      epochs.push_back({{"epoch", e.epoch + 1},
+                        {"batches", e.batches},
+                        {"train_loss", e.train_loss},
+                        {"test_loss", e.test_loss ? nlohmann::json(*e.test_loss) : nlohmann::json()},
+                        {"test_accuracy", e.test_accuracy ? nlohmann::json(*e.test_accuracy) : nlohmann::json()},
+                        {"images_per_second", e.images_per_second},
+                        {"seconds", e.seconds + e.test_seconds},
+                        {"fast_to_slow_bytes", r.traffic.bytes_copied[0][1]},
+                        {"slow_to_fast_bytes", r.traffic.bytes_copied[1][0]},
+                        {"wall_seconds_since_start", r.wall_seconds}});
+    }
+    const nlohmann::json summary = {
+        {"model", model_identity(model)},
+        {"batch", model.batch},
+        {"data", o.data},
+        {"policy", rt.policy_name()},
+        {"fast_fraction", o.fast_fraction},
+        {"threads", omp_get_max_threads()},
+        {"iterations", result.iterations},
+        {"seconds_per_iteration", steady},
+        {"epochs", epochs}};
+    std::ofstream out(o.json_path);
+    out << summary.dump(1) << "\n";
+    if (!out) {
+      throw ca::invalid_argument("--json " + o.json_path + ": cannot write it; allowed: a file in a writable directory");
+    }
+  }
   return step_seconds;
 }
 
@@ -445,6 +486,14 @@ struct World {
 };
 
 void run(Options o, const World& world) {
+  // Refused now, not after the training it would record.
+  if (!o.json_path.empty()) {
+    const std::filesystem::path dir = std::filesystem::absolute(o.json_path).parent_path();
+    if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0) {
+      throw ca::invalid_argument("--json " + o.json_path + ": its directory " + dir.string() +
+                                 " does not exist or is not writable; allowed: a file in a writable directory");
+    }
+  }
   if (o.threads > 0) {
     omp_set_num_threads(o.threads);
   } else if (world.local_ranks > 1) {

@@ -25,7 +25,8 @@ set(cachedarrays_dev_depends
     libfmt-dev libeigen3-dev libtbb-dev nlohmann-json3-dev pkg-config libpmem-dev libpmem2-dev libnuma-dev
     coinor-libcbc-dev libhwloc-dev)
 if(CACHEDARRAYS_BUILD_NN)
-  list(APPEND cachedarrays_dev_depends libdnnl-dev zlib1g-dev)
+  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime).
+  list(APPEND cachedarrays_dev_depends libdnnl-dev ocl-icd-opencl-dev zlib1g-dev)
   if(CACHEDARRAYS_WITH_MPI)
     list(APPEND cachedarrays_dev_depends libopenmpi-dev)
   endif()

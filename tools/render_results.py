@@ -62,7 +62,9 @@ def machine() -> dict:
     isa = [name for name in ("avx512f", "avx2", "avx", "sse4_2") if name in flags]
     mem_kib = _read_first("/proc/meminfo", r"MemTotal:\s*(\d+) kB")
     commit = _command_output(["git", "rev-parse", "--short=12", "HEAD"])
-    dirty = _command_output(["git", "status", "--porcelain", "--untracked-files=no"])
+    # Changes to what the benchmarks are built from; results and scripts do not count.
+    dirty = _command_output(["git", "status", "--porcelain", "--untracked-files=no", "--", "include", "src",
+                             "bench", "examples", "CMakeLists.txt", "cmake"])
     return {
         "cpu": _read_first("/proc/cpuinfo", r"model name\s*:\s*(.*)") or platform.processor() or "unknown",
         "isa": isa[0] if isa else "baseline x86-64",
@@ -73,6 +75,21 @@ def machine() -> dict:
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": (commit or "unknown") + (" (with uncommitted changes)" if dirty else ""),
     }
+
+
+def _portable(command: list[str], output: Path) -> str:
+    """The command as a reader would type it: the build tree's programs as
+    build/..., the benchmark's own JSON file as FILE.json, and no temporary
+    paths."""
+    words = []
+    for word in command:
+        if Path(word) == output:
+            word = "FILE.json"
+        else:
+            word = re.sub(r"^/\S*/(bench|examples)/([^/]+)$", r"build/\1/\2", word)
+            word = re.sub(r"^/tmp/\S*/([^/]+)$", r"\1", word)
+        words.append(word)
+    return " ".join(words)
 
 
 def record(name: str, output: Path, command: list[str], results: Path = RESULTS) -> Path:
@@ -87,7 +104,7 @@ def record(name: str, output: Path, command: list[str], results: Path = RESULTS)
     data = results / "data"
     data.mkdir(parents=True, exist_ok=True)
     target = data / f"{name}.json"
-    document = {"benchmark": name, "command": " ".join(command), "machine": machine(), "figures": figures}
+    document = {"benchmark": name, "command": _portable(command, output), "machine": machine(), "figures": figures}
     target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return target
 

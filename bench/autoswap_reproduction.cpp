@@ -44,9 +44,9 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
-#include <cachedarrays/plan/autoswap.hpp>
-#include <cachedarrays/plan/autoswap_bo.hpp>
-#include <cachedarrays/plan/roofline.hpp>
+#include <cachedarrays/plan/schedule/autoswap.hpp>
+#include <cachedarrays/plan/schedule/autoswap_bo.hpp>
+#include <cachedarrays/plan/program/roofline.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>

@@ -51,7 +51,7 @@
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/mpi_communicator.hpp>
 #include <cachedarrays/nn/trainer.hpp>
-#include <cachedarrays/plan/kernel_signature.hpp>
+#include <cachedarrays/plan/program/kernel_signature.hpp>
 
 #include "bench_support.hpp"
 

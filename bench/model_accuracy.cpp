@@ -36,7 +36,7 @@
 #include <cachedarrays/manager/emulation.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/profiler.hpp>
-#include <cachedarrays/plan/profiled_time.hpp>
+#include <cachedarrays/plan/program/profiled_time.hpp>
 #include <cachedarrays/sim/replay.hpp>
 
 #include "bench_support.hpp"

@@ -24,7 +24,7 @@
 //             machine's measured rate per core unless --paper-gflops says,
 //             and bytes over the published DDR4 and Optane bandwidths of
 //             emulation::published), asynchronous copies overlapping the
-//             kernels on a copy channel per device pair (sim/copy_timeline.hpp).
+//             kernels on a copy channel per device pair (plan/schedule/copy_timeline.hpp).
 //             bench/model_accuracy checks the same models against
 //             measurements on this machine.
 // slowdown_vs_all_fast is against all-fast in the same kind of figure.

@@ -7,7 +7,7 @@
 //               best heuristic plan, under --mip-seconds; proven optimal, or
 //               the gap to its lower bound when it stops at the limit;
 //   search      the branch and bound over canonical placements in
-//               MiniMalloc's manner (plan/dsa_search.hpp): the least footprint
+//               MiniMalloc's manner (plan/offsets/dsa_search.hpp): the least footprint
 //               it finds from the best heuristic within --search-seconds,
 //               proven optimal or not; and on a CSV instance, whether it fits
 //               the instance's capacity (search_offsets at the capacity, the
@@ -45,11 +45,11 @@
 #include <vector>
 
 #include <cachedarrays/error.hpp>
-#include <cachedarrays/plan/best_fit_offsets.hpp>
-#include <cachedarrays/plan/dsa_mip.hpp>
-#include <cachedarrays/plan/dsa_problem.hpp>
-#include <cachedarrays/plan/dsa_search.hpp>
-#include <cachedarrays/plan/smartpool_offsets.hpp>
+#include <cachedarrays/plan/offsets/best_fit_offsets.hpp>
+#include <cachedarrays/plan/offsets/dsa_mip.hpp>
+#include <cachedarrays/plan/offsets/dsa_problem.hpp>
+#include <cachedarrays/plan/offsets/dsa_search.hpp>
+#include <cachedarrays/plan/offsets/smartpool_offsets.hpp>
 #include <cachedarrays/types.hpp>
 #ifdef CACHEDARRAYS_BENCH_HAS_NN
 #include <cachedarrays/nn/models.hpp>

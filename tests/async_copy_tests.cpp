@@ -335,7 +335,7 @@ TEST_CASE("async copy: a trace tells synchronous, asynchronous and background co
 }
 
 TEST_CASE("async copy: a trace's free event names the object a region belonged to, even once unlinked") {
-  // The replay holds a freed source until its copy lands (sim/copy_timeline.hpp)
+  // The replay holds a freed source until its copy lands (plan/schedule/copy_timeline.hpp)
   // and finds that copy by the object both events name.
   ca::DataManager dm(two_tiers());
   ca::Object& o = test::make_object(dm, fast, 4096, 1);

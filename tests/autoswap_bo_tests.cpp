@@ -1,4 +1,4 @@
-// AutoSwap's fifth priority score, BO (plan/autoswap_bo.hpp, paper 002
+// AutoSwap's fifth priority score, BO (plan/schedule/autoswap_bo.hpp, paper 002
 // §IV-C, equation (3)): the standardised scores and their hand-computed
 // combination; a unit weight vector plans as its single score and a
 // negative one reverses it; each pick is the best by equation (3) with
@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/autoswap.hpp"
-#include "cachedarrays/plan/autoswap_bo.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
+#include "cachedarrays/plan/schedule/autoswap_bo.hpp"
 #include "cachedarrays/plan/detail/gaussian_process.hpp"
 #include "autoswap_programs.hpp"
 #include "test_support.hpp"

@@ -1,5 +1,5 @@
 // The offline packing of an AutoTM-form plan's DRAM stays
-// (plan/autotm_offsets.hpp): the stays are the executor's allocations and
+// (plan/offsets/autotm_offsets.hpp): the stays are the executor's allocations and
 // frees, a persistent object's stay wraps around the iteration's end, no two
 // stays held at the same time share a byte, and ReDL's fitting loop
 // (policy::fit_to_heap_by_kernel) judges a plan by this packing.
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/autotm.hpp"
-#include "cachedarrays/plan/autotm_offsets.hpp"
-#include "cachedarrays/plan/best_fit_offsets.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/offsets/autotm_offsets.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "autoswap_programs.hpp"
 #include "test_support.hpp"

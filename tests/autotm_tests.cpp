@@ -1,4 +1,4 @@
-// AutoTM's ILP (plan/autotm.hpp): on programs small enough to solve by hand
+// AutoTM's ILP (plan/schedule/autotm.hpp): on programs small enough to solve by hand
 // the static, synchronous and asynchronous formulations find the optimum
 // (the asynchronous one hides moves behind kernels, a kernel taking the
 // longer of itself and its moves, §7.1), a move out of an object not
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

@@ -1,4 +1,4 @@
-// The replay's overlap model (sim/copy_timeline.hpp) on hand-made events:
+// The replay's overlap model (plan/schedule/copy_timeline.hpp) on hand-made events:
 // an asynchronous copy runs beside the kernels that do not need it, a
 // kernel waits for the copies of its own arguments, a synchronous copy and a
 // defrag move are exposed on the compute timeline, copies of one device
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cachedarrays/manager/trace.hpp"
-#include "cachedarrays/sim/copy_timeline.hpp"
+#include "cachedarrays/plan/schedule/copy_timeline.hpp"
 #include "cachedarrays/sim/replay.hpp"
 
 namespace ca = cachedarrays;

@@ -1,4 +1,4 @@
-// The exact offset planner (plan/dsa_mip.hpp): paper 001's MIP (1)-(6)
+// The exact offset planner (plan/offsets/dsa_mip.hpp): paper 001's MIP (1)-(6)
 // solved by Cbc. Its plans are valid and never above a heuristic's, its
 // optimum matches an exhaustive search on tiny instances and the known
 // optimum of hand-made ones, and a search stopped at its time limit still
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/best_fit_offsets.hpp"
-#include "cachedarrays/plan/dsa_mip.hpp"
-#include "cachedarrays/plan/dsa_problem.hpp"
-#include "cachedarrays/plan/smartpool_offsets.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
+#include "cachedarrays/plan/offsets/dsa_mip.hpp"
+#include "cachedarrays/plan/offsets/dsa_problem.hpp"
+#include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "dsa_test_support.hpp"
 #include "test_support.hpp"
 

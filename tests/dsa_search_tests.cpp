@@ -1,4 +1,4 @@
-// The exact search over canonical placements (plan/dsa_search.hpp, after
+// The exact search over canonical placements (plan/offsets/dsa_search.hpp, after
 // MiniMalloc): every plan it finds is valid and within the capacity; what it
 // proves infeasible is (a capacity below max-live, below the MIP's proven
 // optimum); its minimum equals the MIP's proven optimum on small random
@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/best_fit_offsets.hpp"
-#include "cachedarrays/plan/dsa_mip.hpp"
-#include "cachedarrays/plan/dsa_problem.hpp"
-#include "cachedarrays/plan/dsa_search.hpp"
-#include "cachedarrays/plan/smartpool_offsets.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
+#include "cachedarrays/plan/offsets/dsa_mip.hpp"
+#include "cachedarrays/plan/offsets/dsa_problem.hpp"
+#include "cachedarrays/plan/offsets/dsa_search.hpp"
+#include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "dsa_test_support.hpp"
 #include "test_support.hpp"
 

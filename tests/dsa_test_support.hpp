@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cachedarrays/plan/dsa_problem.hpp"
+#include "cachedarrays/plan/offsets/dsa_problem.hpp"
 #include "test_support.hpp"
 
 namespace test {

@@ -1,4 +1,4 @@
-// The offline dynamic storage allocation problem (plan/dsa_problem.hpp): its
+// The offline dynamic storage allocation problem (plan/offsets/dsa_problem.hpp): its
 // lower bound max-live, the checker of offset plans, problems from a program
 // and from MiniMalloc's CSV (with errors naming line and column), and the
 // two offset planners — paper 001's best-fit offset lines and paper 002's
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/best_fit_offsets.hpp"
-#include "cachedarrays/plan/dsa_problem.hpp"
-#include "cachedarrays/plan/program.hpp"
-#include "cachedarrays/plan/smartpool_offsets.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
+#include "cachedarrays/plan/offsets/dsa_problem.hpp"
+#include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

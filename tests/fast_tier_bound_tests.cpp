@@ -1,4 +1,4 @@
-// The fast tier's lower bound (plan/fast_tier_bound.hpp): each kernel at its
+// The fast tier's lower bound (plan/program/fast_tier_bound.hpp): each kernel at its
 // cheapest with its own arguments within the tier, on hand-made programs
 // whose answers are worked out below, and never above what a plan or a
 // replay achieves on random programs.
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cachedarrays/plan/fast_tier_bound.hpp"
-#include "cachedarrays/plan/redl.hpp"
+#include "cachedarrays/plan/program/fast_tier_bound.hpp"
+#include "cachedarrays/plan/schedule/redl.hpp"
 #include "autoswap_programs.hpp"
 #include "test_support.hpp"
 

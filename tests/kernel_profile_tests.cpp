@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/kernel_profile.hpp"
-#include "cachedarrays/plan/kernel_signature.hpp"
-#include "cachedarrays/plan/profiled_time.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/kernel_profile.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
+#include "cachedarrays/plan/program/profiled_time.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

@@ -1,5 +1,5 @@
 // How far ahead the A modes start copies, chosen from kernel times
-// (plan/lookahead.hpp): each kernel needs the window whose kernels last as
+// (plan/schedule/lookahead.hpp): each kernel needs the window whose kernels last as
 // long as copying its arguments, the choice covers the requested share of
 // kernels, and the iteration wraps around.
 #include <doctest/doctest.h>
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/lookahead.hpp"
-#include "cachedarrays/plan/program.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/schedule/lookahead.hpp"
+#include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/policy/profiled_lookahead.hpp"
 
 namespace ca = cachedarrays;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cachedarrays/nn/layers.hpp"
-#include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
 #include "nn_gradcheck.hpp"
 #include "nn_test_support.hpp"
 

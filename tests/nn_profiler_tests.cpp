@@ -1,4 +1,4 @@
-// Kernel signatures of the trainer's kernels (nn/kernel_signature.hpp) and
+// Kernel signatures of the trainer's kernels (nn/dnnl_signature.hpp) and
 // the profiler (nn/profiler.hpp): equal for equal shapes, different for
 // different ones, FLOPs against a hand count, the names a trace records,
 // and the profile cache of a real model. No timing is asserted: the
@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/nn/kernel_signature.hpp"
+#include "cachedarrays/nn/dnnl_signature.hpp"
 #include "cachedarrays/nn/layers.hpp"
 #include "cachedarrays/nn/models.hpp"
 #include "cachedarrays/nn/profiler.hpp"
 #include "cachedarrays/nn/trainer.hpp"
-#include "cachedarrays/plan/kernel_signature.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
 #include "nn_test_support.hpp"
 #include "test_support.hpp"
 

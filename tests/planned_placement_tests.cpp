@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "cachedarrays/plan/best_fit_offsets.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "test_support.hpp"
 

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/autoswap.hpp"
-#include "cachedarrays/plan/autotm.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/policy/autoswap_policy.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/redl_policy.hpp"

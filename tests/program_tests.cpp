@@ -1,4 +1,4 @@
-// The program of an iteration (plan/program.hpp): made from a trace with
+// The program of an iteration (plan/program/program.hpp): made from a trace with
 // objects named by creation order, recorded by Runtime::record_program and
 // handed to the policy, its queries (next use, live bytes, max-live), its
 // validation, and its JSON form with errors that name the field.

@@ -1,4 +1,4 @@
-// ReDL's planner (plan/redl.hpp, paper 004 §III): liveness and the
+// ReDL's planner (plan/schedule/redl.hpp, paper 004 §III): liveness and the
 // short/long split on a hand-made program (kernels, groups of kernels and
 // named layers as layers); a limit at the peak keeps everything in DRAM at
 // the all-DRAM time; on a program worked by hand, the copy in issued at the
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/redl.hpp"
+#include "cachedarrays/plan/schedule/redl.hpp"
 #include "autoswap_programs.hpp"
 #include "test_support.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/kernel_signature.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/nn/data.hpp"
 #include "cachedarrays/nn/models.hpp"

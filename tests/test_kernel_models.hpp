@@ -5,7 +5,7 @@
 #include <span>
 #include <string_view>
 
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 
 namespace test {
 

@@ -123,7 +123,7 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
     }
     matrix.print_row(cells);
   }
-  // What no policy can beat at each size (plan/fast_tier_bound.hpp).
+  // What no policy can beat at each size (plan/program/fast_tier_bound.hpp).
   std::vector<std::string> bound_cells{"lower bound"};
   for (const ca::plan::FastTierBound& b : plan.bounds) bound_cells.push_back(fmt::format("{:.2f}x", b.slowdown()));
   matrix.print_rule();

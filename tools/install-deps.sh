@@ -18,14 +18,14 @@ packages=(
   libnuma-dev      # NUMA / CXL heaps and DRAM binding
   libhwloc-dev     # hwloc: discovery of the machine's memory tiers (heap/discover.hpp, cachedarrays-info)
   libtbb-dev       # oneTBB: parallel prefault and copies
-  coinor-libcbc-dev   # COIN-OR Cbc: the offset planner MIP (plan/dsa_mip.hpp) and AutoTM ILP (plan/autotm.hpp)
+  coinor-libcbc-dev   # COIN-OR Cbc: the offset planner MIP (plan/offsets/dsa_mip.hpp) and AutoTM ILP (plan/schedule/autotm.hpp)
   libfmt-dev       # formatting of stats and messages
   doctest-dev      # the test suite
   libcli11-dev     # command lines of examples and benchmarks
   libdnnl-dev      # oneDNN: the CNN trainer's kernels
   ocl-icd-opencl-dev  # Debian's oneDNN CMake package looks for OpenCL (its GPU runtime)
   nlohmann-json3-dev  # programs saved as JSON; JSON output of benchmarks
-  libeigen3-dev    # Eigen (header-only): the Gaussian process of AutoSwap's Bayesian optimisation (plan/autoswap_bo.hpp)
+  libeigen3-dev    # Eigen (header-only): the Gaussian process of AutoSwap's Bayesian optimisation (plan/schedule/autoswap_bo.hpp)
   zlib1g-dev       # gzipped IDX files (Fashion-MNIST) and checkpoint checksums in the CNN trainer
   dataset-fashion-mnist  # the trainer's real data set (gzipped IDX under /usr/share/datasets/fashion-mnist)
 )

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cachedarrays/nn/kernel_signature.hpp"
+#include "cachedarrays/nn/dnnl_signature.hpp"
 #include "cachedarrays/runtime/kernel.hpp"
 #include "cachedarrays/runtime/pinned_kernel.hpp"
 

@@ -13,8 +13,8 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/nn/trainer.hpp"
-#include "cachedarrays/plan/kernel_signature.hpp"
-#include "cachedarrays/plan/profiled_time.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
+#include "cachedarrays/plan/program/profiled_time.hpp"
 #include "cachedarrays/policy/registry.hpp"
 
 namespace cachedarrays::nn {

@@ -232,7 +232,7 @@ class DataManager {
   /// The manager's counters as they are now (copy the value for a snapshot).
   [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
   /// How the mover makes copyto_async's copies (its threads: the replay's
-  /// copy lanes, sim/copy_timeline.hpp).
+  /// copy lanes, plan/schedule/copy_timeline.hpp).
   [[nodiscard]] const MoverOptions& mover_options() const noexcept { return mover_.options(); }
   /// Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }

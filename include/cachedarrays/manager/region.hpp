@@ -52,7 +52,7 @@ class Region {
   Object* parent_ = nullptr;
   // The id of the object it last belonged to, once unlinked (0: none): the
   // trace's free event names it, so that a replay can tell whose copy out
-  // of it may still be landing (sim/copy_timeline.hpp).
+  // of it may still be landing (plan/schedule/copy_timeline.hpp).
   std::uint64_t last_owner_ = 0;
   detail::Block<Region>* block_ = nullptr;
   // The asynchronous copy that reads or writes this region and whose

@@ -46,7 +46,7 @@ inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Acce
 struct KernelObserver {
   virtual ~KernelObserver() = default;
   /// Called before each kernel runs (also in a dry run). `signature` is the
-  /// kernel's signature (nn/kernel_signature.hpp), the name a trace records
+  /// kernel's signature (nn/dnnl_signature.hpp), the name a trace records
   /// it under; plan::kernel_kind(signature) is its op kind.
   virtual void on_kernel(const std::string& signature, std::span<const KernelArg> args) = 0;
 };

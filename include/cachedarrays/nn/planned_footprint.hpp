@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "cachedarrays/nn/graph.hpp"
-#include "cachedarrays/plan/offset_planner.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/offsets/offset_planner.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/planned_placement.hpp"
 
 namespace cachedarrays::nn {

@@ -1,4 +1,4 @@
-// The kernel profiler (plan/kernel_profile.hpp; AutoTM section 3): measures
+// The kernel profiler (plan/program/kernel_profile.hpp; AutoTM section 3): measures
 // every distinct kernel of a model's training iteration with all its
 // arguments in the fast tier (a runtime whose only device is DRAM) and with
 // all of them in the slow tier (a runtime whose only device is an emulated
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cachedarrays/nn/graph.hpp"
-#include "cachedarrays/plan/kernel_profile.hpp"
+#include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 
 namespace cachedarrays::nn {

@@ -27,7 +27,7 @@
 #include "cachedarrays/nn/data_parallel.hpp"
 #include "cachedarrays/nn/gradient_buckets.hpp"
 #include "cachedarrays/nn/graph.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::nn {
 
@@ -247,7 +247,7 @@ class Trainer {
 /// trainer adds the bucket kernels; nothing is sent in a dry run.
 [[nodiscard]] std::uint64_t measure_footprint(const std::function<Graph()>& build, const TrainerOptions& options = {});
 
-/// The program of one training iteration (plan/program.hpp) from a dry run of
+/// The program of one training iteration (plan/program/program.hpp) from a dry run of
 /// two iterations on a virtual heap, each a step() and then Runtime::collect()
 /// as a training loop runs them: the second, the steady state every later
 /// iteration repeats. It equals the program a real run records

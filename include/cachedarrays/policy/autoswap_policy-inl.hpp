@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/autoswap_bo.hpp"
+#include "cachedarrays/plan/schedule/autoswap_bo.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::policy {

@@ -1,5 +1,5 @@
 // AutoSwap as a policy (paper 002, §IV): the iteration's program
-// is planned once by AutoSwap's swap planner (plan/autoswap.hpp, the score
+// is planned once by AutoSwap's swap planner (plan/schedule/autoswap.hpp, the score
 // the policy is named after: "autoswap:doa", ":aoa", ":wdoa", ":swdoa",
 // ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C),
 // and the swaps are executed by AutoTM's executor (autotm_policy.hpp),
@@ -26,9 +26,9 @@
 #include <optional>
 #include <string_view>
 
-#include "cachedarrays/plan/autoswap.hpp"
-#include "cachedarrays/plan/autotm.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 
 namespace cachedarrays::policy {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/autotm_offsets.hpp"
+#include "cachedarrays/plan/offsets/autotm_offsets.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::policy {

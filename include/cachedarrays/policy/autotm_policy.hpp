@@ -1,5 +1,5 @@
 // AutoTM as a policy (paper 000, §3 and §4.3): the iteration's
-// program is planned once by AutoTM's ILP (plan/autotm.hpp) and the plan is
+// program is planned once by AutoTM's ILP (plan/schedule/autotm.hpp) and the plan is
 // executed through the data manager at kernel boundaries. The executor
 // follows any plan of that form: AutoSwap's (policy/autoswap_policy.hpp)
 // and ReDL's planners hand it theirs through AutotmPolicyOptions::planner.
@@ -53,8 +53,8 @@
 #include <vector>
 
 #include "cachedarrays/manager/emulation.hpp"
-#include "cachedarrays/plan/autotm.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 namespace cachedarrays::policy {

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/offset_planner.hpp"
+#include "cachedarrays/plan/offsets/offset_planner.hpp"
 #include "cachedarrays/policy/deferred_retires.hpp"
 #include "cachedarrays/policy/planned_placement.hpp"
 #include "cachedarrays/policy/policy.hpp"

@@ -39,7 +39,7 @@ CACHEDARRAYS_INLINE void PlannedPlacement::set_program(const plan::Program& prog
 
 CACHEDARRAYS_INLINE void PlannedPlacement::make_plan(const Record& record, const DataManager& manager,
                                                     DeviceId fast) {
-  // The DSA problem (plan/dsa_problem.hpp) of the record. An object alive
+  // The DSA problem (plan/offsets/dsa_problem.hpp) of the record. An object alive
   // at the iteration's end overlaps the next iteration's copy of itself
   // (the trainer makes the next batch before it drops this one), so it
   // gets two slots, each reserved for the whole iteration, used in turn.

@@ -1,6 +1,6 @@
 // Objects at planned offsets: where a new object goes in the
 // fast heap, decided ahead for a whole iteration by an offset planner
-// (plan/offset_planner.hpp) instead of by the online allocator when it is
+// (plan/offsets/offset_planner.hpp) instead of by the online allocator when it is
 // created. Training repeats one iteration, so its sizes and lifetimes are
 // known, and a plan packs them into its footprint (best-fit offset lines
 // come close to max-live; bench/plan_footprint compares), where the online
@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "cachedarrays/manager/data_manager.hpp"
-#include "cachedarrays/plan/offset_planner.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/offsets/offset_planner.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::policy {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "cachedarrays/manager/data_manager.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::policy {
 
@@ -76,7 +76,7 @@ class Policy {
   /// pressure detected.
   virtual void collect() {}
 
-  /// The program of an iteration (plan/program.hpp), for policies that plan
+  /// The program of an iteration (plan/program/program.hpp), for policies that plan
   /// ahead: given by Runtime::set_program, or recorded by
   /// Runtime::record_program once the first iteration has run. It is shared,
   /// so a policy may keep it.

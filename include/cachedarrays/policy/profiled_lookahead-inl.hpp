@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "cachedarrays/plan/profiled_time.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/profiled_time.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 
 namespace cachedarrays::policy {
 

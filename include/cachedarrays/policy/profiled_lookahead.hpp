@@ -11,9 +11,9 @@
 #include "cachedarrays/config.hpp"
 
 #include "cachedarrays/manager/emulation.hpp"
-#include "cachedarrays/plan/kernel_profile.hpp"
-#include "cachedarrays/plan/lookahead.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/program/kernel_profile.hpp"
+#include "cachedarrays/plan/schedule/lookahead.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 namespace cachedarrays::policy {

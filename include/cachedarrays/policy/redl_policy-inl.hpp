@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/redl.hpp"
+#include "cachedarrays/plan/schedule/redl.hpp"
 
 namespace cachedarrays::policy {
 

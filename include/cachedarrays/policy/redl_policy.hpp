@@ -1,5 +1,5 @@
 // ReDL as a policy (paper 004, §III): the iteration's program is
-// planned once by ReDL's planner (plan/redl.hpp: liveness, idle migration
+// planned once by ReDL's planner (plan/schedule/redl.hpp: liveness, idle migration
 // of short-lived objects, dynamic migration by periods, the period size
 // searched, DSMA), and the plan is executed by AutoTM's executor
 // (autotm_policy.hpp), which follows any plan of AutoTM's form:

@@ -15,7 +15,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
-#include "cachedarrays/plan/detail/json_reader.hpp"
+#include "cachedarrays/json_reader.hpp"
 
 namespace cachedarrays {
 
@@ -284,7 +284,7 @@ class SnapshotReader {
     return e;
   }
 
-  plan::detail::JsonReader r_{"memory snapshot JSON"};
+  detail::JsonReader r_{"memory snapshot JSON"};
 };
 
 }  // namespace detail
@@ -352,7 +352,7 @@ CACHEDARRAYS_INLINE std::string memory_snapshot_json(const MemorySnapshot& s, in
 }
 
 CACHEDARRAYS_INLINE MemorySnapshot parse_memory_snapshot(std::string_view json) {
-  const plan::detail::JsonReader reader("memory snapshot JSON");
+  const detail::JsonReader reader("memory snapshot JSON");
   return detail::SnapshotReader().read(reader.parse(json));
 }
 

@@ -96,7 +96,7 @@ class Runtime {
   /// Stops recording; the recording stays readable through trace().
   void stop_trace();
 
-  /// Gives the policy the program of an iteration (plan/program.hpp), for
+  /// Gives the policy the program of an iteration (plan/program/program.hpp), for
   /// policies that plan ahead (Policy::on_program): from the nn trainer's
   /// dry run, or loaded from JSON.
   void set_program(plan::Program program);

@@ -30,9 +30,9 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
-#include "cachedarrays/plan/fast_tier_bound.hpp"
-#include "cachedarrays/plan/program.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/fast_tier_bound.hpp"
+#include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/policy/policy.hpp"
 #include "cachedarrays/sim/memory_prices.hpp"
 #include "cachedarrays/sim/replay.hpp"
@@ -139,7 +139,7 @@ struct CapacityPlan {
   /// given.
   std::vector<CapacityPoint> points;
   /// For each fraction in the order given: how fast any placement can be on
-  /// that fast tier (plan/fast_tier_bound.hpp), on the same kernel model;
+  /// that fast tier (plan/program/fast_tier_bound.hpp), on the same kernel model;
   /// a policy's slowdown over the bound's is what scheduling may still win.
   std::vector<plan::FastTierBound> bounds;
 };

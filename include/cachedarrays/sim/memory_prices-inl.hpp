@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/detail/json_reader.hpp"
+#include "cachedarrays/json_reader.hpp"
 
 namespace cachedarrays {
 
@@ -23,7 +23,7 @@ CACHEDARRAYS_INLINE MemoryPrices MemoryPrices::defaults() {
 }
 
 CACHEDARRAYS_INLINE MemoryPrices MemoryPrices::from_json(std::string_view text) {
-  const plan::detail::JsonReader reader("memory prices JSON");
+  const detail::JsonReader reader("memory prices JSON");
   const nlohmann::json j = reader.parse(text);
   MemoryPrices prices = defaults();
   for (const auto& [tier, value] : reader.object(j, "(document)").items()) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cachedarrays/runtime/pinned_kernel.hpp"
-#include "cachedarrays/sim/copy_timeline.hpp"
+#include "cachedarrays/plan/schedule/copy_timeline.hpp"
 #include "cachedarrays/sim/trace_walker.hpp"
 
 namespace cachedarrays {

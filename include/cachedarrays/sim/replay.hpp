@@ -4,7 +4,7 @@
 // machines can be simulated here), another policy — without running any
 // kernel. The target's Stats then show the traffic that policy would have
 // caused, and a kernel time model (memory-bound unless another is given,
-// such as the roofline of plan/roofline.hpp) turns it into seconds.
+// such as the roofline of plan/program/roofline.hpp) turns it into seconds.
 // Modeled figures are a model, not a measurement: label them as such.
 #pragma once
 
@@ -16,7 +16,7 @@
 
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 
 namespace cachedarrays {
 
@@ -42,7 +42,7 @@ struct ReplayIterationMark {
 /// seconds, of the whole trace.
 struct ReplayResult {
   Stats stats;                 ///< the target's counters accumulated by the replay
-  /// The end of the overlapped timeline (sim/copy_timeline.hpp): kernels and
+  /// The end of the overlapped timeline (plan/schedule/copy_timeline.hpp): kernels and
   /// synchronous copies in turn, asynchronous copies beside them. Without
   /// asynchronous copies it is kernel_seconds + copy_seconds.
   double modeled_seconds = 0;
@@ -101,7 +101,7 @@ struct ReplayIteration {
 /// alive at the end are retired.
 ///
 /// Time model: a kernel takes `kernel_time`'s seconds for its name (its
-/// signature, plan/kernel_signature.hpp) and its arguments, each with the
+/// signature, plan/program/kernel_signature.hpp) and its arguments, each with the
 /// bandwidth of the device it is on once pinned (read bandwidth for inputs,
 /// write bandwidth for outputs). Without one, kernels are memory-bound
 /// (plan::MemoryBound: the sum over the arguments of bytes / bandwidth);
@@ -112,7 +112,7 @@ struct ReplayIteration {
 /// a background copy (a write-back made ahead) behind the copies issued
 /// before a thread takes it; a kernel waits for copies in flight on its arguments, and a source region
 /// stays taken until its copy lands, so an allocation that finds its device
-/// full of landing sources waits (sim/copy_timeline.hpp). `models[d]` is device d's model;
+/// full of landing sources waits (plan/schedule/copy_timeline.hpp). `models[d]` is device d's model;
 /// there must be one per target device, each bandwidth > 0. `kernel_time`
 /// (kept for the call, not copied) may be null. The replay records the
 /// target's copies through its manager's trace hook and restores the hook

@@ -18,8 +18,8 @@
 
 #include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/trace.hpp"
-#include "cachedarrays/plan/program.hpp"
-#include "cachedarrays/plan/roofline.hpp"
+#include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/sim/replay.hpp"
 

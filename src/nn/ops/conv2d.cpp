@@ -208,7 +208,7 @@ class Conv2d final : public Op {
                                      kept_weights, options_.bias, need_grad, grad_inputs);
   }
 
-  // The kernel's name (nn/kernel_signature.hpp): its kind and what the
+  // The kernel's name (nn/dnnl_signature.hpp): its kind and what the
   // argument shapes do not show, the stride and padding ("conv s2p1").
   [[nodiscard]] std::string kernel_name(const char* kind) const {
     return std::string(kind) + " s" + std::to_string(options_.stride) + "p" + std::to_string(options_.padding);

@@ -113,7 +113,7 @@ class Pooling final : public Op {
  private:
   [[nodiscard]] std::string where() const { return kind_ + " '" + name_ + "'"; }
 
-  // The kernel's name (nn/kernel_signature.hpp): its kind and the window,
+  // The kernel's name (nn/dnnl_signature.hpp): its kind and the window,
   // which the argument shapes do not show ("max_pool k3s2p1"; a window that
   // is not square lists both sides, "k3x2").
   [[nodiscard]] std::string kernel_name(const std::string& kind) const {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/autotm.hpp"
-#include "cachedarrays/plan/program.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::plan::detail {
 

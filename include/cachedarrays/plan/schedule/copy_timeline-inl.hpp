@@ -1,0 +1,204 @@
+// Implementation of copy_timeline.hpp (header-only mode includes it from there;
+// the compiled library from src/sim/sim.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/plan/schedule/copy_timeline.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "cachedarrays/sim/replay.hpp"
+
+namespace cachedarrays {
+
+CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room,
+                                                unsigned mover_threads)
+    : models_(models),
+      channel_free_(models.size() * models.size(), 0.0),
+      lane_free_(std::max(1U, mover_threads), 0.0),
+      room_(std::move(room)) {
+  landing_.resize(room_.size());
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const {
+  const double gbps = std::min(models_.at(src).read_gbps, models_.at(dst).write_gbps);
+  return static_cast<double>(bytes) / gbps * 1e-9;
+}
+
+CACHEDARRAYS_INLINE double& CopyTimeline::channel(DeviceId src, DeviceId dst) {
+  return channel_free_.at(std::size_t{src} * models_.size() + dst);
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::mover_start(DeviceId src, DeviceId dst, double earliest) {
+  return std::max({earliest, channel(src, dst), *std::min_element(lane_free_.begin(), lane_free_.end())});
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                    std::uint64_t object, double earliest) {
+  const double start = mover_start(src, dst, earliest);
+  double& free_at = channel(src, dst);
+  const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
+  free_at = *lane = start + copy_time(src, dst, bytes);
+  double& ready = ready_at_[object];
+  ready = std::max(ready, free_at);
+  return free_at;
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::start_background_through(std::uint64_t seq) {
+  while (!queued_.empty() && queued_.front().seq <= seq) {
+    const Queued q = queued_.front();
+    queued_.pop_front();
+    const double end = run_on_mover(q.src, q.dst, q.bytes, q.object, std::max(q.issued, q.room));
+    if (const auto it = queued_for_.find(q.object); it != queued_for_.end() && it->second == q.seq) {
+      queued_for_.erase(it);
+    }
+    // Its source, held or still to be freed, lands now that its end is known.
+    if (const auto it = leaving_.find(q.object); it != leaving_.end() && it->second.seq == q.seq) {
+      it->second = {q.src, end, 0};
+    }
+    if (q.src < landing_.size()) {
+      for (Landing& l : landing_[q.src]) {
+        if (l.seq == q.seq) l = {end, l.bytes, 0};
+      }
+    }
+  }
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
+  while (!queued_.empty()) {
+    const Queued& q = queued_.front();
+    // Not before `before`: a copy issued then goes first.
+    if (mover_start(q.src, q.dst, std::max(q.issued, q.room)) >= before) return;
+    start_background_through(q.seq);
+  }
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::ready(std::uint64_t object) {
+  if (const auto it = queued_for_.find(object); it != queued_for_.end()) start_background_through(it->second);
+  const auto it = ready_at_.find(object);
+  return it == ready_at_.end() ? 0.0 : it->second;
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::room_at(DeviceId device) {
+  start_background(compute_);
+  std::vector<Landing>& landing = landing_[device];
+  const DeviceUsage& room = room_[device];
+  const auto held = [&] {
+    std::uint64_t bytes = 0;
+    for (const Landing& l : landing) bytes += l.bytes;
+    return bytes;
+  };
+  // What landed before now holds nothing any more.
+  const auto drop_landed = [&] {
+    std::erase_if(landing, [&](const Landing& l) { return l.seq == 0 && l.at <= compute_; });
+  };
+  drop_landed();
+  if (room.bytes_used + held() <= room.capacity) return compute_;
+  // Short of room: the background copies still queued out of this device
+  // start (their end says when their sources free).
+  std::uint64_t last = 0;
+  for (const Landing& l : landing) last = std::max(last, l.seq);
+  if (last != 0) {
+    start_background_through(last);
+    drop_landed();
+  }
+  std::uint64_t bytes = held();
+  std::sort(landing.begin(), landing.end(), [](const Landing& a, const Landing& b) { return a.at < b.at; });
+  double at = compute_;
+  for (const Landing& l : landing) {
+    if (room.bytes_used + bytes <= room.capacity) break;
+    at = l.at;
+    bytes -= l.bytes;
+  }
+  return at;
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::settle_wait() {
+  if (!wait_.pending) return;
+  wait_.pending = false;
+  if (wait_.until <= compute_) return;
+  exposed_ += wait_.until - compute_;
+  compute_ = wait_.until;
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::allocate(const TraceEvent& e) {
+  settle_wait();
+  if (e.device >= room_.size()) return;
+  room_[e.device].bytes_used += e.bytes;
+  const double at = room_at(e.device);
+  if (at > compute_) wait_ = {.pending = true, .device = e.device, .until = at};
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::free(const TraceEvent& e) {
+  if (e.device >= room_.size()) return;
+  DeviceUsage& room = room_[e.device];
+  room.bytes_used -= std::min(room.bytes_used, e.bytes);
+  // Its own copy out of this region still reads it: held until it lands.
+  const auto it = leaving_.find(e.object);
+  if (it == leaving_.end() || it->second.device != e.device) return;
+  if (it->second.seq != 0 || it->second.end > compute_) {
+    landing_[e.device].push_back({it->second.end, e.bytes, it->second.seq});
+  }
+  leaving_.erase(it);
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
+  // A defrag move slides a region down its own heap, on the compute thread.
+  const bool defrag = e.kind == TraceKind::defrag_move;
+  const DeviceId dst = defrag ? e.device : e.device2;
+  copying_ += copy_time(e.device, dst, e.bytes);
+  const bool background = !defrag && e.detail == trace_copy_background;
+  if (background || (!defrag && e.detail == trace_copy_async)) {  // the mover
+    // Into a region that waits for room: once the room is there.
+    double room = 0;
+    if (wait_.pending && wait_.device == dst) {
+      room = wait_.until;
+      wait_.pending = false;
+    } else {
+      settle_wait();
+    }
+    if (background) {  // behind whatever is issued before a thread takes it
+      queued_.push_back({++issued_background_, e.device, dst, e.bytes, e.object, compute_, room});
+      queued_for_[e.object] = issued_background_;
+      if (!room_.empty()) leaving_[e.object] = {e.device, 0, issued_background_};
+      return;
+    }
+    start_background(compute_);
+    const double end = run_on_mover(e.device, dst, e.bytes, e.object, std::max(compute_, room));
+    if (!room_.empty()) leaving_[e.object] = {e.device, end, 0};
+    return;
+  }
+  settle_wait();
+  start_background(compute_);
+  // The compute thread: it settles the object's copy in flight first, and
+  // shares the device pair's bandwidth with the mover.
+  const double settled = ready(e.object);
+  double& free_at = channel(e.device, dst);
+  const double start = std::max({compute_, free_at, settled});
+  const double end = start + copy_time(e.device, dst, e.bytes);
+  exposed_ += end - compute_;
+  compute_ = free_at = end;
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::kernel(std::span<const std::uint64_t> objects, double seconds) {
+  settle_wait();
+  double start = compute_;
+  for (std::uint64_t o : objects) start = std::max(start, ready(o));
+  exposed_ += start - compute_;
+  compute_ = start + seconds;
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::seconds() const {
+  if (!queued_.empty()) {
+    CopyTimeline drained = *this;
+    drained.start_background_through(queued_.back().seq);
+    return drained.seconds();
+  }
+  double end = compute_;
+  for (double f : channel_free_) end = std::max(end, f);
+  return end;
+}
+
+}  // namespace cachedarrays

@@ -358,11 +358,11 @@ CACHEDARRAYS_INLINE MemorySnapshot parse_memory_snapshot(std::string_view json) 
 
 CACHEDARRAYS_INLINE void write_memory_snapshot(const MemorySnapshot& snapshot, const std::filesystem::path& path) {
   if (path.empty()) throw invalid_argument("cachedarrays: write_memory_snapshot: the path is empty; give a file name");
-  plan::detail::write_json_file(path.string(), memory_snapshot_json(snapshot), "the memory snapshot");
+  detail::write_json_file(path.string(), memory_snapshot_json(snapshot), "the memory snapshot");
 }
 
 CACHEDARRAYS_INLINE MemorySnapshot read_memory_snapshot(const std::filesystem::path& path) {
-  return plan::detail::read_json_file(path.string(), "memory snapshot",
+  return detail::read_json_file(path.string(), "memory snapshot",
                                       [](const std::string& text) { return parse_memory_snapshot(text); });
 }
 

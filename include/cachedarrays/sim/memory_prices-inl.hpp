@@ -36,7 +36,7 @@ CACHEDARRAYS_INLINE MemoryPrices MemoryPrices::from_json(std::string_view text) 
 }
 
 CACHEDARRAYS_INLINE MemoryPrices MemoryPrices::load(const std::string& path) {
-  return plan::detail::read_json_file(path, "memory prices", [](const std::string& text) { return from_json(text); });
+  return detail::read_json_file(path, "memory prices", [](const std::string& text) { return from_json(text); });
 }
 
 CACHEDARRAYS_INLINE double MemoryPrices::dollars_per_gb(std::string_view tier) const {

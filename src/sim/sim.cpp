@@ -2,7 +2,6 @@
 #include "cachedarrays/sim/replay-inl.hpp"
 #include "cachedarrays/sim/simulate_2lm-inl.hpp"
 #include "cachedarrays/sim/trace_walker-inl.hpp"
-#include "cachedarrays/plan/schedule/copy_timeline-inl.hpp"
 #include "cachedarrays/sim/capacity_plan-inl.hpp"
 #include "cachedarrays/sim/memory_prices-inl.hpp"
 #include "cachedarrays/sim/replay_judge-inl.hpp"

@@ -17,17 +17,11 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/plan/schedule/copy_channels.hpp"
 
 namespace cachedarrays {
 
 class Runtime;
-
-/// A device's bandwidths for modeled time, in GB/s (= bytes per ns).
-struct DeviceModel {
-  std::string name;         ///< the tier's name ("dram", "optane", ...), for messages and prices
-  double read_gbps = 0;     ///< read bandwidth, GB/s (> 0 to replay)
-  double write_gbps = 0;    ///< write bandwidth, GB/s (> 0 to replay)
-};
 
 /// Where the replay was when an iteration of the trace began.
 struct ReplayIterationMark {

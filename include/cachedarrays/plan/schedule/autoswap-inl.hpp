@@ -290,9 +290,14 @@ struct AutoswapRun {
 class AutoswapEngine {
  public:
   // `duplex`: the copies out on an engine of their own (AutoswapOptions::duplex).
-  AutoswapEngine(const AutoswapTimeline& t, std::span<const double> seconds, const std::vector<AutoswapSwap>& swaps,
+  AutoswapEngine(const AutoswapTimeline& t, const AutotmCosts& costs, const std::vector<AutoswapSwap>& swaps,
                  std::span<const AutoswapSlot> slots, bool duplex)
-      : t_(t), seconds_(seconds), swaps_(swaps), nk_(static_cast<std::int64_t>(t.start.size())), duplex_(duplex) {
+      : t_(t),
+        seconds_(costs.dram_seconds),
+        swaps_(swaps),
+        nk_(static_cast<std::int64_t>(t.start.size())),
+        idle_(costs.channels(duplex ? 0 : 1)),
+        duplex_(duplex) {
     for (std::size_t s = 0; s < swaps.size(); ++s) {
       for (std::int64_t r = -1; r <= 1; ++r) {
         Instance i;
@@ -358,16 +363,14 @@ class AutoswapEngine {
       }
     }
     double now = 0;
-    double engine = 0;                    // when the copy engine (of the copies in, duplex) is next free
-    double out_engine = 0;                // duplex: when the copies out's engine is next free
-    std::size_t last_in = inst_.size();   // the copy in that engine's time ends, if one does
+    CopyChannels channels = idle_;
+    constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
+    std::size_t last_in = inst_.size();   // the copy in that the copies in's engine is busy with, if one
     // `not_before`: a copy in never starts before its own copy out has
     // ended (on one engine the order already sees to it).
-    const auto queue = [&](double length, double not_before = -std::numeric_limits<double>::infinity()) {
-      const double start = std::max({now, engine, not_before});
-      if (engine > now && last_in < inst_.size()) run.pressed[inst_[last_in].swap] = true;
-      engine = start + length;
-      return start;
+    const auto queue = [&](DeviceId src, DeviceId dst, double length, double not_before) {
+      if (channels.mover_start(slow, fast, now) > now && last_in < inst_.size()) run.pressed[inst_[last_in].swap] = true;
+      return channels.run_on_mover(src, dst, length, std::max(now, not_before));
     };
     double iteration_start = 0;
     std::size_t o = 0, u = 0;
@@ -376,21 +379,24 @@ class AutoswapEngine {
       for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) {
         Instance& x = inst_[outs_[o]];
         if (!x.active) continue;
-        if (duplex_) {
-          x.out_start = std::max(now, out_engine);
-          out_engine = x.out_end = x.out_start + swaps_[x.swap].candidate.out_seconds;
+        if (duplex_) {  // on an engine of its own: it holds up no copy in
+          const CopySpan span = channels.run_on_mover(fast, slow, swaps_[x.swap].candidate.out_seconds, now);
+          x.out_start = span.start;
+          x.out_end = span.end;
           continue;
         }
-        x.out_start = queue(swaps_[x.swap].candidate.out_seconds);
-        x.out_end = engine;
+        const CopySpan span = queue(fast, slow, swaps_[x.swap].candidate.out_seconds, now);
+        x.out_start = span.start;
+        x.out_end = span.end;
         last_in = inst_.size();
       }
       const auto bi = static_cast<std::size_t>(b);
       for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) {
         Instance& x = inst_[ins_[i]];
         x.in_issue = now;
-        x.in_start = queue(swaps_[x.swap].candidate.in_seconds, x.out_end);
-        x.in_end = engine;
+        const CopySpan span = queue(slow, fast, swaps_[x.swap].candidate.in_seconds, x.out_end);
+        x.in_start = span.start;
+        x.in_end = span.end;
         if (x.in_start > now) run.pressed[x.swap] = true;
         last_in = ins_[i];
       }
@@ -453,6 +459,7 @@ class AutoswapEngine {
   std::vector<std::size_t> first_in_, next_in_, ins_;  // the copies in bucketed by boundary
   std::vector<double> kernel_start_;
   std::vector<std::int64_t> freed_;
+  CopyChannels idle_;  // the copy engines, idle: each run starts from them
   bool duplex_ = false;
 };
 
@@ -480,7 +487,7 @@ struct AutoswapLoadBudget {
 class AutoswapOutBlocks {
  public:
   // `duplex`: the copies out have an engine of their own and block nothing.
-  AutoswapOutBlocks(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
+  AutoswapOutBlocks(const AutoswapTimeline& t, const AutotmCosts& costs, std::span<const AutoswapSlot> slots,
                     const std::vector<AutoswapSwap>& swaps, bool duplex) {
     if (duplex) return;
     const auto nk = static_cast<std::uint32_t>(t.start.size());
@@ -491,15 +498,15 @@ class AutoswapOutBlocks {
       for (std::uint32_t r = 0; r < 3; ++r) issued.emplace_back(r * nk + slots[s].after + 1, s);
     }
     std::sort(issued.begin(), issued.end());
-    double engine = 0;
+    CopyChannels engine = costs.channels(1);
     std::vector<std::pair<double, double>> busy;
     for (const auto& [at, s] : issued) {
       const double when = t.seconds * static_cast<double>(at / nk) + t.start[at % nk];
-      const double start = std::max(when, engine);
-      engine = start + swaps[s].candidate.out_seconds;
+      const CopySpan copy =
+          engine.run_on_mover(CopyChannels::fast, CopyChannels::slow, swaps[s].candidate.out_seconds, when);
       if (at > nk && at <= 2 * nk) {
         for (int shift = -3; shift <= 0; ++shift) {
-          busy.emplace_back(start + shift * t.seconds, engine + shift * t.seconds);
+          busy.emplace_back(copy.start + shift * t.seconds, copy.end + shift * t.seconds);
         }
       }
     }
@@ -537,10 +544,11 @@ class AutoswapOutBlocks {
 // else the earliest the load allows). The copies in that end an iteration
 // give way to the next iteration's first ones: the passes repeat with that
 // bound until no position moves.
-CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, std::span<const AutoswapSlot> slots,
+CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, const AutotmCosts& costs,
+                                           std::span<const AutoswapSlot> slots,
                                            const std::vector<AutoswapSwap>& swaps, AutoswapLoadBudget& budget,
                                            std::vector<std::uint32_t>& issue, bool duplex) {
-  const AutoswapOutBlocks outs(t, slots, swaps, duplex);
+  const AutoswapOutBlocks outs(t, costs, slots, swaps, duplex);
   const double tolerance = 1e-12 * std::max(1.0, t.seconds);
   std::vector<std::size_t> order(slots.size());
   for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
@@ -591,8 +599,8 @@ inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp says why the 
 // only if the engine then waits no longer and passes the limit by no more
 // than with each copy in at its latest; then single positions earlier while
 // one lowers the waits.
-CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<const double> seconds,
-                                           std::uint64_t limit, bool duplex, AutoswapPlan& plan) {
+CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const AutotmCosts& costs, std::uint64_t limit,
+                                           bool duplex, AutoswapPlan& plan) {
   const auto nk = static_cast<std::uint32_t>(t.start.size());
   std::vector<AutoswapSlot> slots;
   std::vector<std::uint32_t> latest;
@@ -601,7 +609,7 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<
     latest.push_back(slots.back().latest);
   }
   std::vector<std::uint32_t> issue = latest;
-  AutoswapEngine engine(t, seconds, plan.swaps, slots, duplex);
+  AutoswapEngine engine(t, costs, plan.swaps, slots, duplex);
   AutoswapRun run, trial;
   engine.run(issue, run);
   const double tolerance = 1e-12 * std::max(1.0, t.seconds);
@@ -611,7 +619,7 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, std::span<
   if (nk > 0 && !plan.swaps.empty()) {
     std::vector<std::uint64_t> load = plan.load;
     AutoswapLoadBudget budget{load, limit, nk};
-    autoswap_backward(t, slots, plan.swaps, budget, issue, duplex);
+    autoswap_backward(t, costs, slots, plan.swaps, budget, issue, duplex);
     engine.run(issue, trial);
     if (trial.overhead <= run.overhead + tolerance && trial.scheduled_peak <= std::max(limit, run.scheduled_peak)) {
       std::swap(run, trial);
@@ -824,7 +832,7 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Aut
   }
   // The schedule may bring objects back earlier where the limit has room:
   // LOAD' is the schedule's, and still at most the limit wherever it was.
-  detail::autoswap_schedule(t, costs.dram_seconds, options.limit, options.duplex, plan);
+  detail::autoswap_schedule(t, costs, options.limit, options.duplex, plan);
   plan.peak = peak();
   plan.fits = plan.peak <= options.limit;
   plan.excess = plan.fits ? 0 : plan.peak - options.limit;

@@ -65,6 +65,7 @@
 #include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/plan/schedule/copy_channels.hpp"
 
 namespace cachedarrays::plan {
 
@@ -91,6 +92,14 @@ struct AutotmCosts {
   /// invalid_argument for a bandwidth not > 0.
   [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
                                               const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
+
+  /// The copy channels these bandwidths make (CopyChannels::two_tiers: DRAM
+  /// device 0, PMM device 1), with `lanes` copy engines (0: one each way):
+  /// the one definition of a copy's time and overlap that AutoTM's moves,
+  /// AutoSwap's engine, ReDL's simulator and the replay share.
+  [[nodiscard]] CopyChannels channels(unsigned lanes) const {
+    return CopyChannels::two_tiers(to_pmm_gbps, to_dram_gbps, lanes);
+  }
 
   /// Throws invalid_argument, prefixed by `who`, unless these are costs of
   /// `program`: one time per kernel and one penalty per argument, each

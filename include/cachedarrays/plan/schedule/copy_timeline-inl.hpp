@@ -1,5 +1,5 @@
 // Implementation of copy_timeline.hpp (header-only mode includes it from there;
-// the compiled library from src/sim/sim.cpp).
+// the compiled library from src/plan/plan.cpp).
 #pragma once
 
 #include "cachedarrays/config.hpp"
@@ -9,41 +9,20 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/sim/replay.hpp"
-
 namespace cachedarrays {
 
 CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room,
                                                 unsigned mover_threads)
-    : models_(models),
-      channel_free_(models.size() * models.size(), 0.0),
-      lane_free_(std::max(1U, mover_threads), 0.0),
-      room_(std::move(room)) {
+    : channels_(models, std::max(1U, mover_threads)), room_(std::move(room)) {
   landing_.resize(room_.size());
-}
-
-CACHEDARRAYS_INLINE double CopyTimeline::copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const {
-  const double gbps = std::min(models_.at(src).read_gbps, models_.at(dst).write_gbps);
-  return static_cast<double>(bytes) / gbps * 1e-9;
-}
-
-CACHEDARRAYS_INLINE double& CopyTimeline::channel(DeviceId src, DeviceId dst) {
-  return channel_free_.at(std::size_t{src} * models_.size() + dst);
-}
-
-CACHEDARRAYS_INLINE double CopyTimeline::mover_start(DeviceId src, DeviceId dst, double earliest) {
-  return std::max({earliest, channel(src, dst), *std::min_element(lane_free_.begin(), lane_free_.end())});
 }
 
 CACHEDARRAYS_INLINE double CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
                                                     std::uint64_t object, double earliest) {
-  const double start = mover_start(src, dst, earliest);
-  double& free_at = channel(src, dst);
-  const auto lane = std::min_element(lane_free_.begin(), lane_free_.end());
-  free_at = *lane = start + copy_time(src, dst, bytes);
+  const double end = channels_.run_on_mover(src, dst, channels_.seconds(src, dst, bytes), earliest).end;
   double& ready = ready_at_[object];
-  ready = std::max(ready, free_at);
-  return free_at;
+  ready = std::max(ready, end);
+  return end;
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::start_background_through(std::uint64_t seq) {
@@ -70,7 +49,7 @@ CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
   while (!queued_.empty()) {
     const Queued& q = queued_.front();
     // Not before `before`: a copy issued then goes first.
-    if (mover_start(q.src, q.dst, std::max(q.issued, q.room)) >= before) return;
+    if (channels_.mover_start(q.src, q.dst, std::max(q.issued, q.room)) >= before) return;
     start_background_through(q.seq);
   }
 }
@@ -148,7 +127,7 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   // A defrag move slides a region down its own heap, on the compute thread.
   const bool defrag = e.kind == TraceKind::defrag_move;
   const DeviceId dst = defrag ? e.device : e.device2;
-  copying_ += copy_time(e.device, dst, e.bytes);
+  copying_ += channels_.seconds(e.device, dst, e.bytes);
   const bool background = !defrag && e.detail == trace_copy_background;
   if (background || (!defrag && e.detail == trace_copy_async)) {  // the mover
     // Into a region that waits for room: once the room is there.
@@ -175,11 +154,10 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   // The compute thread: it settles the object's copy in flight first, and
   // shares the device pair's bandwidth with the mover.
   const double settled = ready(e.object);
-  double& free_at = channel(e.device, dst);
-  const double start = std::max({compute_, free_at, settled});
-  const double end = start + copy_time(e.device, dst, e.bytes);
+  const double end =
+      channels_.run_on_caller(e.device, dst, channels_.seconds(e.device, dst, e.bytes), std::max(compute_, settled)).end;
   exposed_ += end - compute_;
-  compute_ = free_at = end;
+  compute_ = end;
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::kernel(std::span<const std::uint64_t> objects, double seconds) {
@@ -196,9 +174,7 @@ CACHEDARRAYS_INLINE double CopyTimeline::seconds() const {
     drained.start_background_through(queued_.back().seq);
     return drained.seconds();
   }
-  double end = compute_;
-  for (double f : channel_free_) end = std::max(end, f);
-  return end;
+  return std::max(compute_, channels_.idle_at());
 }
 
 }  // namespace cachedarrays

@@ -3,7 +3,8 @@
 // the other, and the mover's threads beside it, each making one
 // asynchronous copy at a time in the order issued (manager/mover.hpp: a
 // copy in queued behind a write-back waits for it), each device pair
-// carrying one copy at a time. A kernel starts once the copies in flight
+// carrying one copy at a time: the copy channels of copy_channels.hpp,
+// which the planners' own models share. A kernel starts once the copies in flight
 // into or out of its arguments have finished (invariant 7: it waits at
 // their fences), a synchronous copy shares its device pair with the
 // asynchronous ones, and the iteration ends when both the kernels and the
@@ -39,11 +40,10 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/schedule/copy_channels.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
-
-struct DeviceModel;
 
 /// The replay's overlap model: one compute timeline for kernels and
 /// synchronous copies, and the mover's threads beside it for asynchronous
@@ -51,8 +51,7 @@ struct DeviceModel;
 /// the copies in flight on its arguments. Modeled figures, not measured.
 class CopyTimeline {
  public:
-  /// `models[d]`: device d's bandwidths (each > 0; replay checks them; kept
-  /// by reference, so they must outlive the timeline).
+  /// `models[d]`: device d's bandwidths (each > 0; replay checks them).
   /// `room[d]`: device d's capacity and bytes in use when the timeline
   /// starts, for the hold of landing sources; empty: no hold, the
   /// room is the target's alone. `mover_threads`: the mover's copy lanes
@@ -103,11 +102,6 @@ class CopyTimeline {
     double room = 0;    // when its target has room for it (0: at once)
   };
 
-  double copy_time(DeviceId src, DeviceId dst, std::uint64_t bytes) const;
-  double& channel(DeviceId src, DeviceId dst);
-  // When a copy would start on the mover: no earlier than `earliest`, once
-  // its channel and a thread are free.
-  double mover_start(DeviceId src, DeviceId dst, double earliest);
   // A copy on the mover thread that frees first, after what its channel
   // already carries, no earlier than `earliest`; returns its end.
   double run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest);
@@ -149,12 +143,10 @@ class CopyTimeline {
     double until = 0;
   };
 
-  const std::vector<DeviceModel>& models_;
+  CopyChannels channels_;
   double compute_ = 0;
   double exposed_ = 0;
   double copying_ = 0;
-  std::vector<double> channel_free_;                    // by src * devices + dst
-  std::vector<double> lane_free_;                       // by mover thread
   std::unordered_map<std::uint64_t, double> ready_at_;  // object -> its last copy's end
   std::vector<DeviceUsage> room_;                       // empty: no hold
   std::vector<std::vector<Landing>> landing_;           // by device

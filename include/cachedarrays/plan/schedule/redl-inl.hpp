@@ -124,7 +124,7 @@ struct RedlPlacement {
 // What carries from one iteration into the next: the copy engine's backlog
 // and, by object, the state of the stays that wrap around.
 struct RedlCarry {
-  double engine = 0;
+  CopyChannels engine;          // the copy engine, as the iteration leaves it
   std::vector<double> arrival;  // seconds from the iteration's start
   std::vector<char> promoted, dirty;
 };
@@ -781,13 +781,14 @@ class RedlSimulator {
   // to the next repeats (or eight have run).
   [[nodiscard]] RedlTiming run() const {
     const std::size_t n = program_.objects().size();
-    RedlCarry carry{0, std::vector<double>(n, -std::numeric_limits<double>::infinity()), std::vector<char>(n, 0),
-                    std::vector<char>(n, 0)};
+    // ReDL's one copy engine (redl.hpp "The model").
+    RedlCarry carry{costs_.channels(1), std::vector<double>(n, -std::numeric_limits<double>::infinity()),
+                    std::vector<char>(n, 0), std::vector<char>(n, 0)};
     RedlTiming timing;
     for (int i = 0; i < 8; ++i) {
-      RedlCarry next;
+      RedlCarry next{carry.engine, {}, {}, {}};
       timing = iteration(carry, next);
-      const bool same = close(next.engine, carry.engine) && next.promoted == carry.promoted &&
+      const bool same = close(next.engine.idle_at(), carry.engine.idle_at()) && next.promoted == carry.promoted &&
                         next.dirty == carry.dirty &&
                         std::equal(next.arrival.begin(), next.arrival.end(), carry.arrival.begin(), close);
       carry = std::move(next);
@@ -830,7 +831,9 @@ class RedlSimulator {
     t.dsma.resize(nk);
     t.start.resize(nk);
     t.end.resize(nk);
-    double now = 0, engine = in.engine, stall = 0;
+    double now = 0, stall = 0;
+    CopyChannels engine = in.engine;
+    constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
     const auto stay_of = [&](std::size_t k, std::uint32_t o) -> std::int64_t {
       for (const auto& [object, i] : pl_.covered[k]) {
         if (object == o) return i;
@@ -873,10 +876,11 @@ class RedlSimulator {
         m.object = s.object;
         m.kernel = static_cast<std::uint32_t>(k);
         m.issue = start;
-        m.start = std::max(start, engine);
         if (s.begin == RedlBegin::moved && s.from == k) {
           m.bytes = p_.objects_[s.object].bytes;
-          m.end = engine = m.start + static_cast<double>(m.bytes) / to_dram;
+          const CopySpan copy = engine.run_on_mover(slow, fast, static_cast<double>(m.bytes) / to_dram, start);
+          m.start = copy.start;
+          m.end = copy.end;
           arrival[i] = m.end;
           const std::vector<std::uint32_t>& u = program_.uses(s.object);
           const auto next = std::upper_bound(u.begin(), u.end(), s.from);
@@ -885,9 +889,10 @@ class RedlSimulator {
         } else {
           m.to_dram = false;
           m.bytes = out_bytes(i);
-          m.end = m.start + static_cast<double>(m.bytes) / to_pmm;
           if (m.bytes > 0) {
-            engine = m.end;
+            const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm, start);
+            m.start = copy.start;
+            m.end = copy.end;
             stall = std::max(stall, m.end);  // the executor frees its DRAM at the next kernel, once it lands
           } else {
             m.start = m.end = start;
@@ -905,8 +910,10 @@ class RedlSimulator {
         m.bytes = out_bytes(i);
         m.issue = m.start = m.end = now;
         if (m.bytes > 0) {
-          m.start = std::max(now, engine);
-          m.end = engine = m.start + static_cast<double>(m.bytes) / to_pmm;
+          // On the one engine, in its order, though the compute thread waits for it.
+          const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm, now);
+          m.start = copy.start;
+          m.end = copy.end;
           t.waits += m.end - now;
           now = m.end;
         }
@@ -917,7 +924,8 @@ class RedlSimulator {
     t.waits += final_time - now;
     t.seconds = final_time;
     const std::size_t n = program_.objects().size();
-    out.engine = std::max(0.0, engine - final_time);
+    out.engine = engine;
+    out.engine.carry_over(final_time);
     out.arrival.assign(n, -inf);
     out.promoted.assign(n, 0);
     out.dirty.assign(n, 0);

@@ -11,6 +11,7 @@
 #include "cachedarrays/plan/program/kernel_signature-inl.hpp"
 #include "cachedarrays/plan/program/profiled_time-inl.hpp"
 #include "cachedarrays/plan/program/program-inl.hpp"
+#include "cachedarrays/plan/program/program_from_trace-inl.hpp"
 #include "cachedarrays/plan/program/roofline-inl.hpp"
 #include "cachedarrays/plan/schedule/autoswap-inl.hpp"
 #include "cachedarrays/plan/schedule/autoswap_bo-inl.hpp"

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <unordered_map>
 #include <utility>
 
 #include "cachedarrays/error.hpp"
@@ -114,121 +113,6 @@ CACHEDARRAYS_INLINE void Program::validate_and_index() {
     fail("the steps run " + std::to_string(next_kernel) + " of the " + std::to_string(kernels_.size()) +
          " kernels; each kernel needs a kernel step");
   }
-}
-
-CACHEDARRAYS_INLINE Program Program::from_trace(const Trace& trace, std::optional<std::uint64_t> iteration) {
-  const std::vector<TraceEvent>& events = trace.events();
-  const auto fail = [](const std::string& what) {
-    throw invalid_argument("cachedarrays: program from trace: " + what);
-  };
-  // The iteration's events: [begin, end).
-  std::size_t marker = events.size();
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    if (events[i].kind != TraceKind::iteration) continue;
-    if (!iteration || events[i].object == *iteration) marker = i;
-    if (iteration && events[i].object == *iteration) break;
-  }
-  if (marker == events.size()) {
-    fail(iteration ? "the trace holds no iteration " + std::to_string(*iteration)
-                   : std::string("the trace marks no iteration; call Runtime::begin_iteration at the top of each "
-                                 "iteration while recording (the nn trainer does)"));
-  }
-  const std::size_t begin = marker + 1;
-  std::size_t end = begin;
-  while (end < events.size() && events[end].kind != TraceKind::iteration) ++end;
-
-  // What happened to each object before the iteration: created and alive
-  // (true) or retired (false).
-  std::unordered_map<std::uint64_t, bool> before;
-  // The size each object was created with, where the trace saw it: a
-  // persistent object's first use may touch only part of it.
-  std::unordered_map<std::uint64_t, std::uint64_t> created_bytes;
-  for (std::size_t i = 0; i < marker; ++i) {
-    const TraceEvent& e = events[i];
-    if (e.kind == TraceKind::create) {
-      before[e.object] = true;
-      created_bytes[e.object] = e.bytes;
-    }
-    if (e.kind == TraceKind::retire) before[e.object] = false;
-  }
-  // The persistent objects: used by the iteration, not created by it, in
-  // order of first use — the same order whether or not the trace saw them
-  // created (Runtime::record_program starts recording after them).
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> persistent;  // (trace id, bytes)
-  std::unordered_map<std::uint64_t, bool> known;  // persistent or created here
-  const auto note_use = [&](std::uint64_t id, std::uint64_t bytes, std::size_t at) {
-    if (known.contains(id)) return;
-    const auto it = before.find(id);
-    if (it != before.end() && !it->second) {
-      fail("event " + std::to_string(at) + " uses object #" + std::to_string(id) +
-           ", retired before the iteration began");
-    }
-    known[id] = true;
-    const auto created = created_bytes.find(id);
-    persistent.emplace_back(id, created != created_bytes.end() ? created->second : bytes);
-  };
-  for (std::size_t i = begin; i < end; ++i) {
-    const TraceEvent& e = events[i];
-    switch (e.kind) {
-      case TraceKind::create:
-        if (known.contains(e.object) || before.contains(e.object)) {
-          fail("event " + std::to_string(i) + " creates object #" + std::to_string(e.object) + " a second time");
-        }
-        known[e.object] = false;
-        break;
-      case TraceKind::retire:
-      case TraceKind::hint: note_use(e.object, e.bytes, i); break;
-      case TraceKind::kernel_begin:
-        for (std::uint32_t a = 0; a < e.arg_count; ++a) {
-          const TraceArg& arg = trace.args()[e.arg_begin + a];
-          note_use(arg.object, arg.bytes, i);
-        }
-        break;
-      default: break;
-    }
-  }
-
-  std::vector<ProgramObject> objects;
-  std::unordered_map<std::uint64_t, std::uint32_t> name;  // trace id -> program object
-  for (const auto& [id, bytes] : persistent) {
-    name[id] = static_cast<std::uint32_t>(objects.size());
-    objects.push_back({bytes, true});
-  }
-  std::vector<ProgramKernel> kernels;
-  std::vector<ProgramStep> steps;
-  const auto named = [&](std::uint64_t id, std::size_t at) {
-    const auto it = name.find(id);
-    if (it == name.end()) fail("event " + std::to_string(at) + " uses object #" + std::to_string(id) +
-                               " before the iteration creates it");
-    return it->second;
-  };
-  for (std::size_t i = begin; i < end; ++i) {
-    const TraceEvent& e = events[i];
-    switch (e.kind) {
-      case TraceKind::create:
-        name[e.object] = static_cast<std::uint32_t>(objects.size());
-        steps.push_back({StepKind::create, static_cast<std::uint32_t>(objects.size())});
-        objects.push_back({e.bytes, false});
-        break;
-      case TraceKind::retire: steps.push_back({StepKind::retire, named(e.object, i)}); break;
-      case TraceKind::hint:
-        steps.push_back({StepKind::hint, named(e.object, i), static_cast<Hint>(e.detail)});
-        break;
-      case TraceKind::kernel_begin: {
-        ProgramKernel k{trace.names().at(e.name), {}};
-        for (std::uint32_t a = 0; a < e.arg_count; ++a) {
-          const TraceArg& arg = trace.args()[e.arg_begin + a];
-          k.args.push_back({named(arg.object, i), arg.bytes, arg.write ? Access::write : Access::read});
-        }
-        steps.push_back({StepKind::kernel, static_cast<std::uint32_t>(kernels.size())});
-        kernels.push_back(std::move(k));
-        break;
-      }
-      case TraceKind::collect: steps.push_back({StepKind::collect}); break;
-      default: break;  // kernel ends and the mechanism's events are not the program's
-    }
-  }
-  return Program(std::move(objects), std::move(kernels), std::move(steps));
 }
 
 CACHEDARRAYS_INLINE std::optional<std::string> Program::unrepeatable() const {

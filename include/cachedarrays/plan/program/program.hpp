@@ -195,4 +195,5 @@ class Program {
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/plan/program/program-inl.hpp"
+#include "cachedarrays/plan/program/program_from_trace-inl.hpp"
 #endif

@@ -16,6 +16,7 @@
 #include "cachedarrays/plan/schedule/autoswap-inl.hpp"
 #include "cachedarrays/plan/schedule/autoswap_bo-inl.hpp"
 #include "cachedarrays/plan/schedule/autotm-inl.hpp"
+#include "cachedarrays/plan/schedule/autotm_search-inl.hpp"
 #include "cachedarrays/plan/schedule/copy_channels-inl.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline-inl.hpp"
 #include "cachedarrays/plan/schedule/lookahead-inl.hpp"

@@ -835,11 +835,10 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& progr
 // only after its root LP, which alone takes seconds on large ILPs.
 inline constexpr double autotm_min_solve_seconds = 0.05;
 
-// One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
-// within `seconds`, from `start` (null: the model's, everything in PMM).
-CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
-                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
-                                            double seconds, const std::vector<double>* start_values = nullptr) {
+// The ILP as Cbc takes it, with the DRAM limits `limits` (L_DRAM,k of (5)),
+// from `start_values` (null: the model's, everything in PMM).
+CACHEDARRAYS_INLINE MipProblem autotm_mip(const AutotmIlp& ilp, const std::vector<std::uint64_t>& limits,
+                                          const std::vector<double>* start_values) {
   const AutotmModel& m = ilp.model;
   std::vector<double> row_upper = m.row_upper;
   for (std::size_t k = 0; k < limits.size(); ++k) {
@@ -880,7 +879,37 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   // the max of forms of binary columns, integral wherever it binds.
   mip.integer = m.integer;
   mip.start_values = start_values != nullptr ? *start_values : m.start;
+  return mip;
+}
 
+// What a solve's outcome says of the plan: its modeled time, its gap and
+// whether it is optimal, in words too.
+CACHEDARRAYS_INLINE void autotm_judge_solve(const AutotmIlp& ilp, const MipOutcome& outcome,
+                                            const std::vector<double>& solution, const AutotmOptions& options,
+                                            double seconds, AutotmPlan& plan) {
+  const AutotmModel& m = ilp.model;
+  double objective = 0;
+  for (std::size_t c = 0; c < m.objective.size(); ++c) objective += m.objective[c] * solution[c];
+  const double total = ilp.constant + objective;
+  const bool stopped = outcome.seconds_limit_reached;
+  plan.modeled_seconds = total / autotm_time_unit;
+  plan.gap = total > 0 ? std::max(0.0, (objective - outcome.bound) / total) : 0;
+  // When the search ends because no node can beat the incumbent (the MIP
+  // start, often), Cbc leaves its bound at the last LP's; what it proved is
+  // the requested gap.
+  if (outcome.proven_optimal) plan.gap = std::min(plan.gap, options.relative_gap);
+  plan.optimal = !stopped && (outcome.proven_optimal || plan.gap <= options.relative_gap + 1e-9);
+  plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
+                              " s; the best plan found, gap " + mip_format_number(plan.gap)
+                        : "optimal within the relative gap " + mip_format_number(options.relative_gap);
+}
+
+// One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
+// within `seconds`, from `start` (null: the model's, everything in PMM).
+CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
+                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
+                                            double seconds, const std::vector<double>* start_values = nullptr) {
+  const MipProblem mip = autotm_mip(ilp, limits, start_values);
   AutotmPlan plan;
   // No time left (building a large ILP can take the whole budget): the
   // start is the plan. Given a token limit, Cbc's root alone can run many
@@ -898,25 +927,9 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
   }
   // Nothing found: the start (it keeps the limits: start_for checks that,
   // and everything in PMM keeps any).
-  const bool found = !outcome.solution.empty();
-  std::vector<double> solution = found ? outcome.solution : mip.start_values;
-  const double bound = outcome.bound;
-  const bool stopped = outcome.seconds_limit_reached;
-  const bool proven = outcome.proven_optimal;
-  autotm_round(m, solution);
-  double objective = 0;
-  for (std::size_t c = 0; c < cols; ++c) objective += m.objective[c] * solution[c];
-  const double total = ilp.constant + objective;
-  plan.modeled_seconds = total / autotm_time_unit;
-  plan.gap = total > 0 ? std::max(0.0, (objective - bound) / total) : 0;
-  // When the search ends because no node can beat the incumbent (the MIP
-  // start, often), Cbc leaves its bound at the last LP's; what it proved is
-  // the requested gap.
-  if (proven) plan.gap = std::min(plan.gap, options.relative_gap);
-  plan.optimal = !stopped && (proven || plan.gap <= options.relative_gap + 1e-9);
-  plan.status = stopped ? "stopped at the time limit of " + mip_format_number(seconds) +
-                              " s; the best plan found, gap " + mip_format_number(plan.gap)
-                        : "optimal within the relative gap " + mip_format_number(options.relative_gap);
+  std::vector<double> solution = !outcome.solution.empty() ? outcome.solution : mip.start_values;
+  autotm_round(ilp.model, solution);
+  autotm_judge_solve(ilp, outcome, solution, options, seconds, plan);
   if (no_time) plan.status = "no time left to solve (the plan's time limit was spent): the start, unsearched";
   // Cbc looks at its limit only between steps (and the dives at theirs,
   // detail::mip_cap_heuristics): say so when a solve ran well past it.
@@ -1004,254 +1017,6 @@ CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_dram_extents(const Program
   std::vector<std::uint64_t> extents;
   while (!detail::AutotmDramReplay(program, plan, capacity, alignment).run(extents)) capacity *= 2;
   return extents;
-}
-
-CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs,
-                                           const AutotmOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<ProgramKernel>& kernels = program.kernels();
-  const std::size_t nk = kernels.size();
-  if (costs.dram_seconds.size() != nk || costs.pmm_penalty.size() != nk) {
-    throw invalid_argument("autotm_plan: the costs cover " + std::to_string(costs.dram_seconds.size()) +
-                           " kernels, the program has " + std::to_string(nk));
-  }
-  for (std::size_t k = 0; k < nk; ++k) {
-    if (costs.pmm_penalty[k].size() != kernels[k].args.size()) {
-      throw invalid_argument("autotm_plan: kernel " + std::to_string(k) + " has " +
-                             std::to_string(kernels[k].args.size()) + " arguments but " +
-                             std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties");
-    }
-  }
-  if (options.formulation != AutotmFormulation::static_placement &&
-      !(costs.to_pmm_gbps > 0 && costs.to_dram_gbps > 0)) {
-    throw invalid_argument(std::string("autotm_plan: the ") + to_string(options.formulation) +
-                           " formulation needs copy bandwidths > 0 GB/s");
-  }
-  if (!options.kernel_limits.empty() && options.kernel_limits.size() != nk) {
-    throw invalid_argument("autotm_plan: kernel_limits has " + std::to_string(options.kernel_limits.size()) +
-                           " entries for " + std::to_string(nk) + " kernels (or leave it empty)");
-  }
-  if (!(options.relative_gap >= 0 && options.relative_gap < 1)) {
-    throw invalid_argument("autotm_plan: relative_gap must be in [0, 1)");
-  }
-  if (!(options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds))) {
-    throw invalid_argument("autotm_plan: time_limit_seconds must be a positive number of seconds");
-  }
-  if (options.formulation == AutotmFormulation::asynchronous && options.async_window == 0) {
-    throw invalid_argument("autotm_plan: the asynchronous formulation needs async_window >= 1 kernel");
-  }
-  if (!(options.async_search_seconds > 0)) {
-    throw invalid_argument("autotm_plan: async_search_seconds must be > 0 seconds");
-  }
-  if (!(options.fragmentation_factor > 0 && options.fragmentation_factor < 1)) {
-    throw invalid_argument("autotm_plan: fragmentation_factor must be in (0, 1) (the paper's is 0.98)");
-  }
-  if (options.alignment < 8 || (options.alignment & (options.alignment - 1)) != 0) {
-    throw invalid_argument("autotm_plan: alignment " + std::to_string(options.alignment) +
-                           " must be a power of two >= 8 (the fast heap's DeviceSpec::alignment)");
-  }
-
-  // The time limit is the whole plan's, the ILPs' construction and the heap
-  // replays included. Each phase has a deadline: the static plan that
-  // starts a synchronous or asynchronous one a quarter of the limit, the
-  // asynchronous search at most async_search_seconds at the end; within a
-  // phase a solve may take half of what is left before its deadline, the
-  // phase's last one all of it.
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  const auto progress = [&](const std::string& line) {
-    if (options.progress) options.progress("autotm_plan " + detail::mip_format_number(std::round(elapsed() * 10) / 10) + " s: " + line);
-  };
-  const auto build = [&](const AutotmOptions& o) {
-    detail::AutotmIlp built = detail::AutotmIlpBuilder(program, costs, o).build();
-    progress(std::string("the ") + to_string(o.formulation) + " ILP built: " +
-             std::to_string(built.model.objective.size()) + " columns, " +
-             std::to_string(built.model.row_upper.size()) + " rows");
-    return built;
-  };
-  const double limit = options.time_limit_seconds;
-  const bool asynchronous = options.formulation == AutotmFormulation::asynchronous;
-  const double async_reserve = asynchronous ? std::min(options.async_search_seconds, limit / 2) : 0.0;
-
-  // The fragmentation loop (§4.2) on one ILP: solve, replay the plan on the
-  // heap's allocator; the kernels whose allocations reach past L_DRAM
-  // (K_frag) get L_DRAM,k *= fragmentation_factor (or lowered by their
-  // overflow, lower_by_overflow), and the ILP is solved again.
-  //   - Each solve starts from the best plan at hand that keeps the new
-  //     limits (the last one, the loop's best, the `seeds`): a MIP start
-  //     that breaks a limit Cbc drops, and then, short of time, it may find
-  //     nothing better than everything in PMM.
-  //   - The loop returns the best plan it saw, the seeds included: one that
-  //     fits is taken over one the executor must defragment (§4.2: a plan
-  //     modeled slightly faster that reaches further past the heap leaves
-  //     objects without a hole and runs slower than the one that reaches
-  //     less far) unless it is modeled at over twice its
-  //     time: the mark of a solve that ran out of time, not of a trade.
-  const auto replay = [&](AutotmPlan& p, std::vector<std::uint64_t>& extents) {
-    extents = autotm_dram_extents(program, p, options.alignment);
-    p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
-    p.fits = p.dram_extent <= options.dram_limit;
-  };
-  constexpr double fits_worth = 1.0;
-  const auto better = [&](const AutotmPlan& a, const AutotmPlan& b) {
-    if (a.fits == b.fits) return a.modeled_seconds < b.modeled_seconds;
-    return a.fits ? a.modeled_seconds <= b.modeled_seconds * (1 + fits_worth)
-                  : a.modeled_seconds * (1 + fits_worth) < b.modeled_seconds;
-  };
-  std::uint32_t retries = 0;  // of the loop whose plan is returned
-  const auto fragmentation_loop = [&](const detail::AutotmIlp& the_ilp, const AutotmOptions& solve_options,
-                                      std::vector<std::uint64_t> limits, double deadline,
-                                      const std::vector<const AutotmPlan*>& seeds, std::uint32_t& loop_retries) {
-    const auto start_for = [&](const std::vector<const AutotmPlan*>& plans) -> std::optional<std::vector<double>> {
-      std::optional<std::vector<double>> start;
-      double best_seconds = std::numeric_limits<double>::infinity();
-      for (const AutotmPlan* p : plans) {
-        if (p == nullptr) continue;
-        std::vector<double> values = detail::autotm_start_from(program, the_ilp, *p);
-        if (!detail::autotm_keeps_limits(the_ilp, values, limits) && !detail::autotm_repair(the_ilp, values, limits)) {
-          continue;
-        }
-        double objective = the_ilp.constant;
-        for (std::size_t c = 0; c < values.size(); ++c) objective += the_ilp.model.objective[c] * values[c];
-        if (objective >= best_seconds) continue;
-        start = std::move(values);
-        best_seconds = objective;
-      }
-      return start;
-    };
-    const auto solve = [&](bool last, const std::vector<const AutotmPlan*>& starts) {
-      const double left = std::max(0.01, deadline - elapsed());
-      const std::optional<std::vector<double>> start = start_for(starts);
-      AutotmPlan solved = detail::autotm_solve(program, the_ilp, limits, solve_options, last ? left : left / 2,
-                                               start ? &*start : nullptr);
-      progress(std::string("a ") + to_string(solve_options.formulation) + " solve" +
-               (start ? "" : " (from everything in PMM)") + ": modeled " +
-               detail::mip_format_number(solved.modeled_seconds) + " s, " + solved.status);
-      return solved;
-    };
-    loop_retries = 0;
-    AutotmPlan plan = solve(options.max_retries == 0, seeds);
-    std::vector<std::uint64_t> extents;
-    const auto replayed = [&](AutotmPlan& p) {
-      replay(p, extents);
-      progress("the heap replay reaches " + std::to_string(p.dram_extent) + " bytes of " +
-               std::to_string(options.dram_limit) + (p.fits ? " (fits)" : " (fragments)"));
-    };
-    if (options.max_retries > 0) replayed(plan);
-    AutotmPlan best = plan;
-    for (const AutotmPlan* seed : seeds) {
-      // A seed only when the solve did worse, not when it returned the seed
-      // again (summed in another order: a last digit apart), so that the
-      // plan says what the solve proved.
-      if (seed == nullptr || !better(*seed, best)) continue;
-      if (seed->fits == best.fits && seed->modeled_seconds >= best.modeled_seconds * (1 - 1e-9)) continue;
-      best = *seed;
-    }
-    if (options.max_retries == 0) return best;
-    for (;;) {
-      std::vector<std::size_t> fragmented;
-      for (std::size_t k = 0; k < nk; ++k) {
-        if (extents[k] > options.dram_limit) fragmented.push_back(k);
-      }
-      if (fragmented.empty() || loop_retries == options.max_retries) break;
-      for (const std::size_t k : fragmented) {
-        double factor = options.fragmentation_factor;
-        if (options.lower_by_overflow) {
-          factor = std::min(factor, static_cast<double>(options.dram_limit) / static_cast<double>(extents[k]));
-        }
-        limits[k] = static_cast<std::uint64_t>(std::floor(static_cast<double>(limits[k]) * factor));
-      }
-      ++loop_retries;
-      std::vector<const AutotmPlan*> starts{&plan, &best};
-      starts.insert(starts.end(), seeds.begin(), seeds.end());
-      plan = solve(loop_retries == options.max_retries, starts);
-      replayed(plan);
-      if (better(plan, best)) best = plan;
-    }
-    return best;
-  };
-
-  std::vector<std::uint64_t> limits =
-      options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk, options.dram_limit) : options.kernel_limits;
-  // The static loop's seed: the greedy knapsack (detail::autotm_greedy_start),
-  // replayed like any plan, so that it competes for the result too.
-  const auto greedy_plan = [&](const detail::AutotmIlp& static_ilp) {
-    const std::vector<double> values = detail::autotm_greedy_start(program, static_ilp, limits);
-    AutotmPlan greedy;
-    detail::autotm_read_plan(program, static_ilp, values, greedy);
-    double total = static_ilp.constant;
-    for (std::size_t c = 0; c < values.size(); ++c) total += static_ilp.model.objective[c] * values[c];
-    greedy.modeled_seconds = total / detail::autotm_time_unit;
-    greedy.kernel_limits = limits;
-    greedy.status = "the greedy static plan (no solve improved on it)";
-    std::vector<std::uint64_t> extents;
-    if (options.max_retries > 0) replay(greedy, extents);
-    progress("the greedy static plan: modeled " + detail::mip_format_number(greedy.modeled_seconds) + " s" +
-             (greedy.fits ? "" : " (fragments)"));
-    return greedy;
-  };
-  AutotmOptions first = options;
-  if (asynchronous) first.formulation = AutotmFormulation::synchronous;
-  AutotmPlan plan;
-  if (options.formulation == AutotmFormulation::static_placement) {
-    const detail::AutotmIlp ilp = build(options);
-    const AutotmPlan greedy = greedy_plan(ilp);
-    plan = fragmentation_loop(ilp, options, limits, limit, {&greedy}, retries);
-  } else {
-    // The synchronous ILP starts from the static plan, with its own
-    // fragmentation loop, which the synchronous ILP contains and Cbc solves
-    // in seconds: from "everything in PMM" Cbc may find nothing better
-    // within the time on a program of thousands of kernels, a plan far
-    // slower than the static one. The static plan stays a candidate to the
-    // end: the synchronous loop's retries, short of time, can return a plan
-    // modeled slower than the static one.
-    AutotmOptions fixed = options;
-    fixed.formulation = AutotmFormulation::static_placement;
-    std::uint32_t static_retries = 0;
-    AutotmPlan static_plan;
-    {
-      const detail::AutotmIlp static_ilp = build(fixed);
-      const AutotmPlan greedy = greedy_plan(static_ilp);
-      static_plan = fragmentation_loop(static_ilp, fixed, limits, limit / 4, {&greedy}, static_retries);
-    }
-    const detail::AutotmIlp ilp = build(first);
-    plan = fragmentation_loop(ilp, first, limits, limit - async_reserve, {&static_plan}, retries);
-    if (plan.modeled_seconds == static_plan.modeled_seconds && plan.moves == static_plan.moves) {
-      retries = static_retries;
-      plan.status += " (the static plan: the synchronous search found nothing better)";
-    }
-  }
-  if (asynchronous) {
-    // §7.1 from the synchronous plan, which it contains: stopped early, the
-    // search still returns a plan no worse. One that fragments where the
-    // synchronous plan did not is not taken.
-    const detail::AutotmIlp async_ilp = build(options);
-    const std::vector<double> start = detail::autotm_start_from(program, async_ilp, plan);
-    AutotmPlan async = detail::autotm_solve(program, async_ilp, plan.kernel_limits, options,
-                                            std::max(0.01, std::min(limit - elapsed(), async_reserve)), &start);
-    std::vector<std::uint64_t> extents;
-    if (options.max_retries > 0) replay(async, extents);
-    if (async.modeled_seconds <= plan.modeled_seconds + 1e-12 && (async.fits || !plan.fits)) {
-      plan = std::move(async);
-    } else {
-      plan.status += async.modeled_seconds > plan.modeled_seconds
-                         ? " (the synchronous plan: the asynchronous search found nothing as good)"
-                         : " (the synchronous plan: the asynchronous one fragments the heap)";
-    }
-  }
-  if (options.max_retries > 0) {
-    plan.status += "; the heap replay (section 4.2) ";
-    if (plan.fits) {
-      plan.status += "fits in " + std::to_string(plan.dram_extent) + " bytes after " + std::to_string(retries) +
-                     (retries == 1 ? " retry" : " retries");
-    } else {
-      plan.status += "still does not fit after " + std::to_string(retries) + " retries (max_retries): it reaches " +
-                     std::to_string(plan.dram_extent) + " bytes of the limit of " +
-                     std::to_string(options.dram_limit) + "; the executor must defragment";
-    }
-  }
-  plan.retries = retries;
-  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return plan;
 }
 
 }  // namespace cachedarrays::plan

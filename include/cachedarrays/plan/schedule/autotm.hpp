@@ -233,4 +233,5 @@ struct AutotmPlan {
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/plan/schedule/autotm-inl.hpp"
+#include "cachedarrays/plan/schedule/autotm_search-inl.hpp"
 #endif

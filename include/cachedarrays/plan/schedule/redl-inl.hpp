@@ -1001,8 +1001,9 @@ CACHEDARRAYS_INLINE std::vector<RedlLiveness> redl_liveness(const Program& progr
   return out;
 }
 
-CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts& costs, const RedlOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
+namespace detail {
+
+CACHEDARRAYS_INLINE void redl_check_options(const Program& program, const RedlOptions& options) {
   if (options.fast_limit == 0) {
     throw invalid_argument("redl_plan: fast_limit is 0 bytes; give the bytes of the fast tier the plan may hold "
                            "at once, > 0 (the program's peak live bytes are " +
@@ -1017,6 +1018,106 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
     throw invalid_argument("redl_plan: issue_periods is 0; a copy in for period t is issued during the "
                            "issue_periods periods before it: give 1 (the paper's, section III-D) or more");
   }
+}
+
+// §III-D.1's iterated greedy: the median, then median +- r, until a size
+// meets constraints (4) and (5) (the all-DRAM time) or the rounds run out;
+// the given size alone when there is one. Each size tried goes to
+// plan.search; returns the fastest.
+CACHEDARRAYS_INLINE RedlEvaluation redl_search(const RedlPlanner& planner, const RedlOptions& options,
+                                               RedlPlan& plan) {
+  const auto meets = [&](const RedlEvaluation& e) { return e.timing.seconds <= planner.all_fast() * (1 + 1e-12); };
+  std::optional<RedlEvaluation> best;
+  const auto trial = [&](std::uint32_t size) {
+    RedlEvaluation e = planner.evaluate(size);
+    plan.search.push_back({size, e.timing.seconds});
+    const bool done = meets(e);
+    if (!best || e.timing.seconds < best->timing.seconds) best = std::move(e);
+    return done;
+  };
+  if (options.period_layers > 0) {
+    (void)trial(options.period_layers);
+    return std::move(*best);
+  }
+  const std::uint32_t layers = planner.layers();
+  const std::uint32_t median = (layers + 1) / 2;
+  bool done = trial(median);
+  for (std::uint32_t r = 1; !done && (options.search_rounds == 0 || r <= options.search_rounds); ++r) {
+    const bool up = median + r <= layers, down = r < median;
+    if (!up && !down) break;
+    if (up) done = trial(median + r);
+    if (!done && down) done = trial(median - r);
+  }
+  return std::move(*best);
+}
+
+// The periods of the chosen size, with their idle regions and moves.
+CACHEDARRAYS_INLINE void redl_describe_periods(const RedlPlanner& planner, const RedlEvaluation& e, RedlPlan& plan) {
+  const std::vector<std::uint32_t>& starts = e.placement.starts;
+  const std::vector<std::int64_t>& idle = planner.idle_bytes();
+  for (std::size_t t = 0; t + 1 < starts.size(); ++t) {
+    RedlPeriod p;
+    p.first_kernel = starts[t];
+    p.end_kernel = starts[t + 1];
+    p.idle_region =
+        static_cast<std::uint64_t>(*std::max_element(idle.begin() + starts[t], idle.begin() + starts[t + 1]));
+    plan.periods.push_back(p);
+  }
+  std::size_t period = 0;
+  for (const RedlMove& m : e.timing.moves) {
+    while (m.kernel >= starts[period + 1]) ++period;
+    if (m.to_dram) ++plan.periods[period].moves_in;
+    if (!m.to_dram) ++plan.periods[period].write_backs;
+  }
+}
+
+// DRAM occupancy by kernel: the fast region's objects and the stays.
+CACHEDARRAYS_INLINE void redl_fast_bytes(const Program& program, const RedlPlanner& planner, const RedlEvaluation& e,
+                                         RedlPlan& plan) {
+  const std::vector<std::int64_t>& idle = planner.idle_bytes();
+  const std::size_t nk = program.kernels().size();
+  std::vector<std::int64_t> diff(nk + 1, 0);
+  for (const RedlStay& s : e.placement.stays) {
+    diff[s.from] += static_cast<std::int64_t>(program.objects()[s.object].bytes);
+    diff[s.to] -= static_cast<std::int64_t>(program.objects()[s.object].bytes);
+  }
+  std::int64_t held = 0;
+  plan.fast_bytes.resize(nk);
+  for (std::size_t k = 0; k < nk; ++k) {
+    held += diff[k];
+    plan.fast_bytes[k] = static_cast<std::uint64_t>(held + idle[k]);
+  }
+  plan.peak_fast_bytes = *std::max_element(plan.fast_bytes.begin(), plan.fast_bytes.end());
+}
+
+CACHEDARRAYS_INLINE std::string redl_status(const RedlPlan& plan, const RedlOptions& options) {
+  std::uint32_t in = 0, out = 0;
+  for (const RedlMove& m : plan.moves) (m.to_dram ? in : out) += 1;
+  return "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(plan.layers) +
+         " layers (" + std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") +
+         " tried)" +
+         (options.issue_periods > 1
+              ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
+              : std::string{}) +
+         (options.room_by_slow_cost ? ", room by slow-tier cost" : "") +
+         (options.short_lived_layers > 1
+              ? ", short-lived up to " + std::to_string(options.short_lived_layers) + " layers"
+              : std::string{}) +
+         ", modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
+         std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) +
+         " s), " + std::to_string(in) + " copies in, " + std::to_string(out) + " out, " +
+         std::to_string(plan.dsma_arguments) + " DSMA arguments, peak " + std::to_string(plan.peak_fast_bytes) +
+         " of " + std::to_string(options.fast_limit) + " fast bytes" +
+         (options.alignment == 0 || plan.fits
+              ? ""
+              : "; the best-fit heap reaches " + std::to_string(plan.dram_extent) + " bytes (fragmentation)");
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts& costs, const RedlOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  detail::redl_check_options(program, options);
   costs.check(program, "redl_plan");
   const detail::RedlPlanner planner(program, costs, options);
   const std::uint32_t layers = planner.layers();
@@ -1040,65 +1141,10 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
     plan.status = "ReDL: an empty program";
     return plan;
   }
-
-  // §III-D.1's iterated greedy: the median, then median +- r, until a size
-  // meets constraints (4) and (5) (the all-DRAM time) or the rounds run out.
-  const auto meets = [&](const detail::RedlEvaluation& e) {
-    return e.timing.seconds <= planner.all_fast() * (1 + 1e-12);
-  };
-  std::optional<detail::RedlEvaluation> best;
-  const auto trial = [&](std::uint32_t size) {
-    detail::RedlEvaluation e = planner.evaluate(size);
-    plan.search.push_back({size, e.timing.seconds});
-    const bool done = meets(e);
-    if (!best || e.timing.seconds < best->timing.seconds) best = std::move(e);
-    return done;
-  };
-  if (options.period_layers > 0) {
-    (void)trial(options.period_layers);
-  } else {
-    const std::uint32_t median = (layers + 1) / 2;
-    bool done = trial(median);
-    for (std::uint32_t r = 1; !done && (options.search_rounds == 0 || r <= options.search_rounds); ++r) {
-      const bool up = median + r <= layers, down = r < median;
-      if (!up && !down) break;
-      if (up) done = trial(median + r);
-      if (!done && down) done = trial(median - r);
-    }
-  }
-
-  detail::RedlEvaluation& e = *best;
+  detail::RedlEvaluation e = detail::redl_search(planner, options, plan);
   plan.period_layers = e.period_layers;
-  const std::vector<std::uint32_t>& starts = e.placement.starts;
-  const std::vector<std::int64_t>& idle = planner.idle_bytes();
-  for (std::size_t t = 0; t + 1 < starts.size(); ++t) {
-    RedlPeriod p;
-    p.first_kernel = starts[t];
-    p.end_kernel = starts[t + 1];
-    p.idle_region = static_cast<std::uint64_t>(
-        *std::max_element(idle.begin() + starts[t], idle.begin() + starts[t + 1]));
-    plan.periods.push_back(p);
-  }
-  std::size_t period = 0;
-  for (const RedlMove& m : e.timing.moves) {
-    while (m.kernel >= starts[period + 1]) ++period;
-    if (m.to_dram) ++plan.periods[period].moves_in;
-    if (!m.to_dram) ++plan.periods[period].write_backs;
-  }
-  // DRAM occupancy: the fast region's objects and the stays.
-  const std::size_t nk = program.kernels().size();
-  std::vector<std::int64_t> diff(nk + 1, 0);
-  for (const detail::RedlStay& s : e.placement.stays) {
-    diff[s.from] += static_cast<std::int64_t>(program.objects()[s.object].bytes);
-    diff[s.to] -= static_cast<std::int64_t>(program.objects()[s.object].bytes);
-  }
-  std::int64_t held = 0;
-  plan.fast_bytes.resize(nk);
-  for (std::size_t k = 0; k < nk; ++k) {
-    held += diff[k];
-    plan.fast_bytes[k] = static_cast<std::uint64_t>(held + idle[k]);
-  }
-  plan.peak_fast_bytes = *std::max_element(plan.fast_bytes.begin(), plan.fast_bytes.end());
+  detail::redl_describe_periods(planner, e, plan);
+  detail::redl_fast_bytes(program, planner, e, plan);
   plan.in_dram = std::move(e.timing.in_dram);
   plan.dsma = std::move(e.timing.dsma);
   plan.dsma_arguments = e.timing.dsma_arguments;
@@ -1107,33 +1153,12 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
   plan.kernel_end = std::move(e.timing.end);
   plan.modeled_seconds = e.timing.seconds;
   plan.wait_seconds = e.timing.waits;
-
   if (options.alignment != 0) {
     const std::vector<std::uint64_t> extents = autotm_dram_extents(program, redl_autotm_plan(plan), options.alignment);
     plan.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
     plan.fits = plan.dram_extent <= options.fast_limit;
   }
-  std::uint32_t in = 0, out = 0;
-  for (const RedlMove& m : plan.moves) (m.to_dram ? in : out) += 1;
-  plan.status = "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(layers) +
-                " layers (" + std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") +
-                " tried)" +
-                (options.issue_periods > 1
-                     ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
-                     : std::string{}) +
-                (options.room_by_slow_cost ? ", room by slow-tier cost" : "") +
-                (options.short_lived_layers > 1
-                     ? ", short-lived up to " + std::to_string(options.short_lived_layers) + " layers"
-                     : std::string{}) +
-                ", modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
-                std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) +
-                " s), " + std::to_string(in) + " copies in, " + std::to_string(out) + " out, " +
-                std::to_string(plan.dsma_arguments) + " DSMA arguments, peak " +
-                std::to_string(plan.peak_fast_bytes) + " of " + std::to_string(options.fast_limit) + " fast bytes" +
-                (options.alignment == 0 ? ""
-                 : plan.fits
-                     ? ""
-                     : "; the best-fit heap reaches " + std::to_string(plan.dram_extent) + " bytes (fragmentation)");
+  plan.status = detail::redl_status(plan, options);
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }

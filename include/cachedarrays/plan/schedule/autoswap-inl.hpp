@@ -328,22 +328,43 @@ class AutoswapEngine {
   // The engine with each swap's copy in issued at position issue[swap];
   // `run`'s buffers are reused.
   void run(std::span<const std::uint32_t> issue, AutoswapRun& run) {
-    const std::int64_t nk = nk_;
-    run.waits.assign(static_cast<std::size_t>(nk), 0.0);
+    run.waits.assign(static_cast<std::size_t>(nk_), 0.0);
     run.scheduled_load = t_.load;
     run.times.assign(swaps_.size(), {});
     run.pressed.assign(swaps_.size(), false);
     run.overhead = 0;
     run.scheduled_peak = 0;
-    if (nk == 0) return;
+    if (nk_ == 0) return;
+    place(issue);
+    bucket_copies_in();
+    const double iteration_start = simulate(run);
+    for (const double w : run.waits) run.overhead += w;
+    settle(run, iteration_start);
+  }
+
+ private:
+  struct Instance {
+    std::size_t swap = 0;
+    std::int64_t base = 0;  // the boundary of the use that opens the gap, less one: r * nk + after
+    std::int64_t out_at = 0, in_at = 0, use_at = 0;  // kernel boundaries over the unrolled run
+    bool active = true;
+    double out_start = 0, out_end = 0, in_issue = 0, in_start = 0, in_end = 0;
+  };
+
+  // Each instance's copy in at its issue position; every time unset.
+  void place(std::span<const std::uint32_t> issue) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     for (Instance& x : inst_) {
       x.in_at = x.base + issue[x.swap];
-      x.active = x.in_at >= 0;  // else wholly before the run
+      x.active = x.in_at >= 0;         // else wholly before the run
       x.out_start = x.out_end = -inf;  // not in the run: the iteration before's, done
       x.in_issue = x.in_start = x.in_end = inf;
     }
-    // The copies in by boundary, then next use, then swap.
+  }
+
+  // The copies in by boundary, then next use, then swap.
+  void bucket_copies_in() {
+    const std::int64_t nk = nk_;
     std::fill(first_in_.begin(), first_in_.end(), 0);
     for (const Instance& x : inst_) {
       if (x.active && x.in_at < 2 * nk) ++first_in_[static_cast<std::size_t>(x.in_at) + 1];
@@ -362,60 +383,75 @@ class AutoswapEngine {
                          [&](std::size_t a, std::size_t c) { return inst_[a].use_at < inst_[c].use_at; });
       }
     }
-    double now = 0;
-    CopyChannels channels = idle_;
-    constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
-    std::size_t last_in = inst_.size();   // the copy in that the copies in's engine is busy with, if one
-    // `not_before`: a copy in never starts before its own copy out has
-    // ended (on one engine the order already sees to it).
-    const auto queue = [&](DeviceId src, DeviceId dst, double length, double not_before) {
-      if (channels.mover_start(slow, fast, now) > now && last_in < inst_.size()) run.pressed[inst_[last_in].swap] = true;
-      return channels.run_on_mover(src, dst, length, std::max(now, not_before));
-    };
+  }
+
+  // Two iterations of boundaries: at each, the copies out, then the copies
+  // in, then the kernel once its copies in have landed. Returns when the
+  // second iteration starts.
+  double simulate(AutoswapRun& run) {
+    now_ = 0;
+    channels_ = idle_;
+    last_in_ = inst_.size();
     double iteration_start = 0;
     std::size_t o = 0, u = 0;
-    for (std::int64_t b = 0; b < 2 * nk; ++b) {
-      if (b == nk) iteration_start = now;
-      for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) {
-        Instance& x = inst_[outs_[o]];
-        if (!x.active) continue;
-        if (duplex_) {  // on an engine of its own: it holds up no copy in
-          const CopySpan span = channels.run_on_mover(fast, slow, swaps_[x.swap].candidate.out_seconds, now);
-          x.out_start = span.start;
-          x.out_end = span.end;
-          continue;
-        }
-        const CopySpan span = queue(fast, slow, swaps_[x.swap].candidate.out_seconds, now);
-        x.out_start = span.start;
-        x.out_end = span.end;
-        last_in = inst_.size();
-      }
+    for (std::int64_t b = 0; b < 2 * nk_; ++b) {
+      if (b == nk_) iteration_start = now_;
+      for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) copy_out(inst_[outs_[o]], run);
       const auto bi = static_cast<std::size_t>(b);
-      for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) {
-        Instance& x = inst_[ins_[i]];
-        x.in_issue = now;
-        const CopySpan span = queue(slow, fast, swaps_[x.swap].candidate.in_seconds, x.out_end);
-        x.in_start = span.start;
-        x.in_end = span.end;
-        if (x.in_start > now) run.pressed[x.swap] = true;
-        last_in = ins_[i];
-      }
-      double ready = now;
+      for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) copy_in(ins_[i], run);
+      double ready = now_;
       for (; u < uses_.size() && inst_[uses_[u]].use_at == b; ++u) {
         const Instance& x = inst_[uses_[u]];
         if (!x.active) continue;
-        if (x.in_end > now) run.pressed[x.swap] = true;
+        if (x.in_end > now_) run.pressed[x.swap] = true;
         ready = std::max(ready, x.in_end);
       }
-      if (b >= nk) run.waits[static_cast<std::size_t>(b - nk)] = ready - now;
+      if (b >= nk_) run.waits[static_cast<std::size_t>(b - nk_)] = ready - now_;
       kernel_start_[bi] = ready;
-      now = ready + seconds_[static_cast<std::size_t>(b % nk)];
+      now_ = ready + seconds_[static_cast<std::size_t>(b % nk_)];
     }
-    for (const double w : run.waits) run.overhead += w;
-    // The scheduled load of the second iteration: an object is absent at the
-    // kernels of its gap that start once its copy out has ended and before
-    // its copy in is issued. Kernel starts only grow, so those kernels are a
-    // run of the gap's: one difference each.
+    return iteration_start;
+  }
+
+  // A copy on the engine of the copies in (the one engine, unless duplex),
+  // no earlier than `not_before`: a copy in never starts before its own
+  // copy out has ended (on one engine the order already sees to it). A copy
+  // in that engine was still busy with was pressed.
+  CopySpan queue(DeviceId src, DeviceId dst, double length, double not_before, AutoswapRun& run) {
+    if (channels_.mover_start(CopyChannels::slow, CopyChannels::fast, now_) > now_ && last_in_ < inst_.size()) {
+      run.pressed[inst_[last_in_].swap] = true;
+    }
+    return channels_.run_on_mover(src, dst, length, std::max(now_, not_before));
+  }
+
+  void copy_out(Instance& x, AutoswapRun& run) {
+    if (!x.active) return;
+    const double seconds = swaps_[x.swap].candidate.out_seconds;
+    // Duplex: on an engine of its own, holding up no copy in.
+    const CopySpan span = duplex_ ? channels_.run_on_mover(CopyChannels::fast, CopyChannels::slow, seconds, now_)
+                                  : queue(CopyChannels::fast, CopyChannels::slow, seconds, now_, run);
+    x.out_start = span.start;
+    x.out_end = span.end;
+    if (!duplex_) last_in_ = inst_.size();
+  }
+
+  void copy_in(std::size_t j, AutoswapRun& run) {
+    Instance& x = inst_[j];
+    x.in_issue = now_;
+    const CopySpan span = queue(CopyChannels::slow, CopyChannels::fast, swaps_[x.swap].candidate.in_seconds,
+                                x.out_end, run);
+    x.in_start = span.start;
+    x.in_end = span.end;
+    if (x.in_start > now_) run.pressed[x.swap] = true;
+    last_in_ = j;
+  }
+
+  // The scheduled load of the second iteration, and each swap's times in
+  // it: an object is absent at the kernels of its gap that start once its
+  // copy out has ended and before its copy in is issued. Kernel starts only
+  // grow, so those kernels are a run of the gap's: one difference each.
+  void settle(AutoswapRun& run, double iteration_start) {
+    const std::int64_t nk = nk_;
     std::fill(freed_.begin(), freed_.end(), 0);
     for (const Instance& x : inst_) {
       if (!x.active) continue;
@@ -442,14 +478,6 @@ class AutoswapEngine {
     run.scheduled_peak = *std::max_element(run.scheduled_load.begin(), run.scheduled_load.end());
   }
 
- private:
-  struct Instance {
-    std::size_t swap = 0;
-    std::int64_t base = 0;  // the boundary of the use that opens the gap, less one: r * nk + after
-    std::int64_t out_at = 0, in_at = 0, use_at = 0;  // kernel boundaries over the unrolled run
-    bool active = true;
-    double out_start = 0, out_end = 0, in_issue = 0, in_start = 0, in_end = 0;
-  };
   const AutoswapTimeline& t_;
   std::span<const double> seconds_;
   const std::vector<AutoswapSwap>& swaps_;
@@ -461,6 +489,11 @@ class AutoswapEngine {
   std::vector<std::int64_t> freed_;
   CopyChannels idle_;  // the copy engines, idle: each run starts from them
   bool duplex_ = false;
+  // A run's state: the compute timeline, the engines, and the copy in the
+  // engine of the copies in is busy with (inst_.size(): none).
+  double now_ = 0;
+  CopyChannels channels_ = idle_;
+  std::size_t last_in_ = 0;
 };
 
 // LOAD' while copies in move: issuing a swap's copy in one position earlier

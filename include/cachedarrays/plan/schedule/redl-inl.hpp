@@ -803,29 +803,16 @@ class RedlSimulator {
     return std::abs(a - b) <= 1e-12 * (1 + std::abs(a) + std::abs(b));
   }
 
+  // One iteration's state: each stay's arrival in DRAM, whether a kernel
+  // has used its DRAM copy (promoted) and written it (dirty).
+  struct Stays {
+    std::vector<double> arrival;
+    std::vector<char> promoted, dirty;
+  };
+
   [[nodiscard]] RedlTiming iteration(const RedlCarry& in, RedlCarry& out) const {
-    const std::vector<ProgramKernel>& kernels = program_.kernels();
-    const std::size_t nk = kernels.size();
-    const std::vector<RedlStay>& stays = pl_.stays;
-    constexpr double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> arrival(stays.size(), inf);
-    std::vector<char> promoted(stays.size(), 0), dirty(stays.size(), 0);
-    for (std::size_t i = 0; i < stays.size(); ++i) {
-      const std::uint32_t o = stays[i].object;
-      if (stays[i].begin == RedlBegin::initial) {
-        arrival[i] = in.arrival[o];
-        promoted[i] = in.promoted[o];
-        dirty[i] = in.dirty[o];
-      } else if (stays[i].begin == RedlBegin::created) {
-        arrival[i] = -inf;
-        promoted[i] = dirty[i] = 1;  // its only copy is in DRAM
-      }
-    }
-    const double to_pmm = costs_.to_pmm_gbps * 1e9, to_dram = costs_.to_dram_gbps * 1e9;
-    const auto out_bytes = [&](std::size_t i) {
-      // A copy out copies only a promoted, written object (redl.hpp).
-      return promoted[i] && dirty[i] ? p_.objects_[stays[i].object].bytes : std::uint64_t{0};
-    };
+    const std::size_t nk = program_.kernels().size();
+    Stays st = stays_from(in);
     RedlTiming t;
     t.in_dram.resize(nk);
     t.dsma.resize(nk);
@@ -833,111 +820,175 @@ class RedlSimulator {
     t.end.resize(nk);
     double now = 0, stall = 0;
     CopyChannels engine = in.engine;
-    constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
-    const auto stay_of = [&](std::size_t k, std::uint32_t o) -> std::int64_t {
-      for (const auto& [object, i] : pl_.covered[k]) {
-        if (object == o) return i;
-      }
-      return -1;
-    };
     for (std::size_t k = 0; k < nk; ++k) {
-      const std::vector<ProgramArg>& args = kernels[k].args;
-      double start = std::max(now, stall);
-      // A write to an object whose copy in has not arrived waits for it.
-      for (const ProgramArg& a : args) {
-        const std::int64_t i = stay_of(k, a.object);
-        if (i >= 0 && a.access == Access::write) start = std::max(start, arrival[static_cast<std::size_t>(i)]);
-      }
+      const double start = kernel_start(k, st, now, stall);
       t.waits += start - now;
-      double seconds = costs_.dram_seconds[k];
-      t.in_dram[k].assign(args.size(), false);
-      t.dsma[k].assign(args.size(), false);
-      for (std::size_t j = 0; j < args.size(); ++j) {
-        const std::int64_t i = stay_of(k, args[j].object);
-        const bool idle = p_.idle_in_dram(args[j].object);
-        if (idle || (i >= 0 && arrival[static_cast<std::size_t>(i)] <= start)) {
-          t.in_dram[k][j] = true;
-          if (i >= 0) {
-            promoted[static_cast<std::size_t>(i)] = 1;
-            if (args[j].access == Access::write) dirty[static_cast<std::size_t>(i)] = 1;
-          }
-          continue;
-        }
-        if (i >= 0) {  // DSMA (§III-D.2): read in place while the copy goes on
-          t.dsma[k][j] = true;
-          ++t.dsma_arguments;
-        }
-        seconds += costs_.pmm_penalty[k][j];
-      }
       t.start[k] = start;
-      for (const std::uint32_t i : pl_.issued[k]) {
-        const RedlStay& s = stays[i];
-        RedlMove m;
-        m.object = s.object;
-        m.kernel = static_cast<std::uint32_t>(k);
-        m.issue = start;
-        if (s.begin == RedlBegin::moved && s.from == k) {
-          m.bytes = p_.objects_[s.object].bytes;
-          const CopySpan copy = engine.run_on_mover(slow, fast, static_cast<double>(m.bytes) / to_dram, start);
-          m.start = copy.start;
-          m.end = copy.end;
-          arrival[i] = m.end;
-          const std::vector<std::uint32_t>& u = program_.uses(s.object);
-          const auto next = std::upper_bound(u.begin(), u.end(), s.from);
-          m.wraps = next == u.end() || *next >= s.to;
-          m.use = m.wraps ? u.front() : *next;
-        } else {
-          m.to_dram = false;
-          m.bytes = out_bytes(i);
-          if (m.bytes > 0) {
-            const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm, start);
-            m.start = copy.start;
-            m.end = copy.end;
-            stall = std::max(stall, m.end);  // the executor frees its DRAM at the next kernel, once it lands
-          } else {
-            m.start = m.end = start;
-          }
-        }
-        t.moves.push_back(m);
-      }
+      const double seconds = kernel_seconds(k, start, st, t);
+      for (const std::uint32_t i : pl_.issued[k]) t.moves.push_back(issued_move(k, i, start, st, engine, stall));
       now = t.end[k] = start + seconds;
       for (const std::uint32_t i : pl_.sync_after[k]) {
-        RedlMove m;
-        m.object = stays[i].object;
-        m.kernel = static_cast<std::uint32_t>(k);
-        m.to_dram = false;
-        m.asynchronous = false;
-        m.bytes = out_bytes(i);
-        m.issue = m.start = m.end = now;
-        if (m.bytes > 0) {
-          // On the one engine, in its order, though the compute thread waits for it.
-          const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm, now);
-          m.start = copy.start;
-          m.end = copy.end;
-          t.waits += m.end - now;
-          now = m.end;
-        }
+        RedlMove m = write_back_after(k, i, now, st, engine);
+        t.waits += m.end - m.issue;
+        now = m.end;
         t.moves.push_back(m);
       }
     }
     const double final_time = std::max(now, stall);
     t.waits += final_time - now;
     t.seconds = final_time;
+    carry_out(st, engine, final_time, out);
+    return t;
+  }
+
+  // The stays as the iteration begins: those open from the start as the
+  // last iteration left them, those created here in DRAM alone.
+  [[nodiscard]] Stays stays_from(const RedlCarry& in) const {
+    const std::vector<RedlStay>& stays = pl_.stays;
+    Stays st{std::vector<double>(stays.size(), std::numeric_limits<double>::infinity()),
+             std::vector<char>(stays.size(), 0), std::vector<char>(stays.size(), 0)};
+    for (std::size_t i = 0; i < stays.size(); ++i) {
+      const std::uint32_t o = stays[i].object;
+      if (stays[i].begin == RedlBegin::initial) {
+        st.arrival[i] = in.arrival[o];
+        st.promoted[i] = in.promoted[o];
+        st.dirty[i] = in.dirty[o];
+      } else if (stays[i].begin == RedlBegin::created) {
+        st.arrival[i] = -std::numeric_limits<double>::infinity();
+        st.promoted[i] = st.dirty[i] = 1;  // its only copy is in DRAM
+      }
+    }
+    return st;
+  }
+
+  // The stay of object `o` that covers kernel k, or -1.
+  [[nodiscard]] std::int64_t stay_of(std::size_t k, std::uint32_t o) const {
+    for (const auto& [object, i] : pl_.covered[k]) {
+      if (object == o) return i;
+    }
+    return -1;
+  }
+
+  // When kernel k starts: after the last one and the write-backs it must
+  // wait for, and after the copies in of the objects it writes (redl.hpp:
+  // a write waits where a read would be served in place).
+  [[nodiscard]] double kernel_start(std::size_t k, const Stays& st, double now, double stall) const {
+    double start = std::max(now, stall);
+    for (const ProgramArg& a : program_.kernels()[k].args) {
+      const std::int64_t i = stay_of(k, a.object);
+      if (i >= 0 && a.access == Access::write) start = std::max(start, st.arrival[static_cast<std::size_t>(i)]);
+    }
+    return start;
+  }
+
+  // Kernel k's time from `start`: each argument in DRAM if it arrived (its
+  // stay promoted, dirtied by a write), else read in place (DSMA,
+  // §III-D.2) at its PMM penalty while the copy goes on.
+  double kernel_seconds(std::size_t k, double start, Stays& st, RedlTiming& t) const {
+    const std::vector<ProgramArg>& args = program_.kernels()[k].args;
+    double seconds = costs_.dram_seconds[k];
+    t.in_dram[k].assign(args.size(), false);
+    t.dsma[k].assign(args.size(), false);
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      const std::int64_t i = stay_of(k, args[j].object);
+      const auto si = static_cast<std::size_t>(i);
+      if (p_.idle_in_dram(args[j].object) || (i >= 0 && st.arrival[si] <= start)) {
+        t.in_dram[k][j] = true;
+        if (i >= 0) {
+          st.promoted[si] = 1;
+          if (args[j].access == Access::write) st.dirty[si] = 1;
+        }
+        continue;
+      }
+      if (i >= 0) {
+        t.dsma[k][j] = true;
+        ++t.dsma_arguments;
+      }
+      seconds += costs_.pmm_penalty[k][j];
+    }
+    return seconds;
+  }
+
+  // A copy out copies only a promoted, written object (redl.hpp).
+  [[nodiscard]] std::uint64_t out_bytes(std::size_t i, const Stays& st) const {
+    return st.promoted[i] && st.dirty[i] ? p_.objects_[pl_.stays[i].object].bytes : std::uint64_t{0};
+  }
+
+  // The asynchronous move of stay i issued as kernel k starts: its copy in,
+  // or the write-back that ends it (the executor frees its DRAM at the
+  // next kernel once it lands: `stall`).
+  RedlMove issued_move(std::size_t k, std::uint32_t i, double start, Stays& st, CopyChannels& engine,
+                       double& stall) const {
+    constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
+    const RedlStay& s = pl_.stays[i];
+    RedlMove m;
+    m.object = s.object;
+    m.kernel = static_cast<std::uint32_t>(k);
+    m.issue = start;
+    if (s.begin == RedlBegin::moved && s.from == k) {
+      m.bytes = p_.objects_[s.object].bytes;
+      const CopySpan copy = engine.run_on_mover(slow, fast, static_cast<double>(m.bytes) / to_dram(), start);
+      m.start = copy.start;
+      m.end = copy.end;
+      st.arrival[i] = m.end;
+      const std::vector<std::uint32_t>& u = program_.uses(s.object);
+      const auto next = std::upper_bound(u.begin(), u.end(), s.from);
+      m.wraps = next == u.end() || *next >= s.to;
+      m.use = m.wraps ? u.front() : *next;
+      return m;
+    }
+    m.to_dram = false;
+    m.bytes = out_bytes(i, st);
+    if (m.bytes == 0) {
+      m.start = m.end = start;
+      return m;
+    }
+    const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm(), start);
+    m.start = copy.start;
+    m.end = copy.end;
+    stall = std::max(stall, m.end);
+    return m;
+  }
+
+  // The synchronous write-back of stay i after kernel k, which ends at `now`.
+  RedlMove write_back_after(std::size_t k, std::uint32_t i, double now, const Stays& st, CopyChannels& engine) const {
+    RedlMove m;
+    m.object = pl_.stays[i].object;
+    m.kernel = static_cast<std::uint32_t>(k);
+    m.to_dram = false;
+    m.asynchronous = false;
+    m.bytes = out_bytes(i, st);
+    m.issue = m.start = m.end = now;
+    if (m.bytes > 0) {
+      // On the one engine, in its order, though the compute thread waits for it.
+      const CopySpan copy =
+          engine.run_on_mover(CopyChannels::fast, CopyChannels::slow, static_cast<double>(m.bytes) / to_pmm(), now);
+      m.start = copy.start;
+      m.end = copy.end;
+    }
+    return m;
+  }
+
+  // What the next iteration finds: the engine's backlog and the stays that
+  // wrap around, their times from its start.
+  void carry_out(const Stays& st, const CopyChannels& engine, double final_time, RedlCarry& out) const {
     const std::size_t n = program_.objects().size();
     out.engine = engine;
     out.engine.carry_over(final_time);
-    out.arrival.assign(n, -inf);
+    out.arrival.assign(n, -std::numeric_limits<double>::infinity());
     out.promoted.assign(n, 0);
     out.dirty.assign(n, 0);
-    for (std::size_t i = 0; i < stays.size(); ++i) {
-      if (stays[i].end != RedlEnd::wraps) continue;
-      const std::uint32_t o = stays[i].object;
-      out.arrival[o] = arrival[i] - final_time;
-      out.promoted[o] = promoted[i];
-      out.dirty[o] = dirty[i];
+    for (std::size_t i = 0; i < pl_.stays.size(); ++i) {
+      if (pl_.stays[i].end != RedlEnd::wraps) continue;
+      const std::uint32_t o = pl_.stays[i].object;
+      out.arrival[o] = st.arrival[i] - final_time;
+      out.promoted[o] = st.promoted[i];
+      out.dirty[o] = st.dirty[i];
     }
-    return t;
   }
+
+  [[nodiscard]] double to_pmm() const { return costs_.to_pmm_gbps * 1e9; }
+  [[nodiscard]] double to_dram() const { return costs_.to_dram_gbps * 1e9; }
 
   const RedlPlanner& p_;
   const Program& program_;

@@ -231,7 +231,9 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   DataManager& dm = manager();
   static const plan::MemoryBound memory_bound;
   const plan::KernelTimeModel& model = options_.time_model ? *options_.time_model : memory_bound;
-  const plan::AutotmCosts costs = plan::AutotmCosts::from_model(program, model, options_.fast_tier, options_.slow_tier);
+  plan::AutotmCosts costs = plan::AutotmCosts::from_model(program, model, options_.fast_tier, options_.slow_tier);
+  // The plan's copies go side by side as this runtime's mover makes them.
+  costs.copy_lanes = std::max(1U, dm.mover_options().threads);
   plan::AutotmOptions solver = options_.solver;
   solver.dram_limit = options_.dram_limit > 0 ? options_.dram_limit : dm.capacity(fast_);
   dram_limit_ = solver.dram_limit;

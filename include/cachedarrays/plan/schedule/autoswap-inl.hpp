@@ -161,6 +161,7 @@ CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates_of(const 
   std::vector<AutoswapCandidate> out;
   const auto nk = static_cast<std::uint32_t>(program.kernels().size());
   if (nk == 0) return out;
+  const CopyChannels channels = costs.channels();
   const std::vector<AutoswapLife> lives = autoswap_lives(program);
   for (std::uint32_t o = 0; o < program.objects().size(); ++o) {
     const std::vector<std::uint32_t>& uses = program.uses(o);
@@ -184,8 +185,8 @@ CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates_of(const 
       const double t_i = t.end[c.after];
       const double t_next = autoswap_unrolled_start(t, c.after, span);
       c.idle_seconds = t_next - t_i;
-      c.out_seconds = static_cast<double>(bytes) / (costs.to_pmm_gbps * 1e9);
-      c.in_seconds = static_cast<double>(bytes) / (costs.to_dram_gbps * 1e9);
+      c.out_seconds = channels.seconds(CopyChannels::fast, CopyChannels::slow, bytes);
+      c.in_seconds = channels.seconds(CopyChannels::slow, CopyChannels::fast, bytes);
       // The copy in is issued as late as lets it end by t_{i+1}: when the
       // last kernel of the gap starting by t_{i+1} - dt_in starts; never
       // before the copy out is issued (position 1).
@@ -296,7 +297,7 @@ class AutoswapEngine {
         seconds_(costs.dram_seconds),
         swaps_(swaps),
         nk_(static_cast<std::int64_t>(t.start.size())),
-        idle_(costs.channels(duplex ? 0 : 1)),
+        idle_(duplex ? costs.channels(0) : costs.channels()),
         duplex_(duplex) {
     for (std::size_t s = 0; s < swaps.size(); ++s) {
       for (std::int64_t r = -1; r <= 1; ++r) {
@@ -522,7 +523,8 @@ class AutoswapOutBlocks {
   // `duplex`: the copies out have an engine of their own and block nothing.
   AutoswapOutBlocks(const AutoswapTimeline& t, const AutotmCosts& costs, std::span<const AutoswapSlot> slots,
                     const std::vector<AutoswapSwap>& swaps, bool duplex) {
-    if (duplex) return;
+    // Copies out hold up copies in only on one engine shared by both.
+    if (duplex || costs.copy_lanes != 1) return;
     const auto nk = static_cast<std::uint32_t>(t.start.size());
     // Three iterations from an idle engine; the middle one's copies out
     // (issued at boundaries nk + 1 .. 2nk) are the steady state's.

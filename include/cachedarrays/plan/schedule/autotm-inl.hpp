@@ -69,6 +69,9 @@ CACHEDARRAYS_INLINE void AutotmCosts::check(const Program& program, std::string_
                            " GB/s and copies in at to_dram_gbps = " + std::to_string(costs.to_dram_gbps) +
                            " GB/s; both must be finite and > 0");
   }
+  if (costs.copy_lanes == 0) {
+    throw invalid_argument(at + ": copy_lanes is 0; copies go on at least one lane (the mover's threads)");
+  }
 }
 
 CACHEDARRAYS_INLINE AutotmCosts AutotmCosts::from_model(const Program& program, const KernelTimeModel& model,
@@ -78,8 +81,9 @@ CACHEDARRAYS_INLINE AutotmCosts AutotmCosts::from_model(const Program& program, 
     throw invalid_argument("AutotmCosts::from_model: every bandwidth must be > 0 GB/s");
   }
   AutotmCosts costs;
-  costs.to_pmm_gbps = pmm.write_gbps;
-  costs.to_dram_gbps = pmm.read_gbps;
+  const CopyChannels channels({{"dram", dram.read_gbps, dram.write_gbps}, {"pmm", pmm.read_gbps, pmm.write_gbps}}, 1);
+  costs.to_pmm_gbps = channels.gbps(CopyChannels::fast, CopyChannels::slow);
+  costs.to_dram_gbps = channels.gbps(CopyChannels::slow, CopyChannels::fast);
   const auto gbps = [](const emulation::Bandwidth& tier, Access access) {
     return access == Access::read ? tier.read_gbps : tier.write_gbps;
   };
@@ -200,6 +204,7 @@ class AutotmIlpBuilder {
   AutotmIlpBuilder(const Program& program, const AutotmCosts& costs, const AutotmOptions& options)
       : program_(program),
         costs_(costs),
+        channels_(costs.channels()),
         options_(options),
         kernels_(program.kernels()),
         objects_(program.objects()),
@@ -221,10 +226,10 @@ class AutotmIlpBuilder {
   [[nodiscard]] bool asynchronous() const { return options_.formulation == AutotmFormulation::asynchronous; }
   // Times in the ILP's unit (autotm_time_unit).
   [[nodiscard]] double to_dram_time(std::uint32_t o) const {
-    return autotm_time_unit * static_cast<double>(objects_[o].bytes) / (costs_.to_dram_gbps * 1e9);
+    return autotm_time_unit * channels_.seconds(CopyChannels::slow, CopyChannels::fast, objects_[o].bytes);
   }
   [[nodiscard]] double to_pmm_time(std::uint32_t o) const {
-    return autotm_time_unit * static_cast<double>(objects_[o].bytes) / (costs_.to_pmm_gbps * 1e9);
+    return autotm_time_unit * channels_.seconds(CopyChannels::fast, CopyChannels::slow, objects_[o].bytes);
   }
   // The index of o's first use at or after kernel k (uses().size(): none).
   [[nodiscard]] std::size_t use_of(std::uint32_t o, std::uint32_t k) const {
@@ -542,6 +547,7 @@ class AutotmIlpBuilder {
 
   const Program& program_;
   const AutotmCosts& costs_;
+  CopyChannels channels_;  // a move's time: the executor's copy channels
   const AutotmOptions& options_;
   const std::vector<ProgramKernel>& kernels_;
   const std::vector<ProgramObject>& objects_;

@@ -85,18 +85,25 @@ struct AutotmCosts {
   std::vector<std::vector<double>> pmm_penalty;  ///< by kernel, by argument: seconds added when it is in PMM
   double to_pmm_gbps = 0;                        ///< bandwidth of DRAM -> PMM copies, GB/s
   double to_dram_gbps = 0;                       ///< bandwidth of PMM -> DRAM copies, GB/s
+  /// Copies made side by side: the executor's mover threads
+  /// (MoverOptions::threads), each a lane of channels() (> 0).
+  unsigned copy_lanes = 1;
 
   /// From a time model: dram_seconds with every argument at `dram`'s
   /// bandwidth, pmm_penalty with one argument at `pmm`'s instead. The copy
-  /// bandwidths: PMM's write bandwidth out, its read bandwidth in. Throws
-  /// invalid_argument for a bandwidth not > 0.
+  /// bandwidths are the channels' (CopyChannels: the slower of the source's
+  /// read and the target's write). Throws invalid_argument for a bandwidth
+  /// not > 0.
   [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
                                               const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
 
   /// The copy channels these bandwidths make (CopyChannels::two_tiers: DRAM
-  /// device 0, PMM device 1), with `lanes` copy engines (0: one each way):
-  /// the one definition of a copy's time and overlap that AutoTM's moves,
-  /// AutoSwap's engine, ReDL's simulator and the replay share.
+  /// device 0, PMM device 1) with copy_lanes lanes: the one definition of a
+  /// copy's time and overlap that AutoTM's moves, AutoSwap's engine, ReDL's
+  /// simulator and the replay share.
+  [[nodiscard]] CopyChannels channels() const { return channels(copy_lanes); }
+  /// The same channels with `lanes` lanes instead (0: one engine each way,
+  /// as on a duplex link).
   [[nodiscard]] CopyChannels channels(unsigned lanes) const {
     return CopyChannels::two_tiers(to_pmm_gbps, to_dram_gbps, lanes);
   }

@@ -781,8 +781,7 @@ class RedlSimulator {
   // to the next repeats (or eight have run).
   [[nodiscard]] RedlTiming run() const {
     const std::size_t n = program_.objects().size();
-    // ReDL's one copy engine (redl.hpp "The model").
-    RedlCarry carry{costs_.channels(1), std::vector<double>(n, -std::numeric_limits<double>::infinity()),
+    RedlCarry carry{costs_.channels(), std::vector<double>(n, -std::numeric_limits<double>::infinity()),
                     std::vector<char>(n, 0), std::vector<char>(n, 0)};
     RedlTiming timing;
     for (int i = 0; i < 8; ++i) {
@@ -927,7 +926,7 @@ class RedlSimulator {
     m.issue = start;
     if (s.begin == RedlBegin::moved && s.from == k) {
       m.bytes = p_.objects_[s.object].bytes;
-      const CopySpan copy = engine.run_on_mover(slow, fast, static_cast<double>(m.bytes) / to_dram(), start);
+      const CopySpan copy = engine.run_on_mover(slow, fast, engine.seconds(slow, fast, m.bytes), start);
       m.start = copy.start;
       m.end = copy.end;
       st.arrival[i] = m.end;
@@ -943,7 +942,7 @@ class RedlSimulator {
       m.start = m.end = start;
       return m;
     }
-    const CopySpan copy = engine.run_on_mover(fast, slow, static_cast<double>(m.bytes) / to_pmm(), start);
+    const CopySpan copy = engine.run_on_mover(fast, slow, engine.seconds(fast, slow, m.bytes), start);
     m.start = copy.start;
     m.end = copy.end;
     stall = std::max(stall, m.end);
@@ -960,9 +959,9 @@ class RedlSimulator {
     m.bytes = out_bytes(i, st);
     m.issue = m.start = m.end = now;
     if (m.bytes > 0) {
-      // On the one engine, in its order, though the compute thread waits for it.
-      const CopySpan copy =
-          engine.run_on_mover(CopyChannels::fast, CopyChannels::slow, static_cast<double>(m.bytes) / to_pmm(), now);
+      // By the compute thread, as the executor makes it: on the channel, no lane.
+      constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
+      const CopySpan copy = engine.run_on_caller(fast, slow, engine.seconds(fast, slow, m.bytes), now);
       m.start = copy.start;
       m.end = copy.end;
     }
@@ -986,9 +985,6 @@ class RedlSimulator {
       out.dirty[o] = st.dirty[i];
     }
   }
-
-  [[nodiscard]] double to_pmm() const { return costs_.to_pmm_gbps * 1e9; }
-  [[nodiscard]] double to_dram() const { return costs_.to_dram_gbps * 1e9; }
 
   const RedlPlanner& p_;
   const Program& program_;

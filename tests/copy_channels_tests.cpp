@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/error.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/schedule/copy_channels.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
@@ -126,4 +128,42 @@ TEST_CASE("copy channels: the planners' costs give the channels the replay's tim
   timeline.copy(e);
   CHECK(timeline.copy_seconds() == replayed.seconds(0, 1, 123'456'789));
   CHECK(timeline.seconds() == replayed.seconds(0, 1, 123'456'789));
+}
+
+TEST_CASE("copy channels: the planners' lanes are the executor's mover threads, and at least one") {
+  const ca::plan::Program program({{gigabyte, true}}, {{"k", {{0, gigabyte, ca::Access::write}}}},
+                                  {{ca::plan::StepKind::kernel, 0}});
+  const ca::plan::MemoryBound model;
+  ca::plan::AutotmCosts costs = ca::plan::AutotmCosts::from_model(program, model, {10, 5}, {2, 1});
+  CHECK(costs.copy_lanes == 1);
+  costs.copy_lanes = 2;
+  ca::CopyChannels two = costs.channels();
+  (void)two.run_on_mover(ca::CopyChannels::fast, ca::CopyChannels::slow, 1.0, 0);
+  CHECK(two.mover_start(ca::CopyChannels::slow, ca::CopyChannels::fast, 0) == 0.0);  // a second lane
+  costs.copy_lanes = 0;
+  CHECK_THROWS_WITH_AS(costs.check(program, "test"), doctest::Contains("copy_lanes"), ca::invalid_argument);
+}
+
+TEST_CASE("copy channels: AutoSwap's copies take the channels' time") {
+  // Two kernels using a gigabyte each, a gap between the uses of object 0.
+  const ca::plan::Program program({{gigabyte, true}, {gigabyte, true}},
+                                  {{"a", {{0, gigabyte, ca::Access::read}}},
+                                   {"b", {{1, gigabyte, ca::Access::read}}},
+                                   {"c", {{1, gigabyte, ca::Access::read}}},
+                                   {"d", {{0, gigabyte, ca::Access::read}}}},
+                                  {{ca::plan::StepKind::kernel, 0},
+                                   {ca::plan::StepKind::kernel, 1},
+                                   {ca::plan::StepKind::kernel, 2},
+                                   {ca::plan::StepKind::kernel, 3}});
+  const ca::plan::MemoryBound model;
+  const ca::plan::AutotmCosts costs = ca::plan::AutotmCosts::from_model(program, model, {10, 5}, {2, 1});
+  ca::plan::AutoswapOptions options;
+  options.limit = gigabyte;
+  const std::vector<ca::plan::AutoswapCandidate> candidates = ca::plan::autoswap_candidates(program, costs, options);
+  REQUIRE_FALSE(candidates.empty());
+  const ca::CopyChannels channels = costs.channels();
+  for (const ca::plan::AutoswapCandidate& c : candidates) {
+    CHECK(c.out_seconds == channels.seconds(ca::CopyChannels::fast, ca::CopyChannels::slow, c.bytes));
+    CHECK(c.in_seconds == channels.seconds(ca::CopyChannels::slow, ca::CopyChannels::fast, c.bytes));
+  }
 }

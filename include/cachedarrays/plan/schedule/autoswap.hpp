@@ -57,10 +57,11 @@
 //     that frees no kernel (its copies fill its gap) is passed over: taking
 //     it would add copies and remove no load. The load the selection brings
 //     under the limit is the paper's LOAD' (Fig. 7).
-//   - The schedule then puts all copies on one copy engine (our runtime's
-//     mover; the paper's GPU has a stream each way: AutoswapOptions::duplex
-//     gives each direction an engine, and the copies in then ignore the
-//     copies out below). Each copy in issued at
+//   - The schedule then puts the copies on the executor's copy channels
+//     (copy_channels.hpp: the mover's threads as lanes, AutotmCosts::
+//     copy_lanes; the paper's GPU has a stream each way:
+//     AutoswapOptions::duplex gives each direction an engine, and the copies
+//     in then ignore the copies out below). Each copy in issued at
 //     its own latest kernel would queue behind the others whose next uses
 //     come close (the updates that end an iteration) and make them wait,
 //     while the engine sat idle before. So, "in advance" (§IV-E), the copies
@@ -142,12 +143,11 @@ struct AutoswapOptions {
   /// a, b, c, d of equation (3), each in [-1, 1] (§IV-C); read only when
   /// score is bo. The default ranks as SWDOA alone.
   AutoswapBoWeights bo_weights{0, 0, 0, 1};
-  /// The copy engines of the schedule (§IV-E). false: one for both
-  /// directions, as our runtime's mover with its default single thread
-  /// makes them. true: the copies out and the copies in each on an engine of
-  /// their own, as the paper's GPU runs them (a CUDA stream each way over
-  /// full-duplex PCIe) and as a mover of two threads can; the copies in then
-  /// need not avoid the copies out.
+  /// The copy engines of the schedule (§IV-E). false: the executor's mover,
+  /// AutotmCosts::copy_lanes threads taking copies in the order issued.
+  /// true: the copies out and the copies in each on an engine of their own,
+  /// as the paper's GPU runs them (a CUDA stream each way over full-duplex
+  /// PCIe); the copies in then need not avoid the copies out.
   bool duplex = false;
 };
 

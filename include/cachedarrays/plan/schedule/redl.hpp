@@ -21,9 +21,11 @@
 //   - Periods (§III-D.1): the iteration's layers cut into periods of
 //     `period_layers` layers from the first (the last may be shorter).
 //   - Kernel k runs costs.dram_seconds[k] plus pmm_penalty[k][a] for each
-//     argument a in the slow tier during k. Copies go one at a time on one
-//     copy engine (our runtime's mover), in the order issued: PMM -> DRAM at
-//     to_dram_gbps, DRAM -> PMM at to_pmm_gbps; a copy out is free when the
+//     argument a in the slow tier during k. Copies go on the executor's copy
+//     channels (copy_channels.hpp: the mover's threads as lanes,
+//     AutotmCosts::copy_lanes), in the order issued: PMM -> DRAM at
+//     to_dram_gbps, DRAM -> PMM at to_pmm_gbps, a synchronous write-back on
+//     the compute thread beside the mover's copies; a copy out is free when the
 //     slow copy is still valid (the runtime keeps it linked after a copy in:
 //     nothing written since). The iteration repeats: the plan is the steady
 //     state, and the engine and the copies issued at the end of one

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -29,16 +28,15 @@
 #include <cachedarrays/nn/trainer.hpp>
 
 #include "bench_support.hpp"
+#include "support/compute_rate.hpp"
 
 namespace cachedarrays::bench {
 
-// Profiler options keyed by the threads oneDNN's kernels run on here (its
-// OpenMP setting): profiles measured on other threads are not these.
-inline nn::ProfilerOptions profiler_options() {
-  nn::ProfilerOptions options;
-  options.compute_threads = static_cast<unsigned>(omp_get_max_threads());
-  return options;
-}
+// The profiler's options and this machine's compute rate per core are the
+// command-line tools' as well (tools/support).
+using tools::profiler_options;
+using tools::rate_per_core;
+using tools::RatePerCore;
 
 // "resnet-18 b32".
 inline std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
@@ -78,26 +76,6 @@ struct TrainingSetup {
   std::vector<float> images;
   std::vector<float> labels;
 };
-
-// This machine's achieved compute rate on `config`'s convolutions, per core
-// (plan::compute_rate over its kernel profiles, from `profile_cache` or
-// measured into it): what the modeled machines scale by their core count.
-struct RatePerCore {
-  double flops_per_second = 0;  // per core
-  unsigned cores = 0;           // the compute threads profiled on
-  std::size_t kernels = 0;      // profiled
-  bool measured = false;        // profiled now, not loaded
-};
-
-inline RatePerCore rate_per_core(const nn::ModelConfig& config, const std::string& profile_cache) {
-  RatePerCore r;
-  const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(config); }, profile_cache, profiler_options(), &r.measured);
-  r.cores = profiles.key().cores;
-  r.flops_per_second = plan::compute_rate(profiles) / r.cores;
-  r.kernels = profiles.kernels().size();
-  return r;
-}
 
 // The A modes' lookahead from the model's kernel profiles
 // (policy::profiled_lookahead), the slow tier emulated as Optane.

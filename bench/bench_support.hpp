@@ -1,25 +1,23 @@
 // What every benchmark here needs around its measurement: the statistic it
-// reports (median), the wall and CPU time it takes them from, a table a
-// person can read, JSON a script can compare (STYLE.md "Benchmarks"), and
-// running a helper script (the PyTorch baseline, the plot scripts).
+// reports (median), the wall and CPU time it takes them from, and, shared
+// with the command-line tools (tools/support), a table a person can read,
+// JSON a script can compare (STYLE.md "Benchmarks"), and running a helper
+// script (the PyTorch baseline, the plot scripts).
 #pragma once
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <fstream>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "support/json_file.hpp"
+#include "support/shell.hpp"
+#include "support/table.hpp"
 
 namespace cachedarrays::bench {
 
@@ -92,82 +90,13 @@ inline double others_busy_cores(const CpuSample& from, const CpuSample& to) {
   return std::max(0.0, (to.machine_busy - from.machine_busy) - (to.ours - from.ours)) / wall;
 }
 
-// A table whose column widths are written once, for the header and the rows
-// alike. Cells are formatted by the caller and padded, never cut.
-enum class Align { left, right };
-
-struct Column {
-  std::string title;
-  int width = 0;
-  Align align = Align::right;
-  int gap = 1;  // spaces before the column; the first column has the table's indent instead
-};
-
-class Table {
- public:
-  explicit Table(std::vector<Column> columns, std::string indent = {})
-      : columns_(std::move(columns)), indent_(std::move(indent)) {}
-
-  void print_header() const {
-    std::vector<std::string> titles;
-    for (const Column& c : columns_) titles.push_back(c.title);
-    print_row(titles);
-  }
-
-  // A row of dashes as wide as each column.
-  void print_rule() const {
-    std::vector<std::string> dashes;
-    for (const Column& c : columns_) dashes.emplace_back(static_cast<std::size_t>(c.width), '-');
-    print_row(dashes);
-  }
-
-  // The first cells.size() columns (a row may stop early).
-  void print_row(const std::vector<std::string>& cells) const {
-    std::string line = indent_;
-    for (std::size_t i = 0; i < cells.size() && i < columns_.size(); ++i) {
-      const Column& c = columns_[i];
-      if (i > 0) line.append(static_cast<std::size_t>(c.gap), ' ');
-      line += c.align == Align::left ? fmt::format("{:<{}}", cells[i], c.width)
-                                     : fmt::format("{:>{}}", cells[i], c.width);
-    }
-    fmt::print("{}\n", line);
-  }
-
- private:
-  std::vector<Column> columns_;
-  std::string indent_;
-};
-
-// Writes `value` to `path` as indented JSON; says on stderr, as `program`,
-// when it cannot.
-inline bool write_json(const std::string& path, const nlohmann::json& value, std::string_view program) {
-  std::ofstream out(path);
-  out << value.dump(2) << '\n';
-  if (!out) {
-    fmt::print(stderr, "{}: cannot write {}\n", program, path);
-    return false;
-  }
-  return true;
-}
-
-// `s` as one /bin/sh word.
-inline std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `command`, returning its standard output and exit status (-1 when it
-// could not be run or did not exit normally).
-inline std::pair<std::string, int> capture(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {out, -1};
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
+// The table, the JSON file and the helper scripts are the command-line
+// tools' as well (tools/support).
+using tools::Align;
+using tools::capture;
+using tools::Column;
+using tools::shell_quote;
+using tools::Table;
+using tools::write_json;
 
 }  // namespace cachedarrays::bench

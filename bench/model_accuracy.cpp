@@ -142,9 +142,10 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
     Row row{bench::label(config), c, {}, 0, 0, 0, 0, 0, 0, 0, 0, {}};
     const std::uint64_t fast_bytes = ca::fast_tier_bytes(c.fraction, setup.footprint);
     const auto replay = [&](const ca::plan::KernelTimeModel& model) {
+      const ca::policy::PolicyDescriptor described = ca::policy::Registry::builtin().describe(c.policy);
       ca::Runtime rt({ca::virtual_device(fast_bytes, "fast"), ca::virtual_device(4 * setup.footprint, "slow")},
-                     ca::policy::Registry::builtin().make(c.policy));
-      if (ca::policy::needs_program(c.policy)) rt.set_program(program);
+                     described.make());
+      if (described.needs_program()) rt.set_program(program);
       return ca::steady_iteration(ca::replay(trace, rt, devices, &model));
     };
     try {

@@ -190,6 +190,52 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   }
 }
 
+// A measured run `m` added to `row`'s rounds: its time, its traffic per
+// iteration (averaged over the timed ones, the same in every round: it is
+// the policy's, not the machine's; a memory mode's is its cache's) and its
+// exposed copy time.
+void add_round(Row& row, const bench::MeasuredRun& m, bool memory_mode, std::uint64_t footprint) {
+  Row traffic = row;
+  if (memory_mode) {
+    fill_traffic(traffic, ca::tier_traffic(m.stats.memory_mode));
+    traffic.note = ca::hit_rates(m.stats.memory_mode);
+  } else {
+    fill_traffic(traffic, ca::tier_traffic(m.stats));
+  }
+  const auto iterations = static_cast<std::uint64_t>(m.iterations);
+  row.note = m.note.empty() ? traffic.note : m.note;
+  row.expansion = std::max(row.expansion, ca::footprint_expansion(m.stats, footprint));
+  row.fast_read = traffic.fast_read / iterations;
+  row.fast_written = traffic.fast_written / iterations;
+  row.slow_read = traffic.slow_read / iterations;
+  row.slow_written = traffic.slow_written / iterations;
+  row.exposed_copy_seconds += m.exposed_copy_seconds();
+  row.round_seconds.push_back(m.seconds);
+}
+
+// `row`'s rounds summed up against the baseline's of the same rounds (a row
+// short of a round ran out of memory), and printed.
+void summarise_rounds(Row& row, const Row& baseline, int rounds) {
+  if (row.round_seconds.size() == static_cast<std::size_t>(rounds)) {
+    std::vector<double> ratios;
+    for (int r = 0; r < rounds; ++r) ratios.push_back(row.round_seconds[r] / baseline.round_seconds[r]);
+    row.seconds = bench::median(row.round_seconds);
+    row.slowdown = bench::median(ratios);
+    row.slowdown_low = *std::min_element(ratios.begin(), ratios.end());
+    row.slowdown_high = *std::max_element(ratios.begin(), ratios.end());
+    row.exposed_copy_seconds /= rounds;
+  } else {
+    row.seconds.reset();
+    row.note = "out of memory";
+  }
+  fmt::print(stderr, "  {:<12} {:>4.0f}%  {}\n", row.policy, 100 * row.fast_fraction,
+             row.seconds ? fmt::format("{:.4f} s ({:.2f}x all-fast, {:.2f}-{:.2f} over {} rounds; exposed "
+                                       "copies {:.4f} s)",
+                                       *row.seconds, row.slowdown, row.slowdown_low, row.slowdown_high, rounds,
+                                       row.exposed_copy_seconds)
+                         : row.note);
+}
+
 // Real runs, interleaved: every round runs each policy once (A B C ... A B
 // C ...), each run a fresh runtime with a warm-up iteration and then
 // `iterations` timed ones, so that a disturbance of this shared machine
@@ -211,28 +257,12 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
     fmt::print(stderr, "  lookahead of the A modes from the kernel profiles: {} kernels ({} kernels' copies longer "
                        "than any window)\n", choice.kernels, choice.uncovered);
   }
-  // One run (bench::measure_training): its time added to the row's rounds,
-  // its traffic per iteration and its exposed copy time.
+  // One run (bench::measure_training) added to the row's rounds.
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
   const auto run = [&](const std::string& policy, std::uint64_t fast, Row& row) {
     const bench::MeasuredRun m =
         bench::measure_training(setup, policy, fast, iterations, mover, lookahead, profile_cache, judge);
-    // Traffic per iteration, averaged over the timed ones (the same in
-    // every round: it is the policy's, not the machine's).
-    Row traffic = row;
-    if (policy == "2lm:m") {
-      fill_traffic(traffic, ca::tier_traffic(m.stats.memory_mode));
-      traffic.note = ca::hit_rates(m.stats.memory_mode);
-    } else {
-      fill_traffic(traffic, ca::tier_traffic(m.stats));
-    }
-    row.note = m.note.empty() ? traffic.note : m.note;
-    row.expansion = std::max(row.expansion, ca::footprint_expansion(m.stats, footprint));
-    row.fast_read = traffic.fast_read / static_cast<std::uint64_t>(iterations);
-    row.fast_written = traffic.fast_written / static_cast<std::uint64_t>(iterations);
-    row.slow_read = traffic.slow_read / static_cast<std::uint64_t>(iterations);
-    row.slow_written = traffic.slow_written / static_cast<std::uint64_t>(iterations);
-    row.exposed_copy_seconds += m.exposed_copy_seconds();
-    row.round_seconds.push_back(m.seconds);
+    add_round(row, m, registry.describe(policy).memory_mode().has_value(), footprint);
   };
   {
     Row warm = make_row("emulated", label(config), "all-fast", 1.0, footprint);
@@ -243,14 +273,14 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
     Row baseline = make_row("emulated", label(config), "all-fast", fraction, footprint);
     std::vector<Row> at_fraction;
     for (const std::string& policy : policies) {
-      if (policy == "2lm") continue;  // modeled only
+      if (registry.describe(policy).modeled_only()) continue;
       at_fraction.push_back(make_row("emulated", label(config), policy, fraction, fast));
     }
     for (int round = 0; round < rounds; ++round) {
       run("all-fast", footprint, baseline);
       for (Row& row : at_fraction) {
         // all-fast cannot run below the footprint: say so without trying.
-        if (row.policy == "all-fast" && fraction < 1.0) {
+        if (registry.describe(row.policy).baseline() && fraction < 1.0) {
           row.note = "out of memory";
           continue;
         }
@@ -259,24 +289,7 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
       }
     }
     for (Row& row : at_fraction) {
-      if (row.round_seconds.size() == static_cast<std::size_t>(rounds)) {
-        std::vector<double> ratios;
-        for (int r = 0; r < rounds; ++r) ratios.push_back(row.round_seconds[r] / baseline.round_seconds[r]);
-        row.seconds = bench::median(row.round_seconds);
-        row.slowdown = bench::median(ratios);
-        row.slowdown_low = *std::min_element(ratios.begin(), ratios.end());
-        row.slowdown_high = *std::max_element(ratios.begin(), ratios.end());
-        row.exposed_copy_seconds /= rounds;
-      } else {
-        row.seconds.reset();
-        row.note = "out of memory";
-      }
-      fmt::print(stderr, "  {:<12} {:>4.0f}%  {}\n", row.policy, 100 * fraction,
-                 row.seconds ? fmt::format("{:.4f} s ({:.2f}x all-fast, {:.2f}-{:.2f} over {} rounds; exposed "
-                                           "copies {:.4f} s)",
-                                           *row.seconds, row.slowdown, row.slowdown_low, row.slowdown_high, rounds,
-                                           row.exposed_copy_seconds)
-                             : row.note);
+      summarise_rounds(row, baseline, rounds);
       rows.push_back(row);
     }
   }
@@ -532,64 +545,8 @@ const std::vector<std::pair<std::string, double>> autotm_ratios{{"8:1", 1.0 / 9}
 const std::vector<std::string> autotm_policies{"all-fast", "first-touch", "2lm:m",       "2lm",         "ca-lm",
                                                "ca-lma",   "autotm-static", "autotm-sync", "autotm-async"};
 
-void print_autotm(const std::vector<Row>& rows) {
-  const auto at = [](const Row& r, double fraction) { return std::abs(r.fast_fraction - fraction) < 1e-6; };
-  for (const std::string kind : {"emulated", "modeled"}) {
-    const std::vector<std::string> models =
-        models_of(rows, [&](const Row& r) { return r.kind == kind && !r.paper_budget; });
-    if (models.empty()) continue;
-    fmt::print("\nAutoTM's comparison, {} ({}): slowdown vs all-fast, geometric mean over the networks\n", kind,
-               fmt::join(models, ", "));
-    std::vector<bench::Column> columns{{"policy", 14, bench::Align::left}};
-    for (const auto& [ratio, fraction] : autotm_ratios) columns.push_back({ratio, 9});
-    columns.push_back({"4:1+1:1", 9});
-    columns.push_back({"expansion", 10});
-    columns.push_back({"plans", 0, bench::Align::left, 2});
-    const bench::Table table(columns);
-    table.print_header();
-    for (const std::string& policy : autotm_policies) {
-      if (policy == "all-fast") continue;
-      std::vector<std::string> cells{policy};
-      std::vector<double> replaced;  // 4:1 and 1:1
-      double expansion = 0;
-      std::string plans;
-      bool any = false;
-      for (const auto& [ratio, fraction] : autotm_ratios) {
-        double log_sum = 0;
-        int n = 0;
-        for (const std::string& model : models) {
-          for (const Row& r : rows) {
-            if (r.kind != kind || r.paper_budget || r.model != model || r.policy != policy || !at(r, fraction) ||
-                !r.seconds) {
-              continue;
-            }
-            log_sum += std::log(r.slowdown);
-            ++n;
-            if (ratio != "8:1") replaced.push_back(r.slowdown);
-            expansion = std::max(expansion, r.expansion);
-            if (!r.note.empty() && policy.rfind("autotm", 0) == 0) plans += (plans.empty() ? "" : "; ") + r.note;
-          }
-        }
-        any = any || n > 0;
-        cells.push_back(n == static_cast<int>(models.size()) && n > 0 ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / n) - 1))
-                        : n > 0 ? fmt::format("({}/{})", n, models.size())
-                                : "-");
-      }
-      if (!any) continue;
-      double log_sum = 0;
-      for (double x : replaced) log_sum += std::log(x);
-      cells.push_back(replaced.size() == 2 * models.size()
-                          ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / static_cast<double>(replaced.size())) - 1))
-                          : "-");
-      cells.push_back(fmt::format("{:.2f}%", 100 * expansion));
-      cells.push_back(plans.size() > 160 ? plans.substr(0, 157) + "..." : plans);
-      table.print_row(cells);
-    }
-  }
-  fmt::print("  paper (measured on Optane DC, Inception v4, ResNet-200, DenseNet-264, VGG-19): AutoTM loses a "
-             "geometric mean 27.7% replacing 50-80% of DRAM, first-touch NUMA 71.9%; footprint expansion at most "
-             "3.83%; at most 5 solves (fragmentation retries)\n");
-  // The large networks against 2LM, at the AutoTM machine's 192 GB of DRAM.
+// The large networks against 2LM, at the AutoTM machine's 192 GB of DRAM.
+void print_autotm_large(const std::vector<Row>& rows) {
   const std::vector<std::string> large = models_of(rows, [](const Row& r) { return r.paper_budget; });
   for (const std::string& model : large) {
     const auto find = [&](const std::string& policy) -> const Row* {
@@ -613,6 +570,68 @@ void print_autotm(const std::vector<Row>& rows) {
     fmt::print("  paper: AutoTM synchronous 1.23x faster than 2LM on VGG-416, over 2x on ResNet-200 (static about "
                "as fast as 2LM)\n");
   }
+}
+
+void print_autotm(const std::vector<Row>& rows) {
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
+  const auto at = [](const Row& r, double fraction) { return std::abs(r.fast_fraction - fraction) < 1e-6; };
+  for (const std::string kind : {"emulated", "modeled"}) {
+    const std::vector<std::string> models =
+        models_of(rows, [&](const Row& r) { return r.kind == kind && !r.paper_budget; });
+    if (models.empty()) continue;
+    fmt::print("\nAutoTM's comparison, {} ({}): slowdown vs all-fast, geometric mean over the networks\n", kind,
+               fmt::join(models, ", "));
+    std::vector<bench::Column> columns{{"policy", 14, bench::Align::left}};
+    for (const auto& [ratio, fraction] : autotm_ratios) columns.push_back({ratio, 9});
+    columns.push_back({"4:1+1:1", 9});
+    columns.push_back({"expansion", 10});
+    columns.push_back({"plans", 0, bench::Align::left, 2});
+    const bench::Table table(columns);
+    table.print_header();
+    for (const std::string& policy : autotm_policies) {
+      const ca::policy::PolicyDescriptor described = registry.describe(policy);
+      if (described.baseline()) continue;
+      std::vector<std::string> cells{policy};
+      std::vector<double> replaced;  // 4:1 and 1:1
+      double expansion = 0;
+      std::string plans;
+      bool any = false;
+      for (const auto& [ratio, fraction] : autotm_ratios) {
+        double log_sum = 0;
+        int n = 0;
+        for (const std::string& model : models) {
+          for (const Row& r : rows) {
+            if (r.kind != kind || r.paper_budget || r.model != model || r.policy != policy || !at(r, fraction) ||
+                !r.seconds) {
+              continue;
+            }
+            log_sum += std::log(r.slowdown);
+            ++n;
+            if (ratio != "8:1") replaced.push_back(r.slowdown);
+            expansion = std::max(expansion, r.expansion);
+            if (!r.note.empty() && described.plans_ahead()) plans += (plans.empty() ? "" : "; ") + r.note;
+          }
+        }
+        any = any || n > 0;
+        cells.push_back(n == static_cast<int>(models.size()) && n > 0 ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / n) - 1))
+                        : n > 0 ? fmt::format("({}/{})", n, models.size())
+                                : "-");
+      }
+      if (!any) continue;
+      double log_sum = 0;
+      for (double x : replaced) log_sum += std::log(x);
+      cells.push_back(replaced.size() == 2 * models.size()
+                          ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / static_cast<double>(replaced.size())) - 1))
+                          : "-");
+      cells.push_back(fmt::format("{:.2f}%", 100 * expansion));
+      cells.push_back(plans.size() > 160 ? plans.substr(0, 157) + "..." : plans);
+      table.print_row(cells);
+    }
+  }
+  fmt::print("  paper (measured on Optane DC, Inception v4, ResNet-200, DenseNet-264, VGG-19): AutoTM loses a "
+             "geometric mean 27.7% replacing 50-80% of DRAM, first-touch NUMA 71.9%; footprint expansion at most "
+             "3.83%; at most 5 solves (fragmentation retries)\n");
+  print_autotm_large(rows);
 }
 
 struct Options {

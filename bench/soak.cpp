@@ -330,7 +330,8 @@ class Period {
   };
 
   static std::unique_ptr<ca::policy::Policy> make_policy(const std::string& name, std::uint64_t fast_bytes) {
-    if (std::optional<ca::policy::AutotmPolicyOptions> o = ca::policy::planned_policy_options(name)) {
+    const ca::policy::PolicyDescriptor described = ca::policy::Registry::builtin().describe(name);
+    if (std::optional<ca::policy::AutotmPolicyOptions> o = described.planned_options()) {
       o->solver.time_limit_seconds = 5;  // a program of ~40 kernels: solved in well under that
       o->solver.async_search_seconds = 2;
       // The threads' own arrays share the fast tier with the program: plan it
@@ -339,7 +340,7 @@ class Period {
       o->log = [](const std::string&) {};  // its departures are counted (plan_summary), not printed
       return std::make_unique<ca::policy::AutotmPolicy>(std::move(*o));
     }
-    return ca::policy::Registry::builtin().make(name);
+    return described.make();
   }
 
   std::size_t fast_words() const { return options_.fast_mib * MiB / sizeof(std::uint64_t); }
@@ -988,12 +989,10 @@ nlohmann::json to_json(const Options& o, const RunResult& r, const Counters& c) 
 
 // Every built-in policy, the ones whose moves use the mover left out under --no-async.
 std::vector<std::string> default_policies(bool async) {
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
   std::vector<std::string> names;
-  for (const std::string& name : ca::policy::Registry::builtin().names()) {
-    const bool a_mode = name.rfind("ca-", 0) == 0 && name.find('a', 3) != std::string::npos;  // ca-lma, ca-lmpa
-    const bool uses_mover =
-        a_mode || name == "planned-a" || name.rfind("autoswap", 0) == 0 || name == "redl" || name == "autotm-async";
-    if (async || !uses_mover) names.push_back(name);
+  for (const std::string& name : registry.names()) {
+    if (async || !registry.describe(name).uses_mover()) names.push_back(name);
   }
   return names;
 }

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -29,16 +28,15 @@
 #include <cachedarrays/nn/trainer.hpp>
 
 #include "bench_support.hpp"
+#include "support/compute_rate.hpp"
 
 namespace cachedarrays::bench {
 
-// Profiler options keyed by the threads oneDNN's kernels run on here (its
-// OpenMP setting): profiles measured on other threads are not these.
-inline nn::ProfilerOptions profiler_options() {
-  nn::ProfilerOptions options;
-  options.compute_threads = static_cast<unsigned>(omp_get_max_threads());
-  return options;
-}
+// The profiler's options and this machine's compute rate per core are the
+// command-line tools' as well (tools/support).
+using tools::profiler_options;
+using tools::rate_per_core;
+using tools::RatePerCore;
 
 // "resnet-18 b32".
 inline std::string label(const nn::ModelConfig& c) { return fmt::format("{}-{} b{}", c.family, c.depth, c.batch); }
@@ -60,19 +58,6 @@ inline nn::ModelConfig small_config(const std::string& family, bool quick, std::
   return c;
 }
 
-// The name a policy gives itself ("planned" is ca-lm+best-fit); names the
-// registry does not know ("2lm:m") as they are.
-inline std::string mode_name(const std::string& policy) {
-  const policy::Registry registry = policy::Registry::builtin();
-  return registry.contains(policy) ? registry.make(policy)->name() : policy;
-}
-
-// The lookahead modes take a window (Lookahead).
-inline bool looks_ahead(const std::string& policy) {
-  const std::string name = mode_name(policy);
-  return name.rfind("ca", 0) == 0 && policy::Mode::parse(name).async_lookahead;
-}
-
 // A model, its footprint, its program and one batch of synthetic data: what
 // every measured run of it needs.
 struct TrainingSetup {
@@ -92,26 +77,6 @@ struct TrainingSetup {
   std::vector<float> labels;
 };
 
-// This machine's achieved compute rate on `config`'s convolutions, per core
-// (plan::compute_rate over its kernel profiles, from `profile_cache` or
-// measured into it): what the modeled machines scale by their core count.
-struct RatePerCore {
-  double flops_per_second = 0;  // per core
-  unsigned cores = 0;           // the compute threads profiled on
-  std::size_t kernels = 0;      // profiled
-  bool measured = false;        // profiled now, not loaded
-};
-
-inline RatePerCore rate_per_core(const nn::ModelConfig& config, const std::string& profile_cache) {
-  RatePerCore r;
-  const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(config); }, profile_cache, profiler_options(), &r.measured);
-  r.cores = profiles.key().cores;
-  r.flops_per_second = plan::compute_rate(profiles) / r.cores;
-  r.kernels = profiles.kernels().size();
-  return r;
-}
-
 // The A modes' lookahead from the model's kernel profiles
 // (policy::profiled_lookahead), the slow tier emulated as Optane.
 inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,
@@ -123,26 +88,27 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
                                     {optane.read_gbps, optane.write_gbps}, choice);
 }
 
-// A planned policy (autotm-*, autoswap:*, redl) whose plan's kernel times
-// come from `time_model` (null: from the model's kernel profiles in
-// `profile_cache`, the slow tier emulated as Optane); the solve's progress
-// is not printed. `plan_seconds` > 0: the plan's time limit
+// The policy `planned`, which plans ahead (autotm-*, autoswap:*, redl), its
+// plan's kernel times from `time_model` (null: from the model's kernel
+// profiles in `profile_cache`, the slow tier emulated as Optane); the
+// solve's progress is not printed. `plan_seconds` > 0: the plan's time limit
 // (AutotmOptions::time_limit_seconds). `judge_on`, given (the fast and slow
 // tiers' bytes): a planner that weighs candidate plans (ReDL) has them judged
 // by a replay of a dry run of `config` on tiers of those sizes
 // (sim/replay_judge.hpp), with the plan's own tier bandwidths and kernel
 // time model and `mover_threads` copies side by side.
-inline std::unique_ptr<policy::Policy> autotm_policy(const std::string& policy, const nn::ModelConfig& config,
+inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescriptor& planned,
+                                                     const nn::ModelConfig& config,
                                                      std::shared_ptr<const plan::KernelTimeModel> time_model,
                                                      const std::string& profile_cache, double plan_seconds = 0,
                                                      std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt,
                                                      unsigned mover_threads = MoverOptions{}.threads) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
-    options = policy::planned_policy_options(policy).value();
+    options = planned.planned_options().value();
     options.time_model = std::move(time_model);
   } else {
-    options = nn::autotm_policy_options(policy, [&] { return nn::build_model(config); }, profile_cache,
+    options = nn::autotm_policy_options(planned, [&] { return nn::build_model(config); }, profile_cache,
                                         profiler_options());
   }
   if (plan_seconds > 0) options.solver.time_limit_seconds = plan_seconds;
@@ -174,9 +140,10 @@ struct MeasuredRun {
 };
 
 // One measured run: a fresh runtime with a fast DRAM tier of `fast` bytes
-// and a slow DAX tier emulated as Optane (for "2lm:m": one emulated-Optane
-// device in memory mode whose DRAM cache is the fast budget, as the paper's
-// 2LM runs: nothing moved by software, retired tensors freed at once), the
+// and a slow DAX tier emulated as Optane (for a memory mode, 2lm:m: one
+// emulated-Optane device in memory mode whose DRAM cache is the fast budget,
+// as the paper's 2LM runs: nothing moved by software, retired tensors freed
+// at once; a memory mode that is modeled only is refused), the
 // policy given the program when it plans ahead, two warm-up iterations (first
 // touches, primitive creation) and `iterations` timed ones. `mover`: the
 // runtime's asynchronous mover; `lookahead`, given, the A modes' window
@@ -189,29 +156,31 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
                                     std::optional<policy::Lookahead> lookahead = std::nullopt,
                                     const std::string& profile_cache = nn::default_profile_cache(),
                                     bool judge = true) {
+  const policy::PolicyDescriptor described = policy::Registry::builtin().describe(policy);
+  if (described.modeled_only()) {
+    throw invalid_argument("measure_training: '" + policy + "' is modeled only; it cannot be measured");
+  }
+  const std::uint64_t slow_bytes = 2 * setup.footprint + (1 << 20);
   const EmulationProfile optane = *emulation::profile("optane");
   std::vector<DeviceSpec> devices;
-  std::string placement = policy;
-  if (policy == "2lm:m") {
-    DeviceSpec nvram = dax_file({}, 2 * setup.footprint + (1 << 20), "nvram");
+  std::unique_ptr<policy::Policy> chosen;
+  if (described.memory_mode()) {
+    // Nothing placed by software: every object on the one device.
+    DeviceSpec nvram = dax_file({}, slow_bytes, "nvram");
     nvram.emulation = emulation::memory_mode(optane, emulation::memory_mode_cache_within(fast));
     devices = {nvram};
-    placement = "all-fast";
+    chosen = std::make_unique<policy::SingleTier>(policy::SingleTier::Tier::fastest);
   } else {
-    DeviceSpec slow = dax_file({}, 2 * setup.footprint + (1 << 20), "slow");
+    DeviceSpec slow = dax_file({}, slow_bytes, "slow");
     slow.emulation = optane;
     devices = {dram(fast, "fast"), slow};
+    chosen = described.plans_ahead()
+                 ? autotm_policy(described, setup.config, nullptr, profile_cache, 0,
+                                 judge ? std::optional(std::pair(fast, slow_bytes)) : std::nullopt, mover.threads)
+                 : described.make({.lookahead = lookahead});
   }
-  std::unique_ptr<policy::Policy> chosen =
-      policy::planned_policy_options(policy)
-          ? autotm_policy(policy, setup.config, nullptr, profile_cache, 0,
-                          judge ? std::optional(std::pair(fast, 2 * setup.footprint + (1 << 20))) : std::nullopt,
-                          mover.threads)
-      : lookahead && looks_ahead(policy)
-          ? std::make_unique<policy::CachedArraysPolicy>(policy::Mode::parse(mode_name(policy)), *lookahead)
-          : policy::Registry::builtin().make(placement);
   Runtime rt(devices, std::move(chosen), mover);
-  if (policy::needs_program(policy)) rt.set_program(setup.program);
+  if (described.needs_program()) rt.set_program(setup.program);
   nn::Trainer trainer(&rt, nn::build_model(setup.config));
   const auto step = [&] {
     return seconds_of([&] {

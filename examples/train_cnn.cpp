@@ -99,7 +99,7 @@ void apply_environment(Options& o) {
 // their progress. A planner that weighs candidate plans (ReDL's period
 // sizes) has each judged by a replay of a dry run on the tiers `specs`
 // (sim/replay_judge.hpp), modeled with the profiles and the tiers' bandwidths.
-std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::string& name,
+std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const ca::policy::PolicyDescriptor& policy,
                                                   const std::function<nn::Graph()>& build,
                                                   const nn::TrainerOptions& trainer,
                                                   const std::vector<ca::DeviceSpec>& specs) {
@@ -107,15 +107,15 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const std::s
   const std::string cache = o.profile_cache.empty() ? nn::default_profile_cache() : o.profile_cache;
   fmt::print("{}: kernel profiles from {} (measured there once per machine: every kernel all in the fast tier, "
              "then all on the emulated {} tier)...\n",
-             name, cache, slow);
+             policy.name(), cache, slow);
   std::fflush(stdout);
   nn::ProfilerOptions profiler;
   profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
   profiler.slow_tier = slow;
   bool measured = false;
   const auto t0 = std::chrono::steady_clock::now();
-  ca::policy::AutotmPolicyOptions options = nn::autotm_policy_options(name, build, cache, profiler, &measured);
-  fmt::print("{}: kernel profiles {} in {:.1f} s\n", name, measured ? "measured and cached" : "loaded",
+  ca::policy::AutotmPolicyOptions options = nn::autotm_policy_options(policy, build, cache, profiler, &measured);
+  fmt::print("{}: kernel profiles {} in {:.1f} s\n", policy.name(), measured ? "measured and cached" : "loaded",
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   options.log = [](const std::string& line) {
     fmt::print("{}\n", line);
@@ -254,19 +254,27 @@ std::vector<ca::DeviceSpec> devices(const Options& o, std::uint64_t footprint, s
   }
 }
 
-// The policy --policy names, placing by the --planner's offset plan when
-// there is one: ca-lm + best-fit is ca-lm+best-fit.
-std::string with_planner(const Options& o) {
-  if (o.planner == "online" || o.memory_mode) return o.policy;
-  std::string modes = o.policy;
-  if (modes == "planned") modes = "ca-lm";
-  if (modes == "planned-a") modes = "ca-lma";
-  modes = modes.substr(0, modes.find('+'));
-  if (modes.rfind("ca", 0) != 0) {
+// The policy --policy names (first-touch in memory mode: the one device
+// holds everything) and the options the flags add to it: --planner's offset
+// plan, for a policy that takes one.
+struct ChosenPolicy {
+  ca::policy::PolicyDescriptor descriptor;
+  ca::policy::PolicyOptions options;
+};
+
+ChosenPolicy chosen_policy(const Options& o) {
+  ChosenPolicy chosen{ca::policy::Registry::builtin().describe(o.memory_mode ? "first-touch" : o.policy), {}};
+  if (chosen.descriptor.memory_mode()) {
+    throw ca::invalid_argument("--policy " + o.policy + " is the hardware's memory mode, not a policy; emulate it "
+                               "with --memory-mode");
+  }
+  if (o.planner == "online" || o.memory_mode) return chosen;
+  if (!chosen.descriptor.takes_offset_planner()) {
     throw ca::invalid_argument("--planner " + o.planner + " places objects for a ca-l*m* policy (ca-lm, ca-lma, "
                                "ca-lmp, ca-lmpa, planned); --policy " + o.policy + " does not take an offset plan");
   }
-  return modes + "+" + o.planner;  // Mode::parse says what is wrong with a mode that cannot take one
+  chosen.options.offsets = ca::plan::parse_offset_planner(o.planner);
+  return chosen;
 }
 
 // Thousands grouped with commas: 60,000.
@@ -485,8 +493,10 @@ struct World {
   [[nodiscard]] int rank() const { return communicator != nullptr ? communicator->rank() : 0; }
 };
 
-void run(Options o, const World& world) {
-  // Refused now, not after the training it would record.
+// What the run needs settled before it starts: a --json file it can write
+// (refused now, not after the training it would record), oneDNN's threads,
+// and one slow-tier file per rank.
+void prepare(Options& o, const World& world) {
   if (!o.json_path.empty()) {
     const std::filesystem::path dir = std::filesystem::absolute(o.json_path).parent_path();
     if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0) {
@@ -500,15 +510,17 @@ void run(Options o, const World& world) {
     // Ranks on one machine share its cores rather than each taking all.
     omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world.local_ranks));
   }
-  const int ranks = world.ranks();
   // Each rank has its own tiers: a slow tier named by file gets one file per rank.
-  if (ranks > 1 && !o.slow_path.empty() && !std::filesystem::is_directory(o.slow_path)) {
+  if (world.ranks() > 1 && !o.slow_path.empty() && !std::filesystem::is_directory(o.slow_path)) {
     o.slow_path += fmt::format(".rank{}", world.rank());
   }
+}
+
+// The data set --data names; it dictates the model's image shape and class count.
+nn::DataSplits open_data(Options& o) {
   nn::ModelConfig& model = o.model;
-  const nn::DataSplits data =
-      nn::open_data(o.data, {model.channels, model.image_size, model.image_size}, model.classes, o.seed);
-  // A data set dictates the image shape and the class count.
+  nn::DataSplits data = nn::open_data(o.data, {model.channels, model.image_size, model.image_size}, model.classes,
+                                      o.seed);
   const nn::Dims image = data.train->image_dims();
   if (image.at(1) != image.at(2)) {
     throw ca::invalid_argument(fmt::format("--data {} has {}x{} images; the models take square ones", o.data,
@@ -518,11 +530,10 @@ void run(Options o, const World& world) {
   model.image_size = image.at(1);
   model.classes = data.train->classes();
   fmt::print("data: {}\n", describe_data(o.data, data));
+  return data;
+}
 
-  // Data parallel: --batch is the global batch; each rank's graph takes its shard.
-  nn::ModelConfig shard = model;
-  shard.batch = nn::shard_batch(model.batch, ranks);
-  const auto build = [&] { return nn::build_model(shard); };
+nn::TrainerOptions trainer_options(const Options& o, const World& world) {
   nn::TrainerOptions options;
   options.seed = o.seed;
   options.sgd.learning_rate = o.learning_rate;
@@ -530,54 +541,121 @@ void run(Options o, const World& world) {
   options.data_parallel.bucket_bytes = static_cast<std::uint64_t>(std::llround(o.bucket_mib * 1024 * 1024));
   options.update_in_backward = !o.update_after_backward;
   options.parameters_in_primitive_layout = !o.plain_parameters;
-  // The program of an iteration, for the policies that plan ahead (ca-lma,
-  // ca-lmpa, offset plans); the others ignore it.
-  const ca::plan::Program program = nn::dry_run_program(build, options);
-  const std::string policy_name = with_planner(o);
-  const std::uint64_t online_footprint = nn::measure_footprint(build, options);
-  std::uint64_t footprint = online_footprint;
+  return options;
+}
+
+// The footprint of one iteration: the online allocator's, and with
+// --planner the planned one, which --fast-fraction is then a share of.
+struct Footprints {
+  std::uint64_t online = 0;
+  std::uint64_t sized = 0;  // what --fast-fraction is a share of
+};
+
+Footprints measure_footprints(const Options& o, const std::function<nn::Graph()>& build,
+                              const nn::TrainerOptions& options, const ca::plan::Program& program) {
+  Footprints f;
+  f.online = nn::measure_footprint(build, options);
+  f.sized = f.online;
   if (o.planner != "online") {
     const nn::PlannedFootprint planned =
         nn::measure_planned_footprint(build, program, ca::plan::parse_offset_planner(o.planner));
-    footprint = planned.footprint;
+    f.sized = planned.footprint;
     fmt::print("offset plan ({}): footprint {} ({:.4f}x its lower bound {}), online allocator {}\n", o.planner,
                ca::format_bytes(planned.footprint),
                static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound),
-               ca::format_bytes(planned.lower_bound), ca::format_bytes(online_footprint));
+               ca::format_bytes(planned.lower_bound), ca::format_bytes(f.online));
   }
+  return f;
+}
+
+// How far a policy that looks ahead looks: chosen from the kernel profiles
+// of --profile-cache, which time every kernel all-fast and on the emulated
+// slow tier.
+ca::policy::Lookahead lookahead_from_profiles(const Options& o, const std::function<nn::Graph()>& build,
+                                              const ca::plan::Program& program) {
+  const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
+  nn::ProfilerOptions profiler;
+  profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
+  profiler.slow_tier = slow;
+  const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, profiler);
+  const ca::EmulationProfile tier = *ca::emulation::profile(slow);
+  ca::plan::LookaheadChoice choice;
+  const ca::policy::Lookahead lookahead =
+      ca::policy::profiled_lookahead(program, profiles, {tier.dram_read_gbps, tier.dram_write_gbps},
+                                     {tier.read_gbps, tier.write_gbps}, &choice);
+  fmt::print("lookahead from the kernel profiles ({}): {} kernels ({} kernels' copies longer than any window)\n",
+             o.profile_cache, lookahead.kernels, choice.uncovered);
+  return lookahead;
+}
+
+// The policy the run trains under: a policy that plans ahead planned from
+// the kernel profiles, one that looks ahead looking as far as they say
+// (with --profile-cache), any other as --policy and --planner make it.
+std::unique_ptr<ca::policy::Policy> make_policy(const Options& o, const ChosenPolicy& chosen,
+                                                const std::function<nn::Graph()>& build,
+                                                const nn::TrainerOptions& trainer, const ca::plan::Program& program,
+                                                const std::vector<ca::DeviceSpec>& specs) {
+  if (chosen.descriptor.plans_ahead()) return autotm_policy(o, chosen.descriptor, build, trainer, specs);
+  ca::policy::PolicyOptions options = chosen.options;
+  if (!o.profile_cache.empty() && chosen.descriptor.takes_lookahead()) {
+    options.lookahead = lookahead_from_profiles(o, build, program);
+  }
+  return chosen.descriptor.make(options);
+}
+
+void print_counters(const ca::policy::Policy& policy) {
+  if (const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(&policy)) {
+    const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
+    fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
+               "planned moves in and {} out made ({} moves in put off while a write-back held their DRAM or no hole fitted them); {} "
+               "objects the plan put in fast memory found no hole there\n",
+               autotm->name(), c.iterations_followed, c.departures, c.unplanned_iterations, c.moves_in, c.moves_out,
+               c.deferred_in, c.unplanned);
+  }
+  const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(&policy);
+  if (const ca::policy::PlannedPlacement* placement =
+          planned_policy != nullptr ? planned_policy->planned_placement() : nullptr) {
+    const ca::policy::PlannedPlacement::Counters& c = placement->counters();
+    fmt::print("offset plan ({}): {} objects at planned offsets, {} unplanned (no plan yet, or "
+               "unknown to it), {} slots taken, {} placed above the plan, {} slots beyond the fast tier; {} plans made\n",
+               ca::plan::to_string(placement->planner()), c.planned, c.unplanned, c.collisions, c.above, c.beyond, c.plans);
+  }
+}
+
+void print_data_parallel(const nn::Trainer& trainer, double step_seconds) {
+  const nn::GradientBuckets* buckets = trainer.gradient_buckets();
+  if (buckets == nullptr) return;
+  const nn::GradientBuckets::Counters& c = buckets->counters();
+  fmt::print("data parallel: {} steps, {} bucket sums ({} per rank); rank 0 waited {:.2f} s of its {:.2f} s "
+             "of training steps for the other ranks ({:.1f}%: communication not hidden behind the backward "
+             "pass, and load imbalance)\n",
+             c.steps, c.buckets, ca::format_bytes(c.bytes), trainer.seconds_waiting(), step_seconds,
+             step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0);
+}
+
+void run(Options o, const World& world) {
+  prepare(o, world);
+  const int ranks = world.ranks();
+  const nn::DataSplits data = open_data(o);
+  const nn::ModelConfig& model = o.model;
+  // Data parallel: --batch is the global batch; each rank's graph takes its shard.
+  nn::ModelConfig shard = model;
+  shard.batch = nn::shard_batch(model.batch, ranks);
+  const auto build = [&] { return nn::build_model(shard); };
+  const nn::TrainerOptions options = trainer_options(o, world);
+  // The program of an iteration, for the policies that plan ahead (ca-lma,
+  // ca-lmpa, offset plans); the others ignore it.
+  const ca::plan::Program program = nn::dry_run_program(build, options);
+  const ChosenPolicy chosen = chosen_policy(o);
+  const Footprints footprints = measure_footprints(o, build, options, program);
+  const std::uint64_t footprint = footprints.sized;
   std::uint64_t fast_bytes = o.fast_bytes;
   if (fast_bytes == 0) {
     fast_bytes = static_cast<std::uint64_t>(std::llround(o.fast_fraction * static_cast<double>(footprint)));
   }
   fast_bytes = std::max<std::uint64_t>(fast_bytes, 4096);
-
-  std::unique_ptr<ca::policy::Policy> policy =
-      ca::policy::Registry::builtin().make(o.memory_mode ? "first-touch" : policy_name);
-  if (!o.memory_mode && !o.profile_cache.empty() && policy_name.rfind("ca", 0) == 0 &&
-      ca::policy::Mode::parse(policy_name).async_lookahead) {
-    // The profiles time every kernel all-fast and on the emulated slow tier.
-    const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
-    nn::ProfilerOptions profiler;
-  profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
-    profiler.slow_tier = slow;
-    const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, profiler);
-    const ca::EmulationProfile tier = *ca::emulation::profile(slow);
-    ca::plan::LookaheadChoice choice;
-    const ca::policy::Lookahead lookahead =
-        ca::policy::profiled_lookahead(program, profiles, {tier.dram_read_gbps, tier.dram_write_gbps},
-                                       {tier.read_gbps, tier.write_gbps}, &choice);
-    fmt::print("lookahead from the kernel profiles ({}): {} kernels ({} kernels' copies longer than any window)\n",
-               o.profile_cache, lookahead.kernels, choice.uncovered);
-    policy = std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::Mode::parse(policy_name), lookahead);
-  }
-  std::vector<ca::DeviceSpec> specs = devices(o, std::max(footprint, online_footprint), fast_bytes);
-  if (!o.memory_mode && ca::policy::planned_policy_options(policy_name)) {
-    policy = autotm_policy(o, policy_name, build, options, specs);
-  }
-  const auto* autotm = dynamic_cast<const ca::policy::AutotmPolicy*>(policy.get());
-  const auto* planned_policy = dynamic_cast<const ca::policy::CachedArraysPolicy*>(policy.get());
-  const ca::policy::PlannedPlacement* placement =
-      planned_policy != nullptr ? planned_policy->planned_placement() : nullptr;
+  std::vector<ca::DeviceSpec> specs = devices(o, std::max(footprint, footprints.online), fast_bytes);
+  std::unique_ptr<ca::policy::Policy> policy = make_policy(o, chosen, build, options, program, specs);
   ca::MoverOptions mover;
   mover.threads = o.mover_threads;
   ca::Runtime rt(std::move(specs), std::move(policy), mover);
@@ -606,28 +684,8 @@ void run(Options o, const World& world) {
                ranks, n, n == 1 ? "" : "s", o.bucket_mib, n == 1 ? "summed" : "each summed");
   }
   const double step_seconds = train(rt, trainer, data, o);
-  if (const nn::GradientBuckets* buckets = trainer.gradient_buckets()) {
-    const nn::GradientBuckets::Counters& c = buckets->counters();
-    fmt::print("data parallel: {} steps, {} bucket sums ({} per rank); rank 0 waited {:.2f} s of its {:.2f} s "
-               "of training steps for the other ranks ({:.1f}%: communication not hidden behind the backward "
-               "pass, and load imbalance)\n",
-               c.steps, c.buckets, ca::format_bytes(c.bytes), trainer.seconds_waiting(), step_seconds,
-               step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0);
-  }
-  if (autotm != nullptr) {
-    const ca::policy::AutotmPolicy::Counters& c = autotm->counters();
-    fmt::print("{}: {} iterations on the plan, {} departed from it, {} test-pass iterations placed by CA:LM; {} "
-               "planned moves in and {} out made ({} moves in put off while a write-back held their DRAM or no hole fitted them); {} "
-               "objects the plan put in fast memory found no hole there\n",
-               autotm->name(), c.iterations_followed, c.departures, c.unplanned_iterations, c.moves_in, c.moves_out,
-               c.deferred_in, c.unplanned);
-  }
-  if (placement != nullptr) {
-    const ca::policy::PlannedPlacement::Counters& c = placement->counters();
-    fmt::print("offset plan ({}): {} objects at planned offsets, {} unplanned (no plan yet, or "
-               "unknown to it), {} slots taken, {} placed above the plan, {} slots beyond the fast tier; {} plans made\n",
-               ca::plan::to_string(placement->planner()), c.planned, c.unplanned, c.collisions, c.above, c.beyond, c.plans);
-  }
+  print_data_parallel(trainer, step_seconds);
+  print_counters(rt.policy());
 }
 
 }  // namespace

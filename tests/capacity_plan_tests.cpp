@@ -203,9 +203,10 @@ TEST_CASE("capacity plan: no policy replays below the fast tier's lower bound, w
   const std::uint64_t footprint = ca::replayed_footprint(trace);
   // Everything that places objects in heaps (the 2LM models cache lines of
   // DRAM, not whole objects, and are not bound by it).
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
   std::vector<std::string> policies;
   for (const std::string& name : ca::all_policies()) {
-    if (name.rfind("2lm", 0) != 0) policies.push_back(name);
+    if (!registry.describe(name).memory_mode()) policies.push_back(name);
   }
   const std::vector<double> fractions{0.3, 0.6, 1.0};
   const ca::CapacityPlan plan = ca::plan_capacity(trace, program, footprint, options_for(fractions, policies));
@@ -257,7 +258,7 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   const plan::AutotmCosts costs =
       plan::AutotmCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
                                     {o.slow.read_gbps, o.slow.write_gbps});
-  ca::policy::AutotmPolicyOptions follower = ca::policy::planned_policy_options("redl").value();
+  ca::policy::AutotmPolicyOptions follower = ca::policy::Registry::builtin().describe("redl").planned_options().value();
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
   follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
   follower.log = [](const std::string&) {};
@@ -294,7 +295,7 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   // AutoTM's ILP takes no judge; empty tiers and bad bandwidths are named.
   test::check_contains(test::invalid_argument_of([&] {
                          (void)ca::replay_judge(trace, shared_program, machine,
-                                                ca::policy::planned_policy_options("autotm-sync").value());
+                                                ca::policy::Registry::builtin().describe("autotm-sync").planned_options().value());
                        }),
                        "no planner hook");
   test::check_contains(test::invalid_argument_of([&] {
@@ -339,7 +340,7 @@ TEST_CASE("replay judge: the judge's runtime has the run's mover threads") {
   const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
   const auto shared_program = std::make_shared<const plan::Program>(program);
   const ca::CapacityPlanOptions o = options_for({1.0}, {"all-fast"});
-  ca::policy::AutotmPolicyOptions follower = ca::policy::planned_policy_options("redl").value();
+  ca::policy::AutotmPolicyOptions follower = ca::policy::Registry::builtin().describe("redl").planned_options().value();
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
   follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
   follower.log = [](const std::string&) {};

@@ -210,10 +210,11 @@ TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical loss
     double fraction;
   };
   std::vector<Run> runs;
-  for (const std::string& policy : ca::policy::Registry::builtin().names()) {
+  const auto registry = ca::policy::Registry::builtin();
+  for (const std::string& policy : registry.names()) {
     // The policies that plan ahead have their own test (AutoTM's with a
     // short solver time limit).
-    if (policy == "all-fast" || ca::policy::planned_policy_options(policy)) continue;
+    if (policy == "all-fast" || registry.describe(policy).plans_ahead()) continue;
     runs.push_back({"resnet", 18, policy, policy == "all-slow" ? 0.0 : 0.2});
   }
   for (const char* policy : {"ca", "ca-lmp", "ca-lma", "ca-lmpa"}) {
@@ -245,10 +246,12 @@ TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the s
   // AutoTM's, AutoSwap's and ReDL's. The program is the dry run's steady
   // iteration, which the first real one already is: no departure.
   const std::vector<float> reference = train(tiny("resnet", 18), "all-fast", 4.0, 4);
-  for (const auto& [policy, description] : ca::policy::planned_policies()) {
-    const auto& captured_policy = policy;  // Clang 14 cannot capture a binding
-    CAPTURE(captured_policy);
-    ca::policy::AutotmPolicyOptions options = ca::policy::planned_policy_options(policy).value();
+  const auto registry = ca::policy::Registry::builtin();
+  for (const ca::policy::PolicyDescriptor& d : registry.descriptors()) {
+    if (!d.plans_ahead()) continue;
+    const std::string& policy = d.name();
+    CAPTURE(policy);
+    ca::policy::AutotmPolicyOptions options = d.planned_options().value();
     options.solver.time_limit_seconds = 5;
     options.log = [](const std::string&) {};
     ca::policy::AutotmPolicy::Counters counters;

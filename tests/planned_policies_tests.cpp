@@ -117,9 +117,12 @@ const std::function<void(const std::string&)> silent = [](const std::string&) {}
 
 TEST_CASE("planned policies: every planned name gives options of its planner, and the registry makes it") {
   const auto registry = ca::policy::Registry::builtin();
-  const auto planned = ca::policy::planned_policies();
+  std::vector<ca::policy::PolicyDescriptor> planned;
+  for (const ca::policy::PolicyDescriptor& d : registry.descriptors()) {
+    if (d.plans_ahead()) planned.push_back(d);
+  }
   std::vector<std::string> names;
-  for (const auto& [name, description] : planned) names.push_back(name);
+  for (const ca::policy::PolicyDescriptor& d : planned) names.push_back(d.name());
   // The nine of the header, once each.
   std::vector<std::string> sorted = names;
   std::sort(sorted.begin(), sorted.end());
@@ -128,11 +131,13 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
                                "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo", "redl"}) {
     CHECK(std::find(names.begin(), names.end(), expected) != names.end());
   }
-  for (const auto& [name, description] : planned) {
-    const auto& captured_name = name;  // Clang 14 cannot capture a binding
-    CAPTURE(captured_name);
-    CHECK(!description.empty());
-    const std::optional<ca::policy::AutotmPolicyOptions> options = ca::policy::planned_policy_options(name);
+  for (const ca::policy::PolicyDescriptor& d : planned) {
+    const std::string& name = d.name();
+    CAPTURE(name);
+    CHECK(!d.summary().empty());
+    CHECK(!d.section().empty());
+    CHECK(d.needs_program());
+    const std::optional<ca::policy::AutotmPolicyOptions> options = d.planned_options();
     REQUIRE(options.has_value());
     const std::optional<ca::plan::AutotmFormulation> formulation = ca::policy::autotm_formulation(name);
     if (name.starts_with("autotm-")) {
@@ -151,7 +156,7 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
     CHECK(options->dram_limit == 0);
     CHECK(!options->log);
     CHECK(registry.contains(name));
-    CHECK(registry.description(name) == description);
+    CHECK(registry.description(name) == d.summary());
     CHECK(registry.make(name)->name() == name);
     CHECK(ca::policy::AutotmPolicy(*options).name() == name);
   }
@@ -161,18 +166,20 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
 }
 
 TEST_CASE("planned policies: a name that is not planned gives no options and no planner") {
+  const auto registry = ca::policy::Registry::builtin();
   for (const char* name : {"autoswap:", "autoswap:xyz", "autoswap", "autoswap:swdoa ", "Autoswap:doa", "redl2",
                            "red", "", "ca-lm", "autotm", "autotm-", "planned"}) {
     const auto& captured_name = name;  // Clang 14 cannot capture a binding
     CAPTURE(captured_name);
-    CHECK(!ca::policy::planned_policy_options(name).has_value());
-    CHECK(!ca::policy::autoswap_planner(name).has_value());
+    const std::optional<ca::policy::PolicyDescriptor> d = registry.try_describe(name);
+    CHECK((!d || !d->planned_options().has_value()));
+    CHECK((!d || !d->plans_ahead()));
     CHECK(!ca::policy::redl_planner(name).has_value());
   }
-  // Each planner answers to its own names only.
-  CHECK(!ca::policy::autoswap_planner("redl").has_value());
+  // Each planner answers to its own names only; AutoSwap's is named by its score.
   CHECK(!ca::policy::redl_planner("autoswap:doa").has_value());
-  CHECK(ca::policy::autoswap_planner("autoswap:bo").has_value());
+  CHECK(ca::policy::autoswap_planner(ca::plan::AutoswapScore::bo).name == "autoswap:bo");
+  CHECK(registry.describe("autoswap:bo").options().autoswap_score == ca::plan::AutoswapScore::bo);
 }
 
 // ---- 2. AutoSwap's plan as AutoTM's ------------------------------------------
@@ -746,7 +753,8 @@ TEST_CASE_TEMPLATE("planned policies: a training-like program runs under the pla
   const Workload w = make_workload(rng, 5);
   // The fast tier holds about 75% of the peak load.
   const std::uint64_t fast = (w.peak_bytes * 3 / 4) / (64 * kib) * (64 * kib);
-  std::optional<ca::policy::AutotmPolicyOptions> options = ca::policy::planned_policy_options(P::name);
+  std::optional<ca::policy::AutotmPolicyOptions> options =
+      ca::policy::Registry::builtin().describe(P::name).planned_options();
   REQUIRE(options.has_value());
   std::vector<std::string> log;
   options->time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);

@@ -55,7 +55,7 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   const std::string mode = rt.policy_name();
   // AutoTM's executor follows its plans with CA:LM's moves; autotm-async
   // and AutoSwap copy ahead.
-  const bool autotm = ca::policy::planned_policy_options(mode).has_value();
+  const bool autotm = ca::policy::Registry::builtin().describe(mode).plans_ahead();
   const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache" || autotm;
   const bool lookahead = !autotm && cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
   const bool copies_ahead = lookahead || mode == "autotm-async" || mode.rfind("autoswap", 0) == 0 || mode == "redl";

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,8 +36,10 @@
 #include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include "bench_support.hpp"
-#include "training_runs.hpp"
+#include "support/compute_rate.hpp"
+#include "support/json_file.hpp"
+#include "support/shell.hpp"
+#include "support/table.hpp"
 
 namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
@@ -93,7 +96,7 @@ struct ComputeRate {
 ComputeRate compute_rate(const Options& o) {
   if (o.gflops > 0) return {o.gflops * 1e9, "given by --gflops"};
   const nn::ModelConfig probe{.family = "resnet", .depth = 18, .batch = 32, .image_size = 96, .classes = 10};
-  const ca::bench::RatePerCore here = ca::bench::rate_per_core(probe, o.profile_cache);
+  const ca::tools::RatePerCore here = ca::tools::rate_per_core(probe, o.profile_cache);
   return {here.flops_per_second * o.cores,
           fmt::format("this machine's {:.1f} GFLOP/s on {} cores ({} {}) per core times --cores {}",
                       here.flops_per_second * here.cores / 1e9, here.cores,
@@ -108,9 +111,9 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
   const std::vector<std::string>& policies = o.policies;
   const std::size_t n = policies.size();
   // Slowdown of every policy at every size.
-  std::vector<ca::bench::Column> columns{{"policy", 14, ca::bench::Align::left}};
+  std::vector<ca::tools::Column> columns{{"policy", 14, ca::tools::Align::left}};
   for (const double f : o.fractions) columns.push_back({fmt::format("{:.0f}%", 100 * f), 6});
-  ca::bench::Table matrix(columns, "  ");
+  ca::tools::Table matrix(columns, "  ");
   fmt::print("\nmodeled iteration time over all-fast's ({:.3f} s), by fast tier as a share of the footprint:\n",
              plan.all_fast_seconds);
   matrix.print_header();
@@ -133,9 +136,9 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
   for (const ca::plan::FastTierBound& b : plan.bounds) fmt::print(" {}", b.kernels_over);
   fmt::print(")\n");
   // The fastest policy at every size, its traffic and what its memory costs.
-  ca::bench::Table best({{"fast tier", 10},
+  ca::tools::Table best({{"fast tier", 10},
                          {"share", 5},
-                         {"fastest policy", 14, ca::bench::Align::left, 2},
+                         {"fastest policy", 14, ca::tools::Align::left, 2},
                          {"slowdown", 8},
                          {"exposed s", 9},
                          {"fast r/w", 19},
@@ -210,7 +213,9 @@ std::string plot_script() {
   return CACHEDARRAYS_PLOT_PLAN;
 }
 
-int run(Options& o) {
+// The options settled: a model or a program, the policies (default
+// quick_policies, "all" all_policies), the fractions in order, once each.
+void settle(Options& o) {
   if (o.model.family.empty() == o.program.empty()) {
     throw ca::invalid_argument("give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
                                "one of them");
@@ -222,71 +227,94 @@ int run(Options& o) {
   }
   std::sort(o.fractions.begin(), o.fractions.end());
   o.fractions.erase(std::unique(o.fractions.begin(), o.fractions.end()), o.fractions.end());
-  const ca::MemoryPrices prices = o.prices_file.empty() ? ca::MemoryPrices::defaults()
-                                                        : ca::MemoryPrices::load(o.prices_file);
-  const ca::DeviceModel fast = tier_model("dram");
-  const ca::DeviceModel slow = tier_model(o.slow_tier);
-  (void)prices.dollars_per_gb(slow.name);  // a missing price fails now, not after the replays
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+// The modeled machine: its tiers, their prices and its compute rate.
+struct Machine {
+  ca::MemoryPrices prices;
+  ca::DeviceModel fast;
+  ca::DeviceModel slow;
+  ComputeRate rate;
+};
+
+Machine machine(const Options& o) {
+  Machine m{o.prices_file.empty() ? ca::MemoryPrices::defaults() : ca::MemoryPrices::load(o.prices_file),
+            tier_model("dram"), tier_model(o.slow_tier), {}};
+  (void)m.prices.dollars_per_gb(m.slow.name);  // a missing price fails now, not after the replays
+  return m;
+}
+
+// The iteration to replay: its trace (several iterations, for the
+// replays' steady state), its program and its footprint.
+struct Iteration {
   std::string label;
   ca::Trace trace;
+  ca::plan::Program program;
   std::uint64_t footprint = 0;
+};
+
+Iteration load_iteration(const Options& o) {
+  Iteration it;
   if (!o.program.empty()) {
-    label = std::filesystem::path(o.program).filename().string();
+    it.label = std::filesystem::path(o.program).filename().string();
     const ca::plan::Program program = ca::plan::Program::load(o.program);
     // Repeated for the replays' steady state when the iteration can repeat
     // (it retires what it creates and keeps what it had, as a training
     // step does), else replayed once, from a cold start.
     const std::optional<std::string> unrepeatable = program.unrepeatable();
     if (unrepeatable) {
-      fmt::print(stderr, "{}: the iteration cannot repeat ({}); replaying it once, from a cold start\n", label,
+      fmt::print(stderr, "{}: the iteration cannot repeat ({}); replaying it once, from a cold start\n", it.label,
                  *unrepeatable);
     }
-    trace = program.to_trace(unrepeatable ? 1 : nn::steady_trace_iterations);
-    footprint = ca::replayed_footprint(trace);
+    it.trace = program.to_trace(unrepeatable ? 1 : nn::steady_trace_iterations);
+    it.footprint = ca::replayed_footprint(it.trace);
+    it.program = ca::plan::Program::from_trace(it.trace, 1);
   } else {
-    label = describe_model(o.model);
+    it.label = describe_model(o.model);
     const auto build = [&] { return nn::build_model(o.model); };
-    footprint = nn::measure_footprint(build);
-    if (!o.quiet) fmt::print(stderr, "{}: footprint {}, recording a dry run...\n", label, ca::format_bytes(footprint));
+    it.footprint = nn::measure_footprint(build);
+    if (!o.quiet) {
+      fmt::print(stderr, "{}: footprint {}, recording a dry run...\n", it.label, ca::format_bytes(it.footprint));
+    }
     // Several iterations: the replays' figures are of their steady state
     // (sim/replay.hpp steady_window), whose program the planned policies are
     // given.
-    trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
+    it.trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
+    it.program = ca::plan::Program::from_trace(it.trace, nn::steady_trace_iteration);
   }
-  const ca::plan::Program program = o.program.empty()
-                                        ? ca::plan::Program::from_trace(trace, nn::steady_trace_iteration)
-                                        : ca::plan::Program::from_trace(trace, 1);
   if (!o.save_program.empty()) {
-    program.save(o.save_program);
+    it.program.save(o.save_program);
     fmt::print(stderr, "wrote the program of the iteration to {}\n", o.save_program);
   }
-  const ComputeRate rate = compute_rate(o);
-  const ca::plan::Roofline roofline(rate.flops_per_second, {fast.read_gbps, fast.write_gbps});
+  return it;
+}
 
+// Every policy replayed at every fraction (sim/capacity_plan.hpp), the
+// progress on standard error unless --quiet: on a terminal one line that
+// updates, in a log every point.
+ca::CapacityPlan replay_all(const Options& o, const Iteration& it, const Machine& m,
+                            const ca::plan::KernelTimeModel& kernel_time, const std::function<double()>& elapsed) {
   ca::CapacityPlanOptions options;
   options.fractions = o.fractions;
   options.policies = o.policies;
-  options.fast = fast;
-  options.slow = slow;
-  options.kernel_time = &roofline;
+  options.fast = m.fast;
+  options.slow = m.slow;
+  options.kernel_time = &kernel_time;
   options.plan_seconds = o.plan_seconds;
   options.threads = o.threads;
   options.mover_threads = o.mover_threads;
   if (!o.quiet) {
-    fmt::print(stderr, "{}: {} kernels; replaying {} policies at {} fast-tier sizes (modeled)\n", label,
-               program.kernels().size(), o.policies.size(), o.fractions.size());
+    fmt::print(stderr, "{}: {} kernels; replaying {} policies at {} fast-tier sizes (modeled)\n", it.label,
+               it.program.kernels().size(), o.policies.size(), o.fractions.size());
   }
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const ca::CapacityPlan plan = ca::plan_capacity(
-      trace, program, footprint, options, [&](const ca::CapacityPoint& p, std::size_t done, std::size_t total) {
+      it.trace, it.program, it.footprint, options,
+      [&](const ca::CapacityPoint& p, std::size_t done, std::size_t total) {
         if (o.quiet) return;
         const std::string line =
             fmt::format("[{:>4}/{}] {:5.1f} s  {:<14} at {:>3.0f}%: {}", done, total, elapsed(), p.policy,
                         100 * p.fraction, p.seconds ? fmt::format("{:.3f} s", *p.seconds) : p.note);
-        // On a terminal one line that updates; in a log every point.
         if (tty) {
           fmt::print(stderr, "\r{:<78}", line);
         } else {
@@ -294,21 +322,25 @@ int run(Options& o) {
         }
       });
   if (tty && !o.quiet) fmt::print(stderr, "\n");
-  const ca::CapacityAnswer answer = ca::answer_capacity(plan, o.within, prices, fast.name, slow.name);
-  const double seconds = elapsed();
+  return plan;
+}
 
-  fmt::print("{}: footprint {} ({}), all-fast {:.3f} s per iteration (modeled)\n", label,
-             ca::format_bytes(footprint), gb(footprint), plan.all_fast_seconds);
+// The report on standard output: the iteration, the machine, the tables
+// and the answer.
+void print_report(const Options& o, const Iteration& it, const Machine& m, const ca::CapacityPlan& plan,
+                  const ca::CapacityAnswer& answer, double seconds) {
+  fmt::print("{}: footprint {} ({}), all-fast {:.3f} s per iteration (modeled)\n", it.label,
+             ca::format_bytes(it.footprint), gb(it.footprint), plan.all_fast_seconds);
   fmt::print("modeled machine: {} {:.0f}/{:.0f} GB/s read/write, {} {:.1f}/{:.1f} GB/s; compute {:.0f} GFLOP/s ({})\n",
-             fast.name, fast.read_gbps, fast.write_gbps, slow.name, slow.read_gbps, slow.write_gbps,
-             rate.flops_per_second / 1e9, rate.how);
-  print_tables(plan, o, prices, fast, slow);
+             m.fast.name, m.fast.read_gbps, m.fast.write_gbps, m.slow.name, m.slow.read_gbps, m.slow.write_gbps,
+             m.rate.flops_per_second / 1e9, m.rate.how);
+  print_tables(plan, o, m.prices, m.fast, m.slow);
   if (answer.found) {
     fmt::print("\nanswer: {} of {} ({:.0f}% of the footprint) with {}: {:.2f}x all-fast; memory {} ({} {} + {} {}) "
                "against {} all-{}: {:.0f}% {}\n",
-               gb(answer.fast_bytes), fast.name, 100 * answer.fraction, answer.policy, answer.slowdown,
-               dollars(answer.cost_dollars), gb(answer.fast_bytes), fast.name, gb(answer.slow_bytes), slow.name,
-               dollars(answer.all_fast_cost_dollars), fast.name,
+               gb(answer.fast_bytes), m.fast.name, 100 * answer.fraction, answer.policy, answer.slowdown,
+               dollars(answer.cost_dollars), gb(answer.fast_bytes), m.fast.name, gb(answer.slow_bytes), m.slow.name,
+               dollars(answer.all_fast_cost_dollars), m.fast.name,
                100 * std::abs(1 - answer.cost_dollars / answer.all_fast_cost_dollars),
                answer.cost_dollars <= answer.all_fast_cost_dollars ? "less" : "more");
   } else {
@@ -316,24 +348,41 @@ int run(Options& o) {
   }
   fmt::print("planned in {:.1f} s ({} replays); every figure is modeled, not measured\n", seconds,
              plan.points.size() + 1);
+}
 
+Json answer_json(const ca::CapacityAnswer& answer) {
+  if (!answer.found) return Json{{"found", false}, {"reason", answer.reason}};
+  return Json{{"found", true},
+              {"policy", answer.policy},
+              {"fraction", answer.fraction},
+              {"fast_bytes", answer.fast_bytes},
+              {"slow_bytes", answer.slow_bytes},
+              {"slowdown", answer.slowdown},
+              {"cost_dollars", answer.cost_dollars},
+              {"all_dram_cost_dollars", answer.all_fast_cost_dollars},
+              {"saving", 1 - answer.cost_dollars / answer.all_fast_cost_dollars}};
+}
+
+// Everything the report says, as JSON (tools/plot_plan.py reads it).
+Json plan_json(const Options& o, const Iteration& it, const Machine& m, const ca::CapacityPlan& plan,
+               const ca::CapacityAnswer& answer, double seconds) {
   Json doc{{"format", "cachedarrays-plan"},
            {"version", 1},
-           {"model", label},
-           {"footprint_bytes", footprint},
+           {"model", it.label},
+           {"footprint_bytes", it.footprint},
            {"kind", "modeled"},
            {"machine",
-            {{"fast", tier_json(fast, prices)},
-             {"slow", tier_json(slow, prices)},
-             {"flops_per_second", rate.flops_per_second},
-             {"compute_rate", rate.how},
+            {{"fast", tier_json(m.fast, m.prices)},
+             {"slow", tier_json(m.slow, m.prices)},
+             {"flops_per_second", m.rate.flops_per_second},
+             {"compute_rate", m.rate.how},
              {"kernel_model", "roofline"}}},
            {"within", o.within},
            {"all_fast_seconds", plan.all_fast_seconds},
            {"all_dram_cost_dollars", answer.all_fast_cost_dollars},
            {"plan_seconds", seconds},
            {"points", Json::array()}};
-  for (const ca::CapacityPoint& p : plan.points) doc["points"].push_back(point_json(p, prices, fast, slow));
+  for (const ca::CapacityPoint& p : plan.points) doc["points"].push_back(point_json(p, m.prices, m.fast, m.slow));
   doc["bounds"] = Json::array();
   for (std::size_t f = 0; f < plan.bounds.size(); ++f) {
     const ca::plan::FastTierBound& b = plan.bounds[f];
@@ -344,27 +393,24 @@ int run(Options& o) {
                                  {"kernels_over", b.kernels_over},
                                  {"largest_excess_bytes", b.largest_excess}});
   }
-  doc["answer"] = answer.found ? Json{{"found", true},
-                                      {"policy", answer.policy},
-                                      {"fraction", answer.fraction},
-                                      {"fast_bytes", answer.fast_bytes},
-                                      {"slow_bytes", answer.slow_bytes},
-                                      {"slowdown", answer.slowdown},
-                                      {"cost_dollars", answer.cost_dollars},
-                                      {"all_dram_cost_dollars", answer.all_fast_cost_dollars},
-                                      {"saving", 1 - answer.cost_dollars / answer.all_fast_cost_dollars}}
-                               : Json{{"found", false}, {"reason", answer.reason}};
+  doc["answer"] = answer_json(answer);
+  return doc;
+}
+
+// --json and --png (the plot of the JSON, which --png alone writes beside
+// it); 1 when either cannot be written.
+int write_outputs(const Options& o, const Json& doc) {
   std::string json_path = o.json;
   if (json_path.empty() && !o.png.empty()) json_path = o.png + ".json";
   if (!json_path.empty()) {
-    if (!ca::bench::write_json(json_path, doc, "cachedarrays-plan")) return 1;
+    if (!ca::tools::write_json(json_path, doc, "cachedarrays-plan")) return 1;
     fmt::print("wrote {}\n", json_path);
   }
   if (!o.png.empty()) {
-    const auto [out, status] = ca::bench::capture(fmt::format("/usr/bin/python3 {} {} -o {} 2>&1",
-                                                              ca::bench::shell_quote(plot_script()),
-                                                              ca::bench::shell_quote(json_path),
-                                                              ca::bench::shell_quote(o.png)));
+    const auto [out, status] = ca::tools::capture(fmt::format("/usr/bin/python3 {} {} -o {} 2>&1",
+                                                              ca::tools::shell_quote(plot_script()),
+                                                              ca::tools::shell_quote(json_path),
+                                                              ca::tools::shell_quote(o.png)));
     if (status != 0) {
       fmt::print(stderr, "cachedarrays-plan: drawing {} failed (needs /usr/bin/python3 with matplotlib): {}", o.png,
                  out);
@@ -373,6 +419,23 @@ int run(Options& o) {
     fmt::print("wrote {}\n", o.png);
   }
   return 0;
+}
+
+int run(Options& o) {
+  settle(o);
+  Machine m = machine(o);
+  const auto start = std::chrono::steady_clock::now();
+  const std::function<double()> elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const Iteration it = load_iteration(o);
+  m.rate = compute_rate(o);
+  const ca::plan::Roofline roofline(m.rate.flops_per_second, {m.fast.read_gbps, m.fast.write_gbps});
+  const ca::CapacityPlan plan = replay_all(o, it, m, roofline, elapsed);
+  const ca::CapacityAnswer answer = ca::answer_capacity(plan, o.within, m.prices, m.fast.name, m.slow.name);
+  const double seconds = elapsed();
+  print_report(o, it, m, plan, answer, seconds);
+  return write_outputs(o, plan_json(o, it, m, plan, answer, seconds));
 }
 
 }  // namespace

@@ -166,16 +166,25 @@ plan::KernelProfiles profile_model(const std::function<Graph()>& build, const st
   });
 }
 
-policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name, const std::function<Graph()>& build,
-                                                  const std::string& cache_path, const ProfilerOptions& options,
-                                                  bool* measured) {
-  std::optional<policy::AutotmPolicyOptions> planned = policy::planned_policy_options(policy_name);
-  if (!planned) {
-    std::string valid;
-    for (const auto& [name, description] : policy::planned_policies()) valid += (valid.empty() ? "" : ", ") + name;
-    throw invalid_argument("autotm_policy_options: '" + policy_name + "' is not a policy that plans ahead (" + valid +
-                           ")");
+namespace {
+
+[[noreturn]] void throw_not_planned(const std::string& policy_name) {
+  std::string valid;
+  const policy::Registry registry = policy::Registry::builtin();
+  for (const policy::PolicyDescriptor& d : registry.descriptors()) {
+    if (d.plans_ahead()) valid += (valid.empty() ? "" : ", ") + d.name();
   }
+  throw invalid_argument("autotm_policy_options: '" + policy_name + "' is not a policy that plans ahead (" + valid +
+                         ")");
+}
+
+}  // namespace
+
+policy::AutotmPolicyOptions autotm_policy_options(const policy::PolicyDescriptor& policy,
+                                                  const std::function<Graph()>& build, const std::string& cache_path,
+                                                  const ProfilerOptions& options, bool* measured) {
+  std::optional<policy::AutotmPolicyOptions> planned = policy.planned_options();
+  if (!planned) throw_not_planned(policy.name());
   const std::optional<EmulationProfile> tier = emulation::profile(options.slow_tier);
   if (!tier) {
     throw invalid_argument("autotm_policy_options: the slow tier must be emulated (optane, optane-1dimm, cxl), not "
@@ -187,6 +196,14 @@ policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name
   autotm.time_model =
       plan::profiled_time_model(profile_model(build, cache_path, options, measured), autotm.fast_tier, autotm.slow_tier);
   return autotm;
+}
+
+policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name, const std::function<Graph()>& build,
+                                                  const std::string& cache_path, const ProfilerOptions& options,
+                                                  bool* measured) {
+  const std::optional<policy::PolicyDescriptor> descriptor = policy::Registry::builtin().try_describe(policy_name);
+  if (!descriptor) throw_not_planned(policy_name);
+  return autotm_policy_options(*descriptor, build, cache_path, options, measured);
 }
 
 }  // namespace cachedarrays::nn

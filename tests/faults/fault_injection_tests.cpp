@@ -213,7 +213,8 @@ const std::vector<std::string> matrix_policies = {
     "ca-lma",      "ca-lmpa",  "planned-a",   "autotm-sync", "autoswap:swdoa", "redl"};
 
 std::unique_ptr<ca::policy::Policy> make_policy(const std::string& name) {
-  if (std::optional<ca::policy::AutotmPolicyOptions> options = ca::policy::planned_policy_options(name)) {
+  const ca::policy::PolicyDescriptor described = ca::policy::Registry::builtin().describe(name);
+  if (std::optional<ca::policy::AutotmPolicyOptions> options = described.planned_options()) {
     options->time_model = std::make_shared<test::MillisecondPerSlowArgument>(1e-3);
     options->fast_tier = {100, 100};
     options->slow_tier = {10, 10};

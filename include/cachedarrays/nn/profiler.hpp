@@ -21,6 +21,7 @@
 #include "cachedarrays/nn/graph.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
+#include "cachedarrays/policy/policy_descriptor.hpp"
 
 namespace cachedarrays::nn {
 
@@ -67,14 +68,22 @@ struct ProfilerOptions {
 [[nodiscard]] plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,
                                                  const ProfilerOptions& options = {}, bool* measured = nullptr);
 
-/// The options of the policy `policy_name` that plans ahead (AutoTM's
+/// The options of `policy`, a policy that plans ahead (AutoTM's
 /// autotm-static, -sync, -async; AutoSwap's `autoswap:<score>`; ReDL's redl:
-/// policy::planned_policies) planning build()'s iterations from their kernel profiles
-/// (profile_model with `cache_path` and `options`): the formulation, the
-/// fast and slow tiers' bandwidths of the emulation profile
+/// policy::PolicyDescriptor::plans_ahead), planning build()'s iterations from
+/// their kernel profiles (profile_model with `cache_path` and `options`): the
+/// formulation, the fast and slow tiers' bandwidths of the emulation profile
 /// options.slow_tier, and plan::profiled_time_model over the profiles. The
-/// caller adds the log. Throws invalid_argument for a name that is not a
-/// policy that plans ahead, and what profile_model throws.
+/// caller adds the log. Throws invalid_argument for a policy that does not
+/// plan ahead, and what profile_model throws.
+[[nodiscard]] policy::AutotmPolicyOptions autotm_policy_options(const policy::PolicyDescriptor& policy,
+                                                                const std::function<Graph()>& build,
+                                                                const std::string& cache_path,
+                                                                const ProfilerOptions& options = {},
+                                                                bool* measured = nullptr);
+/// autotm_policy_options() of the built-in policy named `policy_name`
+/// (policy::Registry::builtin().describe); the same for a name it does not
+/// know.
 [[nodiscard]] policy::AutotmPolicyOptions autotm_policy_options(const std::string& policy_name,
                                                                 const std::function<Graph()>& build,
                                                                 const std::string& cache_path,

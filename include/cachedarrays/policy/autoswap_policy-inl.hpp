@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,17 +40,9 @@ CACHEDARRAYS_INLINE plan::AutotmPlan autoswap_executable(const plan::Program& pr
   return p;
 }
 
-CACHEDARRAYS_INLINE std::optional<PlannerHook> autoswap_planner(std::string_view policy_name) {
-  constexpr std::string_view prefix = "autoswap:";
-  if (policy_name.substr(0, prefix.size()) != prefix) return std::nullopt;
-  plan::AutoswapScore score{};
-  try {
-    score = plan::parse_autoswap_score(policy_name.substr(prefix.size()));
-  } catch (const invalid_argument&) {
-    return std::nullopt;
-  }
+CACHEDARRAYS_INLINE PlannerHook autoswap_planner(plan::AutoswapScore score) {
   PlannerHook hook;
-  hook.name = std::string(policy_name);
+  hook.name = std::string("autoswap:") + plan::to_string(score);
   hook.description = std::string("AutoSwap's swap planner, score ") + plan::to_string(score);
   hook.plan = [score](const PlanRequest& request) {
     plan::AutoswapOptions options;

@@ -1,7 +1,8 @@
 // AutoSwap as a policy (paper 002, §IV): the iteration's program
 // is planned once by AutoSwap's swap planner (plan/schedule/autoswap.hpp, the score
 // the policy is named after: "autoswap:doa", ":aoa", ":wdoa", ":swdoa",
-// ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C),
+// ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C;
+// builtin_policies.hpp reads the score from the name),
 // and the swaps are executed by AutoTM's executor (autotm_policy.hpp),
 // which follows any plan of AutoTM's form:
 //   - every object is in the fast tier whenever a kernel uses it (AutoSwap
@@ -23,9 +24,6 @@
 
 #include "cachedarrays/config.hpp"
 
-#include <optional>
-#include <string_view>
-
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/program.hpp"
@@ -39,10 +37,10 @@ namespace cachedarrays::policy {
 /// is the iteration without swaps plus the modeled waits for copies in.
 [[nodiscard]] plan::AutotmPlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps);
 
-/// The planner of "autoswap:SCORE" (SCORE one of doa, aoa, wdoa, swdoa, bo)
-/// for AutotmPolicyOptions::planner; nullopt for any other name (the prefix
-/// alone included).
-[[nodiscard]] std::optional<PlannerHook> autoswap_planner(std::string_view policy_name);
+/// AutoSwap's planner picking swaps by `score`, for
+/// AutotmPolicyOptions::planner; the hook is named as the policy of that
+/// score is ("autoswap:bo").
+[[nodiscard]] PlannerHook autoswap_planner(plan::AutoswapScore score);
 
 }  // namespace cachedarrays::policy
 

@@ -1,14 +1,18 @@
 // Creates policies by name, for command lines and benchmarks. A Registry is
 // an ordinary object (no process-wide singleton): start from the built-in
-// policies and add your own.
+// policies and add your own. Each name has a descriptor
+// (policy_descriptor.hpp) that says what the policy needs and how it runs,
+// so that no caller has to decode the name itself.
 //
 //   auto registry = ca::policy::Registry::builtin();
 //   registry.add("my-policy", "what it does", [] { return std::make_unique<MyPolicy>(); });
 //   ca::Runtime rt{devices, registry.make(name)};
+//   if (registry.describe(name).needs_program()) rt.set_program(program);
 #pragma once
 
 #include "cachedarrays/config.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/policy.hpp"
+#include "cachedarrays/policy/policy_descriptor.hpp"
 
 namespace cachedarrays::policy {
 
@@ -29,50 +33,50 @@ class Registry {
   /// Makes a new policy each time it is called.
   using Factory = std::function<std::unique_ptr<Policy>()>;
 
-  /// first-touch, all-fast, all-slow, the CachedArrays modes ca, ca-l,
-  /// ca-lm, ca-lmp, ... (other letter combinations such as ca-m are accepted
-  /// by make() too), planned, planned-a and planned_policies().
+  /// The built-in descriptors (builtin_policies.hpp): first-touch, all-fast,
+  /// all-slow, the CachedArrays modes ca, ca-l, ca-lm, ca-lmp, ... (other
+  /// letter combinations such as ca-m, and +planner forms, are described by
+  /// describe() too), planned, planned-a, the policies that plan ahead
+  /// (autotm-*, autoswap:*, redl) and the 2LM memory modes 2lm and 2lm:m.
   [[nodiscard]] static Registry builtin();
 
-  /// Adds a policy; throws invalid_argument if the name is taken or empty,
-  /// or `factory` is empty.
+  /// Adds a policy that needs nothing (no program, no mover); throws
+  /// invalid_argument if the name is taken or empty, or `factory` is empty.
   void add(std::string name, std::string description, Factory factory);
-  /// A new policy by name; throws invalid_argument listing the valid names.
+  /// Adds a descriptor; throws invalid_argument if its name is taken.
+  void add(PolicyDescriptor descriptor);
+
+  /// The descriptor of `name`: a registered one, or one the registry parses
+  /// (any CachedArrays mode, "ca-" and its letters, optionally followed by
+  /// "+best-fit", "+smartpool" or "+mip"). Throws invalid_argument listing
+  /// the valid names for any other, and Mode::parse's for a CachedArrays
+  /// mode that cannot take the planner it names.
+  [[nodiscard]] PolicyDescriptor describe(std::string_view name) const;
+  /// describe(), nullopt instead of the exception.
+  [[nodiscard]] std::optional<PolicyDescriptor> try_describe(std::string_view name) const;
+  /// A new policy by name (describe(name).make()); throws invalid_argument
+  /// listing the valid names, or for a memory mode, which is not a policy.
   [[nodiscard]] std::unique_ptr<Policy> make(std::string_view name) const;
-  /// Whether `name` is registered (a mode that only make() parses is not).
+
+  /// Whether `name` is registered, the memory modes included (a spelling
+  /// only describe() parses is not).
   [[nodiscard]] bool contains(std::string_view name) const;
-  /// Registered names, in alphabetical order.
+  /// The registered policies make() creates, in alphabetical order (not the
+  /// memory modes: they are in descriptors()).
   [[nodiscard]] std::vector<std::string> names() const;
-  /// The description `name` was registered with; empty for an unknown name.
+  /// Every registered descriptor, the memory modes included, in the order
+  /// they were added.
+  [[nodiscard]] const std::vector<PolicyDescriptor>& descriptors() const noexcept { return descriptors_; }
+  /// The summary `name` was registered with; empty for an unknown name.
   [[nodiscard]] std::string description(std::string_view name) const;
 
  private:
-  struct Entry {
-    std::string description;
-    Factory factory;
-  };
-  std::map<std::string, Entry, std::less<>> entries_;
+  [[nodiscard]] const PolicyDescriptor* registered(std::string_view name) const;
+  [[nodiscard]] std::string unknown_name_message(std::string_view name) const;
+
+  std::vector<PolicyDescriptor> descriptors_;
+  std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in descriptors_
 };
-
-// The policies that follow a plan of the program made ahead, all executed by
-// AutotmPolicy: AutoTM's formulations (autotm-static, autotm-sync,
-// autotm-async), AutoSwap's scores (autoswap:doa, :aoa, :wdoa, :swdoa, :bo)
-// and ReDL (redl).
-
-/// The options of a planned policy (one AutotmPolicy runs: AutoTM's
-/// formulations, AutoSwap's scores, ReDL) by name, the planner chosen and
-/// nothing else set (the caller adds a time model, bandwidths, a log);
-/// nullopt for any other name.
-[[nodiscard]] std::optional<AutotmPolicyOptions> planned_policy_options(std::string_view name);
-/// The planned policies' names and descriptions, as builtin() registers them.
-[[nodiscard]] std::vector<std::pair<std::string, std::string>> planned_policies();
-
-/// Whether the built-in policy `name` plans from the program of the
-/// iteration and should be given one (Runtime::set_program): the planned
-/// policies, the lookahead modes (ca-lma, ...) and the offset-planned
-/// ones (planned, planned-a). False for names the built-in registry does not
-/// know.
-[[nodiscard]] bool needs_program(std::string_view name);
 
 }  // namespace cachedarrays::policy
 

@@ -29,14 +29,6 @@ namespace cachedarrays {
 
 namespace detail {
 
-// "2lm" and "2lm:m": the hardware's memory mode, modeled by simulate_2lm,
-// not a policy of the registry.
-inline bool is_two_level_memory(std::string_view policy) { return policy == "2lm" || policy == "2lm:m"; }
-
-inline bool is_known_policy(std::string_view name) {
-  return is_two_level_memory(name) || policy::Registry::builtin().contains(name);
-}
-
 // Where a modeled point replays: the trace, its program, and the two tiers'
 // sizes.
 struct ModeledMachine {
@@ -49,10 +41,10 @@ struct ModeledMachine {
 // model and the machine's bandwidths (the virtual devices have no emulation
 // profile to take them from); a planner that weighs candidate plans has
 // them judged by replaying each on `machine`.
-inline std::unique_ptr<policy::Policy> modeled_policy(const std::string& name, const CapacityPlanOptions& o,
-                                                      const ModeledMachine& machine) {
-  std::optional<policy::AutotmPolicyOptions> planned = policy::planned_policy_options(name);
-  if (!planned) return policy::Registry::builtin().make(name);
+inline std::unique_ptr<policy::Policy> modeled_policy(const policy::PolicyDescriptor& descriptor,
+                                                      const CapacityPlanOptions& o, const ModeledMachine& machine) {
+  std::optional<policy::AutotmPolicyOptions> planned = descriptor.planned_options();
+  if (!planned) return descriptor.make();
   static const plan::MemoryBound memory_bound;
   const plan::KernelTimeModel* model = o.kernel_time != nullptr ? o.kernel_time : &memory_bound;
   planned->time_model = std::shared_ptr<const plan::KernelTimeModel>(model, [](const auto*) {});  // kept, not owned
@@ -92,8 +84,9 @@ inline void check(const CapacityPlanOptions& o) {
           "footprint; 0 is one page, 1 and above is all of it)", f));
     }
   }
+  const policy::Registry registry = policy::Registry::builtin();
   for (const std::string& p : o.policies) {
-    if (!is_known_policy(p)) {
+    if (!registry.contains(p)) {
       std::string valid;
       for (const std::string& name : all_policies()) valid += (valid.empty() ? "" : ", ") + name;
       throw invalid_argument(fmt::format("cachedarrays: capacity plan: unknown policy '{}'; valid: {}", p, valid));
@@ -165,13 +158,18 @@ CACHEDARRAYS_INLINE std::uint64_t replayed_footprint(const Trace& trace) {
 }
 
 CACHEDARRAYS_INLINE std::vector<std::string> quick_policies() {
-  return {"all-fast", "all-slow", "first-touch", "hw-cache", "2lm:m",  "ca",        "ca-l",
-          "ca-lm",    "ca-lmp",   "ca-lma",      "ca-lmpa",  "planned", "planned-a", "2lm"};
+  const policy::Registry registry = policy::Registry::builtin();
+  std::vector<std::string> names;
+  for (const policy::PolicyDescriptor& d : registry.descriptors()) {
+    if (!d.plans_ahead()) names.push_back(d.name());
+  }
+  return names;
 }
 
 CACHEDARRAYS_INLINE std::vector<std::string> all_policies() {
-  std::vector<std::string> names = quick_policies();
-  for (const auto& [name, description] : policy::planned_policies()) names.push_back(name);
+  const policy::Registry registry = policy::Registry::builtin();
+  std::vector<std::string> names;
+  for (const policy::PolicyDescriptor& d : registry.descriptors()) names.push_back(d.name());
   return names;
 }
 
@@ -183,10 +181,11 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
   point.fraction = fraction;
   point.fast_bytes = fast_tier_bytes(fraction, footprint);
   const std::uint64_t slow = detail::slow_capacity(options, footprint);
+  const policy::PolicyDescriptor descriptor = policy::Registry::builtin().describe(policy);
   try {
-    if (detail::is_two_level_memory(policy)) {
-      const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, policy == "2lm:m", options.fast,
-                                         options.slow, options.kernel_time);
+    if (const std::optional<policy::MemoryMode>& memory_mode = descriptor.memory_mode()) {
+      const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, memory_mode->retire_frees_at_once,
+                                         options.fast, options.slow, options.kernel_time);
       point.seconds = r.modeled_seconds;
       point.traffic = per_iteration(tier_traffic(r.counters), r.counters_iterations);
       point.slow_peak = r.peak_bytes;
@@ -197,8 +196,8 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
     MoverOptions mover;
     mover.threads = options.mover_threads;
     Runtime rt({virtual_device(point.fast_bytes, "fast"), virtual_device(slow, "slow")},
-               detail::modeled_policy(policy, options, machine), std::move(mover));
-    if (policy::needs_program(policy)) rt.set_program(program);
+               detail::modeled_policy(descriptor, options, machine), std::move(mover));
+    if (descriptor.needs_program()) rt.set_program(program);
     const ReplayResult r = replay(trace, rt, {options.fast, options.slow}, options.kernel_time);
     // Time and traffic of the steady iteration; the peaks of the whole run.
     const ReplayIteration steady = steady_iteration(r);

@@ -53,14 +53,16 @@ namespace cachedarrays {
 /// replayed under all-fast on a heap too large to fill.
 [[nodiscard]] std::uint64_t replayed_footprint(const Trace& trace);
 
-/// The policies a capacity plan compares by default: every built-in policy
-/// whose run is a replay of seconds, and the 2LM models — "2lm" (memory mode,
-/// retired tensors freed at the next collect) and "2lm:m" (freed at once).
-/// The planned policies (AutoTM's ILP, AutoSwap, ReDL; policy/registry.hpp
-/// planned_policies()) plan for minutes on paper-sized programs and are
-/// compared when named.
+/// The policies a capacity plan compares by default: every built-in
+/// descriptor (policy::Registry::builtin().descriptors(), in its order) but
+/// those that plan ahead — so every policy whose run is a replay of seconds,
+/// and the 2LM memory modes, "2lm" (retired tensors freed at the next
+/// collect) and "2lm:m" (freed at once), modeled by simulate_2lm. The
+/// policies that plan ahead (AutoTM's ILP, AutoSwap, ReDL) plan for minutes
+/// on paper-sized programs and are compared when named.
 [[nodiscard]] std::vector<std::string> quick_policies();
-/// quick_policies() and the planned ones: everything that can be compared.
+/// Every built-in descriptor, in the registry's order: everything that can
+/// be compared.
 [[nodiscard]] std::vector<std::string> all_policies();
 
 /// What plan_capacity() models: the fast-tier sizes, the policies, and the
@@ -69,9 +71,9 @@ struct CapacityPlanOptions {
   /// Fast-tier sizes as fractions of the footprint, each >= 0 (fast_tier_bytes
   /// turns them into bytes: 0 is one page, 1 and above is all of it).
   std::vector<double> fractions;
-  /// Names from policy::Registry::builtin() or "2lm", "2lm:m" (an unknown name
-  /// is an invalid_argument listing the valid ones). all-fast is always run:
-  /// it is the baseline.
+  /// Names registered in policy::Registry::builtin(), the memory modes "2lm"
+  /// and "2lm:m" included (an unknown name is an invalid_argument listing the
+  /// valid ones). all-fast is always run: it is the baseline.
   std::vector<std::string> policies = quick_policies();
   DeviceModel fast{"dram", 0, 0};    ///< the fast tier's name and bandwidths (each > 0)
   DeviceModel slow{"optane", 0, 0};  ///< the slow tier's name and bandwidths (each > 0)

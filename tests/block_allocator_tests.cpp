@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/heap/detail/block_allocator.hpp"
+#include "cachedarrays/heap/block_allocator.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -337,10 +337,10 @@ TEST_CASE("memory snapshot: the last trace events, with kernel names and argumen
   REQUIRE(all.trace_events.size() == trace.events().size());
   for (std::size_t i = 0; i < trace.events().size(); ++i) {
     CAPTURE(i);
-    CHECK(all.trace_events[i].kind == trace.events()[i].kind);
-    CHECK(all.trace_events[i].ns == trace.events()[i].ns);
+    CHECK(all.trace_events[i].event.kind == trace.events()[i].kind);
+    CHECK(all.trace_events[i].event.ns == trace.events()[i].ns);
   }
-  const auto is_kernel = [](const ca::SnapshotTraceEvent& e) { return e.kind == ca::TraceKind::kernel_begin; };
+  const auto is_kernel = [](const ca::SnapshotTraceEvent& e) { return e.event.kind == ca::TraceKind::kernel_begin; };
   const auto kernel = std::find_if(all.trace_events.begin(), all.trace_events.end(), is_kernel);
   REQUIRE(kernel != all.trace_events.end());
   CHECK(kernel->name == "kernel");
@@ -352,8 +352,8 @@ TEST_CASE("memory snapshot: the last trace events, with kernel names and argumen
   CHECK(last2.trace_events_total == trace.events().size());
   REQUIRE(last2.trace_events.size() == 2);
   CHECK(last2.trace_events[0] == all.trace_events[all.trace_events.size() - 2]);
-  CHECK(last2.trace_events[1].kind == ca::TraceKind::hint);
-  CHECK(last2.trace_events[1].detail == static_cast<std::uint8_t>(ca::Hint::archive));
+  CHECK(last2.trace_events[1].event.kind == ca::TraceKind::hint);
+  CHECK(last2.trace_events[1].event.detail == static_cast<std::uint8_t>(ca::Hint::archive));
   CHECK(rt.snapshot(0).trace_events.empty());
 }
 

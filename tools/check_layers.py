@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every #include under src/ and include/ follows the layers.
+"""Checks that every #include under src/, include/ and tools/ follows the layers.
 
 docs/design.md, "Layout ... and the layers": arrows point one way only,
 
@@ -9,8 +9,19 @@ A file may include its own layer and the layers below it; sim and nn are
 siblings that never include each other. The bottom layer `types` is the
 files directly in include/cachedarrays/ (and directly in src/); the
 umbrella header cachedarrays.hpp sits above every layer, so no layer may
-include it. Prints one line per include that runs against the arrows,
-naming the file and line, and exits 1 if there is any.
+include it.
+
+A layer's detail/ folder is private to it: a file of another layer (or the
+umbrella) includes the layer's public headers, never cachedarrays/<layer>/
+.../detail/..., even where the arrows would allow the layer.
+
+The command-line tools (tools/*.cpp) are installed programs built on the
+installed library: they include only its public headers (no detail/, no
+private header of src/) and nothing from bench/, which is neither installed
+nor a layer of the library.
+
+Prints one line per include against these rules, naming the file and line,
+and exits 1 if there is any.
 
     check_layers.py [--root DIR]     (default: the repository this file is in)
 """
@@ -22,6 +33,7 @@ import sys
 RANK = {"types": 0, "heap": 1, "manager": 2, "plan": 3, "policy": 4, "runtime": 5, "sim": 6, "nn": 6}
 UMBRELLA = "umbrella"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+ARROWS = "types <- heap <- manager <- plan <- policy <- runtime <- {sim, nn}"
 
 
 def layer_of(parts):
@@ -48,6 +60,16 @@ def may_include(source):
     return ", ".join(sorted(names, key=lambda l: RANK[l]))
 
 
+def resolve(include, including_file, root):
+    """The file an include names inside the repository, or None (a system or
+    third-party header). Tried as a library header, a private header of
+    src/, then relative to the including file."""
+    for candidate in (root / "include" / include, root / "src" / include, including_file.parent / include):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
 def target_layer(include, including_file, root):
     """The layer an include names, or None for a header outside the library."""
     parts = include.split("/")
@@ -70,6 +92,62 @@ def file_layer(path, root):
     return None
 
 
+def in_detail(include, including_file, root):
+    """Whether the include names a header in some detail/ folder of the library."""
+    if "detail" in include.split("/")[:-1]:
+        return True
+    found = resolve(include, including_file, root)
+    return found is not None and "detail" in found.relative_to(root).parts[:-1]
+
+
+def layer_problems(path, root):
+    """(line, message) for each include of a library file against the layers."""
+    source = file_layer(path, root)
+    if source is None:
+        yield 0, f"lies in no layer; put it in one of the folders {', '.join(RANK)}"
+        return
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        m = INCLUDE.match(line)
+        if not m:
+            continue
+        include = m.group(1)
+        target = target_layer(include, path, root)
+        if target is None:
+            continue
+        if not allowed(source, target):
+            yield number, (f"includes {include} ({target} layer), "
+                           f"but the {source} layer may include only: {may_include(source)}")
+        elif target != source and in_detail(include, path, root):
+            yield number, (f"includes {include}, a detail/ header of the {target} layer, which is private "
+                           f"to that layer; the {source} layer includes the {target} layer's public headers "
+                           f"(include/cachedarrays/{target}/ outside detail/)")
+
+
+def tool_problems(path, root):
+    """(line, message) for each include of a command-line tool beyond the
+    installed library's public headers."""
+    bench = (root / "bench").resolve()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        m = INCLUDE.match(line)
+        if not m:
+            continue
+        include = m.group(1)
+        local = path.parent / include
+        found = local.resolve() if local.is_file() else None
+        if found is None and (bench / include).is_file():
+            found = (bench / include).resolve()  # through an include directory of bench/
+        if "bench" in include.split("/")[:-1] or (found is not None and found.is_relative_to(bench)):
+            yield number, (f"includes {include} from bench/: an installed tool may not depend on the "
+                           "benchmarks (bench/ is not installed and is no layer of the library); move what "
+                           "it needs into the library or into tools/")
+        elif in_detail(include, path, root):
+            yield number, (f"includes {include}, a detail/ header: an installed tool includes only the "
+                           "library's public headers (include/cachedarrays/ outside detail/)")
+        elif include.split("/")[0] in RANK and (root / "src" / include).is_file():
+            yield number, (f"includes {include}, a private header of src/: an installed tool includes only "
+                           "the library's public headers (include/cachedarrays/ outside detail/)")
+
+
 def main():
     here = pathlib.Path(__file__).resolve().parent.parent
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -81,25 +159,16 @@ def main():
     if not files:
         print(f"check_layers: no sources under {root}/src or {root}/include/cachedarrays")
         return 2
+    tools = sorted((root / "tools").glob("*.cpp")) if (root / "tools").is_dir() else []
     violations = 0
-    for path in files:
-        source = file_layer(path, root)
-        if source is None:
-            print(f"{path.relative_to(root)}: lies in no layer; put it in one of the folders {', '.join(RANK)}")
-            violations += 1
-            continue
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            m = INCLUDE.match(line)
-            if not m:
-                continue
-            target = target_layer(m.group(1), path, root)
-            if target is None or allowed(source, target):
-                continue
-            print(f"{path.relative_to(root)}:{number}: includes {m.group(1)} ({target} layer), "
-                  f"but the {source} layer may include only: {may_include(source)}")
-            violations += 1
-    print(f"check_layers: {len(files)} files, {violations} include(s) against the arrows "
-          "types <- heap <- manager <- plan <- policy <- runtime <- {sim, nn}")
+    for checked, problems in ((files, layer_problems), (tools, tool_problems)):
+        for path in checked:
+            for number, message in problems(path, root):
+                where = f"{path.relative_to(root)}:{number}" if number else f"{path.relative_to(root)}"
+                print(f"{where}: {message}")
+                violations += 1
+    print(f"check_layers: {len(files)} library files and {len(tools)} tools, {violations} include(s) against "
+          f"the arrows {ARROWS}, the privacy of detail/, or the tools' public-only rule")
     return 1 if violations else 0
 
 

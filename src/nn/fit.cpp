@@ -50,6 +50,11 @@ std::string metadata_value(const Checkpoint& c, const std::string& key) {
   return {};
 }
 
+// Whether this call has run the steps FitOptions::max_iterations allows.
+bool fit_cap_reached(const FitOptions& options, const FitResult& result) {
+  return options.max_iterations > 0 && result.iterations >= options.max_iterations;
+}
+
 }  // namespace
 
 std::pair<double, double> evaluate_dataset(Trainer& trainer, const Dataset& test, std::int64_t limit) {
@@ -78,11 +83,28 @@ std::pair<double, double> evaluate_dataset(Trainer& trainer, const Dataset& test
   return {loss / static_cast<double>(samples), static_cast<double>(correct) / static_cast<double>(samples)};
 }
 
-FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const FitOptions& options) {
-  const auto [batch, image] = checked_shape(trainer, train, "training");
-  if (test != nullptr) (void)checked_shape(trainer, *test, "test");
-  // Data parallel: every rank draws the same global batch and trains on
-  // its shard; rank 0 alone tests and writes checkpoints.
+namespace {
+
+// What every step of a fit reads: the trainer, the options, and this rank's
+// place among the ranks. Data parallel: every rank draws the same global
+// batch and trains on its shard; rank 0 alone tests and writes checkpoints.
+struct FitRun {
+  Trainer& trainer;
+  const FitOptions& options;
+  Communicator* comm;
+  int ranks;
+  int rank;
+  std::int64_t batch;  // this rank's shard of a global batch: the model's batch size
+  std::int64_t global_batch;
+
+  void log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+};
+
+// The run of a model built for batches of `batch`, once the options are
+// checked against it.
+FitRun fit_run(Trainer& trainer, const FitOptions& options, std::int64_t batch) {
   Communicator* comm = trainer.communicator();
   const int ranks = comm != nullptr ? comm->size() : 1;
   const int rank = comm != nullptr ? comm->rank() : 0;
@@ -100,138 +122,194 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
                            std::to_string(options.max_iterations) +
                            " iterations; epochs must be at least 1 and the iteration cap at least 0 (0: none)");
   }
-  const auto log = [&](const std::string& line) {
-    if (options.log) options.log(line);
-  };
+  return {trainer, options, comm, ranks, rank, batch, global_batch};
+}
+
+// Where a run starts: epochs done, and batches done of the next epoch.
+struct FitStart {
+  std::int64_t epoch = 0;
+  std::int64_t batch = 0;
+};
+
+// Resumes from the checkpoint: the trainer's state, and the data order's
+// seed into `sampling`. Data parallel: rank 0 reads the checkpoint and hands
+// its state and position to the others (a rank that fails here ends the job).
+FitStart resume_from_checkpoint(const FitRun& run, BatchSamplerOptions& sampling) {
+  const FitOptions& options = run.options;
+  if (options.checkpoint.empty()) {
+    throw invalid_argument("cachedarrays::nn: fit: resume asks for a checkpoint but none is named; set "
+                           "FitOptions::checkpoint (train_cnn --checkpoint FILE)");
+  }
+  std::array<std::int64_t, 3> position{};  // epoch, batch, seed
+  if (run.rank == 0) {
+    const Checkpoint c = load_checkpoint(options.checkpoint, options.model);
+    if (c.batch > 0 && metadata_value(c, "batch_size") != std::to_string(run.global_batch)) {
+      throw invalid_argument("cachedarrays::nn: fit: checkpoint '" + options.checkpoint.string() +
+                             "' stopped inside epoch " + std::to_string(c.epoch + 1) + " with batches of " +
+                             metadata_value(c, "batch_size") + " samples; resume it with the same batch size, not " +
+                             std::to_string(run.global_batch));
+    }
+    run.trainer.load_state(c.tensors);  // checks every tensor before it sets any
+    position = {c.epoch, c.batch, static_cast<std::int64_t>(c.seed)};
+  }
+  if (run.comm != nullptr) {
+    run.trainer.broadcast_state(0);
+    run.comm->broadcast(std::as_writable_bytes(std::span<std::int64_t>(position)), 0, "the checkpoint's position");
+  }
+  const auto seed = static_cast<std::uint64_t>(position[2]);
+  if (seed != sampling.seed) {
+    run.log("the checkpoint's seed " + std::to_string(seed) + " orders the data (not " +
+            std::to_string(sampling.seed) + "), as in the run that wrote it");
+    sampling.seed = seed;
+  }
+  const FitStart start{position[0], position[1]};
+  run.log("resumed from " + options.checkpoint.string() + ": " + std::to_string(start.epoch) + " epochs done" +
+          (start.batch > 0 ? " and " + std::to_string(start.batch) + " batches of epoch " +
+                                 std::to_string(start.epoch + 1)
+                           : std::string()));
+  return start;
+}
+
+// Writes the checkpoint (if one is named; rank 0 only) after `epochs_done`
+// epochs and `batches_done` batches of the next.
+void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epochs_done,
+                         std::int64_t batches_done) {
+  const FitOptions& options = run.options;
+  if (options.checkpoint.empty() || run.rank != 0) return;
+  Checkpoint c;
+  c.model = options.model;
+  c.epoch = epochs_done;
+  c.batch = batches_done;
+  c.seed = seed;
+  c.metadata = {{"batch_size", std::to_string(run.global_batch)}, {"schedule", options.schedule.describe()}};
+  c.tensors = run.trainer.state();
+  save_checkpoint(options.checkpoint, c);
+  run.log("checkpoint " + options.checkpoint.string() + ": " + std::to_string(epochs_done) + " epochs" +
+          (batches_done > 0 ? " and " + std::to_string(batches_done) + " batches" : std::string()));
+}
+
+// The global batch the sampler fills, and this rank's shard of it.
+class GlobalBatch {
+ public:
+  GlobalBatch(const FitRun& run, const Dims& image)
+      : shard_images_(static_cast<std::size_t>(run.batch * element_count(image))),
+        images_(shard_images_ * static_cast<std::size_t>(run.ranks)),
+        labels_(static_cast<std::size_t>(run.global_batch)),
+        rank_(static_cast<std::size_t>(run.rank)),
+        shard_labels_(static_cast<std::size_t>(run.batch)) {}
+
+  std::vector<float>& images() { return images_; }
+  std::vector<float>& labels() { return labels_; }
+  [[nodiscard]] std::span<const float> my_images() const {
+    return std::span<const float>(images_).subspan(shard_images_ * rank_, shard_images_);
+  }
+  [[nodiscard]] std::span<const float> my_labels() const {
+    return std::span<const float>(labels_).subspan(shard_labels_ * rank_, shard_labels_);
+  }
+
+ private:
+  std::size_t shard_images_;
+  std::vector<float> images_;
+  std::vector<float> labels_;
+  std::size_t rank_;
+  std::size_t shard_labels_;
+};
+
+// Trains the batches of `epoch` from the sampler's position until the
+// epoch's end or the iteration cap, counting into `result`; the epoch's
+// training figures.
+FitEpoch train_epoch(const FitRun& run, BatchSampler& sampler, GlobalBatch& data, std::int64_t epoch,
+                     FitResult& result) {
+  const FitOptions& options = run.options;
+  const std::int64_t batches = sampler.batches_per_epoch();
+  Runtime* rt = run.trainer.context().runtime();
+  FitEpoch e;
+  e.epoch = epoch;
+  double loss_sum = 0;
+  while (sampler.position() < batches && !fit_cap_reached(options, result)) {
+    FitStep s;
+    s.epoch = epoch;
+    s.batch = sampler.position();
+    s.batches = batches;
+    s.iteration = result.iterations + 1;
+    s.learning_rate = options.schedule.at(epoch, s.batch, batches, options.epochs);
+    (void)sampler.next(data.images(), data.labels());
+    run.trainer.set_learning_rate(s.learning_rate);
+    if (options.before_step) options.before_step(s);
+    const auto t0 = Clock::now();
+    s.loss = run.trainer.step(data.my_images(), data.my_labels());
+    if (rt != nullptr) rt->collect();  // end of iteration: deferred frees happen here
+    s.seconds = seconds_since(t0);
+    ++result.iterations;
+    ++e.batches;
+    loss_sum += s.loss;
+    e.seconds += s.seconds;
+    if (options.after_step) options.after_step(s);
+  }
+  e.complete = sampler.position() == batches;
+  e.train_loss = e.batches > 0 ? loss_sum / static_cast<double>(e.batches) : 0;
+  e.images_per_second = e.seconds > 0 ? static_cast<double>(e.batches * run.global_batch) / e.seconds : 0;
+  return e;
+}
+
+// The test pass after a complete epoch, into `e`. Rank 0 tests (its
+// parameters are every rank's); the others get its figures.
+void test_epoch(const FitRun& run, const Dataset& test, FitEpoch& e) {
+  const auto t0 = Clock::now();
+  std::array<double, 2> tested{};
+  if (run.rank == 0) {
+    const auto [loss, accuracy] = evaluate_dataset(run.trainer, test, run.options.test_limit);
+    tested = {loss, accuracy};
+  }
+  if (run.comm != nullptr) run.comm->broadcast(std::as_writable_bytes(std::span<double>(tested)), 0, "the test figures");
+  e.test_seconds = seconds_since(t0);
+  e.test_loss = tested[0];
+  e.test_accuracy = tested[1];
+}
+
+}  // namespace
+
+FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const FitOptions& options) {
+  const auto [batch, image] = checked_shape(trainer, train, "training");
+  if (test != nullptr) (void)checked_shape(trainer, *test, "test");
+  const FitRun run = fit_run(trainer, options, batch);
 
   FitResult result;
   BatchSamplerOptions sampling = options.train;
-  std::int64_t start_epoch = 0;
-  std::int64_t start_batch = 0;
+  FitStart start;
   if (options.resume) {
-    if (options.checkpoint.empty()) {
-      throw invalid_argument("cachedarrays::nn: fit: resume asks for a checkpoint but none is named; set "
-                             "FitOptions::checkpoint (train_cnn --checkpoint FILE)");
-    }
-    // Data parallel: rank 0 reads the checkpoint and hands its state and
-    // position to the others (a rank that fails here ends the job).
-    std::array<std::int64_t, 3> position{};  // epoch, batch, seed
-    if (rank == 0) {
-      const Checkpoint c = load_checkpoint(options.checkpoint, options.model);
-      if (c.batch > 0 && metadata_value(c, "batch_size") != std::to_string(global_batch)) {
-        throw invalid_argument("cachedarrays::nn: fit: checkpoint '" + options.checkpoint.string() +
-                               "' stopped inside epoch " + std::to_string(c.epoch + 1) + " with batches of " +
-                               metadata_value(c, "batch_size") + " samples; resume it with the same batch size, not " +
-                               std::to_string(global_batch));
-      }
-      trainer.load_state(c.tensors);  // checks every tensor before it sets any
-      position = {c.epoch, c.batch, static_cast<std::int64_t>(c.seed)};
-    }
-    if (comm != nullptr) {
-      trainer.broadcast_state(0);
-      comm->broadcast(std::as_writable_bytes(std::span<std::int64_t>(position)), 0, "the checkpoint's position");
-    }
-    const auto seed = static_cast<std::uint64_t>(position[2]);
-    if (seed != sampling.seed) {
-      log("the checkpoint's seed " + std::to_string(seed) + " orders the data (not " +
-          std::to_string(sampling.seed) + "), as in the run that wrote it");
-      sampling.seed = seed;
-    }
-    start_epoch = position[0];
-    start_batch = position[1];
-    result.resumed_epoch = start_epoch;
-    result.resumed_batch = start_batch;
-    log("resumed from " + options.checkpoint.string() + ": " + std::to_string(start_epoch) + " epochs done" +
-        (start_batch > 0 ? " and " + std::to_string(start_batch) + " batches of epoch " + std::to_string(start_epoch + 1)
-                         : std::string()));
+    start = resume_from_checkpoint(run, sampling);
+    result.resumed_epoch = start.epoch;
+    result.resumed_batch = start.batch;
   }
   BatchSampler sampler(train, sampling);
   const std::int64_t batches = sampler.batches_per_epoch();
-  if (start_batch > batches) {
+  if (start.batch > batches) {
     throw invalid_argument("cachedarrays::nn: fit: checkpoint '" + options.checkpoint.string() + "' is " +
-                           std::to_string(start_batch) + " batches into an epoch of " + std::to_string(batches) +
+                           std::to_string(start.batch) + " batches into an epoch of " + std::to_string(batches) +
                            "; resume it with the training set (and limit) it was written with");
   }
-  if (start_epoch >= options.epochs) {
-    log("the checkpoint has all " + std::to_string(options.epochs) + " epochs done; ask for more to train on");
+  if (start.epoch >= options.epochs) {
+    run.log("the checkpoint has all " + std::to_string(options.epochs) + " epochs done; ask for more to train on");
     return result;
   }
 
-  // batch is copied in: Clang before 16 cannot capture a structured binding.
-  const auto save = [&](std::int64_t epochs_done, std::int64_t batches_done) {
-    if (options.checkpoint.empty() || rank != 0) return;
-    Checkpoint c;
-    c.model = options.model;
-    c.epoch = epochs_done;
-    c.batch = batches_done;
-    c.seed = sampling.seed;
-    c.metadata = {{"batch_size", std::to_string(global_batch)}, {"schedule", options.schedule.describe()}};
-    c.tensors = trainer.state();
-    save_checkpoint(options.checkpoint, c);
-    log("checkpoint " + options.checkpoint.string() + ": " + std::to_string(epochs_done) + " epochs" +
-        (batches_done > 0 ? " and " + std::to_string(batches_done) + " batches" : std::string()));
-  };
-
-  Runtime* rt = trainer.context().runtime();
-  // The global batch; this rank trains on its shard of it.
-  const auto shard_images = static_cast<std::size_t>(batch * element_count(image));
-  std::vector<float> images(shard_images * static_cast<std::size_t>(ranks));
-  std::vector<float> labels(static_cast<std::size_t>(global_batch));
-  const std::span<const float> my_images =
-      std::span<const float>(images).subspan(shard_images * static_cast<std::size_t>(rank), shard_images);
-  const std::span<const float> my_labels = std::span<const float>(labels).subspan(
-      static_cast<std::size_t>(batch) * static_cast<std::size_t>(rank), static_cast<std::size_t>(batch));
-  const auto cap_reached = [&] { return options.max_iterations > 0 && result.iterations >= options.max_iterations; };
-  for (std::int64_t epoch = start_epoch; epoch < options.epochs; ++epoch) {
-    if (cap_reached()) {
+  GlobalBatch data(run, image);
+  for (std::int64_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
+    if (fit_cap_reached(options, result)) {
       result.stopped_early = true;
       break;
     }
-    if (epoch == start_epoch && start_batch > 0) {
-      sampler.seek(epoch, start_batch);
+    if (epoch == start.epoch && start.batch > 0) {
+      sampler.seek(epoch, start.batch);
     } else {
       sampler.start_epoch(epoch);
     }
-    FitEpoch e;
-    e.epoch = epoch;
-    double loss_sum = 0;
-    while (sampler.position() < batches && !cap_reached()) {
-      FitStep s;
-      s.epoch = epoch;
-      s.batch = sampler.position();
-      s.batches = batches;
-      s.iteration = result.iterations + 1;
-      s.learning_rate = options.schedule.at(epoch, s.batch, batches, options.epochs);
-      (void)sampler.next(images, labels);
-      trainer.set_learning_rate(s.learning_rate);
-      if (options.before_step) options.before_step(s);
-      const auto t0 = Clock::now();
-      s.loss = trainer.step(my_images, my_labels);
-      if (rt != nullptr) rt->collect();  // end of iteration: deferred frees happen here
-      s.seconds = seconds_since(t0);
-      ++result.iterations;
-      ++e.batches;
-      loss_sum += s.loss;
-      e.seconds += s.seconds;
-      if (options.after_step) options.after_step(s);
+    FitEpoch e = train_epoch(run, sampler, data, epoch, result);
+    if (e.complete && test != nullptr) test_epoch(run, *test, e);
+    if (e.batches > 0) {
+      save_fit_checkpoint(run, sampling.seed, e.complete ? epoch + 1 : epoch, e.complete ? 0 : sampler.position());
     }
-    e.complete = sampler.position() == batches;
-    e.train_loss = e.batches > 0 ? loss_sum / static_cast<double>(e.batches) : 0;
-    e.images_per_second = e.seconds > 0 ? static_cast<double>(e.batches * global_batch) / e.seconds : 0;
-    if (e.complete && test != nullptr) {
-      const auto t0 = Clock::now();
-      // Rank 0 tests (its parameters are every rank's); the others get its figures.
-      std::array<double, 2> tested{};
-      if (rank == 0) {
-        const auto [loss, accuracy] = evaluate_dataset(trainer, *test, options.test_limit);
-        tested = {loss, accuracy};
-      }
-      if (comm != nullptr) comm->broadcast(std::as_writable_bytes(std::span<double>(tested)), 0, "the test figures");
-      e.test_seconds = seconds_since(t0);
-      e.test_loss = tested[0];
-      e.test_accuracy = tested[1];
-    }
-    if (e.batches > 0) save(e.complete ? epoch + 1 : epoch, e.complete ? 0 : sampler.position());
     result.epochs.push_back(e);
     if (options.after_epoch) options.after_epoch(e);
     if (!e.complete) {

@@ -48,6 +48,14 @@ struct MpiCommunicator::Impl {
     std::string what;
   };
   std::map<Request, Pending> pending;
+
+  // Both start_sum overloads: the in-place sum over the ranks of `count`
+  // elements of `type` at `data`, started; `self` numbers it and ends the
+  // job on an MPI error.
+  Request start_sum(MpiCommunicator& self, void* data, std::size_t count, MPI_Datatype type,
+                    const std::string& what);
+  // Waits for `request` with self's deadline; `what` for the messages.
+  void wait_for(MpiCommunicator& self, MPI_Request& request, const std::string& what) const;
 };
 
 bool MpiCommunicator::launched_by_mpi() {
@@ -120,24 +128,21 @@ void check_count(std::size_t elements, const std::string& what) {
 }  // namespace
 
 MpiCommunicator::Request MpiCommunicator::start_sum(std::span<float> data, const std::string& what) {
-  const MPI_Datatype type = MPI_FLOAT;
-  return start_sum_of(data.data(), data.size(), &type, what);
+  return impl_->start_sum(*this, data.data(), data.size(), MPI_FLOAT, what);
 }
 
 MpiCommunicator::Request MpiCommunicator::start_sum(std::span<double> data, const std::string& what) {
-  const MPI_Datatype type = MPI_DOUBLE;
-  return start_sum_of(data.data(), data.size(), &type, what);
+  return impl_->start_sum(*this, data.data(), data.size(), MPI_DOUBLE, what);
 }
 
-MpiCommunicator::Request MpiCommunicator::start_sum_of(void* data, std::size_t count, const void* mpi_datatype,
-                                                       const std::string& what) {
+MpiCommunicator::Request MpiCommunicator::Impl::start_sum(MpiCommunicator& self, void* data, std::size_t count,
+                                                          MPI_Datatype type, const std::string& what) {
   check_count(count, what);
   MPI_Request request = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
-                                *static_cast<const MPI_Datatype*>(mpi_datatype), MPI_SUM, impl_->comm, &request);
-  if (rc != MPI_SUCCESS) fail("starting the sum of " + what, rc);
-  impl_->pending.emplace(next_, Impl::Pending{request, what});
-  return next_++;
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, MPI_SUM, comm, &request);
+  if (rc != MPI_SUCCESS) self.fail("starting the sum of " + what, rc);
+  pending.emplace(self.next_, Pending{request, what});
+  return self.next_++;
 }
 
 void MpiCommunicator::progress() {
@@ -155,21 +160,20 @@ void MpiCommunicator::wait(Request request) {
     throw invalid_argument("cachedarrays::nn: MpiCommunicator::wait: request " + std::to_string(request) +
                            " was never started or was waited for already");
   }
-  wait_for(&it->second.request, "the sum of " + it->second.what);
+  impl_->wait_for(*this, it->second.request, "the sum of " + it->second.what);
   impl_->pending.erase(it);
 }
 
-void MpiCommunicator::wait_for(void* opaque, const std::string& what) {
-  auto* request = static_cast<MPI_Request*>(opaque);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(options_.timeout);
+void MpiCommunicator::Impl::wait_for(MpiCommunicator& self, MPI_Request& request, const std::string& what) const {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(self.options_.timeout);
   for (std::uint64_t polls = 0;; ++polls) {
     int done = 0;
-    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) fail(what, rc);
+    const int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) self.fail(what, rc);
     if (done != 0) break;
     if (Clock::now() > deadline) {
-      abort("waited " + std::to_string(static_cast<long>(options_.timeout.count())) + " s for " + what +
-            " (CACHEDARRAYS_MPI_TIMEOUT); another rank has stopped or hangs");
+      self.abort("waited " + std::to_string(static_cast<long>(self.options_.timeout.count())) + " s for " + what +
+                 " (CACHEDARRAYS_MPI_TIMEOUT); another rank has stopped or hangs");
     }
     // Spin briefly (a sum of a few megabytes completes in microseconds to
     // milliseconds), then yield the core: ranks may share the machine's cores.
@@ -186,7 +190,7 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root, const std::
     MPI_Request request = MPI_REQUEST_NULL;
     const int rc = MPI_Ibcast(data.data() + at, static_cast<int>(n), MPI_BYTE, root, impl_->comm, &request);
     if (rc != MPI_SUCCESS) fail("broadcasting " + what, rc);
-    wait_for(&request, "the broadcast of " + what);
+    impl_->wait_for(*this, request, "the broadcast of " + what);
     at += n;
   } while (at < data.size());
 }

@@ -398,8 +398,7 @@ void Trainer::backward() {
   ctx_.fill(grads_[loss], 1.0f);
 
   for (std::size_t kk = nodes.size(); kk-- > 0;) {
-    Node& node = nodes[kk];
-    const int k = static_cast<int>(kk);
+    const Node& node = nodes[kk];
     bool runs = false;
     for (ValueId v : node.inputs) runs = runs || liveness_.needs_grad[static_cast<std::size_t>(v)];
     // The outputs' gradients are handed over, not shared: nothing needs
@@ -408,73 +407,8 @@ void Trainer::backward() {
     std::vector<Tensor> grad_outs;
     for (ValueId v : node.outputs) grad_outs.push_back(std::move(grads_[static_cast<std::size_t>(v)]));
     runs = runs && std::any_of(grad_outs.begin(), grad_outs.end(), [](const Tensor& t) { return bool(t); });
-    if (runs) {
-      // Remake what this backward reads and was not kept (Node::recompute).
-      const auto reads_in = node.op->backward_reads_inputs(node.inputs.size());
-      const auto reads_out = node.op->backward_reads_outputs(node.outputs.size());
-      for (std::size_t i = 0; i < node.inputs.size(); ++i)
-        if (reads_in[i]) make_present(node.inputs[i], k);
-      for (std::size_t j = 0; j < node.outputs.size(); ++j)
-        if (reads_out[j]) make_present(node.outputs[j], k);
-      for (std::size_t j = 0; j < grad_outs.size(); ++j) {
-        if (!grad_outs[j]) {  // an output that does not reach the loss: zero gradient
-          grad_outs[j] = ctx_.make(values_[static_cast<std::size_t>(node.outputs[j])].desc());
-          ctx_.fill(grad_outs[j], 0.0f);
-        }
-      }
-      std::vector<Tensor> ins;
-      std::vector<Tensor> outs;
-      for (ValueId v : node.inputs) ins.push_back(values_[static_cast<std::size_t>(v)]);
-      for (ValueId v : node.outputs) outs.push_back(values_[static_cast<std::size_t>(v)]);
-      const std::size_t n_in = node.inputs.size();
-      auto need = std::make_unique<bool[]>(n_in);
-      for (std::size_t i = 0; i < n_in; ++i) need[i] = liveness_.needs_grad[static_cast<std::size_t>(node.inputs[i])];
-      std::vector<Tensor> grad_ins(n_in);
-      node.op->backward(ctx_, ins, outs, grad_outs, saved_[kk], std::span<const bool>(need.get(), n_in), grad_ins);
-      ins.clear();
-      outs.clear();
-      grad_outs.clear();
-      for (std::size_t i = 0; i < n_in; ++i) {
-        if (!need[i]) continue;
-        if (!grad_ins[i]) {
-          throw invalid_operation("cachedarrays::nn: backward of '" + node.name + "' (" + node.op->kind() +
-                                  ") produced no gradient for input " + std::to_string(i));
-        }
-        Tensor& into = grads_[static_cast<std::size_t>(node.inputs[i])];
-        if (!into) {
-          into = std::move(grad_ins[i]);
-        } else {
-          // Where a tensor feeds several ops its gradients add up. A shared
-          // handle (an op may hand one tensor to two inputs) is copied first
-          // so that the in-place sum changes nobody else's gradient.
-          if (into.use_count() > 1) {
-            Tensor own = ctx_.make(into.desc());
-            ctx_.copy(into, own);
-            into = std::move(own);
-          }
-          ctx_.accumulate(into, grad_ins[i]);
-        }
-        grad_ins[i].reset();
-      }
-    }
-    // Retire what this step was the last to need: the outputs' gradients,
-    // and every value whose last backward use (this node's backward, or a
-    // recomputation run for it) was here. Parameters live on: the optimizer
-    // and the next iteration need them.
-    for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
-    saved_[kk].clear();
-    for (ValueId v : dies_in_backward_[kk]) values_[static_cast<std::size_t>(v)].reset();
-    if (buckets_) {
-      // Data parallel: the gradients this step completed go to their
-      // buckets; a full bucket starts its sum, and those under way advance.
-      for (ValueId p : grad_final_at_[kk]) buckets_->ready(p, grads_);
-      buckets_->progress();
-    } else if (options_.update_in_backward) {
-      // One process (data parallel has buckets and updates at the end). No
-      // backward step left reads these parameters (a recomputation for a
-      // later step remakes values of earlier nodes only).
-      for (ValueId p : grad_final_at_[kk]) update_parameter(p);
-    }
+    if (runs) backward_step(kk, grad_outs);
+    end_backward_step(kk);
   }
   // Whatever is left besides parameters (inputs whose backward never ran,
   // the loss) dies with the iteration.
@@ -483,6 +417,84 @@ void Trainer::backward() {
       values_[v].reset();
       grads_[v].reset();
     }
+  }
+}
+
+void Trainer::backward_step(std::size_t kk, std::vector<Tensor>& grad_outs) {
+  Node& node = graph_.nodes()[kk];
+  const int k = static_cast<int>(kk);
+  // Remake what this backward reads and was not kept (Node::recompute).
+  const auto reads_in = node.op->backward_reads_inputs(node.inputs.size());
+  const auto reads_out = node.op->backward_reads_outputs(node.outputs.size());
+  for (std::size_t i = 0; i < node.inputs.size(); ++i)
+    if (reads_in[i]) make_present(node.inputs[i], k);
+  for (std::size_t j = 0; j < node.outputs.size(); ++j)
+    if (reads_out[j]) make_present(node.outputs[j], k);
+  for (std::size_t j = 0; j < grad_outs.size(); ++j) {
+    if (!grad_outs[j]) {  // an output that does not reach the loss: zero gradient
+      grad_outs[j] = ctx_.make(values_[static_cast<std::size_t>(node.outputs[j])].desc());
+      ctx_.fill(grad_outs[j], 0.0f);
+    }
+  }
+  std::vector<Tensor> ins;
+  std::vector<Tensor> outs;
+  for (ValueId v : node.inputs) ins.push_back(values_[static_cast<std::size_t>(v)]);
+  for (ValueId v : node.outputs) outs.push_back(values_[static_cast<std::size_t>(v)]);
+  const std::size_t n_in = node.inputs.size();
+  auto need = std::make_unique<bool[]>(n_in);
+  for (std::size_t i = 0; i < n_in; ++i) need[i] = liveness_.needs_grad[static_cast<std::size_t>(node.inputs[i])];
+  std::vector<Tensor> grad_ins(n_in);
+  node.op->backward(ctx_, ins, outs, grad_outs, saved_[kk], std::span<const bool>(need.get(), n_in), grad_ins);
+  ins.clear();
+  outs.clear();
+  grad_outs.clear();
+  for (std::size_t i = 0; i < n_in; ++i) {
+    if (!need[i]) continue;
+    if (!grad_ins[i]) {
+      throw invalid_operation("cachedarrays::nn: backward of '" + node.name + "' (" + node.op->kind() +
+                              ") produced no gradient for input " + std::to_string(i));
+    }
+    add_gradient(node.inputs[i], grad_ins[i]);
+    grad_ins[i].reset();
+  }
+}
+
+void Trainer::add_gradient(ValueId v, Tensor& grad) {
+  Tensor& into = grads_[static_cast<std::size_t>(v)];
+  if (!into) {
+    into = std::move(grad);
+    return;
+  }
+  // Where a tensor feeds several ops its gradients add up. A shared handle
+  // (an op may hand one tensor to two inputs) is copied first so that the
+  // in-place sum changes nobody else's gradient.
+  if (into.use_count() > 1) {
+    Tensor own = ctx_.make(into.desc());
+    ctx_.copy(into, own);
+    into = std::move(own);
+  }
+  ctx_.accumulate(into, grad);
+}
+
+void Trainer::end_backward_step(std::size_t kk) {
+  const Node& node = graph_.nodes()[kk];
+  // Retire what this step was the last to need: the outputs' gradients,
+  // and every value whose last backward use (this node's backward, or a
+  // recomputation run for it) was here. Parameters live on: the optimizer
+  // and the next iteration need them.
+  for (ValueId v : node.outputs) grads_[static_cast<std::size_t>(v)].reset();
+  saved_[kk].clear();
+  for (ValueId v : dies_in_backward_[kk]) values_[static_cast<std::size_t>(v)].reset();
+  if (buckets_) {
+    // Data parallel: the gradients this step completed go to their
+    // buckets; a full bucket starts its sum, and those under way advance.
+    for (ValueId p : grad_final_at_[kk]) buckets_->ready(p, grads_);
+    buckets_->progress();
+  } else if (options_.update_in_backward) {
+    // One process (data parallel has buckets and updates at the end). No
+    // backward step left reads these parameters (a recomputation for a
+    // later step remakes values of earlier nodes only).
+    for (ValueId p : grad_final_at_[kk]) update_parameter(p);
   }
 }
 

@@ -19,7 +19,7 @@
 
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
-#include "cachedarrays/heap/detail/heap.hpp"
+#include "cachedarrays/heap/heap.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 
 namespace cachedarrays {
@@ -110,12 +110,12 @@ CACHEDARRAYS_INLINE std::vector<DeviceUsage> DataManager::usage() const {
 
 CACHEDARRAYS_INLINE bool DataManager::is_virtual(DeviceId device) const {
   check_device(device, "is_virtual");
-  return heap(device).memory().is_virtual();
+  return heap(device).is_virtual();
 }
 
 CACHEDARRAYS_INLINE bool DataManager::is_pmem(DeviceId device) const {
   check_device(device, "is_pmem");
-  return heap(device).memory().is_pmem();
+  return heap(device).is_pmem();
 }
 
 CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
@@ -123,7 +123,7 @@ CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
   const auto& h = heap(device);
   std::string text = "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
                      to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
-                     h.memory().description();
+                     h.description();
   if (h.spec().emulation) text += "; speed of " + emulation::describe(*h.spec().emulation);
   return text;
 }
@@ -332,9 +332,9 @@ CACHEDARRAYS_INLINE bool DataManager::check_copy(const Region& dst, const Region
 }
 
 CACHEDARRAYS_INLINE detail::CopyDestination DataManager::destination_kind(const Region& dst) const {
-  return heap(dst.device_).memory().is_pmem() ? detail::CopyDestination::persistent
-         : dst.device_ == 0                   ? detail::CopyDestination::fast
-                                              : detail::CopyDestination::slow;
+  return heap(dst.device_).is_pmem() ? detail::CopyDestination::persistent
+         : dst.device_ == 0          ? detail::CopyDestination::fast
+                                     : detail::CopyDestination::slow;
 }
 
 CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
@@ -347,7 +347,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
   const detail::CopyDestination where = destination_kind(dst);
   const auto& from = heap(src.device_);
   // Virtual heaps store nothing: the copy is counted, not made.
-  if (!to.memory().is_virtual() && !from.memory().is_virtual()) {
+  if (!to.is_virtual() && !from.is_virtual()) {
     // A memory-mode device pays its cache's misses after the copy.
     const double after = memory_mode_ns(src.device_, src.offset_, src.bytes_, Access::read) +
                          memory_mode_ns(dst.device_, dst.offset_, dst.bytes_, Access::write);
@@ -669,7 +669,7 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
         settle(region, /*rethrow=*/false, /*drop_background=*/true);
         std::byte* to = h.at(new_offset);
         // Sliding down within one heap: source and destination may overlap.
-        if (!h.memory().is_virtual()) std::memmove(to, region.data_, region.bytes_);
+        if (!h.is_virtual()) std::memmove(to, region.data_, region.bytes_);
         region.data_ = to;
         region.offset_ = new_offset;
         ++counters.defrag_moves;
@@ -703,7 +703,7 @@ CACHEDARRAYS_INLINE bool DataManager::make_hole(DeviceId device, std::uint64_t b
     detail::Block<Region>* to = a.try_allocate(region.bytes_, region);
     if (to == nullptr) return false;
     std::byte* data = h.at(to->offset);
-    if (!h.memory().is_virtual()) std::memcpy(data, region.data_, region.bytes_);
+    if (!h.is_virtual()) std::memcpy(data, region.data_, region.bytes_);
     region.block_ = to;
     region.offset_ = to->offset;
     region.data_ = data;
@@ -763,8 +763,8 @@ CACHEDARRAYS_INLINE void DataManager::check_invariants(bool verify_contents) con
         fail("invariant 7: a region of " + detail::object_name(*o) +
              " that an asynchronous copy has not finished writing counts as the object's contents");
       }
-      if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).memory().is_virtual() &&
-          !heap(primary->device_).memory().is_virtual() &&
+      if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).is_virtual() &&
+          !heap(primary->device_).is_virtual() &&
           std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
         fail("invariant 4: a secondary of " + detail::object_name(*o) +
              " counts as a valid copy but differs from the primary");

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <memory>
 
-#include "cachedarrays/heap/detail/heap.hpp"
+#include "cachedarrays/heap/heap.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 
 namespace cachedarrays {
@@ -41,7 +41,7 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
 
   const auto& to = heap(dst.device_);
   const auto& from = heap(src.device_);
-  const bool stored = !to.memory().is_virtual() && !from.memory().is_virtual();
+  const bool stored = !to.is_virtual() && !from.is_virtual();
   if (stored) {
     copy->dst = dst.data_;
     copy->src = src.data_;

@@ -76,6 +76,8 @@ struct TraceEvent {
   std::uint32_t name = 0;       ///< kernel_begin/end: index into names().
   std::uint32_t arg_begin = 0;  ///< kernel_begin: its args in args(), from this index...
   std::uint32_t arg_count = 0;  ///< ...this many.
+  /// Field-by-field equality.
+  bool operator==(const TraceEvent&) const = default;
 };
 
 /// The record of a run's events (see the file comment): filled by the

@@ -64,12 +64,9 @@ class MpiCommunicator final : public Communicator {
   [[noreturn]] void abort(const std::string& message) override;
 
  private:
+  // What needs mpi.h: the communicator, the requests under way, and the
+  // operations on them (mpi_communicator.cpp).
   struct Impl;
-  // Both start_sum overloads: `mpi_datatype` points to an MPI_Datatype
-  // (kept out of this header with mpi.h).
-  Request start_sum_of(void* data, std::size_t count, const void* mpi_datatype, const std::string& what);
-  // Waits for one MPI request with the deadline; `what` for the messages.
-  void wait_for(void* request, const std::string& what);
   [[noreturn]] void fail(const std::string& what, int mpi_error);
 
   std::unique_ptr<Impl> impl_;

@@ -183,6 +183,15 @@ class Trainer {
  private:
   void forward();
   void backward();
+  // Node kk's backward kernel, handed the gradients of its outputs (null
+  // where an output does not reach the loss), adding its inputs' gradients
+  // into grads_.
+  void backward_step(std::size_t kk, std::vector<Tensor>& grad_outs);
+  // Adds `grad` into value v's gradient (taking it over when v has none).
+  void add_gradient(ValueId v, Tensor& grad);
+  // After backward step kk, run or not: retires what it was the last to
+  // need, and hands on the parameter gradients it completed.
+  void end_backward_step(std::size_t kk);
   // Runs node k's forward kernel: in the forward pass, or (`recompute_step`
   // >= 0) to remake outputs the backward step `recompute_step` needs.
   void run_forward(std::size_t k, int recompute_step);

@@ -89,13 +89,9 @@ CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& man
     for (std::size_t i = events.size() - std::min(trace_events, events.size()); i < events.size(); ++i) {
       const TraceEvent& e = events[i];
       SnapshotTraceEvent& event = s.trace_events.emplace_back();
-      event.ns = e.ns;
-      event.kind = e.kind;
-      event.detail = e.detail;
-      event.device = e.device;
-      event.device2 = e.device2;
-      event.object = e.object;
-      event.bytes = e.bytes;
+      event.event = e;
+      // The indexes into the trace's tables, resolved into name and args.
+      event.event.name = event.event.arg_begin = event.event.arg_count = 0;
       if (e.kind == TraceKind::kernel_begin || e.kind == TraceKind::kernel_end) event.name = trace->names().at(e.name);
       for (std::uint32_t a = 0; a < e.arg_count; ++a) {
         const TraceArg& arg = trace->args().at(e.arg_begin + a);
@@ -251,22 +247,22 @@ class SnapshotReader {
 
   SnapshotTraceEvent event(const json& j, const std::string& path) const {
     SnapshotTraceEvent e;
-    e.ns = unsigned_field(j, path, "ns");
+    e.event.ns = unsigned_field(j, path, "ns");
     const std::string kind = r_.string(r_.field(j, path, "kind"), dotted(path, "kind"));
     const auto named = enum_named<TraceKind>(kind, trace_kind_count);
     if (!named) r_.fail(dotted(path, "kind"), "\"" + kind + "\" is not a trace event kind");
-    e.kind = *named;
+    e.event.kind = *named;
     const std::uint64_t detail = unsigned_field(j, path, "detail");
     if (detail > 255) r_.fail(dotted(path, "detail"), std::to_string(detail) + " does not fit a byte");
-    e.detail = static_cast<std::uint8_t>(detail);
-    e.device = device_id(j, path);
+    e.event.detail = static_cast<std::uint8_t>(detail);
+    e.event.device = device_id(j, path);
     const std::uint64_t device2 = unsigned_field(j, path, "device2");
     if (device2 >= max_devices) {
       r_.fail(dotted(path, "device2"), "device " + std::to_string(device2) + " is not below 8");
     }
-    e.device2 = static_cast<DeviceId>(device2);
-    e.object = unsigned_field(j, path, "object");
-    e.bytes = unsigned_field(j, path, "bytes");
+    e.event.device2 = static_cast<DeviceId>(device2);
+    e.event.object = unsigned_field(j, path, "object");
+    e.event.bytes = unsigned_field(j, path, "bytes");
     e.name = r_.string(r_.field(j, path, "name"), dotted(path, "name"));
     const std::string args_path = dotted(path, "args");
     const json& args = r_.array(r_.field(j, path, "args"), args_path);
@@ -326,10 +322,11 @@ CACHEDARRAYS_INLINE std::string memory_snapshot_json(const MemorySnapshot& s, in
       args.push_back({{"object", a.object}, {"bytes", a.bytes},
                       {"access", a.access == Access::write ? "write" : "read"}, {"device", a.device}});
     }
-    json event{{"ns", e.ns},       {"kind", to_string(e.kind)}, {"detail", e.detail}, {"device", e.device},
-               {"device2", e.device2}, {"object", e.object}, {"bytes", e.bytes}, {"name", e.name}};
-    if (e.kind == TraceKind::hint && e.detail < detail::hint_count) {
-      event["hint"] = to_string(static_cast<Hint>(e.detail));
+    const TraceEvent& t = e.event;
+    json event{{"ns", t.ns},       {"kind", to_string(t.kind)}, {"detail", t.detail}, {"device", t.device},
+               {"device2", t.device2}, {"object", t.object}, {"bytes", t.bytes}, {"name", e.name}};
+    if (t.kind == TraceKind::hint && t.detail < detail::hint_count) {
+      event["hint"] = to_string(static_cast<Hint>(t.detail));
     }
     event["args"] = std::move(args);
     events.push_back(std::move(event));

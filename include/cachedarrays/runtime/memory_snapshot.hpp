@@ -156,15 +156,12 @@ struct SnapshotTraceArg {
 };
 
 /// A trace event with its kernel name and arguments resolved, so that the
-/// snapshot does not depend on the trace it came from. Fields as TraceEvent's.
+/// snapshot does not depend on the trace it came from.
 struct SnapshotTraceEvent {
-  std::uint64_t ns = 0;                ///< Since the trace started.
-  TraceKind kind = TraceKind::create;  ///< What happened.
-  std::uint8_t detail = 0;             ///< hint: the Hint; copy: who made it (trace_copy_sync, ...).
-  DeviceId device = 0;                 ///< The device (a copy's source).
-  DeviceId device2 = 0;                ///< A copy's destination device.
-  std::uint64_t object = 0;            ///< The object's id (0: none).
-  std::uint64_t bytes = 0;             ///< The bytes concerned.
+  /// The event as the trace recorded it, except its indexes into the
+  /// trace's tables (TraceEvent::name, arg_begin and arg_count), which are 0:
+  /// `name` and `args` hold what they pointed at.
+  TraceEvent event;
   std::string name;                    ///< A kernel event's kernel name, else empty.
   std::vector<SnapshotTraceArg> args;  ///< A kernel_begin's arguments.
   /// Field-by-field equality.

@@ -228,23 +228,33 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
     return;
   }
   std::lock_guard guard(mutex_);
-  detail::inject_handler_fault("hint");
-  if (recording_ != nullptr) record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
+  dispatch_hint(object, hint, HintSource::program);
+}
+
+CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintSource source) {
+  // Retire runs from destructors, where a policy must not throw.
+  if (hint != Hint::retire) detail::inject_handler_fault(to_string(hint));
+  if (source == HintSource::program && recording_ != nullptr) {
+    if (hint == Hint::retire) {
+      record(TraceKind::retire, object);
+    } else {
+      record(TraceKind::hint, object, static_cast<std::uint8_t>(hint));
+    }
+  }
+  // Before the policy, which may destroy a retired object now or keep it
+  // for a collection (then it is no leak).
   object.history().hinted(hint);
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
     case Hint::will_write: policy_->will_write(object); break;
     case Hint::archive: policy_->archive(object); break;
-    case Hint::retire: break;  // handed over above
+    case Hint::retire: policy_->retire(object); break;
   }
 }
 
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
-  const Hint hint = access == Access::read ? Hint::will_read : Hint::will_write;
-  detail::inject_handler_fault(access == Access::read ? "will_read" : "will_write");
-  object.history().hinted(hint);
-  if (hint == Hint::will_read) policy_->will_read(object); else policy_->will_write(object);
+  dispatch_hint(object, access == Access::read ? Hint::will_read : Hint::will_write, HintSource::kernel_argument);
   manager_.pin(object, access);
   emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
@@ -293,11 +303,7 @@ CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
     throw pinned_error("cachedarrays: cannot retire array #" + std::to_string(object.id()) +
                        " while a read()/write() access or kernel on it is open; end that scope first");
   }
-  if (recording_ != nullptr) record(TraceKind::retire, object);
-  // Before the policy, which may destroy the object now or keep it for a
-  // collection (then it is no leak).
-  object.history().hinted(Hint::retire);
-  policy_->retire(object);
+  dispatch_hint(object, Hint::retire, HintSource::program);
 }
 
 CACHEDARRAYS_INLINE void Runtime::collect() {

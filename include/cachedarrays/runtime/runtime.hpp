@@ -184,6 +184,14 @@ class Runtime {
   }
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
+  // Who gave a hint: the program (hint(), retire()), or a kernel's access
+  // to an argument, which its kernel_begin trace event records (a replay
+  // derives the hint from it).
+  enum class HintSource { program, kernel_argument };
+  // The one way a hint reaches the policy, under the lock: the injected
+  // fault of tests (not for retire), the trace event of a program's hint,
+  // the object's history, then the policy's handler.
+  void dispatch_hint(Object& object, Hint hint, HintSource source);
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);

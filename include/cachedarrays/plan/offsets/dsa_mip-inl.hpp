@@ -171,15 +171,7 @@ CACHEDARRAYS_INLINE OffsetPlan mip_incumbent(const DsaProblem& problem, const Mi
 }
 
 
-}  // namespace detail
-
-CACHEDARRAYS_INLINE std::size_t colliding_pairs(const DsaProblem& problem) {
-  return detail::mip_colliding_pairs(problem).size();
-}
-
-CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOptions& options) {
-  const auto began = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
+CACHEDARRAYS_INLINE void mip_check_options(const MipOptions& options) {
   if (!(options.time_limit_seconds > 0) || !std::isfinite(options.time_limit_seconds)) {
     throw invalid_argument("mip_offsets: time_limit_seconds is " + std::to_string(options.time_limit_seconds) +
                            "; it must be a positive number of seconds");
@@ -188,18 +180,186 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
     throw invalid_argument("mip_offsets: relative_gap is " + std::to_string(options.relative_gap) +
                            "; it must be in [0, 1) (0: search until the optimum is proven)");
   }
+}
 
+// The MIP's unit of bytes: the gcd g of the sizes and the alignment divides
+// every size, aligned size, offset of a plan made of them and footprint, so
+// the MIP is written in multiples of g: smaller coefficients (a tighter
+// big-M numerically), and an integral footprint u, which lets Cbc close the
+// gap as soon as its bound passes the incumbent minus one.
+struct MipUnits {
+  std::uint64_t g = 1;
+  explicit MipUnits(const DsaProblem& problem) : g(problem.alignment()) {
+    for (const DsaBuffer& b : problem.buffers()) g = std::gcd(g, b.size);
+  }
+  [[nodiscard]] double operator()(std::uint64_t bytes) const { return static_cast<double>(bytes / g); }
+};
+
+// The MIP's columns: u, x_0 .. x_{n-1} (the offsets), z_0 .. z_{m-1} (the
+// order of each colliding pair).
+struct MipColumns {
+  std::size_t n = 0;
+  std::size_t m = 0;
+  static constexpr int u = 0;
+  [[nodiscard]] int x(std::size_t i) const { return static_cast<int>(1 + i); }
+  [[nodiscard]] int z(std::size_t k) const { return static_cast<int>(1 + n + k); }
+  [[nodiscard]] std::size_t count() const { return 1 + n + m; }
+  [[nodiscard]] std::size_t rows() const { return n + 2 * m; }
+  [[nodiscard]] std::size_t nonzeros() const { return 2 * n + 6 * m; }
+};
+
+// Cbc indexes rows and columns by int and nonzeros by CoinBigIndex.
+CACHEDARRAYS_INLINE void mip_check_size(const MipColumns& columns) {
+  if (columns.count() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      columns.rows() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      columns.nonzeros() > static_cast<std::size_t>(std::numeric_limits<CoinBigIndex>::max())) {
+    throw invalid_argument("mip_offsets: " + std::to_string(columns.n) + " buffers with " +
+                           std::to_string(columns.m) + " pairs alive together make a MIP of " +
+                           std::to_string(columns.rows()) +
+                           " rows, more than Cbc indexes; plan it with best_fit_offsets or smartpool_offsets");
+  }
+}
+
+// The rows of the MIP, column by column, with their right-hand sides and
+// the bounds they need: rows 0 .. n-1 are (2), rows n + 2k and n + 2k + 1
+// are (3) and (4) of pair k; every row is "<= rhs". `ub`: the incumbent's
+// footprint in units.
+struct MipMatrix {
+  std::vector<std::vector<std::pair<int, double>>> column;
+  std::vector<double> row_upper;  // no row has a lower bound
+  std::vector<double> col_lower;
+  std::vector<double> col_upper;
+};
+CACHEDARRAYS_INLINE MipMatrix mip_matrix(const DsaProblem& problem,
+                                         const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs,
+                                         const MipColumns& cols, const MipUnits& units, double ub) {
+  const std::vector<DsaBuffer>& buffers = problem.buffers();
+  MipMatrix a{std::vector<std::vector<std::pair<int, double>>>(cols.count()), std::vector<double>(cols.rows()),
+              std::vector<double>(cols.count(), 0.0), std::vector<double>(cols.count(), 1.0)};
+  const auto size_of = [&](std::size_t i) { return units(buffers[i].size); };
+  const auto aligned_of = [&](std::size_t i) { return units(problem.aligned_size(i)); };
+  // (2) x_i + w_i <= u: the footprint is above every buffer's top (its size,
+  // not its aligned size: the heap ends at the last byte used).
+  for (std::size_t i = 0; i < cols.n; ++i) {
+    const int r = static_cast<int>(i);
+    a.column[cols.x(i)].emplace_back(r, 1.0);
+    a.column[MipColumns::u].emplace_back(r, -1.0);
+    a.row_upper[i] = -size_of(i);
+  }
+  // (3) x_i + w_i <= x_j + z_ij W and (4) x_j + w_j <= x_i + (1 - z_ij) W
+  // for every colliding pair: z_ij = 0 puts i below j, 1 puts j below i. A
+  // buffer below another leaves its aligned size, so that the other's offset
+  // stays a multiple of the alignment. W, the paper's bound on u, is here
+  // the least big-M each row needs given the bounds below: x_i <= ub - w_i
+  // and x_j >= 0 make x_i + a_i - x_j <= ub - w_i + a_i.
+  for (std::size_t k = 0; k < cols.m; ++k) {
+    const auto [i, j] = pairs[k];
+    const int r3 = static_cast<int>(cols.n + 2 * k);
+    const int r4 = r3 + 1;
+    const double big_m3 = ub - size_of(i) + aligned_of(i);
+    const double big_m4 = ub - size_of(j) + aligned_of(j);
+    a.column[cols.x(i)].emplace_back(r3, 1.0);
+    a.column[cols.x(j)].emplace_back(r3, -1.0);
+    a.column[cols.z(k)].emplace_back(r3, -big_m3);
+    a.row_upper[static_cast<std::size_t>(r3)] = -aligned_of(i);
+    a.column[cols.x(j)].emplace_back(r4, 1.0);
+    a.column[cols.x(i)].emplace_back(r4, -1.0);
+    a.column[cols.z(k)].emplace_back(r4, big_m4);
+    a.row_upper[static_cast<std::size_t>(r4)] = big_m4 - aligned_of(j);
+    // Interchangeable buffers: the lower index goes below (see
+    // mip_order_identical).
+    if (buffers[i] == buffers[j]) a.col_upper[cols.z(k)] = 0;
+  }
+  return a;
+}
+
+// Sekiyama et al.'s MIP, formulation (1)-(6), in Cbc's compressed sparse
+// columns, without a start. `lb` and `ub` (units) bound the footprint u.
+CACHEDARRAYS_INLINE MipProblem mip_model(const DsaProblem& problem,
+                                         const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs,
+                                         const MipColumns& cols, const MipUnits& units, double lb, double ub) {
+  MipMatrix a = mip_matrix(problem, pairs, cols, units, ub);
+  // (5) and (6), with the symmetry-reducing bounds: u lies between max-live
+  // counting the alignment (no solution is lower; mip_aligned_max_live) and
+  // the incumbent (no better solution is higher), and so x_i <= ub - w_i.
+  a.col_lower[MipColumns::u] = lb;
+  a.col_upper[MipColumns::u] = ub;
+  for (std::size_t i = 0; i < cols.n; ++i) a.col_upper[cols.x(i)] = ub - units(problem.buffers()[i].size);
+
+  MipProblem mip;
+  mip.start.assign(cols.count() + 1, 0);
+  mip.index.reserve(cols.nonzeros());
+  mip.value.reserve(cols.nonzeros());
+  for (std::size_t c = 0; c < cols.count(); ++c) {
+    for (const auto& [r, v] : a.column[c]) {
+      mip.index.push_back(r);
+      mip.value.push_back(v);
+    }
+    mip.start[c + 1] = static_cast<CoinBigIndex>(mip.index.size());
+  }
+  a.column = {};
+  mip.col_lower = std::move(a.col_lower);
+  mip.col_upper = std::move(a.col_upper);
+  mip.row_upper = std::move(a.row_upper);
+  mip.objective.assign(cols.count(), 0.0);
+  mip.objective[MipColumns::u] = 1.0;  // (1) min u
+  // u is integral at an optimum (offsets are sums of sizes), z binary.
+  mip.integer.assign(cols.count(), 0);
+  mip.integer[MipColumns::u] = 1;
+  for (std::size_t k = 0; k < cols.m; ++k) mip.integer[static_cast<std::size_t>(cols.z(k))] = 1;
+  return mip;
+}
+
+// The warm start `plan` in the MIP's variables: its offsets, its footprint
+// (`ub`, in units), and the order of each colliding pair.
+CACHEDARRAYS_INLINE std::vector<double> mip_start_values(
+    const OffsetPlan& plan, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs,
+    const MipColumns& cols, const MipUnits& units, double ub) {
+  std::vector<double> values(cols.count(), 0.0);
+  values[MipColumns::u] = ub;
+  for (std::size_t i = 0; i < cols.n; ++i) values[cols.x(i)] = units(plan.offsets[i]);
+  for (std::size_t k = 0; k < cols.m; ++k) {
+    values[cols.z(k)] = plan.offsets[pairs[k].first] < plan.offsets[pairs[k].second] ? 0.0 : 1.0;
+  }
+  return values;
+}
+
+// Why a search that proved nothing stopped, for MipResult::status.
+CACHEDARRAYS_INLINE std::string mip_stop_reason(const MipOutcome& outcome, const MipOptions& options) {
+  const int secondary = outcome.secondary_status;
+  if (secondary == 4 || outcome.seconds_limit_reached) {
+    return "stopped at the time limit of " + mip_format_number(options.time_limit_seconds) + " s";
+  }
+  if (secondary == 2) return "stopped at the relative gap " + mip_format_number(options.relative_gap);
+  return "stopped with Cbc's secondary status " + std::to_string(secondary);
+}
+
+// The result's optimality, bound, gap and status for its plan; `optimal`
+// also when the plan meets `lower_bound`.
+CACHEDARRAYS_INLINE void mip_finish(MipResult& result, bool optimal, double lower_bound, std::string status) {
+  const auto footprint = static_cast<double>(result.plan.footprint);
+  result.optimal = optimal || footprint <= lower_bound;
+  result.lower_bound = result.optimal ? footprint : std::min(lower_bound, footprint);
+  result.gap = footprint == 0 ? 0 : (footprint - result.lower_bound) / footprint;
+  result.status = std::move(status);
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE std::size_t colliding_pairs(const DsaProblem& problem) {
+  return detail::mip_colliding_pairs(problem).size();
+}
+
+CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOptions& options) {
+  const auto began = std::chrono::steady_clock::now();
+  detail::mip_check_options(options);
   MipResult result;
   result.plan = detail::mip_incumbent(problem, options);
   const std::uint64_t lowest_bytes = detail::mip_aligned_max_live(problem);  // >= max-live
   const auto lowest = static_cast<double>(lowest_bytes);
   const auto finish = [&](bool optimal, double lower_bound, std::string status) {
-    const auto footprint = static_cast<double>(result.plan.footprint);
-    result.optimal = optimal || footprint <= lower_bound;
-    result.lower_bound = result.optimal ? footprint : std::min(lower_bound, footprint);
-    result.gap = footprint == 0 ? 0 : (footprint - result.lower_bound) / footprint;
-    result.status = std::move(status);
-    result.seconds = elapsed();
+    detail::mip_finish(result, optimal, lower_bound, std::move(status));
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     return result;
   };
   // A footprint at the lower bound is optimal whatever the placement:
@@ -208,118 +368,17 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
     return finish(true, lowest, "optimal: the warm start meets the lower bound");
   }
 
-  // Units: the gcd g of the sizes and the alignment divides every size,
-  // aligned size, offset of a plan made of them and footprint, so the MIP is
-  // written in multiples of g: smaller coefficients (a tighter big-M
-  // numerically), and an integral footprint u, which lets Cbc close the gap
-  // as soon as its bound passes the incumbent minus one.
-  const std::vector<DsaBuffer>& buffers = problem.buffers();
-  const std::size_t n = buffers.size();
-  std::uint64_t g = problem.alignment();
-  for (const DsaBuffer& b : buffers) g = std::gcd(g, b.size);
-  const auto units = [&](std::uint64_t bytes) { return static_cast<double>(bytes / g); };
+  const detail::MipUnits units(problem);
   const double ub = units(result.plan.footprint);  // no need to search above the incumbent
-  const double lb = units(lowest_bytes);
-
   const auto pairs = detail::mip_colliding_pairs(problem);
-  const std::size_t m = pairs.size();
-  const std::size_t cols = 1 + n + m;  // u, x_0 .. x_{n-1}, z_0 .. z_{m-1}
-  const std::size_t rows = n + 2 * m;
-  const std::size_t nonzeros = 2 * n + 6 * m;
-  if (cols > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-      rows > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-      nonzeros > static_cast<std::size_t>(std::numeric_limits<CoinBigIndex>::max())) {
-    throw invalid_argument("mip_offsets: " + std::to_string(n) + " buffers with " + std::to_string(m) +
-                           " pairs alive together make a MIP of " + std::to_string(rows) +
-                           " rows, more than Cbc indexes; plan it with best_fit_offsets or smartpool_offsets");
-  }
-  const auto col_u = 0;
-  const auto col_x = [](std::size_t i) { return static_cast<int>(1 + i); };
-  const auto col_z = [n](std::size_t k) { return static_cast<int>(1 + n + k); };
+  const detail::MipColumns cols{problem.size(), pairs.size()};
+  detail::mip_check_size(cols);
+  detail::MipProblem mip = detail::mip_model(problem, pairs, cols, units, units(lowest_bytes), ub);
+  mip.start_values =
+      detail::mip_start_values(detail::mip_order_identical(problem, result.plan), pairs, cols, units, ub);
 
-  // The matrix column by column (Cbc's compressed sparse
-  // columns). Rows 0 .. n-1 are (2), rows n + 2k and n + 2k + 1 are (3) and
-  // (4) of pair k; every row is "<= rhs".
-  std::vector<std::vector<std::pair<int, double>>> column(cols);
-  std::vector<double> row_upper(rows);  // no row has a lower bound
-  const auto size_of = [&](std::size_t i) { return units(buffers[i].size); };
-  const auto aligned_of = [&](std::size_t i) { return units(problem.aligned_size(i)); };
-  // (2) x_i + w_i <= u: the footprint is above every buffer's top (its size,
-  // not its aligned size: the heap ends at the last byte used).
-  for (std::size_t i = 0; i < n; ++i) {
-    const int r = static_cast<int>(i);
-    column[col_x(i)].emplace_back(r, 1.0);
-    column[col_u].emplace_back(r, -1.0);
-    row_upper[i] = -size_of(i);
-  }
-  // (3) x_i + w_i <= x_j + z_ij W and (4) x_j + w_j <= x_i + (1 - z_ij) W
-  // for every colliding pair: z_ij = 0 puts i below j, 1 puts j below i. A
-  // buffer below another leaves its aligned size, so that the other's offset
-  // stays a multiple of the alignment. W, the paper's bound on u, is here
-  // the least big-M each row needs given the bounds below: x_i <= ub - w_i
-  // and x_j >= 0 make x_i + a_i - x_j <= ub - w_i + a_i.
-  std::vector<double> col_lower(cols, 0.0);
-  std::vector<double> col_upper(cols, 1.0);
-  for (std::size_t k = 0; k < m; ++k) {
-    const auto [i, j] = pairs[k];
-    const int r3 = static_cast<int>(n + 2 * k);
-    const int r4 = r3 + 1;
-    const double big_m3 = ub - size_of(i) + aligned_of(i);
-    const double big_m4 = ub - size_of(j) + aligned_of(j);
-    column[col_x(i)].emplace_back(r3, 1.0);
-    column[col_x(j)].emplace_back(r3, -1.0);
-    column[col_z(k)].emplace_back(r3, -big_m3);
-    row_upper[static_cast<std::size_t>(r3)] = -aligned_of(i);
-    column[col_x(j)].emplace_back(r4, 1.0);
-    column[col_x(i)].emplace_back(r4, -1.0);
-    column[col_z(k)].emplace_back(r4, big_m4);
-    row_upper[static_cast<std::size_t>(r4)] = big_m4 - aligned_of(j);
-    // Interchangeable buffers: the lower index goes below (see
-    // mip_order_identical).
-    if (buffers[i] == buffers[j]) col_upper[col_z(k)] = 0;
-  }
-  // (5) and (6), with the symmetry-reducing bounds: u lies between max-live
-  // counting the alignment (no solution is lower; mip_aligned_max_live) and
-  // the incumbent (no better solution is higher), and so x_i <= ub - w_i.
-  col_lower[col_u] = lb;
-  col_upper[col_u] = ub;
-  for (std::size_t i = 0; i < n; ++i) col_upper[col_x(i)] = ub - size_of(i);
-
-  detail::MipProblem mip;
-  mip.start.assign(cols + 1, 0);
-  mip.index.reserve(nonzeros);
-  mip.value.reserve(nonzeros);
-  for (std::size_t c = 0; c < cols; ++c) {
-    for (const auto& [r, v] : column[c]) {
-      mip.index.push_back(r);
-      mip.value.push_back(v);
-    }
-    mip.start[c + 1] = static_cast<CoinBigIndex>(mip.index.size());
-  }
-  column = {};
-  mip.col_lower = std::move(col_lower);
-  mip.col_upper = std::move(col_upper);
-  mip.row_upper = std::move(row_upper);
-  mip.objective.assign(cols, 0.0);
-  mip.objective[col_u] = 1.0;  // (1) min u
-  // u is integral at an optimum (offsets are sums of sizes), z binary.
-  mip.integer.assign(cols, 0);
-  mip.integer[col_u] = 1;
-  for (std::size_t k = 0; k < m; ++k) mip.integer[static_cast<std::size_t>(col_z(k))] = 1;
-
-  // The warm start in the MIP's variables: its offsets, its footprint, and
-  // the order of each colliding pair.
-  const OffsetPlan start_plan = detail::mip_order_identical(problem, result.plan);
-  mip.start_values.assign(cols, 0.0);
-  mip.start_values[col_u] = ub;
-  for (std::size_t i = 0; i < n; ++i) mip.start_values[col_x(i)] = units(start_plan.offsets[i]);
-  for (std::size_t k = 0; k < m; ++k) {
-    mip.start_values[col_z(k)] =
-        start_plan.offsets[pairs[k].first] < start_plan.offsets[pairs[k].second] ? 0.0 : 1.0;
-  }
-
-  const std::string what = "mip_offsets: Cbc, on " + std::to_string(n) + " buffers and " + std::to_string(m) +
-                           " colliding pairs, ";
+  const std::string what = "mip_offsets: Cbc, on " + std::to_string(cols.n) + " buffers and " +
+                           std::to_string(cols.m) + " colliding pairs, ";
   const detail::MipOutcome outcome =
       detail::solve_mip(mip, options.time_limit_seconds, options.relative_gap, what);
   const int secondary = outcome.secondary_status;
@@ -331,34 +390,27 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   // Cbc's best solution, as the order of its binaries (exact offsets), if
   // it beats the incumbent.
   if (!outcome.solution.empty()) {
-    std::vector<bool> first_below(m);
-    for (std::size_t k = 0; k < m; ++k) first_below[k] = outcome.solution[static_cast<std::size_t>(col_z(k))] < 0.5;
+    std::vector<bool> first_below(cols.m);
+    for (std::size_t k = 0; k < cols.m; ++k) {
+      first_below[k] = outcome.solution[static_cast<std::size_t>(cols.z(k))] < 0.5;
+    }
     OffsetPlan found = detail::mip_plan_from_order(problem, pairs, first_below);
     if (found.footprint < result.plan.footprint) result.plan = std::move(found);
   }
   // Cbc's bound in bytes: the optimum is a whole number of units, so a bound
   // of 41.2 units means 42.
-  const double bound_units = std::ceil(outcome.bound - 1e-6);
-  const double lower_bound = std::max(lowest, bound_units * static_cast<double>(g));
+  const auto unit = static_cast<double>(units.g);
+  const double lower_bound = std::max(lowest, std::ceil(outcome.bound - 1e-6) * unit);
   // Cbc reports proven optimal also when it stops on the gap; only a
   // completed search (secondary status 0) proves the optimum, and only if
   // the plan reaches Cbc's objective.
-  const double objective_bytes = std::round(outcome.objective) * static_cast<double>(g);
+  const double objective_bytes = std::round(outcome.objective) * unit;
   const auto footprint = static_cast<double>(result.plan.footprint);
   const bool proven = (outcome.proven_optimal && secondary == 0 && footprint <= objective_bytes) ||
                       footprint <= lower_bound;
-  const int node_count = outcome.nodes;
-  const std::string nodes = std::to_string(node_count) + (node_count == 1 ? " node" : " nodes");
+  const std::string nodes = std::to_string(outcome.nodes) + (outcome.nodes == 1 ? " node" : " nodes");
   if (proven) return finish(true, lower_bound, "optimal: proven by Cbc (" + nodes + ")");
-  std::string stop;
-  if (secondary == 4 || outcome.seconds_limit_reached) {
-    stop = "stopped at the time limit of " + detail::mip_format_number(options.time_limit_seconds) + " s";
-  } else if (secondary == 2) {
-    stop = "stopped at the relative gap " + detail::mip_format_number(options.relative_gap);
-  } else {
-    stop = "stopped with Cbc's secondary status " + std::to_string(secondary);
-  }
-  return finish(false, lower_bound, stop + " (" + nodes + ")");
+  return finish(false, lower_bound, detail::mip_stop_reason(outcome, options) + " (" + nodes + ")");
 }
 
 }  // namespace cachedarrays::plan

@@ -126,13 +126,86 @@ CACHEDARRAYS_INLINE std::string_view dsa_trim(std::string_view s) {
   return s;
 }
 
+inline constexpr const char* dsa_csv_header_line = "buffer,start,end,size";
+
+[[noreturn]] CACHEDARRAYS_INLINE void dsa_csv_fail(std::size_t line, const std::string& what) {
+  throw invalid_argument("cachedarrays: DSA CSV: line " + std::to_string(line) + ": " + what);
+}
+
+// Where each of dsa_csv_columns lies among the header's `fields`: each
+// column once, in any order, and no other.
+CACHEDARRAYS_INLINE std::array<std::size_t, 4> dsa_csv_header(const std::vector<std::string_view>& fields,
+                                                              std::size_t line) {
+  const std::string expected = dsa_csv_header_line;
+  std::array<std::size_t, 4> at{};
+  std::array<bool, 4> seen{};
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const std::string_view name = dsa_trim(fields[f]);
+    const auto it =
+        std::find_if(dsa_csv_columns.begin(), dsa_csv_columns.end(), [&](const char* c) { return name == c; });
+    const std::string where = "column " + std::to_string(f + 1) + " (\"" + std::string(name) + "\")";
+    if (it == dsa_csv_columns.end()) {
+      dsa_csv_fail(line, where + " is not a column of a DSA instance; the header is " + expected + " (in any order)");
+    }
+    const auto c = static_cast<std::size_t>(std::distance(dsa_csv_columns.begin(), it));
+    if (seen[c]) dsa_csv_fail(line, where + " names a column a second time");
+    seen[c] = true;
+    at[c] = f;
+  }
+  for (std::size_t c = 0; c < seen.size(); ++c) {
+    if (!seen[c]) {
+      dsa_csv_fail(line, std::string("the header has no column \"") + dsa_csv_columns[c] + "\"; it is " + expected +
+                             " (in any order)");
+    }
+  }
+  return at;
+}
+
+// The unsigned integer in column `c` (of dsa_csv_columns) of a row, at most `max`.
+CACHEDARRAYS_INLINE std::uint64_t dsa_csv_number(const std::vector<std::string_view>& fields,
+                                                 const std::array<std::size_t, 4>& column, std::size_t c,
+                                                 std::uint64_t max, std::size_t line) {
+  const std::size_t f = column[c];
+  const std::string_view field = dsa_trim(fields[f]);
+  const std::string where =
+      "column " + std::to_string(f + 1) + " (" + dsa_csv_columns[c] + "): \"" + std::string(field) + "\"";
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (field.empty() || error == std::errc::invalid_argument || end != field.data() + field.size()) {
+    dsa_csv_fail(line, where + " is not an unsigned integer");
+  }
+  if (error == std::errc::result_out_of_range || value > max) {
+    dsa_csv_fail(line, where + " is larger than " + std::to_string(max));
+  }
+  return value;
+}
+
+// The buffer a row after the header describes; its fields are as many as
+// the header's.
+CACHEDARRAYS_INLINE DsaBuffer dsa_csv_buffer(const std::vector<std::string_view>& fields,
+                                             const std::array<std::size_t, 4>& column, std::size_t line) {
+  if (dsa_trim(fields[column[0]]).empty()) {
+    dsa_csv_fail(line, "column " + std::to_string(column[0] + 1) + " (buffer) is empty; it names the buffer");
+  }
+  constexpr std::uint64_t max_time = std::numeric_limits<std::uint32_t>::max();
+  DsaBuffer b;
+  b.start = static_cast<std::uint32_t>(dsa_csv_number(fields, column, 1, max_time, line));
+  b.end = static_cast<std::uint32_t>(dsa_csv_number(fields, column, 2, max_time, line));
+  b.size = dsa_csv_number(fields, column, 3, dsa_size_limit - 1, line);
+  if (b.end <= b.start) {
+    dsa_csv_fail(line, "column " + std::to_string(column[2] + 1) + " (end): " + std::to_string(b.end) +
+                           " is not after start " + std::to_string(b.start) +
+                           "; a buffer is alive during [start, end), at least one moment");
+  }
+  if (b.size == 0) {
+    dsa_csv_fail(line, "column " + std::to_string(column[3] + 1) + " (size): 0; a buffer holds at least 1 byte");
+  }
+  return b;
+}
+
 }  // namespace detail
 
 CACHEDARRAYS_INLINE DsaProblem DsaProblem::from_csv_text(std::string_view text, std::uint64_t alignment) {
-  const auto fail = [](std::size_t line, const std::string& what) -> void {
-    throw invalid_argument("cachedarrays: DSA CSV: line " + std::to_string(line) + ": " + what);
-  };
-  const std::string expected = "buffer,start,end,size";
   // Column index of buffer, start, end, size; known once the header is read.
   std::optional<std::array<std::size_t, 4>> column;
   std::size_t field_count = 0;
@@ -148,69 +221,20 @@ CACHEDARRAYS_INLINE DsaProblem DsaProblem::from_csv_text(std::string_view text, 
     if (line.empty()) continue;  // a blank line holds no buffer (files end with one)
     const std::vector<std::string_view> fields = detail::dsa_split_fields(line);
     if (!column) {
-      std::array<std::size_t, 4> at{};
-      std::array<bool, 4> seen{};
-      for (std::size_t f = 0; f < fields.size(); ++f) {
-        const std::string_view name = detail::dsa_trim(fields[f]);
-        const auto it = std::find_if(detail::dsa_csv_columns.begin(), detail::dsa_csv_columns.end(),
-                                     [&](const char* c) { return name == c; });
-        const std::string where = "column " + std::to_string(f + 1) + " (\"" + std::string(name) + "\")";
-        if (it == detail::dsa_csv_columns.end()) {
-          fail(line_number, where + " is not a column of a DSA instance; the header is " + expected +
-                                    " (in any order)");
-        }
-        const auto c = static_cast<std::size_t>(std::distance(detail::dsa_csv_columns.begin(), it));
-        if (seen[c]) fail(line_number, where + " names a column a second time");
-        seen[c] = true;
-        at[c] = f;
-      }
-      for (std::size_t c = 0; c < seen.size(); ++c) {
-        if (!seen[c]) {
-          fail(line_number, std::string("the header has no column \"") + detail::dsa_csv_columns[c] +
-                                "\"; it is " + expected + " (in any order)");
-        }
-      }
-      column = at;
+      column = detail::dsa_csv_header(fields, line_number);
       field_count = fields.size();
       continue;
     }
     if (fields.size() != field_count) {
-      fail(line_number, std::to_string(fields.size()) + " fields; the header names " + std::to_string(field_count));
+      detail::dsa_csv_fail(line_number, std::to_string(fields.size()) + " fields; the header names " +
+                                            std::to_string(field_count));
     }
-    const auto number = [&](std::size_t c, std::uint64_t max) {
-      const std::size_t f = (*column)[c];
-      const std::string_view field = detail::dsa_trim(fields[f]);
-      const std::string where =
-          "column " + std::to_string(f + 1) + " (" + detail::dsa_csv_columns[c] + "): \"" + std::string(field) + "\"";
-      std::uint64_t value = 0;
-      const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-      if (field.empty() || error == std::errc::invalid_argument || end != field.data() + field.size()) {
-        fail(line_number, where + " is not an unsigned integer");
-      }
-      if (error == std::errc::result_out_of_range || value > max) {
-        fail(line_number, where + " is larger than " + std::to_string(max));
-      }
-      return value;
-    };
-    if (detail::dsa_trim(fields[(*column)[0]]).empty()) {
-      fail(line_number, "column " + std::to_string((*column)[0] + 1) + " (buffer) is empty; it names the buffer");
-    }
-    constexpr std::uint64_t max_time = std::numeric_limits<std::uint32_t>::max();
-    DsaBuffer b;
-    b.start = static_cast<std::uint32_t>(number(1, max_time));
-    b.end = static_cast<std::uint32_t>(number(2, max_time));
-    b.size = number(3, detail::dsa_size_limit - 1);
-    if (b.end <= b.start) {
-      fail(line_number, "column " + std::to_string((*column)[2] + 1) + " (end): " + std::to_string(b.end) +
-                            " is not after start " + std::to_string(b.start) +
-                            "; a buffer is alive during [start, end), at least one moment");
-    }
-    if (b.size == 0) {
-      fail(line_number, "column " + std::to_string((*column)[3] + 1) + " (size): 0; a buffer holds at least 1 byte");
-    }
-    buffers.push_back(b);
+    buffers.push_back(detail::dsa_csv_buffer(fields, *column, line_number));
   }
-  if (!column) throw invalid_argument("cachedarrays: DSA CSV: no header; an instance starts with the line " + expected);
+  if (!column) {
+    throw invalid_argument(std::string("cachedarrays: DSA CSV: no header; an instance starts with the line ") +
+                           detail::dsa_csv_header_line);
+  }
   return DsaProblem(std::move(buffers), alignment);
 }
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/heap/detail/block_allocator.hpp"
+#include "cachedarrays/heap/block_allocator.hpp"
 #include "cachedarrays/plan/detail/autotm_dram_walk.hpp"
 #include "cachedarrays/plan/detail/cbc_support.hpp"
 

@@ -181,8 +181,10 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
 
 // The model's times: each kernel its DRAM time plus the penalties of its
 // arguments in PMM, one after the other (a kernel may wait, never overlap
-// the one before); copies one at a time on the engine, each its bytes over
-// the bandwidth, never before it is issued.
+// the one before); copies on the executor's channels (copy_channels.hpp,
+// one lane here): the mover's copies one at a time, each channel one copy at
+// a time (a synchronous write-back included), each copy its bytes over the
+// bandwidth, never before it is issued.
 void check_times(const Program& p, const AutotmCosts& c, const RedlPlan& r) {
   double previous_end = 0;
   for (std::size_t k = 0; k < p.kernels().size(); ++k) {
@@ -201,14 +203,21 @@ void check_times(const Program& p, const AutotmCosts& c, const RedlPlan& r) {
           }
           return penalties;
         }()));
-  double engine = -std::numeric_limits<double>::infinity();
+  REQUIRE(c.copy_lanes == 1);
+  double lane = -std::numeric_limits<double>::infinity();
+  double in_channel = lane, out_channel = lane;
   for (const auto& m : r.moves) {
     if (m.bytes == 0) continue;
     const double gbps = m.to_dram ? c.to_dram_gbps : c.to_pmm_gbps;
     CHECK(m.end - m.start == doctest::Approx(static_cast<double>(m.bytes) / (gbps * 1e9)));
     CHECK(m.start >= m.issue - 1e-12);
-    CHECK(m.start >= engine - 1e-9);
-    engine = m.end;
+    double& channel = m.to_dram ? in_channel : out_channel;
+    CHECK(m.start >= channel - 1e-9);
+    channel = m.end;
+    if (m.asynchronous) {
+      CHECK(m.start >= lane - 1e-9);
+      lane = m.end;
+    }
   }
 }
 

@@ -59,8 +59,8 @@ class CopyChannels {
   /// into it `to_fast_gbps`.
   [[nodiscard]] static CopyChannels two_tiers(double to_slow_gbps, double to_fast_gbps, unsigned lanes);
 
-  /// The fast tier (device 0) and the slow one (device 1) of two_tiers().
-  static constexpr DeviceId fast = 0, slow = 1;
+  static constexpr DeviceId fast = 0;  ///< the fast tier of two_tiers()
+  static constexpr DeviceId slow = 1;  ///< the slow tier of two_tiers()
 
   /// The bandwidth of channel src -> dst, GB/s.
   [[nodiscard]] double gbps(DeviceId src, DeviceId dst) const;

@@ -28,6 +28,16 @@ enum class Access { read, write };
 /// Every hint but `retire` only changes speed; a wrong `retire` loses data.
 enum class Hint : std::uint8_t { will_use, will_read, will_write, archive, retire };
 
+/// How a will_read hint may reach a policy when the thread that gives it does
+/// not hold the runtime's lock (Policy::read_hint_delivery). A read on an
+/// object that does not move need not wait for the lock, and threads reading
+/// their own arrays then do not serialise on it.
+enum class HintDelivery : std::uint8_t {
+  under_lock,  ///< At once, under the runtime's lock (the default).
+  deferred,    ///< Under the lock, before the runtime's next locked call; repeated hints on one object arrive as one.
+  unneeded,    ///< Not at all: the policy does nothing with the hint on this object as it stands.
+};
+
 /// The hint's name ("will_use", ...): the one table of hint names, which
 /// traces, messages and command lines use.
 [[nodiscard]] constexpr const char* to_string(Hint hint) noexcept {

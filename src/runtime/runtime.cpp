@@ -3,3 +3,4 @@
 #include "cachedarrays/runtime/environment-inl.hpp"
 #include "cachedarrays/runtime/memory_snapshot-inl.hpp"
 #include "cachedarrays/runtime/runtime-inl.hpp"
+#include "cachedarrays/runtime/unlocked_reads-inl.hpp"

@@ -525,7 +525,6 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
   objects_.erase(object.self_);  // frees the policy's state with it
 }
 
-CACHEDARRAYS_INLINE Region* DataManager::getprimary(const Object& object) const noexcept { return object.primary_; }
 
 CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region) {
   check_region(region, "setprimary");
@@ -561,6 +560,8 @@ CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region)
   object.on_device_[region.device_] = &region;
   object.primary_ = &region;
   region.version_ = object.version_;
+  // The policy answered for the old place; it is asked anew.
+  object.read_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
 }
 
 // ---- pins -------------------------------------------------------------------
@@ -574,11 +575,8 @@ CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
   // A write must not tear a copy reading the primary (invariant 7); a read
   // may run beside it.
   if (access == Access::write) settle(*primary, /*rethrow=*/false, /*drop_background=*/true);
-  object.pins_.fetch_add(1, std::memory_order_acq_rel);
-  if (access == Access::write) {
-    object.writers_.fetch_add(1, std::memory_order_acq_rel);
-    setdirty(*primary, true);
-  }
+  object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+  if (access == Access::write) setdirty(*primary, true);
 }
 
 CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access access) {
@@ -594,6 +592,24 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
   return extra;
 }
 
+CACHEDARRAYS_INLINE double DataManager::note_read_unlocked(const Object& object) {
+  const Region& primary = *object.primary_;
+  const DeviceId d = primary.device_;
+  const auto& profile = heap(d).spec().emulation;
+  const double extra_ns = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, Access::read) : 0.0;
+  unlocked_reads_.add<3>({unlocked_accesses, unlocked_bytes_read + d, unlocked_emulated_ns},
+                         {1, primary.bytes_, static_cast<std::uint64_t>(extra_ns)});
+  return extra_ns;
+}
+
+CACHEDARRAYS_INLINE Stats DataManager::stats() const {
+  Stats s = stats_;
+  s.accesses += unlocked_reads_.sum(unlocked_accesses);
+  s.emulated_kernel_ns += unlocked_reads_.sum(unlocked_emulated_ns);
+  for (DeviceId d = 0; d < max_devices; ++d) s.kernel_bytes_read[d] += unlocked_reads_.sum(unlocked_bytes_read + d);
+  return s;
+}
+
 CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access) {
   TwoLevelMemory* cache = memory_mode_[device].get();
   if (cache == nullptr) return 0.0;
@@ -606,10 +622,6 @@ CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uin
   return emulation::memory_mode_extra_ns(*heap(device).spec().emulation, delta, cache->line_bytes());
 }
 
-CACHEDARRAYS_INLINE void DataManager::unpin(Object& object, Access access) noexcept {
-  if (access == Access::write) object.writers_.fetch_sub(1, std::memory_order_acq_rel);
-  object.pins_.fetch_sub(1, std::memory_order_acq_rel);
-}
 
 // ---- device-wide operations -------------------------------------------------
 

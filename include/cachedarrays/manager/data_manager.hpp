@@ -29,6 +29,7 @@
 #include "cachedarrays/manager/object.hpp"
 #include "cachedarrays/manager/region.hpp"
 #include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/manager/thread_stripes.hpp"
 #include "cachedarrays/manager/trace.hpp"
 
 namespace cachedarrays {
@@ -110,7 +111,7 @@ class DataManager {
   void destroy(Object& object);
   /// The object's primary region (the one holding its current contents), or
   /// null before setprimary gave it one.
-  [[nodiscard]] Region* getprimary(const Object& object) const noexcept;
+  [[nodiscard]] Region* getprimary(const Object& object) const noexcept { return object.primary_; }
   /// Makes `region` the object's primary. The region must be free-standing
   /// (it then joins the object) or already one of the object's regions, of
   /// the object's size, and — when the object already has a primary — hold a
@@ -209,11 +210,24 @@ class DataManager {
   /// for an object without a primary.
   void pin(Object& object, Access access);
   /// Ends a pin; safe without the runtime lock (atomic).
-  static void unpin(Object& object, Access access) noexcept;
+  static void unpin(Object& object, Access access) noexcept {
+    object.pins_.fetch_sub(access == Access::write ? Object::write_pin : 1, std::memory_order_release);
+  }
   /// Counts a pinned access's bytes against the device of the object's
   /// primary, and returns the extra nanoseconds the access costs when that
   /// device is emulated (0 otherwise); the caller waits them out.
   double note_access(const Object& object, Access access);
+  /// Whether a read of `object` may be counted without the runtime lock:
+  /// false when its primary's device is emulated in 2LM memory mode, whose
+  /// cache model only the lock holder may update.
+  [[nodiscard]] bool readable_unlocked(const Object& object) const noexcept {
+    const Region* primary = object.primary_;
+    return primary != nullptr && memory_mode_[primary->device_] == nullptr;
+  }
+  /// note_access for a read pinned without the runtime lock (the Runtime's
+  /// unlocked reads, once readable_unlocked said yes): counts it in
+  /// per-thread counters that stats() adds in, and returns its emulated cost.
+  double note_read_unlocked(const Object& object);
 
   // ---- walks and checks -----------------------------------------------------
   /// Every live object, in creation order.
@@ -229,8 +243,8 @@ class DataManager {
   /// as a valid copy is compared byte for byte with its primary (slow).
   void check_invariants(bool verify_contents = false) const;
 
-  /// The manager's counters as they are now (copy the value for a snapshot).
-  [[nodiscard]] const Stats& stats() const noexcept { return stats_; }
+  /// The manager's counters as they are now, unlocked reads included.
+  [[nodiscard]] Stats stats() const;
   /// How the mover makes copyto_async's copies (its threads: the replay's
   /// copy lanes, plan/schedule/copy_timeline.hpp).
   [[nodiscard]] const MoverOptions& mover_options() const noexcept { return mover_.options(); }
@@ -300,6 +314,10 @@ class DataManager {
   // data can never pass for a valid copy of another's.
   std::uint64_t next_version_ = 1;
   Stats stats_;
+  // What note_read_unlocked counts, per thread: accesses, emulated ns, then
+  // bytes read per device.
+  enum UnlockedField : std::size_t { unlocked_accesses, unlocked_emulated_ns, unlocked_bytes_read };
+  ThreadStripes<unlocked_bytes_read + max_devices> unlocked_reads_;
   Trace* trace_ = nullptr;
   // Asynchronous copies issued and not yet applied, oldest first.
   std::vector<std::shared_ptr<detail::CopyState>> copies_in_flight_;

@@ -18,6 +18,7 @@ namespace cachedarrays {
 
 class DataManager;
 class Region;
+class Runtime;
 
 /// What a policy keeps per object (LRU links, flags): a type of the policy's
 /// own, derived from this, that the object owns and frees when it dies —
@@ -40,6 +41,8 @@ class Object {
     explicit Key() = default;
   };
   friend class DataManager;
+  // The Runtime's unlocked reads (runtime.hpp) keep their state here.
+  friend class Runtime;
 
  public:
   /// Made by the DataManager only: Key is private to it.
@@ -52,10 +55,19 @@ class Object {
   /// The object's size in bytes, as created; every region of it has this size.
   [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
   /// Pinned by a scoped access: its primary cannot move, be evicted or freed.
-  [[nodiscard]] bool pinned() const noexcept { return pins_.load(std::memory_order_acquire) != 0; }
+  [[nodiscard]] bool pinned() const noexcept {
+    return (pins_.load(std::memory_order_seq_cst) & pin_mask) != 0;
+  }
   /// True while a write access is open: copies taken now would be stale.
   [[nodiscard]] bool being_written() const noexcept {
-    return writers_.load(std::memory_order_acquire) != 0;
+    return (pins_.load(std::memory_order_acquire) >> writer_shift) != 0;
+  }
+  /// How a will_read hint on this object may reach the policy from a thread
+  /// without the runtime's lock (Policy::read_hint_delivery, as the policy
+  /// last answered for this object); under_lock again whenever the primary
+  /// changes, until the policy is asked anew.
+  [[nodiscard]] HintDelivery read_hint_delivery() const noexcept {
+    return static_cast<HintDelivery>(read_delivery_.load(std::memory_order_relaxed));
   }
 
   /// The policy's state for this object, as the policy's own type `State`
@@ -71,21 +83,31 @@ class Object {
 
   /// What the Runtime that made the object remembers of it for memory
   /// snapshots (runtime/memory_snapshot.hpp), under the runtime's lock: when
-  /// it was made, the last hint the policy got for it, whether it was
-  /// retired. made_by_runtime false: made through the data manager directly.
+  /// it was made, whether it was retired (the last hint is last_hint()).
+  /// made_by_runtime false: made through the data manager directly.
   struct History {
     bool made_by_runtime = false;        ///< False: made through the data manager directly.
     bool retired = false;                ///< The program retired it; the policy still holds it.
-    std::optional<Hint> last_hint;       ///< The last hint the policy got for it; empty: none yet.
     std::uint64_t created_iteration = 0; ///< Runtime::iteration() when it was made.
     std::uint64_t created_ns = 0;        ///< When it was made, in ns since the Runtime was made.
-
-    /// Records `hint` as the last one; a retire also marks the object retired.
-    void hinted(Hint hint) noexcept {
-      last_hint = hint;
-      if (hint == Hint::retire) retired = true;
-    }
   };
+  /// The last hint the object got from the program or from an access of it;
+  /// empty: none yet. Readable from any thread.
+  [[nodiscard]] std::optional<Hint> last_hint() const noexcept {
+    const std::uint8_t stored = last_hint_.load(std::memory_order_relaxed);
+    if (stored == 0) return std::nullopt;
+    return static_cast<Hint>(stored - 1);
+  }
+  /// Records `hint` as the last one; a retire also marks the object retired.
+  /// A read that skips the runtime's lock records its will_read too, so the
+  /// hint is kept apart from History, in an atomic: one store, and none when
+  /// it is the hint already there (threads reading one array then share its
+  /// cache line without writing it).
+  void hinted(Hint hint) noexcept {
+    const auto stored = static_cast<std::uint8_t>(static_cast<std::uint8_t>(hint) + 1);
+    if (last_hint_.load(std::memory_order_relaxed) != stored) last_hint_.store(stored, std::memory_order_relaxed);
+    if (hint == Hint::retire) history_.retired = true;
+  }
   /// What the runtime remembers of the object (read under the runtime's lock).
   [[nodiscard]] const History& history() const noexcept { return history_; }
   /// The same, for the Runtime to update.
@@ -99,8 +121,19 @@ class Object {
   // Bumped whenever the primary may have changed; secondaries carrying an
   // older version are stale (invariant 4).
   std::uint64_t version_ = 0;
-  std::atomic<std::uint32_t> pins_{0};
-  std::atomic<std::uint32_t> writers_{0};
+  // Open accesses in the low half, write accesses among them in the high
+  // half: a pin of either kind is one atomic add.
+  static constexpr unsigned writer_shift = 32;
+  static constexpr std::uint64_t pin_mask = (std::uint64_t{1} << writer_shift) - 1;
+  static constexpr std::uint64_t write_pin = (std::uint64_t{1} << writer_shift) + 1;
+  std::atomic<std::uint64_t> pins_{0};
+  // A HintDelivery; written under the runtime's lock, read by unlocked reads.
+  std::atomic<std::uint8_t> read_delivery_{0};
+  // A deferred will_read waits for delivery, on the runtime's list through
+  // next_deferred_ (runtime.hpp).
+  std::atomic<bool> read_deferred_{false};
+  std::atomic<std::uint8_t> last_hint_{0};  // a Hint + 1; 0: none yet
+  Object* next_deferred_ = nullptr;
   std::unique_ptr<PolicyState> policy_state_;
   History history_;
   // Where the manager's list of live objects (creation order) holds this one.

@@ -269,6 +269,13 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
 
+CACHEDARRAYS_INLINE HintDelivery CachedArraysPolicy::read_hint_delivery(const Object& object) const {
+  // Lookahead modes are never asked (they follow kernels); a copy made ahead
+  // is theirs alone, so here will_read is touch_if_fast or bring_to_fast.
+  if (manager().device(*manager().getprimary(object)) == fast_) return HintDelivery::deferred;
+  return mode_.prefetch ? HintDelivery::under_lock : HintDelivery::unneeded;
+}
+
 CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
   if (manager().device(*manager().getprimary(object)) != fast_) return;

@@ -117,6 +117,10 @@ class CachedArraysPolicy final : public Policy {
   [[nodiscard]] std::string name() const override { return mode_.name(); }
   /// Only the A modes look ahead from the program position.
   [[nodiscard]] bool follows_kernels() const override { return mode_.async_lookahead; }
+  /// Deferred for an object in fast memory (a will_read only marks it
+  /// recently used); unneeded for one in slow memory unless the mode
+  /// prefetches (P), whose will_read moves it and must come at once.
+  [[nodiscard]] HintDelivery read_hint_delivery(const Object& object) const override;
   /// The mode this policy runs.
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
   /// The offset plan being followed (+planner modes), else null.

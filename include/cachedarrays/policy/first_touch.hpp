@@ -29,6 +29,10 @@ class FirstTouch final : public Policy {
   [[nodiscard]] std::string name() const override { return "first-touch"; }
   /// False: first touch never looks at the program position.
   [[nodiscard]] bool follows_kernels() const override { return false; }
+  /// Unneeded: hints never move anything here.
+  [[nodiscard]] HintDelivery read_hint_delivery(const Object& /*object*/) const override {
+    return HintDelivery::unneeded;
+  }
   /// The first device, fastest first, with a hole for the object; when none
   /// has one and retires are held, they are collected and the devices tried
   /// again. False when there is still no room.

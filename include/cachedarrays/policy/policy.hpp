@@ -4,7 +4,8 @@
 // what your strategy needs; see examples/custom_policy.cpp and the README.
 //
 // Every handler runs under the runtime's lock, so a policy needs no locking
-// of its own. Only a wrong retire can change a program's results: every other
+// of its own (read_hint_delivery lets a policy take some will_read hints
+// later, so that reads need not take the lock). Only a wrong retire can change a program's results: every other
 // hint, whatever the policy does with it, only changes speed.
 #pragma once
 
@@ -103,6 +104,19 @@ class Policy {
   /// lock of the runtime (hint_overhead's kernel rows). Kernels are counted
   /// either way.
   [[nodiscard]] virtual bool follows_kernels() const { return true; }
+  /// How a will_read hint on `object`, where it is now, may reach this policy
+  /// from a thread that does not hold the runtime's lock: under_lock (the
+  /// default: every hint at once, under the lock), deferred (under the lock
+  /// before the runtime's next locked call, repeated hints on the object
+  /// arriving as one), or unneeded (the policy would do nothing with it).
+  /// Asked under the lock after each hint the object gets there, and again
+  /// after its primary moves. Reads of objects that need no lock are pinned
+  /// without it, so threads reading their own arrays do not serialise on the
+  /// lock. Only asked of a policy that does not follow kernels: a kernel's
+  /// position is counted under the lock.
+  [[nodiscard]] virtual HintDelivery read_hint_delivery(const Object& /*object*/) const {
+    return HintDelivery::under_lock;
+  }
 
  protected:
   /// The data manager given to attach(); only valid once attached.

@@ -24,6 +24,10 @@ class SingleTier final : public Policy {
   [[nodiscard]] std::string name() const override { return tier_ == Tier::fastest ? "all-fast" : "all-slow"; }
   /// False: nothing here depends on the program position.
   [[nodiscard]] bool follows_kernels() const override { return false; }
+  /// Unneeded: hints never move anything here.
+  [[nodiscard]] HintDelivery read_hint_delivery(const Object& /*object*/) const override {
+    return HintDelivery::unneeded;
+  }
   /// A region on the tier's device; false when it has no hole for the object.
   [[nodiscard]] bool place(Object& object) override {
     DataManager& dm = manager();

@@ -75,7 +75,7 @@ CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& man
     object.being_written = o.being_written();
     if (const Object::History& history = o.history(); history.made_by_runtime) {
       object.retired = history.retired;
-      object.last_hint = history.last_hint;
+      object.last_hint = o.last_hint();
       object.created_iteration = history.created_iteration;
       object.created_ns = history.created_ns;
       object.age_iterations = s.iteration - history.created_iteration;

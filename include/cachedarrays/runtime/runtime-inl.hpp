@@ -41,6 +41,9 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
   kernel_hooks_ = policy_->follows_kernels();
+#ifndef CACHEDARRAYS_FAULT_INJECTION
+  unlocked_reads_ = !kernel_hooks_;
+#endif
   read_snapshot_environment();
   if (!trace_file.empty()) {
     const std::filesystem::path extension = trace_file.extension();
@@ -68,7 +71,7 @@ CACHEDARRAYS_INLINE Runtime::~Runtime() {
 }
 
 CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   Object& object = manager_.create_object(bytes);
   bool placed = false;
   try {
@@ -82,6 +85,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     throw;
   }
+  if (placed) refresh_read_delivery(object);
   if (placed && recording_ != nullptr) record(TraceKind::create, object);
   if (!placed) {
     // Snapshot the usage before destroying: the message shows what the
@@ -106,7 +110,7 @@ CACHEDARRAYS_INLINE void Runtime::record(TraceKind kind, const Object& object, s
 }
 
 CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   trace_ = std::make_unique<Trace>();
   std::vector<std::uint64_t> occupancy;
   for (const DeviceUsage& u : manager_.usage()) occupancy.push_back(u.bytes_used);
@@ -118,13 +122,13 @@ CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
 }
 
 CACHEDARRAYS_INLINE void Runtime::stop_trace() {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   set_recording(nullptr);
   manager_.set_trace(nullptr);
 }
 
 CACHEDARRAYS_INLINE void Runtime::record_program() {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   program_recording_ = {.pending = true, .own_trace = recording_ == nullptr};
   if (program_recording_.own_trace) {
     trace_ = std::make_unique<Trace>();
@@ -134,7 +138,7 @@ CACHEDARRAYS_INLINE void Runtime::record_program() {
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_program(plan::Program program) {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   install_program(std::make_shared<const plan::Program>(std::move(program)));
 }
 
@@ -144,7 +148,7 @@ CACHEDARRAYS_INLINE void Runtime::install_program(std::shared_ptr<const plan::Pr
 }
 
 CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return program_;
 }
 
@@ -180,7 +184,7 @@ CACHEDARRAYS_INLINE std::vector<std::string> Runtime::device_names() const {
 CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
                                              std::span<const Access> accesses) {
   if (!kernel_end_heard()) return;
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   if (kernel_hooks_) {
     detail::inject_handler_fault("on_kernel_end");
     policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
@@ -197,9 +201,10 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration() { begin_iteration(true); }
 CACHEDARRAYS_INLINE void Runtime::begin_unplanned_iteration() { begin_iteration(false); }
 
 CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   ++iteration_;
   kernel_index_ = 0;
+  unlocked_kernels_base_ = unlocked_kernels_.sum(0);
   // The program recorded by record_program: its iteration has just ended.
   finish_program_recording();
   if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
@@ -213,13 +218,13 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::iteration() const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return iteration_;
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::kernels_in_iteration() const {
-  std::lock_guard guard(mutex_);
-  return kernel_index_;
+  std::lock_guard guard(placement_);
+  return kernel_index_ + (unlocked_kernels_.sum(0) - unlocked_kernels_base_);
 }
 
 CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
@@ -227,8 +232,10 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
     retire(object);
     return;
   }
-  std::lock_guard guard(mutex_);
+  if (hint == Hint::will_read && try_hint_unlocked(object)) return;
+  const Lock guard(*this);
   dispatch_hint(object, hint, HintSource::program);
+  refresh_read_delivery(object);
 }
 
 CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintSource source) {
@@ -243,7 +250,7 @@ CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintS
   }
   // Before the policy, which may destroy a retired object now or keep it
   // for a collection (then it is no leak).
-  object.history().hinted(hint);
+  object.hinted(hint);
   switch (hint) {
     case Hint::will_use: policy_->will_use(object); break;
     case Hint::will_read: policy_->will_read(object); break;
@@ -256,6 +263,7 @@ CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintS
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
   dispatch_hint(object, access == Access::read ? Hint::will_read : Hint::will_write, HintSource::kernel_argument);
   manager_.pin(object, access);
+  refresh_read_delivery(object);
   emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
 }
@@ -263,9 +271,13 @@ CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access ac
 CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
                                                      std::size_t n, const char* kernel) {
   double emulated_ns = 0;
+  if (try_acquire_unlocked(objects, accesses, data, n, emulated_ns)) {
+    emulation::wait_ns(emulated_ns);
+    return 0;  // only a policy that follows kernels reads the index, and it never lets reads skip the lock
+  }
   std::uint64_t index = 0;
   {
-    std::lock_guard guard(mutex_);
+    const Lock guard(*this);
     std::size_t pinned = 0;
     try {
       // Hint and pin one argument at a time: once pinned, a later argument's
@@ -298,7 +310,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
 }
 
 CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   if (object.pinned()) {
     throw pinned_error("cachedarrays: cannot retire array #" + std::to_string(object.id()) +
                        " while a read()/write() access or kernel on it is open; end that scope first");
@@ -307,19 +319,19 @@ CACHEDARRAYS_INLINE void Runtime::retire(Object& object) {
 }
 
 CACHEDARRAYS_INLINE void Runtime::collect() {
-  std::lock_guard guard(mutex_);
+  const Lock guard(*this);
   if (recording_ != nullptr) recording_->record({.kind = TraceKind::collect});
   policy_->collect();
   manager_.poll_copies();
 }
 
 CACHEDARRAYS_INLINE Stats Runtime::stats() const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return manager_.stats();
 }
 
 CACHEDARRAYS_INLINE std::vector<DeviceUsage> Runtime::usage() const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return manager_.usage();
 }
 
@@ -359,7 +371,7 @@ CACHEDARRAYS_INLINE std::string snapshot_directory_problem(const std::filesystem
 }  // namespace detail
 
 CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot(std::size_t trace_events) const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return snapshot_locked(SnapshotReason::request, 0, trace_events);
 }
 
@@ -370,7 +382,7 @@ CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reaso
   s.requested_bytes = requested_bytes;
   s.policy = policy_->name();
   s.iteration = iteration_;
-  s.kernels_in_iteration = kernel_index_;
+  s.kernels_in_iteration = kernel_index_ + (unlocked_kernels_.sum(0) - unlocked_kernels_base_);
   s.taken_ns = ns_since_start();
   detail::fill_snapshot(s, manager_, trace_.get(), trace_events);
   return s;
@@ -408,17 +420,17 @@ CACHEDARRAYS_INLINE void Runtime::set_snapshot_directory(std::filesystem::path d
     std::error_code ec;
     if (std::filesystem::path absolute = std::filesystem::absolute(directory, ec); !ec) directory = std::move(absolute);
   }
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   snapshot_directory_ = std::move(directory);
 }
 
 CACHEDARRAYS_INLINE std::filesystem::path Runtime::snapshot_directory() const {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   return snapshot_directory_;
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_leak_report(std::ostream* out) {
-  std::lock_guard guard(mutex_);
+  std::lock_guard guard(placement_);
   leak_report_ = out;
 }
 
@@ -444,7 +456,7 @@ CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
 
 CACHEDARRAYS_INLINE void Runtime::report_leaks() const noexcept {
   try {
-    std::lock_guard guard(mutex_);
+    std::lock_guard guard(placement_);
     (void)write_leak_report(snapshot_locked(SnapshotReason::request, 0, 0), *leak_report_);
   } catch (...) {
     // A destructor cannot report a failure to report; the runtime still goes.

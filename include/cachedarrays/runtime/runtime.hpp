@@ -1,8 +1,10 @@
 // The Runtime owns the heaps (through the DataManager), the policy and the
 // stats; there is no global instance, so a program or a test may build as
 // many as it likes (docs/design.md "The user's view"). All manager state sits
-// behind one lock: hints arrive once per kernel, so one lock is enough, and
-// hints from any thread are safe.
+// behind one lock, and hints from any thread are safe. Reads of objects that
+// do not move skip the lock (docs/design.md "Reads that skip the lock"): one
+// lock taken by every read would make threads reading their own arrays
+// slower together than one of them alone.
 #pragma once
 
 #include "cachedarrays/config.hpp"
@@ -23,7 +25,9 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/stats.hpp"
+#include "cachedarrays/manager/thread_stripes.hpp"
 #include "cachedarrays/policy/policy.hpp"
+#include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/memory_snapshot.hpp"
 
 namespace cachedarrays {
@@ -37,9 +41,28 @@ class PinnedKernel;
 /// The library's entry point: owns the heaps (through the DataManager), the
 /// placement policy and the stats, makes arrays (array()) and runs kernels
 /// over them (kernel()). No global instance: make as many as needed. Every
-/// call is safe from any thread; all manager state sits behind one lock.
+/// call is safe from any thread; all manager state sits behind one lock,
+/// which reads of objects that stay where they are skip
+/// (Policy::read_hint_delivery).
 class Runtime {
  public:
+  /// The runtime's lock (lock()): while it is held no other call of the
+  /// runtime changes anything, and no read pins an object without it. It
+  /// first hands the policy the will_read hints deferred by reads that
+  /// skipped the lock.
+  class Lock {
+   public:
+    /// Takes `runtime`'s lock.
+    explicit Lock(Runtime& runtime);
+    /// Lets go of it.
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    Runtime& runtime_;
+  };
+
   /// Reserves every device now. Without a policy, first-touch is used
   /// (fastest device with room; never moves). `mover` configures the
   /// threads that make the policy's asynchronous copies. Reads
@@ -149,8 +172,9 @@ class Runtime {
   [[nodiscard]] const DataManager& manager() const noexcept { return manager_; }
   /// The placement policy; not synchronised either: hold lock() as for manager().
   [[nodiscard]] policy::Policy& policy() noexcept { return *policy_; }
-  /// Takes the runtime's lock, the one every call takes inside.
-  [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock{mutex_}; }
+  /// Takes the runtime's lock, the one every call that may move data takes
+  /// inside.
+  [[nodiscard]] Lock lock() { return Lock(*this); }
 
  private:
   void begin_iteration(bool planned);
@@ -194,6 +218,22 @@ class Runtime {
   void dispatch_hint(Object& object, Hint hint, HintSource source);
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
+  // The reads that skip the lock: pins every object for reading and resolves
+  // its primary without the lock when each object's policy answer allows it
+  // and no lock holder ran meanwhile; false, with nothing pinned or counted,
+  // when the lock is needed.
+  bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
+                            double& emulated_ns);
+  // A will_read from the program that needs no lock: true when it was
+  // deferred or is unneeded.
+  bool try_hint_unlocked(Object& object);
+  // Queues a deferred will_read on `object` (once until it is delivered).
+  void defer_read_hint(Object& object);
+  // Under the lock: gives the policy every deferred will_read, oldest first.
+  void deliver_deferred_reads();
+  // Under the lock, after a hint or a placement: asks the policy how the
+  // object's next will_read may come, while its answer is under_lock.
+  void refresh_read_delivery(Object& object);
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
   // Where an out_of_memory's snapshot went, for its message: the file, or
@@ -219,7 +259,7 @@ class Runtime {
   // once its iteration has ended.
   void finish_program_recording();
 
-  // recording_ and recording_on_ together (under mutex_).
+  // recording_ and recording_on_ together (under the lock).
   void set_recording(Trace* trace) noexcept {
     recording_ = trace;
     recording_on_.store(trace != nullptr, std::memory_order_release);
@@ -231,7 +271,22 @@ class Runtime {
     std::uint64_t first = 0;  // the iteration recorded (0: not begun yet)
   };
 
-  mutable std::mutex mutex_;
+  // The lock, whose sequence also tells a read that pins without it whether
+  // a holder ran meanwhile: one that finds it even and unchanged after its
+  // pins knows that none did, and every later holder sees its pins (both
+  // sides store before they load, seq_cst).
+  alignas(64) mutable PlacementLock placement_;
+  // Objects whose deferred will_read waits for the next Lock, newest first
+  // (through Object::next_deferred_).
+  alignas(64) std::atomic<Object*> deferred_reads_{nullptr};
+  // Kernels and scoped accesses that skipped the lock, per thread; at the
+  // start of the iteration their sum was unlocked_kernels_base_.
+  ThreadStripes<1> unlocked_kernels_;
+  std::uint64_t unlocked_kernels_base_ = 0;
+  // Whether reads may skip the lock at all: the policy does not follow
+  // kernels (whose positions are counted under the lock), and no faults are
+  // injected (their sites are under the lock).
+  bool unlocked_reads_ = false;
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<Trace> trace_;
@@ -256,4 +311,5 @@ class Runtime {
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/runtime/runtime-inl.hpp"
+#include "cachedarrays/runtime/unlocked_reads-inl.hpp"
 #endif

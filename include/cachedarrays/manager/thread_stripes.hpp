@@ -1,0 +1,131 @@
+// Counters that threads add to without sharing a cache line. A counter that
+// every thread increments with one atomic add makes its cache line bounce
+// between the cores, and two threads then count slower than one. Here each
+// thread adds to a stripe of its own: while it is the stripe's only writer,
+// an add is a plain load and store (no locked instruction), and a reader sums
+// the stripes. Threads are numbered when they first add; a thread that ends
+// gives its number back, so a program that makes short-lived threads keeps
+// reusing the same stripes. Threads past thread_stripe_count live ones share
+// one overflow stripe, with atomic read-modify-writes.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace cachedarrays {
+
+/// Stripes per ThreadStripes: live threads up to this many each write their own.
+inline constexpr std::size_t thread_stripe_count = 64;
+
+namespace detail {
+
+// The number of a thread that has ended: its adds (from destructors of
+// other thread-locals) go to the shared overflow stripe.
+inline constexpr std::size_t ended_thread_number = thread_stripe_count;
+
+// The calling thread's number + 1 (0: none yet). Initial-exec: reading it is
+// one instruction, where the general model calls into the dynamic linker on
+// every add.
+inline std::size_t& thread_number_plus_one() noexcept {
+  static thread_local std::size_t number __attribute__((tls_model("initial-exec"))) = 0;
+  return number;
+}
+
+// Hands out the thread numbers, unique among live threads while fewer than
+// thread_stripe_count of them hold one, and takes them back when a thread
+// ends.
+class ThreadNumber {
+ public:
+  ThreadNumber() {
+    const std::lock_guard guard(mutex());
+    std::vector<std::size_t>& free = free_numbers();
+    if (free.empty()) {
+      number_ = next_number()++;
+    } else {
+      number_ = free.back();
+      free.pop_back();
+    }
+    thread_number_plus_one() = number_ + 1;
+  }
+  ~ThreadNumber() {
+    thread_number_plus_one() = ended_thread_number + 1;
+    const std::lock_guard guard(mutex());
+    free_numbers().push_back(number_);
+  }
+  ThreadNumber(const ThreadNumber&) = delete;
+  ThreadNumber& operator=(const ThreadNumber&) = delete;
+
+  [[nodiscard]] std::size_t get() const noexcept { return number_; }
+
+ private:
+  // Function-local statics: one of each per process, in header-only mode too.
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::size_t>& free_numbers() {
+    static std::vector<std::size_t> numbers;
+    return numbers;
+  }
+  static std::size_t& next_number() {
+    static std::size_t next = 0;
+    return next;
+  }
+
+  std::size_t number_ = 0;
+};
+
+inline std::size_t this_thread_number() {
+  if (const std::size_t known = thread_number_plus_one(); known != 0) return known - 1;
+  thread_local const ThreadNumber number;
+  return number.get();
+}
+
+}  // namespace detail
+
+/// `Fields` counters, added to by many threads and summed by any: each
+/// thread adds to a stripe of its own (see the file's comment for why).
+/// Adds and sums are safe from any thread; a sum taken while others add sees
+/// each add either whole or not at all.
+template <std::size_t Fields>
+class ThreadStripes {
+ public:
+  /// Adds `value` to counter `field` (< Fields) of the calling thread's stripe.
+  void add(std::size_t field, std::uint64_t value) { add<1>({field}, {value}); }
+  /// Adds values[i] to counter fields[i] (< Fields) for every i, finding the
+  /// calling thread's stripe once.
+  template <std::size_t N>
+  void add(const std::array<std::size_t, N>& fields, const std::array<std::uint64_t, N>& values) {
+    const std::size_t number = detail::this_thread_number();
+    if (number < thread_stripe_count) {
+      // The stripe's only writer: no other thread can add in between.
+      Stripe& mine = stripes_[number];
+      for (std::size_t i = 0; i < N; ++i) {
+        std::atomic<std::uint64_t>& counter = mine.counts[fields[i]];
+        counter.store(counter.load(std::memory_order_relaxed) + values[i], std::memory_order_relaxed);
+      }
+    } else {
+      for (std::size_t i = 0; i < N; ++i) overflow_.counts[fields[i]].fetch_add(values[i], std::memory_order_relaxed);
+    }
+  }
+  /// Counter `field` summed over every stripe.
+  [[nodiscard]] std::uint64_t sum(std::size_t field) const noexcept {
+    std::uint64_t total = overflow_.counts[field].load(std::memory_order_relaxed);
+    for (const Stripe& s : stripes_) total += s.counts[field].load(std::memory_order_relaxed);
+    return total;
+  }
+
+ private:
+  // Each stripe on cache lines of its own: two threads' adds never touch one line.
+  struct alignas(64) Stripe {
+    std::array<std::atomic<std::uint64_t>, Fields> counts{};
+  };
+  std::array<Stripe, thread_stripe_count> stripes_{};
+  Stripe overflow_;  // shared by the threads past thread_stripe_count
+};
+
+}  // namespace cachedarrays

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <vector>
 
@@ -118,16 +119,25 @@ CACHEDARRAYS_INLINE CopyChoice forced_copy_paths(CopyPath path, std::string_view
   return choice;
 }
 
-// Anonymous memory whose pages are all present (MAP_POPULATE), so that no
-// timed copy pays for a page fault; unmapped when it goes.
+// Anonymous memory whose pages are all present, so that no timed copy pays
+// for a page fault; unmapped when it goes. Asked for in huge pages where the
+// kernel allows it (transparent huge pages on madvise): faulting a few huge
+// pages costs far less of the budget than thousands of small ones.
 class CopyScratch {
  public:
-  explicit CopyScratch(std::uint64_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    data_ = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+  static constexpr std::uint64_t huge_page = std::uint64_t{2} << 20;
+
+  explicit CopyScratch(std::uint64_t bytes) : mapped_bytes_(bytes + huge_page) {
+    void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    mapping_ = static_cast<std::byte*>(p);
+    const auto address = reinterpret_cast<std::uintptr_t>(mapping_);
+    data_ = mapping_ + ((huge_page - address % huge_page) % huge_page);
+    static_cast<void>(madvise(data_, bytes, MADV_HUGEPAGE));  // a hint: without it, small pages
+    std::memset(data_, 0, bytes);
   }
   ~CopyScratch() {
-    if (data_ != nullptr) munmap(data_, bytes_);
+    if (mapping_ != nullptr) munmap(mapping_, mapped_bytes_);
   }
   CopyScratch(const CopyScratch&) = delete;
   CopyScratch& operator=(const CopyScratch&) = delete;
@@ -135,7 +145,8 @@ class CopyScratch {
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
 
  private:
-  std::uint64_t bytes_;
+  std::uint64_t mapped_bytes_;
+  std::byte* mapping_ = nullptr;
   std::byte* data_ = nullptr;
 };
 
@@ -144,24 +155,28 @@ CACHEDARRAYS_INLINE CopyTimings calibrate_copy_paths(double budget_seconds) {
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  // Per band: the size of one timed copy, how many copies make one sample
-  // (small copies are batched so that the clock's resolution does not
-  // matter), and how many samples each candidate gets (the best counts: on
-  // a shared machine a disturbance only ever slows a sample down). The
-  // large band goes first: it decides the copies whose bandwidth matters
-  // most, so a budget cut short by a slow machine falls on the others.
+  // Per band: the size of one timed copy, and how many copies make one
+  // sample (small copies are batched so that the clock's resolution does not
+  // matter). Each candidate gets up to copy_calibration_rounds samples and
+  // the best counts: on a shared machine a disturbance only ever slows a
+  // sample down. The large sample is as large as the budget allows once the
+  // scratch pages have been faulted (which costs more than copying them):
+  // large enough that each thread's half of a split copy overflows its L2
+  // (smaller, memcpy's chunks would be timed in the cache and look faster
+  // than they are for a gigabyte), though on a machine with a large
+  // last-level cache it still fits there.
   struct Plan {
     CopyBand band;
     std::uint64_t bytes;
     int batch;
-    int samples;
   };
   constexpr std::uint64_t KiB = 1024;
   const Plan plans[] = {
-      {CopyBand::large, 16 * KiB * KiB, 1, 2},
-      {CopyBand::medium, 4 * KiB * KiB, 1, 2},
-      {CopyBand::small, 128 * KiB, 8, 3},
+      {CopyBand::large, 8 * KiB * KiB, 1},
+      {CopyBand::medium, 2 * KiB * KiB, 1},
+      {CopyBand::small, 64 * KiB, 8},
   };
+  constexpr int rounds = 3;
   std::uint64_t scratch_bytes = 0;
   for (const Plan& p : plans) scratch_bytes = std::max(scratch_bytes, p.bytes);
 
@@ -173,25 +188,33 @@ CACHEDARRAYS_INLINE CopyTimings calibrate_copy_paths(double budget_seconds) {
     timings.seconds = elapsed();
     return timings;
   }
-  // Whether the next copy fits in the budget is judged at the slowest rate
-  // seen so far; until a copy has run, at a slow machine's.
-  double slowest_gbps = 0;
-  for (const Plan& p : plans) {
-    timings.sample_bytes[static_cast<std::size_t>(p.band)] = p.bytes;
-    std::vector<CopyCandidate> candidates = {CopyCandidate::memcpy, CopyCandidate::nontemporal};
-    if (p.band != CopyBand::small) {
-      candidates.push_back(CopyCandidate::memcpy_split);
-      candidates.push_back(CopyCandidate::nontemporal_split);
-    }
-    const std::uint64_t sample_bytes = p.bytes * static_cast<std::uint64_t>(p.batch);
-    // The candidates take turns sample by sample, so that a slow phase of the
-    // machine hits all of them alike.
-    for (int s = 0; s < p.samples; ++s) {
+  for (const Plan& p : plans) timings.sample_bytes[static_cast<std::size_t>(p.band)] = p.bytes;
+  // Round by round, every band and every candidate in turn: a slow phase of
+  // the machine hits all of them alike, and a budget that runs out leaves
+  // every candidate with a sample before any has its second. Whether the
+  // next copy fits in the budget is judged at the band's best rate so far
+  // (until it has one, a slow machine's 4 GB/s): a copy slowed by a
+  // disturbance says little about the next.
+  for (int round = 0; round < rounds; ++round) {
+    for (const Plan& p : plans) {
+      std::vector<CopyCandidate> candidates = {CopyCandidate::memcpy, CopyCandidate::nontemporal};
+      if (p.band != CopyBand::small) {
+        candidates.push_back(CopyCandidate::memcpy_split);
+        candidates.push_back(CopyCandidate::nontemporal_split);
+      }
+      const std::uint64_t sample_bytes = p.bytes * static_cast<std::uint64_t>(p.batch);
       for (const CopyCandidate candidate : candidates) {
-        const double expected_gbps = slowest_gbps > 0 ? slowest_gbps : 1.0;
+        double band_gbps = 0;
+        for (const double g : timings.gbps[static_cast<std::size_t>(p.band)]) band_gbps = std::max(band_gbps, g);
+        const double expected_gbps = band_gbps > 0 ? band_gbps : 4.0;
         if (elapsed() + static_cast<double>(sample_bytes) / (expected_gbps * 1e9) > budget_seconds) {
-          timings.note = fmt::format("the {:.0f} ms budget ended in the {} band", budget_seconds * 1e3,
-                                     copy_band_name(p.band));
+          if (round == 0) {
+            timings.note = fmt::format("the {:.0f} ms budget ended in the first round, in the {} band",
+                                       budget_seconds * 1e3, copy_band_name(p.band));
+          } else {
+            timings.note = fmt::format("the {:.0f} ms budget allowed {} of {} rounds", budget_seconds * 1e3,
+                                       round, rounds);
+          }
           timings.seconds = elapsed();
           return timings;
         }
@@ -206,7 +229,6 @@ CACHEDARRAYS_INLINE CopyTimings calibrate_copy_paths(double budget_seconds) {
         const double seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
         timings.bytes += sample_bytes;
         const double gbps = static_cast<double>(sample_bytes) / seconds / 1e9;
-        slowest_gbps = slowest_gbps > 0 ? std::min(slowest_gbps, gbps) : gbps;
         timings.set(p.band, candidate, std::max(timings.get(p.band, candidate), gbps));
       }
     }

@@ -600,6 +600,7 @@ Results run(const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  bench::print_machine_line();
   const auto started = bench::Clock::now();
   Results results;
   try {

@@ -102,8 +102,9 @@ using tools::shell_quote;
 using tools::Table;
 
 // `value` with the machine it was measured on: an object gets a "machine"
-// member beside its own; a list of rows becomes {"machine": ..., "rows":
-// [...]} (the scripts that read the rows accept both forms).
+// member beside its own (so no benchmark names a member of its own so); a
+// list of rows becomes {"machine": ..., "rows": [...]} (the scripts that
+// read the rows accept both forms).
 inline nlohmann::json with_machine(const nlohmann::json& value) {
   if (value.is_object()) {
     nlohmann::json out = value;

@@ -1,8 +1,9 @@
 // What every benchmark here needs around its measurement: the statistic it
-// reports (median), the wall and CPU time it takes them from, and, shared
-// with the command-line tools (tools/support), a table a person can read,
-// JSON a script can compare (STYLE.md "Benchmarks"), and running a helper
-// script (the PyTorch baseline, the plot scripts).
+// reports (median), the wall and CPU time it takes them from, the machine it
+// ran on (machine_report.hpp), and, shared with the command-line tools
+// (tools/support), a table a person can read, JSON a script can compare
+// (STYLE.md "Benchmarks"), and running a helper script (the PyTorch
+// baseline, the plot scripts).
 #pragma once
 
 #include <algorithm>
@@ -10,11 +11,13 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "machine_report.hpp"
 #include "support/json_file.hpp"
 #include "support/shell.hpp"
 #include "support/table.hpp"
@@ -97,6 +100,23 @@ using tools::capture;
 using tools::Column;
 using tools::shell_quote;
 using tools::Table;
-using tools::write_json;
+
+// `value` with the machine it was measured on: an object gets a "machine"
+// member beside its own (so no benchmark names a member of its own so); a
+// list of rows becomes {"machine": ..., "rows": [...]} (the scripts that
+// read the rows accept both forms).
+inline nlohmann::json with_machine(const nlohmann::json& value) {
+  if (value.is_object()) {
+    nlohmann::json out = value;
+    out["machine"] = machine_json(machine_report());
+    return out;
+  }
+  return {{"machine", machine_json(machine_report())}, {"rows", value}};
+}
+
+// Every benchmark's JSON, written with the machine it ran on.
+inline bool write_json(const std::string& path, const nlohmann::json& value, std::string_view program) {
+  return tools::write_json(path, with_machine(value), program);
+}
 
 }  // namespace cachedarrays::bench

@@ -4,6 +4,9 @@
 //   memcpy  std::memcpy (with 2 threads: two halves run by tbb::parallel_for)
 //   NT      a plain non-temporal copy, detail::copy_nontemporal (split the same way)
 // ratio = copyto / max(memcpy, NT); the goal is >= 0.95 for regions >= 64 MiB.
+// copyto's stores are the copy engine's measured choice (or CACHEDARRAYS_COPY's):
+// the header prints it per size band with the figures it rests on, and the
+// JSON holds it as "copy_path".
 //
 // Directions DRAM->DAX, DAX->DRAM, DRAM->DRAM; sizes 4 KiB .. 1 GiB; 1 and 2
 // threads (tbb::global_control caps oneTBB, which copyto's engine uses).
@@ -31,10 +34,12 @@
 #include <vector>
 
 #include <cachedarrays/heap/device_spec.hpp>
+#include <cachedarrays/manager/copy_path.hpp>
 #include <cachedarrays/manager/data_manager.hpp>
 
 #include "bench_support.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
+#include "support/copy_path_json.hpp"
 
 namespace ca = cachedarrays;
 namespace detail = cachedarrays::detail;
@@ -275,7 +280,8 @@ void run_tuning_sweep(ca::DataManager& manager, const std::vector<std::uint64_t>
       for (const std::uint64_t chunk : chunks) {
         variants.emplace_back([=] {
           detail::copy_bytes(dst, src, bytes, where,
-                             detail::CopyTuning{.parallel_threshold = 0, .chunk_bytes = chunk, .max_threads = 2});
+                             detail::CopyTuning{
+                                 .parallel_threshold = 0, .chunk_bytes = chunk, .max_threads = 2, .split = true});
         });
       }
       const std::vector<double> gbps = measure(variants, bytes, effort);
@@ -313,6 +319,41 @@ std::vector<std::uint64_t> up_to(std::uint64_t max_bytes, std::initializer_list<
   return kept;
 }
 
+std::string band_sizes(const ca::CopyBandReport& b) {
+  return b.end_bytes == 0 ? ">= " + human(b.min_bytes) : human(b.min_bytes) + " .. <" + human(b.end_bytes);
+}
+
+std::string gbps_cell(double gbps) { return gbps > 0 ? fmt::format("{:.2f}", gbps) : "-"; }
+
+// What copyto copies with in each size band, the calibration's figures for
+// each candidate, and why the chooser took what it took.
+void print_copy_path() {
+  const ca::CopyPathReport& r = ca::copy_path_report();
+  fmt::print("  copy path (CACHEDARRAYS_COPY={}): {}\n", r.mode, r.summary());
+  if (r.mode == "auto") {
+    fmt::print("    measured in {:.1f} ms over {} copied{}{}; GB/s of each candidate per band:\n",
+               r.calibration_seconds * 1e3, human(r.calibration_bytes), r.calibration_note.empty() ? "" : "; ",
+               r.calibration_note);
+  }
+  const bench::Table table({{"band", 6, bench::Align::left},
+                            {"sizes", 17, bench::Align::left},
+                            {"chosen", 12, bench::Align::left},
+                            {"memcpy", 7},
+                            {"NT", 7},
+                            {"memcpy 2+", 9},
+                            {"NT 2+", 7},
+                            {"why", 4, bench::Align::left, 2}},
+                           "    ");
+  table.print_header();
+  for (const ca::CopyBandReport& b : r.bands) {
+    table.print_row({b.band, band_sizes(b), b.split ? b.split_path + " split" : b.path, gbps_cell(b.memcpy_gbps),
+                     gbps_cell(b.nontemporal_gbps), gbps_cell(b.memcpy_split_gbps), gbps_cell(b.nontemporal_split_gbps),
+                     b.why});
+  }
+  fmt::print("    below {} a copy is one memcpy; into real pmem it is libpmem's, whatever the band says\n",
+             human(r.always_memcpy_below));
+}
+
 void print_setup(ca::DataManager& manager, const Options& o, const Effort& effort) {
   const detail::CopyTuning defaults;
   fmt::print("copy_bandwidth: DataManager::copyto vs std::memcpy vs a plain non-temporal copy\n");
@@ -324,11 +365,35 @@ void print_setup(ca::DataManager& manager, const Options& o, const Effort& effor
                                            "streaming stores, not libpmem)");
   fmt::print("  non-temporal vector path: {}; CopyTuning defaults: parallel_threshold {}, chunk_bytes {}\n",
              detail::nontemporal_path(), human(defaults.parallel_threshold), human(defaults.chunk_bytes));
+  print_copy_path();
   fmt::print("  GB/s = 1e9 bytes/s, the {} of >= {} samples and >= {:.0f} ms per variant; "
              "variants interleaved sample by sample\n",
              o.statistic, effort.min_samples, effort.min_seconds * 1e3);
   fmt::print("  ratio = copyto / max(memcpy, NT); other% = CPU share other processes used during the row "
              "(a 2-thread row needs the second core free)\n\n");
+}
+
+// The rows of at least goal_bytes, where copyto should reach goal_ratio of
+// the best baseline.
+constexpr std::uint64_t goal_bytes = 64 * MiB;
+constexpr double goal_ratio = 0.95;
+
+void print_goal(const std::vector<Row>& rows) {
+  const Row* worst = nullptr;
+  int counted = 0;
+  for (const Row& r : rows) {
+    if (r.bytes < goal_bytes) continue;
+    ++counted;
+    if (worst == nullptr || r.ratio < worst->ratio) worst = &r;
+  }
+  fmt::print("\ngoal: copyto >= {:.2f} of the best copy in every row >= {}: ", goal_ratio, human(goal_bytes));
+  if (worst == nullptr) {
+    fmt::print("no such row (raise --max-bytes)\n");
+    return;
+  }
+  fmt::print("{} ({} rows; lowest ratio {:.2f}, {} {} {} thread{})\n", worst->ratio >= goal_ratio ? "met" : "MISSED",
+             counted, worst->ratio, worst->direction, human(worst->bytes), worst->threads,
+             worst->threads == 1 ? "" : "s");
 }
 
 nlohmann::json to_json(const std::vector<Row>& rows) {
@@ -353,6 +418,7 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
 
   if (options.quick) options.max_bytes = std::min(options.max_bytes, 16 * MiB);
   const std::vector<std::uint64_t> sizes =
@@ -377,7 +443,10 @@ int main(int argc, char** argv) {
 
   const std::vector<Row> rows = run_copyto(manager, sizes, effort);
   if (options.sweep) run_tuning_sweep(manager, sweep_sizes, effort);
-  if (!options.json_path.empty() && !bench::write_json(options.json_path, to_json(rows), "copy_bandwidth")) {
+  print_goal(rows);
+  const nlohmann::json document = {
+      {"copy_path", ca::tools::copy_path_json<nlohmann::json>(ca::copy_path_report())}, {"rows", to_json(rows)}};
+  if (!options.json_path.empty() && !bench::write_json(options.json_path, document, "copy_bandwidth")) {
     return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;

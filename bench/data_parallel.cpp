@@ -317,6 +317,7 @@ nlohmann::json run_ranks(const Options& o, const std::string& mpirun, bool open_
   }
   std::ifstream in(json_path);
   nlohmann::json row = nlohmann::json::parse(in);
+  row.erase("machine");  // the same machine as this run's, which the whole JSON names once
   row["others_busy_cores"] = others;
   if (others > 0.1) {
     fmt::print("warning: other processes kept {:.2f} of {} cores busy during the {}-rank run: its figures are "
@@ -641,6 +642,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "data_parallel: --worker runs one rank under mpirun; run without it to drive the workers\n");
     return EXIT_FAILURE;
   }
+  bench::print_machine_line();
   try {
     return driver_main(options);
   } catch (const dnnl::error& e) {

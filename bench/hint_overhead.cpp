@@ -395,6 +395,7 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "a fast smoke run (fewer iterations; noisier numbers)");
   app.add_option("--json", json_path, "also write the results to this JSON file");
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
 
   const Effort effort = quick ? Effort{100'000, 3, 200, 1000} : Effort{2'000'000, 7, 2000, 1000};
   const AccessTimes access = measure_access(effort);

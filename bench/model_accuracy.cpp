@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   Options o;
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
   if (o.quick) o.rounds = 1;
   std::vector<Case> cases;
   try {

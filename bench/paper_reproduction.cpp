@@ -885,6 +885,7 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
   if (options.compute_threads > 0) omp_set_num_threads(options.compute_threads);
   const PaperMachine paper = paper_machine(options);
   const std::vector<Row> rows = run(options, paper);

@@ -542,6 +542,7 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
   if (options.quick && app.count("--mip-seconds") == 0) options.mip_seconds = 0.25;
   if (options.quick && app.count("--search-seconds") == 0) options.search_seconds = 0.25;
   std::vector<Row> rows;

@@ -1023,6 +1023,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--json", o.json_path, "also write the report to this JSON file");
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
 
   std::vector<std::string> policies = o.policies.empty() ? default_policies(o.async) : o.policies;
   try {

@@ -433,6 +433,7 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
   Settings& s = options.settings;
   if (options.quick) {
     options.models = {"resnet18"};

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json_path, "write one row per model as JSON to this file");
   app.add_flag("--quick", o.quick, "batches divided by 16 (the graphs are the same; the papers' figures scaled)");
   CLI11_PARSE(app, argc, argv);
+  bench::print_machine_line();
 
   const ca::plan::OffsetPlanner planner = ca::plan::parse_offset_planner(o.planner);
   fmt::print("training footprint per iteration, 224x224, 1000 classes (dry runs on virtual heaps; GB = 10^9 B){}\n",

@@ -2,7 +2,9 @@
 # scripts' PNGs): it clears OUT_DIR, runs RUN1 and then RUN2 (each a ;-list:
 # program and arguments) and fails unless both exit 0, every file in PNGS is
 # a PNG, and, with JSON, every row of that JSON array has each of
-# JSON_FIELDS. This is what breaks when the C++ side and a Python script
+# JSON_FIELDS (a benchmark's JSON is an object whose "rows" is that array,
+# beside the "machine" it ran on: the rows are then checked, and the
+# machine must be there). This is what breaks when the C++ side and a Python script
 # stop agreeing on a format.
 #
 #   cmake -DOUT_DIR=dir "-DRUN1=prog;arg" ["-DRUN2=..."] "-DPNGS=a.png;b.png"
@@ -36,6 +38,17 @@ endforeach()
 
 if(DEFINED JSON)
   file(READ "${JSON}" text)
+  string(JSON top ERROR_VARIABLE error TYPE "${text}")
+  if(top STREQUAL "OBJECT")
+    string(JSON machine ERROR_VARIABLE error GET "${text}" machine)
+    if(error)
+      message(FATAL_ERROR "check_outputs: ${JSON} has no \"machine\" object: ${error}")
+    endif()
+    string(JSON text ERROR_VARIABLE error GET "${text}" rows)
+    if(error)
+      message(FATAL_ERROR "check_outputs: ${JSON} is an object without \"rows\": ${error}")
+    endif()
+  endif()
   string(JSON rows ERROR_VARIABLE error LENGTH "${text}")
   if(error OR rows EQUAL 0)
     message(FATAL_ERROR "check_outputs: ${JSON} is not a non-empty JSON array: ${error}")

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -23,6 +24,7 @@ namespace {
 using cachedarrays::detail::copy_bytes;
 using cachedarrays::detail::copy_nontemporal;
 using cachedarrays::detail::CopyDestination;
+using cachedarrays::detail::CopyPath;
 using cachedarrays::detail::CopyTuning;
 
 constexpr std::uint64_t line = 64;
@@ -43,8 +45,10 @@ const char* name(CopyDestination where) {
   return "?";
 }
 
-// Small settings so that the parallel path runs on sizes a test can afford.
-constexpr CopyTuning small_tuning{.parallel_threshold = 64 << 10, .chunk_bytes = 16 << 10, .max_threads = 2};
+// Small settings so that the parallel path runs on sizes a test can afford;
+// split whatever the process's measured choice says.
+constexpr CopyTuning small_tuning{
+    .parallel_threshold = 64 << 10, .chunk_bytes = 16 << 10, .max_threads = 2, .split = true};
 
 // A source and a destination at chosen offsets from a cache-line boundary,
 // each inside a larger buffer whose other bytes are known.
@@ -104,7 +108,9 @@ void check_copy(std::uint64_t bytes, std::uint64_t src_offset, std::uint64_t dst
   CopyCase c(bytes, src_offset, dst_offset, bytes + 31 * src_offset + dst_offset);
   copy_bytes(c.dst(), c.src(), bytes, where, tuning);
   INFO("destination ", name(where), ", ", bytes, " bytes, src offset ", src_offset, ", dst offset ",
-       dst_offset, ", threshold ", tuning.parallel_threshold, ", chunk ", tuning.chunk_bytes);
+       dst_offset, ", threshold ", tuning.parallel_threshold, ", chunk ", tuning.chunk_bytes, ", path ",
+       !tuning.path ? "measured" : *tuning.path == CopyPath::memcpy ? "memcpy" : "nt", ", split ",
+       !tuning.split ? "measured" : *tuning.split ? "yes" : "no");
   CHECK(c.first_wrong_byte() == npos);
   CHECK(c.first_touched_guard() == npos);
 }
@@ -160,15 +166,48 @@ TEST_CASE("copy_bytes: unusual tunings still copy exactly") {
   const std::uint64_t bytes = (std::uint64_t{1} << 20) + 333;
   for (const CopyDestination where : all_destinations) {
     // A chunk that is not a whole number of cache lines.
-    check_copy(bytes, 9, 21, where, CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 10000, .max_threads = 2});
+    check_copy(bytes, 9, 21, where,
+               CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 10000, .max_threads = 2, .split = true});
     // Chunks smaller than a line, and no thread limit.
-    check_copy(bytes, 1, 2, where, CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 1, .max_threads = 0});
+    check_copy(bytes, 1, 2, where,
+               CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 1, .max_threads = 0, .split = true});
     // A zero chunk size must not divide by zero.
-    check_copy(bytes, 0, 3, where, CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 0, .max_threads = 0});
+    check_copy(bytes, 0, 3, where,
+               CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 0, .max_threads = 0, .split = true});
     // One thread: the whole copy on the calling thread.
     check_copy(bytes, 0, 0, where, CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 4096, .max_threads = 1});
     // More threads than the machine has.
-    check_copy(bytes, 4, 60, where, CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 8192, .max_threads = 16});
+    check_copy(bytes, 4, 60, where,
+               CopyTuning{.parallel_threshold = 4096, .chunk_bytes = 8192, .max_threads = 16, .split = true});
+  }
+}
+
+TEST_CASE("copy_bytes: every store path, split or not, copies exactly at every destination") {
+  // memcpy and non-temporal stores each on one thread and split into chunks
+  // (the four candidates the calibration times), then the process's own
+  // measured choice: sizes around the tiny-copy cut (256), odd sizes, and a
+  // copy of many chunks; ends misaligned against each other.
+  const std::uint64_t k = small_tuning.chunk_bytes;
+  const std::array<std::array<std::uint64_t, 2>, 4> offsets = {{{0, 0}, {1, 63}, {37, 5}, {32, 32}}};
+  const std::array<std::uint64_t, 10> sizes = {0, 1, 255, 256, 257, 4097, 64 * 1024 - 3, 5 * k + 7, 20 * k + 129,
+                                               (std::uint64_t{1} << 20) + 333};
+  for (const CopyDestination where : all_destinations) {
+    for (const CopyPath path : {CopyPath::memcpy, CopyPath::nontemporal}) {
+      for (const bool split : {false, true}) {
+        CopyTuning tuning = small_tuning;
+        tuning.path = path;
+        tuning.split = split;
+        for (const std::uint64_t bytes : sizes) {
+          for (const auto& [src_offset, dst_offset] : offsets) check_copy(bytes, src_offset, dst_offset, where, tuning);
+        }
+      }
+    }
+    CopyTuning measured = small_tuning;
+    measured.split = std::nullopt;
+    for (const std::uint64_t bytes : sizes) {
+      check_copy(bytes, 3, 9, where, measured);
+      check_copy(bytes, 11, 50, where, CopyTuning{});
+    }
   }
 }
 

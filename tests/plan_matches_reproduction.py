@@ -48,7 +48,9 @@ def main():
     with open(plan_path) as f:
         plan = json.load(f)
     with open(reproduction_path) as f:
-        rows = [r for r in json.load(f) if r["kind"] == "modeled"]
+        document = json.load(f)
+    # The rows sit beside the machine the benchmark ran on.
+    rows = [r for r in document["rows"] if r["kind"] == "modeled"]
     by_key = {(r["policy"], r["fast_fraction"]): r for r in rows}
     fields = [("seconds", "seconds"), ("fast_bytes", "fast_bytes"), ("fast_read", "fast_bytes_read"),
               ("fast_written", "fast_bytes_written"), ("slow_read", "slow_bytes_read"),

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""tools/render_results.py end to end: two benchmark outputs (a list of rows,
-and an object holding scalars and a list of rows) are recorded with this
-machine into a scratch results folder and rendered; the page must hold each
-figure in its table, the machine and the command, and a file that is not
-JSON must be refused with its name."""
+"""tools/render_results.py end to end: three benchmark outputs (a list of
+rows, an object holding scalars and a list of rows, and rows beside the
+machine the benchmark reported, as bench::write_json writes them) are
+recorded with this machine into a scratch results folder and rendered; the
+page must hold each figure in its table, the machine, the benchmark's own
+machine line and the command, and a file that is not JSON must be refused
+with its name."""
 import argparse
 import json
 import subprocess
@@ -33,11 +35,19 @@ nested = {"cores": 2, "goal": "<= 50 ns", "measured": [{"what": "read guard", "n
 (scratch / "nested.json").write_text(json.dumps(nested))
 tool("record", "rows_bench", str(scratch / "rows.json"), "--", "bench/rows_bench", "--json", "rows.json")
 tool("record", "nested_bench", str(scratch / "nested.json"), "--", "bench/nested_bench")
+reported = {"machine": {"cpu": "Test CPU 9000", "vendor": "GenuineIntel", "isa": "avx2", "cores": 2,
+                        "copy_path": "auto: small nt, medium memcpy split, large memcpy split (nt avx2)"},
+            "rows": [{"direction": "DRAM->DAX", "bytes": 4096, "ratio": 0.97}]}
+(scratch / "machine.json").write_text(json.dumps(reported))
+tool("record", "machine_bench", str(scratch / "machine.json"), "--", "bench/machine_bench")
 tool("render")
 page = (results / "README.md").read_text()
 expected = ["## rows_bench", "## nested_bench", "| model | policy |", "| resnet-18 | ca-lm | 0.25 | 1.5 |",
             "| vgg-16 | all-fast | 0.125 | 1 |", "| cores | 2 |", "| goal | <= 50 ns |", "| read guard | 42.5 |",
-            "command: `bench/rows_bench --json rows.json`", "cores, "]
+            "command: `bench/rows_bench --json rows.json`", "cores, ", "## machine_bench",
+            "| DRAM->DAX | 4096 | 0.97 |",
+            "as the benchmark saw it: Test CPU 9000 (GenuineIntel), avx2, 2 cores online; copy path auto: small nt, "
+            "medium memcpy split, large memcpy split (nt avx2)"]
 missing = [e for e in expected if e not in page]
 if missing:
     sys.exit(f"render_results_test: the page lacks {missing}:\n{page}")

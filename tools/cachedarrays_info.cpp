@@ -1,7 +1,9 @@
 // cachedarrays-info: the memory tiers ca::discover() finds on this machine
 // (or in an hwloc XML topology), fastest first, with the bandwidth and
 // latency the firmware reports, as a table or as JSON. The tier numbers are
-// the device numbers ca::discover()'s specs get.
+// the device numbers ca::discover()'s specs get. Last, the stores the copy
+// engine chose on this machine (measured, or forced by CACHEDARRAYS_COPY),
+// since they decide how fast data moves between those tiers.
 //
 //   cachedarrays-info [--topology FILE.xml] [--json]
 #include <CLI/CLI.hpp>
@@ -18,7 +20,10 @@
 
 #include <cachedarrays/error.hpp>
 #include <cachedarrays/heap/discover.hpp>
+#include <cachedarrays/manager/copy_path.hpp>
 #include <cachedarrays/types.hpp>
+
+#include "support/copy_path_json.hpp"
 
 namespace ca = cachedarrays;
 // Keys in the order written: the tier number first, as in the table.
@@ -126,6 +131,8 @@ std::string table_report(const std::vector<ca::MemoryTier>& tiers, const Options
   if (!options.topology.empty()) {
     out += "An hwloc XML topology holds no DAX devices or mounts: only its NUMA nodes are listed.\n";
   }
+  out += fmt::format("Copy path{}: {}\n", options.topology.empty() ? "" : " (of this machine)",
+                     ca::copy_path_report().summary());
   return out;
 }
 
@@ -154,6 +161,7 @@ Json json_report(const std::vector<ca::MemoryTier>& tiers, const Options& option
       {"tiers", list},
       {"not_reported",
        {{"read_gbps", missing.read_gbps}, {"write_gbps", missing.write_gbps}, {"latency_ns", missing.latency_ns}}},
+      {"copy_path", ca::tools::copy_path_json<Json>(ca::copy_path_report())},
   };
 }
 

@@ -30,7 +30,9 @@ def main() -> int:
     parser.add_argument("out_dir", help="directory for the PNGs")
     args = parser.parse_args()
     with open(args.json) as f:
-        rows = json.load(f)
+        document = json.load(f)
+    # The benchmark's JSON holds the machine beside the rows; a bare list is an older file.
+    rows = document["rows"] if isinstance(document, dict) else document
     groups = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in rows:
         if r.get("slowdown_vs_all_fast") is None:

@@ -6,7 +6,9 @@ Two steps, so that a figure is never typed by hand:
   record  wraps one benchmark's JSON output (the file its --json or --plots
           flag wrote) with the machine it ran on -- CPU model, ISA, cores,
           memory, oneDNN version, date, commit -- and the command that made
-          it, into docs/results/data/<name>.json;
+          it, into docs/results/data/<name>.json; the machine the benchmark
+          itself reported (its JSON's "machine": CPU, ISA, cores, the copy
+          path it chose) is kept beside it and shown on the page;
   render  writes docs/results/README.md from every file in docs/results/data/:
           per benchmark, the machine and the command, then its figures as
           tables (a list of rows is one table; an object's scalar fields are
@@ -101,10 +103,17 @@ def record(name: str, output: Path, command: list[str], results: Path = RESULTS)
         raise SystemExit(f"render_results: {output}: no such file; run the benchmark with its --json flag first")
     except json.JSONDecodeError as e:
         raise SystemExit(f"render_results: {output}: not JSON ({e})")
+    here = machine()
+    # The benchmark's own view of the machine goes with this one; a list of
+    # rows it wrapped to hold that view is a list of rows again.
+    if isinstance(figures, dict) and isinstance(figures.get("machine"), dict):
+        here["reported"] = figures.pop("machine")
+        if set(figures) == {"rows"}:
+            figures = figures["rows"]
     data = results / "data"
     data.mkdir(parents=True, exist_ok=True)
     target = data / f"{name}.json"
-    document = {"benchmark": name, "command": _portable(command, output), "machine": machine(), "figures": figures}
+    document = {"benchmark": name, "command": _portable(command, output), "machine": here, "figures": figures}
     target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return target
 
@@ -196,6 +205,13 @@ def render(results: Path = RESULTS) -> Path:
             f"- machine: {m['cpu']} ({m['isa']}), {m['cores']} cores, {m['memory_gib']} GiB, "
             f"Linux {m['kernel']}, oneDNN {m['onednn']}",
             f"- measured: {m['date']} at commit {m['commit']}",
+        ]
+        reported = m.get("reported")
+        if reported:
+            out.append(f"- as the benchmark saw it: {reported.get('cpu', '?')} ({reported.get('vendor', '?')}), "
+                       f"{reported.get('isa', '?')}, {reported.get('cores', '?')} cores online; "
+                       f"copy path {reported.get('copy_path', '?')}")
+        out += [
             "",
         ]
         figures = d["figures"]

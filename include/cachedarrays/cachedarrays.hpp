@@ -6,6 +6,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/heap/discover.hpp"
+#include "cachedarrays/manager/copy_path.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fence.hpp"

@@ -3,6 +3,8 @@
 #include "cachedarrays/manager/data_manager_async-inl.hpp"
 #include "cachedarrays/manager/mover-inl.hpp"
 #include "cachedarrays/manager/detail/copy_engine-inl.hpp"
+#include "cachedarrays/manager/detail/copy_path-inl.hpp"
+#include "cachedarrays/manager/copy_path-inl.hpp"
 #include "cachedarrays/manager/emulation-inl.hpp"
 #include "cachedarrays/manager/stats-inl.hpp"
 #include "cachedarrays/manager/trace-inl.hpp"

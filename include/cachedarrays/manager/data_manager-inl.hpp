@@ -20,7 +20,9 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/heap/heap.hpp"
+#include "cachedarrays/manager/copy_path.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
+#include "cachedarrays/manager/detail/copy_path.hpp"
 
 namespace cachedarrays {
 
@@ -32,6 +34,10 @@ CACHEDARRAYS_INLINE std::string object_name(const Object& object) { return "obje
 
 CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices, MoverOptions mover)
     : mover_(std::move(mover)) {
+  // The stores every copy uses are chosen once per process, at the first
+  // copy; a bad CACHEDARRAYS_COPY is better refused here, where the user
+  // configures, than from that copy (perhaps on the mover's thread).
+  check_copy_environment();
   if (devices.empty()) {
     throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
                            "{cachedarrays::dram(1 << 30)}");
@@ -357,6 +363,9 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
                                             memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
                                             src.bytes_);
     if (CACHEDARRAYS_FAULT(copy)) fail_copy(dst, src, into_primary, where);  // tests only
+    // The process's choice of stores is made at its first copy, and takes
+    // longer than many copies: it is no part of this copy's emulated time.
+    if (least > 0) static_cast<void>(detail::process_copy_decision());
     const auto t0 = least > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     detail::copy_bytes(dst.data_, src.data_, src.bytes_, where);
     if (least > 0) {
@@ -715,7 +724,10 @@ CACHEDARRAYS_INLINE bool DataManager::make_hole(DeviceId device, std::uint64_t b
     detail::Block<Region>* to = a.try_allocate(region.bytes_, region);
     if (to == nullptr) return false;
     std::byte* data = h.at(to->offset);
-    if (!h.is_virtual()) std::memcpy(data, region.data_, region.bytes_);
+    // The hole lies outside the region's block, which is still held: the two
+    // do not overlap, so the move is an ordinary copy with the process's
+    // chosen stores (a slide within the heap, above, may overlap: memmove).
+    if (!h.is_virtual()) detail::copy_bytes(data, region.data_, region.bytes_, destination_kind(region));
     region.block_ = to;
     region.offset_ = to->offset;
     region.data_ = data;

@@ -1,6 +1,7 @@
 // The copy engine: splits a copy into chunks, runs them on oneTBB when the
-// copy is large, and picks the store flavour from where the bytes go (see
-// copy_engine.hpp for why each destination gets the stores it gets).
+// copy is large, and picks the stores from where the bytes go and from the
+// process's measured choice (see copy_engine.hpp for why each destination
+// gets the stores it gets, copy_path.hpp for the choice).
 #pragma once
 
 #if !defined(__x86_64__)
@@ -24,13 +25,10 @@
 
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
+#include "cachedarrays/manager/detail/copy_path.hpp"
 
 namespace cachedarrays::detail {
 
-// Below this the set-up of a streamed copy (aligning the head, the fence)
-// costs more than it saves, and the destination lines are few enough that
-// leaving them in the cache does no harm.
-inline constexpr std::uint64_t stream_min_bytes = 256;
 inline constexpr std::uint64_t copy_cache_line = 64;
 
 // Streamed copies go through memory in blocks of four pages, one vector from
@@ -185,14 +183,13 @@ CACHEDARRAYS_INLINE void stream_copy(std::byte* dst, const std::byte* src,
 }
 
 // A copy into the fast tier is read soon, so its first bytes are written
-// with ordinary stores and stay in the cache (the streamed stores that follow
+// with ordinary stores and stay in the cache (streamed stores that follow
 // bypass the cache and do not evict them). How many: half of this core's L2,
-// since the source passes through the L2 as well. Past that, ordinary stores
-// buy nothing: they only read every destination line first
-// (read-for-ownership), which makes chunked memcpy of large copies much
-// slower than streaming (bench/copy_bandwidth --tuning-sweep). A
-// single memcpy makes this choice internally by size, but a copy split into
-// chunks hides the size from it, so the engine decides.
+// since the source passes through the L2 as well. Past that, the copy uses
+// the chosen stores like any other: ordinary stores buy nothing there unless
+// the calibration found memcpy faster. A single memcpy makes this choice
+// internally by size, but a copy split into chunks hides the size from it,
+// so the engine decides.
 CACHEDARRAYS_INLINE std::uint64_t fast_cached_bytes() noexcept {
   static const std::uint64_t bytes = [] {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -202,9 +199,9 @@ CACHEDARRAYS_INLINE std::uint64_t fast_cached_bytes() noexcept {
 }
 
 // Returns true when it streamed, i.e. when the caller owes a fence.
-CACHEDARRAYS_INLINE bool stream_or_memcpy(std::byte* dst, const std::byte* src,
-                                          std::uint64_t bytes) noexcept {
-  if (bytes < stream_min_bytes) {
+CACHEDARRAYS_INLINE bool copy_with(std::byte* dst, const std::byte* src, std::uint64_t bytes,
+                                   CopyPath path) noexcept {
+  if (path == CopyPath::memcpy || bytes < stream_min_bytes) {
     std::memcpy(dst, src, bytes);
     return false;
   }
@@ -213,19 +210,19 @@ CACHEDARRAYS_INLINE bool stream_or_memcpy(std::byte* dst, const std::byte* src,
 }
 
 // Copies `bytes` that start `offset` bytes into the whole copy, with the
-// stores `where` asks for, without fencing. Returns true when the caller
-// owes a fence for streamed stores.
+// stores `where` and `path` ask for, without fencing. Returns true when the
+// caller owes a fence for streamed stores.
 CACHEDARRAYS_INLINE bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset,
-                                    std::uint64_t bytes, CopyDestination where) noexcept {
+                                    std::uint64_t bytes, CopyDestination where, CopyPath path) noexcept {
   switch (where) {
     case CopyDestination::fast: {
       const std::uint64_t cached = fast_cached_bytes();
       const std::uint64_t ordinary = offset >= cached ? 0 : std::min(bytes, cached - offset);
       std::memcpy(dst, src, ordinary);
-      return ordinary < bytes && stream_or_memcpy(dst + ordinary, src + ordinary, bytes - ordinary);
+      return ordinary < bytes && copy_with(dst + ordinary, src + ordinary, bytes - ordinary, path);
     }
     case CopyDestination::slow:
-      return stream_or_memcpy(dst, src, bytes);
+      return copy_with(dst, src, bytes, path);
     case CopyDestination::persistent:
       pmem_memcpy_nodrain(dst, src, bytes);
       return false;
@@ -253,10 +250,21 @@ CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::u
   // for streamed stores, defeat write combining).
   const std::uint64_t chunk = std::max<std::uint64_t>(
       (tuning.chunk_bytes + copy_cache_line - 1) / copy_cache_line * copy_cache_line, copy_cache_line);
-  if (bytes < tuning.parallel_threshold || bytes <= chunk || tuning.max_threads == 1) {
-    finish_pieces(where, copy_piece(dst, src, 0, bytes, where));
+  const bool may_split = bytes >= tuning.parallel_threshold && bytes > chunk && tuning.max_threads != 1;
+  // The measured choice is asked for only when it matters: never for tiny
+  // copies (always memcpy), persistent memory (always libpmem), or a
+  // tuning that says everything itself.
+  const bool needs_choice = bytes >= stream_min_bytes && where != CopyDestination::persistent &&
+                            (!tuning.path || (may_split && !tuning.split));
+  const CopyBandChoice* band =
+      needs_choice ? &process_copy_decision().choice.band(copy_band_of(bytes)) : nullptr;
+  const bool split = may_split && tuning.split.value_or(band == nullptr || band->split);
+  if (!split) {
+    const CopyPath path = tuning.path ? *tuning.path : band != nullptr ? band->path : CopyPath::memcpy;
+    finish_pieces(where, copy_piece(dst, src, 0, bytes, where, path));
     return;
   }
+  const CopyPath path = tuning.path ? *tuning.path : band != nullptr ? band->split_path : CopyPath::memcpy;
 
   // Chunk 0 runs up to the first destination line boundary past `chunk`;
   // every later chunk starts on a line boundary.
@@ -275,7 +283,7 @@ CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::u
     static_cast<void>(copied.load(std::memory_order_acquire));
     const std::uint64_t begin = range.begin() == 0 ? 0 : lead + range.begin() * chunk;
     const std::uint64_t end = std::min(bytes, lead + range.end() * chunk);
-    finish_pieces(where, copy_piece(dst + begin, src + begin, begin, end - begin, where));
+    finish_pieces(where, copy_piece(dst + begin, src + begin, begin, end - begin, where, path));
     copied.fetch_add(end - begin, std::memory_order_release);
   };
   const tbb::blocked_range<std::uint64_t> all(0, chunks, 1);

@@ -131,13 +131,11 @@ CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
 // ---- regions ----------------------------------------------------------------
 
 CACHEDARRAYS_INLINE Region* DataManager::new_region() {
-  if (spare_regions_.empty()) {
-    Region& region = regions_.emplace_back(Region::Key{});
-    region.self_ = std::prev(regions_.end());
-    return &region;
-  }
-  regions_.splice(regions_.end(), spare_regions_, spare_regions_.begin());
-  return &regions_.back();
+  Region* region = spare_regions_;
+  if (region == nullptr) return &regions_.emplace_back(Region::Key{});
+  spare_regions_ = region->next_spare_;
+  region->next_spare_ = nullptr;
+  return region;
 }
 
 CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
@@ -151,7 +149,8 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.last_owner_ = 0;
   region.block_ = nullptr;
   region.copy_.reset();
-  spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
+  region.next_spare_ = spare_regions_;
+  spare_regions_ = &region;
 }
 
 CACHEDARRAYS_INLINE std::string DataManager::region_name(const Region& region) const {

@@ -10,7 +10,8 @@
 //   baselines: an uncontended std::mutex lock+unlock pair; malloc+free of the
 //   same sizes with as many live blocks.
 //
-// Goals: hint and guard <= 50 ns; allocate+free <= 200 ns.
+// Goals: hint and guard <= 50 ns; allocate+free <= 2.0x malloc+free of the
+// same run (median batch).
 //
 //   hint_overhead [--quick] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -139,6 +140,10 @@ AccessTimes measure_access(const Effort& e) {
   return t;
 }
 
+// allocate+free's goal: at most this many times malloc+free of the same
+// run, as a ratio so that it holds on any machine.
+constexpr double alloc_free_goal_ratio = 2.0;
+
 // (d): allocate + free with 10,000 live regions, and malloc + free with as
 // many live blocks.
 struct AllocateTimes {
@@ -209,14 +214,15 @@ void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTim
   row("will_read() hint", a.hint_ns, "<= 50", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 1 argument", a.kernel1_ns, "", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 3 arguments", a.kernel3_ns, "", "mutex lock+unlock", a.mutex_ns);
-  row("allocate+free, median batch", m.allocate_free.median, "<= 200", "malloc+free median", m.malloc_free.median);
+  row("allocate+free, median batch", m.allocate_free.median, "<= 2.0x", "malloc+free median", m.malloc_free.median);
   row("allocate+free, p99 batch", m.allocate_free.p99, "", "malloc+free p99", m.malloc_free.p99);
   table.print_row({"std::mutex lock+unlock", ns(a.mutex_ns)});
   table.print_row({"malloc+free", ns(m.malloc_free.median)});
   const bool hint_ok = a.hint_ns <= 50 && a.read_guard_ns <= 50;
-  const bool alloc_ok = m.allocate_free.median <= 200;
-  fmt::print("\ngoals: hint and guard <= 50 ns: {}; allocate+free <= 200 ns: {}\n", hint_ok ? "met" : "MISSED",
-             alloc_ok ? "met" : "MISSED");
+  const double alloc_ratio = m.allocate_free.median / m.malloc_free.median;
+  const bool alloc_ok = alloc_ratio <= alloc_free_goal_ratio;
+  fmt::print("\ngoals: hint and guard <= 50 ns: {}; allocate+free <= {:.1f}x malloc+free: {} ({:.2f}x)\n",
+             hint_ok ? "met" : "MISSED", alloc_free_goal_ratio, alloc_ok ? "met" : "MISSED", alloc_ratio);
 }
 
 nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m) {
@@ -227,12 +233,14 @@ nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m)
       {"kernel3_ns", a.kernel3_ns},
       {"alloc_free_ns", m.allocate_free.median},
       {"alloc_free_p99_ns", m.allocate_free.p99},
+      {"alloc_free_ratio", m.allocate_free.median / m.malloc_free.median},
+      {"alloc_free_p99_ratio", m.allocate_free.p99 / m.malloc_free.p99},
       {"mutex_ns", a.mutex_ns},
       {"malloc_free_ns", m.malloc_free.median},
       {"malloc_free_p99_ns", m.malloc_free.p99},
       {"live_regions", m.live_regions},
       {"quick", quick},
-      {"goals", {{"hint_ns", 50}, {"read_guard_ns", 50}, {"alloc_free_ns", 200}}},
+      {"goals", {{"hint_ns", 50}, {"read_guard_ns", 50}, {"alloc_free_ratio", alloc_free_goal_ratio}}},
   };
 }
 

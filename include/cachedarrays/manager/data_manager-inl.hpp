@@ -174,7 +174,7 @@ CACHEDARRAYS_INLINE void DataManager::check_region(const Region& region, const c
 }
 
 CACHEDARRAYS_INLINE Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
-  check_device(device, "allocate");
+  if (device >= heaps_.size()) check_device(device, "allocate");  // throws
   if (bytes == 0) {
     throw invalid_argument("cachedarrays: allocate: 0 bytes asked on device " + std::to_string(device) +
                            "; a region holds at least 1 byte");
@@ -304,7 +304,7 @@ CACHEDARRAYS_INLINE void DataManager::free(Region& region) {
     }
     detach(region);
   }
-  settle(region, /*rethrow=*/false, /*drop_background=*/true);
+  if (region.copy_ != nullptr) settle(region, /*rethrow=*/false, /*drop_background=*/true);
   release_region(region);
 }
 

@@ -710,3 +710,86 @@ TEST_CASE("allocator: many free blocks of one size are taken lowest address firs
   a.check();
   CHECK(a.largest_free_block() == a.capacity() - 1000 * 192);
 }
+
+TEST_CASE("allocator: blocks split off and merged back between readers of the address index stay consistent") {
+  // Allocate and free leave new blocks out of the address treap until a
+  // reader needs it, and a free that merges such a block back only undoes
+  // its insert. Bursts of every length (past the point where the pending
+  // blocks are put in the treap on their own), with readers of the index
+  // in between, against a model of the live blocks.
+  BlockAllocator a(4 << 20, 64);
+  test::Rng rng(test::test_seed(2024));
+  INFO("seed " << rng.seed());
+  std::map<std::uint64_t, std::pair<std::uint64_t, Block*>> model;  // offset -> (size, block)
+  std::uintptr_t next = 0;
+  const auto agree = [&] {
+    // Every live block disjoint from the others and inside the heap; free
+    // and live bytes cover the heap; no two free blocks side by side.
+    std::uint64_t end = 0;
+    std::uint64_t live_bytes = 0;
+    for (const auto& [offset, entry] : model) {
+      REQUIRE(offset >= end);
+      REQUIRE(offset + entry.first <= a.capacity());
+      REQUIRE(entry.second->offset == offset);
+      REQUIRE(!entry.second->free);
+      end = offset + entry.first;
+      live_bytes += entry.first;
+    }
+    REQUIRE(live_bytes == a.bytes_in_use());
+    REQUIRE(model.size() == a.live_blocks());
+    std::uint64_t free_bytes = 0;
+    bool previous_free = false;
+    a.walk([&](const Block& b) {
+      if (b.free) {
+        free_bytes += b.size;
+        CHECK(!previous_free);
+      }
+      previous_free = b.free;
+    });
+    REQUIRE(free_bytes + live_bytes == a.capacity());
+  };
+  for (int round = 0; round < 300; ++round) {
+    const std::uint64_t burst = rng.below(80);
+    for (std::uint64_t i = 0; i < burst; ++i) {
+      if (model.empty() || rng.percent(55)) {
+        const std::uint64_t bytes = rng.between(1, 16384);
+        if (Block* b = a.try_allocate(bytes, tag(next++))) model[b->offset] = {b->size, b};
+        // An allocation freed at once, the pattern whose split and merge
+        // never reach the treap.
+        if (rng.percent(30)) {
+          if (Block* t = a.try_allocate(rng.between(1, 16384), tag(next++))) a.release(t);
+        }
+      } else {
+        auto it = model.begin();
+        std::advance(it, static_cast<long>(rng.below(model.size())));
+        a.release(it->second.second);
+        model.erase(it);
+      }
+    }
+    // A reader of the index: the blocks around a random offset, or a
+    // placement at one, must see every block made during the burst.
+    const std::uint64_t start = rng.below(a.capacity() / 64) * 64;
+    if (rng.percent(50)) {
+      std::vector<const Block*> seen, walked;
+      const std::uint64_t bytes = rng.between(1, 65536);
+      a.walk_range(start, bytes, [&](const Block& b) { seen.push_back(&b); });
+      a.walk([&](const Block& b) {
+        if (b.offset < start + bytes && b.offset + b.size > start) walked.push_back(&b);
+      });
+      REQUIRE(seen == walked);
+    } else {
+      const std::uint64_t bytes = rng.between(1, 4096);
+      const bool free = range_free(a, start, bytes);
+      Block* b = a.try_allocate_at(start, bytes, tag(next++));
+      REQUIRE((b != nullptr) == free);
+      if (b != nullptr) model[b->offset] = {b->size, b};
+    }
+    agree();
+    if (round % 20 == 0) a.check();
+  }
+  a.check();
+  for (auto& [offset, entry] : model) a.release(entry.second);
+  a.check();
+  CHECK(a.bytes_in_use() == 0);
+  CHECK(a.largest_free_block() == a.capacity());
+}

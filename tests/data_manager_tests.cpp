@@ -41,6 +41,51 @@ TEST_CASE("manager: allocate, size, device, pointer, offset, free") {
   CHECK(dm.stats().devices[fast].frees == 1);
 }
 
+TEST_CASE("manager: a freed region is reused, last freed first, as new") {
+  // Regions are kept for reuse rather than deleted: the one freed last
+  // comes back first, with nothing of its past life, and a run of
+  // allocate/free pairs keeps reusing the same few.
+  ca::DataManager dm(two_tiers());
+  ca::Object& object = dm.create_object(256);
+  ca::Region* a = dm.allocate(fast, 256);
+  ca::Region* b = dm.allocate(slow, 256);
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  dm.setprimary(object, *a);
+  dm.setdirty(*a, true);
+  dm.copyto(*b, *a);
+  dm.link(*a, *b);
+  dm.unlink(*a, *b);
+  dm.free(*b);
+  ca::Region* c = dm.allocate(fast, 100);
+  CHECK(c == b);  // the spare one, not a new one
+  CHECK(dm.size(*c) == 100);
+  CHECK(dm.device(*c) == fast);
+  CHECK(dm.parent(*c) == nullptr);
+  CHECK(!dm.isdirty(*c));
+  CHECK(dm.offset(*c) == 256);
+  CHECK(dm.pointer(*c) != dm.pointer(*a));
+  dm.check_invariants();
+  // Freed in the order d, c: allocated again in the order c, d.
+  ca::Region* d = dm.allocate(fast, 64);
+  REQUIRE(d != nullptr);
+  dm.free(*d);
+  dm.free(*c);
+  CHECK(dm.allocate(fast, 64) == c);
+  CHECK(dm.allocate(fast, 64) == d);
+  for (int i = 0; i < 1000; ++i) {
+    ca::Region* r = dm.allocate(fast, 64 + 64 * static_cast<std::uint64_t>(i % 7));
+    REQUIRE(r != nullptr);
+    ca::Region* s = dm.allocate(slow, 128);
+    REQUIRE(s != nullptr);
+    dm.free(*r);
+    dm.free(*s);
+  }
+  CHECK(dm.usage(fast).live_regions == 3);
+  CHECK(dm.usage(slow).live_regions == 0);
+  dm.check_invariants();
+}
+
 TEST_CASE("manager: allocate returns null when the device is full, and counts it") {
   ca::DataManager dm(two_tiers(64 * 1024));
   ca::Region* whole = dm.allocate(fast, 64 * 1024);

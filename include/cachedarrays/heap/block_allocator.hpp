@@ -15,11 +15,15 @@
 //   - every block in a treap by offset: the block at an address in
 //     O(log n) (a policy looking for an eviction window asks this once per
 //     candidate), kept in step with each split and merge in O(1) expected,
-//     without a search;
+//     without a search. A block a split makes waits in a short pending list
+//     until the treap is next read (or the list fills), so the tail an
+//     allocation cuts off and its free merges back never reaches the treap;
 //   - free blocks in size classes under a bitmap for exact best fit, except
 //     the one at the end of the heap (the wilderness), used last.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -34,19 +38,22 @@ namespace cachedarrays::detail {
 /// what a live block belongs to (the manager's Region); the allocator only
 /// hands it back, typed, to the callbacks of evict_range and defrag and to
 /// walks. Readers use offset, size, owner and free; the links are the
-/// allocator's.
+/// allocator's. The fields a best-fit search reads and rotates (the key, the
+/// size-class links, the priority) share the block's first cache line, so
+/// that each block a search passes costs one line, not two.
 template <typename Owner>
-struct Block {
+struct alignas(64) Block {
   std::uint64_t offset = 0;  ///< From the start of the heap.
   std::uint64_t size = 0;    ///< A multiple of the alignment.
+  TreapLinks<Block> by_size;     ///< A free block in its size class (not the wilderness).
+  std::uint32_t priority = 0;    ///< The treaps' random heap order.
+  std::uint32_t pending = 0;     ///< 1 + its place among the blocks not yet in the address treap; 0: in it.
+  bool free = true;              ///< Not handed out.
+  bool reserved = false;  ///< Freed inside an evictfrom window: not reusable yet.
   Block* prev = nullptr;     ///< The block before it in address order.
   Block* next = nullptr;     ///< The block after it in address order.
   Owner* owner = nullptr;    ///< Of a live block; null when free.
   TreapLinks<Block> by_address;  ///< Every block, in the address index.
-  TreapLinks<Block> by_size;     ///< A free block in its size class (not the wilderness).
-  std::uint32_t priority = 0;    ///< The treaps' random heap order.
-  bool free = true;              ///< Not handed out.
-  bool reserved = false;  ///< Freed inside an evictfrom window: not reusable yet.
 };
 
 /// Hands out aligned blocks of a heap of `capacity` bytes by offset, best
@@ -172,6 +179,12 @@ class BlockAllocator {
   void delete_block(Block* block);
   void index(Block* block);
   void unindex(Block* block);
+  // Put a new block in the address index, and take one out (see pending_).
+  void address_insert(Block* block);
+  void address_erase(Block* block);
+  // Puts the pending blocks in the address treap; every reader of the
+  // treap calls it first.
+  void flush_addresses() const;
   Block* coalesce(Block* block);  // with free, unreserved neighbours
   // Cuts [block->offset + need, end) off a free, unindexed block as a new
   // free block, indexed.
@@ -195,9 +208,17 @@ class BlockAllocator {
   std::deque<Block> nodes_;
   Block* spare_ = nullptr;
   std::uint32_t random_ = 0x9E3779B9u;  // xorshift32 state: treap priorities
-  // Every block by its offset: kept in step with the list on each split,
-  // merge and defrag slide.
-  AddressIndex by_address_;
+  // Every block by its offset, except the pending ones: kept in step with
+  // the list on each split, merge and defrag slide. (Mutable: readers flush
+  // the pending blocks into it first.)
+  mutable AddressIndex by_address_;
+  // The blocks made since the treap was last brought up to date, not in it
+  // yet. A block split off on allocation and merged back on free (the tail
+  // of a hole, or the wilderness, between an allocate and its free) then
+  // never touches the treap: its erase only undoes its pending insert.
+  // Flushed when full, and before any reader of the treap.
+  mutable std::array<Block*, 32> pending_{};
+  mutable std::size_t pending_count_ = 0;
   SegregatedFreeIndex<Block, &Block::by_size> free_index_;
   // The free block at the end of the heap, if any: not in free_index_.
   Block* wilderness_ = nullptr;

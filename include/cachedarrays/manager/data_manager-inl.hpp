@@ -137,13 +137,11 @@ CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
 // ---- regions ----------------------------------------------------------------
 
 CACHEDARRAYS_INLINE Region* DataManager::new_region() {
-  if (spare_regions_.empty()) {
-    Region& region = regions_.emplace_back(Region::Key{});
-    region.self_ = std::prev(regions_.end());
-    return &region;
-  }
-  regions_.splice(regions_.end(), spare_regions_, spare_regions_.begin());
-  return &regions_.back();
+  Region* region = spare_regions_;
+  if (region == nullptr) return &regions_.emplace_back(Region::Key{});
+  spare_regions_ = region->next_spare_;
+  region->next_spare_ = nullptr;
+  return region;
 }
 
 CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
@@ -157,7 +155,8 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.last_owner_ = 0;
   region.block_ = nullptr;
   region.copy_.reset();
-  spare_regions_.splice(spare_regions_.end(), regions_, region.self_);
+  region.next_spare_ = spare_regions_;
+  spare_regions_ = &region;
 }
 
 CACHEDARRAYS_INLINE std::string DataManager::region_name(const Region& region) const {
@@ -181,7 +180,7 @@ CACHEDARRAYS_INLINE void DataManager::check_region(const Region& region, const c
 }
 
 CACHEDARRAYS_INLINE Region* DataManager::allocate(DeviceId device, std::uint64_t bytes) {
-  check_device(device, "allocate");
+  if (device >= heaps_.size()) check_device(device, "allocate");  // throws
   if (bytes == 0) {
     throw invalid_argument("cachedarrays: allocate: 0 bytes asked on device " + std::to_string(device) +
                            "; a region holds at least 1 byte");
@@ -311,7 +310,7 @@ CACHEDARRAYS_INLINE void DataManager::free(Region& region) {
     }
     detach(region);
   }
-  settle(region, /*rethrow=*/false, /*drop_background=*/true);
+  if (region.copy_ != nullptr) settle(region, /*rethrow=*/false, /*drop_background=*/true);
   release_region(region);
 }
 

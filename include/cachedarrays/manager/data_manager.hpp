@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
@@ -304,11 +305,14 @@ class DataManager {
   // memory mode, else null.
   std::vector<std::unique_ptr<TwoLevelMemory>> memory_mode_;
   // The manager owns every object and region: live objects in creation
-  // order; live regions, and spare ones kept for reuse (allocate and free
-  // happen on every move, and reuse keeps them off the system allocator).
+  // order; every region ever made (a deque keeps their addresses), live or
+  // spare. Spare ones are kept for reuse, linked through Region::next_spare_
+  // and taken last in, first out: allocate and free happen on every move,
+  // reuse keeps them off the system allocator, and the region freed last is
+  // the one still in the cache.
   std::list<Object> objects_;
-  std::list<Region> regions_;
-  std::list<Region> spare_regions_;
+  std::deque<Region> regions_;
+  Region* spare_regions_ = nullptr;
   std::uint64_t next_object_id_ = 1;
   // Content versions are unique across objects, so a copy of one object's
   // data can never pass for a valid copy of another's.

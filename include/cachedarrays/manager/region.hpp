@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 
 #include "cachedarrays/types.hpp"
@@ -59,8 +58,9 @@ class Region {
   // outcome the manager has not applied yet (invariant 7), or null.
   // (Mutable: a copy may read a region the caller passed as const.)
   mutable std::shared_ptr<detail::CopyState> copy_;
-  // Where the manager's list of regions (live or spare) holds this one.
-  std::list<Region>::iterator self_;
+  // The next spare region while this one is spare (the manager's free
+  // list), else null.
+  Region* next_spare_ = nullptr;
 };
 
 }  // namespace cachedarrays

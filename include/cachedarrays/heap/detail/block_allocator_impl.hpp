@@ -37,7 +37,18 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::new_block() {
     block = &nodes_.emplace_back();
   } else {
     spare_ = spare_->next;
-    *block = Block{};
+    // Field by field: `*block = Block{}` builds a temporary with a string
+    // store whose start-up cost is a fair part of a whole allocation.
+    block->offset = 0;
+    block->size = 0;
+    block->prev = nullptr;
+    block->next = nullptr;
+    block->owner = nullptr;
+    block->by_address = {};
+    block->by_size = {};
+    block->pending = 0;
+    block->free = true;
+    block->reserved = false;
   }
   random_ ^= random_ << 13;
   random_ ^= random_ >> 17;
@@ -61,6 +72,44 @@ void BlockAllocator<Owner>::index(Block* block) {
 template <typename Owner>
 void BlockAllocator<Owner>::unindex(Block* block) {
   if (block == wilderness_) wilderness_ = nullptr; else free_index_.erase(block);
+}
+
+template <typename Owner>
+void BlockAllocator<Owner>::address_insert(Block* block) {
+  // Listed first, flushed after: the block is already linked in the list,
+  // where it may be the predecessor of a pending block.
+  pending_[pending_count_++] = block;
+  block->pending = static_cast<std::uint32_t>(pending_count_);
+  if (pending_count_ == pending_.size()) flush_addresses();
+}
+
+template <typename Owner>
+void BlockAllocator<Owner>::address_erase(Block* block) {
+  if (block->pending == 0) {
+    by_address_.erase(block);
+    return;
+  }
+  // Never in the treap: dropping it from the pending list undoes its insert.
+  Block* last = pending_[--pending_count_];
+  pending_[block->pending - 1] = last;
+  last->pending = block->pending;
+  block->pending = 0;
+}
+
+template <typename Owner>
+void BlockAllocator<Owner>::flush_addresses() const {
+  if (pending_count_ == 0) return;
+  // In address order, each block's predecessor in the list is in the treap
+  // by the time its turn comes (it either was, or is pending and lower), so
+  // each goes in right after it without a search.
+  std::sort(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_count_),
+            [](const Block* a, const Block* b) { return a->offset < b->offset; });
+  for (std::size_t i = 0; i < pending_count_; ++i) {
+    Block* block = pending_[i];
+    block->pending = 0;
+    by_address_.insert_after(block->prev, block);
+  }
+  pending_count_ = 0;
 }
 
 template <typename Owner>
@@ -118,7 +167,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate_at(st
     if (head->next != nullptr) head->next->prev = block;
     head->next = block;
     head->size = offset - head->offset;
-    by_address_.insert_after(head, block);
+    address_insert(block);
     index(head);
   }
   split_tail(block, need);
@@ -136,7 +185,7 @@ void BlockAllocator<Owner>::split_tail(Block* block, std::uint64_t need) {
   if (block->next != nullptr) block->next->prev = tail;
   block->next = tail;
   block->size = need;
-  by_address_.insert_after(block, tail);
+  address_insert(tail);
   index(tail);
 }
 
@@ -162,7 +211,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::coalesce(Block* bl
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
-    by_address_.erase(block);
+    address_erase(block);
     delete_block(block);
     block = prev;
   }
@@ -172,7 +221,7 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::coalesce(Block* bl
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
-    by_address_.erase(next);
+    address_erase(next);
     delete_block(next);
   }
   return block;
@@ -193,6 +242,7 @@ void BlockAllocator<Owner>::release(Block* block) {
 
 template <typename Owner>
 typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::block_containing(std::uint64_t offset) const {
+  flush_addresses();
   // The last block starting at or before `offset`.
   Block* b = by_address_.last_where([offset](const Block& n) { return n.offset <= offset; });
   return b != nullptr && offset < b->offset + b->size ? b : nullptr;
@@ -315,7 +365,7 @@ std::uint64_t BlockAllocator<Owner>::defrag(
     const std::uint64_t new_offset = hole->offset;
     relocate(*b->owner, new_offset);
     unindex(hole);
-    by_address_.erase(hole);  // back in after b, below
+    address_erase(hole);  // back in after b, below
     // Swap positions in the list: hole goes after b.
     Block* before = hole->prev;
     Block* after = b->next;
@@ -327,7 +377,7 @@ std::uint64_t BlockAllocator<Owner>::defrag(
     if (after != nullptr) after->prev = hole;
     b->offset = new_offset;  // b keeps its place in the address order
     hole->offset = new_offset + b->size;
-    by_address_.insert_after(b, hole);
+    address_insert(hole);
     Block* merged = coalesce(hole);
     index(merged);
     ++moved;
@@ -342,6 +392,10 @@ void BlockAllocator<Owner>::check() const {
   const auto fail = [](const std::string& what) {
     throw invariant_violation("heap allocator inconsistent: " + what);
   };
+  for (std::size_t i = 0; i < pending_count_; ++i) {
+    if (pending_[i]->pending != i + 1) fail("the address index's pending list is out of step");
+  }
+  flush_addresses();
   std::uint64_t expected_offset = 0;
   std::uint64_t used = 0;
   std::uint64_t live = 0;

@@ -5,16 +5,14 @@
 // an add is a plain load and store (no locked instruction), and a reader sums
 // the stripes. Threads are numbered when they first add; a thread that ends
 // gives its number back, so a program that makes short-lived threads keeps
-// reusing the same stripes. Threads past thread_stripe_count live ones share
-// one overflow stripe, with atomic read-modify-writes.
+// reusing the same stripes. Threads that find every number taken share one
+// overflow stripe, with atomic read-modify-writes.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 namespace cachedarrays {
 
@@ -35,26 +33,31 @@ inline std::size_t& thread_number_plus_one() noexcept {
   return number;
 }
 
-// Hands out the thread numbers, unique among live threads while fewer than
-// thread_stripe_count of them hold one, and takes them back when a thread
-// ends.
+// Which thread numbers live threads hold. An array of flags rather than a
+// list under a mutex: claiming and giving back are one atomic each, and
+// nothing here allocates or needs destroying at exit.
+inline std::array<std::atomic<bool>, thread_stripe_count>& thread_numbers_taken() noexcept {
+  static std::array<std::atomic<bool>, thread_stripe_count> taken{};
+  return taken;
+}
+
+// A thread's claim on a number, given back when the thread ends. With every
+// number taken the thread counts in the overflow stripe for its life.
 class ThreadNumber {
  public:
-  ThreadNumber() {
-    const std::lock_guard guard(mutex());
-    std::vector<std::size_t>& free = free_numbers();
-    if (free.empty()) {
-      number_ = next_number()++;
-    } else {
-      number_ = free.back();
-      free.pop_back();
+  ThreadNumber() noexcept {
+    for (std::size_t i = 0; i < thread_stripe_count; ++i) {
+      // Acquire: the stripe's last writer gave the number back with a release.
+      if (!thread_numbers_taken()[i].exchange(true, std::memory_order_acq_rel)) {
+        number_ = i;
+        break;
+      }
     }
     thread_number_plus_one() = number_ + 1;
   }
   ~ThreadNumber() {
     thread_number_plus_one() = ended_thread_number + 1;
-    const std::lock_guard guard(mutex());
-    free_numbers().push_back(number_);
+    if (number_ < thread_stripe_count) thread_numbers_taken()[number_].store(false, std::memory_order_release);
   }
   ThreadNumber(const ThreadNumber&) = delete;
   ThreadNumber& operator=(const ThreadNumber&) = delete;
@@ -62,21 +65,7 @@ class ThreadNumber {
   [[nodiscard]] std::size_t get() const noexcept { return number_; }
 
  private:
-  // Function-local statics: one of each per process, in header-only mode too.
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<std::size_t>& free_numbers() {
-    static std::vector<std::size_t> numbers;
-    return numbers;
-  }
-  static std::size_t& next_number() {
-    static std::size_t next = 0;
-    return next;
-  }
-
-  std::size_t number_ = 0;
+  std::size_t number_ = thread_stripe_count;
 };
 
 inline std::size_t this_thread_number() {

@@ -44,7 +44,10 @@ class LruList {
     (e.next != nullptr ? e.next->prev : list.tail) = e.prev;
     e.prev = e.next = nullptr;
     e.listed = false;
+    bytes_ -= e.object->bytes();
   }
+  // Bytes of the objects listed: those whose primary is in fast memory.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
   // The first object, archived ones first, then least recently used first,
   // that `accept` takes; null if none.
   template <typename Accept>
@@ -62,7 +65,8 @@ class LruList {
     Entry* head = nullptr;
     Entry* tail = nullptr;
   };
-  static void push_back(List& list, Entry& e) {
+  void push_back(List& list, Entry& e) {
+    bytes_ += e.object->bytes();
     e.prev = list.tail;
     e.next = nullptr;
     (list.tail != nullptr ? list.tail->next : list.head) = &e;
@@ -72,6 +76,7 @@ class LruList {
 
   List ordinary_;
   List archived_;
+  std::uint64_t bytes_ = 0;
 };
 
 }  // namespace cachedarrays::policy::detail

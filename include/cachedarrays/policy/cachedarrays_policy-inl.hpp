@@ -329,9 +329,10 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   live_at_.clear();
   peak_from_.clear();
   if (program_ == nullptr) return;
-  // Rounded up as the heap rounds a block, so that the live bytes compare
-  // with the fast device's free bytes.
-  const auto block = [](std::uint64_t bytes) { return (bytes + 63) & ~std::uint64_t{63}; };
+  // Rounded up as the fast heap rounds a block, so that the live bytes
+  // compare with its free bytes.
+  const std::uint64_t alignment = attached() ? manager().spec(fast_).alignment : 64;
+  const auto block = [alignment](std::uint64_t bytes) { return (bytes + alignment - 1) / alignment * alignment; };
   const std::vector<plan::ProgramObject>& objects = program_->objects();
   std::uint64_t live = 0;
   for (const plan::ProgramObject& o : objects) {
@@ -483,6 +484,10 @@ CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Obje
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
+  // Every object of this policy in fast memory: the window has nothing to
+  // copy ahead, and looking through its arguments would find that out at
+  // the cost of a walk per kernel.
+  if (placed_bytes_ == lru_->bytes()) return;
   DataManager& dm = manager();
   const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
   const auto budget = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(dm.capacity(fast_)));

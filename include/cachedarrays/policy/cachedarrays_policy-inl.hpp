@@ -324,6 +324,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   }
   if (planned_ && program != nullptr) planned_->set_program(*program);
   program_ = std::move(program);
+  ++epoch_;
   bound_.assign(program_ != nullptr ? program_->objects().size() : 0, nullptr);
   following_ = false;  // from the next iteration on
   live_at_.clear();
@@ -357,12 +358,14 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_unplanned_iteration_begin(std::u
   if (planned_) planned_->begin_unplanned_iteration(manager(), fast_, iteration);
   following_ = false;  // not the program's kernels
   last_kernel_ = -1;
+  ++epoch_;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t iteration) {
   if (planned_) planned_->begin_iteration(manager(), fast_, iteration);
   following_ = mode_.async_lookahead && program_ != nullptr;
   last_kernel_ = -1;
+  ++epoch_;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, Object& object) {
@@ -373,6 +376,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, 
   }
   if (e.program_object != LruList::Entry::unbound) bound_[e.program_object] = nullptr;
   e.program_object = program_object;
+  e.epoch = 0;  // its next use was another program object's
   bound_[program_object] = &object;
 }
 
@@ -381,6 +385,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::unbind(Object& object) {
   if (e.program_object == LruList::Entry::unbound) return;
   bound_[e.program_object] = nullptr;
   e.program_object = LruList::Entry::unbound;
+  e.epoch = 0;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_kernel_begin(const KernelPoint& kernel) {
@@ -473,10 +478,19 @@ CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
                                                                      std::int64_t current) const {
   constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
-  const std::uint32_t id = detail::entry_of(object).program_object;
+  LruList::Entry& e = detail::entry_of(object);
+  const std::uint32_t id = e.program_object;
   if (id == LruList::Entry::unbound) return never - 1;  // unknown: after every known use
+  if (e.epoch == epoch_ && e.looked_up_at <= current && current < static_cast<std::int64_t>(e.next_use)) {
+    return static_cast<std::uint64_t>(e.next_use - current);
+  }
   const auto next = current < 0 ? program_->first_use(id) : program_->next_use(id, static_cast<std::uint32_t>(current));
-  if (next) return static_cast<std::uint64_t>(*next - current);
+  if (next) {
+    e.epoch = epoch_;
+    e.looked_up_at = current;
+    e.next_use = *next;
+    return static_cast<std::uint64_t>(*next - current);
+  }
   if (!program_->objects()[id].persistent) return never;  // the iteration is done with it
   const auto first = program_->first_use(id);
   return first ? static_cast<std::uint64_t>(static_cast<std::int64_t>(program_->kernels().size()) - current + *first)

@@ -228,6 +228,9 @@ class CachedArraysPolicy final : public Policy {
   std::vector<std::uint64_t> peak_from_;
   std::uint64_t placed_bytes_ = 0;  // bytes of the objects this policy holds, in either tier
   std::uint64_t examined_ = 0;      // objects_examined()
+  // Numbers the iterations (and programs) for the next uses cached in the
+  // LRU entries: a number no cache holds invalidates them all at once.
+  std::uint64_t epoch_ = 1;
   std::unique_ptr<PlannedPlacement> planned_;  // +planner modes
 };
 

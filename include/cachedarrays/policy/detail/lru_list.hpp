@@ -23,6 +23,14 @@ class LruList {
     // The program object it is in the current iteration (A modes), or none.
     static constexpr std::uint32_t unbound = 0xffffffffu;
     std::uint32_t program_object = unbound;
+    // Its next use in the program as last looked up (A modes): kernel
+    // `next_use`, first after kernel `looked_up_at` (-1: from the start),
+    // in the iteration numbered `epoch` (0: nothing cached). Still the next
+    // use at any kernel from looked_up_at up to next_use, so the victim
+    // searches, which ask at each kernel, look most of them up once.
+    std::uint64_t epoch = 0;
+    std::int64_t looked_up_at = 0;
+    std::uint32_t next_use = 0;
   };
 
   // Most recently used: moves to the end of the ordinary list.

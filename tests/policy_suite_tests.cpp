@@ -1,7 +1,8 @@
 // One suite run over every registered policy (as Umpire runs one typed suite
 // over all its strategies): random hint storms with a small fast tier lose
-// no data, the invariants hold after every step, and a working set larger
-// than all tiers raises out_of_memory without harming anything else. Each
+// no data, the invariants hold after every step, a working set larger
+// than all tiers raises out_of_memory without harming anything else, and a
+// training loop that fits in fast memory moves nothing. Each
 // policy is its own test case, named after it, so that one failing policy
 // does not hide the others.
 #include <doctest/doctest.h>
@@ -171,6 +172,72 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
                  << stats.policy.evictions << " evictions, " << stats.policy.writebacks << " write-backs");
 }
 
+// A small training loop: persistent weights, activations made in the
+// forward pass, archived until the backward pass reads them again,
+// gradients made and retired there, the weights updated. The hints are the
+// trainer's; only the sizes are smaller.
+class TrainingLoop {
+ public:
+  static constexpr int layers = 8;
+  static constexpr std::uint64_t weight_bytes = 16 * 1024;
+  static constexpr std::uint64_t activation_bytes = 40 * 1024;
+
+  explicit TrainingLoop(ca::Runtime& rt) : rt_(rt) {
+    for (int i = 0; i < layers; ++i) {
+      weights_.push_back(rt_.array<float>(weight_bytes / sizeof(float)));
+      auto w = weights_.back().write();
+      std::fill(w.begin(), w.end(), 1.0f);
+    }
+  }
+
+  void iteration() {
+    rt_.begin_iteration();
+    std::vector<ca::CachedArray<float>> acts;
+    acts.push_back(make(activation_bytes));
+    for (int i = 0; i < layers; ++i) {
+      acts.push_back(make(activation_bytes));
+      rt_.kernel(ca::reads(acts[static_cast<std::size_t>(i)], weights_[static_cast<std::size_t>(i)]),
+                 ca::writes(acts.back()), [](auto in, auto w, auto out) { out[0] = in[0] + w[0]; });
+      acts[static_cast<std::size_t>(i)].archive();  // not needed until the backward pass
+    }
+    ca::CachedArray<float> grad = make(activation_bytes);
+    rt_.kernel(ca::reads(acts.back()), ca::writes(grad), [](auto in, auto out) { out[0] = in[0]; });
+    acts.back().retire();
+    for (int i = layers - 1; i >= 0; --i) {
+      const auto at = static_cast<std::size_t>(i);
+      ca::CachedArray<float> weight_grad = make(weight_bytes);
+      ca::CachedArray<float> next_grad = make(activation_bytes);
+      rt_.kernel(ca::reads(acts[at], grad, weights_[at]), ca::writes(weight_grad, next_grad),
+                 [](auto a, auto g, auto w, auto gw, auto gn) {
+                   gw[0] = a[0] * g[0];
+                   gn[0] = g[0] * w[0];
+                 });
+      rt_.kernel(ca::reads(weight_grad), ca::writes(weights_[at]), [](auto gw, auto w) { w[0] -= 0.0f * gw[0]; });
+      weight_grad.retire();
+      grad.retire();
+      acts[at].retire();
+      grad = std::move(next_grad);
+    }
+    grad.retire();
+  }
+
+ private:
+  ca::CachedArray<float> make(std::uint64_t bytes) { return rt_.array<float>(bytes / sizeof(float)); }
+
+  ca::Runtime& rt_;
+  std::vector<ca::CachedArray<float>> weights_;
+};
+
+// The fast tier the loop needs: the highest offset its fast heap reaches
+// when everything lives there.
+std::uint64_t training_loop_footprint() {
+  ca::Runtime rt({ca::dram(8 << 20, "fast"), ca::dax_file({}, 8 << 20, "slow")},
+                 ca::policy::Registry::builtin().make("all-fast"));
+  TrainingLoop loop(rt);
+  for (int i = 0; i < 3; ++i) loop.iteration();
+  return rt.stats().devices[0].peak_extent;
+}
+
 }  // namespace
 
 // One tag type per registered policy; doctest names each case "...<name>".
@@ -266,3 +333,46 @@ TEST_CASE_TEMPLATE_DEFINE("policy suite: a working set larger than all tiers rai
   }
 }
 TEST_CASE_TEMPLATE_APPLY(out_of_memory, policy_suite::All);
+
+// With the whole footprint in fast memory a policy has nothing to move: once
+// the program is known, no copy in either direction, no write-back ahead
+// and no eviction. Not for the policies whose design moves regardless:
+// CA:∅ and hw-cache start new objects in slow memory, and without M
+// (ca-l) retired objects hold their bytes until collect().
+TEST_CASE_TEMPLATE_DEFINE("policy suite: when everything fits in fast memory nothing moves", P, everything_fits) {
+  const std::string name = P::name;
+  if (name == "ca" || name == "ca-l" || name == "hw-cache") return;
+  CAPTURE(name);
+  const std::uint64_t footprint = training_loop_footprint();
+  for (const double fraction : {1.0, 1.1}) {
+    CAPTURE(fraction);
+    const auto fast = (static_cast<std::uint64_t>(static_cast<double>(footprint) * fraction) + 63) & ~std::uint64_t{63};
+    ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 8 * footprint, "slow")},
+                   ca::policy::Registry::builtin().make(name));
+    TrainingLoop loop(rt);
+    loop.iteration();
+    rt.record_program();
+    loop.iteration();  // recorded
+    loop.iteration();  // the planning policies bind the program's objects
+    {
+      auto guard = rt.lock();
+      rt.manager().finish_copies();
+    }
+    const ca::Stats before = rt.stats();
+    for (int i = 0; i < 4; ++i) loop.iteration();
+    {
+      auto guard = rt.lock();
+      rt.manager().finish_copies();
+    }
+    const ca::Stats s = rt.stats().since(before);
+    CAPTURE(s.policy.writeback_bytes);
+    CAPTURE(s.policy.prefetch_bytes);
+    CHECK(s.total_bytes_copied() == 0);
+    CHECK(s.async.copies == 0);
+    CHECK(s.policy.writebacks == 0);
+    CHECK(s.policy.prefetches == 0);
+    CHECK(s.policy.evictions == 0);
+    rt.manager().check_invariants(true);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(everything_fits, policy_suite::All);

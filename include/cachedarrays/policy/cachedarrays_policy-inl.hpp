@@ -25,6 +25,11 @@ CACHEDARRAYS_INLINE LruList::Entry& entry_of(const Object& object) { return *obj
 // hold a pinned object, or the slow tier may be full).
 inline constexpr int max_victim_windows = 16;
 
+// Farthest next use first: Belady's order of victims.
+CACHEDARRAYS_INLINE void farthest_first(std::vector<std::pair<std::uint64_t, Object*>>& objects) {
+  std::sort(objects.begin(), objects.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+}
+
 }  // namespace detail
 
 // ---- Mode -------------------------------------------------------------------
@@ -140,6 +145,7 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place(Object& object) {
 
   dm.setprimary(object, *region);
   object.set_policy_state(std::make_unique<LruList::Entry>(object));
+  placed_bytes_ += object.bytes();
   touch_if_fast(object);
   return true;
 }
@@ -151,6 +157,7 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place_in_slow(Object& object) {
   if (region == nullptr) return false;
   dm.setprimary(object, *region);
   object.set_policy_state(std::make_unique<LruList::Entry>(object));
+  placed_bytes_ += object.bytes();
   touch_if_fast(object);
   return true;
 }
@@ -280,19 +287,22 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
   if (manager().device(*manager().getprimary(object)) != fast_) return;
   lru_->archive(detail::entry_of(object));
-  // Written back ahead only when fast memory is under pressure (less free
-  // than the lookahead may fill): with room to spare it will not be evicted.
+  // Written back ahead only when fast memory is under pressure: less free
+  // than the lookahead may fill, and, along the program, less than the room
+  // the rest of the iteration asks for. With room to spare it will not be
+  // evicted, and the write-back would be a copy for nothing.
   if (mode_.async_lookahead) {
     const DeviceUsage usage = manager().usage(fast_);
-    if (static_cast<double>(usage.bytes_free()) < lookahead_.fast_fraction * static_cast<double>(usage.capacity)) {
-      write_back_ahead(object);
-    }
+    auto pressure = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(usage.capacity));
+    if (following_) pressure = std::min(pressure, room_needed(last_kernel_));
+    if (usage.bytes_free() < pressure) write_back_ahead(object);
   }
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::forget(Object& object) {
   unbind(object);
   lru_->remove(detail::entry_of(object));
+  placed_bytes_ -= object.bytes();
   manager().destroy(object);  // frees the entry with the object
 }
 
@@ -321,20 +331,48 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   }
   if (planned_ && program != nullptr) planned_->set_program(*program);
   program_ = std::move(program);
+  ++epoch_;
   bound_.assign(program_ != nullptr ? program_->objects().size() : 0, nullptr);
   following_ = false;  // from the next iteration on
+  live_at_.clear();
+  peak_from_.clear();
+  if (program_ == nullptr) return;
+  // Rounded up as the fast heap rounds a block, so that the live bytes
+  // compare with its free bytes.
+  const std::uint64_t alignment = attached() ? manager().spec(fast_).alignment : 64;
+  const auto block = [alignment](std::uint64_t bytes) { return (bytes + alignment - 1) / alignment * alignment; };
+  const std::vector<plan::ProgramObject>& objects = program_->objects();
+  std::uint64_t live = 0;
+  for (const plan::ProgramObject& o : objects) {
+    if (o.persistent) live += block(o.bytes);
+  }
+  live_at_.reserve(program_->kernels().size() + 1);
+  live_at_.push_back(live);
+  for (const plan::ProgramStep& step : program_->steps()) {
+    switch (step.kind) {
+      case plan::StepKind::create: live += block(objects[step.index].bytes); break;
+      case plan::StepKind::retire: live -= block(objects[step.index].bytes); break;
+      case plan::StepKind::kernel: live_at_.push_back(live); break;
+      case plan::StepKind::hint:
+      case plan::StepKind::collect: break;
+    }
+  }
+  peak_from_ = live_at_;
+  for (std::size_t i = peak_from_.size() - 1; i-- > 0;) peak_from_[i] = std::max(peak_from_[i], peak_from_[i + 1]);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
   if (planned_) planned_->begin_unplanned_iteration(manager(), fast_, iteration);
   following_ = false;  // not the program's kernels
   last_kernel_ = -1;
+  ++epoch_;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_iteration_begin(std::uint64_t iteration) {
   if (planned_) planned_->begin_iteration(manager(), fast_, iteration);
   following_ = mode_.async_lookahead && program_ != nullptr;
   last_kernel_ = -1;
+  ++epoch_;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, Object& object) {
@@ -345,6 +383,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::bind(std::uint32_t program_object, 
   }
   if (e.program_object != LruList::Entry::unbound) bound_[e.program_object] = nullptr;
   e.program_object = program_object;
+  e.epoch = 0;  // its next use was another program object's
   bound_[program_object] = &object;
 }
 
@@ -353,6 +392,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::unbind(Object& object) {
   if (e.program_object == LruList::Entry::unbound) return;
   bound_[e.program_object] = nullptr;
   e.program_object = LruList::Entry::unbound;
+  e.epoch = 0;
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::on_kernel_begin(const KernelPoint& kernel) {
@@ -386,18 +426,37 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::keep_clean_reserve(std::int64_t cur
   // leave without a copy. When those fall short of the lookahead's budget,
   // the farthest-used dirty objects start their write-backs now, behind the
   // prefetches, so that making room later copies nothing on this thread.
+  // The reserve is no larger than the room the program will still ask
+  // for: with free bytes to cover that, a write-back would be a copy for
+  // nothing, and looking for candidates is work for nothing (every fast
+  // object is examined).
   const DeviceUsage usage = manager().usage(fast_);
-  const auto reserve = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(usage.capacity));
+  const auto budget = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(usage.capacity));
   std::uint64_t ready = usage.bytes_free();
+  if (ready >= budget) return;
+  const std::uint64_t reserve = std::min(budget, room_needed(current));
   if (ready >= reserve) return;
-  const FarObjects far = far_fast_objects(current, lookahead_.kernels);
+  FarObjects far = far_fast_objects(current, lookahead_.kernels);
   for (const auto& [distance, object] : far.clean) ready += object->bytes();
   ready += far.writing_bytes;  // clean once their write-backs land
+  if (ready >= reserve) return;
+  detail::farthest_first(far.dirty);
   for (const auto& [distance, object] : far.dirty) {
     if (ready >= reserve) break;
     write_back_ahead(*object);
     ready += object->bytes();
   }
+}
+
+CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::room_needed(std::int64_t current) const {
+  // live_at_ and peak_from_ are indexed by kernel + 1; current is -1 before
+  // the first kernel.
+  const auto at = static_cast<std::size_t>(current + 1);
+  std::uint64_t growth = 0;
+  if (at + 1 < peak_from_.size() && peak_from_[at + 1] > live_at_[at]) growth = peak_from_[at + 1] - live_at_[at];
+  const std::uint64_t in_fast = lru_->bytes();
+  const std::uint64_t outside = placed_bytes_ > in_fast ? placed_bytes_ - in_fast : 0;
+  return growth + outside;
 }
 
 CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_objects(std::int64_t current,
@@ -408,6 +467,7 @@ CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_
     if (candidate.pinned()) return false;
     const Region* x = dm.getprimary(candidate);
     if (dm.device(*x) != fast_) return false;
+    ++examined_;
     const std::uint64_t distance = distance_to_use(candidate, current);
     if (distance <= beyond) return false;
     const Region* y = dm.getlinked(*x, slow_);
@@ -418,19 +478,26 @@ CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_
     }
     return false;
   });
-  const auto farthest_first = [](const auto& a, const auto& b) { return a.first > b.first; };
-  std::sort(far.clean.begin(), far.clean.end(), farthest_first);
-  std::sort(far.dirty.begin(), far.dirty.end(), farthest_first);
   return far;
 }
+
 
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
                                                                      std::int64_t current) const {
   constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
-  const std::uint32_t id = detail::entry_of(object).program_object;
+  LruList::Entry& e = detail::entry_of(object);
+  const std::uint32_t id = e.program_object;
   if (id == LruList::Entry::unbound) return never - 1;  // unknown: after every known use
+  if (e.epoch == epoch_ && e.looked_up_at <= current && current < static_cast<std::int64_t>(e.next_use)) {
+    return static_cast<std::uint64_t>(e.next_use - current);
+  }
   const auto next = current < 0 ? program_->first_use(id) : program_->next_use(id, static_cast<std::uint32_t>(current));
-  if (next) return static_cast<std::uint64_t>(*next - current);
+  if (next) {
+    e.epoch = epoch_;
+    e.looked_up_at = current;
+    e.next_use = *next;
+    return static_cast<std::uint64_t>(*next - current);
+  }
   if (!program_->objects()[id].persistent) return never;  // the iteration is done with it
   const auto first = program_->first_use(id);
   return first ? static_cast<std::uint64_t>(static_cast<std::int64_t>(program_->kernels().size()) - current + *first)
@@ -438,6 +505,10 @@ CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Obje
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
+  // Every object of this policy in fast memory: the window has nothing to
+  // copy ahead, and looking through its arguments would find that out at
+  // the cost of a walk per kernel.
+  if (placed_bytes_ == lru_->bytes()) return;
   DataManager& dm = manager();
   const std::vector<plan::ProgramKernel>& kernels = program_->kernels();
   const auto budget = static_cast<std::uint64_t>(lookahead_.fast_fraction * static_cast<double>(dm.capacity(fast_)));
@@ -475,7 +546,9 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes
   // later than the target kernel, whose slow copy is valid (evicting them
   // copies nothing), farthest next use first.
   DataManager& dm = manager();
-  const FarObjects far = far_fast_objects(current, static_cast<std::uint64_t>(target - current));
+  FarObjects far = far_fast_objects(current, static_cast<std::uint64_t>(target - current));
+  detail::farthest_first(far.dirty);
+  detail::farthest_first(far.clean);
   // The farthest dirty ones start their write-back now, so that a later
   // call finds them clean.
   std::uint64_t started = 0;

@@ -17,9 +17,14 @@
 //      written back in the background so that its later eviction costs no
 //      copy. Room for a copy ahead is made only from objects used later than
 //      the one copied and already clean in slow memory, so a copy ahead
-//      never puts a write-back on the critical path. Without a program, or
-//      once an iteration departs from it, A does nothing until the next
-//      iteration.
+//      never puts a write-back on the critical path. Write-backs ahead are
+//      made only for room the program will ask for: what its live bytes
+//      still grow by in the iteration, plus the objects now outside fast
+//      memory that may come back; when free bytes cover that, nothing is
+//      written back and no fast object is examined, so a program that fits
+//      costs no copy. Without a program, or once an iteration departs from
+//      it, A does nothing until the next iteration but write archived
+//      objects back under pressure.
 //   +planner  offset plan (not in the paper): with L and M, the
 //      objects an iteration creates go to the fast-heap offsets an offset
 //      planner gave them (planned_placement.hpp), so the iteration needs
@@ -162,6 +167,11 @@ class CachedArraysPolicy final : public Policy {
   /// nothing.
   void write_back_async(Object& object) { write_back_ahead(object); }
 
+  /// Fast objects the A modes' lookahead has examined for room (each one a
+  /// look at its next use) since the policy was made: zero while free bytes
+  /// cover what the program will ask for.
+  [[nodiscard]] std::uint64_t objects_examined() const noexcept { return examined_; }
+
  private:
   // ---- A: asynchronous lookahead -------------------------------------------
   void bind(std::uint32_t program_object, Object& object);
@@ -180,10 +190,17 @@ class CachedArraysPolicy final : public Policy {
   bool make_room_clean(std::uint64_t bytes, std::int64_t current, std::int64_t target);
   void write_back_ahead(Object& object);
   // Starts background write-backs of dirty objects used after the window
-  // until free plus clean-and-far bytes reach the lookahead's budget.
+  // until free plus clean-and-far bytes reach the lookahead's budget, or
+  // the room still needed (room_needed) when that is less.
   void keep_clean_reserve(std::int64_t current);
+  // Bytes fast memory may yet have to take after kernel `current`: how far
+  // the program's live bytes grow above their level at `current` later in
+  // the iteration, plus the bytes of this policy's objects outside fast
+  // memory (they may be used again).
+  [[nodiscard]] std::uint64_t room_needed(std::int64_t current) const;
   // Unpinned fast objects next used more than `beyond` kernels after
-  // `current`, by the state of their slow copy, farthest next use first.
+  // `current`, by the state of their slow copy, unordered (callers sort
+  // what they use: often the clean ones alone answer).
   struct FarObjects {
     std::vector<std::pair<std::uint64_t, Object*>> clean;  // valid slow copy: leave without a copy
     std::vector<std::pair<std::uint64_t, Object*>> dirty;  // would need a write-back
@@ -208,6 +225,16 @@ class CachedArraysPolicy final : public Policy {
   std::vector<Object*> bound_;  // by program object: the object it is now (A)
   bool following_ = false;      // this iteration has matched the program so far
   std::int64_t last_kernel_ = -1;  // the kernel begun last in this iteration
+  // By kernel + 1 (0: before the first kernel): bytes of the program's
+  // objects alive then, each rounded up to a heap block; and the largest of
+  // those from that kernel to the end of the iteration.
+  std::vector<std::uint64_t> live_at_;
+  std::vector<std::uint64_t> peak_from_;
+  std::uint64_t placed_bytes_ = 0;  // bytes of the objects this policy holds, in either tier
+  std::uint64_t examined_ = 0;      // objects_examined()
+  // Numbers the iterations (and programs) for the next uses cached in the
+  // LRU entries: a number no cache holds invalidates them all at once.
+  std::uint64_t epoch_ = 1;
   std::unique_ptr<PlannedPlacement> planned_;  // +planner modes
 };
 

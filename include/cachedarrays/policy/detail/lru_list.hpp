@@ -23,6 +23,14 @@ class LruList {
     // The program object it is in the current iteration (A modes), or none.
     static constexpr std::uint32_t unbound = 0xffffffffu;
     std::uint32_t program_object = unbound;
+    // Its next use in the program as last looked up (A modes): kernel
+    // `next_use`, first after kernel `looked_up_at` (-1: from the start),
+    // in the iteration numbered `epoch` (0: nothing cached). Still the next
+    // use at any kernel from looked_up_at up to next_use, so the victim
+    // searches, which ask at each kernel, look most of them up once.
+    std::uint64_t epoch = 0;
+    std::int64_t looked_up_at = 0;
+    std::uint32_t next_use = 0;
   };
 
   // Most recently used: moves to the end of the ordinary list.
@@ -44,7 +52,10 @@ class LruList {
     (e.next != nullptr ? e.next->prev : list.tail) = e.prev;
     e.prev = e.next = nullptr;
     e.listed = false;
+    bytes_ -= e.object->bytes();
   }
+  // Bytes of the objects listed: those whose primary is in fast memory.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
   // The first object, archived ones first, then least recently used first,
   // that `accept` takes; null if none.
   template <typename Accept>
@@ -62,7 +73,8 @@ class LruList {
     Entry* head = nullptr;
     Entry* tail = nullptr;
   };
-  static void push_back(List& list, Entry& e) {
+  void push_back(List& list, Entry& e) {
+    bytes_ += e.object->bytes();
     e.prev = list.tail;
     e.next = nullptr;
     (list.tail != nullptr ? list.tail->next : list.head) = &e;
@@ -72,6 +84,7 @@ class LruList {
 
   List ordinary_;
   List archived_;
+  std::uint64_t bytes_ = 0;
 };
 
 }  // namespace cachedarrays::policy::detail

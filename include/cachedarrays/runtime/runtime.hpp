@@ -275,10 +275,10 @@ class Runtime {
   // a holder ran meanwhile: one that finds it even and unchanged after its
   // pins knows that none did, and every later holder sees its pins (both
   // sides store before they load, seq_cst).
-  alignas(64) mutable PlacementLock placement_;
+  alignas(128) mutable PlacementLock placement_;
   // Objects whose deferred will_read waits for the next Lock, newest first
   // (through Object::next_deferred_).
-  alignas(64) std::atomic<Object*> deferred_reads_{nullptr};
+  alignas(128) std::atomic<Object*> deferred_reads_{nullptr};
   // Kernels and scoped accesses that skipped the lock, per thread; at the
   // start of the iteration their sum was unlocked_kernels_base_.
   ThreadStripes<1> unlocked_kernels_;

@@ -99,11 +99,14 @@ inline constexpr double copy_switch_margin = 1.10;
 // The same kind of store in every band, as CACHEDARRAYS_COPY=nt or memcpy asks.
 [[nodiscard]] CopyChoice forced_copy_paths(CopyPath path, std::string_view why);
 
-// How long the calibration may take, all of it (scratch memory included).
+// How long the calibration's later rounds may run on, all of it (scratch
+// memory included); the first round runs whole.
 inline constexpr double copy_calibration_budget_seconds = 0.02;
 
 // Times the candidates on scratch buffers whose pages are faulted before any
-// timing; stops a band early when the next timed copy would pass the budget.
+// timing: one whole round of every band and candidate (bounded in bytes),
+// then more rounds while the next timed copy fits in the budget. A budget of
+// 0 times nothing.
 [[nodiscard]] CopyTimings calibrate_copy_paths(double budget_seconds = copy_calibration_budget_seconds);
 
 // CACHEDARRAYS_COPY.

@@ -117,11 +117,13 @@ TEST_CASE("choose_copy_paths: what was not measured never wins") {
 TEST_CASE("calibrate_copy_paths: bounded wall time and bytes, every figure real") {
   const CopyTimings t = detail::calibrate_copy_paths();
   INFO("seconds ", t.seconds, ", bytes ", t.bytes, ", note '", t.note, "'");
-  // The budget is 20 ms; a single copy may run past it, but a calibration
-  // that timed gigabyte copies or ran unbounded could not stay under these.
+  // The bytes are the bound that holds on any machine: the first round's
+  // 41 MiB and at most two more rounds while the budget lasts. The time
+  // bound is loose, for sanitizer builds (several times slower copies), yet
+  // a calibration that timed gigabyte copies or never stopped breaks it.
   CHECK(t.seconds > 0);
-  CHECK(t.seconds <= 0.2);
-  CHECK(t.bytes <= (std::uint64_t{512} << 20));
+  CHECK(t.seconds <= 2.0);
+  CHECK(t.bytes <= (std::uint64_t{128} << 20));
   for (std::size_t b = 0; b < detail::copy_band_count; ++b) {
     CHECK(t.sample_bytes[b] <= (std::uint64_t{64} << 20));
     for (const double gbps : t.gbps[b]) CHECK((std::isfinite(gbps) && gbps >= 0));

@@ -94,11 +94,13 @@ struct FarIteration {
   explicit FarIteration(ca::Runtime& runtime, std::uint64_t temporary_bytes) : rt(runtime), temporary(temporary_bytes) {
     for (int i = 0; i < 3; ++i) far.push_back(rt.array<std::byte>(300 * kib));
   }
-  // `before_temporary` runs just before the temporary array is created.
-  template <typename F>
-  void run(F&& before_temporary) {
+  // `after_writes` runs once the far arrays are written, `before_temporary`
+  // just before the temporary array is created.
+  template <typename F, typename G>
+  void run(F&& after_writes, G&& before_temporary) {
     rt.begin_iteration();
     for (auto& a : far) rt.kernel(ca::writes(a), [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{3}); });
+    after_writes();
     for (int k = 0; k < 4; ++k) read_kernel(rt, small);
     if (temporary > 0) {
       before_temporary();
@@ -110,7 +112,7 @@ struct FarIteration {
     for (auto& a : far) read_kernel(rt, a);
   }
   void run() {
-    run([] {});
+    run([] {}, [] {});
   }
 };
 
@@ -163,18 +165,23 @@ TEST_CASE("lookahead: dirty objects used after the window start their write-back
   iteration.run();  // binds the objects to the program
   finish_copies(*rt);
   const ca::Stats before = rt->stats();
+  // Writing a far array the last iteration left on the slow tier, or whose
+  // room the temporary split, may evict another: the lookahead's part
+  // starts once they are written.
+  ca::Stats written;
   ca::Stats at_temporary;
-  iteration.run([&] {
-    finish_copies(*rt);
-    at_temporary = rt->stats().since(before);
-  });
+  iteration.run([&] { written = rt->stats(); },
+                [&] {
+                  finish_copies(*rt);
+                  at_temporary = rt->stats().since(before);
+                });
   finish_copies(*rt);
   const ca::Stats s = rt->stats().since(before);
   CAPTURE(at_temporary.policy.writebacks);
   CAPTURE(s.policy.writebacks_elided);
   CAPTURE(s.policy.writeback_bytes);
   // Written back in the background before anything was evicted ...
-  CHECK(at_temporary.policy.evictions == 0);
+  CHECK(at_temporary.policy.evictions == written.since(before).policy.evictions);
   CHECK(at_temporary.policy.writebacks >= 1);
   CHECK(at_temporary.async.bytes >= 300 * kib);
   // ... so that the eviction making room for the new array copied nothing.

@@ -66,6 +66,9 @@ struct PolicyCounters {
   /// Prefetches and evictions given up because their copy failed (copy_error):
   /// the object stayed where it was, its contents intact.
   std::uint64_t moves_abandoned = 0;
+  /// Moves into a faster device declined because the object's reuses pass
+  /// that device (it is served where it lies).
+  std::uint64_t served_in_place = 0;
   /// Bytes the policy's moves wrote into each device.
   std::array<std::uint64_t, max_devices> bytes_written{};
 
@@ -76,7 +79,7 @@ struct PolicyCounters {
   };
   /// Every scalar counter, listed once: -=, and whoever compares two runs,
   /// walk this list (bytes_written beside it).
-  [[nodiscard]] static constexpr std::array<Field, 11> fields() noexcept {
+  [[nodiscard]] static constexpr std::array<Field, 12> fields() noexcept {
     return {{{"prefetches", &PolicyCounters::prefetches},
              {"prefetch_bytes", &PolicyCounters::prefetch_bytes},
              {"evictions", &PolicyCounters::evictions},
@@ -87,7 +90,8 @@ struct PolicyCounters {
              {"collected", &PolicyCounters::collected},
              {"collections", &PolicyCounters::collections},
              {"defrags", &PolicyCounters::defrags},
-             {"moves_abandoned", &PolicyCounters::moves_abandoned}}};
+             {"moves_abandoned", &PolicyCounters::moves_abandoned},
+             {"served_in_place", &PolicyCounters::served_in_place}}};
   }
   /// Subtracts every counter of `o` (bytes_written included): what happened
   /// since `o` was taken.

@@ -144,9 +144,7 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place(Object& object) {
   if (region == nullptr) return false;
 
   dm.setprimary(object, *region);
-  object.set_policy_state(std::make_unique<LruList::Entry>(object));
-  placed_bytes_ += object.bytes();
-  touch_if_fast(object);
+  adopt(object);
   return true;
 }
 
@@ -156,10 +154,38 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::place_in_slow(Object& object) {
   if (region == nullptr) region = dm.allocate(fast_, object.bytes());
   if (region == nullptr) return false;
   dm.setprimary(object, *region);
-  object.set_policy_state(std::make_unique<LruList::Entry>(object));
+  adopt(object);
+  return true;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::adopt(Object& object) {
+  auto entry = std::make_unique<LruList::Entry>(object);
+  if (serves_streams_in_place()) {
+    if (reuse_ == nullptr) reuse_ = std::make_shared<detail::ReuseDistance>();
+    entry->reuse_clock = reuse_;
+  }
+  object.set_policy_state(std::move(entry));
   placed_bytes_ += object.bytes();
   touch_if_fast(object);
-  return true;
+}
+
+CACHEDARRAYS_INLINE void CachedArraysPolicy::note_access(Object& object) {
+  LruList::Entry& e = detail::entry_of(object);
+  if (e.reuse_clock == nullptr) return;
+  e.previous_gap = e.gap;
+  e.gap = e.reuse_clock->touch(e.reuse, object.bytes());
+}
+
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::streams_past_fast(const Object& object) const {
+  // Its last two reuses each touched more distinct bytes than the fast tier
+  // holds: an LRU fast tier would have evicted it before either, so it is
+  // predicted to leave again before its next use, and a copy in would buy
+  // nothing but the copy and a write-back. One short reuse is enough to be
+  // moved as before.
+  const LruList::Entry& e = detail::entry_of(object);
+  if (e.gap == detail::ReuseDistance::never || e.previous_gap == detail::ReuseDistance::never) return false;
+  const std::uint64_t room = manager().capacity(fast_);
+  return e.gap + object.bytes() > room && e.previous_gap + object.bytes() > room;
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::move_to_slow(Object& object) {
@@ -196,6 +222,10 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::bring_to_fast(Object& object) {
     return true;
   }
   if (object.bytes() > dm.capacity(fast_)) return false;
+  if (streams_past_fast(object) && dm.getlinked(*primary, fast_) == nullptr) {
+    ++dm.policy_counters().served_in_place;
+    return false;
+  }
   const bool moved = policy::prefetch(dm, object, fast_, dm.device(*primary),
                                       [this](std::uint64_t bytes) { return make_room(bytes); });
   if (moved) lru_->touch(detail::entry_of(object));
@@ -266,15 +296,22 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
   return false;
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::will_use(Object& object) { bring_to_fast(object); }
+CACHEDARRAYS_INLINE void CachedArraysPolicy::will_use(Object& object) {
+  note_access(object);
+  bring_to_fast(object);
+}
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
+  note_access(object);
   // A copy made ahead (A) is taken even without P: it has been paid for.
   const bool copied_ahead = mode_.async_lookahead && manager().getlinked(*manager().getprimary(object), fast_);
   if (mode_.prefetch || copied_ahead) bring_to_fast(object); else touch_if_fast(object);
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) { bring_to_fast(object); }
+CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) {
+  note_access(object);
+  bring_to_fast(object);
+}
 
 CACHEDARRAYS_INLINE HintDelivery CachedArraysPolicy::read_hint_delivery(const Object& object) const {
   // Lookahead modes are never asked (they follow kernels); a copy made ahead

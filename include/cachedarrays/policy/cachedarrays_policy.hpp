@@ -61,6 +61,7 @@ namespace cachedarrays::policy {
 
 namespace detail {
 class LruList;
+class ReuseDistance;
 }
 
 /// The switches of a CachedArrays mode (the paper's L, M and P, and A),
@@ -208,6 +209,19 @@ class CachedArraysPolicy final : public Policy {
   };
   [[nodiscard]] FarObjects far_fast_objects(std::int64_t current, std::uint64_t beyond);
 
+  // ---- streams served in place (modes without A, hw-cache excepted) -------
+  // The modes that follow kernels know the program's reuse; a hardware
+  // cache model must fill on every use.
+  [[nodiscard]] bool serves_streams_in_place() const noexcept {
+    return !mode_.async_lookahead && !mode_.hardware_cache;
+  }
+  // Gives a new object its policy state and its place in the LRU.
+  void adopt(Object& object);
+  // A hint the policy hears of is an access: the object's reuse distance.
+  void note_access(Object& object);
+  // Whether the object's reuses pass the fast tier (see the definition).
+  [[nodiscard]] bool streams_past_fast(const Object& object) const;
+
   bool bring_to_fast(Object& object);
   bool make_room(std::uint64_t bytes);
   bool evict_for_room(Region& region);
@@ -236,6 +250,9 @@ class CachedArraysPolicy final : public Policy {
   // LRU entries: a number no cache holds invalidates them all at once.
   std::uint64_t epoch_ = 1;
   std::unique_ptr<PlannedPlacement> planned_;  // +planner modes
+  // Reuse distances of the objects (serves_streams_in_place), shared with
+  // their entries, which may outlive the policy.
+  std::shared_ptr<detail::ReuseDistance> reuse_;
 };
 
 }  // namespace cachedarrays::policy

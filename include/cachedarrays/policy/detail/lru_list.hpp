@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "cachedarrays/manager/object.hpp"
+#include "cachedarrays/policy/detail/reuse_distance.hpp"
 
 namespace cachedarrays::policy::detail {
 
@@ -14,6 +16,13 @@ class LruList {
   // The policy's state of one object, owned by the object.
   struct Entry : PolicyState {
     explicit Entry(Object& o) : object(&o) {}
+    // Its bytes stop counting in other objects' reuse distances with it;
+    // the objects may outlive the policy, so the clock is shared.
+    ~Entry() override {
+      if (reuse_clock != nullptr) reuse_clock->forget(reuse);
+    }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
     Object* object = nullptr;
     Entry* prev = nullptr;
     Entry* next = nullptr;
@@ -31,6 +40,13 @@ class LruList {
     std::uint64_t epoch = 0;
     std::int64_t looked_up_at = 0;
     std::uint32_t next_use = 0;
+    // Reuse distances (modes that serve streams in place): its last touch,
+    // and the distinct bytes touched between its last three touches, the
+    // latest first (ReuseDistance::never: not known yet).
+    std::shared_ptr<ReuseDistance> reuse_clock;
+    ReuseDistance::Stamp reuse;
+    std::uint64_t gap = ReuseDistance::never;
+    std::uint64_t previous_gap = ReuseDistance::never;
   };
 
   // Most recently used: moves to the end of the ordinary list.

@@ -57,7 +57,11 @@ namespace detail {
 // emulation profile, or Optane's when it has none).
 inline Runtime make_runtime(const RuntimeDefaults& defaults, const EnvironmentSettings& env) {
   const std::string name = env.policy.value_or(defaults.policy);
-  if (!policy::Registry::builtin().describe(name).memory_mode()) return runtime_from_environment(defaults, env);
+  const policy::PolicyDescriptor described = policy::Registry::builtin().describe(name);
+  if (!described.memory_mode()) return runtime_from_environment(defaults, env);
+  if (described.modeled_only()) {
+    throw invalid_argument("CACHEDARRAYS_POLICY=" + name + " is a memory mode that is modeled only; 2lm:m runs");
+  }
   std::vector<DeviceSpec> devices = devices_from_environment(defaults, env);
   DeviceSpec slow = devices.at(1);
   const EmulationProfile profile = slow.emulation ? *slow.emulation : *emulation::profile("optane");

@@ -27,7 +27,7 @@ struct Matmul {
   std::size_t tiles, n;  // tiles x tiles tiles per matrix, each n x n
 
   explicit Matmul(ca::apps::Size size)
-      : tiles(size == ca::apps::Size::bench ? 10 : 6), n(size == ca::apps::Size::bench ? 128 : 48) {}
+      : tiles(size == ca::apps::Size::bench ? 8 : 6), n(size == ca::apps::Size::bench ? 128 : 48) {}
 
   std::uint64_t footprint() const { return 3 * tiles * tiles * n * n * sizeof(float); }
 

@@ -20,7 +20,9 @@
 // are used up, bytes of objects it writes at the emulated write bandwidth
 // (a written byte that does not stay in fast memory must reach the slow
 // tier). Latency is ignored, and the copies are taken to overlap the
-// kernels completely.
+// kernels completely. Whole objects are counted, as the policies move them:
+// the memory mode, which moves cache lines, can go below the bound where a
+// kernel touches only part of an object.
 //
 //   app_policies [--apps LIST] [--fractions LIST] [--policies LIST] [--size test|bench]
 //                [--iterations N] [--rounds R] [--json FILE] [--app-dir DIR]

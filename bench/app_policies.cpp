@@ -42,7 +42,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -60,8 +59,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> all_apps{"stencil", "matmul", "kv_zipf", "gups", "pagerank", "kmeans"};
-const std::vector<std::string> all_policies{"all-fast", "first-touch", "all-slow", "2lm:m",         "ca",
-                                            "ca-l",     "ca-lm",       "ca-lmp",   "ca-lma",        "ca-lmpa",
+const std::vector<std::string> all_policies{"all-fast", "first-touch", "all-slow",      "2lm:m",        "ca",
+                                            "ca-l",     "ca-lm",       "ca-lmp",        "ca-lma",       "ca-lmpa",
                                             "hw-cache", "autotm-sync", "autotm-static", "autoswap:aoa", "redl"};
 // all-fast's fast tier: the whole footprint, with room for the heap's holes.
 constexpr double all_fast_fraction = 1.1;
@@ -101,8 +100,8 @@ Run run_app(const Options& o, const std::string& app, const std::string& policy,
   const fs::path exe = fs::path(o.app_dir) / ("app_" + app);
   const fs::path json = scratch / "run.json", out = scratch / "stdout.txt", err = scratch / "stderr.txt";
   fs::remove(json);
-  std::vector<std::string> args{exe.string(), "--size", o.size, "--iterations", std::to_string(o.iterations),
-                                "--json", json.string()};
+  std::vector<std::string> args{exe.string(), "--size", o.size, "--iterations", std::to_string(o.iterations)};
+  args.insert(args.end(), {"--json", json.string()});
   // The parent's environment, less what the run sets.
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -164,13 +163,14 @@ struct Row {
 // The bound of one app at one fast tier (see the file comment).
 struct Bound {
   std::uint64_t fast_bytes = 0, touched = 0, read_only = 0, written = 0, slow_read = 0, slow_written = 0;
-  double traffic_seconds = 0, seconds = 0;
+  double traffic_seconds = 0, all_fast_seconds = 0, seconds = 0;
 };
 
 Bound bound_of(const ca::plan::Program& program, std::uint64_t fast_bytes, double all_fast_seconds,
                const ca::EmulationProfile& slow) {
   Bound b;
   b.fast_bytes = fast_bytes;
+  b.all_fast_seconds = all_fast_seconds;
   std::map<std::uint32_t, bool> touched;  // object: written
   for (const ca::plan::ProgramKernel& k : program.kernels()) {
     for (const ca::plan::ProgramArg& a : k.args) touched[a.object] = touched[a.object] || a.access == ca::Access::write;
@@ -203,8 +203,7 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
   };
   const std::optional<double> all_fast = find("all-fast");
   const std::optional<double> ft = find("first-touch"), slow = find("all-slow");
-  const std::optional<double> baseline =
-      ft && slow ? std::optional(std::min(*ft, *slow)) : ft ? ft : slow;
+  const std::optional<double> baseline = ft && slow ? std::optional(std::min(*ft, *slow)) : ft ? ft : slow;
   fmt::print("\n{} at fast {:.0f}% of its footprint (emulated {}; all-fast at {:.0f}%):\n", app, 100 * fraction,
              emulation_profile, 100 * all_fast_fraction);
   const bench::Table table({{"policy", 14, bench::Align::left},
@@ -231,19 +230,25 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
 Options parse(int argc, char** argv) {
   Options o;
   CLI::App cli{"app_policies: every policy on the non-CNN apps of bench/apps, with the slow tier emulated as Optane"};
-  cli.add_option("--apps", o.apps, "apps to run")->delimiter(',')->check(CLI::IsMember(all_apps))->capture_default_str();
+  cli.add_option("--apps", o.apps, "apps to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember(all_apps))
+      ->capture_default_str();
   cli.add_option("--fractions", o.fractions, "fast tier sizes, as fractions of each app's footprint")
       ->delimiter(',')
       ->check(CLI::Range(0.001, 64.0))
       ->capture_default_str();
-  cli.add_option("--policies", o.policies, "policies (registry names); all-fast, first-touch and all-slow give the "
-                                           "ratios' baselines")
+  cli.add_option("--policies", o.policies,
+                 "policies (registry names); all-fast, first-touch and all-slow give the "
+                 "ratios' baselines")
       ->delimiter(',')
       ->capture_default_str();
   cli.add_option("--size", o.size, "the apps' size: test (a few MiB) or bench")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();
-  cli.add_option("--iterations", o.iterations, "timed iterations per run")->check(CLI::Range(1, 100000))->capture_default_str();
+  cli.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   cli.add_option("--rounds", o.rounds, "interleaved rounds of every policy; rows are the median over rounds")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -264,11 +269,93 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-}  // namespace
+// Every policy's runs of `app` at `fraction`, in --rounds interleaved rounds.
+struct Group {
+  std::string app;
+  double fraction = 0;
+  std::vector<Row> rows;
+  std::optional<nlohmann::json> program;  // recorded by the first run that verified
+  std::uint64_t footprint = 0;
+  [[nodiscard]] bool all_verified() const {
+    return std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.failure.empty(); });
+  }
+};
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  const ca::EmulationProfile slow = *ca::emulation::profile(emulation_profile);
+// Counts the runs for the progress lines on stderr.
+struct Progress {
+  std::size_t done = 0, total = 0;
+};
+
+Group measure(const Options& o, const std::string& app, double fraction, const fs::path& scratch, Progress& progress) {
+  Group g{app, fraction, {}, std::nullopt, 0};
+  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, ""});
+  for (int round = 0; round < o.rounds; ++round) {
+    for (Row& row : g.rows) {
+      const Run run = run_app(o, app, row.policy, row.policy == "all-fast" ? all_fast_fraction : fraction, scratch);
+      const std::string where = fmt::format("[{}/{}] {} at {:.0f}% {} (round {})", ++progress.done, progress.total,
+                                            app, 100 * fraction, row.policy, round + 1);
+      if (!run.report) {
+        if (row.failure.empty()) row.failure = run.failure;
+        fmt::print(stderr, "{}: failed: {}\n", where, run.failure);
+        continue;
+      }
+      const double s = run.report->at("seconds_per_iteration").get<double>();
+      row.round_seconds.push_back(s);
+      g.footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
+      if (!g.program && !run.report->at("program").is_null()) g.program = run.report->at("program");
+      fmt::print(stderr, "{}: {:.4f} s/iteration, verified\n", where, s);
+    }
+  }
+  return g;
+}
+
+// The group's bound, when all-fast ran and some run recorded the program.
+std::optional<Bound> bound_of(const Group& g, const ca::EmulationProfile& slow) {
+  std::optional<double> all_fast;
+  for (const Row& r : g.rows) {
+    if (r.policy == "all-fast") all_fast = r.seconds();
+  }
+  if (!g.program || !all_fast || g.footprint == 0) return std::nullopt;
+  // As the app sizes its fast tier (ca::devices_from_environment).
+  const auto fast_bytes =
+      std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(g.fraction * static_cast<double>(g.footprint)));
+  return bound_of(ca::plan::Program::from_json(g.program->dump()), fast_bytes, *all_fast, slow);
+}
+
+// The JSON of every group (docs/benchmarks.md lists its fields).
+struct Results {
+  nlohmann::json rows = nlohmann::json::array(), bounds = nlohmann::json::array();
+  nlohmann::json programs = nlohmann::json::object();
+
+  void add(const Group& g, const std::optional<Bound>& bound) {
+    for (const Row& r : g.rows) {
+      const std::optional<double> s = r.seconds();
+      rows.push_back({{"app", g.app},
+                      {"policy", r.policy},
+                      {"fast_fraction", r.policy == "all-fast" ? all_fast_fraction : g.fraction},
+                      {"table_fraction", g.fraction},
+                      {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
+                      {"round_seconds", r.round_seconds},
+                      {"verified", r.failure.empty()},
+                      {"failure", r.failure}});
+    }
+    if (g.program) programs[g.app] = *g.program;
+    if (!bound) return;
+    bounds.push_back({{"app", g.app},
+                      {"fast_fraction", g.fraction},
+                      {"fast_bytes", bound->fast_bytes},
+                      {"touched_bytes", bound->touched},
+                      {"read_only_bytes", bound->read_only},
+                      {"written_bytes", bound->written},
+                      {"least_slow_read_bytes", bound->slow_read},
+                      {"least_slow_written_bytes", bound->slow_written},
+                      {"traffic_seconds", bound->traffic_seconds},
+                      {"all_fast_seconds", bound->all_fast_seconds},
+                      {"bound_seconds", bound->seconds}});
+  }
+};
+
+void print_preamble(const Options& o, const ca::EmulationProfile& slow) {
   fmt::print("{}\n", bench::machine_line(bench::machine_report()));
   fmt::print("slow tier: {}\n", ca::emulation::describe(slow));
   fmt::print("apps at --size {}, {} timed iterations per run after a warm-up and a recorded one; median over {} "
@@ -277,77 +364,27 @@ int main(int argc, char** argv) {
   fmt::print("bound: max(all-fast, least slow-tier bytes / emulated bandwidth): of the bytes the iteration's kernels "
              "touch, those beyond the fast tier cross to the slow tier once, priced at the read bandwidth while "
              "objects only read last, then at the write bandwidth; latency ignored, copies fully overlapped\n");
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const ca::EmulationProfile slow = *ca::emulation::profile(emulation_profile);
+  print_preamble(o, slow);
   const fs::path scratch = fs::temp_directory_path() / fmt::format("app_policies-{}", ::getpid());
   fs::create_directories(scratch);
-  nlohmann::json rows_json = nlohmann::json::array(), bounds_json = nlohmann::json::array();
-  nlohmann::json programs = nlohmann::json::object();
-  bool all_ok = true;
-  const std::size_t total = o.apps.size() * o.fractions.size() * o.policies.size() * static_cast<std::size_t>(o.rounds);
-  std::size_t done = 0;
+  Results results;
+  Progress progress{0, o.apps.size() * o.fractions.size() * o.policies.size() * static_cast<std::size_t>(o.rounds)};
+  bool all_verified = true;
   for (const std::string& app : o.apps) {
     for (const double fraction : o.fractions) {
-      std::vector<Row> rows;
-      for (const std::string& p : o.policies) rows.push_back({app, p, fraction, {}, ""});
-      std::optional<nlohmann::json> program;
-      std::uint64_t footprint = 0;
-      for (int round = 0; round < o.rounds; ++round) {
-        for (Row& row : rows) {
-          const double f = row.policy == "all-fast" ? all_fast_fraction : fraction;
-          const Run run = run_app(o, app, row.policy, f, scratch);
-          ++done;
-          if (run.report) {
-            const double s = run.report->at("seconds_per_iteration").get<double>();
-            row.round_seconds.push_back(s);
-            footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
-            if (!program && !run.report->at("program").is_null()) program = run.report->at("program");
-            fmt::print(stderr, "[{}/{}] {} at {:.0f}% {} (round {}): {:.4f} s/iteration, verified\n", done, total, app,
-                       100 * fraction, row.policy, round + 1, s);
-          } else {
-            if (row.failure.empty()) row.failure = run.failure;
-            all_ok = false;
-            fmt::print(stderr, "[{}/{}] {} at {:.0f}% {} (round {}): failed: {}\n", done, total, app, 100 * fraction,
-                       row.policy, round + 1, run.failure);
-          }
-        }
-      }
-      std::optional<Bound> bound;
-      std::optional<double> all_fast;
-      for (const Row& r : rows) {
-        if (r.policy == "all-fast") all_fast = r.seconds();
-      }
-      if (program && all_fast && footprint > 0) {
-        const auto fast_bytes = std::max<std::uint64_t>(
-            4096, static_cast<std::uint64_t>(fraction * static_cast<double>(footprint)));
-        bound = bound_of(ca::plan::Program::from_json(program->dump()), fast_bytes, *all_fast, slow);
-        programs[app] = *program;
-      }
-      print_table(app, fraction, rows, bound ? &*bound : nullptr);
+      const Group g = measure(o, app, fraction, scratch, progress);
+      const std::optional<Bound> bound = bound_of(g, slow);
+      print_table(app, fraction, g.rows, bound ? &*bound : nullptr);
       std::fflush(stdout);  // the table before the next group's progress lines on stderr
-      for (const Row& r : rows) {
-        const std::optional<double> s = r.seconds();
-        rows_json.push_back({{"app", app},
-                             {"policy", r.policy},
-                             {"fast_fraction", r.policy == "all-fast" ? all_fast_fraction : fraction},
-                             {"table_fraction", fraction},
-                             {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
-                             {"round_seconds", r.round_seconds},
-                             {"verified", r.failure.empty()},
-                             {"failure", r.failure}});
-      }
-      if (bound) {
-        bounds_json.push_back({{"app", app},
-                               {"fast_fraction", fraction},
-                               {"fast_bytes", bound->fast_bytes},
-                               {"touched_bytes", bound->touched},
-                               {"read_only_bytes", bound->read_only},
-                               {"written_bytes", bound->written},
-                               {"least_slow_read_bytes", bound->slow_read},
-                               {"least_slow_written_bytes", bound->slow_written},
-                               {"traffic_seconds", bound->traffic_seconds},
-                               {"all_fast_seconds", *all_fast},
-                               {"bound_seconds", bound->seconds}});
-      }
+      results.add(g, bound);
+      all_verified = all_verified && g.all_verified();
     }
   }
   fs::remove_all(scratch);
@@ -359,10 +396,10 @@ int main(int argc, char** argv) {
                            {"iterations", o.iterations},
                            {"rounds", o.rounds},
                            {"all_fast_fraction", all_fast_fraction},
-                           {"rows", rows_json},
-                           {"bounds", bounds_json},
-                           {"programs", programs}};
+                           {"rows", results.rows},
+                           {"bounds", results.bounds},
+                           {"programs", results.programs}};
   if (!bench::write_json(o.json, out, "app_policies")) return 1;
-  fmt::print("\nwrote {}{}\n", o.json, all_ok ? "" : "; some runs failed (see their rows)");
-  return all_ok ? 0 : 1;
+  fmt::print("\nwrote {}{}\n", o.json, all_verified ? "" : "; some runs failed (see their rows)");
+  return all_verified ? 0 : 1;
 }

@@ -17,7 +17,7 @@ namespace ca = cachedarrays;
 namespace {
 
 constexpr std::uint64_t seed = 11;
-constexpr double hot_share = 0.9;      // of the kernels
+constexpr double hot_share = 0.9;        // of the kernels
 constexpr std::size_t hot_divisor = 10;  // the hot set: arrays / 10
 
 // `updates` read-modify-writes at places and with keys drawn from `stream`.

@@ -27,7 +27,10 @@ void assign(std::span<const float> points, std::span<const float> centroids, std
     for (std::size_t c = 0; c < clusters; ++c) {
       float d = 0;
       for (std::size_t i = 0; i < dims; ++i) d += (x[i] - centroids[c * dims + i]) * (x[i] - centroids[c * dims + i]);
-      if (d < best_distance) best_distance = d, best = c;
+      if (d < best_distance) {
+        best_distance = d;
+        best = c;
+      }
     }
     for (std::size_t i = 0; i < dims; ++i) sums[best * (dims + 1) + i] += x[i];
     sums[best * (dims + 1) + dims] += 1;
@@ -60,7 +63,9 @@ struct Kmeans {
       std::vector<float> v(block_points * dims);
       for (std::size_t p = 0; p < block_points; ++p) {
         const std::size_t c = rng.below(clusters);
-        for (std::size_t i = 0; i < dims; ++i) v[p * dims + i] = centers[c * dims + i] + static_cast<float>(rng.uniform() - 0.5);
+        for (std::size_t i = 0; i < dims; ++i) {
+          v[p * dims + i] = centers[c * dims + i] + static_cast<float>(rng.uniform() - 0.5);
+        }
       }
       points.push_back(std::move(v));
     }

@@ -33,7 +33,9 @@ struct KvZipf {
         words((size == ca::apps::Size::bench ? (1u << 20) : (64u << 10)) / sizeof(std::uint64_t)),
         of_rank(arrays) {
     double total = 0;
-    for (std::size_t r = 0; r < arrays; ++r) cdf.push_back(total += 1 / std::pow(static_cast<double>(r + 1), zipf_exponent));
+    for (std::size_t r = 0; r < arrays; ++r) {
+      cdf.push_back(total += 1 / std::pow(static_cast<double>(r + 1), zipf_exponent));
+    }
     for (double& c : cdf) c /= total;
     std::iota(of_rank.begin(), of_rank.end(), std::size_t{0});
     ca::apps::Rng rng{seed};

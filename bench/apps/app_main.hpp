@@ -129,9 +129,10 @@ inline void write_report(const std::string& path, const Report& r) {
 template <typename Workload>
 int app_main(int argc, char** argv, const char* name, const char* description) {
   detail::Options o;
-  CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
-                           "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
-                           name, description)};
+  CLI::App cli{
+      fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
+                  "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
+                  name, description)};
   cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();

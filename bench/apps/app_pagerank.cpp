@@ -123,7 +123,9 @@ struct PageRank {
     std::vector<float> rank(vertices, 1.0f / static_cast<float>(vertices)), next(vertices), contribution(vertices);
     for (int it = 0; it < iterations; ++it) {
       contributions(rank, inverse, contribution);
-      for (std::size_t b = 0; b < blocks.size(); ++b) pull(blocks[b], contribution, next, b * block_vertices, block_vertices);
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        pull(blocks[b], contribution, next, b * block_vertices, block_vertices);
+      }
       std::swap(rank, next);
     }
     const auto got = a.rank.read();

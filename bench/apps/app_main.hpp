@@ -119,20 +119,61 @@ inline void write_report(const std::string& path, const Report& r) {
   if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
 }
 
+// Runs `workload` as app_main says and reports what it measured; throws
+// what the library throws.
+template <typename Workload>
+Report run(Workload& workload, const char* name, const Options& o) {
+  Report r;
+  r.app = name;
+  r.footprint = workload.footprint();
+  const EnvironmentSettings env = read_environment();
+  const RuntimeDefaults defaults{.policy = "ca-lm", .fast_bytes = r.footprint / 2, .footprint = r.footprint};
+  r.fast_bytes = devices_from_environment(defaults, env).at(0).capacity;
+  r.fast_fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(r.footprint);
+  r.emulation = env.emulation.value_or("none");
+  r.policy = env.policy.value_or(defaults.policy);
+  Runtime rt = make_runtime(defaults, env);
+  {
+    auto arrays = workload.setup(rt);
+    int done = 0;
+    const auto iteration = [&] {
+      rt.begin_iteration();
+      workload.iteration(rt, arrays, done++);
+      rt.collect();
+    };
+    iteration();  // warm-up: first placements, first page faults
+    rt.record_program();
+    iteration();  // recorded; the policy has the program from the next one on
+    for (int i = 0; i < o.iterations; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      iteration();
+      r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    // The check's reads are no iteration of the program.
+    rt.begin_unplanned_iteration();
+    r.error = workload.verify(arrays, done);
+  }
+  if (const auto program = rt.program()) {
+    r.program_json = program->to_json();
+    if (!o.program_out.empty()) program->save(o.program_out);
+  }
+  return r;
+}
+
 }  // namespace detail
 
 /// Parses the flags, runs the workload under the policy and fast tier the
 /// environment names — one warm-up iteration, one recorded as the program
 /// (rt.record_program) that the policy then has, and --iterations timed ones
 /// — checks it against plain code and reports. Exit status: 0 verified,
-/// 1 a mismatch, 2 bad flags or environment, or a library error.
+/// 1 a mismatch, 2 a bad environment or a library error, CLI11's for bad
+/// flags.
 template <typename Workload>
 int app_main(int argc, char** argv, const char* name, const char* description) {
   detail::Options o;
-  CLI::App cli{
-      fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
-                  "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
-                  name, description)};
+  CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
+                           "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
+                           name, description)};
   cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();
@@ -144,51 +185,19 @@ int app_main(int argc, char** argv, const char* name, const char* description) {
   CLI11_PARSE(cli, argc, argv);
 
   detail::Report r;
-  r.app = name;
   try {
     Workload workload(o.size == "bench" ? Size::bench : Size::test);
-    r.footprint = workload.footprint();
-    const EnvironmentSettings env = read_environment();
-    const RuntimeDefaults defaults{.policy = "ca-lm", .fast_bytes = r.footprint / 2, .footprint = r.footprint};
-    r.fast_bytes = devices_from_environment(defaults, env).at(0).capacity;
-    r.fast_fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(r.footprint);
-    r.emulation = env.emulation.value_or("none");
-    Runtime rt = detail::make_runtime(defaults, env);
-    r.policy = env.policy.value_or(defaults.policy);
-    {
-      auto arrays = workload.setup(rt);
-      int done = 0;
-      const auto run = [&] {
-        rt.begin_iteration();
-        workload.iteration(rt, arrays, done++);
-        rt.collect();
-      };
-      run();  // warm-up: first placements, first page faults
-      rt.record_program();
-      run();  // recorded; the policy has the program from the next one on
-      for (int i = 0; i < o.iterations; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        run();
-        r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
-      // The check's reads are no iteration of the program.
-      rt.begin_unplanned_iteration();
-      r.error = workload.verify(arrays, done);
-    }
-    if (const auto program = rt.program()) {
-      r.program_json = program->to_json();
-      if (!o.program_out.empty()) program->save(o.program_out);
-    }
+    r = detail::run(workload, name, o);
     if (!o.json.empty()) detail::write_report(o.json, r);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: error: {}\n", name, e.what());
     return 2;
   }
-  const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
   if (!r.error.empty()) {
     fmt::print(stderr, "{}: policy {}: NOT verified: {}\n", name, r.policy, r.error);
     return 1;
   }
+  const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
   fmt::print("{}: policy {}, fast {:.0f}% ({}), {:.4f} s/iteration (median of {}), verified{}\n", name, r.policy,
              100 * r.fast_fraction, format_bytes(r.fast_bytes), detail::median(r.seconds), r.seconds.size(), emulated);
   return 0;

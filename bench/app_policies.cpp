@@ -1,0 +1,414 @@
+// app_policies: every policy on the workloads of bench/apps — a stencil, a
+// blocked matrix multiply, Zipf-distributed reads, GUPS with a hot set,
+// PageRank and k-means, none of them the CNN the policies were tuned on —
+// with the slow tier emulated as Optane. Each run is an app executable
+// started as a child process with the policy, fast fraction and emulation
+// in its environment (as a user would start it), which checks its result
+// against plain code and writes its time per iteration and its recorded
+// program as JSON. all-fast runs with a fast tier of 1.1 x the footprint.
+// The policies run interleaved in --rounds rounds; a row is the median over
+// rounds.
+//
+// The bound row is what no placement can beat: the larger of all-fast's
+// time and the least slow-tier traffic of an iteration at the emulated
+// bandwidth. With a fast tier of C bytes and T bytes of objects the
+// iteration's kernels touch (each counted once), at least max(0, T - C)
+// bytes of them are not in fast memory at some point of every iteration, so
+// they are read from or written to the slow tier at least once. Those bytes
+// are priced as cheaply as the program allows: bytes of objects the
+// iteration only reads at the emulated read bandwidth, and only once those
+// are used up, bytes of objects it writes at the emulated write bandwidth
+// (a written byte that does not stay in fast memory must reach the slow
+// tier). Latency is ignored, and the copies are taken to overlap the
+// kernels completely. Whole objects are counted, as the policies move them:
+// the memory mode, which moves cache lines, can go below the bound where a
+// kernel touches only part of an object.
+//
+//   app_policies [--apps LIST] [--fractions LIST] [--policies LIST] [--size test|bench]
+//                [--iterations N] [--rounds R] [--json FILE] [--app-dir DIR]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cachedarrays/cachedarrays.hpp>
+#include <cachedarrays/manager/emulation.hpp>
+
+#include "bench_support.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace ca = cachedarrays;
+namespace bench = cachedarrays::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The apps bench/apps/CMakeLists.txt builds, in its order.
+const std::vector<std::string> all_apps = [] {
+  std::vector<std::string> names;
+  std::string rest = CACHEDARRAYS_APP_NAMES;
+  for (std::size_t comma; (comma = rest.find(',')) != std::string::npos; rest.erase(0, comma + 1)) {
+    names.push_back(rest.substr(0, comma));
+  }
+  names.push_back(rest);
+  return names;
+}();
+const std::vector<std::string> all_policies{"all-fast", "first-touch", "all-slow",      "2lm:m",        "ca",
+                                            "ca-l",     "ca-lm",       "ca-lmp",        "ca-lma",       "ca-lmpa",
+                                            "hw-cache", "autotm-sync", "autotm-static", "autoswap:aoa", "redl"};
+// all-fast's fast tier: the whole footprint, with room for the heap's holes.
+constexpr double all_fast_fraction = 1.1;
+constexpr const char* emulation_profile = "optane";
+
+struct Options {
+  std::vector<std::string> apps = all_apps;
+  std::vector<double> fractions{0.2, 0.5};
+  std::vector<std::string> policies = all_policies;
+  std::string size = "bench";
+  int iterations = 5;
+  int rounds = 1;
+  std::string json = "app_policies.json";
+  std::string app_dir = CACHEDARRAYS_APP_DIR;
+};
+
+// One child run: its report, or why there is none.
+struct Run {
+  std::optional<nlohmann::json> report;  // the app's --json, when verified
+  std::string failure;
+};
+
+// The last non-empty line of a file, for a failure's reason.
+std::string last_line(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+// Runs `app` under `policy` at `fraction` with the emulated slow tier, its
+// output into `scratch`.
+Run run_app(const Options& o, const std::string& app, const std::string& policy, double fraction,
+            const fs::path& scratch) {
+  const fs::path exe = fs::path(o.app_dir) / ("app_" + app);
+  const fs::path json = scratch / "run.json", out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  fs::remove(json);
+  std::vector<std::string> args{exe.string(), "--size", o.size, "--iterations", std::to_string(o.iterations)};
+  args.insert(args.end(), {"--json", json.string()});
+  // The parent's environment, less what the run sets.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string var = *e;
+    if (var.rfind("CACHEDARRAYS_POLICY=", 0) == 0 || var.rfind("CACHEDARRAYS_FAST_", 0) == 0 ||
+        var.rfind("CACHEDARRAYS_EMULATION=", 0) == 0) {
+      continue;
+    }
+    env.push_back(var);
+  }
+  env.push_back("CACHEDARRAYS_POLICY=" + policy);
+  env.push_back(fmt::format("CACHEDARRAYS_FAST_FRACTION={}", fraction));
+  env.push_back(std::string("CACHEDARRAYS_EMULATION=") + emulation_profile);
+  const auto pointers = [](std::vector<std::string>& strings) {
+    std::vector<char*> p;
+    for (std::string& s : strings) p.push_back(s.data());
+    p.push_back(nullptr);
+    return p;
+  };
+  std::vector<char*> argv = pointers(args), envp = pointers(env);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return {std::nullopt, fmt::format("cannot start {}: {}", exe.string(), std::strerror(spawned))};
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return {std::nullopt, fmt::format("waitpid: {}", std::strerror(errno))};
+  }
+  if (WIFSIGNALED(status)) return {std::nullopt, fmt::format("killed by signal {}", WTERMSIG(status))};
+  if (WEXITSTATUS(status) != 0) {
+    return {std::nullopt, fmt::format("exit {}: {}", WEXITSTATUS(status), last_line(err))};
+  }
+  try {
+    std::ifstream in(json);
+    nlohmann::json report = nlohmann::json::parse(in);
+    if (!report.value("verified", false)) return {std::nullopt, "not verified: " + report.value("error", "")};
+    return {std::move(report), ""};
+  } catch (const std::exception& e) {
+    return {std::nullopt, fmt::format("no report in {}: {}", json.string(), e.what())};
+  }
+}
+
+struct Row {
+  std::string app, policy;
+  double fraction = 0;
+  std::vector<double> round_seconds;
+  std::string failure;  // empty: every round verified
+  [[nodiscard]] std::optional<double> seconds() const {
+    if (!failure.empty() || round_seconds.empty()) return std::nullopt;
+    return bench::median(round_seconds);
+  }
+};
+
+// The bound of one app at one fast tier (see the file comment).
+struct Bound {
+  std::uint64_t fast_bytes = 0, touched = 0, read_only = 0, written = 0, slow_read = 0, slow_written = 0;
+  double traffic_seconds = 0, all_fast_seconds = 0, seconds = 0;
+};
+
+Bound bound_of(const ca::plan::Program& program, std::uint64_t fast_bytes, double all_fast_seconds,
+               const ca::EmulationProfile& slow) {
+  Bound b;
+  b.fast_bytes = fast_bytes;
+  b.all_fast_seconds = all_fast_seconds;
+  std::map<std::uint32_t, bool> touched;  // object: written
+  for (const ca::plan::ProgramKernel& k : program.kernels()) {
+    for (const ca::plan::ProgramArg& a : k.args) touched[a.object] = touched[a.object] || a.access == ca::Access::write;
+  }
+  for (const auto& [object, written] : touched) {
+    (written ? b.written : b.read_only) += program.objects().at(object).bytes;
+  }
+  b.touched = b.read_only + b.written;
+  const std::uint64_t excess = b.touched > fast_bytes ? b.touched - fast_bytes : 0;
+  b.slow_read = std::min(excess, b.read_only);
+  b.slow_written = excess - b.slow_read;
+  // GB/s are bytes per nanosecond.
+  b.traffic_seconds = 1e-9 * (static_cast<double>(b.slow_read) / slow.read_gbps +
+                              static_cast<double>(b.slow_written) / slow.write_gbps);
+  b.seconds = std::max(all_fast_seconds, b.traffic_seconds);
+  return b;
+}
+
+std::string ratio(std::optional<double> a, std::optional<double> b) {
+  return a && b && *b > 0 ? fmt::format("{:.2f}x", *a / *b) : "-";
+}
+
+// One table: every policy's row of `app` at `fraction`, then the bound.
+void print_table(const std::string& app, double fraction, const std::vector<Row>& rows, const Bound* bound) {
+  const auto find = [&](const std::string& policy) -> std::optional<double> {
+    for (const Row& r : rows) {
+      if (r.policy == policy) return r.seconds();
+    }
+    return std::nullopt;
+  };
+  const std::optional<double> all_fast = find("all-fast");
+  const std::optional<double> ft = find("first-touch"), slow = find("all-slow");
+  const std::optional<double> baseline = ft && slow ? std::optional(std::min(*ft, *slow)) : ft ? ft : slow;
+  fmt::print("\n{} at fast {:.0f}% of its footprint (emulated {}; all-fast at {:.0f}%):\n", app, 100 * fraction,
+             emulation_profile, 100 * all_fast_fraction);
+  const bench::Table table({{"policy", 14, bench::Align::left},
+                            {"s/iteration", 12},
+                            {"x all-fast", 10},
+                            {"x min(first-touch, all-slow)", 28},
+                            {"note", 4, bench::Align::left}});
+  table.print_header();
+  table.print_rule();
+  for (const Row& r : rows) {
+    const std::optional<double> s = r.seconds();
+    table.print_row({r.policy, s ? fmt::format("{:.4f}", *s) : "-", ratio(s, all_fast), ratio(s, baseline),
+                     r.failure.empty() ? "" : "failed: " + r.failure});
+  }
+  if (bound != nullptr) {
+    table.print_row({"bound", fmt::format("{:.4f}", bound->seconds), ratio(bound->seconds, all_fast),
+                     ratio(bound->seconds, baseline),
+                     fmt::format("max(all-fast, {} read + {} written on the slow tier: {:.4f} s)",
+                                 ca::format_bytes(bound->slow_read), ca::format_bytes(bound->slow_written),
+                                 bound->traffic_seconds)});
+  }
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  CLI::App cli{"app_policies: every policy on the non-CNN apps of bench/apps, with the slow tier emulated as Optane"};
+  cli.add_option("--apps", o.apps, "apps to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember(all_apps))
+      ->capture_default_str();
+  cli.add_option("--fractions", o.fractions, "fast tier sizes, as fractions of each app's footprint")
+      ->delimiter(',')
+      ->check(CLI::Range(0.001, 64.0))
+      ->capture_default_str();
+  cli.add_option("--policies", o.policies,
+                 "policies (registry names); all-fast, first-touch and all-slow give the "
+                 "ratios' baselines")
+      ->delimiter(',')
+      ->capture_default_str();
+  cli.add_option("--size", o.size, "the apps' size: test (a few MiB) or bench")
+      ->check(CLI::IsMember({"test", "bench"}))
+      ->capture_default_str();
+  cli.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cli.add_option("--rounds", o.rounds, "interleaved rounds of every policy; rows are the median over rounds")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cli.add_option("--json", o.json, "where to write the results")->capture_default_str();
+  cli.add_option("--app-dir", o.app_dir, "where the app executables are")->capture_default_str();
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(cli.exit(e));
+  }
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
+  for (const std::string& p : o.policies) {
+    if (!registry.contains(p)) {
+      fmt::print(stderr, "app_policies: --policies: '{}' is not a registered policy\n", p);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// Every policy's runs of `app` at `fraction`, in --rounds interleaved rounds.
+struct Group {
+  std::string app;
+  double fraction = 0;
+  std::vector<Row> rows;
+  std::optional<nlohmann::json> program;  // recorded by the first run that verified
+  std::uint64_t footprint = 0;
+  [[nodiscard]] bool all_verified() const {
+    return std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.failure.empty(); });
+  }
+};
+
+// Counts the runs for the progress lines on stderr.
+struct Progress {
+  std::size_t done = 0, total = 0;
+};
+
+Group measure(const Options& o, const std::string& app, double fraction, const fs::path& scratch, Progress& progress) {
+  Group g{app, fraction, {}, std::nullopt, 0};
+  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, ""});
+  for (int round = 0; round < o.rounds; ++round) {
+    for (Row& row : g.rows) {
+      const Run run = run_app(o, app, row.policy, row.policy == "all-fast" ? all_fast_fraction : fraction, scratch);
+      const std::string where = fmt::format("[{}/{}] {} at {:.0f}% {} (round {})", ++progress.done, progress.total,
+                                            app, 100 * fraction, row.policy, round + 1);
+      if (!run.report) {
+        if (row.failure.empty()) row.failure = run.failure;
+        fmt::print(stderr, "{}: failed: {}\n", where, run.failure);
+        continue;
+      }
+      const double s = run.report->at("seconds_per_iteration").get<double>();
+      row.round_seconds.push_back(s);
+      g.footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
+      if (!g.program && !run.report->at("program").is_null()) g.program = run.report->at("program");
+      fmt::print(stderr, "{}: {:.4f} s/iteration, verified\n", where, s);
+    }
+  }
+  return g;
+}
+
+// The group's bound, when all-fast ran and some run recorded the program.
+std::optional<Bound> bound_of(const Group& g, const ca::EmulationProfile& slow) {
+  std::optional<double> all_fast;
+  for (const Row& r : g.rows) {
+    if (r.policy == "all-fast") all_fast = r.seconds();
+  }
+  if (!g.program || !all_fast || g.footprint == 0) return std::nullopt;
+  // As the app sizes its fast tier (ca::devices_from_environment).
+  const auto fast_bytes =
+      std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(g.fraction * static_cast<double>(g.footprint)));
+  return bound_of(ca::plan::Program::from_json(g.program->dump()), fast_bytes, *all_fast, slow);
+}
+
+// The JSON of every group (docs/benchmarks.md lists its fields).
+struct Results {
+  nlohmann::json rows = nlohmann::json::array(), bounds = nlohmann::json::array();
+  nlohmann::json programs = nlohmann::json::object();
+
+  void add(const Group& g, const std::optional<Bound>& bound) {
+    for (const Row& r : g.rows) {
+      const std::optional<double> s = r.seconds();
+      rows.push_back({{"app", g.app},
+                      {"policy", r.policy},
+                      {"fast_fraction", r.policy == "all-fast" ? all_fast_fraction : g.fraction},
+                      {"table_fraction", g.fraction},
+                      {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
+                      {"round_seconds", r.round_seconds},
+                      {"verified", r.failure.empty()},
+                      {"failure", r.failure}});
+    }
+    if (g.program) programs[g.app] = *g.program;
+    if (!bound) return;
+    bounds.push_back({{"app", g.app},
+                      {"fast_fraction", g.fraction},
+                      {"fast_bytes", bound->fast_bytes},
+                      {"touched_bytes", bound->touched},
+                      {"read_only_bytes", bound->read_only},
+                      {"written_bytes", bound->written},
+                      {"least_slow_read_bytes", bound->slow_read},
+                      {"least_slow_written_bytes", bound->slow_written},
+                      {"traffic_seconds", bound->traffic_seconds},
+                      {"all_fast_seconds", bound->all_fast_seconds},
+                      {"bound_seconds", bound->seconds}});
+  }
+};
+
+void print_preamble(const Options& o, const ca::EmulationProfile& slow) {
+  fmt::print("{}\n", bench::machine_line(bench::machine_report()));
+  fmt::print("slow tier: {}\n", ca::emulation::describe(slow));
+  fmt::print("apps at --size {}, {} timed iterations per run after a warm-up and a recorded one; median over {} "
+             "round{}\n",
+             o.size, o.iterations, o.rounds, o.rounds == 1 ? "" : "s");
+  fmt::print("bound: max(all-fast, least slow-tier bytes / emulated bandwidth): of the bytes the iteration's kernels "
+             "touch, those beyond the fast tier cross to the slow tier once, priced at the read bandwidth while "
+             "objects only read last, then at the write bandwidth; latency ignored, copies fully overlapped\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const ca::EmulationProfile slow = *ca::emulation::profile(emulation_profile);
+  print_preamble(o, slow);
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("app_policies-{}", ::getpid());
+  fs::create_directories(scratch);
+  Results results;
+  Progress progress{0, o.apps.size() * o.fractions.size() * o.policies.size() * static_cast<std::size_t>(o.rounds)};
+  bool all_verified = true;
+  for (const std::string& app : o.apps) {
+    for (const double fraction : o.fractions) {
+      const Group g = measure(o, app, fraction, scratch, progress);
+      const std::optional<Bound> bound = bound_of(g, slow);
+      print_table(app, fraction, g.rows, bound ? &*bound : nullptr);
+      std::fflush(stdout);  // the table before the next group's progress lines on stderr
+      results.add(g, bound);
+      all_verified = all_verified && g.all_verified();
+    }
+  }
+  fs::remove_all(scratch);
+  const nlohmann::json out{{"benchmark", "app_policies"},
+                           {"emulation", emulation_profile},
+                           {"slow_read_gbps", slow.read_gbps},
+                           {"slow_write_gbps", slow.write_gbps},
+                           {"size", o.size},
+                           {"iterations", o.iterations},
+                           {"rounds", o.rounds},
+                           {"all_fast_fraction", all_fast_fraction},
+                           {"rows", results.rows},
+                           {"bounds", results.bounds},
+                           {"programs", results.programs}};
+  if (!bench::write_json(o.json, out, "app_policies")) return 1;
+  fmt::print("\nwrote {}{}\n", o.json, all_verified ? "" : "; some runs failed (see their rows)");
+  return all_verified ? 0 : 1;
+}

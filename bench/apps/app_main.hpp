@@ -1,0 +1,206 @@
+// What every app under bench/apps shares: its flags, the runtime the
+// environment describes, the warm-up / recorded / timed iterations, the
+// check against a plain computation, and the one line (and the JSON) that
+// reports a run. Written as a user of the library would: the public header,
+// CLI11 and fmt only.
+//
+// An app is a Workload:
+//   explicit Workload(Size);                       sizes fixed by --size
+//   std::uint64_t footprint() const;               bytes of all its arrays
+//   Arrays setup(ca::Runtime&);                    creates and fills them
+//   void iteration(ca::Runtime&, Arrays&, int i);  iteration i (0-based, warm-ups included)
+//   std::string verify(Arrays&, int n) const;      "" when the arrays hold what n
+//                                                  iterations of plain code give
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cachedarrays/cachedarrays.hpp>
+
+namespace cachedarrays::apps {
+
+/// test: a few MiB, well under a second per run; bench: hundreds of MiB.
+enum class Size { test, bench };
+
+/// A small seeded generator (splitmix64), the same in the app and in its
+/// plain reference.
+struct Rng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+  /// Uniform in [0, 1), from the top 53 bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+namespace detail {
+
+// A Runtime from the environment. The hardware's memory mode (2lm:m) is no
+// policy: as train_cnn does, it runs all-fast on the slow tier alone, fronted
+// by a DRAM cache as large as the fast tier would have been (the slow tier's
+// emulation profile, or Optane's when it has none).
+inline Runtime make_runtime(const RuntimeDefaults& defaults, const EnvironmentSettings& env) {
+  const std::string name = env.policy.value_or(defaults.policy);
+  const policy::PolicyDescriptor described = policy::Registry::builtin().describe(name);
+  if (!described.memory_mode()) return runtime_from_environment(defaults, env);
+  if (described.modeled_only()) {
+    throw invalid_argument("CACHEDARRAYS_POLICY=" + name + " is a memory mode that is modeled only; 2lm:m runs");
+  }
+  std::vector<DeviceSpec> devices = devices_from_environment(defaults, env);
+  DeviceSpec slow = devices.at(1);
+  const EmulationProfile profile = slow.emulation ? *slow.emulation : *emulation::profile("optane");
+  slow.emulation = emulation::memory_mode(profile, emulation::memory_mode_cache_within(devices.at(0).capacity));
+  return Runtime({slow}, policy::Registry::builtin().make("all-fast"), MoverOptions{},
+                 env.trace.value_or(std::filesystem::path{}));
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct Options {
+  std::string size = "test";
+  int iterations = 5;
+  std::string json;
+  std::string program_out;
+};
+
+struct Report {
+  std::string app, policy, emulation, error;
+  double fast_fraction = 0;
+  std::uint64_t fast_bytes = 0, footprint = 0;
+  std::vector<double> seconds;
+  std::string program_json = "null";
+};
+
+inline void write_report(const std::string& path, const Report& r) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path);
+  std::string seconds;
+  for (const double s : r.seconds) seconds += (seconds.empty() ? "" : ", ") + fmt::format("{}", s);
+  fmt::print(f,
+             "{{\"app\": {}, \"policy\": {}, \"emulation\": {}, \"fast_fraction\": {}, \"fast_bytes\": {}, "
+             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
+             "\"verified\": {}, \"error\": {}, \"program\": {}}}\n",
+             json_string(r.app), json_string(r.policy), json_string(r.emulation), r.fast_fraction, r.fast_bytes,
+             r.seconds.empty() ? 0.0 : median(r.seconds), seconds, r.seconds.size(), r.footprint,
+             r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
+  if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
+}
+
+// Runs `workload` as app_main says and reports what it measured; throws
+// what the library throws.
+template <typename Workload>
+Report run(Workload& workload, const char* name, const Options& o) {
+  Report r;
+  r.app = name;
+  r.footprint = workload.footprint();
+  const EnvironmentSettings env = read_environment();
+  const RuntimeDefaults defaults{.policy = "ca-lm", .fast_bytes = r.footprint / 2, .footprint = r.footprint};
+  r.fast_bytes = devices_from_environment(defaults, env).at(0).capacity;
+  r.fast_fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(r.footprint);
+  r.emulation = env.emulation.value_or("none");
+  r.policy = env.policy.value_or(defaults.policy);
+  Runtime rt = make_runtime(defaults, env);
+  {
+    auto arrays = workload.setup(rt);
+    int done = 0;
+    const auto iteration = [&] {
+      rt.begin_iteration();
+      workload.iteration(rt, arrays, done++);
+      rt.collect();
+    };
+    iteration();  // warm-up: first placements, first page faults
+    rt.record_program();
+    iteration();  // recorded; the policy has the program from the next one on
+    for (int i = 0; i < o.iterations; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      iteration();
+      r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    // The check's reads are no iteration of the program.
+    rt.begin_unplanned_iteration();
+    r.error = workload.verify(arrays, done);
+  }
+  if (const auto program = rt.program()) {
+    r.program_json = program->to_json();
+    if (!o.program_out.empty()) program->save(o.program_out);
+  }
+  return r;
+}
+
+}  // namespace detail
+
+/// Parses the flags, runs the workload under the policy and fast tier the
+/// environment names — one warm-up iteration, one recorded as the program
+/// (rt.record_program) that the policy then has, and --iterations timed ones
+/// — checks it against plain code and reports. Exit status: 0 verified,
+/// 1 a mismatch, 2 a bad environment or a library error, CLI11's for bad
+/// flags.
+template <typename Workload>
+int app_main(int argc, char** argv, const char* name, const char* description) {
+  detail::Options o;
+  CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
+                           "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
+                           name, description)};
+  cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
+      ->check(CLI::IsMember({"test", "bench"}))
+      ->capture_default_str();
+  cli.add_option("--iterations", o.iterations, "timed iterations, after a warm-up and a recorded one")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cli.add_option("--json", o.json, "write the run (with the recorded program) to this JSON file");
+  cli.add_option("--program-out", o.program_out, "save the recorded program of an iteration to this JSON file");
+  CLI11_PARSE(cli, argc, argv);
+
+  detail::Report r;
+  try {
+    Workload workload(o.size == "bench" ? Size::bench : Size::test);
+    r = detail::run(workload, name, o);
+    if (!o.json.empty()) detail::write_report(o.json, r);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: error: {}\n", name, e.what());
+    return 2;
+  }
+  if (!r.error.empty()) {
+    fmt::print(stderr, "{}: policy {}: NOT verified: {}\n", name, r.policy, r.error);
+    return 1;
+  }
+  const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
+  fmt::print("{}: policy {}, fast {:.0f}% ({}), {:.4f} s/iteration (median of {}), verified{}\n", name, r.policy,
+             100 * r.fast_fraction, format_bytes(r.fast_bytes), detail::median(r.seconds), r.seconds.size(), emulated);
+  return 0;
+}
+
+}  // namespace cachedarrays::apps

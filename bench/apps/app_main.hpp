@@ -102,6 +102,8 @@ struct Report {
   std::uint64_t fast_bytes = 0, footprint = 0;
   std::vector<double> seconds;
   std::string program_json = "null";
+  // What the policy moved over the timed iterations, per iteration.
+  double copied_in_bytes = 0, written_back_bytes = 0, served_in_place = 0;
 };
 
 inline void write_report(const std::string& path, const Report& r) {
@@ -112,10 +114,11 @@ inline void write_report(const std::string& path, const Report& r) {
   fmt::print(f,
              "{{\"app\": {}, \"policy\": {}, \"emulation\": {}, \"fast_fraction\": {}, \"fast_bytes\": {}, "
              "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
-             "\"verified\": {}, \"error\": {}, \"program\": {}}}\n",
+             "\"copied_in_bytes_per_iteration\": {}, \"written_back_bytes_per_iteration\": {}, "
+             "\"served_in_place_per_iteration\": {}, \"verified\": {}, \"error\": {}, \"program\": {}}}\n",
              json_string(r.app), json_string(r.policy), json_string(r.emulation), r.fast_fraction, r.fast_bytes,
              r.seconds.empty() ? 0.0 : median(r.seconds), seconds, r.seconds.size(), r.footprint,
-             r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
+             r.copied_in_bytes, r.written_back_bytes, r.served_in_place, r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
   if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
 }
 
@@ -144,11 +147,17 @@ Report run(Workload& workload, const char* name, const Options& o) {
     iteration();  // warm-up: first placements, first page faults
     rt.record_program();
     iteration();  // recorded; the policy has the program from the next one on
+    const Stats before = rt.stats();
     for (int i = 0; i < o.iterations; ++i) {
       const auto start = std::chrono::steady_clock::now();
       iteration();
       r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
+    const Stats moved = rt.stats().since(before);
+    const auto per_iteration = [&](std::uint64_t n) { return static_cast<double>(n) / o.iterations; };
+    r.copied_in_bytes = per_iteration(moved.policy.prefetch_bytes);
+    r.written_back_bytes = per_iteration(moved.policy.writeback_bytes);
+    r.served_in_place = per_iteration(moved.policy.served_in_place);
     // The check's reads are no iteration of the program.
     rt.begin_unplanned_iteration();
     r.error = workload.verify(arrays, done);
@@ -200,6 +209,9 @@ int app_main(int argc, char** argv, const char* name, const char* description) {
   const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
   fmt::print("{}: policy {}, fast {:.0f}% ({}), {:.4f} s/iteration (median of {}), verified{}\n", name, r.policy,
              100 * r.fast_fraction, format_bytes(r.fast_bytes), detail::median(r.seconds), r.seconds.size(), emulated);
+  fmt::print("{}: per iteration, copied into fast memory {}, written back {}, {:.1f} moves declined (served in place)\n",
+             name, format_bytes(static_cast<std::uint64_t>(r.copied_in_bytes)),
+             format_bytes(static_cast<std::uint64_t>(r.written_back_bytes)), r.served_in_place);
   return 0;
 }
 

@@ -169,23 +169,32 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::adopt(Object& object) {
   touch_if_fast(object);
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::note_access(Object& object) {
+CACHEDARRAYS_INLINE void CachedArraysPolicy::note_access(Object& object, Access access) {
   LruList::Entry& e = detail::entry_of(object);
   if (e.reuse_clock == nullptr) return;
-  e.previous_gap = e.gap;
-  e.gap = e.reuse_clock->touch(e.reuse, object.bytes());
+  const std::uint64_t gap = e.reuse_clock->touch(e.reuse, object.bytes());
+  if (e.last_kind >= 0) {
+    std::uint64_t* after = e.gaps_after[e.last_kind];
+    after[1] = after[0];
+    after[0] = gap;
+  }
+  e.last_kind = access == Access::write ? 1 : 0;
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::streams_past_fast(const Object& object) const {
-  // Its last two reuses each touched more distinct bytes than the fast tier
-  // holds: an LRU fast tier would have evicted it before either, so it is
-  // predicted to leave again before its next use, and a copy in would buy
-  // nothing but the copy and a write-back. One short reuse is enough to be
-  // moved as before.
+  // The last two times the object was touched as it is now (read, or
+  // written), more distinct bytes than the fast tier holds were touched
+  // before its next touch: an LRU fast tier would have evicted it before
+  // then, so a copy in now is predicted to buy nothing but the copy and a
+  // write-back. Told apart by kind because a block written by one sweep and
+  // read three times by the next has long reuses after its write and short
+  // ones after its reads. One short reuse is enough to be moved as before.
   const LruList::Entry& e = detail::entry_of(object);
-  if (e.gap == detail::ReuseDistance::never || e.previous_gap == detail::ReuseDistance::never) return false;
+  if (e.last_kind < 0) return false;
+  const std::uint64_t* after = e.gaps_after[e.last_kind];
+  if (after[0] == detail::ReuseDistance::never || after[1] == detail::ReuseDistance::never) return false;
   const std::uint64_t room = manager().capacity(fast_);
-  return e.gap + object.bytes() > room && e.previous_gap + object.bytes() > room;
+  return after[0] + object.bytes() > room && after[1] + object.bytes() > room;
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::move_to_slow(Object& object) {
@@ -297,19 +306,19 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room(std::uint64_t bytes) {
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_use(Object& object) {
-  note_access(object);
+  note_access(object, Access::write);
   bring_to_fast(object);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
-  note_access(object);
+  note_access(object, Access::read);
   // A copy made ahead (A) is taken even without P: it has been paid for.
   const bool copied_ahead = mode_.async_lookahead && manager().getlinked(*manager().getprimary(object), fast_);
   if (mode_.prefetch || copied_ahead) bring_to_fast(object); else touch_if_fast(object);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) {
-  note_access(object);
+  note_access(object, Access::write);
   bring_to_fast(object);
 }
 

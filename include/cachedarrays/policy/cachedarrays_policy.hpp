@@ -217,8 +217,9 @@ class CachedArraysPolicy final : public Policy {
   }
   // Gives a new object its policy state and its place in the LRU.
   void adopt(Object& object);
-  // A hint the policy hears of is an access: the object's reuse distance.
-  void note_access(Object& object);
+  // A hint the policy hears of is an access (a read, or a write): the
+  // object's reuse distance.
+  void note_access(Object& object, Access access);
   // Whether the object's reuses pass the fast tier (see the definition).
   [[nodiscard]] bool streams_past_fast(const Object& object) const;
 

@@ -40,13 +40,15 @@ class LruList {
     std::uint64_t epoch = 0;
     std::int64_t looked_up_at = 0;
     std::uint32_t next_use = 0;
-    // Reuse distances (modes that serve streams in place): its last touch,
-    // and the distinct bytes touched between its last three touches, the
-    // latest first (ReuseDistance::never: not known yet).
+    // Reuse distances (modes that serve streams in place): its last touch
+    // and whether it wrote, and by the kind of a touch (0 read, 1 write) the
+    // distinct bytes touched until the next touch, the last two times, the
+    // latest first (ReuseDistance::never: not seen yet).
     std::shared_ptr<ReuseDistance> reuse_clock;
     ReuseDistance::Stamp reuse;
-    std::uint64_t gap = ReuseDistance::never;
-    std::uint64_t previous_gap = ReuseDistance::never;
+    int last_kind = -1;  // -1: never touched
+    std::uint64_t gaps_after[2][2] = {{ReuseDistance::never, ReuseDistance::never},
+                                      {ReuseDistance::never, ReuseDistance::never}};
   };
 
   // Most recently used: moves to the end of the ordinary list.

@@ -5,8 +5,11 @@
 // policies plan again from them.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>

@@ -71,6 +71,32 @@ CACHEDARRAYS_INLINE Runtime::~Runtime() {
       std::fprintf(stderr, "cachedarrays: the trace was not written: %s\n", e.what());
     }
   }
+  if (!program_output_.empty()) {
+    if (program_ == nullptr) {
+      std::fprintf(stderr, "cachedarrays: no program was recorded for %s (no iteration began after it was set)\n",
+                   program_output_.string().c_str());
+    } else {
+      try {
+        program_->save(program_output_.string());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachedarrays: the program was not written: %s\n", e.what());
+      }
+    }
+  }
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_program_output(std::filesystem::path path) {
+  if (!path.empty() && path.extension() != ".json") {
+    throw invalid_argument("cachedarrays: program output '" + path.string() +
+                           "' must end in .json (plan::Program JSON), or be empty for none");
+  }
+  bool record = false;
+  {
+    const Lock guard(*this);
+    program_output_ = std::move(path);
+    record = !program_output_.empty() && program_ == nullptr && !program_recording_.pending;
+  }
+  if (record) record_program();
 }
 
 CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
@@ -543,6 +569,14 @@ CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
                              "on stderr) or 0 (no report)");
     }
     set_leak_report(value == "1" ? &std::cerr : nullptr);
+  }
+  if (const char* out = std::getenv("CACHEDARRAYS_PROGRAM_OUT"); out != nullptr && *out != '\0') {
+    if (std::filesystem::path(out).extension() != ".json") {
+      throw invalid_argument(std::string("cachedarrays: CACHEDARRAYS_PROGRAM_OUT='") + out +
+                             "' is not allowed; give a file ending in .json (the program of an iteration, with its "
+                             "kernels' online profiles), or unset the variable");
+    }
+    set_program_output(out);
   }
 }
 

@@ -156,6 +156,15 @@ class Runtime {
   void set_profile_iterations(std::uint32_t iterations);
   /// set_profile_iterations's default: a median of three runs per kernel.
   static constexpr std::uint32_t default_profile_iterations = 3;
+  /// Where program() is written as JSON (plan::Program::save) when the
+  /// runtime is destroyed — with its online profiles once they are measured
+  /// — for cachedarrays-plan --program; empty: nowhere (the default, unless
+  /// CACHEDARRAYS_PROGRAM_OUT is set when the runtime is made). A runtime
+  /// with no program and none being recorded then records the next
+  /// iteration's (record_program). The path must end in .json, else
+  /// invalid_argument; a write that fails at destruction is reported on
+  /// standard error, since a destructor cannot throw.
+  void set_program_output(std::filesystem::path path);
   /// The recording, or null. Read it when no other thread uses the runtime.
   [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }
   /// Device names, for trace exports.
@@ -356,6 +365,7 @@ class Runtime {
   std::filesystem::path snapshot_directory_;
   std::ostream* leak_report_ = nullptr;
   std::filesystem::path trace_file_;  // written at destruction when not empty
+  std::filesystem::path program_output_;  // program_ written there at destruction when not empty
 };
 
 }  // namespace cachedarrays

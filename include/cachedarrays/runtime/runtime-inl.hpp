@@ -73,7 +73,9 @@ CACHEDARRAYS_INLINE Runtime::~Runtime() {
   }
   if (!program_output_.empty()) {
     if (program_ == nullptr) {
-      std::fprintf(stderr, "cachedarrays: no program was recorded for %s (no iteration began after it was set)\n",
+      std::fprintf(stderr,
+                   "cachedarrays: no program was written to %s: none was recorded (record_program needs two "
+                   "begin_iteration calls, one at the top of each iteration)\n",
                    program_output_.string().c_str());
     } else {
       try {

@@ -161,9 +161,10 @@ class Runtime {
   /// — for cachedarrays-plan --program; empty: nowhere (the default, unless
   /// CACHEDARRAYS_PROGRAM_OUT is set when the runtime is made). A runtime
   /// with no program and none being recorded then records the next
-  /// iteration's (record_program). The path must end in .json, else
-  /// invalid_argument; a write that fails at destruction is reported on
-  /// standard error, since a destructor cannot throw.
+  /// iteration's (record_program). Every runtime given the path writes it,
+  /// so with several in one process the last destroyed wins. The path must
+  /// end in .json, else invalid_argument; a write that fails at destruction
+  /// is reported on standard error, since a destructor cannot throw.
   void set_program_output(std::filesystem::path path);
   /// The recording, or null. Read it when no other thread uses the runtime.
   [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }

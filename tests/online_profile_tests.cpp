@@ -216,14 +216,15 @@ namespace {
 struct Planned {
   std::unique_ptr<ca::Runtime> rt;
   ca::policy::AutotmPolicy* policy = nullptr;
+  std::shared_ptr<std::vector<std::string>> log = std::make_shared<std::vector<std::string>>();
 };
 
 Planned planned(ca::policy::AutotmPolicyOptions options) {
   options.fast_tier = {30, 15};
   options.slow_tier = {10, 5};
-  options.log = [](const std::string&) {};
-  auto policy = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
   Planned p;
+  options.log = [log = p.log](const std::string& line) { log->push_back(line); };
+  auto policy = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
   p.policy = policy.get();
   p.rt = std::make_unique<ca::Runtime>(test::two_tiers(fast_bytes, 8 << 20), std::move(policy));
   p.rt->set_profile_iterations(2);
@@ -248,6 +249,10 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
     iteration(*p.rt, a);  // the profiles arrived: planned again from them
     CHECK(p.policy->counters().plans == 2);
     CHECK(p.policy->counters().profiled_plans == 1);
+    const auto planning = [](const std::string& line) { return line.find(": planning ") != std::string::npos; };
+    REQUIRE(std::count_if(p.log->begin(), p.log->end(), planning) == 2);
+    CHECK(std::find_if(p.log->begin(), p.log->end(), planning)->find("online profiles") == std::string::npos);
+    CHECK(std::find_if(p.log->rbegin(), p.log->rend(), planning)->find("online profiles") != std::string::npos);
     REQUIRE(p.policy->plan() != nullptr);
     // Priced by the measured kernels, not by bytes over bandwidth.
     const ca::plan::Program& program = *p.rt->program();

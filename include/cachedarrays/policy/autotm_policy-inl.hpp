@@ -263,7 +263,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
                                                  detail::autotm_seconds(solver.time_limit_seconds);
   log(name() + ": planning " + std::to_string(program.kernels().size()) + " kernels and " +
       std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
-      " (" + how + ")...");
+      " (" + how + (profiled ? "; kernels priced by their online profiles" : "") + ")...");
   if (options_.planner) {
     plan::AutotmPlan planned =
         options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress,

@@ -13,6 +13,11 @@
 //
 //   cachedarrays-plan --model densenet --depth 264 --batch 1536
 //   cachedarrays-plan --program iteration.json --slow-tier cxl --json plan.json --png plan.png
+//   cachedarrays-plan --program recorded.json --fast-bytes 64M   # the bound and each policy at one size
+//
+// A program a Runtime saved with its kernels' online profiles
+// (plan::Program::profiles; CACHEDARRAYS_PROGRAM_OUT) has its kernels priced
+// by them (plan::online_time_model) instead of the roofline.
 //   cachedarrays-plan --model resnet --depth 50 --batch 256 --save-program resnet50.json
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -24,6 +29,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,8 +70,34 @@ struct Options {
   std::string json;
   std::string png;
   std::string save_program;
+  std::string fast_bytes;    // one fast-tier size in bytes ("64M"), instead of --fractions
+  double fast_fraction = 0;  // one fast-tier size as a share of the footprint, instead of --fractions
   bool quiet = false;
 };
+
+// "64M", "1.5G", "4096": bytes, with an optional K/M/G/T suffix (powers of
+// 1024). Throws invalid_argument naming the option for anything else.
+std::uint64_t parse_bytes(const std::string& text) {
+  std::size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string suffix = text.substr(end);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1024.0;
+  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty()) end = 0;
+  if (end == 0 || !(value > 0)) {
+    throw ca::invalid_argument("--fast-bytes '" + text +
+                               "' is not a size; give bytes > 0, optionally with K, M, G or T (powers of 1024)");
+  }
+  return static_cast<std::uint64_t>(value * scale);
+}
 
 // The modeled machine's tiers: the paper's six-channel DDR4 and, below it,
 // six interleaved Optane DIMMs or a CXL expander at half of DRAM's
@@ -220,7 +252,12 @@ void settle(Options& o) {
     throw ca::invalid_argument("give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
                                "one of them");
   }
-  if (o.policies.empty()) {
+  if (!o.fast_bytes.empty() && o.fast_fraction > 0) {
+    throw ca::invalid_argument("give --fast-bytes or --fast-fraction, not both: they are one fast-tier size");
+  }
+  if (o.policies.empty() && (!o.fast_bytes.empty() || o.fast_fraction > 0)) {
+    o.policies = ca::all_policies();  // one size: every policy, the planners too
+  } else if (o.policies.empty()) {
     o.policies = ca::quick_policies();
   } else if (o.policies == std::vector<std::string>{"all"}) {
     o.policies = ca::all_policies();
@@ -251,13 +288,21 @@ struct Iteration {
   ca::Trace trace;
   ca::plan::Program program;
   std::uint64_t footprint = 0;
+  // The program's online profiles, keyed as the replayed kernels are named
+  // (plan::profile_keyed); unset: the roofline prices the kernels.
+  std::optional<ca::plan::KernelProfiles> profiles;
 };
 
 Iteration load_iteration(const Options& o) {
   Iteration it;
   if (!o.program.empty()) {
     it.label = std::filesystem::path(o.program).filename().string();
-    const ca::plan::Program program = ca::plan::Program::load(o.program);
+    ca::plan::Program program = ca::plan::Program::load(o.program);
+    if (const ca::plan::KernelProfiles* profiles = program.profiles()) {
+      // The replay names each kernel by the key its profile is under.
+      it.profiles = *profiles;
+      program = ca::plan::profile_keyed(program);
+    }
     // Repeated for the replays' steady state when the iteration can repeat
     // (it retires what it creates and keeps what it had, as a training
     // step does), else replayed once, from a cold start.
@@ -325,6 +370,20 @@ ca::CapacityPlan replay_all(const Options& o, const Iteration& it, const Machine
   return plan;
 }
 
+// With one fast-tier size (--fast-bytes, --fast-fraction): the bound and each
+// policy's modeled seconds per iteration there.
+void print_one_size(const ca::CapacityPlan& plan, const Options& o, const Iteration& it) {
+  const double f = o.fractions.front();
+  fmt::print("\nat a fast tier of {} ({:.1f}% of the footprint), modeled seconds per iteration{}:\n",
+             ca::format_bytes(static_cast<std::uint64_t>(f * static_cast<double>(it.footprint))), 100 * f,
+             it.profiles ? " (kernels priced by the program's online profiles)" : "");
+  if (!plan.bounds.empty()) fmt::print("  {:<16} {:.6f} s\n", "lower bound", plan.bounds.front().seconds);
+  for (std::size_t p = 0; p < o.policies.size(); ++p) {
+    const ca::CapacityPoint& point = plan.points[p];
+    fmt::print("  {:<16} {}\n", o.policies[p], point.seconds ? fmt::format("{:.6f} s", *point.seconds) : point.note);
+  }
+}
+
 // The report on standard output: the iteration, the machine, the tables
 // and the answer.
 void print_report(const Options& o, const Iteration& it, const Machine& m, const ca::CapacityPlan& plan,
@@ -335,6 +394,7 @@ void print_report(const Options& o, const Iteration& it, const Machine& m, const
              m.fast.name, m.fast.read_gbps, m.fast.write_gbps, m.slow.name, m.slow.read_gbps, m.slow.write_gbps,
              m.rate.flops_per_second / 1e9, m.rate.how);
   print_tables(plan, o, m.prices, m.fast, m.slow);
+  if (!o.fast_bytes.empty() || o.fast_fraction > 0) print_one_size(plan, o, it);
   if (answer.found) {
     fmt::print("\nanswer: {} of {} ({:.0f}% of the footprint) with {}: {:.2f}x all-fast; memory {} ({} {} + {} {}) "
                "against {} all-{}: {:.0f}% {}\n",
@@ -429,9 +489,22 @@ int run(Options& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const Iteration it = load_iteration(o);
-  m.rate = compute_rate(o);
-  const ca::plan::Roofline roofline(m.rate.flops_per_second, {m.fast.read_gbps, m.fast.write_gbps});
-  const ca::CapacityPlan plan = replay_all(o, it, m, roofline, elapsed);
+  if (!o.fast_bytes.empty()) {
+    o.fractions = {static_cast<double>(parse_bytes(o.fast_bytes)) / static_cast<double>(std::max<std::uint64_t>(1, it.footprint))};
+  } else if (o.fast_fraction > 0) {
+    o.fractions = {o.fast_fraction};
+  }
+  std::shared_ptr<const ca::plan::KernelTimeModel> model;
+  if (it.profiles) {
+    m.rate = {0, "not used: the kernels are priced by the program's online profiles"};
+    model = ca::plan::online_time_model(*it.profiles, {m.fast.read_gbps, m.fast.write_gbps},
+                                        {m.slow.read_gbps, m.slow.write_gbps});
+  } else {
+    m.rate = compute_rate(o);
+    model = std::make_shared<ca::plan::Roofline>(m.rate.flops_per_second,
+                                                 ca::emulation::Bandwidth{m.fast.read_gbps, m.fast.write_gbps});
+  }
+  const ca::CapacityPlan plan = replay_all(o, it, m, *model, elapsed);
   const ca::CapacityAnswer answer = ca::answer_capacity(plan, o.within, m.prices, m.fast.name, m.slow.name);
   const double seconds = elapsed();
   print_report(o, it, m, plan, answer, seconds);
@@ -456,10 +529,17 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--program", o.program,
                  "a program JSON of one iteration (plan::Program::save; Runtime::record_program) instead of a model; "
-                 "kernels the roofline does not know by name are modeled memory-bound")
+                 "with online profiles (CACHEDARRAYS_PROGRAM_OUT) its kernels are priced by them, else kernels the "
+                 "roofline does not know by name are modeled memory-bound")
       ->check(CLI::ExistingFile);
   app.add_option("--fractions", o.fractions, "fast-tier sizes to try, as shares of the footprint")
       ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--fast-bytes", o.fast_bytes,
+                 "one fast-tier size in bytes (K, M, G, T: powers of 1024) instead of --fractions: prints the lower "
+                 "bound and every policy's modeled seconds there (default policies: all)");
+  app.add_option("--fast-fraction", o.fast_fraction,
+                 "one fast-tier size as a share of the footprint instead of --fractions, reported as --fast-bytes")
+      ->check(CLI::PositiveNumber);
   std::string policies_help = "policies to compare, comma-separated, or 'all' (adds the planned policies, whose "
                               "plans of paper-sized programs take minutes; --plan-seconds bounds each); default:";
   for (const std::string& p : ca::quick_policies()) policies_help += " " + p;

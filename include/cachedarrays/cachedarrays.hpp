@@ -23,6 +23,7 @@
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "cachedarrays/plan/program/fast_tier_bound.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
+#include "cachedarrays/plan/program/online_profile.hpp"
 #include "cachedarrays/plan/program/kernel_signature.hpp"
 #include "cachedarrays/plan/program/profiled_time.hpp"
 #include "cachedarrays/plan/program/program.hpp"

@@ -9,6 +9,7 @@
 #include "cachedarrays/plan/program/fast_tier_bound-inl.hpp"
 #include "cachedarrays/plan/program/kernel_profile-inl.hpp"
 #include "cachedarrays/plan/program/kernel_signature-inl.hpp"
+#include "cachedarrays/plan/program/online_profile-inl.hpp"
 #include "cachedarrays/plan/program/profiled_time-inl.hpp"
 #include "cachedarrays/plan/program/program-inl.hpp"
 #include "cachedarrays/plan/program/program_from_trace-inl.hpp"

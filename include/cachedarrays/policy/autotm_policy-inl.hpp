@@ -19,6 +19,7 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/plan/offsets/autotm_offsets.hpp"
+#include "cachedarrays/plan/program/online_profile.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::policy {
@@ -226,12 +227,25 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_program(std::shared_ptr<const plan::Pr
   if (program_ && attached()) make_plan();
 }
 
+CACHEDARRAYS_INLINE void AutotmPolicy::on_profiles(std::shared_ptr<const plan::Program> program) {
+  if (options_.time_model) return;  // the given model prices the kernels, not these measurements
+  on_program(std::move(program));
+}
+
 CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   const plan::Program& program = *program_;
   DataManager& dm = manager();
   static const plan::MemoryBound memory_bound;
-  const plan::KernelTimeModel& model = options_.time_model ? *options_.time_model : memory_bound;
-  plan::AutotmCosts costs = plan::AutotmCosts::from_model(program, model, options_.fast_tier, options_.slow_tier);
+  // Online profiles are keyed by plan::profile_key, so they price the
+  // program's kernels under those names; the plan itself is of the program.
+  const bool profiled = !options_.time_model && program.profiles() != nullptr;
+  plan::AutotmCosts costs =
+      profiled ? plan::AutotmCosts::from_model(
+                     plan::profile_keyed(program),
+                     *plan::online_time_model(*program.profiles(), options_.fast_tier, options_.slow_tier),
+                     options_.fast_tier, options_.slow_tier)
+               : plan::AutotmCosts::from_model(program, options_.time_model ? *options_.time_model : memory_bound,
+                                               options_.fast_tier, options_.slow_tier);
   // The plan's copies go side by side as this runtime's mover makes them.
   costs.copy_lanes = std::max(1U, dm.mover_options().threads);
   plan::AutotmOptions solver = options_.solver;
@@ -249,7 +263,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
                                                  detail::autotm_seconds(solver.time_limit_seconds);
   log(name() + ": planning " + std::to_string(program.kernels().size()) + " kernels and " +
       std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
-      " (" + how + ")...");
+      " (" + how + (profiled ? "; kernels priced by their online profiles" : "") + ")...");
   if (options_.planner) {
     plan::AutotmPlan planned =
         options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress,
@@ -260,6 +274,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
     plan_ = plan::autotm_plan(program, costs, solver);
   }
   ++counters_.plans;
+  if (profiled) ++counters_.profiled_plans;
 
   const std::size_t nk = program.kernels().size();
   out_after_.assign(nk, {});

@@ -117,7 +117,8 @@ struct AutotmPolicyOptions {
   /// and kernel_limits are set by the policy.
   plan::AutotmOptions solver;
   /// Kernel times for the objective (kept; shared so that a model can be
-  /// handed over with its profiles). Null: plan::MemoryBound.
+  /// handed over with its profiles). Null: the program's online profiles
+  /// (plan::online_time_model) when it has them, else plan::MemoryBound.
   std::shared_ptr<const plan::KernelTimeModel> time_model;
   /// @name Tier bandwidths
   /// The tiers' bandwidths for the time model and the copies; zero: the slow
@@ -184,6 +185,9 @@ class AutotmPolicy final : public Policy {
   /// Plans the program (the solve runs here, with progress on the log).
   /// Throws what plan::autotm_plan throws.
   void on_program(std::shared_ptr<const plan::Program> program) override;
+  /// Plans the program again from its online profiles (as on_program does)
+  /// when the options give no time model; with one, keeps its plan.
+  void on_profiles(std::shared_ptr<const plan::Program> program) override;
   /// Starts following the plan for this iteration (when there is one), and
   /// counts the previous iteration as followed if it was.
   void on_iteration_begin(std::uint64_t iteration) override;
@@ -197,6 +201,10 @@ class AutotmPolicy final : public Policy {
   /// What the policy did, since it was made.
   struct Counters {
     std::uint64_t plans = 0;               ///< ILP solves (fragmentation retries not counted)
+    /// Plans priced by the program's online profiles (plan::online_time_model)
+    /// rather than by MemoryBound: made when no time model is given and the
+    /// program has profiles.
+    std::uint64_t profiled_plans = 0;
     std::uint64_t iterations_followed = 0;  ///< iterations that ran to their end on the plan
     std::uint64_t departures = 0;          ///< iterations that departed from the program
     std::uint64_t unplanned_iterations = 0;  ///< iterations begun as not the program's (CA:LM placed them)

@@ -82,6 +82,12 @@ class Policy {
   /// Runtime::record_program once the first iteration has run. It is shared,
   /// so a policy may keep it.
   virtual void on_program(std::shared_ptr<const plan::Program> /*program*/) {}
+  /// The program given to on_program, now with the online profiles of its
+  /// kernels (plan::Program::profiles), measured in the iterations after it
+  /// came (Runtime::set_profile_iterations); heard at a begin_iteration,
+  /// before on_iteration_begin. A policy that plans from kernel times may
+  /// plan again from them. By default nothing happens.
+  virtual void on_profiles(std::shared_ptr<const plan::Program> /*program*/) {}
   /// Program position, for policies that plan ahead: iteration `iteration`
   /// begins (Runtime::begin_iteration; the nn trainer calls it at every step).
   virtual void on_iteration_begin(std::uint64_t /*iteration*/) {}

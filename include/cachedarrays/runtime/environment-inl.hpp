@@ -42,6 +42,10 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
       {"CACHEDARRAYS_SNAPSHOT_DIR", "write a memory snapshot (JSON) here before an out_of_memory is thrown",
        "an existing directory, or a path where one can be made"},
       {"CACHEDARRAYS_LEAK_REPORT", "print the objects still alive when a Runtime is destroyed", "1 (stderr) or 0"},
+      {"CACHEDARRAYS_PROGRAM_OUT",
+       "write the program of an iteration, with its kernels' online profiles, when a Runtime is destroyed "
+       "(Runtime::set_program_output; cachedarrays-plan --program reads it)",
+       "a file ending in .json"},
   };
   return variables;
 }

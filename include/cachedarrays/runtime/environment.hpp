@@ -44,7 +44,7 @@ struct EnvironmentVariable {
   const char* allowed;  ///< The values it takes.
 };
 /// Every variable the library reads, the Runtime's own included
-/// (CACHEDARRAYS_SNAPSHOT_DIR, CACHEDARRAYS_LEAK_REPORT).
+/// (CACHEDARRAYS_SNAPSHOT_DIR, CACHEDARRAYS_LEAK_REPORT, CACHEDARRAYS_PROGRAM_OUT).
 [[nodiscard]] const std::vector<EnvironmentVariable>& environment_variables();
 
 /// A variable's value, or nullopt when unset; an empty value counts as unset

@@ -11,14 +11,14 @@
 namespace cachedarrays {
 
 CACHEDARRAYS_INLINE PinnedKernel::PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
-                           std::span<const Access> accesses, std::span<std::byte*> data)
+                           std::span<const Access> accesses, std::span<std::byte*> data, double* emulated_ns)
     : runtime_(runtime), name_(name), objects_(objects), accesses_(accesses) {
   if (accesses.size() != objects.size() || data.size() != objects.size()) {
     throw invalid_argument("cachedarrays: PinnedKernel '" + std::string(name) + "' got " +
                            std::to_string(objects.size()) + " objects, " + std::to_string(accesses.size()) +
                            " accesses and " + std::to_string(data.size()) + " data slots; give one of each per argument");
   }
-  index_ = runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name);
+  index_ = runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name, emulated_ns);
 }
 
 CACHEDARRAYS_INLINE PinnedKernel::~PinnedKernel() {

@@ -13,6 +13,7 @@
 #include "cachedarrays/config.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "cachedarrays/runtime/runtime.hpp"
@@ -28,12 +29,22 @@ class PinnedKernel {
   /// data[i]. `name` (kept, not copied) names the kernel in a trace. Throws
   /// invalid_argument unless the three spans have the same size; whatever the
   /// policy or the manager throws leaves nothing pinned.
+  ///
+  /// `emulated_ns`, when not null, receives the emulated slow-tier charge the
+  /// arguments paid (waited out before the constructor returns), and the
+  /// arguments are pinned under the runtime's lock, so that index() is the
+  /// kernel's place in the iteration: what Runtime::kernel times kernels
+  /// with while it profiles them.
   PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
-               std::span<const Access> accesses, std::span<std::byte*> data);
+               std::span<const Access> accesses, std::span<std::byte*> data, double* emulated_ns = nullptr);
   /// Unpins every object, whether the kernel returned or threw.
   ~PinnedKernel();
   PinnedKernel(const PinnedKernel&) = delete;
   PinnedKernel& operator=(const PinnedKernel&) = delete;
+
+  /// The kernel's index in the iteration (Policy::on_kernel_begin's); 0
+  /// for a kernel whose reads skipped the lock.
+  [[nodiscard]] std::uint64_t index() const noexcept { return index_; }
 
   /// The kernel ran to its end: a trace records its kernel_end. (A kernel
   /// that threw, and a read()/write() scoped access, have none.)

@@ -14,7 +14,10 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <system_error>
+#include <thread>
+#include <utility>
 
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
@@ -68,6 +71,34 @@ CACHEDARRAYS_INLINE Runtime::~Runtime() {
       std::fprintf(stderr, "cachedarrays: the trace was not written: %s\n", e.what());
     }
   }
+  if (!program_output_.empty()) {
+    if (program_ == nullptr) {
+      std::fprintf(stderr,
+                   "cachedarrays: no program was written to %s: none was recorded (record_program needs two "
+                   "begin_iteration calls, one at the top of each iteration)\n",
+                   program_output_.string().c_str());
+    } else {
+      try {
+        program_->save(program_output_.string());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachedarrays: the program was not written: %s\n", e.what());
+      }
+    }
+  }
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_program_output(std::filesystem::path path) {
+  if (!path.empty() && path.extension() != ".json") {
+    throw invalid_argument("cachedarrays: program output '" + path.string() +
+                           "' must end in .json (plan::Program JSON), or be empty for none");
+  }
+  bool record = false;
+  {
+    const Lock guard(*this);
+    program_output_ = std::move(path);
+    record = !program_output_.empty() && program_ == nullptr && !program_recording_.pending;
+  }
+  if (record) record_program();
 }
 
 CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
@@ -144,7 +175,94 @@ CACHEDARRAYS_INLINE void Runtime::set_program(plan::Program program) {
 
 CACHEDARRAYS_INLINE void Runtime::install_program(std::shared_ptr<const plan::Program> program) {
   program_ = std::move(program);
+  // A program that brings its profiles (saved with them) is not timed again.
+  profiling_state_.armed = program_ != nullptr && program_->profiles() == nullptr && profiling_state_.iterations > 0;
+  profiling_state_.active = false;
+  profiling_.store(false, std::memory_order_relaxed);
+  profiler_.start(nullptr);
   policy_->on_program(program_);
+}
+
+CACHEDARRAYS_INLINE void Runtime::set_profile_iterations(std::uint32_t iterations) {
+  const Lock guard(*this);
+  profiling_state_.iterations = iterations;
+}
+
+CACHEDARRAYS_INLINE void Runtime::advance_profiling(bool planned) {
+  Profiling& p = profiling_state_;
+  if (p.active && profiling()) ++p.done;  // a planned iteration was timed to its end
+  if (p.active && p.done >= p.iterations) {
+    p.active = false;
+    if (!profiler_.empty()) {
+      // The slow tier as the profiles' slow times were derived (profile_kernel).
+      const std::optional<EmulationProfile>& emulated = manager_.spec(manager_.device_count() - 1).emulation;
+      plan::Program profiled = *program_;
+      // The kernels ran on the program's own threads, as many as it used.
+      profiled.set_profiles(profiler_.profiles({.cpu = {},
+                                                .cores = std::max(1U, std::thread::hardware_concurrency()),
+                                                .onednn = {},
+                                                .slow_tier = emulated ? emulated->name : std::string("bandwidth model")}));
+      profiler_.start(nullptr);
+      program_ = std::make_shared<const plan::Program>(std::move(profiled));
+      policy_->on_profiles(program_);
+    }
+  }
+  if (p.armed) {
+    p.armed = false;
+    p.active = true;
+    p.done = 0;
+    profiler_.start(program_);
+  }
+  profiling_.store(p.active && planned, std::memory_order_relaxed);
+}
+
+namespace detail {
+
+// The tiers' bandwidths a kernel's slow-tier cost is read from when the slow
+// tier is not emulated: the published DDR4 and Optane figures, the ones
+// AutotmPolicy prices such tiers with.
+CACHEDARRAYS_INLINE std::pair<emulation::Bandwidth, emulation::Bandwidth> profile_bandwidths() {
+  return {emulation::published::ddr4_six_channel, emulation::published::optane_six_dimms};
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE void Runtime::profile_kernel(const char* name, std::uint64_t index,
+                                                 std::span<Object* const> objects, std::span<const Access> accesses,
+                                                 double seconds, double emulated_ns) {
+  const Lock guard(*this);
+  if (!profiling()) return;  // the iteration ended meanwhile
+  const DeviceId slow = manager_.device_count() - 1;
+  const std::optional<EmulationProfile>& emulated = manager_.spec(slow).emulation;
+  double paid = 0;      // the slow-tier cost inside `seconds`
+  double all_slow = 0;  // what every argument would pay in the slow tier
+  std::uint64_t bytes = 0;
+  if (emulated) {
+    // The emulated tier's cost is computed, not measured: the charge waited
+    // out, and for all arguments the charge each would pay there.
+    paid = emulated_ns * 1e-9;
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      all_slow += emulation::kernel_extra_ns(*emulated, objects[i]->bytes(), accesses[i]) * 1e-9;
+    }
+  } else {
+    // A real slow tier's cost is inside the measured time and cannot be
+    // told apart from the kernel's own: it is read off the tiers'
+    // bandwidths, as the roofline reads memory time (bytes over each tier's
+    // bandwidth, less the same bytes over the fast tier's).
+    const auto [fast_bw, slow_bw] = detail::profile_bandwidths();
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      const bool write = accesses[i] == Access::write;
+      const double b = static_cast<double>(objects[i]->bytes());
+      const double extra = std::max(0.0, b / (write ? slow_bw.write_gbps : slow_bw.read_gbps) -
+                                              b / (write ? fast_bw.write_gbps : fast_bw.read_gbps)) *
+                           1e-9;
+      all_slow += extra;
+      if (manager_.device(*manager_.getprimary(*objects[i])) != 0) paid += extra;
+    }
+  }
+  for (const Object* o : objects) bytes += o->bytes();
+  const double fast_seconds = std::max(0.0, seconds - paid);
+  profiler_.add(index, name, objects.size(), bytes, fast_seconds, fast_seconds + all_slow);
 }
 
 CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() const {
@@ -207,6 +325,7 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   unlocked_kernels_base_ = unlocked_kernels_.sum(0);
   // The program recorded by record_program: its iteration has just ended.
   finish_program_recording();
+  advance_profiling(planned);
   if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
   if (recording_ != nullptr) recording_->record({.kind = TraceKind::iteration, .object = iteration_});
   detail::inject_handler_fault("on_iteration_begin");
@@ -269,9 +388,9 @@ CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access ac
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
-                                                     std::size_t n, const char* kernel) {
+                                                     std::size_t n, const char* kernel, double* emulated_out) {
   double emulated_ns = 0;
-  if (try_acquire_unlocked(objects, accesses, data, n, emulated_ns)) {
+  if (emulated_out == nullptr && try_acquire_unlocked(objects, accesses, data, n, emulated_ns)) {
     emulation::wait_ns(emulated_ns);
     return 0;  // only a policy that follows kernels reads the index, and it never lets reads skip the lock
   }
@@ -306,6 +425,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
     }
   }
   emulation::wait_ns(emulated_ns);
+  if (emulated_out != nullptr) *emulated_out = emulated_ns;
   return index;
 }
 
@@ -451,6 +571,14 @@ CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
                              "on stderr) or 0 (no report)");
     }
     set_leak_report(value == "1" ? &std::cerr : nullptr);
+  }
+  if (const char* out = std::getenv("CACHEDARRAYS_PROGRAM_OUT"); out != nullptr && *out != '\0') {
+    if (std::filesystem::path(out).extension() != ".json") {
+      throw invalid_argument(std::string("cachedarrays: CACHEDARRAYS_PROGRAM_OUT='") + out +
+                             "' is not allowed; give a file ending in .json (the program of an iteration, with its "
+                             "kernels' online profiles), or unset the variable");
+    }
+    set_program_output(out);
   }
 }
 

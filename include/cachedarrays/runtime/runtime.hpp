@@ -29,6 +29,7 @@
 #include "cachedarrays/policy/policy.hpp"
 #include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/memory_snapshot.hpp"
+#include "cachedarrays/runtime/online_profiler.hpp"
 
 namespace cachedarrays {
 
@@ -92,8 +93,16 @@ class Runtime {
   /// f(span<const A>, span<const B>, span<C>). Each argument gets its hint
   /// (will_read / will_write) and is pinned before the next one is hinted,
   /// so a later hint cannot evict an earlier argument. Defined in kernel.hpp.
+  ///
+  /// A name may come first: kernel("stencil", reads(a), writes(b), f) (a
+  /// `const char*`, `std::string` or `std::string_view`; copied where it
+  /// must outlive the call, so a temporary is safe). The trace and a
+  /// recorded program name the kernel so, and its online profile is keyed
+  /// by it (plan::profile_key): give one name to one kernel of one shape.
+  /// Without one the kernel is "kernel" (plan::unnamed_kernel). An empty or
+  /// null name throws invalid_argument.
   template <typename... Args>
-  void kernel(Args&&... groups_then_callable);
+  void kernel(Args&&... name_groups_then_callable);
 
   /// Lets the policy run deferred work (paper: end of an iteration).
   void collect();
@@ -131,8 +140,32 @@ class Runtime {
   /// already its steady one. It uses the running trace if there is one, else
   /// a trace of its own that it drops once the program is made.
   void record_program();
-  /// The program given or recorded, or null.
+  /// The program given or recorded, or null. Once its kernels are profiled
+  /// (set_profile_iterations), the same program with their profiles
+  /// (plan::Program::profiles): save it with plan::Program::save, and plan it
+  /// elsewhere (cachedarrays-plan --program).
   [[nodiscard]] std::shared_ptr<const plan::Program> program() const;
+  /// How many iterations (begin_iteration to begin_iteration) after a
+  /// program without profiles is installed (set_program, record_program)
+  /// the runtime times the program's kernel() kernels, with their arguments
+  /// in whatever tiers they are (OnlineProfiler); at the begin_iteration
+  /// after the last, the program gets their profiles and the policy hears
+  /// of them (Policy::on_profiles). 0: none are timed. Takes effect at the
+  /// next program installed. Kernels run through PinnedKernel directly (the
+  /// nn trainer's, whose signatures have measured profiles) are not timed.
+  void set_profile_iterations(std::uint32_t iterations);
+  /// set_profile_iterations's default: a median of three runs per kernel.
+  static constexpr std::uint32_t default_profile_iterations = 3;
+  /// Where program() is written as JSON (plan::Program::save) when the
+  /// runtime is destroyed — with its online profiles once they are measured
+  /// — for cachedarrays-plan --program; empty: nowhere (the default, unless
+  /// CACHEDARRAYS_PROGRAM_OUT is set when the runtime is made). A runtime
+  /// with no program and none being recorded then records the next
+  /// iteration's (record_program). Every runtime given the path writes it,
+  /// so with several in one process the last destroyed wins. The path must
+  /// end in .json, else invalid_argument; a write that fails at destruction
+  /// is reported on standard error, since a destructor cannot throw.
+  void set_program_output(std::filesystem::path path);
   /// The recording, or null. Read it when no other thread uses the runtime.
   [[nodiscard]] const Trace* trace() const noexcept { return trace_.get(); }
   /// Device names, for trace exports.
@@ -194,8 +227,24 @@ class Runtime {
   // later hint cannot evict an earlier argument. On an exception every
   // object pinned so far is unpinned again. Traced as kernel `kernel`.
   // Returns the kernel's index in the iteration (Policy::on_kernel_begin).
+  // `emulated_out`, when not null: the arguments are pinned under the lock
+  // (so the index is the kernel's place in the iteration) and it receives
+  // the emulated charge waited out.
   std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                            const char* kernel);
+                            const char* kernel, double* emulated_out = nullptr);
+  // Runtime::kernel once its name is settled.
+  template <typename... Args>
+  void run_kernel(const char* name, Args&&... groups_then_callable);
+  // Whether kernel() kernels are timed now (one relaxed load).
+  [[nodiscard]] bool profiling() const noexcept { return profiling_.load(std::memory_order_relaxed); }
+  // A timed kernel() ran `seconds` from before its pins to the end of its
+  // callable, waiting out `emulated_ns` of them: hands its two times to the
+  // profiler. Its arguments are still pinned.
+  void profile_kernel(const char* name, std::uint64_t index, std::span<Object* const> objects,
+                      std::span<const Access> accesses, double seconds, double emulated_ns);
+  // At a begin_iteration: counts a profiled iteration that ended, hands
+  // over the profiles after the last, and starts timing for a new program.
+  void advance_profiling(bool planned);
   // Marks the end of the kernel `acquire_all` began (for the trace and
   // Policy::on_kernel_end).
   void end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
@@ -298,6 +347,18 @@ class Runtime {
   bool kernel_hooks_ = true;  // policy_->follows_kernels(), asked once
   ProgramRecording program_recording_;
   std::shared_ptr<const plan::Program> program_;
+  // The online profiles of program_'s kernels (set_profile_iterations).
+  struct Profiling {
+    std::uint32_t iterations = default_profile_iterations;  // to time per program
+    bool armed = false;      // a program without profiles came: time from the next planned iteration
+    bool active = false;     // timing program_'s iterations
+    std::uint32_t done = 0;  // of them ended
+  };
+  Profiling profiling_state_;
+  OnlineProfiler profiler_;
+  // profiling_state_.active in a planned iteration, readable without the
+  // lock: kernel() times a kernel only while it is set.
+  std::atomic<bool> profiling_{false};
   std::uint64_t iteration_ = 0;
   std::uint64_t kernel_index_ = 0;
   // The clock of snapshots' ages.
@@ -305,6 +366,7 @@ class Runtime {
   std::filesystem::path snapshot_directory_;
   std::ostream* leak_report_ = nullptr;
   std::filesystem::path trace_file_;  // written at destruction when not empty
+  std::filesystem::path program_output_;  // program_ written there at destruction when not empty
 };
 
 }  // namespace cachedarrays

@@ -262,6 +262,7 @@ CACHEDARRAYS_INLINE std::string Program::to_json() const {
     if (s.kind == StepKind::hint) step.push_back(to_string(s.hint));
     steps.push_back(std::move(step));
   }
+  if (profiles_) j["profiles"] = nlohmann::json::parse(profiles_->to_json());
   return j.dump(1);
 }
 
@@ -323,8 +324,17 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
     }
     steps.push_back(step);
   }
+  std::optional<KernelProfiles> profiles;
+  if (const auto it = j.find("profiles"); it != j.end()) {
+    try {
+      profiles = KernelProfiles::from_json(it->dump());
+    } catch (const invalid_argument& e) {
+      r.fail("profiles", std::string(e.what()) + " (the online profiles of the program's kernels)");
+    }
+  }
   try {
     Program program(std::move(objects), std::move(kernels), std::move(steps));
+    program.profiles_ = std::move(profiles);
     if (std::optional<std::string> problem = program.naming_problem()) {
       r.fail("objects", *problem + "; a program numbers the persistent objects first, in the order the "
                         "iteration first uses them (a kernel argument, a hint or a retire), then the objects it "

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::plan {
@@ -152,6 +153,18 @@ class Program {
   /// Bytes of all the objects the iteration touches or holds.
   [[nodiscard]] std::uint64_t total_bytes() const noexcept;
 
+  // ---- online profiles ----------------------------------------------------
+
+  /// The kernels' profiles measured while the program ran
+  /// (Runtime::set_profile_iterations), keyed by profile_key
+  /// (plan/program/online_profile.hpp); null when it has none. They travel
+  /// with the program (to_json, save) so a planner elsewhere
+  /// (cachedarrays-plan --program) prices the kernels as they ran.
+  [[nodiscard]] const KernelProfiles* profiles() const noexcept { return profiles_ ? &*profiles_ : nullptr; }
+  /// Gives the program `profiles` (replacing any it had). Kernels without a
+  /// profile in them are priced by a planner's fallback model.
+  void set_profiles(KernelProfiles profiles) { profiles_ = std::move(profiles); }
+
   // ---- JSON ---------------------------------------------------------------
 
   /// The program as JSON:
@@ -159,9 +172,13 @@ class Program {
   ///     {"format": "cachedarrays-program", "version": 1, "objects": [{"bytes",
   ///     "persistent"}...], "kernels": [{"name", "args": [[object, bytes, "r"|
   ///     "w"]...]}...], "steps": [["create", 3], ["hint", 3, "will_read"],
-  ///     ["kernel", 0], ["retire", 3], ["collect"]...]}.
+  ///     ["kernel", 0], ["retire", 3], ["collect"]...]}
+  ///
+  /// and, when it has profiles, "profiles": the KernelProfiles JSON of
+  /// profiles().
   [[nodiscard]] std::string to_json() const;
-  /// Reads what to_json writes. Throws invalid_argument naming the field
+  /// Reads what to_json writes (JSON without "profiles" gives a program
+  /// without them). Throws invalid_argument naming the field
   /// that is missing or wrong ("program JSON: steps[12][1]: ..."), and for
   /// objects not numbered as a program numbers them (naming_problem): a plan
   /// is matched to a run's objects by that numbering.
@@ -176,7 +193,8 @@ class Program {
   /// read, and invalid_argument (as from_json) for a malformed one.
   [[nodiscard]] static Program load(const std::string& path);
 
-  /// Equal objects, kernels and steps.
+  /// Equal objects, kernels and steps: the profiles are measurements of the
+  /// program, not part of it, and are not compared.
   friend bool operator==(const Program& a, const Program& b) {
     return a.objects_ == b.objects_ && a.kernels_ == b.kernels_ && a.steps_ == b.steps_;
   }
@@ -189,6 +207,7 @@ class Program {
   std::vector<ProgramStep> steps_;
   std::vector<std::vector<std::uint32_t>> uses_;  // by object
   std::vector<std::uint64_t> live_bytes_;         // by kernel
+  std::optional<KernelProfiles> profiles_;
 };
 
 }  // namespace cachedarrays::plan

@@ -25,7 +25,7 @@
 // kernel touches only part of an object.
 //
 //   app_policies [--apps LIST] [--fractions LIST] [--policies LIST] [--size test|bench]
-//                [--iterations N] [--rounds R] [--json FILE] [--app-dir DIR]
+//                [--iterations N] [--profile-iterations N] [--rounds R] [--json FILE] [--app-dir DIR]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,10 +81,17 @@ struct Options {
   std::vector<std::string> policies = all_policies;
   std::string size = "bench";
   int iterations = 5;
+  int profile_iterations = 3;
   int rounds = 1;
   std::string json = "app_policies.json";
   std::string app_dir = CACHEDARRAYS_APP_DIR;
 };
+
+// The all-fast reference (its descriptor says so), which runs with the
+// whole footprint in the fast tier.
+bool is_all_fast(const std::string& policy) {
+  return ca::policy::Registry::builtin().describe(policy).baseline();
+}
 
 // One child run: its report, or why there is none.
 struct Run {
@@ -109,7 +116,8 @@ Run run_app(const Options& o, const std::string& app, const std::string& policy,
   const fs::path exe = fs::path(o.app_dir) / ("app_" + app);
   const fs::path json = scratch / "run.json", out = scratch / "stdout.txt", err = scratch / "stderr.txt";
   fs::remove(json);
-  std::vector<std::string> args{exe.string(), "--size", o.size, "--iterations", std::to_string(o.iterations)};
+  std::vector<std::string> args{exe.string(),   "--size", o.size, "--iterations", std::to_string(o.iterations),
+                                "--profile-iterations", std::to_string(o.profile_iterations)};
   args.insert(args.end(), {"--json", json.string()});
   // The parent's environment, less what the run sets.
   std::vector<std::string> env;
@@ -258,6 +266,11 @@ Options parse(int argc, char** argv) {
   cli.add_option("--iterations", o.iterations, "timed iterations per run")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  cli.add_option("--profile-iterations", o.profile_iterations,
+                 "iterations, before the timed ones, whose kernels each app times for the planners (0: the "
+                 "planners price kernels by bytes alone)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cli.add_option("--rounds", o.rounds, "interleaved rounds of every policy; rows are the median over rounds")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -300,7 +313,7 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
   for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, ""});
   for (int round = 0; round < o.rounds; ++round) {
     for (Row& row : g.rows) {
-      const Run run = run_app(o, app, row.policy, row.policy == "all-fast" ? all_fast_fraction : fraction, scratch);
+      const Run run = run_app(o, app, row.policy, is_all_fast(row.policy) ? all_fast_fraction : fraction, scratch);
       const std::string where = fmt::format("[{}/{}] {} at {:.0f}% {} (round {})", ++progress.done, progress.total,
                                             app, 100 * fraction, row.policy, round + 1);
       if (!run.report) {
@@ -322,7 +335,7 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
 std::optional<Bound> bound_of(const Group& g, const ca::EmulationProfile& slow) {
   std::optional<double> all_fast;
   for (const Row& r : g.rows) {
-    if (r.policy == "all-fast") all_fast = r.seconds();
+    if (is_all_fast(r.policy)) all_fast = r.seconds();
   }
   if (!g.program || !all_fast || g.footprint == 0) return std::nullopt;
   // As the app sizes its fast tier (ca::devices_from_environment).
@@ -341,7 +354,7 @@ struct Results {
       const std::optional<double> s = r.seconds();
       rows.push_back({{"app", g.app},
                       {"policy", r.policy},
-                      {"fast_fraction", r.policy == "all-fast" ? all_fast_fraction : g.fraction},
+                      {"fast_fraction", is_all_fast(r.policy) ? all_fast_fraction : g.fraction},
                       {"table_fraction", g.fraction},
                       {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
                       {"round_seconds", r.round_seconds},
@@ -367,9 +380,9 @@ struct Results {
 void print_preamble(const Options& o, const ca::EmulationProfile& slow) {
   fmt::print("{}\n", bench::machine_line(bench::machine_report()));
   fmt::print("slow tier: {}\n", ca::emulation::describe(slow));
-  fmt::print("apps at --size {}, {} timed iterations per run after a warm-up and a recorded one; median over {} "
-             "round{}\n",
-             o.size, o.iterations, o.rounds, o.rounds == 1 ? "" : "s");
+  fmt::print("apps at --size {}, {} timed iterations per run after a warm-up, a recorded one and {} profiled; "
+             "median over {} round{}\n",
+             o.size, o.iterations, o.profile_iterations, o.rounds, o.rounds == 1 ? "" : "s");
   fmt::print("bound: max(all-fast, least slow-tier bytes / emulated bandwidth): of the bytes the iteration's kernels "
              "touch, those beyond the fast tier cross to the slow tier once, priced at the read bandwidth while "
              "objects only read last, then at the write bandwidth; latency ignored, copies fully overlapped\n");
@@ -403,6 +416,7 @@ int main(int argc, char** argv) {
                            {"slow_write_gbps", slow.write_gbps},
                            {"size", o.size},
                            {"iterations", o.iterations},
+                           {"profile_iterations", o.profile_iterations},
                            {"rounds", o.rounds},
                            {"all_fast_fraction", all_fast_fraction},
                            {"rows", results.rows},

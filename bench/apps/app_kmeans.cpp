@@ -100,10 +100,10 @@ struct Kmeans {
   void iteration(ca::Runtime& rt, Arrays& a, int /*index*/) const {
     for (std::size_t b = 0; b < blocks; ++b) {
       if (b + 1 < blocks) a.points[b + 1].will_read();
-      rt.kernel(ca::reads(a.points[b], a.centroids), ca::writes(a.sums), assign);
+      rt.kernel("kmeans-assign", ca::reads(a.points[b], a.centroids), ca::writes(a.sums), assign);
       a.points[b].archive();
     }
-    rt.kernel(ca::writes(a.sums, a.centroids), update);
+    rt.kernel("kmeans-update", ca::writes(a.sums, a.centroids), update);
   }
 
   std::string verify(Arrays& a, int iterations) const {

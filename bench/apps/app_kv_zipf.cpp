@@ -83,7 +83,7 @@ struct KvZipf {
   }
 
   void iteration(ca::Runtime& rt, Arrays& a, int index) const {
-    for (const std::size_t i : reads_of(index)) rt.kernel(ca::reads(a.values[i]), ca::writes(a.sum), accumulate);
+    for (const std::size_t i : reads_of(index)) rt.kernel("accumulate", ca::reads(a.values[i]), ca::writes(a.sum), accumulate);
   }
 
   std::string verify(Arrays& a, int iterations) const {

@@ -92,6 +92,7 @@ inline std::string json_string(const std::string& s) {
 struct Options {
   std::string size = "test";
   int iterations = 5;
+  int profile_iterations = 3;
   std::string json;
   std::string program_out;
 };
@@ -145,8 +146,12 @@ Report run(Workload& workload, const char* name, const Options& o) {
       rt.collect();
     };
     iteration();  // warm-up: first placements, first page faults
+    rt.set_profile_iterations(static_cast<std::uint32_t>(o.profile_iterations));
     rt.record_program();
     iteration();  // recorded; the policy has the program from the next one on
+    // Profiled: the kernels are timed, and the planners plan again from
+    // those times before the timed iterations.
+    for (int i = 0; i < o.profile_iterations; ++i) iteration();
     const Stats before = rt.stats();
     for (int i = 0; i < o.iterations; ++i) {
       const auto start = std::chrono::steady_clock::now();
@@ -173,7 +178,9 @@ Report run(Workload& workload, const char* name, const Options& o) {
 
 /// Parses the flags, runs the workload under the policy and fast tier the
 /// environment names — one warm-up iteration, one recorded as the program
-/// (rt.record_program) that the policy then has, and --iterations timed ones
+/// (rt.record_program) that the policy then has, --profile-iterations in
+/// which its kernels are timed (Runtime::set_profile_iterations), and
+/// --iterations timed ones
 /// — checks it against plain code and reports. Exit status: 0 verified,
 /// 1 a mismatch, 2 a bad environment or a library error, CLI11's for bad
 /// flags.
@@ -186,7 +193,12 @@ int app_main(int argc, char** argv, const char* name, const char* description) {
   cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();
-  cli.add_option("--iterations", o.iterations, "timed iterations, after a warm-up and a recorded one")
+  cli.add_option("--profile-iterations", o.profile_iterations,
+                 "iterations after the recorded one whose kernels are timed for the planners (0: none; they "
+                 "then price kernels by bytes alone)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cli.add_option("--iterations", o.iterations, "timed iterations, after a warm-up, a recorded one and the profiled ones")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cli.add_option("--json", o.json, "write the run (with the recorded program) to this JSON file");

@@ -66,7 +66,7 @@ struct Matmul {
             A[i * tiles + k + 1].will_read();
             B[(k + 1) * tiles + j].will_read();
           }
-          rt.kernel(ca::reads(A[i * tiles + k], B[k * tiles + j]), ca::writes(C[i * tiles + j]),
+          rt.kernel("gemm-tile", ca::reads(A[i * tiles + k], B[k * tiles + j]), ca::writes(C[i * tiles + j]),
                     [&](std::span<const float> x, std::span<const float> y, std::span<float> z) {
                       tile_multiply(x, y, z, n);
                     });

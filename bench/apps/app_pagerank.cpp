@@ -105,11 +105,13 @@ struct PageRank {
   }
 
   void iteration(ca::Runtime& rt, Arrays& a, int /*index*/) const {
-    rt.kernel(ca::reads(a.rank, a.inverse), ca::writes(a.contribution), contributions);
+    rt.kernel("pagerank-contributions", ca::reads(a.rank, a.inverse), ca::writes(a.contribution), contributions);
     a.inverse.archive();
     a.rank.archive();  // the next iteration writes it
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       if (b + 1 < blocks.size()) a.blocks[b + 1].will_read();
+      // Unnamed: the blocks differ in size, and an unnamed kernel is
+      // profiled at its own place in the program.
       rt.kernel(ca::reads(a.blocks[b], a.contribution), ca::writes(a.next),
                 [&](std::span<const std::uint32_t> block, std::span<const float> c, std::span<float> next) {
                   pull(block, c, next, b * block_vertices, block_vertices);

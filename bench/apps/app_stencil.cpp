@@ -68,17 +68,17 @@ struct Stencil {
     for (std::size_t i = 0; i < blocks; ++i) {
       if (i + 2 < blocks) a.src[i + 2].will_read();
       if (i == 0) {
-        rt.kernel(ca::reads(a.src[0], a.src[1]), ca::writes(a.dst[0]),
+        rt.kernel("stencil-edge", ca::reads(a.src[0], a.src[1]), ca::writes(a.dst[0]),
                   [&](std::span<const float> m, std::span<const float> r, std::span<float> o) {
                     stencil_block(none, m, r, o);
                   });
       } else if (i + 1 == blocks) {
-        rt.kernel(ca::reads(a.src[i - 1], a.src[i]), ca::writes(a.dst[i]),
+        rt.kernel("stencil-edge", ca::reads(a.src[i - 1], a.src[i]), ca::writes(a.dst[i]),
                   [&](std::span<const float> l, std::span<const float> m, std::span<float> o) {
                     stencil_block(l, m, none, o);
                   });
       } else {
-        rt.kernel(ca::reads(a.src[i - 1], a.src[i], a.src[i + 1]), ca::writes(a.dst[i]), stencil_block);
+        rt.kernel("stencil", ca::reads(a.src[i - 1], a.src[i], a.src[i + 1]), ca::writes(a.dst[i]), stencil_block);
       }
       if (i > 0) a.src[i - 1].archive();
       a.dst[i].archive();

@@ -273,7 +273,8 @@ class AutotmPolicy final : public Policy {
   void follow_hint(Object& object, bool write);
 
   AutotmPolicyOptions options_;
-  CachedArraysPolicy base_{mode::LM};
+  // The plan decides what moves, through base_'s hints: none is declined.
+  CachedArraysPolicy base_{mode::LM, {}, StreamBypass::never};
   DeviceId fast_ = 0;
   DeviceId slow_ = 1;
   std::shared_ptr<const plan::Program> program_;

@@ -93,8 +93,8 @@ CACHEDARRAYS_INLINE std::string Mode::name() const {
 
 // ---- CachedArraysPolicy -------------------------------------------------------
 
-CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode, Lookahead lookahead)
-    : mode_(mode.hardware_cache ? mode::hw_cache : mode), lru_(std::make_unique<LruList>()), lookahead_(lookahead) {
+CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode, Lookahead lookahead, StreamBypass bypass)
+    : mode_(mode.hardware_cache ? mode::hw_cache : mode), bypass_(bypass), lru_(std::make_unique<LruList>()), lookahead_(lookahead) {
   if (mode_.offsets != plan::OffsetPlanner::online) {
     if (!mode_.local_allocation || !mode_.memory_optimisations) {
       throw invalid_argument("cachedarrays: mode '" + mode_.name() +

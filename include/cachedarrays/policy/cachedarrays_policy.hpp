@@ -108,15 +108,24 @@ struct Lookahead {
   double fast_fraction = 0.25;   ///< share of the fast device that copies ahead may hold at once
 };
 
+/// Whether a mode without lookahead (hw-cache excepted) declines to copy in
+/// an object whose reuses pass the fast tier, serving it where it lies
+/// (docs/design.md "Streams served in place").
+enum class StreamBypass {
+  predicted,  ///< declined when the object's reuse distances predict a stream (the default)
+  never       ///< every move the hints ask for is made: for a plan's executor, whose plan decides
+};
+
 /// The CachedArrays policy family (paper IV): a Mode's switches on one
 /// mechanism of true-LRU eviction (Listing 1) and prefetch (Listing 2)
 /// between the fast device and the slow one.
 class CachedArraysPolicy final : public Policy {
  public:
   /// A policy of mode `mode`, looking ahead as `lookahead` says in the A
-  /// modes. Throws invalid_argument for an offset plan without L and M, or a
+  /// modes, serving streams in place as `bypass` says in the others. Throws invalid_argument for an offset plan without L and M, or a
   /// Lookahead::fast_fraction outside (0, 1].
-  explicit CachedArraysPolicy(Mode mode = mode::LM, Lookahead lookahead = {});
+  explicit CachedArraysPolicy(Mode mode = mode::LM, Lookahead lookahead = {},
+                              StreamBypass bypass = StreamBypass::predicted);
   ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
 
   /// The mode's name (Mode::name).
@@ -213,7 +222,7 @@ class CachedArraysPolicy final : public Policy {
   // The modes that follow kernels know the program's reuse; a hardware
   // cache model must fill on every use.
   [[nodiscard]] bool serves_streams_in_place() const noexcept {
-    return !mode_.async_lookahead && !mode_.hardware_cache;
+    return bypass_ == StreamBypass::predicted && !mode_.async_lookahead && !mode_.hardware_cache;
   }
   // Gives a new object its policy state and its place in the LRU.
   void adopt(Object& object);
@@ -231,6 +240,7 @@ class CachedArraysPolicy final : public Policy {
   void touch_if_fast(Object& object);
 
   Mode mode_;
+  StreamBypass bypass_;
   DeviceId fast_ = 0;
   DeviceId slow_ = 1;
   std::unique_ptr<detail::LruList> lru_;

@@ -10,6 +10,11 @@
 // --batch is the global batch, each rank trains on its share with its own
 // tiers, gradients are averaged over the ranks (nn/data_parallel.hpp), and
 // rank 0 prints, tests and writes checkpoints.
+//
+// SIGTERM or SIGINT (Ctrl-C) stops it cleanly at the next step boundary
+// (nn/stop_signals.hpp): the checkpoint, the epoch line, the table and the
+// summary, then exit status 128 + the signal's number. Under mpirun every
+// rank stops at the same step.
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/data_parallel.hpp>
@@ -17,6 +22,7 @@
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/planned_footprint.hpp>
 #include <cachedarrays/nn/profiler.hpp>
+#include <cachedarrays/nn/stop_signals.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 #ifdef CACHEDARRAYS_HAS_MPI
 #include <cachedarrays/nn/mpi_communicator.hpp>
@@ -352,12 +358,25 @@ std::string model_identity(const nn::ModelConfig& m) {
                      m.image_size, m.classes);
 }
 
+// What a training run ended with.
+struct Trained {
+  double step_seconds = 0;  // of the training steps
+  int stop_reason = 0;      // the signal that stopped it (0: it ran to its end)
+};
+
+// Where a stopped run ended, as the summary says it.
+std::string stopped_text(const nn::FitResult& result, int epochs) {
+  return fmt::format("stopped by {} after {} of {} epochs, at batch {}", nn::StopSignals::name(result.stop_reason),
+                     result.epochs_done, epochs, result.batches_done);
+}
+
 // Trains for the epochs (or o.iterations), printing a progress bar on a
 // terminal and a line per epoch with the test loss and accuracy, the speed
 // and the traffic between the tiers, then a summary table; the last
-// iteration is traced when --trace asks for it.
-// Returns the seconds of the training steps.
-double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, const Options& o) {
+// iteration is traced when --trace asks for it. `stop` ends it early at a
+// step boundary.
+Trained train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, const Options& o,
+              const nn::StopSignals& stop) {
   const nn::ModelConfig& model = o.model;
   const bool synthetic = o.data == "synthetic";
   nn::FitOptions fit;
@@ -373,6 +392,7 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
   fit.checkpoint = o.checkpoint;
   fit.resume = o.resume;
   fit.model = model_identity(model);
+  fit.stop_requested = stop.stop_requested();
   if (o.resume && o.checkpoint.empty()) throw ca::invalid_argument("--resume needs --checkpoint FILE to resume from");
 
   ProgressBar bar;
@@ -381,6 +401,7 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
     fmt::print("{}\n", line);
   };
   std::vector<double> seconds;
+  std::vector<float> losses;  // of the current epoch's steps
   const ca::Stats start = rt.stats();
   ca::Stats epoch_start = start;
   fit.before_step = [&](const nn::FitStep& s) {
@@ -390,23 +411,28 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
   };
   fit.after_step = [&](const nn::FitStep& s) {
     seconds.push_back(s.seconds);
+    losses.push_back(s.loss);
     bar.update(s, o.epochs, model.batch);
   };
   struct Row {
     nn::FitEpoch epoch;
     ca::Stats traffic;
     double wall_seconds;  // since the process started, setup included
+    std::vector<float> losses;  // of its steps
   };
   std::vector<Row> rows;
   fit.after_epoch = [&](const nn::FitEpoch& e) {
     const ca::Stats delta = rt.stats().since(epoch_start);
     epoch_start = rt.stats();
-    rows.push_back({e, delta, std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count()});
+    rows.push_back({e, delta, std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count(),
+                    std::move(losses)});
+    losses.clear();
     bar.clear();
-    const std::string test = e.test_accuracy ? fmt::format("test loss {:.4f}  test accuracy {:.4f}", *e.test_loss,
-                                                           *e.test_accuracy)
-                             : e.complete    ? std::string("no test set")
-                                             : std::string("cut short by --iterations, not tested");
+    const std::string test =
+        e.test_accuracy  ? fmt::format("test loss {:.4f}  test accuracy {:.4f}", *e.test_loss, *e.test_accuracy)
+        : e.complete     ? std::string("no test set")
+        : e.stop_reason  ? fmt::format("stopped by {}, not tested", nn::StopSignals::name(e.stop_reason))
+                         : std::string("cut short by --iterations, not tested");
     fmt::print("epoch {:>2}/{}  {} batches  train loss {:.4f}  {}  {:7.1f} img/s  {:.1f} s  fast->slow {:>10}  "
                "slow->fast {:>10}\n",
                e.epoch + 1, o.epochs, e.batches, e.train_loss, test, e.images_per_second, e.seconds + e.test_seconds,
@@ -431,7 +457,13 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
     fmt::print("trace of the last iteration: {} ({} events)\n", o.trace_path, rt.trace()->events().size());
   }
   const double step_seconds = std::accumulate(seconds.begin(), seconds.end(), 0.0);
-  if (rows.empty()) return step_seconds;
+  if (rows.empty()) {
+    if (result.stop_reason != 0) {
+      fmt::print("\nsummary: {} before the first step: nothing trained{}\n", stopped_text(result, o.epochs),
+                 result.resumed_epoch >= 0 ? ", the checkpoint is as it was" : "");
+    }
+    return {step_seconds, result.stop_reason};
+  }
   fmt::print("\n{:>5}  {:>8}  {:>10}  {:>9}  {:>8}  {:>9}  {:>8}  {:>10}  {:>10}\n", "epoch", "batches", "train loss",
              "test loss", "test acc", "img/s", "seconds", "fast->slow", "slow->fast");
   for (const Row& r : rows) {
@@ -449,7 +481,10 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
                         static_cast<double>(seconds.size() - skip);
   fmt::print("\nsummary: {} iterations, {:.3f} s per iteration, {:.1f} images/s (after the first){}\n",
              result.iterations, steady, static_cast<double>(model.batch) / steady,
-             result.stopped_early ? " — stopped early by --iterations" : "");
+             result.stop_reason != 0  ? " — " + stopped_text(result, o.epochs) +
+                                            (o.checkpoint.empty() ? "" : ", checkpoint " + o.checkpoint)
+             : result.stopped_early ? std::string(" — stopped early by --iterations")
+                                    : std::string());
   fmt::print("{}\n", total);
   if (!o.json_path.empty()) {
     nlohmann::json epochs = nlohmann::json::array();
@@ -464,7 +499,8 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
                         {"seconds", e.seconds + e.test_seconds},
                         {"fast_to_slow_bytes", r.traffic.bytes_copied[0][1]},
                         {"slow_to_fast_bytes", r.traffic.bytes_copied[1][0]},
-                        {"wall_seconds_since_start", r.wall_seconds}});
+                        {"wall_seconds_since_start", r.wall_seconds},
+                        {"losses", r.losses}});
     }
     const nlohmann::json summary = {
         {"model", model_identity(model)},
@@ -475,6 +511,10 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
         {"threads", omp_get_max_threads()},
         {"iterations", result.iterations},
         {"seconds_per_iteration", steady},
+        {"stopped_by", result.stop_reason != 0 ? nlohmann::json(nn::StopSignals::name(result.stop_reason))
+                                               : nlohmann::json()},
+        {"epochs_done", result.epochs_done},
+        {"batches_done", result.batches_done},
         {"epochs", epochs}};
     std::ofstream out(o.json_path);
     out << summary.dump(1) << "\n";
@@ -482,7 +522,7 @@ double train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data, 
       throw ca::invalid_argument("--json " + o.json_path + ": cannot write it; allowed: a file in a writable directory");
     }
   }
-  return step_seconds;
+  return {step_seconds, result.stop_reason};
 }
 
 // The ranks of a data-parallel run (one process: no communicator).
@@ -633,7 +673,8 @@ void print_data_parallel(const nn::Trainer& trainer, double step_seconds) {
              step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0);
 }
 
-void run(Options o, const World& world) {
+// Returns the number of the signal that stopped the training (0: none).
+int run(Options o, const World& world, const nn::StopSignals& stop) {
   prepare(o, world);
   const int ranks = world.ranks();
   const nn::DataSplits data = open_data(o);
@@ -683,9 +724,10 @@ void run(Options o, const World& world) {
                "checkpoints\n",
                ranks, n, n == 1 ? "" : "s", o.bucket_mib, n == 1 ? "summed" : "each summed");
   }
-  const double step_seconds = train(rt, trainer, data, o);
-  print_data_parallel(trainer, step_seconds);
+  const Trained trained = train(rt, trainer, data, o, stop);
+  print_data_parallel(trainer, trained.step_seconds);
   print_counters(rt.policy());
+  return trained.stop_reason;
 }
 
 }  // namespace
@@ -732,8 +774,11 @@ int main(int argc, char** argv) {
     return 1;
   };
   try {
-    run(options, world);
-    return 0;
+    // After MPI's start, which may install handlers of its own.
+    const nn::StopSignals stop("train_cnn");
+    const int signal = run(options, world, stop);
+    std::fflush(stdout);
+    return signal != 0 ? 128 + signal : 0;
   } catch (const ca::error& e) {
     return fail(e.what());
   } catch (const dnnl::error& e) {

@@ -5,8 +5,10 @@
 // a message naming the file; check_tensors names the first mismatch.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <csignal>
 #include <cstdint>
@@ -45,7 +47,7 @@ std::set<std::string> entries(const fs::path& dir) {
   return names;
 }
 
-fs::path temporary_of(const fs::path& path) { return path.string() + ".tmp-" + std::to_string(::getpid()); }
+fs::path temporary_of(const fs::path& path) { return nn::checkpoint_temporary_path(path); }
 
 
 // ---- checkpoints ------------------------------------------------------------
@@ -231,6 +233,93 @@ TEST_CASE("nn checkpoint: a temporary file a dead save with this process id left
   nn::save_checkpoint(file, small_checkpoint());
   check_same(nn::load_checkpoint(file), small_checkpoint());
   CHECK(entries(dir.path()) == std::set<std::string>{"run.ckpt"});
+}
+
+TEST_CASE("nn checkpoint: the save is unnamed until it is complete where the file system allows it, named otherwise") {
+  // The temporary name taken by a directory shows which file the save
+  // wrote: an unnamed file is written whole and fails only when it is
+  // given the name; a named file fails as it is created.
+  TempDir dir;
+  const fs::path file = dir.path() / "run.ckpt";
+  fs::create_directories(temporary_of(file) / "inside");
+  const auto failure = [&](nn::CheckpointTemporary kind) {
+    return test::message_of<ca::error>([&] { nn::save_checkpoint(file, small_checkpoint(), kind); });
+  };
+  check_contains(failure(nn::CheckpointTemporary::unnamed_where_possible),
+                 "naming the temporary file '" + temporary_of(file).string() + "' failed: File exists");
+  check_contains(failure(nn::CheckpointTemporary::named),
+                 "creating the temporary file '" + temporary_of(file).string() + "'");
+  CHECK(entries(dir.path()) == std::set<std::string>{temporary_of(file).filename().string()});
+  fs::remove_all(temporary_of(file));
+  for (const auto kind : {nn::CheckpointTemporary::unnamed_where_possible, nn::CheckpointTemporary::named}) {
+    nn::Checkpoint c = small_checkpoint();
+    c.epoch = kind == nn::CheckpointTemporary::named ? 11 : 12;
+    nn::save_checkpoint(file, c, kind);
+    check_same(nn::load_checkpoint(file), c);
+    CHECK(entries(dir.path()) == std::set<std::string>{"run.ckpt"});
+  }
+}
+
+TEST_CASE("nn checkpoint: the temporary file is named after the checkpoint, this host and this process") {
+  const std::string name = nn::checkpoint_temporary_path("/x/run.ckpt").string();
+  CHECK(name.starts_with("/x/run.ckpt.tmp-"));
+  CHECK(name.ends_with("." + std::to_string(::getpid())));
+  CHECK(name.size() > std::string("/x/run.ckpt.tmp-.").size() + std::to_string(::getpid()).size());  // a host name
+}
+
+namespace {
+
+// The id of a process that has ended (and been reaped).
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+}  // namespace
+
+TEST_CASE("nn checkpoint: only the temporary files of dead processes of this host are removed as stale") {
+  TempDir dir;
+  const fs::path file = dir.path() / "run.ckpt";
+  nn::save_checkpoint(file, small_checkpoint());
+  const std::string ours = temporary_of(file).filename().string();  // run.ckpt.tmp-<host>.<our pid>
+  const std::string host_prefix = ours.substr(0, ours.rfind('.') + 1);  // run.ckpt.tmp-<host>.
+  const std::string dead = std::to_string(dead_pid());
+  const std::string alive = std::to_string(::getppid());
+  const std::set<std::string> stale = {host_prefix + dead, "run.ckpt.tmp-" + dead, ours};
+  const std::set<std::string> kept = {host_prefix + alive,                 // a live process may be saving
+                                      "run.ckpt.tmp-another-host." + dead,  // its process is not ours to know
+                                      "run.ckpt.tmp-" + dead + "x",         // not a process id
+                                      "other.ckpt.tmp-" + dead,             // another checkpoint's
+                                      "run.ckpt"};
+  for (const std::string& name : stale) dir.write(name, {'h', 'a', 'l', 'f'});
+  for (const std::string& name : kept) {
+    if (name != "run.ckpt") dir.write(name, {'k'});
+  }
+  const std::string dead_directory = "run.ckpt.tmp-" + std::to_string(dead_pid());
+  fs::create_directories(dir.path() / dead_directory);  // not a regular file
+  std::vector<fs::path> want;
+  for (const std::string& name : stale) want.push_back(dir.path() / name);
+  std::sort(want.begin(), want.end());
+  CHECK(nn::remove_stale_checkpoint_temporaries(file) == want);
+  const std::set<std::string> now = entries(dir.path());
+  for (const std::string& name : kept) CHECK(now.count(name) == 1);
+  for (const std::string& name : stale) CHECK(now.count(name) == 0);
+  CHECK(now.count(dead_directory) == 1);
+  CHECK(now.size() == kept.size() + 1);
+  check_same(nn::load_checkpoint(file), small_checkpoint());
+  CHECK(nn::remove_stale_checkpoint_temporaries(dir.path() / "missing" / "run.ckpt").empty());
+}
+
+TEST_CASE("nn checkpoint: with no save in progress, removing the temporary now removes nothing") {
+  TempDir dir;
+  const fs::path file = dir.path() / "run.ckpt";
+  nn::save_checkpoint(file, small_checkpoint(), nn::CheckpointTemporary::named);
+  dir.write(temporary_of(file).filename().string(), {'x'});  // not a save's: the last one was published
+  nn::remove_checkpoint_temporary_now();
+  CHECK(entries(dir.path()) == std::set<std::string>{"run.ckpt", temporary_of(file).filename().string()});
 }
 
 // ---- failed saves -------------------------------------------------------------

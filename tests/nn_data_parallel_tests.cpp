@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <set>
@@ -44,7 +45,12 @@ class MirrorCommunicator final : public nn::Communicator {
     return ++requests;
   }
   Request start_sum(std::span<double> data, const std::string& what) override {
-    for (double& x : data) x += x;
+    if (what == stop_requests) {
+      // Each rank's answer at its place: the other rank's is other_rank_stop.
+      data[static_cast<std::size_t>(1 - rank_)] = other_rank_stop;
+    } else {
+      for (double& x : data) x += x;
+    }
     started.push_back(what);
     kernels_at_start.push_back(kernels_seen);
     return ++requests;
@@ -61,6 +67,8 @@ class MirrorCommunicator final : public nn::Communicator {
   }
   [[noreturn]] void abort(const std::string& message) override { throw ca::error("abort: " + message); }
 
+  static constexpr const char* stop_requests = "the ranks' stop requests";
+  double other_rank_stop = 0;  // what the other rank's FitOptions::stop_requested answers
   std::vector<std::string> started;
   std::vector<std::uint64_t> kernels_at_start;  // kernels run before each sum started
   std::vector<std::string> broadcasts;
@@ -304,4 +312,23 @@ TEST_CASE("data parallel: bad settings are refused with what is allowed") {
   fit.train.batch = 2 * m.batch;
   const nn::FitResult r = nn::fit(trainer, *data.train, nullptr, fit);
   CHECK(r.iterations == 1);
+}
+
+TEST_CASE("data parallel: a stop asked on the other rank stops this one at the same step, with its reason") {
+  const nn::ModelConfig m = vgg();
+  MirroredTrainer t(m, 1 << 20);
+  const nn::DataSplits data = nn::open_data("synthetic", {3, 32, 32}, 10, 1);
+  nn::FitOptions fit;
+  fit.train.batch = 2 * m.batch;
+  fit.train.limit = 8 * fit.train.batch;
+  fit.stop_requested = [] { return 0; };  // this rank is never asked
+  int steps = 0;
+  fit.after_step = [&](const nn::FitStep&) {
+    if (++steps == 3) t.mirror.other_rank_stop = SIGTERM;
+  };
+  const nn::FitResult r = nn::fit(t.trainer, *data.train, nullptr, fit);
+  CHECK(r.iterations == 3);
+  CHECK(r.stop_reason == SIGTERM);
+  CHECK(r.batches_done == 3);
+  CHECK(std::count(t.mirror.started.begin(), t.mirror.started.end(), MirrorCommunicator::stop_requests) == 4);
 }

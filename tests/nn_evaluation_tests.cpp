@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -366,6 +368,126 @@ TEST_CASE("nn fit: a run stopped and resumed from its checkpoint ends bit for bi
   const nn::Checkpoint last = nn::load_checkpoint(file, "tiny");
   CHECK(last.epoch == 2);
   CHECK(last.batch == 0);
+}
+
+TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where its checkpoint lets a resume go on "
+          "bit for bit") {
+  const test::ScratchPath dir("nn-fit-stop");
+  std::filesystem::create_directories(dir.path);
+  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  std::vector<float> unbroken_losses;
+  {
+    auto rt = make_runtime();
+    nn::Trainer trainer(&rt, tiny_graph());
+    auto o = fit_options();
+    o.after_step = [&](const nn::FitStep& s) { unbroken_losses.push_back(s.loss); };
+    (void)nn::fit(trainer, *data.train, data.test.get(), o);
+  }
+  REQUIRE(unbroken_losses.size() == 8);
+
+  // Stopped in the second epoch (after 6 steps), at its first step (after
+  // 4: the first epoch is tested and saved), and before any step.
+  for (const int stop_after : {6, 4, 0}) {
+    CAPTURE(stop_after);
+    const auto file = dir.path / ("run" + std::to_string(stop_after) + ".ckpt");
+    std::vector<float> losses;
+    int asked = 0;
+    {
+      auto rt = make_runtime();
+      nn::Trainer trainer(&rt, tiny_graph());
+      auto o = fit_options(file);
+      o.stop_requested = [&] { return asked++ >= stop_after ? 15 : 0; };
+      o.after_step = [&](const nn::FitStep& s) { losses.push_back(s.loss); };
+      const nn::FitResult r = nn::fit(trainer, *data.train, data.test.get(), o);
+      CHECK(asked == stop_after + 1);  // once before every step, and the one that stopped it
+      CHECK(r.iterations == stop_after);
+      CHECK(r.stopped_early);
+      CHECK(r.stop_reason == 15);
+      CHECK(r.epochs_done == stop_after / 4);
+      CHECK(r.batches_done == stop_after % 4);
+      // An epoch that began records how far it got and why it ended.
+      REQUIRE(r.epochs.size() == static_cast<std::size_t>(stop_after == 6 ? 2 : stop_after == 4 ? 1 : 0));
+      if (stop_after == 6) {
+        CHECK(!r.epochs[1].complete);
+        CHECK(r.epochs[1].batches == 2);
+        CHECK(r.epochs[1].stop_reason == 15);
+        CHECK(!r.epochs[1].test_loss.has_value());
+      }
+      if (stop_after > 0) {
+        CHECK(r.epochs[0].complete);
+        CHECK(r.epochs[0].stop_reason == 0);
+      }
+    }
+    if (stop_after == 0) {
+      CHECK(!std::filesystem::exists(file));  // nothing trained, nothing written
+      continue;
+    }
+    const nn::Checkpoint written = nn::load_checkpoint(file, "tiny");
+    CHECK(written.epoch == stop_after / 4);
+    CHECK(written.batch == stop_after % 4);
+    {
+      auto rt = make_runtime();
+      nn::Trainer trainer(&rt, tiny_graph());
+      auto o = fit_options(file);
+      o.resume = true;
+      o.after_step = [&](const nn::FitStep& s) { losses.push_back(s.loss); };
+      const nn::FitResult rest = nn::fit(trainer, *data.train, data.test.get(), o);
+      CHECK(rest.stop_reason == 0);
+      CHECK(rest.epochs_done == 2);
+      CHECK(rest.batches_done == 0);
+    }
+    CHECK(losses == unbroken_losses);
+  }
+}
+
+TEST_CASE("nn fit: a resumed run stopped before its first step leaves the checkpoint as it was") {
+  const test::ScratchPath dir("nn-fit-stop-resumed");
+  std::filesystem::create_directories(dir.path);
+  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto file = dir.path / "run.ckpt";
+  {
+    auto rt = make_runtime();
+    nn::Trainer trainer(&rt, tiny_graph());
+    auto o = fit_options(file);
+    o.max_iterations = 3;
+    (void)nn::fit(trainer, *data.train, nullptr, o);
+  }
+  const auto before = std::filesystem::last_write_time(file);
+  auto rt = make_runtime();
+  nn::Trainer trainer(&rt, tiny_graph());
+  auto o = fit_options(file);
+  o.resume = true;
+  o.stop_requested = [] { return 2; };
+  const nn::FitResult r = nn::fit(trainer, *data.train, nullptr, o);
+  CHECK(r.iterations == 0);
+  CHECK(r.stop_reason == 2);
+  CHECK(r.epochs.empty());
+  CHECK(r.epochs_done == 0);
+  CHECK(r.batches_done == 3);
+  CHECK(std::filesystem::last_write_time(file) == before);
+  CHECK(nn::load_checkpoint(file, "tiny").batch == 3);
+}
+
+TEST_CASE("nn fit: the temporary files of saves whose process died are removed, in one line of the log") {
+  const test::ScratchPath dir("nn-fit-stale");
+  std::filesystem::create_directories(dir.path);
+  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto file = dir.path / "run.ckpt";
+  const std::string ours = nn::checkpoint_temporary_path(file).filename().string();
+  const std::string stale = ours;  // a dead process with our host and id: the file cannot be a save in progress
+  std::ofstream(dir.path / stale) << "half";
+  std::vector<std::string> log;
+  auto rt = make_runtime();
+  nn::Trainer trainer(&rt, tiny_graph());
+  auto o = fit_options(file);
+  o.max_iterations = 1;
+  o.log = [&](const std::string& line) { log.push_back(line); };
+  (void)nn::fit(trainer, *data.train, nullptr, o);
+  REQUIRE(!log.empty());
+  CHECK(log.front() == "removed 1 temporary file of checkpoint saves whose process no longer runs: " + stale);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) names.push_back(entry.path().filename());
+  CHECK(names == std::vector<std::string>{"run.ckpt"});
 }
 
 TEST_CASE("nn fit: what cannot be resumed or trained is refused before any step") {

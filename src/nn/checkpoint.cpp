@@ -1,10 +1,10 @@
-// Checkpoints: the file layout of checkpoint.hpp, written through a
-// temporary file that is made durable before it is renamed over the old
-// checkpoint, and read back with every length checked before it is used.
+// Checkpoints: the file layout of checkpoint.hpp, written into a temporary
+// file (checkpoint_temporary.hpp) that is made durable before it replaces
+// the old checkpoint, and read back with every length checked before it is
+// used.
 #include "cachedarrays/nn/checkpoint.hpp"
 
 #include <fcntl.h>
-#include <libpmem.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -20,12 +20,14 @@
 #include <system_error>
 
 #include "cachedarrays/error.hpp"
+#include "checkpoint_temporary.hpp"
 
 namespace cachedarrays::nn {
 
 namespace {
 
 namespace fs = std::filesystem;
+using detail::quoted_path;
 
 // The file holds host memory as it is: integers and floats little-endian.
 static_assert(std::endian::native == std::endian::little,
@@ -38,8 +40,6 @@ constexpr std::size_t header_bytes = 24;  // magic, version, reserved, size
 constexpr std::size_t checksum_bytes = 4;
 // Header, empty model string, epoch, batch, seed, two zero counts, checksum.
 constexpr std::uint64_t smallest_file = header_bytes + 8 + 3 * 8 + 2 * 8 + checksum_bytes;
-
-std::string quoted_path(const fs::path& path) { return "'" + path.string() + "'"; }
 
 std::string dims_text(const std::vector<std::int64_t>& dims) {
   if (dims.empty()) return "(scalar)";
@@ -159,105 +159,6 @@ void check_savable(const fs::path& path, const Checkpoint& c) {
       throw invalid_argument(prefix + which + " (" + std::to_string(*n) + " values) but holds " +
                              std::to_string(t.values.size()) + " values; give as many values as the dims' product");
     }
-  }
-}
-
-// What to do about a failed system call on the way to `path`.
-std::string advice(int err, const fs::path& path) {
-  switch (err) {
-    case ENOENT:
-      return "; does the directory " + quoted_path(path.parent_path()) + " exist? Create it or give another path";
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return "; the directory " + quoted_path(path.parent_path()) + " must be writable";
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-      return "; free space there (the checkpoint must fit beside the previous one until the rename)";
-    default:
-      return "";
-  }
-}
-
-// The temporary file a save writes, mapped through libpmem. Removed (and
-// unmapped) when it goes out of scope, unless renamed() was called.
-class TemporaryFile {
- public:
-  TemporaryFile(const fs::path& target, std::size_t size)
-      : path_(target.string() + ".tmp-" + std::to_string(::getpid())) {
-    // PMEM_FILE_EXCL: never write through a file (or symlink) someone put
-    // there. Not PMEM_FILE_SPARSE: the blocks are allocated now, so a full
-    // disk is an error here rather than a SIGBUS while writing the mapping.
-    int err = 0;
-    const auto map = [&] {
-      data_ = pmem_map_file(path_.c_str(), size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0666, &mapped_, &is_pmem_);
-      err = errno;
-    };
-    map();
-    std::error_code ec;
-    if (data_ == nullptr && err == EEXIST && fs::is_regular_file(fs::symlink_status(path_, ec))) {
-      // Left by a save of a dead process that had our id (after a restart,
-      // in a container, the id is often the same): nothing else writes it.
-      ::unlink(path_.c_str());
-      map();
-    }
-    if (data_ == nullptr) {
-      // With O_EXCL, anything at path_ now (but for EEXIST) is this call's
-      // half-made file; libpmem usually removes it already.
-      if (err != EEXIST) ::unlink(path_.c_str());
-      throw error("cachedarrays::nn: cannot save checkpoint " + quoted_path(target) + ": creating the temporary file " +
-                  quoted_path(path_) + " of " + std::to_string(size) + " bytes failed: " + std::strerror(err) +
-                  (err == EEXIST ? "; remove what is there or give another path" : advice(err, target)));
-    }
-  }
-  ~TemporaryFile() {
-    unmap();
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TemporaryFile(const TemporaryFile&) = delete;
-  TemporaryFile& operator=(const TemporaryFile&) = delete;
-
-  [[nodiscard]] std::byte* data() const { return static_cast<std::byte*>(data_); }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
-  // Written bytes durable: on persistent memory flushing the CPU caches is
-  // enough (libpmem maps it with MAP_SYNC, so the file's blocks are already
-  // durable); elsewhere msync writes the pages and the file's size.
-  void persist(const fs::path& target) {
-    if (is_pmem_ != 0) {
-      pmem_persist(data_, mapped_);
-    } else if (pmem_msync(data_, mapped_) != 0) {
-      const int err = errno;
-      throw error("cachedarrays::nn: cannot save checkpoint " + quoted_path(target) + ": syncing " +
-                  quoted_path(path_) + " to storage failed: " + std::strerror(err) + advice(err, target));
-    }
-  }
-  void unmap() {
-    if (data_ != nullptr) pmem_unmap(data_, mapped_);
-    data_ = nullptr;
-  }
-  // The file is now the checkpoint: no longer ours to remove.
-  void renamed() { path_.clear(); }
-
- private:
-  std::string path_;
-  void* data_ = nullptr;
-  std::size_t mapped_ = 0;
-  int is_pmem_ = 0;
-};
-
-// A rename is durable once the directory holding the name is synced.
-void sync_directory(const fs::path& path) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  const Descriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  // EINVAL: a file system that cannot sync directories (some FUSE mounts);
-  // nothing more can be done there.
-  if (fd.get() < 0 || (::fsync(fd.get()) != 0 && errno != EINVAL)) {
-    const int err = errno;
-    throw error("cachedarrays::nn: checkpoint " + quoted_path(path) + " was written, but syncing its directory " +
-                quoted_path(dir) + " failed: " + std::strerror(err) +
-                "; after a power loss the previous checkpoint may be found there instead");
   }
 }
 
@@ -419,22 +320,13 @@ CheckpointTensor read_tensor(Reader& r, std::size_t index) {
 
 }  // namespace
 
-void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
+void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint, CheckpointTemporary temporary) {
   check_savable(path, checkpoint);
   const std::uint64_t size = encoded_size(checkpoint);
-  TemporaryFile file(path, size);
+  detail::CheckpointTemporaryFile file(path, size, temporary);
   Writer writer(file.data());
   encode(writer, checkpoint, size);
-  file.persist(path);
-  file.unmap();
-  if (::rename(file.path().c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    throw error("cachedarrays::nn: cannot save checkpoint " + quoted_path(path) + ": renaming " +
-                quoted_path(file.path()) + " over it failed: " + std::strerror(err) +
-                (err == EISDIR ? "; " + quoted_path(path) + " is a directory: give a file name" : advice(err, path)));
-  }
-  file.renamed();
-  sync_directory(path);
+  file.publish();
 }
 
 Checkpoint load_checkpoint(const fs::path& path, std::string_view expected_model) {

@@ -1,5 +1,6 @@
 #include "cachedarrays/nn/fit.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <span>
@@ -188,6 +189,31 @@ void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epo
           (batches_done > 0 ? " and " + std::to_string(batches_done) + " batches" : std::string()));
 }
 
+// Asks FitOptions::stop_requested. Data parallel: every rank's answer goes
+// to every rank (each puts its own at its place in a vector the ranks
+// sum), so that all of them stop at the same step, with the largest.
+int stop_request(const FitRun& run) {
+  if (!run.options.stop_requested) return 0;
+  const int mine = run.options.stop_requested();
+  if (run.comm == nullptr || run.ranks == 1) return mine;
+  std::vector<double> answers(static_cast<std::size_t>(run.ranks), 0.0);
+  answers[static_cast<std::size_t>(run.rank)] = mine;
+  run.comm->wait(run.comm->start_sum(std::span<double>(answers), "the ranks' stop requests"));
+  return static_cast<int>(*std::max_element(answers.begin(), answers.end()));
+}
+
+// Removes what saves of dead processes left beside the checkpoint (rank 0,
+// which alone writes it), saying so.
+void remove_stale_temporaries(const FitRun& run) {
+  if (run.options.checkpoint.empty() || run.rank != 0) return;
+  const std::vector<std::filesystem::path> removed = remove_stale_checkpoint_temporaries(run.options.checkpoint);
+  if (removed.empty()) return;
+  std::string names;
+  for (const auto& path : removed) names += (names.empty() ? "" : ", ") + path.filename().string();
+  run.log("removed " + std::to_string(removed.size()) + " temporary file" + (removed.size() == 1 ? "" : "s") +
+          " of checkpoint saves whose process no longer runs: " + names);
+}
+
 // The global batch the sampler fills, and this rank's shard of it.
 class GlobalBatch {
  public:
@@ -227,6 +253,8 @@ FitEpoch train_epoch(const FitRun& run, BatchSampler& sampler, GlobalBatch& data
   e.epoch = epoch;
   double loss_sum = 0;
   while (sampler.position() < batches && !fit_cap_reached(options, result)) {
+    result.stop_reason = stop_request(run);
+    if (result.stop_reason != 0) break;
     FitStep s;
     s.epoch = epoch;
     s.batch = sampler.position();
@@ -247,6 +275,7 @@ FitEpoch train_epoch(const FitRun& run, BatchSampler& sampler, GlobalBatch& data
     if (options.after_step) options.after_step(s);
   }
   e.complete = sampler.position() == batches;
+  e.stop_reason = e.complete ? 0 : result.stop_reason;
   e.train_loss = e.batches > 0 ? loss_sum / static_cast<double>(e.batches) : 0;
   e.images_per_second = e.seconds > 0 ? static_cast<double>(e.batches * run.global_batch) / e.seconds : 0;
   return e;
@@ -276,6 +305,7 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
 
   FitResult result;
   BatchSamplerOptions sampling = options.train;
+  remove_stale_temporaries(run);
   FitStart start;
   if (options.resume) {
     start = resume_from_checkpoint(run, sampling);
@@ -289,6 +319,8 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
                            std::to_string(start.batch) + " batches into an epoch of " + std::to_string(batches) +
                            "; resume it with the training set (and limit) it was written with");
   }
+  result.epochs_done = start.epoch;
+  result.batches_done = start.batch;
   if (start.epoch >= options.epochs) {
     run.log("the checkpoint has all " + std::to_string(options.epochs) + " epochs done; ask for more to train on");
     return result;
@@ -306,10 +338,14 @@ FitResult fit(Trainer& trainer, const Dataset& train, const Dataset* test, const
       sampler.start_epoch(epoch);
     }
     FitEpoch e = train_epoch(run, sampler, data, epoch, result);
-    if (e.complete && test != nullptr) test_epoch(run, *test, e);
-    if (e.batches > 0) {
-      save_fit_checkpoint(run, sampling.seed, e.complete ? epoch + 1 : epoch, e.complete ? 0 : sampler.position());
+    if (e.batches == 0 && result.stop_reason != 0) {  // asked to stop before its first step: nothing to record
+      result.stopped_early = true;
+      break;
     }
+    if (e.complete && test != nullptr) test_epoch(run, *test, e);
+    result.epochs_done = e.complete ? epoch + 1 : epoch;
+    result.batches_done = e.complete ? 0 : sampler.position();
+    if (e.batches > 0) save_fit_checkpoint(run, sampling.seed, result.epochs_done, result.batches_done);
     result.epochs.push_back(e);
     if (options.after_epoch) options.after_epoch(e);
     if (!e.complete) {

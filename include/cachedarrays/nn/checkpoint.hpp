@@ -52,21 +52,60 @@ struct Checkpoint {
   std::vector<CheckpointTensor> tensors;  ///< parameters, momentum, batch-norm running statistics, in a fixed order
 };
 
-/// Writes `checkpoint` to `path` crash-safely: the whole file goes to a new
-/// temporary file beside it, `<path>.tmp-<pid>` (created exclusively; a
-/// regular file of that name is the leftover of a save by a process with
-/// this id that died, and is replaced), is made durable (libpmem: flushed
-/// from the CPU caches on persistent memory, msync elsewhere), renamed over
-/// `path` and the directory is synced. A crash leaves `path` as it was
-/// before or as `checkpoint`; at worst the temporary file stays behind.
-/// Not for two threads saving to the same path at once.
+/// Where save_checkpoint() writes a checkpoint before it replaces the old
+/// one.
+enum class CheckpointTemporary {
+  /// An unnamed file (O_TMPFILE) in the target's directory: a process
+  /// killed while writing it leaves nothing. Where the file system or the
+  /// kernel refuses O_TMPFILE, or /proc is not mounted, a named one as below.
+  unnamed_where_possible,
+  /// Always the named file checkpoint_temporary_path() gives: a process
+  /// killed while writing it leaves it behind, for
+  /// remove_stale_checkpoint_temporaries() to remove.
+  named,
+};
+
+/// Writes `checkpoint` to `path` crash-safely. The whole file goes to a
+/// temporary file beside it (see CheckpointTemporary), is made durable
+/// (libpmem: flushed from the CPU caches on persistent memory, msync and
+/// fdatasync elsewhere), gets the name checkpoint_temporary_path(path) if it
+/// has none (linkat through /proc/self/fd), is renamed over `path`, and the
+/// directory is synced. A crash leaves `path` as it was before or as
+/// `checkpoint`. An unnamed temporary has a name only for the two system
+/// calls between linkat and rename; a named one from its creation. A crash
+/// then leaves that name behind, which remove_stale_checkpoint_temporaries()
+/// removes; a signal handler about to end the process removes it with
+/// remove_checkpoint_temporary_now(). A regular file of that name is the
+/// leftover of a dead process with this host name and process id, and is
+/// replaced. Not for two threads saving to the same path at once.
 /// Throws invalid_argument, writing nothing, when a tensor's dims are
 /// negative or their product is not its number of values, or epoch or batch
 /// is negative; throws error naming the file and the system's reason when a
 /// step fails, after removing the temporary file and leaving `path` as it was
 /// (but for the last step: when syncing the directory fails, `path` is
 /// already the new checkpoint, which a power loss might still undo).
-void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint,
+                     CheckpointTemporary temporary = CheckpointTemporary::unnamed_where_possible);
+
+/// The name this process's saves to `checkpoint` give their temporary file:
+/// `<checkpoint>.tmp-<host name>.<process id>`.
+[[nodiscard]] std::filesystem::path checkpoint_temporary_path(const std::filesystem::path& checkpoint);
+
+/// Removes the temporary files that saves to `checkpoint` of processes no
+/// longer running left beside it, and returns their paths (sorted). Only
+/// regular files named as checkpoint_temporary_path() names them (or
+/// `<checkpoint>.tmp-<pid>`, as earlier versions did) with this machine's
+/// host name and the id of a process that does not exist (or of this one,
+/// which is not saving while it calls this) are removed: those of other
+/// machines sharing the directory, and of live processes, stay. A missing
+/// directory removes nothing. Not to be called while this process saves to
+/// `checkpoint` on another thread.
+std::vector<std::filesystem::path> remove_stale_checkpoint_temporaries(const std::filesystem::path& checkpoint);
+
+/// Removes the temporary name the save in progress (if any) has right now.
+/// Async-signal-safe: for a signal handler that ends the process at once
+/// (`_exit`) in the middle of a save, so that nothing is left behind.
+void remove_checkpoint_temporary_now() noexcept;
 
 /// Reads `path` and checks it: the magic, the format version, the size its
 /// header gives, the checksum, every length against the bytes that remain,

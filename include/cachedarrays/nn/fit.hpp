@@ -13,7 +13,8 @@
 // ranks): every rank calls fit() with the same options and data; each
 // draws the same global batch of train.batch samples and trains on its
 // K-th of it (rank r: samples r*b .. r*b+b-1). Rank 0 alone runs the test
-// pass and writes checkpoints; resuming, rank 0 reads the checkpoint and
+// pass and writes checkpoints (removing first, once, the temporary files
+// of saves whose process died); resuming, rank 0 reads the checkpoint and
 // the others receive its state. The losses and test figures the hooks see
 // are the same on every rank. An exception on one rank leaves the others
 // waiting in their next collective: catch it and call
@@ -60,6 +61,9 @@ struct FitEpoch {
   /// epochs with a test set).
   std::optional<double> test_accuracy;
   double test_seconds = 0;          ///< the test pass (0 without one)
+  /// What FitOptions::stop_requested answered when it ended this epoch
+  /// early (0: it did not; the epoch ran to its end or max_iterations cut it).
+  int stop_reason = 0;
 };
 
 /// What fit() runs: how long, on which batches, at which learning rate, with
@@ -85,6 +89,17 @@ struct FitOptions {
   /// The model's identity in checkpoints: resuming another model's is refused.
   std::string model;
 
+  /// Asked before every step: 0 lets the run go on; any other value ends it
+  /// at this step boundary, as max_iterations does (the checkpoint, if
+  /// named, is written where it stopped, so that `resume` continues bit for
+  /// bit), and is returned as FitResult::stop_reason. For example
+  /// `[&] { return source.stop_requested() ? 1 : 0; }` with a
+  /// std::stop_source, or the number of a signal received (train_cnn).
+  /// Data parallel: set it on every rank or on none; the ranks exchange
+  /// their answers before every step and all stop at the same step, with
+  /// the largest answer of any rank. Must not throw.
+  std::function<int()> stop_requested;
+
   std::function<void(const FitStep&)> before_step;  ///< e.g. start a trace for the last step
   std::function<void(const FitStep&)> after_step;   ///< progress bars
   std::function<void(const FitEpoch&)> after_epoch;  ///< after each epoch's training and test pass
@@ -97,7 +112,12 @@ struct FitResult {
   std::int64_t iterations = 0;    ///< steps run by this call
   std::int64_t resumed_epoch = -1;  ///< where a resumed run started (-1: not resumed)
   std::int64_t resumed_batch = 0;   ///< the batch of resumed_epoch it started at
-  bool stopped_early = false;     ///< max_iterations ended it before the last epoch's end
+  bool stopped_early = false;     ///< max_iterations or a stop request ended it before the last epoch's end
+  /// What FitOptions::stop_requested answered when it ended the run (0: it
+  /// did not; data parallel: the largest answer of any rank).
+  int stop_reason = 0;
+  std::int64_t epochs_done = 0;   ///< where the run ended: epochs complete (resumed ones included) ...
+  std::int64_t batches_done = 0;  ///< ... and batches done of the next one: what its checkpoint holds
 };
 
 /// Trains `trainer` on `train`, tests on `test` (may be null) after each

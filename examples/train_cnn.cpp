@@ -412,7 +412,9 @@ Trained train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data,
   fit.after_step = [&](const nn::FitStep& s) {
     seconds.push_back(s.seconds);
     losses.push_back(s.loss);
-    bar.update(s, o.epochs, model.batch);
+    // Once signalled, the checkpoint comes first: mpirun, signalled, stops
+    // reading the ranks' output, and a redrawn bar would wait for it.
+    if (stop.received() == 0) bar.update(s, o.epochs, model.batch);
   };
   struct Row {
     nn::FitEpoch epoch;
@@ -486,7 +488,9 @@ Trained train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data,
              : result.stopped_early ? std::string(" — stopped early by --iterations")
                                     : std::string());
   fmt::print("{}\n", total);
-  if (!o.json_path.empty()) {
+  // Rank 0 writes it, as it prints: every rank's losses are the same.
+  const bool rank0 = trainer.communicator() == nullptr || trainer.communicator()->rank() == 0;
+  if (!o.json_path.empty() && rank0) {
     nlohmann::json epochs = nlohmann::json::array();
     for (const Row& r : rows) {
       const nn::FitEpoch& e = r.epoch;
@@ -775,7 +779,8 @@ int main(int argc, char** argv) {
   };
   try {
     // After MPI's start, which may install handlers of its own.
-    const nn::StopSignals stop("train_cnn");
+    const nn::StopSignals stop("train_cnn", world.communicator != nullptr ? nn::StopSignals::Output::dropped
+                                                                          : nn::StopSignals::Output::kept);
     const int signal = run(options, world, stop);
     std::fflush(stdout);
     return signal != 0 ? 128 + signal : 0;

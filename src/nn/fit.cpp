@@ -171,12 +171,26 @@ FitStart resume_from_checkpoint(const FitRun& run, BatchSamplerOptions& sampling
   return start;
 }
 
+// Data parallel: no rank goes on, or ends its process, before rank 0's
+// checkpoint is durable. Ranks that stop together exit together, and a
+// launcher that ends the job when one rank exits (mpirun) would otherwise
+// kill rank 0 in the middle of its save.
+void wait_for_checkpoint(const FitRun& run) {
+  if (run.comm == nullptr || run.ranks == 1) return;
+  std::array<std::byte, 1> saved{};
+  run.comm->broadcast(saved, 0, "the checkpoint's save");
+}
+
 // Writes the checkpoint (if one is named; rank 0 only) after `epochs_done`
 // epochs and `batches_done` batches of the next.
 void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epochs_done,
                          std::int64_t batches_done) {
   const FitOptions& options = run.options;
-  if (options.checkpoint.empty() || run.rank != 0) return;
+  if (options.checkpoint.empty()) return;
+  if (run.rank != 0) {
+    wait_for_checkpoint(run);
+    return;
+  }
   Checkpoint c;
   c.model = options.model;
   c.epoch = epochs_done;
@@ -185,6 +199,7 @@ void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epo
   c.metadata = {{"batch_size", std::to_string(run.global_batch)}, {"schedule", options.schedule.describe()}};
   c.tensors = run.trainer.state();
   save_checkpoint(options.checkpoint, c);
+  wait_for_checkpoint(run);  // before the log line, whose output may block
   run.log("checkpoint " + options.checkpoint.string() + ": " + std::to_string(epochs_done) + " epochs" +
           (batches_done > 0 ? " and " + std::to_string(batches_done) + " batches" : std::string()));
 }

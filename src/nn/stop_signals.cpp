@@ -1,8 +1,9 @@
 // The handlers of stop_signals.hpp: they touch only lock-free atomics and
-// fixed buffers, and call only async-signal-safe functions (write, unlink,
-// _exit).
+// fixed buffers, and call only async-signal-safe functions (write, open,
+// dup2, close, unlink, _exit).
 #include "cachedarrays/nn/stop_signals.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ constexpr int handled[] = {SIGTERM, SIGINT};
 
 std::atomic<int> first_signal{0};
 std::atomic<bool> installed{false};
+std::atomic<bool> drop_output{false};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler sets it");
 char program_name[64] = {};
 struct sigaction previous[std::size(handled)];
@@ -59,6 +61,14 @@ void on_signal(int signal) {
     write_text(signal_text(signal));
     write_text(" received: stopping after this step, with a checkpoint if one was asked for (send it again to "
                "stop at once)\n");
+    if (drop_output.load()) {
+      // A write blocked on the old output is restarted (SA_RESTART) on this.
+      const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null >= 0) {
+        ::dup2(null, STDOUT_FILENO);
+        ::close(null);
+      }
+    }
     errno = saved_errno;
     return;
   }
@@ -72,7 +82,7 @@ void on_signal(int signal) {
 
 }  // namespace
 
-StopSignals::StopSignals(const std::string& program) {
+StopSignals::StopSignals(const std::string& program, Output output) {
   if (installed.exchange(true)) {
     throw error("cachedarrays::nn: StopSignals: another one is alive; make one per process");
   }
@@ -80,6 +90,7 @@ StopSignals::StopSignals(const std::string& program) {
   std::memcpy(program_name, program.data(), n);
   program_name[n] = '\0';
   first_signal.store(0);
+  drop_output.store(output == Output::dropped);
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);

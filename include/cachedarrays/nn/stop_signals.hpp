@@ -22,10 +22,20 @@ namespace cachedarrays::nn {
 /// One at a time per process.
 class StopSignals {
  public:
+  /// What becomes of standard output when the first signal comes.
+  enum class Output {
+    kept,  ///< as it is
+    /// Pointed at /dev/null, a write blocked on it included: for a process
+    /// whose output a launcher stops reading once it is signalled itself,
+    /// as mpirun does (it then passes SIGTERM to the ranks, and a rank
+    /// waiting to print would never reach its checkpoint).
+    dropped,
+  };
+
   /// `program` names the process in the lines the handlers write on stderr
   /// ("train_cnn: SIGTERM received: ..."); at most 63 bytes are used.
   /// Throws error when another StopSignals is alive, or sigaction fails.
-  explicit StopSignals(const std::string& program);
+  explicit StopSignals(const std::string& program, Output output = Output::kept);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;

@@ -141,8 +141,9 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const ca::po
 
 void add_options(CLI::App& app, Options& o) {
   nn::ModelConfig& model = o.model;
-  app.add_option("--model", model.family, "vgg, resnet or densenet")->capture_default_str();
-  app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264)")
+  app.add_option("--model", model.family, "vgg, resnet, densenet or inception (inception-v4: inception --depth 4)")
+      ->capture_default_str();
+  app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264, inception 4)")
       ->capture_default_str();
   app.add_option("--batch", model.batch, "images per iteration (under mpirun: in all, split evenly over the ranks)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", model.image_size, "square image side (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -354,7 +355,7 @@ class ProgressBar {
 // The model's identity in checkpoints: a checkpoint of another model (or of
 // this one built for other images) is refused on --resume.
 std::string model_identity(const nn::ModelConfig& m) {
-  return fmt::format("{}-{} width {} {}x{}x{} {} classes", m.family, m.depth, m.width, m.channels, m.image_size,
+  return fmt::format("{} width {} {}x{}x{} {} classes", nn::model_name(m), m.width, m.channels, m.image_size,
                      m.image_size, m.classes);
 }
 
@@ -706,8 +707,8 @@ int run(Options o, const World& world, const nn::StopSignals& stop) {
   ca::Runtime rt(std::move(specs), std::move(policy), mover);
   rt.set_program(program);
   nn::Graph graph = build();
-  fmt::print("model {}-{} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", model.family,
-             model.depth, model.width, model.batch,
+  fmt::print("model {} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", nn::model_name(model),
+             model.width, model.batch,
              ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
              model.channels, model.image_size, model.image_size, model.classes, graph.parameter_count());
   fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | SGD {} | "
@@ -752,6 +753,7 @@ int main(int argc, char** argv) {
   }
   app.footer(footer);
   CLI11_PARSE(app, argc, argv);
+  options.model = nn::canonical_model(options.model);  // --model inception-v4
   // --fast-fraction on the command line wins over CACHEDARRAYS_FAST_BYTES.
   if (app.count("--fast-fraction") > 0 && app.count("--fast-bytes") == 0) options.fast_bytes = 0;
   World world;

@@ -17,18 +17,27 @@ namespace cachedarrays::nn {
 /// symmetric padding, bias and a fused ReLU.
 struct Conv2dOptions {
   std::int64_t out_channels = 0;  ///< output channels, at least 1
-  std::int64_t kernel = 3;        ///< side of the square kernel
+  std::int64_t kernel = 3;        ///< side of the square kernel; its height with kernel_width
   std::int64_t stride = 1;        ///< in both directions
-  std::int64_t padding = 0;       ///< zeros on each side, in both directions
+  std::int64_t padding = 0;       ///< zeros on each side, in both directions (see padding_width)
   bool bias = false;              ///< add a learned bias per output channel (`<name>.bias`)
   /// y = max(conv(x), 0) in the one kernel (a oneDNN post-op), instead of a
   /// ReLU op after it: the activation is written once, not written, read and
   /// written again. Backward computes ReLU's gradient from y first, as the
   /// ReLU op does; the values are the same as conv then relu.
   bool relu = false;
+  /// Width of the kernel when it differs from its height `kernel` (0: the
+  /// kernel is square): kernel 1 with kernel_width 7 is Inception's 1x7.
+  std::int64_t kernel_width = 0;
+  /// Zeros on the left and on the right when they differ from `padding`,
+  /// which then pads the top and the bottom only (-1: `padding` everywhere).
+  std::int64_t padding_width = -1;
+
+  [[nodiscard]] std::int64_t kernel_w() const { return kernel_width > 0 ? kernel_width : kernel; }
+  [[nodiscard]] std::int64_t padding_w() const { return padding_width >= 0 ? padding_width : padding; }
 };
 /// 2-d convolution of the NCHW value `x` with a Kaiming-normal weight
-/// `<name>.weight` [out_channels, C, kernel, kernel] (and `<name>.bias`).
+/// `<name>.weight` [out_channels, C, kernel, kernel_w()] (and `<name>.bias`).
 /// Like every builder here, it adds its node and parameters to `g`, returns
 /// the output, and throws invalid_argument naming the layer for input shapes
 /// or options it cannot take.

@@ -59,6 +59,22 @@
 // bit-identical to keeping them, and to the running form
 // concat(previous, new) (Concat gives its output that form's layout).
 //
+// Inception v4 (family "inception", depth 4; "inception-v4" names it too;
+// Szegedy et al. 2016, figures 3-9), as timm's inception_v4 (Cadene's port
+// of Google's TensorFlow model), names included ("features.4.branch1.1.conv.
+// weight", "last_linear"): the stem (figure 3: 3x3/2, 3x3, 3x3; Mixed-3a,
+// -4a, -5a), 4 Inception-A (figure 4), Reduction-A (figure 7, k, l, m, n =
+// 192, 224, 256, 384), 7 Inception-B (figure 5), Reduction-B (figure 8), 3
+// Inception-C (figure 6), global average pool and a linear classifier over
+// 1536 features. Every convolution is conv (no bias) + batch norm + ReLU;
+// the 1x7/7x1 and 1x3/3x1 ones are rectangular kernels
+// (Conv2dOptions::kernel_width). Branches join in one n-input concat; the
+// branches' 3x3 average pools exclude their padding (count_include_pad
+// False). The paper's dropout (keep 0.8) before the classifier is left out:
+// it is not an op of this trainer and has no parameters. 299x299 images
+// shrink to 8x8 before the pool; the smallest image is 75x75. At 1000
+// classes it has timm's 42,679,816 parameters.
+//
 // `width` multiplies every layer's channel count (and VGG's hidden linear
 // features), rounded, at least 1: width 0.125 at 32x32 with batch 2 gives
 // networks small enough for tests.
@@ -76,8 +92,8 @@ namespace cachedarrays::nn {
 /// Which network build_model() builds (see the file comment), and for what
 /// batch and images.
 struct ModelConfig {
-  std::string family;  ///< "vgg" | "resnet" | "densenet"
-  int depth = 0;       ///< e.g. 16, 50, 121; available_depths(family) lists them
+  std::string family;  ///< "vgg" | "resnet" | "densenet" | "inception" ("inception-v4": inception, depth 4)
+  int depth = 0;       ///< e.g. 16, 50, 121, 4; available_depths(family) lists them
   std::int64_t batch = 32;        ///< samples per batch (data parallel: one rank's shard)
   std::int64_t image_size = 224;  ///< square images, S x S
   std::int64_t channels = 3;      ///< channels of the input images
@@ -103,7 +119,16 @@ struct ModelConfig {
 /// than vgg.
 [[nodiscard]] Graph build_model(const ModelConfig& config);
 
-/// The families build_model() knows: "vgg", "resnet", "densenet".
+/// `config` with its family's other name resolved: "inception-v4" becomes
+/// family "inception", depth 4 (whatever depth it had). build_model() and
+/// describe() apply it themselves; a tool that prints or compares the
+/// family applies it first.
+[[nodiscard]] ModelConfig canonical_model(ModelConfig config);
+
+/// The network's usual name: "resnet-50", "vgg-16", "inception-v4".
+[[nodiscard]] std::string model_name(const ModelConfig& config);
+
+/// The families build_model() knows: "vgg", "resnet", "densenet", "inception".
 [[nodiscard]] std::vector<std::string> model_families();
 /// The depths build_model accepts for `family`, ascending; throws
 /// invalid_argument for an unknown family.

@@ -37,8 +37,8 @@ void add_loss(Graph& g, ValueId logits, ValueId labels) {
 
 namespace {
 
-constexpr std::array<const detail::Family*, 3> families = {&detail::vgg_family, &detail::resnet_family,
-                                                           &detail::densenet_family};
+constexpr std::array<const detail::Family*, 4> families = {&detail::vgg_family, &detail::resnet_family,
+                                                           &detail::densenet_family, &detail::inception_family};
 
 // Wider than this would only overflow the parameter counts.
 constexpr double max_width = 64.0;
@@ -59,7 +59,7 @@ const detail::Family& family_of(std::string_view name) {
 
 std::int64_t min_image_size(const detail::Family& family) {
   std::int64_t s = 1;
-  while (family.final_feature_size(s) < 1) ++s;  // monotone, and every family fits by 64
+  while (family.final_feature_size(s) < 1) ++s;  // monotone, and every family fits by 75
   return s;
 }
 
@@ -90,8 +90,8 @@ const detail::Family& validate(const ModelConfig& config) {
                            " has none");
   }
   if (config.image_size < 1 || family.final_feature_size(config.image_size) < 1) {
-    throw invalid_argument("cachedarrays::nn: " + config.family + "-" + std::to_string(config.depth) +
-                           " needs images of at least " + std::to_string(min_image_size(family)) + "x" +
+    throw invalid_argument("cachedarrays::nn: " + model_name(config) + " needs images of at least " +
+                           std::to_string(min_image_size(family)) + "x" +
                            std::to_string(min_image_size(family)) +
                            " pixels (its pooling and strided layers would shrink a smaller one to nothing), got " +
                            std::to_string(config.image_size) + "x" + std::to_string(config.image_size));
@@ -108,7 +108,24 @@ std::string width_string(double width) {
 
 }  // namespace
 
-Graph build_model(const ModelConfig& config) { return validate(config).build(config); }
+ModelConfig canonical_model(ModelConfig config) {
+  if (config.family == "inception-v4") {
+    config.family = "inception";
+    config.depth = 4;
+  }
+  return config;
+}
+
+std::string model_name(const ModelConfig& given) {
+  const ModelConfig config = canonical_model(given);
+  if (config.family == "inception") return "inception-v" + std::to_string(config.depth);
+  return config.family + "-" + std::to_string(config.depth);
+}
+
+Graph build_model(const ModelConfig& given) {
+  const ModelConfig config = canonical_model(given);
+  return validate(config).build(config);
+}
 
 std::vector<std::string> model_families() {
   std::vector<std::string> names;
@@ -118,9 +135,10 @@ std::vector<std::string> model_families() {
 
 std::vector<int> available_depths(std::string_view family) { return family_of(family).depths(); }
 
-std::string describe(const ModelConfig& config) {
+std::string describe(const ModelConfig& given) {
+  const ModelConfig config = canonical_model(given);
   const detail::Family& family = validate(config);
-  std::string s = config.family + "-" + std::to_string(config.depth) + " " + family.architecture(config.depth);
+  std::string s = model_name(config) + " " + family.architecture(config.depth);
   if (config.cifar) s += ", CIFAR form (batch norm, 512-wide classifier)";
   if (config.width != 1.0) s += ", width " + width_string(config.width);
   s += ", batch " + std::to_string(config.batch) + ", " + std::to_string(config.channels) + "x" +

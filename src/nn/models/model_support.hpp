@@ -1,4 +1,4 @@
-// Private to src/nn/models: what the three model families share (input and
+// Private to src/nn/models: what the model families share (input and
 // loss nodes, channel scaling, spatial arithmetic) and the table through
 // which build_model reaches each family.
 #pragma once
@@ -71,5 +71,6 @@ struct Family {
 extern const Family vgg_family;
 extern const Family resnet_family;
 extern const Family densenet_family;
+extern const Family inception_family;
 
 }  // namespace cachedarrays::nn::detail

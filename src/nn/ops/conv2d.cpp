@@ -1,5 +1,6 @@
-// 2-d convolution over NCHW: y = conv(x, weight) [+ bias], square kernel,
-// symmetric padding, no dilation or groups.
+// 2-d convolution over NCHW: y = conv(x, weight) [+ bias], a square or
+// rectangular kernel (Inception's 1x7 and 7x1), padding the same on both
+// sides of each axis, no dilation or groups.
 //
 // The primitives are created with format_tag::any for source, weights and
 // destination, so oneDNN picks its blocked layouts (nChw16c, OIhw16i16o,
@@ -46,11 +47,11 @@ using WeightsPd = dnnl::convolution_backward_weights::primitive_desc;
 class Conv2d final : public Op {
  public:
   Conv2d(std::string name, const Conv2dOptions& options) : name_(std::move(name)), options_(options) {
-    if (options_.out_channels < 1 || options_.kernel < 1 || options_.stride < 1 || options_.padding < 0) {
+    if (options_.out_channels < 1 || options_.kernel < 1 || options_.stride < 1 || options_.padding < 0 ||
+        options_.kernel_width < 0 || options_.padding_width < -1) {
       throw invalid_argument("cachedarrays::nn: " + where() + " has out_channels " +
-                             std::to_string(options_.out_channels) + ", kernel " + std::to_string(options_.kernel) +
-                             ", stride " + std::to_string(options_.stride) + " and padding " +
-                             std::to_string(options_.padding) +
+                             std::to_string(options_.out_channels) + ", kernel " + kernel_text() + ", stride " +
+                             std::to_string(options_.stride) + " and padding " + padding_text() +
                              "; out_channels, kernel and stride must be at least 1 and padding at least 0");
     }
   }
@@ -62,23 +63,23 @@ class Conv2d final : public Op {
     const Dims& x = inputs[0];
     const Dims& w = inputs[1];
     detail::check_nchw(where(), x);
-    const std::int64_t k = options_.kernel;
-    const Dims expected_w = {options_.out_channels, x[1], k, k};
+    const Dims kernel = {options_.kernel, options_.kernel_w()};
+    const Dims pad = {options_.padding, options_.padding_w()};
+    const Dims expected_w = {options_.out_channels, x[1], kernel[0], kernel[1]};
     if (w != expected_w) {
       throw invalid_argument("cachedarrays::nn: " + where() + ": the weight has shape " + to_string(w) +
                              " but an input of shape " + to_string(x) + " needs " + to_string(expected_w) +
-                             " [out_channels, in_channels, kernel, kernel]");
+                             " [out_channels, in_channels, kernel height, kernel width]");
     }
     if (options_.bias) detail::check_bias_dims(where(), inputs[2], options_.out_channels);
     Dims y = {x[0], options_.out_channels, 0, 0};
     for (std::size_t i = 2; i < 4; ++i) {
-      const std::int64_t padded = x[i] + 2 * options_.padding;
-      if (padded < k) {
-        throw invalid_argument("cachedarrays::nn: " + where() + ": the kernel " + to_string({k, k}) +
-                               " is larger than the input " + to_string(x) + " with padding " +
-                               std::to_string(options_.padding));
+      const std::int64_t padded = x[i] + 2 * pad[i - 2];
+      if (padded < kernel[i - 2]) {
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the kernel " + to_string(kernel) +
+                               " is larger than the input " + to_string(x) + " with padding " + padding_text());
       }
-      y[i] = (padded - k) / options_.stride + 1;
+      y[i] = (padded - kernel[i - 2]) / options_.stride + 1;
     }
     return {y};
   }
@@ -140,13 +141,12 @@ class Conv2d final : public Op {
   };
 
   [[nodiscard]] Shapes shapes(const Dims& x) const {
-    const std::int64_t k = options_.kernel;
-    const Dims w = {options_.out_channels, x.at(1), k, k};
+    const Dims w = {options_.out_channels, x.at(1), options_.kernel, options_.kernel_w()};
     const Dims y = output_dims(input_dims(x, w)).at(0);
     Shapes s{any_desc(x), any_desc(w), options_.bias ? plain_desc({options_.out_channels}) : dnnl::memory::desc(),
              any_desc(y), {}};
-    s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst) + ":k" + std::to_string(k) + "s" +
-            std::to_string(options_.stride) + "p" + std::to_string(options_.padding) + (options_.bias ? "b" : "") +
+    s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst) + ":k" + kernel_text() + "s" +
+            std::to_string(options_.stride) + "p" + padding_text() + (options_.bias ? "b" : "") +
             (options_.relu ? "r" : "");
     return s;
   }
@@ -158,7 +158,20 @@ class Conv2d final : public Op {
   }
 
   [[nodiscard]] dnnl::memory::dims strides() const { return {options_.stride, options_.stride}; }
-  [[nodiscard]] dnnl::memory::dims padding() const { return {options_.padding, options_.padding}; }
+  [[nodiscard]] dnnl::memory::dims padding() const { return {options_.padding, options_.padding_w()}; }
+
+  // "3", or "1x7" for a rectangular kernel (height x width).
+  [[nodiscard]] std::string kernel_text() const {
+    return options_.kernel_w() == options_.kernel
+               ? std::to_string(options_.kernel)
+               : std::to_string(options_.kernel) + "x" + std::to_string(options_.kernel_w());
+  }
+  // "1", or "0x3": top and bottom x left and right.
+  [[nodiscard]] std::string padding_text() const {
+    return options_.padding_w() == options_.padding
+               ? std::to_string(options_.padding)
+               : std::to_string(options_.padding) + "x" + std::to_string(options_.padding_w());
+  }
 
   std::pair<const ForwardPd*, const dnnl::convolution_forward*> forward_primitive(Context& ctx,
                                                                                   const Shapes& s) const {
@@ -209,9 +222,10 @@ class Conv2d final : public Op {
   }
 
   // The kernel's name (nn/dnnl_signature.hpp): its kind and what the
-  // argument shapes do not show, the stride and padding ("conv s2p1").
+  // argument shapes do not show, the stride and padding ("conv s2p1",
+  // "conv s1p0x3").
   [[nodiscard]] std::string kernel_name(const char* kind) const {
-    return std::string(kind) + " s" + std::to_string(options_.stride) + "p" + std::to_string(options_.padding);
+    return std::string(kind) + " s" + std::to_string(options_.stride) + "p" + padding_text();
   }
 
   [[nodiscard]] std::string where() const { return "conv '" + name_ + "'"; }
@@ -227,9 +241,8 @@ ValueId conv2d(Graph& g, const std::string& name, ValueId x, const Conv2dOptions
   const Dims& x_dims = g.value(x).dims;
   detail::check_nchw("conv '" + name + "'", x_dims);
   const std::int64_t in_channels = x_dims[1];
-  const std::int64_t k = options.kernel;
-  const std::int64_t fan_in = in_channels * k * k;
-  const Dims weight_dims = {options.out_channels, in_channels, k, k};
+  const std::int64_t fan_in = in_channels * options.kernel * options.kernel_w();
+  const Dims weight_dims = {options.out_channels, in_channels, options.kernel, options.kernel_w()};
   const Dims bias_dims = {options.out_channels};
   // Check the shapes before the graph gains parameters nobody would use.
   std::vector<Dims> dims = {x_dims, weight_dims};

@@ -21,20 +21,28 @@ namespace nn = cachedarrays::nn;
 using dnnl::memory;
 using test::check_close, test::count, test::tensor;
 
+// A kernel of k x kw (kw 0: square) with padding pad on the top and the
+// bottom and pw on the left and the right (pw -1: pad), as Conv2dOptions.
 struct Case {
   std::int64_t n, c, h, w, out, k, stride, pad;
   bool bias;
+  std::int64_t kw = 0, pw = -1;
+
+  [[nodiscard]] std::int64_t kernel_w() const { return kw > 0 ? kw : k; }
+  [[nodiscard]] std::int64_t pad_w() const { return pw >= 0 ? pw : pad; }
 };
 
 nn::Dims x_dims(const Case& c) { return {c.n, c.c, c.h, c.w}; }
-nn::Dims w_dims(const Case& c) { return {c.out, c.c, c.k, c.k}; }
+nn::Dims w_dims(const Case& c) { return {c.out, c.c, c.k, c.kernel_w()}; }
 nn::Dims y_dims(const Case& c) {
-  return {c.n, c.out, (c.h + 2 * c.pad - c.k) / c.stride + 1, (c.w + 2 * c.pad - c.k) / c.stride + 1};
+  return {c.n, c.out, (c.h + 2 * c.pad - c.k) / c.stride + 1, (c.w + 2 * c.pad_w() - c.kernel_w()) / c.stride + 1};
 }
 
 // The op of a one-node graph built by nn::conv2d.
 nn::Op& build(nn::Graph& g, const Case& c) {
-  nn::conv2d(g, "conv", g.input("x", x_dims(c)), {c.out, c.k, c.stride, c.pad, c.bias});
+  nn::conv2d(g, "conv", g.input("x", x_dims(c)),
+             {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad, .bias = c.bias,
+              .kernel_width = c.kw, .padding_width = c.pw});
   return *g.nodes().back().op;
 }
 
@@ -50,12 +58,12 @@ std::vector<float> reference_conv(const Case& c, const std::vector<float>& x, co
           double acc = c.bias ? b[static_cast<std::size_t>(o)] : 0.0;
           for (std::int64_t i = 0; i < c.c; ++i)
             for (std::int64_t kh = 0; kh < c.k; ++kh)
-              for (std::int64_t kw = 0; kw < c.k; ++kw) {
+              for (std::int64_t kw = 0; kw < c.kernel_w(); ++kw) {
                 const std::int64_t ih = oh * c.stride - c.pad + kh;
-                const std::int64_t iw = ow * c.stride - c.pad + kw;
+                const std::int64_t iw = ow * c.stride - c.pad_w() + kw;
                 if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
                 acc += static_cast<double>(x[static_cast<std::size_t>(((n * c.c + i) * c.h + ih) * c.w + iw)]) *
-                       w[static_cast<std::size_t>(((o * c.c + i) * c.k + kh) * c.k + kw)];
+                       w[static_cast<std::size_t>(((o * c.c + i) * c.k + kh) * c.kernel_w() + kw)];
               }
           y[static_cast<std::size_t>(((n * c.out + o) * yd[2] + oh) * yd[3] + ow)] = static_cast<float>(acc);
         }
@@ -117,9 +125,42 @@ TEST_CASE("nn conv: a blocked input gives the same result as a plain one") {
   }
 }
 
+TEST_CASE("nn conv: rectangular kernels match a naive reference, 1x7 and 7x1 each its own primitive") {
+  // One context for all: a 1x7 and a 7x1 over the same square input have
+  // the same input and output shapes, and must not share a primitive.
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const Case cases[] = {
+      {2, 16, 7, 7, 16, 1, 1, 0, false, 7, 3},  // Inception's 1x7, padding (0, 3); blocked channels
+      {2, 16, 7, 7, 16, 7, 1, 3, false, 1, 0},  // its 7x1, padding (3, 0)
+      {1, 3, 5, 8, 4, 1, 1, 0, true, 3, 1},     // 1x3 on a non-square image
+      {1, 3, 9, 7, 5, 3, 2, 1, true, 2, 0},     // 3x2, stride 2: a different output height and width
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.k);
+    CAPTURE(c.kw);
+    CAPTURE(c.stride);
+    nn::Graph g;
+    nn::Op& op = build(g, c);
+    CHECK(g.value(g.values_with_role(nn::ValueRole::parameter).front()).dims == w_dims(c));
+    const auto x = test::random_values(count(x_dims(c)), 41);
+    const auto w = test::random_values(count(w_dims(c)), 42, 0.3f);
+    const auto b = test::random_values(static_cast<std::size_t>(c.out), 43);
+    std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), x), tensor(ctx, nn::plain_desc(w_dims(c)), w)};
+    if (c.bias) ins.push_back(tensor(ctx, nn::plain_desc({c.out}), b));
+    const nn::Tensor y = test::forward(ctx, op, ins);
+    CHECK(y.dims() == y_dims(c));
+    check_close(ctx.read(y), reference_conv(c, x, w, b));
+  }
+  // The reference's shapes: (9 + 2 * 1 - 3) / 2 + 1 rows, (7 - 2) / 2 + 1 columns.
+  CHECK(y_dims(cases[3]) == nn::Dims{1, 5, 5, 3});
+}
+
 namespace {
 
 void conv_gradcheck(const Case& c) {
+  CAPTURE(c.k);
+  CAPTURE(c.kw);
   CAPTURE(c.stride);
   CAPTURE(c.pad);
   CAPTURE(c.bias);
@@ -149,6 +190,22 @@ TEST_CASE("nn conv: gradient check, stride 2 padding 0, with and without bias") 
 
 TEST_CASE("nn conv: gradient check, padding on a strided non-square image") {
   conv_gradcheck({1, 2, 5, 4, 3, 2, 2, 1, true});
+}
+
+TEST_CASE("nn conv: gradient check, Inception's 1x7 with padding (0, 3) and 7x1 with padding (3, 0)") {
+  // Non-square images, so that a height and width swapped anywhere shows.
+  conv_gradcheck({2, 3, 5, 8, 4, 1, 1, 0, false, 7, 3});
+  conv_gradcheck({2, 3, 8, 5, 4, 7, 1, 3, false, 1, 0});
+}
+
+TEST_CASE("nn conv: gradient check, Inception's 1x3 with padding (0, 1) and 3x1 with padding (1, 0)") {
+  conv_gradcheck({2, 3, 4, 6, 4, 1, 1, 0, true, 3, 1});
+  conv_gradcheck({2, 3, 6, 4, 4, 3, 1, 1, true, 1, 0});
+}
+
+TEST_CASE("nn conv: gradient check, a rectangular kernel with stride 2 and padding on one axis") {
+  conv_gradcheck({1, 2, 7, 6, 3, 3, 2, 1, true, 2, 0});
+  conv_gradcheck({1, 2, 6, 9, 3, 1, 2, 0, false, 5, 2});
 }
 
 TEST_CASE("nn conv: gradient check without the input's gradient (the first layer)") {
@@ -310,6 +367,24 @@ TEST_CASE("nn conv: builder adds weight and bias parameters") {
   CHECK(g.values_with_role(nn::ValueRole::parameter).size() == 3);
   CHECK(g.nodes()[1].inputs.size() == 2);
   CHECK(g.parameter_count() == 16 * 27 + 16 + 8 * 16 * 9);
+}
+
+TEST_CASE("nn conv: builder shapes a rectangular weight [out, in, height, width] with its fan-in") {
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3, 9, 9});
+  const nn::ValueId y = nn::conv2d(g, "row", x, {.out_channels = 16, .kernel = 1, .kernel_width = 7,
+                                                 .padding_width = 3});
+  CHECK(g.value(y).dims == nn::Dims{2, 16, 9, 9});
+  const nn::ValueId z = nn::conv2d(g, "column", y, {.out_channels = 8, .kernel = 7, .stride = 2,
+                                                    .kernel_width = 1});
+  CHECK(g.value(z).dims == nn::Dims{2, 8, 2, 5});  // (9 - 7) / 2 + 1 rows, (9 - 1) / 2 + 1 columns
+  const auto params = g.values_with_role(nn::ValueRole::parameter);
+  REQUIRE(params.size() == 2);
+  CHECK(g.value(params[0]).dims == nn::Dims{16, 3, 1, 7});
+  CHECK(g.value(params[0]).fan_in == 3 * 7);
+  CHECK(g.value(params[1]).dims == nn::Dims{8, 16, 7, 1});
+  CHECK(g.value(params[1]).fan_in == 16 * 7);
+  CHECK(g.parameter_count() == 16 * 3 * 7 + 8 * 16 * 7);
 }
 
 TEST_CASE("nn conv: forward and backward twice create no new primitives") {

@@ -1,13 +1,15 @@
-// nn models: published parameter counts (torchvision's figures), the
-// structure of each family (torchvision's parameter names and shapes, the
-// paper's deep VGG construction), the inputs and the loss, and tiny
-// versions that train. Bad configurations are in nn_negative_tests.cpp.
+// nn models: published parameter counts (torchvision's figures, timm's
+// for Inception v4), the structure of each family (torchvision's and timm's
+// parameter names and shapes, the paper's deep VGG construction), the
+// inputs and the loss, and tiny versions that train. Bad configurations are
+// in nn_negative_tests.cpp.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -269,6 +271,132 @@ TEST_CASE("nn models: DenseNet is torchvision's, each layer reading one recomput
   CHECK(count_nodes(nn::build_model(tiny_model("densenet", 264)), "concat") == 6 + 12 + 64 + 48);
 }
 
+TEST_CASE("nn models: Inception v4 is timm's inception_v4, with its rectangular kernels and n-way concatenations") {
+  nn::ModelConfig config = imagenet_model("inception", 4);
+  config.image_size = 299;
+  const nn::Graph g = nn::build_model(config);
+  check_training_graph(g, config);
+  // timm's InceptionV4(num_classes=1000) (huggingface/pytorch-image-models,
+  // inception_v4): sum(p.numel() for p in model.parameters()).
+  CHECK(g.parameter_count() == 42'679'816);
+  // timm's state_dict names, in its order: ConvNormAct's conv and bn, first
+  // to last.
+  const std::vector<nn::ValueId> parameters = g.values_with_role(nn::ValueRole::parameter);
+  REQUIRE(parameters.size() > 3);
+  CHECK(g.value(parameters[0]).name == "features.0.conv.weight");
+  CHECK(g.value(parameters[1]).name == "features.0.bn.weight");
+  CHECK(g.value(parameters[2]).name == "features.0.bn.bias");
+  CHECK(g.value(parameters[parameters.size() - 2]).name == "last_linear.weight");
+  CHECK(g.value(parameters.back()).name == "last_linear.bias");
+  CHECK(parameter_dims(g, "features.0.conv.weight") == nn::Dims{32, 3, 3, 3});
+  CHECK(find_parameter(g, "features.0.conv.bias") == nullptr);
+  CHECK(parameter_dims(g, "features.3.conv.conv.weight") == nn::Dims{96, 64, 3, 3});  // Mixed-3a
+  // Mixed-4a's 1x7 and 7x1: [out, in, height, width].
+  CHECK(parameter_dims(g, "features.4.branch1.1.conv.weight") == nn::Dims{64, 64, 1, 7});
+  CHECK(parameter_dims(g, "features.4.branch1.2.conv.weight") == nn::Dims{64, 64, 7, 1});
+  CHECK(parameter_dims(g, "features.5.conv.conv.weight") == nn::Dims{192, 192, 3, 3});  // Mixed-5a
+  CHECK(parameter_dims(g, "features.6.branch3.1.conv.weight") == nn::Dims{96, 384, 1, 1});  // the first Inception-A
+  CHECK(parameter_dims(g, "features.10.branch0.conv.weight") == nn::Dims{384, 384, 3, 3});  // Reduction-A
+  CHECK(parameter_dims(g, "features.10.branch1.2.conv.weight") == nn::Dims{256, 224, 3, 3});
+  CHECK(parameter_dims(g, "features.11.branch1.1.conv.weight") == nn::Dims{224, 192, 1, 7});  // the first Inception-B
+  CHECK(parameter_dims(g, "features.11.branch2.1.conv.weight") == nn::Dims{192, 192, 7, 1});
+  CHECK(parameter_dims(g, "features.17.branch2.4.conv.weight") == nn::Dims{256, 224, 1, 7});  // the last
+  CHECK(parameter_dims(g, "features.18.branch1.2.conv.weight") == nn::Dims{320, 256, 7, 1});  // Reduction-B
+  CHECK(parameter_dims(g, "features.21.branch1_1a.conv.weight") == nn::Dims{256, 384, 1, 3});  // the last Inception-C
+  CHECK(parameter_dims(g, "features.21.branch1_1b.conv.weight") == nn::Dims{256, 384, 3, 1});
+  CHECK(parameter_dims(g, "features.21.branch2_1.conv.weight") == nn::Dims{448, 384, 3, 1});
+  CHECK(parameter_dims(g, "features.21.branch2_2.conv.weight") == nn::Dims{512, 448, 1, 3});
+  CHECK(parameter_dims(g, "features.21.branch3.1.bn.bias") == nn::Dims{256});
+  CHECK(find_parameter(g, "features.22.branch0.conv.weight") == nullptr);
+  // The classifier takes the pooled [N, 1536, 1, 1] as ResNet's fc does.
+  CHECK(parameter_dims(g, "last_linear.weight") == nn::Dims{1000, 1536, 1, 1});
+  CHECK(parameter_dims(g, "last_linear.bias") == nn::Dims{1000});
+
+  // Convolutions: stem 3, Mixed-3a 1, Mixed-4a 6, Mixed-5a 1; Inception-A 7,
+  // Reduction-A 4, Inception-B 10, Reduction-B 6, Inception-C 10 each. Each
+  // has its batch norm and ReLU, and no bias.
+  const int convolutions = 3 + 1 + 6 + 1 + 4 * 7 + 4 + 7 * 10 + 6 + 3 * 10;
+  CHECK(count_nodes(g, "conv") == convolutions);
+  CHECK(count_nodes(g, "batch_norm") == convolutions);
+  CHECK(count_nodes(g, "relu") == convolutions);
+  // Rectangular: Mixed-4a 2, Inception-B 6 each, Reduction-B 2, Inception-C 6 each.
+  int rectangular = 0;
+  for (const nn::Node& node : g.nodes()) {
+    if (node.op->kind() != "conv") continue;
+    CHECK(node.inputs.size() == 2);
+    const nn::Dims& w = g.value(node.inputs[1]).dims;
+    rectangular += w.at(2) != w.at(3) ? 1 : 0;
+  }
+  CHECK(rectangular == 2 + 7 * 6 + 2 + 3 * 6);
+  // Concatenations: the stem's three mixed blocks, one per Inception-A,
+  // Reduction-A, Inception-B and Reduction-B, three per Inception-C (its two
+  // 1x3-beside-3x1 pairs and the block's own).
+  CHECK(count_nodes(g, "concat") == 3 + 4 * 1 + 1 + 7 * 1 + 1 + 3 * 3);
+  CHECK(count_nodes(g, "max_pool") == 2 + 1 + 1);
+  CHECK(count_nodes(g, "avg_pool") == 4 + 7 + 3);
+  CHECK(count_nodes(g, "global_avg_pool") == 1);
+
+  // 299x299 shrinks to the paper's 35x35x384, 17x17x1024 and 8x8x1536, which
+  // the global pool reads.
+  int checked = 0;
+  for (const nn::Node& node : g.nodes()) {
+    const nn::Dims& out = g.value(node.outputs.at(0)).dims;
+    if (node.name == "features.5.concat") CHECK(out == nn::Dims{32, 384, 35, 35});
+    if (node.name == "features.10.concat") CHECK(out == nn::Dims{32, 1024, 17, 17});
+    if (node.name == "features.18.concat") CHECK(out == nn::Dims{32, 1536, 8, 8});
+    if (node.op->kind() == "global_avg_pool") {
+      REQUIRE(node.inputs.size() == 1);
+      CHECK(g.value(node.inputs[0]).dims == nn::Dims{32, 1536, 8, 8});
+      CHECK(out == nn::Dims{32, 1536, 1, 1});
+      ++checked;
+    }
+    if (node.name == "features.21.concat") {
+      // Inception-C joins 256 + (256 + 256) + (256 + 256) + 256 channels.
+      std::vector<std::int64_t> channels;
+      for (nn::ValueId in : node.inputs) channels.push_back(g.value(in).dims.at(1));
+      CHECK(channels == std::vector<std::int64_t>{256, 512, 512, 256});
+      ++checked;
+    }
+  }
+  CHECK(checked == 2);
+}
+
+TEST_CASE("nn models: Inception v4 is also \"inception-v4\", and needs images of at least 75x75") {
+  nn::ModelConfig alias = imagenet_model("inception-v4", 0);
+  const nn::ModelConfig canonical = nn::canonical_model(alias);
+  CHECK(canonical.family == "inception");
+  CHECK(canonical.depth == 4);
+  CHECK(canonical.batch == alias.batch);
+  CHECK(nn::model_name(alias) == "inception-v4");
+  CHECK(nn::model_name(imagenet_model("inception", 4)) == "inception-v4");
+  CHECK(nn::model_name(imagenet_model("resnet", 50)) == "resnet-50");
+  // The alias names the depth, whatever the config says.
+  alias.depth = 7;
+  CHECK(nn::canonical_model(alias).depth == 4);
+  CHECK(nn::canonical_model(imagenet_model("resnet", 50)).family == "resnet");
+  const std::string described = nn::describe(imagenet_model("inception", 4));
+  CHECK(described ==
+        "inception-v4 (stem, 4 Inception-A, Reduction-A, 7 Inception-B, Reduction-B, 3 Inception-C), batch 32, "
+        "3x224x224 images, 1000 classes");
+  CHECK(nn::describe(alias) == described);
+  CHECK(nn::build_model(alias).parameter_count() == nn::build_model(imagenet_model("inception", 4)).parameter_count());
+  // A depth of its own other than 4 is refused under the family's name.
+  test::check_contains(test::invalid_argument_of([] { (void)nn::build_model(imagenet_model("inception", 3)); }),
+                       "inception has no depth 3; the depths are [4]");
+
+  nn::ModelConfig small = tiny_model("inception", 4);
+  small.image_size = 74;
+  const std::string message = test::invalid_argument_of([&] { (void)nn::build_model(small); });
+  test::check_contains(message, "inception-v4 needs images of at least 75x75");
+  test::check_contains(message, "got 74x74");
+  CHECK(test::invalid_argument_of([&] { (void)nn::describe(small); }) == message);
+  small.image_size = 75;
+  const nn::Graph g = nn::build_model(small);
+  for (const nn::Node& node : g.nodes()) {
+    if (node.op->kind() == "global_avg_pool") CHECK(g.value(node.inputs.at(0)).dims.at(2) == 1);
+  }
+}
+
 TEST_CASE("nn models: tiny versions of every model build and share the training-graph shape") {
   for (const std::string& family : nn::model_families()) {
     for (int depth : nn::available_depths(family)) {
@@ -296,11 +424,14 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
   // no gradient passes it.
   nn::TrainerOptions options;
   options.sgd = {.learning_rate = 0.01F, .momentum = 0.0F, .weight_decay = 0.0F};
-  for (const auto& [family, depth] : {std::pair{"vgg", 11}, std::pair{"resnet", 50}, std::pair{"densenet", 121}}) {
+  // Inception at 107x107, the smallest image it shrinks to 2x2 rather than
+  // 1x1, for the same reason.
+  for (const auto& [family, depth, image_size] : {std::tuple{"vgg", 11, 64}, std::tuple{"resnet", 50, 64},
+                                                  std::tuple{"densenet", 121, 64}, std::tuple{"inception", 4, 107}}) {
     const std::string name = std::string(family) + "-" + std::to_string(depth);
     CAPTURE(name);
     nn::ModelConfig config = tiny_model(family, depth);
-    config.image_size = 64;
+    config.image_size = image_size;
     nn::Trainer trainer(&rt, nn::build_model(config), options);
     std::vector<std::string> parameters;
     std::vector<std::vector<float>> initial;
@@ -308,7 +439,8 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
       parameters.push_back(trainer.graph().value(id).name);
       initial.push_back(trainer.parameter(parameters.back()));
     }
-    std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * 64 * 64));
+    std::vector<float> images(
+        static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
     for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>((i * 37) % 101) / 50.0F - 1.0F;
     const std::vector<float> labels = {3.0F, 7.0F};
     const float loss = trainer.step(images, labels);
@@ -325,10 +457,11 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
 }
 
 TEST_CASE("nn models: available depths and families") {
-  CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet"});
+  CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet", "inception"});
   CHECK(nn::available_depths("vgg") == std::vector<int>{11, 13, 16, 19, 116, 416});
   CHECK(nn::available_depths("resnet") == std::vector<int>{18, 34, 50, 101, 152, 200});
   CHECK(nn::available_depths("densenet") == std::vector<int>{121, 169, 201, 264});
+  CHECK(nn::available_depths("inception") == std::vector<int>{4});
   CHECK_THROWS_AS((void)nn::available_depths("alexnet"), ca::invalid_argument);
 }
 

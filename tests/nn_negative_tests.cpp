@@ -111,6 +111,42 @@ TEST_CASE("nn conv: output_dims validation") {
                  "takes 3 inputs"));
 }
 
+TEST_CASE("nn conv: rectangular kernels: a bad kernel_width or padding_width, or a kernel longer than the padded "
+          "input along either axis, is refused by name") {
+  nn::Graph g;
+  const nn::ValueId x = g.input("x", {2, 3, 6, 6});
+  // The message shows the value given, not the square default it falls back to.
+  check_rejected([&] { nn::conv2d(g, "w", x, {.out_channels = 4, .kernel = 1, .kernel_width = -1}); },
+                 {"conv 'w'", "kernel_width -1", "kernel_width at least 0"});
+  check_rejected([&] { nn::conv2d(g, "p", x, {.out_channels = 4, .kernel = 1, .kernel_width = 7,
+                                              .padding_width = -2}); },
+                 {"conv 'p'", "kernel_width 7", "padding_width -2", "padding_width at least -1"});
+  // 1x9 over a width of 6 + 2 * 1; 9x1 over a height of 6 + 2 * 1.
+  check_rejected([&] { nn::conv2d(g, "wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 9,
+                                                 .padding_width = 1}); },
+                 {"conv 'wide'", "[1, 9]", "[2, 3, 6, 6]", "padding 0x1"});
+  check_rejected([&] { nn::conv2d(g, "tall", x, {.out_channels = 4, .kernel = 9, .padding = 1,
+                                                 .kernel_width = 1, .padding_width = 0}); },
+                 {"conv 'tall'", "[9, 1]", "padding 1x0"});
+  // The padding of the other axis does not help.
+  check_rejected([&] { nn::conv2d(g, "across", x, {.out_channels = 4, .kernel = 1, .padding = 2, .kernel_width = 9,
+                                                   .padding_width = 0}); },
+                 {"conv 'across'", "[1, 9]", "padding 2x0"});
+  CHECK(g.nodes().empty());
+  CHECK(g.parameter_count() == 0);  // no stray parameters
+  // Just fitting: 8x1 over 6 + 2 * 1 rows, 1x10 over 6 + 2 * 2 columns.
+  CHECK(g.value(nn::conv2d(g, "fits_tall", x, {.out_channels = 4, .kernel = 8, .padding = 1, .kernel_width = 1,
+                                               .padding_width = 0}))
+            .dims == nn::Dims{2, 4, 1, 6});
+  CHECK(g.value(nn::conv2d(g, "fits_wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 10,
+                                               .padding_width = 2}))
+            .dims == nn::Dims{2, 4, 6, 1});
+  // The op checks the weight's height and width in that order.
+  const nn::Op& op = *g.nodes().front().op;
+  check_rejected([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 1, 8}}); },
+                 {"conv 'fits_tall'", "[4, 3, 1, 8]", "[4, 3, 8, 1]", "kernel height, kernel width"});
+}
+
 TEST_CASE("nn relu: output_dims validation") {
   nn::Graph g;
   nn::relu(g, "r", g.input("x", {2, 3}));
@@ -237,7 +273,7 @@ TEST_CASE("nn models: bad configurations throw invalid_argument saying what is v
   SUBCASE("unknown family") {
     const std::string m = model_message(test::imagenet_model("alexnet", 8));
     CHECK(m.find("alexnet") != std::string::npos);
-    CHECK(m.find("\"vgg\", \"resnet\", \"densenet\"") != std::string::npos);
+    CHECK(m.find("\"vgg\", \"resnet\", \"densenet\", \"inception\"") != std::string::npos);
   }
   SUBCASE("unknown depth") {
     std::string m = model_message(test::imagenet_model("resnet", 51));

@@ -3,6 +3,7 @@
 // max-live lower bound lies under the measured footprint.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -98,4 +99,31 @@ TEST_CASE("nn program: each kernel's oneDNN scratchpad is its own, made before i
     ++scratchpads;
   }
   CHECK(scratchpads > 10);  // batch norm's and the convolutions' (the test means something)
+}
+
+TEST_CASE("nn program: AutoSwap plans Inception v4's program under a limit it meets") {
+  // A tiny Inception v4 at its smallest image: 149 convolutions, n-input
+  // concatenations, and objects far under AutoSwap's 1 MB filter, so the
+  // filter is off.
+  nn::ModelConfig config = tiny("inception", 4);
+  config.image_size = 75;
+  config.width = 0.0625;
+  const ca::plan::Program program = nn::dry_run_program([&] { return nn::build_model(config); });
+  const ca::plan::MemoryBound model;
+  const ca::plan::AutotmCosts costs = ca::plan::AutotmCosts::from_model(program, model, {100, 100}, {30, 10});
+  ca::plan::AutoswapOptions options;
+  options.score = ca::plan::AutoswapScore::doa;
+  options.min_bytes = 0;
+  options.limit = program.max_live() * 3 / 4;
+  const ca::plan::AutoswapPlan plan = ca::plan::autoswap_plan(program, costs, options);
+  CAPTURE(program.max_live());
+  CAPTURE(plan.peak);
+  CHECK(plan.original_peak == program.max_live());
+  CHECK(plan.candidates > 0);
+  CHECK_FALSE(plan.swaps.empty());
+  REQUIRE(plan.load.size() == program.kernels().size());
+  CHECK(plan.peak == *std::max_element(plan.load.begin(), plan.load.end()));
+  CHECK(plan.fits);
+  CHECK(plan.peak <= options.limit);
+  CHECK(plan.peak < plan.original_peak);
 }

@@ -49,10 +49,16 @@ class Conv2d final : public Op {
   Conv2d(std::string name, const Conv2dOptions& options) : name_(std::move(name)), options_(options) {
     if (options_.out_channels < 1 || options_.kernel < 1 || options_.stride < 1 || options_.padding < 0 ||
         options_.kernel_width < 0 || options_.padding_width < -1) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " has out_channels " +
-                             std::to_string(options_.out_channels) + ", kernel " + kernel_text() + ", stride " +
-                             std::to_string(options_.stride) + " and padding " + padding_text() +
-                             "; out_channels, kernel and stride must be at least 1 and padding at least 0");
+      // The options as given: kernel_text() and padding_text() would show
+      // an out-of-range kernel_width or padding_width as the square default.
+      std::string given = "out_channels " + std::to_string(options_.out_channels) + ", kernel " +
+                          std::to_string(options_.kernel) + ", stride " + std::to_string(options_.stride) +
+                          ", padding " + std::to_string(options_.padding);
+      if (options_.kernel_width != 0) given += ", kernel_width " + std::to_string(options_.kernel_width);
+      if (options_.padding_width != -1) given += ", padding_width " + std::to_string(options_.padding_width);
+      throw invalid_argument("cachedarrays::nn: " + where() + " has " + given +
+                             "; out_channels, kernel and stride must be at least 1, padding at least 0, "
+                             "kernel_width at least 0 (0: square) and padding_width at least -1 (-1: padding)");
     }
   }
 

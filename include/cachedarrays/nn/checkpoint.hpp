@@ -88,13 +88,13 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
                      CheckpointTemporary temporary = CheckpointTemporary::unnamed_where_possible);
 
 /// The name this process's saves to `checkpoint` give their temporary file:
-/// `<checkpoint>.tmp-<host name>.<process id>`.
+/// `CHECKPOINT.tmp-HOST.PID`: the checkpoint's path, this host's name and this process's id.
 [[nodiscard]] std::filesystem::path checkpoint_temporary_path(const std::filesystem::path& checkpoint);
 
 /// Removes the temporary files that saves to `checkpoint` of processes no
 /// longer running left beside it, and returns their paths (sorted). Only
 /// regular files named as checkpoint_temporary_path() names them (or
-/// `<checkpoint>.tmp-<pid>`, as earlier versions did) with this machine's
+/// `CHECKPOINT.tmp-PID`, as earlier versions did) with this machine's
 /// host name and the id of a process that does not exist (or of this one,
 /// which is not saving while it calls this) are removed: those of other
 /// machines sharing the directory, and of live processes, stay. A missing

@@ -33,7 +33,9 @@ struct Conv2dOptions {
   /// which then pads the top and the bottom only (-1: `padding` everywhere).
   std::int64_t padding_width = -1;
 
+  /// The kernel's width: kernel_width, or `kernel` for a square one.
   [[nodiscard]] std::int64_t kernel_w() const { return kernel_width > 0 ? kernel_width : kernel; }
+  /// The padding on the left and on the right: padding_width, or `padding`.
   [[nodiscard]] std::int64_t padding_w() const { return padding_width >= 0 ? padding_width : padding; }
 };
 /// 2-d convolution of the NCHW value `x` with a Kaiming-normal weight

@@ -87,7 +87,9 @@ std::uint64_t bucket_bytes(const Options& o) { return static_cast<std::uint64_t>
 
 void add_options(CLI::App& app, Options& o) {
   nn::ModelConfig& m = o.model;
-  app.add_option("--model", m.family, "measured: vgg, resnet or densenet")->capture_default_str();
+  app.add_option("--model", m.family,
+                 "measured: vgg, resnet, densenet or inception (inception-v4: --depth 4, images of at least 75 px)")
+      ->capture_default_str();
   app.add_option("--depth", m.depth, "measured: network depth")->capture_default_str();
   app.add_option("--width", m.width, "measured: channel multiplier (1 = the published network)")->capture_default_str();
   app.add_option("--image-size", m.image_size, "measured: square image side")->capture_default_str()->check(CLI::PositiveNumber);

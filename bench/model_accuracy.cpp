@@ -272,7 +272,7 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
 void add_options(CLI::App& app, Options& o) {
   app.add_flag("--quick", o.quick, "tiny models, one round (a smoke test, not a measurement)");
   app.add_option("--models", o.families, "model families to run")
-      ->check(CLI::IsMember({"resnet", "densenet", "vgg"}))
+      ->check(CLI::IsMember({"resnet", "densenet", "vgg", "inception"}))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--cases", o.cases, "policy@fast-fraction pairs to measure and model")

@@ -1,9 +1,10 @@
 // training_footprint: the memory one training iteration of the trainer
 // needs, against the footprints the seed papers report for the same
-// networks (224x224 images, 1000 classes): AutoTM's Table 1 (nGraph:
-// ResNet-200 b512 132 GB, DenseNet-264 b512 115 GB, VGG-19 b2048 143 GB)
-// and the CachedArrays paper's Table III (DenseNet-264 b1536 526 GB,
-// ResNet-200 b2048 529 GB). GB = 10^9 bytes.
+// networks (224x224 images, Inception v4 299x299, 1000 classes): AutoTM's
+// Table 1 (nGraph: Inception v4 b1024 111 GB and b6144 659 GB, ResNet-200
+// b512 132 GB, DenseNet-264 b512 115 GB, VGG-19 b2048 143 GB) and the
+// CachedArrays paper's Table III (DenseNet-264 b1536 526 GB, ResNet-200
+// b2048 529 GB). GB = 10^9 bytes.
 //
 // Each model is measured by dry runs on virtual heaps (nothing is
 // allocated, so a 500 GB model is measured on this machine in seconds):
@@ -22,7 +23,7 @@
 #include <cachedarrays/nn/trainer.hpp>
 
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -42,13 +43,21 @@ struct Reference {
   std::int64_t batch;
   double paper_gb;
   std::string source;
+  std::int64_t image_size = 224;
 };
 
 const std::vector<Reference> references = {
-    {"resnet", 200, 512, 132, "AutoTM Table 1"},  {"densenet", 264, 512, 115, "AutoTM Table 1"},
-    {"vgg", 19, 2048, 143, "AutoTM Table 1"},     {"densenet", 264, 1536, 526, "CachedArrays Table III"},
+    {"inception", 4, 1024, 111, "AutoTM Table 1", 299},
+    {"resnet", 200, 512, 132, "AutoTM Table 1"},
+    {"densenet", 264, 512, 115, "AutoTM Table 1"},
+    {"vgg", 19, 2048, 143, "AutoTM Table 1"},
+    {"inception", 4, 6144, 659, "AutoTM Table 1 (large)", 299},
+    {"densenet", 264, 1536, 526, "CachedArrays Table III"},
     {"resnet", 200, 2048, 529, "CachedArrays Table III"},
 };
+
+// The goal: the planned footprint within this factor of the paper's.
+constexpr double goal_ratio = 1.10;
 
 struct Options {
   std::string planner = "best-fit";
@@ -72,7 +81,7 @@ int main(int argc, char** argv) {
   bench::print_machine_line();
 
   const ca::plan::OffsetPlanner planner = ca::plan::parse_offset_planner(o.planner);
-  fmt::print("training footprint per iteration, 224x224, 1000 classes (dry runs on virtual heaps; GB = 10^9 B){}\n",
+  fmt::print("training footprint per iteration, 224x224 (inception-v4 299x299), 1000 classes (dry runs on virtual heaps; GB = 10^9 B){}\n",
              o.quick ? "; --quick: batches / 16, paper figures scaled by the same" : "");
   bench::Table table({{"model", 13, bench::Align::left},
                       {"batch", 5},
@@ -88,10 +97,12 @@ int main(int argc, char** argv) {
   table.print_header();
   table.print_rule();
   nlohmann::json rows = nlohmann::json::array();
+  std::vector<std::string> over;  // rows above the goal
   for (const Reference& r : references) {
     nn::ModelConfig config;
     config.family = r.family;
     config.depth = r.depth;
+    config.image_size = r.image_size;
     config.batch = o.quick ? r.batch / 16 : r.batch;
     const double paper = r.paper_gb * static_cast<double>(config.batch) / static_cast<double>(r.batch);
     const auto build = [&] { return nn::build_model(config); };
@@ -102,7 +113,7 @@ int main(int argc, char** argv) {
       online = nn::measure_footprint(build);
       planned = nn::measure_planned_footprint(build, nn::dry_run_program(build), planner);
     });
-    const std::string model = fmt::format("{}-{}", r.family, r.depth);
+    const std::string model = nn::model_name(config);
     table.print_row({model, std::to_string(config.batch), fmt::format("{:.1f}", paper), r.source,
                      fmt::format("{:.1f}", gb(online)), fmt::format("{:.2f}", gb(online) / paper),
                      fmt::format("{:.1f}", gb(planned.footprint)), fmt::format("{:.2f}", gb(planned.footprint) / paper),
@@ -120,7 +131,23 @@ int main(int argc, char** argv) {
                     {"online_ratio", gb(online) / paper},
                     {"planned_ratio", gb(planned.footprint) / paper},
                     {"seconds", seconds}});
+    const double ratio = gb(planned.footprint) / paper;
+    if (ratio > goal_ratio) {
+      over.push_back(fmt::format("{} b{} ({:.2f}x; max-live {:.2f}x)", model, config.batch, ratio,
+                                 gb(planned.lower_bound) / paper));
+    }
   }
+  // Where max-live (the floor of any placement) is over the goal too, the
+  // graph keeps more than the paper's framework did, and no planner can
+  // close the gap; the notes say what differs between the frameworks.
+  fmt::print("\ngoal: {} footprint at most {:.2f}x the paper's: {}\n", o.planner, goal_ratio,
+             over.empty() ? std::string("met by every row") : "missed by " + fmt::format("{}", fmt::join(over, ", ")));
+  fmt::print("  below 1.00x (DenseNet): this trainer recomputes DenseNet's concatenations in the backward pass "
+             "(memory-efficient DenseNet), the papers' frameworks keep them\n");
+  fmt::print("  above (Inception v4): the graph keeps every branch's ReLU output (its backward reads it) and, "
+             "apart, their concatenation (the next layer's backward reads it), 25 concatenations per pass; "
+             "nGraph's CPU backend (AutoTM) can write the branches into the concatenation's buffer in place; that is "
+             "a part of the gap, not all of it (a concatenation is the smaller share of what a block keeps)\n");
   if (!o.json_path.empty()) {
     if (!bench::write_json(o.json_path, rows, "training_footprint")) return 1;
     fmt::print("wrote {}\n", o.json_path);

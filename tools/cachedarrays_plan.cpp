@@ -68,6 +68,7 @@ struct Options {
   unsigned threads = 0;
   unsigned mover_threads = ca::MoverOptions{}.threads;
   std::string json;
+  bool image_size_given = false;  // else the family's usual size (inception 299, the others 224)
   std::string png;
   std::string save_program;
   std::string fast_bytes;    // one fast-tier size in bytes ("64M"), instead of --fractions
@@ -113,7 +114,7 @@ ca::DeviceModel tier_model(const std::string& name) {
 }
 
 std::string describe_model(const nn::ModelConfig& m) {
-  return fmt::format("{}-{} b{}{}", m.family, m.depth, m.batch,
+  return fmt::format("{} b{}{}", nn::model_name(m), m.batch,
                      m.image_size != 224 || m.width != 1.0 ? fmt::format(" {}px width {}", m.image_size, m.width) : "");
 }
 
@@ -251,6 +252,16 @@ void settle(Options& o) {
   if (o.model.family.empty() == o.program.empty()) {
     throw ca::invalid_argument("give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
                                "one of them");
+  }
+  if (!o.model.family.empty()) {
+    // "inception-v4" names family "inception" at depth 4: the labels, the
+    // depth check and build_model see the one name.
+    const int depth = o.model.depth;
+    o.model = nn::canonical_model(o.model);
+    if (o.model.family == "inception" && depth == 0) o.model.depth = 4;  // its only depth
+    // Inception v4 is defined at 299x299 (its paper; AutoTM's runs): 224 would
+    // plan a network nobody trains.
+    if (o.model.family == "inception" && !o.image_size_given) o.model.image_size = 299;
   }
   if (!o.fast_bytes.empty() && o.fast_fraction > 0) {
     throw ca::invalid_argument("give --fast-bytes or --fast-fraction, not both: they are one fast-tier size");
@@ -518,12 +529,18 @@ int main(int argc, char** argv) {
   CLI::App app{"cachedarrays-plan: how much fast memory (DRAM) does a training iteration need, with which policy, "
                "at what memory cost? Every policy replayed at a range of fast-tier sizes on a modeled machine "
                "(roofline kernels, the tiers' published bandwidths): modeled, not measured."};
-  app.add_option("--model", o.model.family, "a bundled model: resnet, densenet or vgg (with --depth)")
-      ->check(CLI::IsMember(nn::model_families()));
-  app.add_option("--depth", o.model.depth, "its depth (resnet 18..200, densenet 121..264, vgg 11..416)");
+  std::vector<std::string> model_names = nn::model_families();
+  model_names.push_back("inception-v4");
+  app.add_option("--model", o.model.family,
+                 "a bundled model: resnet, densenet, vgg (with --depth) or inception (inception-v4; depth 4)")
+      ->check(CLI::IsMember(model_names));
+  app.add_option("--depth", o.model.depth,
+                 "its depth (resnet 18..200, densenet 121..264, vgg 11..416, inception 4 and the default)");
   app.add_option("--batch", o.model.batch, "its batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--image-size", o.model.image_size, "its square image size")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option("--image-size", o.model.image_size, "its square image size (inception: default 299, at least 75)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->each([&](const std::string&) { o.image_size_given = true; });
   app.add_option("--classes", o.model.classes, "its class count")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--width", o.model.width, "its channel multiplier")->capture_default_str()
       ->check(CLI::PositiveNumber);

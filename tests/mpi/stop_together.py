@@ -26,13 +26,14 @@ from stop_cleanly import Lines, checkpoint_position, entries, environment, fail,
 EPOCHS = 3
 
 
-def mpirun(args, extra, json_name, sigkill_timeout=30, epochs=EPOCHS):
+def mpirun(args, extra, json_name, sigkill_timeout=3, epochs=EPOCHS):
     command = [args.mpirun, "-np", "2", args.train_cnn, "--data", "synthetic", "--train-limit", "960",
                "--test-limit", "32", "--batch", "32", "--epochs", str(epochs), "--threads", "1", "--seed", "9",
                "--json", os.path.join(args.scratch, json_name)] + extra
     env = environment()
-    # Signalled, mpirun waits this many seconds (1 by default) before it
-    # passes SIGTERM on, and as long again before SIGKILL.
+    # Signalled, or when a rank exits with an error status, mpirun waits this
+    # many seconds (1 by default) before it passes SIGTERM on, and as long
+    # again before SIGKILL, whether or not the ranks have ended by then.
     env["OMPI_MCA_odls_base_sigkill_timeout"] = str(sigkill_timeout)
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

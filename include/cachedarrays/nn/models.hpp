@@ -69,6 +69,9 @@
 // 1536 features. Every convolution is conv (no bias) + batch norm + ReLU;
 // the 1x7/7x1 and 1x3/3x1 ones are rectangular kernels
 // (Conv2dOptions::kernel_width). Branches join in one n-input concat; the
+// last batch norm and ReLU of each branch are recomputed in the backward
+// pass (Node::recompute) rather than kept beside the concat's copy of their
+// output, as an in-place concatenation would never have them. The
 // branches' 3x3 average pools exclude their padding (count_include_pad
 // False). The paper's dropout (keep 0.8) before the classifier is left out:
 // it is not an op of this trainer and has no parameters. 299x299 images

@@ -57,6 +57,27 @@ struct ConvBn {
   }
 };
 
+// The concatenation of a block's branches. Each branch ends in conv, batch
+// norm and ReLU; the ReLU's backward reads its output, which the concat has
+// copied already, and the convolutions after the block keep that copy. So
+// the last batch norm and ReLU of every branch are recomputed in the
+// backward pass from the convolution output batch norm keeps anyway, as
+// memory-efficient DenseNet does for its concatenations (Pleiss et al.
+// 2017): the branch outputs die with the concat, the way an in-place
+// concatenation (nGraph's, which AutoTM ran) never has them. A pooled
+// branch has no such layer and stays as it is.
+ValueId join(const ConvBn& c, const std::string& name, const std::vector<ValueId>& branches) {
+  Graph& g = c.g;
+  for (const ValueId b : branches) {
+    const int relu_node = g.value(b).producer;
+    if (relu_node < 0 || g.nodes().at(static_cast<std::size_t>(relu_node)).op->kind() != "relu") continue;
+    const ValueId normalised = g.nodes().at(static_cast<std::size_t>(relu_node)).inputs.at(0);
+    g.recompute_in_backward(normalised);
+    g.recompute_in_backward(b);
+  }
+  return concat(g, name, branches);
+}
+
 // Figure 3, the stem: 299x299x3 -> 35x35x384.
 ValueId stem(const ConvBn& c, ValueId images) {
   Graph& g = c.g;
@@ -64,16 +85,16 @@ ValueId stem(const ConvBn& c, ValueId images) {
   x = c.square("features.1", x, 32, 3);
   x = c.square("features.2", x, 64, 3, 1, 1);
   // Mixed-3a: max pool 3x3/2 beside conv 3x3/2.
-  x = concat(g, "features.3.concat", {max_pool(g, "features.3.maxpool", x, 3, 2), c.square("features.3.conv", x, 96, 3, 2)});
+  x = join(c, "features.3.concat", {max_pool(g, "features.3.maxpool", x, 3, 2), c.square("features.3.conv", x, 96, 3, 2)});
   // Mixed-4a: 1x1, 3x3 beside 1x1, 1x7, 7x1, 3x3.
   const ValueId a = c.square("features.4.branch0.1", c.square("features.4.branch0.0", x, 64, 1), 96, 3);
   ValueId b = c.square("features.4.branch1.0", x, 64, 1);
   b = c.row("features.4.branch1.1", b, 64, 7);
   b = c.column("features.4.branch1.2", b, 64, 7);
   b = c.square("features.4.branch1.3", b, 96, 3);
-  x = concat(g, "features.4.concat", {a, b});
+  x = join(c, "features.4.concat", {a, b});
   // Mixed-5a: conv 3x3/2 beside max pool 3x3/2.
-  return concat(g, "features.5.concat",
+  return join(c, "features.5.concat",
                 {c.square("features.5.conv", x, 192, 3, 2), max_pool(g, "features.5.maxpool", x, 3, 2)});
 }
 
@@ -86,7 +107,7 @@ ValueId inception_a(const ConvBn& c, const std::string& n, ValueId x) {
   b2 = c.square(n + ".branch2.1", b2, 96, 3, 1, 1);
   b2 = c.square(n + ".branch2.2", b2, 96, 3, 1, 1);
   const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 96, 1);
-  return concat(g, n + ".concat", {b0, b1, b2, b3});
+  return join(c, n + ".concat", {b0, b1, b2, b3});
 }
 
 // Figure 7 (k, l, m, n = 192, 224, 256, 384): 35x35x384 -> 17x17x1024.
@@ -96,7 +117,7 @@ ValueId reduction_a(const ConvBn& c, const std::string& n, ValueId x) {
   ValueId b1 = c.square(n + ".branch1.0", x, 192, 1);
   b1 = c.square(n + ".branch1.1", b1, 224, 3, 1, 1);
   b1 = c.square(n + ".branch1.2", b1, 256, 3, 2);
-  return concat(g, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
+  return join(c, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
 }
 
 // Figure 5: 17x17x1024 -> 17x17x1024.
@@ -112,7 +133,7 @@ ValueId inception_b(const ConvBn& c, const std::string& n, ValueId x) {
   b2 = c.column(n + ".branch2.3", b2, 224, 7);
   b2 = c.row(n + ".branch2.4", b2, 256, 7);
   const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 128, 1);
-  return concat(g, n + ".concat", {b0, b1, b2, b3});
+  return join(c, n + ".concat", {b0, b1, b2, b3});
 }
 
 // Figure 8: 17x17x1024 -> 8x8x1536.
@@ -123,7 +144,7 @@ ValueId reduction_b(const ConvBn& c, const std::string& n, ValueId x) {
   b1 = c.row(n + ".branch1.1", b1, 256, 7);
   b1 = c.column(n + ".branch1.2", b1, 320, 7);
   b1 = c.square(n + ".branch1.3", b1, 320, 3, 2);
-  return concat(g, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
+  return join(c, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
 }
 
 // Figure 6: 8x8x1536 -> 8x8x1536. Two branches end in a 1x3 and a 3x1
@@ -132,15 +153,15 @@ ValueId inception_c(const ConvBn& c, const std::string& n, ValueId x) {
   Graph& g = c.g;
   const ValueId b0 = c.square(n + ".branch0", x, 256, 1);
   const ValueId b1 = c.square(n + ".branch1_0", x, 384, 1);
-  const ValueId b1_ab = concat(g, n + ".branch1_concat",
+  const ValueId b1_ab = join(c, n + ".branch1_concat",
                                {c.row(n + ".branch1_1a", b1, 256, 3), c.column(n + ".branch1_1b", b1, 256, 3)});
   ValueId b2 = c.square(n + ".branch2_0", x, 384, 1);
   b2 = c.column(n + ".branch2_1", b2, 448, 3);
   b2 = c.row(n + ".branch2_2", b2, 512, 3);
-  const ValueId b2_ab = concat(g, n + ".branch2_concat",
+  const ValueId b2_ab = join(c, n + ".branch2_concat",
                                {c.row(n + ".branch2_3a", b2, 256, 3), c.column(n + ".branch2_3b", b2, 256, 3)});
   const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 256, 1);
-  return concat(g, n + ".concat", {b0, b1_ab, b2_ab, b3});
+  return join(c, n + ".concat", {b0, b1_ab, b2_ab, b3});
 }
 
 Graph build(const ModelConfig& config) {

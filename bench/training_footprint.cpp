@@ -144,11 +144,9 @@ int main(int argc, char** argv) {
              over.empty() ? std::string("met by every row") : "missed by " + fmt::format("{}", fmt::join(over, ", ")));
   fmt::print("  below 1.00x (DenseNet): this trainer recomputes DenseNet's concatenations in the backward pass "
              "(memory-efficient DenseNet), the papers' frameworks keep them\n");
-  fmt::print("  above (Inception v4): the per-layer accounting is the one that matches the papers within 1.01x on "
-             "ResNet-200 and VGG-19 (a convolution's output for its batch norm, the ReLU's output for the next "
-             "convolution); the branches' last batch norm and ReLU are recomputed beside the concatenation, as "
-             "nGraph's in-place concatenation never keeps them; what else AutoTM's nGraph graph leaves out is not "
-             "known here\n");
+  fmt::print("  below 1.00x (Inception v4): this trainer keeps only the convolutions' outputs and the "
+             "concatenations, and recomputes every batch norm and ReLU and the average-pool branches' pools in the "
+             "backward pass; nGraph (AutoTM) keeps them\n");
   if (!o.json_path.empty()) {
     if (!bench::write_json(o.json_path, rows, "training_footprint")) return 1;
     fmt::print("wrote {}\n", o.json_path);

@@ -68,12 +68,14 @@
 // Inception-C (figure 6), global average pool and a linear classifier over
 // 1536 features. Every convolution is conv (no bias) + batch norm + ReLU;
 // the 1x7/7x1 and 1x3/3x1 ones are rectangular kernels
-// (Conv2dOptions::kernel_width). Branches join in one n-input concat; the
-// last batch norm and ReLU of each branch are recomputed in the backward
-// pass (Node::recompute) rather than kept beside the concat's copy of their
-// output, as an in-place concatenation would never have them. The
-// branches' 3x3 average pools exclude their padding (count_include_pad
-// False). The paper's dropout (keep 0.8) before the classifier is left out:
+// (Conv2dOptions::kernel_width). Branches join in one n-input concat. Only
+// the convolutions' outputs and the concatenations are kept for the
+// backward pass: every batch norm and ReLU, and the average-pool branches'
+// pools, are recomputed from them when the backward pass reaches them
+// (Node::recompute; memory-efficient DenseNet's shared storage applied to
+// every layer), one batch norm and ReLU more per layer for about 0.55x the
+// memory of keeping them. The branches' 3x3 average pools exclude their
+// padding (count_include_pad False). The paper's dropout (keep 0.8) before the classifier is left out:
 // it is not an op of this trainer and has no parameters. 299x299 images
 // shrink to 8x8 before the pool; the smallest image is 75x75. At 1000
 // classes it has timm's 42,679,816 parameters.

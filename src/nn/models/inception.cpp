@@ -30,7 +30,13 @@ std::int64_t final_feature_size(std::int64_t image_size) {
 }
 
 // The network's building block (timm's ConvNormAct, Cadene's BasicConv2d):
-// convolution without bias, batch norm, ReLU.
+// convolution without bias, batch norm, ReLU. The batch norm and ReLU are
+// recomputed in the backward pass from the convolution's output, which
+// batch norm's backward keeps anyway (memory-efficient DenseNet's "shared
+// storage", Pleiss et al. 2017, applied to every layer): kept, the ReLU's
+// output would sit beside its copy in each concatenation, and beside the
+// convolution output in every layer, for one extra batch norm and ReLU per
+// layer in the backward pass.
 struct ConvBn {
   Graph& g;
   double width;
@@ -41,7 +47,11 @@ struct ConvBn {
     const ValueId y = conv2d(g, name + ".conv", x,
                              {.out_channels = scaled(channels, width), .kernel = kh, .stride = stride, .padding = ph,
                               .bias = false, .kernel_width = kw, .padding_width = pw});
-    return relu(g, name + ".relu", batch_norm(g, name + ".bn", y));
+    const ValueId normalised = batch_norm(g, name + ".bn", y);
+    const ValueId out = relu(g, name + ".relu", normalised);
+    g.recompute_in_backward(normalised);
+    g.recompute_in_backward(out);
+    return out;
   }
   // Square kernels.
   ValueId square(const std::string& name, ValueId x, std::int64_t channels, std::int64_t k, std::int64_t stride = 1,
@@ -57,25 +67,14 @@ struct ConvBn {
   }
 };
 
-// The concatenation of a block's branches. Each branch ends in conv, batch
-// norm and ReLU; the ReLU's backward reads its output, which the concat has
-// copied already, and the convolutions after the block keep that copy. So
-// the last batch norm and ReLU of every branch are recomputed in the
-// backward pass from the convolution output batch norm keeps anyway, as
-// memory-efficient DenseNet does for its concatenations (Pleiss et al.
-// 2017): the branch outputs die with the concat, the way an in-place
-// concatenation (nGraph's, which AutoTM ran) never has them. A pooled
-// branch has no such layer and stays as it is.
-ValueId join(const ConvBn& c, const std::string& name, const std::vector<ValueId>& branches) {
-  Graph& g = c.g;
-  for (const ValueId b : branches) {
-    const int relu_node = g.value(b).producer;
-    if (relu_node < 0 || g.nodes().at(static_cast<std::size_t>(relu_node)).op->kind() != "relu") continue;
-    const ValueId normalised = g.nodes().at(static_cast<std::size_t>(relu_node)).inputs.at(0);
-    g.recompute_in_backward(normalised);
-    g.recompute_in_backward(b);
-  }
-  return concat(g, name, branches);
+// The average-pool branch's pool: as large as the block's input, which the
+// other branches' convolutions keep anyway, and cheap to make again from
+// it, so recomputed in the backward pass rather than kept for the 1x1
+// convolution after it.
+ValueId pooled(const ConvBn& c, const std::string& name, ValueId x) {
+  const ValueId y = avg_pool(c.g, name, x, 3, 1, 1);
+  c.g.recompute_in_backward(y);
+  return y;
 }
 
 // Figure 3, the stem: 299x299x3 -> 35x35x384.
@@ -85,29 +84,29 @@ ValueId stem(const ConvBn& c, ValueId images) {
   x = c.square("features.1", x, 32, 3);
   x = c.square("features.2", x, 64, 3, 1, 1);
   // Mixed-3a: max pool 3x3/2 beside conv 3x3/2.
-  x = join(c, "features.3.concat", {max_pool(g, "features.3.maxpool", x, 3, 2), c.square("features.3.conv", x, 96, 3, 2)});
+  x = concat(g, "features.3.concat",
+             {max_pool(g, "features.3.maxpool", x, 3, 2), c.square("features.3.conv", x, 96, 3, 2)});
   // Mixed-4a: 1x1, 3x3 beside 1x1, 1x7, 7x1, 3x3.
   const ValueId a = c.square("features.4.branch0.1", c.square("features.4.branch0.0", x, 64, 1), 96, 3);
   ValueId b = c.square("features.4.branch1.0", x, 64, 1);
   b = c.row("features.4.branch1.1", b, 64, 7);
   b = c.column("features.4.branch1.2", b, 64, 7);
   b = c.square("features.4.branch1.3", b, 96, 3);
-  x = join(c, "features.4.concat", {a, b});
+  x = concat(g, "features.4.concat", {a, b});
   // Mixed-5a: conv 3x3/2 beside max pool 3x3/2.
-  return join(c, "features.5.concat",
+  return concat(g, "features.5.concat",
                 {c.square("features.5.conv", x, 192, 3, 2), max_pool(g, "features.5.maxpool", x, 3, 2)});
 }
 
 // Figure 4: 35x35x384 -> 35x35x384.
 ValueId inception_a(const ConvBn& c, const std::string& n, ValueId x) {
-  Graph& g = c.g;
   const ValueId b0 = c.square(n + ".branch0", x, 96, 1);
   const ValueId b1 = c.square(n + ".branch1.1", c.square(n + ".branch1.0", x, 64, 1), 96, 3, 1, 1);
   ValueId b2 = c.square(n + ".branch2.0", x, 64, 1);
   b2 = c.square(n + ".branch2.1", b2, 96, 3, 1, 1);
   b2 = c.square(n + ".branch2.2", b2, 96, 3, 1, 1);
-  const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 96, 1);
-  return join(c, n + ".concat", {b0, b1, b2, b3});
+  const ValueId b3 = c.square(n + ".branch3.1", pooled(c, n + ".branch3.0", x), 96, 1);
+  return concat(c.g, n + ".concat", {b0, b1, b2, b3});
 }
 
 // Figure 7 (k, l, m, n = 192, 224, 256, 384): 35x35x384 -> 17x17x1024.
@@ -117,12 +116,11 @@ ValueId reduction_a(const ConvBn& c, const std::string& n, ValueId x) {
   ValueId b1 = c.square(n + ".branch1.0", x, 192, 1);
   b1 = c.square(n + ".branch1.1", b1, 224, 3, 1, 1);
   b1 = c.square(n + ".branch1.2", b1, 256, 3, 2);
-  return join(c, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
+  return concat(c.g, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
 }
 
 // Figure 5: 17x17x1024 -> 17x17x1024.
 ValueId inception_b(const ConvBn& c, const std::string& n, ValueId x) {
-  Graph& g = c.g;
   const ValueId b0 = c.square(n + ".branch0", x, 384, 1);
   ValueId b1 = c.square(n + ".branch1.0", x, 192, 1);
   b1 = c.row(n + ".branch1.1", b1, 224, 7);
@@ -132,8 +130,8 @@ ValueId inception_b(const ConvBn& c, const std::string& n, ValueId x) {
   b2 = c.row(n + ".branch2.2", b2, 224, 7);
   b2 = c.column(n + ".branch2.3", b2, 224, 7);
   b2 = c.row(n + ".branch2.4", b2, 256, 7);
-  const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 128, 1);
-  return join(c, n + ".concat", {b0, b1, b2, b3});
+  const ValueId b3 = c.square(n + ".branch3.1", pooled(c, n + ".branch3.0", x), 128, 1);
+  return concat(c.g, n + ".concat", {b0, b1, b2, b3});
 }
 
 // Figure 8: 17x17x1024 -> 8x8x1536.
@@ -144,24 +142,23 @@ ValueId reduction_b(const ConvBn& c, const std::string& n, ValueId x) {
   b1 = c.row(n + ".branch1.1", b1, 256, 7);
   b1 = c.column(n + ".branch1.2", b1, 320, 7);
   b1 = c.square(n + ".branch1.3", b1, 320, 3, 2);
-  return join(c, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
+  return concat(c.g, n + ".concat", {b0, b1, max_pool(g, n + ".branch2", x, 3, 2)});
 }
 
 // Figure 6: 8x8x1536 -> 8x8x1536. Two branches end in a 1x3 and a 3x1
 // side by side over the same input.
 ValueId inception_c(const ConvBn& c, const std::string& n, ValueId x) {
-  Graph& g = c.g;
   const ValueId b0 = c.square(n + ".branch0", x, 256, 1);
   const ValueId b1 = c.square(n + ".branch1_0", x, 384, 1);
-  const ValueId b1_ab = join(c, n + ".branch1_concat",
+  const ValueId b1_ab = concat(c.g, n + ".branch1_concat",
                                {c.row(n + ".branch1_1a", b1, 256, 3), c.column(n + ".branch1_1b", b1, 256, 3)});
   ValueId b2 = c.square(n + ".branch2_0", x, 384, 1);
   b2 = c.column(n + ".branch2_1", b2, 448, 3);
   b2 = c.row(n + ".branch2_2", b2, 512, 3);
-  const ValueId b2_ab = join(c, n + ".branch2_concat",
+  const ValueId b2_ab = concat(c.g, n + ".branch2_concat",
                                {c.row(n + ".branch2_3a", b2, 256, 3), c.column(n + ".branch2_3b", b2, 256, 3)});
-  const ValueId b3 = c.square(n + ".branch3.1", avg_pool(g, n + ".branch3.0", x, 3, 1, 1), 256, 1);
-  return join(c, n + ".concat", {b0, b1_ab, b2_ab, b3});
+  const ValueId b3 = c.square(n + ".branch3.1", pooled(c, n + ".branch3.0", x), 256, 1);
+  return concat(c.g, n + ".concat", {b0, b1_ab, b2_ab, b3});
 }
 
 Graph build(const ModelConfig& config) {

@@ -38,12 +38,27 @@ def mpirun(args, extra, json_name, sigkill_timeout=3, epochs=EPOCHS):
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def children_of(parent):
+    """The ids of `parent`'s child processes, from /proc (no procps needed)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # pid (comm) state ppid ...: comm may hold spaces, so split after its ')'.
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    children.append(entry)
+        except (OSError, IndexError, ValueError):
+            pass
+    return children
+
+
 def rank_pid(job, rank):
     """The process id of `rank` among the job's processes (mpirun's children)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        children = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True).stdout.split()
-        for pid in children:
+        for pid in children_of(job.pid):
             try:
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     if f"OMPI_COMM_WORLD_RANK={rank}".encode() in f.read().split(b"\0"):

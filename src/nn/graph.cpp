@@ -18,15 +18,16 @@ ValueId Graph::new_value(ValueInfo info) {
 }
 
 ValueId Graph::input(std::string name, Dims dims) {
-  return new_value({std::move(name), std::move(dims), ValueRole::input, Init::zeros, 0, -1, {}});
+  return new_value({std::move(name), std::move(dims), ValueRole::input, Init::zeros, 0, false, -1, {}});
 }
 
 ValueId Graph::label(std::string name, Dims dims) {
-  return new_value({std::move(name), std::move(dims), ValueRole::label, Init::zeros, 0, -1, {}});
+  return new_value({std::move(name), std::move(dims), ValueRole::label, Init::zeros, 0, false, -1, {}});
 }
 
 ValueId Graph::parameter(std::string name, Dims dims, Init init, std::int64_t fan_in) {
-  return new_value({std::move(name), std::move(dims), ValueRole::parameter, init, fan_in, -1, {}});
+  const bool decays = dims.size() >= 2;
+  return new_value({std::move(name), std::move(dims), ValueRole::parameter, init, fan_in, decays, -1, {}});
 }
 
 std::vector<ValueId> Graph::add(std::string name, std::unique_ptr<Op> op, std::vector<ValueId> inputs) {
@@ -43,7 +44,7 @@ std::vector<ValueId> Graph::add(std::string name, std::unique_ptr<Op> op, std::v
   std::vector<ValueId> outputs;
   for (std::size_t i = 0; i < out_dims.size(); ++i) {
     const std::string value_name = out_dims.size() == 1 ? name : name + "." + std::to_string(i);
-    outputs.push_back(new_value({value_name, out_dims[i], ValueRole::activation, Init::zeros, 0, index, {}}));
+    outputs.push_back(new_value({value_name, out_dims[i], ValueRole::activation, Init::zeros, 0, false, index, {}}));
   }
   for (ValueId v : inputs) values_[static_cast<std::size_t>(v)].consumers.push_back(index);
   nodes_.push_back({std::move(name), std::move(op), std::move(inputs), outputs, false});
@@ -64,6 +65,14 @@ void Graph::set_loss(ValueId loss) {
     throw invalid_argument("cachedarrays::nn: the loss must be a value of shape [1] of this graph");
   }
   loss_ = loss;
+}
+
+void Graph::exclude_from_weight_decay(ValueId p) {
+  const ValueInfo& info = value(p);
+  if (info.role != ValueRole::parameter) {
+    throw invalid_argument("cachedarrays::nn: '" + info.name + "' is not a parameter; only parameters decay");
+  }
+  values_[static_cast<std::size_t>(p)].weight_decay = false;
 }
 
 void Graph::recompute_in_backward(ValueId v) {

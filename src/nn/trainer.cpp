@@ -125,6 +125,11 @@ std::vector<float> draw_initial_values(const ValueInfo& info, std::int64_t eleme
       for (float& x : values) x = d(rng);
       break;
     }
+    case Init::small_normal: {
+      std::normal_distribution<float> d(0.0f, 0.02f);
+      for (float& x : values) x = d(rng);
+      break;
+    }
     case Init::uniform_fan_in: {
       const auto bound = static_cast<float>(1.0 / std::sqrt(fan_in));
       std::uniform_real_distribution<float> d(-bound, bound);

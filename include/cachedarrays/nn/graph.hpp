@@ -27,6 +27,10 @@ enum class Init {
   ones,            ///< all 1 (batch-norm scales)
   kaiming_normal,  ///< N(0, 2 / fan_in): convolutions
   uniform_fan_in,  ///< U(-1/sqrt(fan_in), 1/sqrt(fan_in)): linear weights and biases
+  /// N(0, 0.02^2): a transformer's linear weights and position embedding,
+  /// as timm's trunc_normal_(std=0.02), whose bounds at +-2 lie 100 standard
+  /// deviations out (so it is a normal in effect).
+  small_normal,
 };
 
 /// One value of a Graph: its name, shape, role and, for a parameter, how it
@@ -37,6 +41,12 @@ struct ValueInfo {
   ValueRole role = ValueRole::activation;  ///< what the value is
   Init init = Init::zeros;                 ///< parameters only: how it starts
   std::int64_t fan_in = 0;                 ///< parameters only: the fan-in `init` scales by
+  /// Parameters only: whether AdamW's decoupled weight decay shrinks it.
+  /// Weights decay; biases, normalisation scales and shifts, and embeddings
+  /// do not (timm's rule: parameters of rank 1 and no_weight_decay()).
+  /// Graph::parameter sets it by rank; Graph::exclude_from_weight_decay
+  /// clears it. SGD's L2 penalty applies to every parameter, as in PyTorch.
+  bool weight_decay = false;
   int producer = -1;           ///< node index, -1 for inputs/labels/parameters
   std::vector<int> consumers;  ///< node indices, in forward order
 };
@@ -81,6 +91,9 @@ class Graph {
   /// Sets the scalar the trainer minimises (output of softmax_cross_entropy).
   /// Throws invalid_argument unless `loss` is a value of shape [1].
   void set_loss(ValueId loss);
+  /// Keeps parameter `p` out of AdamW's weight decay (an embedding).
+  /// Throws invalid_argument for a value that is not a parameter.
+  void exclude_from_weight_decay(ValueId p);
   /// Marks the node that produces `v` as recomputed in the backward pass
   /// (Node::recompute). Throws invalid_argument for a value no node produces.
   void recompute_in_backward(ValueId v);

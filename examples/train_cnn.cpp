@@ -1,5 +1,7 @@
-// Trains a CNN whose tensors are CachedArrays, on a fast tier smaller than
-// the model's footprint, with no hand-written hints: the trainer emits them.
+// Trains a CNN or a Vision Transformer whose tensors are CachedArrays, on a
+// fast tier smaller than the model's footprint, with no hand-written hints:
+// the trainer emits them. SGD or AdamW (--optimizer); with AdamW it also
+// reports where the optimizer's moments were when the updates read them.
 // With no arguments: a ResNet-18 of quarter width on Fashion-MNIST (Debian's
 // dataset-fashion-mnist), 3 epochs over the 60,000 training images in
 // batches of 128, tested on the 10,000 test images after each, with a fast
@@ -75,7 +77,10 @@ struct Options {
   std::string data = "fashion-mnist";
   int threads = 0;
   unsigned mover_threads = ca::MoverOptions{}.threads;
-  float learning_rate = 0.1f;
+  float learning_rate = 0;  // 0: the optimizer's default (SGD 0.1, AdamW 1e-3)
+  std::string optimizer = "sgd";
+  float weight_decay = -1;  // below 0: the optimizer's default (SGD 1e-4, AdamW 0.05)
+  std::string vit_size;     // a named ViT (B16, L16, ...) instead of --patch/--dim/--depth/--heads/--mlp-ratio
   std::string slow_emulation = "none";
   std::string trace_path;
   std::string json_path;  // empty: no JSON summary
@@ -141,10 +146,32 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const ca::po
 
 void add_options(CLI::App& app, Options& o) {
   nn::ModelConfig& model = o.model;
-  app.add_option("--model", model.family, "vgg, resnet, densenet or inception (inception-v4: inception --depth 4)")
+  app.add_option("--model", model.family,
+                 "vgg, resnet, densenet, inception (inception-v4: inception --depth 4) or vit (a Vision Transformer)")
       ->capture_default_str();
-  app.add_option("--depth", model.depth, "network depth (resnet 18..200, vgg 11..416, densenet 121..264, inception 4)")
+  app.add_option("--depth", model.depth,
+                 "network depth (resnet 18..200, vgg 11..416, densenet 121..264, inception 4; vit: blocks, default 6)")
       ->capture_default_str();
+  app.add_option("--patch", model.vit.patch, "vit: side of the square patches (a divisor of the image side)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dim", model.vit.dim, "vit: features per token")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--heads", model.vit.heads, "vit: attention heads (they divide --dim)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--mlp-ratio", model.vit.mlp_ratio, "vit: the MLP's hidden features per token feature")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--size", o.vit_size,
+                 "vit: a size of the ViT paper instead of --patch/--dim/--depth/--heads/--mlp-ratio: " +
+                     fmt::format("{}", fmt::join(nn::vit_sizes(), ", ")));
+  app.add_option("--optimizer", o.optimizer,
+                 "sgd (momentum 0.9) or adamw (betas 0.9, 0.999; its two moments are archived after each update)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--weight-decay", o.weight_decay,
+                 "SGD's L2 penalty (default 1e-4) or AdamW's decoupled weight decay of the weights (default 0.05)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--batch", model.batch, "images per iteration (under mpirun: in all, split evenly over the ranks)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", model.image_size, "square image side (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classes", model.classes, "output classes (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -165,7 +192,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--lr-schedule", o.lr_schedule,
-                 "constant, cosine (to 0 over the run) or step:EPOCHS:GAMMA (times GAMMA every EPOCHS epochs)")
+                 "constant, cosine (to 0 over the run), warmup-cosine:EPOCHS (rising linearly over EPOCHS epochs, then "
+                 "cosine) or step:EPOCHS:GAMMA (times GAMMA every EPOCHS epochs)")
       ->capture_default_str();
   app.add_option("--crop-padding", o.crop_padding, "augmentation: pad by N pixels and crop back at a random offset")
       ->capture_default_str()
@@ -178,7 +206,7 @@ void add_options(CLI::App& app, Options& o) {
                "keep weights plain instead of in the layout most of their oneDNN primitives use (the same losses; "
                "each primitive then reorders its weights, or its gradient, every iteration)");
   app.add_option("--checkpoint", o.checkpoint,
-                 "save parameters, momentum, running statistics and the data position to FILE after every epoch "
+                 "save parameters, the optimizer's state, running statistics and the data position to FILE after every epoch "
                  "(crash-safely: a new file, flushed, then renamed; libpmem flushes on a DAX mount)");
   app.add_flag("--resume", o.resume, "continue from --checkpoint FILE where the run that wrote it was");
   const auto registry = ca::policy::Registry::builtin();
@@ -206,7 +234,9 @@ void add_options(CLI::App& app, Options& o) {
                  "summed while the backward pass goes on")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lr", o.learning_rate, "SGD learning rate (at the start of the schedule)")->capture_default_str();
+  app.add_option("--lr", o.learning_rate,
+                 "learning rate at the start of the schedule (default: SGD 0.1, AdamW 1e-3)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--slow-emulation", o.slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
   app.add_option("--profile-cache", o.profile_cache,
@@ -355,7 +385,8 @@ class ProgressBar {
 // The model's identity in checkpoints: a checkpoint of another model (or of
 // this one built for other images) is refused on --resume.
 std::string model_identity(const nn::ModelConfig& m) {
-  return fmt::format("{} width {} {}x{}x{} {} classes", nn::model_name(m), m.width, m.channels, m.image_size,
+  const std::string mlp = m.family == "vit" ? fmt::format(" mlp x{:g}", m.vit.mlp_ratio) : std::string();
+  return fmt::format("{}{} width {} {}x{}x{} {} classes", nn::model_name(m), mlp, m.width, m.channels, m.image_size,
                      m.image_size, m.classes);
 }
 
@@ -489,6 +520,21 @@ Trained train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data,
              : result.stopped_early ? std::string(" — stopped early by --iterations")
                                     : std::string());
   fmt::print("{}\n", total);
+  // Where the updates found the optimizer's state: the moments (AdamW) or
+  // momentum (SGD) a policy may leave on the slow tier.
+  const nn::Trainer::OptimizerStateTraffic& state = trainer.optimizer_state_traffic();
+  const std::vector<std::string> device_names = rt.device_names();
+  nlohmann::json state_per_step = nlohmann::json::object();
+  if (state.steps > 0) {
+    std::string line;
+    for (std::size_t d = 0; d < state.bytes_by_device.size() && d < device_names.size(); ++d) {
+      const std::uint64_t per_step = state.bytes_by_device[d] / state.steps;
+      state_per_step[device_names[d]] = per_step;
+      line += fmt::format("{}{} on {}", line.empty() ? "" : ", ", ca::format_bytes(per_step), device_names[d]);
+    }
+    fmt::print("optimizer state ({}) read by the updates, per step: {}\n",
+               o.optimizer == "adamw" ? "AdamW's two moments" : "SGD's momentum", line);
+  }
   // Rank 0 writes it, as it prints: every rank's losses are the same.
   const bool rank0 = trainer.communicator() == nullptr || trainer.communicator()->rank() == 0;
   if (!o.json_path.empty() && rank0) {
@@ -519,6 +565,8 @@ Trained train(ca::Runtime& rt, nn::Trainer& trainer, const nn::DataSplits& data,
         {"stopped_by", result.stop_reason != 0 ? nlohmann::json(nn::StopSignals::name(result.stop_reason))
                                                : nlohmann::json()},
         {"epochs_done", result.epochs_done},
+        {"optimizer", o.optimizer},
+        {"optimizer_state_bytes_per_step", state_per_step},
         {"batches_done", result.batches_done},
         {"epochs", epochs}};
     std::ofstream out(o.json_path);
@@ -581,7 +629,13 @@ nn::DataSplits open_data(Options& o) {
 nn::TrainerOptions trainer_options(const Options& o, const World& world) {
   nn::TrainerOptions options;
   options.seed = o.seed;
+  options.optimizer = nn::parse_optimizer(o.optimizer);
   options.sgd.learning_rate = o.learning_rate;
+  options.adamw.learning_rate = o.learning_rate;
+  if (o.weight_decay >= 0) {
+    options.sgd.weight_decay = o.weight_decay;
+    options.adamw.weight_decay = o.weight_decay;
+  }
   options.data_parallel.communicator = world.communicator;
   options.data_parallel.bucket_bytes = static_cast<std::uint64_t>(std::llround(o.bucket_mib * 1024 * 1024));
   options.update_in_backward = !o.update_after_backward;
@@ -738,7 +792,7 @@ int run(Options o, const World& world, const nn::StopSignals& stop) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train a CNN whose tensors live on a fast and a slow memory tier"};
+  CLI::App app{"Train a CNN or ViT whose tensors live on a fast and a slow memory tier"};
   Options options;
   try {
     apply_environment(options);
@@ -754,6 +808,18 @@ int main(int argc, char** argv) {
   app.footer(footer);
   CLI11_PARSE(app, argc, argv);
   options.model = nn::canonical_model(options.model);  // --model inception-v4
+  try {
+    if (!options.vit_size.empty()) {
+      options.model = nn::vit_size(options.model, options.vit_size);
+    } else if (options.model.family == "vit" && app.count("--depth") == 0) {
+      options.model.depth = 6;
+    }
+    if (options.model.family == "vit" && app.count("--width") == 0) options.model.width = 1;
+  } catch (const ca::invalid_argument& e) {
+    fmt::print(stderr, "train_cnn: {}\n", e.what());
+    return 2;
+  }
+  if (options.learning_rate == 0) options.learning_rate = options.optimizer == "adamw" ? 1e-3f : 0.1f;
   // --fast-fraction on the command line wins over CACHEDARRAYS_FAST_BYTES.
   if (app.count("--fast-fraction") > 0 && app.count("--fast-bytes") == 0) options.fast_bytes = 0;
   World world;

@@ -10,6 +10,9 @@ namespace cachedarrays::nn {
 
 namespace {
 
+// The largest step count a float holds exactly (the checkpoint's).
+constexpr float max_exact_steps = 16777216.0f;
+
 // Archives a tensor's array: it is not needed for a while (paper III-E).
 void archive(const Tensor& t) {
   if (t && t.array() != nullptr) t.array()->archive();
@@ -88,6 +91,7 @@ Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run
   values_.resize(graph_.value_count());
   grads_.resize(graph_.value_count());
   momentum_.resize(graph_.value_count());
+  second_moment_.resize(graph_.value_count());
   saved_.resize(graph_.nodes().size());
   dies_in_backward_.resize(graph_.nodes().size());
   for (std::size_t v = 0; v < graph_.value_count(); ++v) {
@@ -193,6 +197,11 @@ void Trainer::initialise_parameters(std::uint64_t seed, const std::vector<dnnl::
     Tensor m = ctx_.make(layout);
     ctx_.fill(m, 0.0f);  // the whole buffer, padding too if a layout had any
     momentum_[static_cast<std::size_t>(p)] = std::move(m);
+    if (options_.optimizer == Optimizer::adamw) {
+      Tensor v = ctx_.make(layout);
+      ctx_.fill(v, 0.0f);
+      second_moment_[static_cast<std::size_t>(p)] = std::move(v);
+    }
   }
 }
 
@@ -243,6 +252,7 @@ void Trainer::broadcast_state(int root) {
     const auto v = static_cast<std::size_t>(p);
     broadcast(values_[v], "parameter '" + graph_.value(p).name + "'");
     broadcast(momentum_[v], "the momentum of '" + graph_.value(p).name + "'");
+    if (second_moment_[v]) broadcast(second_moment_[v], "the second moment of '" + graph_.value(p).name + "'");
   }
   if (ctx_.dry_run()) return;
   for (const auto& [name, values] : buffers()) {
@@ -289,6 +299,8 @@ void Trainer::set_inputs(std::span<const float> images, std::span<const float> l
 float Trainer::step(std::span<const float> images, std::span<const float> labels) {
   if (Runtime* rt = ctx_.runtime()) rt->begin_iteration();
   ctx_.set_phase(Context::Phase::train);
+  if (options_.optimizer == Optimizer::adamw) ++optimizer_steps_;
+  if (!ctx_.dry_run()) ++state_traffic_.steps;
   set_inputs(images, labels);
   forward();
   float loss = ctx_.read(values_[static_cast<std::size_t>(graph_.loss())]).at(0);
@@ -508,11 +520,35 @@ void Trainer::update() {
 }
 
 void Trainer::update_parameter(ValueId p) {
-  const SgdOptions& o = options_.sgd;
   const auto v = static_cast<std::size_t>(p);
   if (!grads_[v]) return;
   const Tensor g = ctx_.reorder(grads_[v], values_[v].desc());
   grads_[v].reset();
+  if (options_.optimizer == Optimizer::adamw) {
+    adamw_update(p, g);
+  } else {
+    sgd_update(p, g);
+  }
+}
+
+void Trainer::count_state_traffic(std::initializer_list<const Tensor*> state) {
+  Runtime* rt = ctx_.runtime();
+  if (rt == nullptr) return;
+  // Called inside the update kernel, while the tensors are pinned: their
+  // primaries cannot move, so the device read is the one the kernel uses.
+  const DataManager& manager = rt->manager();
+  for (const Tensor* t : state) {
+    const Region* primary = manager.getprimary(t->array()->object());
+    if (primary == nullptr) continue;
+    const DeviceId device = manager.device(*primary);
+    if (state_traffic_.bytes_by_device.size() <= device) state_traffic_.bytes_by_device.resize(device + 1u, 0);
+    state_traffic_.bytes_by_device[device] += t->bytes();
+  }
+}
+
+void Trainer::sgd_update(ValueId p, const Tensor& g) {
+  const SgdOptions& o = options_.sgd;
+  const auto v = static_cast<std::size_t>(p);
   // Every float of the buffer, not the logical elements: a layout that pads
   // (none is kept today, detail::most_used_weights_desc) would hold zeros
   // there in all three, which stay zero.
@@ -522,6 +558,7 @@ void Trainer::update_parameter(ValueId p) {
   // SGD with momentum and weight decay, as torch.optim.SGD:
   // m = momentum * m + (g + weight_decay * w); w -= lr * m.
   ctx_.run("sgd", args, [&](std::span<float* const> ptr) {
+    count_state_traffic({&momentum_[v]});
     const float* grad = ptr[0];
     float* w = ptr[1];
     float* m = ptr[2];
@@ -530,6 +567,45 @@ void Trainer::update_parameter(ValueId p) {
       w[i] -= o.learning_rate * m[i];
     }
   });
+}
+
+void Trainer::adamw_update(ValueId p, const Tensor& g) {
+  const AdamWOptions& o = options_.adamw;
+  const auto v = static_cast<std::size_t>(p);
+  const std::size_t count = values_[v].bytes() / sizeof(float);
+  // torch.optim.AdamW's single-tensor arithmetic, in its order: the bias
+  // corrections in double, then each element in float.
+  const double t = static_cast<double>(optimizer_steps_);
+  const double correction1 = 1.0 - std::pow(static_cast<double>(o.beta1), t);
+  const double correction2 = 1.0 - std::pow(static_cast<double>(o.beta2), t);
+  const auto step_size = static_cast<float>(static_cast<double>(o.learning_rate) / correction1);
+  const auto correction2_sqrt = static_cast<float>(std::sqrt(correction2));
+  const float decay =
+      graph_.value(p).weight_decay
+          ? static_cast<float>(1.0 - static_cast<double>(o.learning_rate) * static_cast<double>(o.weight_decay))
+          : 1.0f;
+  const float one_minus_beta1 = 1.0f - o.beta1;
+  const float one_minus_beta2 = 1.0f - o.beta2;
+  const KernelArg args[] = {in(DNNL_ARG_DIFF_WEIGHTS, g), out(DNNL_ARG_WEIGHTS, values_[v]),
+                            out(DNNL_ARG_DST, momentum_[v]), out(DNNL_ARG_DST_1, second_moment_[v])};
+  ctx_.run("adamw", args, [&](std::span<float* const> ptr) {
+    count_state_traffic({&momentum_[v], &second_moment_[v]});
+    const float* grad = ptr[0];
+    float* w = ptr[1];
+    float* m = ptr[2];
+    float* s2 = ptr[3];
+    for (std::size_t i = 0; i < count; ++i) {
+      w[i] *= decay;
+      m[i] += one_minus_beta1 * (grad[i] - m[i]);  // torch's lerp_(grad, 1 - beta1)
+      s2[i] = s2[i] * o.beta2 + one_minus_beta2 * grad[i] * grad[i];
+      const float denom = std::sqrt(s2[i]) / correction2_sqrt + o.epsilon;
+      w[i] -= step_size * (m[i] / denom);
+    }
+  });
+  // Not needed again until this parameter's next update, an iteration away:
+  // the moments are what a policy may leave on the slow tier (paper III-E).
+  archive(momentum_[v]);
+  archive(second_moment_[v]);
 }
 
 Trainer::Evaluation Trainer::evaluate(std::span<const float> images, std::span<const float> labels,
@@ -595,7 +671,16 @@ void Trainer::set_learning_rate(float learning_rate) {
     throw invalid_argument("cachedarrays::nn: learning rate " + std::to_string(learning_rate) +
                            "; it must be finite and at least 0");
   }
-  options_.sgd.learning_rate = learning_rate;
+  (options_.optimizer == Optimizer::adamw ? options_.adamw.learning_rate : options_.sgd.learning_rate) =
+      learning_rate;
+}
+
+std::string optimizer_name(Optimizer optimizer) { return optimizer == Optimizer::adamw ? "adamw" : "sgd"; }
+
+Optimizer parse_optimizer(std::string_view name) {
+  if (name == "sgd") return Optimizer::sgd;
+  if (name == "adamw") return Optimizer::adamw;
+  throw invalid_argument("cachedarrays::nn: unknown optimizer \"" + std::string(name) + "\"; use sgd or adamw");
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Trainer::buffers() {
@@ -614,8 +699,10 @@ std::vector<CheckpointTensor> Trainer::state() {
     const auto v = static_cast<std::size_t>(p);
     all[i++].values = ctx_.read(values_[v]);
     all[i++].values = ctx_.read(momentum_[v]);
+    if (second_moment_[v]) all[i++].values = ctx_.read(second_moment_[v]);
   }
   for (const auto& [name, values] : buffers()) all[i++].values = *values;
+  if (options_.optimizer == Optimizer::adamw) all[i++].values = {static_cast<float>(optimizer_steps_)};
   return all;
 }
 
@@ -642,13 +729,22 @@ void Trainer::load_state(const std::vector<CheckpointTensor>& state) {
                              "', which this model has");
     }
   }
+  if (options_.optimizer == Optimizer::adamw) {
+    const float steps = given.back()->values.at(0);
+    if (!(steps >= 0) || steps != std::floor(steps) || steps > max_exact_steps) {
+      throw invalid_argument("cachedarrays::nn: the state's 'optimizer.step' is " + std::to_string(steps) +
+                             "; it must be a whole number of steps from 0 to 2^24");
+    }
+  }
   std::size_t i = 0;
   for (ValueId p : parameters_) {
     const auto v = static_cast<std::size_t>(p);
     ctx_.write(values_[v], given[i++]->values);
     ctx_.write(momentum_[v], given[i++]->values);
+    if (second_moment_[v]) ctx_.write(second_moment_[v], given[i++]->values);
   }
   for (const auto& [name, values] : buffers()) *values = given[i++]->values;
+  if (options_.optimizer == Optimizer::adamw) optimizer_steps_ = static_cast<std::int64_t>(given[i++]->values.at(0));
 }
 
 std::vector<CheckpointTensor> Trainer::state_shapes() {
@@ -656,9 +752,15 @@ std::vector<CheckpointTensor> Trainer::state_shapes() {
   for (ValueId p : parameters_) {
     const ValueInfo& info = graph_.value(p);
     all.push_back({info.name, info.dims, {}});
-    all.push_back({info.name + ".momentum", info.dims, {}});
+    if (options_.optimizer == Optimizer::adamw) {
+      all.push_back({info.name + ".exp_avg", info.dims, {}});
+      all.push_back({info.name + ".exp_avg_sq", info.dims, {}});
+    } else {
+      all.push_back({info.name + ".momentum", info.dims, {}});
+    }
   }
   for (const auto& [name, values] : buffers()) all.push_back({name, {static_cast<std::int64_t>(values->size())}, {}});
+  if (options_.optimizer == Optimizer::adamw) all.push_back({"optimizer.step", {1}, {}});
   return all;
 }
 
@@ -669,7 +771,9 @@ std::vector<float> Trainer::parameter(const std::string& name) {
   throw invalid_argument("cachedarrays::nn: the graph has no parameter named '" + name + "'");
 }
 
-std::size_t Trainer::persistent_tensors() const noexcept { return 2 * parameters_.size(); }
+std::size_t Trainer::persistent_tensors() const noexcept {
+  return (options_.optimizer == Optimizer::adamw ? 3 : 2) * parameters_.size();
+}
 
 std::uint64_t measure_footprint(const std::function<Graph()>& build, const TrainerOptions& options) {
   // A virtual heap stores nothing, so even a terabyte-sized model can be

@@ -80,6 +80,24 @@
 // shrink to 8x8 before the pool; the smallest image is 75x75. At 1000
 // classes it has timm's 42,679,816 parameters.
 //
+// Vision Transformer (family "vit"; Dosovitskiy et al. 2021, section 3.1 and
+// table 1; laid out and named as timm's VisionTransformer with its
+// defaults: class token, learned position embedding, pre-norm blocks, no
+// dropout): a convolution of kernel and stride `patch` makes the patches'
+// embeddings ("patch_embed.proj"); the learned class token ("cls_token") is
+// prepended and the position embedding ("pos_embed") added; `depth` blocks
+// ("blocks.N") each compute x + attention(LayerNorm(x)) and then x +
+// MLP(LayerNorm(x)) (fc1, exact GELU, fc2, "mlp.fc1"/"mlp.fc2"), with
+// multi-head self-attention over all tokens ("attn.qkv", "attn.proj"); a
+// final LayerNorm ("norm"); the classification head ("head") reads the class
+// token, as timm's global_pool="token" and the paper do. LayerNorm epsilon
+// is 1e-6. The shape is ModelConfig::vit (patch, dim, heads, MLP ratio) and
+// the number of blocks is `depth`; the image side must be a multiple of the
+// patch. vit_size() names the paper's sizes: ViT-B/16 (86,567,656
+// parameters at 224 px and 1000 classes, timm's vit_base_patch16_224) and
+// ViT-L/16 (304,326,632, vit_large_patch16_224). For a ViT, `width`
+// multiplies dim (rounded to a multiple of the heads).
+//
 // `width` multiplies every layer's channel count (and VGG's hidden linear
 // features), rounded, at least 1: width 0.125 at 32x32 with batch 2 gives
 // networks small enough for tests.
@@ -94,11 +112,20 @@
 
 namespace cachedarrays::nn {
 
+/// The shape of a Vision Transformer besides its depth (see the file
+/// comment); the defaults suit 28x28 Fashion-MNIST (49 patches).
+struct TransformerShape {
+  std::int64_t patch = 4;   ///< side of the square patches, a divisor of the image side
+  std::int64_t dim = 128;   ///< features per token (the embedding width), a multiple of `heads`
+  std::int64_t heads = 4;   ///< attention heads
+  double mlp_ratio = 2.0;   ///< the MLP's hidden features per token feature (4 in the paper's sizes)
+};
+
 /// Which network build_model() builds (see the file comment), and for what
 /// batch and images.
 struct ModelConfig {
-  std::string family;  ///< "vgg" | "resnet" | "densenet" | "inception" ("inception-v4": inception, depth 4)
-  int depth = 0;       ///< e.g. 16, 50, 121, 4; available_depths(family) lists them
+  std::string family;  ///< "vgg" | "resnet" | "densenet" | "inception" ("inception-v4": inception, depth 4) | "vit"
+  int depth = 0;       ///< e.g. 16, 50, 121, 4; a ViT's number of blocks; available_depths(family) lists them
   std::int64_t batch = 32;        ///< samples per batch (data parallel: one rank's shard)
   std::int64_t image_size = 224;  ///< square images, S x S
   std::int64_t channels = 3;      ///< channels of the input images
@@ -111,7 +138,18 @@ struct ModelConfig {
   /// hidden linear layer (100 x 512 floats at batch 100), are not ops of this
   /// trainer and are left out. Another family throws invalid_argument.
   bool cifar = false;
+  /// ViT only: its patch, width, heads and MLP ratio (the blocks are `depth`).
+  TransformerShape vit = {};
 };
+
+/// `config` made the named Vision Transformer of Dosovitskiy et al.'s table
+/// 1: "Ti16", "S16", "B16", "L16", "H14" (also written "B/16", "vit-b16",
+/// any case): family "vit", its depth, patch, dim, heads and MLP ratio 4;
+/// the batch, images and classes stay as they were. Throws invalid_argument
+/// naming the sizes for another name.
+[[nodiscard]] ModelConfig vit_size(ModelConfig config, std::string_view size);
+/// The names vit_size() takes, smallest first: "Ti16", "S16", "B16", "L16", "H14".
+[[nodiscard]] std::vector<std::string> vit_sizes();
 
 /// The training graph: input "images" [batch, channels, S, S], label "labels"
 /// [batch] (class indices as floats), the network ending in the logits
@@ -130,10 +168,12 @@ struct ModelConfig {
 /// family applies it first.
 [[nodiscard]] ModelConfig canonical_model(ModelConfig config);
 
-/// The network's usual name: "resnet-50", "vgg-16", "inception-v4".
+/// The network's usual name: "resnet-50", "vgg-16", "inception-v4",
+/// "vit-b16" (a named size), "vit-p4-d128-l6-h4" (another shape, its patch,
+/// dim, depth and heads).
 [[nodiscard]] std::string model_name(const ModelConfig& config);
 
-/// The families build_model() knows: "vgg", "resnet", "densenet", "inception".
+/// The families build_model() knows: "vgg", "resnet", "densenet", "inception", "vit".
 [[nodiscard]] std::vector<std::string> model_families();
 /// The depths build_model accepts for `family`, ascending; throws
 /// invalid_argument for an unknown family.

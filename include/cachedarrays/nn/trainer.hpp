@@ -18,8 +18,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cachedarrays/nn/checkpoint.hpp"
@@ -39,10 +42,39 @@ struct SgdOptions {
   float weight_decay = 1e-4f;   ///< L2 penalty, added to the gradient as weight_decay * w
 };
 
+/// The AdamW update (Loshchilov & Hutter, "Decoupled Weight Decay
+/// Regularization", algorithm 2), as torch.optim.AdamW computes it: with t
+/// the step (from 1), w *= 1 - lr * weight_decay; m = beta1 m + (1 - beta1) g;
+/// v = beta2 v + (1 - beta2) g^2; w -= lr / (1 - beta1^t) * m /
+/// (sqrt(v) / sqrt(1 - beta2^t) + epsilon). The decay is decoupled from the
+/// gradient and applies only to the parameters whose ValueInfo::weight_decay
+/// is set (weights, not biases, normalisation or embeddings).
+struct AdamWOptions {
+  float learning_rate = 1e-3f;  ///< the step size (Trainer::set_learning_rate changes it)
+  float beta1 = 0.9f;           ///< decay of the first moment (the gradients' mean) per step
+  float beta2 = 0.999f;         ///< decay of the second moment (the squared gradients' mean) per step
+  float epsilon = 1e-8f;        ///< added to the denominator
+  float weight_decay = 0.05f;   ///< decoupled: w shrinks by lr * weight_decay each step
+};
+
+/// Which update a Trainer applies after the backward pass.
+enum class Optimizer {
+  sgd,    ///< SgdOptions: one momentum tensor per parameter
+  adamw,  ///< AdamWOptions: two moment tensors per parameter, archived after each update
+};
+
+/// The optimizer's name on command lines and in logs: "sgd", "adamw".
+[[nodiscard]] std::string optimizer_name(Optimizer optimizer);
+/// The optimizer named `name` ("sgd" or "adamw"). Throws invalid_argument
+/// naming the allowed names.
+[[nodiscard]] Optimizer parse_optimizer(std::string_view name);
+
 /// How a Trainer trains: the optimizer, the seed of the parameters, data
 /// parallelism, and where parameters are updated and kept.
 struct TrainerOptions {
-  SgdOptions sgd;          ///< the optimizer
+  Optimizer optimizer = Optimizer::sgd;  ///< which update runs; its options are `sgd` or `adamw`
+  SgdOptions sgd;          ///< the SGD update's settings
+  AdamWOptions adamw;      ///< the AdamW update's settings
   std::uint64_t seed = 1;  ///< parameter initialisation
   /// Data-parallel training over the communicator's ranks (data_parallel.hpp):
   /// the graph is built for one rank's shard of the global batch, and every
@@ -137,17 +169,23 @@ class Trainer {
   /// invalid_argument for `valid` above the batch size.
   Evaluation evaluate(std::span<const float> images, std::span<const float> labels, std::int64_t valid = -1);
 
-  /// The SGD learning rate of the next steps (learning-rate schedules set it
-  /// before each step).
-  [[nodiscard]] float learning_rate() const noexcept { return options_.sgd.learning_rate; }
+  /// The learning rate of the next steps, the active optimizer's
+  /// (learning-rate schedules set it before each step).
+  [[nodiscard]] float learning_rate() const noexcept {
+    return options_.optimizer == Optimizer::adamw ? options_.adamw.learning_rate : options_.sgd.learning_rate;
+  }
   /// Sets the learning rate of the next steps. Throws invalid_argument
   /// unless it is finite and at least 0.
   void set_learning_rate(float learning_rate);
 
   /// Everything training carries from one step to the next, by name, in the
-  /// graph's order: each parameter ("conv1.weight"), its momentum
-  /// ("conv1.weight.momentum"), and the ops' buffers ("bn1.running_mean").
-  /// Resuming from them continues training exactly where it was.
+  /// graph's order: each parameter ("conv1.weight") and its optimizer state
+  /// (SGD: its momentum, "conv1.weight.momentum"; AdamW: its moments,
+  /// "conv1.weight.exp_avg" and "conv1.weight.exp_avg_sq", as PyTorch names
+  /// them), the ops' buffers ("bn1.running_mean"), and for AdamW the steps
+  /// taken, "optimizer.step" (its bias correction depends on it; a float, so
+  /// exact to 2^24 steps). Resuming from them continues training exactly
+  /// where it was.
   [[nodiscard]] std::vector<CheckpointTensor> state();
   /// Sets that state back. Throws invalid_argument naming the first tensor
   /// that is missing, unknown or of another shape; then nothing has changed.
@@ -159,6 +197,20 @@ class Trainer {
   /// it. Does nothing in a single-process run; throws invalid_argument for a
   /// root that is not a rank.
   void broadcast_state(int root);
+  /// Where the optimizer's state was when the updates read it: bytes of the
+  /// momentum (SGD) or of both moments (AdamW) on each device, indexed as
+  /// Runtime::device_names(), summed over the update kernels of all steps,
+  /// and the steps counted. Zero in a dry run (no kernel runs) and without a
+  /// runtime.
+  struct OptimizerStateTraffic {
+    std::vector<std::uint64_t> bytes_by_device;  ///< by DeviceId
+    std::uint64_t steps = 0;                     ///< step() calls counted
+  };
+  /// The optimizer state's bytes per device so far (OptimizerStateTraffic).
+  [[nodiscard]] const OptimizerStateTraffic& optimizer_state_traffic() const noexcept { return state_traffic_; }
+  /// The AdamW steps taken so far (its bias correction's t); 0 for SGD.
+  [[nodiscard]] std::int64_t optimizer_steps() const noexcept { return optimizer_steps_; }
+
   /// The data parallelism's communicator (null: one process).
   [[nodiscard]] Communicator* communicator() const noexcept { return data_parallel_ ? communicator_ : nullptr; }
   /// The data parallelism's gradient buckets (null: one process).
@@ -177,7 +229,8 @@ class Trainer {
   /// A parameter's current values (plain layout, whatever layout it is kept
   /// in), by name. Throws invalid_argument for a name that is no parameter.
   [[nodiscard]] std::vector<float> parameter(const std::string& name);
-  /// Tensors the trainer holds between iterations: parameters and momentum.
+  /// Tensors the trainer holds between iterations: parameters and their
+  /// optimizer state (one momentum each for SGD, two moments for AdamW).
   [[nodiscard]] std::size_t persistent_tensors() const noexcept;
 
  private:
@@ -203,8 +256,13 @@ class Trainer {
   [[nodiscard]] bool may_overwrite(std::size_t k, std::size_t input, bool recomputing) const;
   // The SGD update of every parameter whose gradient is still held.
   void update();
-  // One parameter's SGD update; drops its gradient.
+  // One parameter's update by the active optimizer; drops its gradient.
   void update_parameter(ValueId p);
+  // The SGD and AdamW updates of parameter p with its gradient g.
+  void sgd_update(ValueId p, const Tensor& g);
+  void adamw_update(ValueId p, const Tensor& g);
+  // Adds where the optimizer state tensors lie now (pinned) to state_traffic_.
+  void count_state_traffic(std::initializer_list<const Tensor*> state);
   // Puts the batch into the graph's input and label values.
   void set_inputs(std::span<const float> images, std::span<const float> labels);
   // The ops' buffers, named "<node>.<buffer>", in the graph's order.
@@ -231,7 +289,10 @@ class Trainer {
   Liveness liveness_;
   std::vector<Tensor> values_;        // by ValueId; empty once dead
   std::vector<Tensor> grads_;         // by ValueId; activation and parameter gradients
-  std::vector<Tensor> momentum_;      // by ValueId; parameters only
+  std::vector<Tensor> momentum_;      // by ValueId; parameters only: SGD's momentum, AdamW's first moment
+  std::vector<Tensor> second_moment_; // by ValueId; parameters only, AdamW alone
+  std::int64_t optimizer_steps_ = 0;  // AdamW's t
+  OptimizerStateTraffic state_traffic_;
   std::vector<std::vector<Tensor>> saved_;  // by node
   std::vector<std::vector<ValueId>> dies_in_backward_;  // by node: values whose last backward use it is
   std::vector<ValueId> parameters_;

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<int> depths() { return {4}; }
 
-std::string architecture(int) {
+std::string architecture(const ModelConfig&) {
   return "(stem, 4 Inception-A, Reduction-A, 7 Inception-B, Reduction-B, 3 Inception-C)";
 }
 

@@ -37,8 +37,9 @@ void add_loss(Graph& g, ValueId logits, ValueId labels) {
 
 namespace {
 
-constexpr std::array<const detail::Family*, 4> families = {&detail::vgg_family, &detail::resnet_family,
-                                                           &detail::densenet_family, &detail::inception_family};
+constexpr std::array<const detail::Family*, 5> families = {&detail::vgg_family, &detail::resnet_family,
+                                                           &detail::densenet_family, &detail::inception_family,
+                                                           &detail::vit_family};
 
 // Wider than this would only overflow the parameter counts.
 constexpr double max_width = 64.0;
@@ -119,6 +120,7 @@ ModelConfig canonical_model(ModelConfig config) {
 std::string model_name(const ModelConfig& given) {
   const ModelConfig config = canonical_model(given);
   if (config.family == "inception") return "inception-v" + std::to_string(config.depth);
+  if (config.family == "vit") return detail::vit_model_name(config);
   return config.family + "-" + std::to_string(config.depth);
 }
 
@@ -138,7 +140,7 @@ std::vector<int> available_depths(std::string_view family) { return family_of(fa
 std::string describe(const ModelConfig& given) {
   const ModelConfig config = canonical_model(given);
   const detail::Family& family = validate(config);
-  std::string s = model_name(config) + " " + family.architecture(config.depth);
+  std::string s = model_name(config) + " " + family.architecture(config);
   if (config.cifar) s += ", CIFAR form (batch norm, 512-wide classifier)";
   if (config.width != 1.0) s += ", width " + width_string(config.width);
   s += ", batch " + std::to_string(config.batch) + ", " + std::to_string(config.channels) + "x" +

@@ -61,8 +61,8 @@ void add_loss(Graph& g, ValueId logits, ValueId labels);
 struct Family {
   std::string_view name;
   std::vector<int> (*depths)();
-  // "(stage convolutions [2, 2, 3, 3, 3])" for describe().
-  std::string (*architecture)(int depth);
+  // "(stage convolutions [2, 2, 3, 3, 3])" for describe(), from a validated config.
+  std::string (*architecture)(const ModelConfig& config);
   // Side of the last feature map for an S x S image (< 1: too small).
   std::int64_t (*final_feature_size)(std::int64_t image_size);
   Graph (*build)(const ModelConfig& config);
@@ -72,5 +72,9 @@ extern const Family vgg_family;
 extern const Family resnet_family;
 extern const Family densenet_family;
 extern const Family inception_family;
+extern const Family vit_family;
+
+// "vit-b16" for a named size, else "vit-p4-d128-l6-h4".
+[[nodiscard]] std::string vit_model_name(const ModelConfig& config);
 
 }  // namespace cachedarrays::nn::detail

@@ -33,7 +33,8 @@ const Layout& layout(int depth) { return layout_for(layouts, depth); }
 
 std::vector<int> depths() { return depths_of(layouts); }
 
-std::string architecture(int depth) {
+std::string architecture(const ModelConfig& config) {
+  const int depth = config.depth;
   const Layout& l = layout(depth);
   return std::string("(") + (l.bottleneck ? "bottleneck" : "basic") + " blocks " + list_string(l.blocks) + ")";
 }

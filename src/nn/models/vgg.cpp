@@ -33,7 +33,8 @@ std::vector<int> stage_convolutions(int depth) {
 
 std::vector<int> depths() { return {11, 13, 16, 19, 116, 416}; }
 
-std::string architecture(int depth) {
+std::string architecture(const ModelConfig& config) {
+  const int depth = config.depth;
   return "(stage convolutions " + list_string(stage_convolutions(depth)) + ", no batch norm)";
 }
 

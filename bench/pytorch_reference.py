@@ -67,15 +67,18 @@ a user gets without asking; channels_last would be faster on some CPUs but
 is an opt-in, so it is not the baseline. Caveat: this Debian torch is built
 with BLAS_INFO=generic, so fp32 matrix products (all of the ViT's Linear
 layers and attention products) run on whatever libblas.so.3 is, by default
-the unoptimised reference BLAS; blas_libraries in the JSON names it.
+the unoptimised reference BLAS, several times slower than OpenBLAS for the
+ViT; the ViT modes warn about it. An OpenBLAS gets --threads threads too
+(torch.set_num_threads does not reach it). blas_info, blas_libraries and
+blas_threads in the JSON say which BLAS ran.
 
 Output: one JSON object (to stdout with --json -, else to the named file);
 progress and the parameter count go to stderr.
 - Throughput: {model, batch, image_size, classes, threads, iterations,
   warmup, images_per_s, median_seconds, seconds, parameters, torch_version,
-  mkldnn, mkldnn_version, blas_info, blas_libraries}, and for the ViT also
-  {channels, tokens, patch, dim, depth, heads, mlp_ratio, optimizer, lr,
-  weight_decay}.
+  mkldnn, mkldnn_version, blas_info, blas_libraries, blas_threads}, and for
+  the ViT also {channels, tokens, patch, dim, depth, heads, mlp_ratio,
+  optimizer, lr, weight_decay}.
 - Accuracy: {model, data, config: {epochs, batch, lr, weight_decay,
   warmup_epochs, lr_schedule, optimizer, betas, eps, train_limit, test_limit,
   train_images, test_images, steps_per_epoch, seed, threads, image_size,
@@ -86,7 +89,7 @@ progress and the parameter count go to stderr.
   images_per_s (trained images / train_seconds, forward + backward + step
   only), last_lr, losses (every step's)}], test_accuracy and test_loss (the
   last epoch's), wall_seconds, torch_version, mkldnn, mkldnn_version,
-  blas_info, blas_libraries}.
+  blas_info, blas_libraries, blas_threads}.
 
 Self-checks (exit status 0 when they pass, nothing trained):
 --check-parameter-counts: the ViT at timm's vit_base_patch16_224 and
@@ -97,6 +100,7 @@ reproduces the orders tests/nn_sampler_tests.cpp pins for our sampler.
 """
 
 import argparse
+import ctypes
 import gzip
 import json
 import math
@@ -462,6 +466,9 @@ def mkldnn_version():
     return match.group(1) if match else ""
 
 
+BLAS_THREADS = None  # an OpenBLAS's thread count, set by main
+
+
 def write_json(result, destination):
     text = json.dumps(result)
     if destination == "-":
@@ -487,6 +494,28 @@ def blas():
     return match.group(1) if match else "", sorted(libraries)
 
 
+def openblas_threads(threads):
+    """Sets an OpenBLAS's thread count to `threads` when torch runs on one
+    (torch.set_num_threads does not reach it; it would use every core) and
+    returns the count it reports; None without OpenBLAS."""
+    for path in blas()[1]:
+        if "openblas" in os.path.basename(path):
+            library = ctypes.CDLL(path)
+            library.openblas_set_num_threads(threads)
+            return int(library.openblas_get_num_threads())
+    return None
+
+
+def warn_if_reference_blas():
+    """The ViT's time is mostly fp32 matrix products, which this torch
+    hands to libblas.so.3: say so when that is the reference BLAS."""
+    reference = [p for p in blas()[1] if re.search(r"/blas/libblas\.so", p)]
+    if reference:
+        print(f"warning: torch's matrix products run on the unoptimised reference BLAS ({reference[0]}); the "
+              "ViT is several times slower than with an optimised one (e.g. apt-get install libopenblas0-pthread, "
+              "or LD_LIBRARY_PATH=<dir of OpenBLAS's libblas.so.3>)", file=sys.stderr)
+
+
 def torch_facts():
     blas_info, blas_libraries = blas()
     return {
@@ -495,6 +524,7 @@ def torch_facts():
         "mkldnn_version": mkldnn_version(),
         "blas_info": blas_info,
         "blas_libraries": blas_libraries,
+        "blas_threads": BLAS_THREADS,
     }
 
 
@@ -787,6 +817,10 @@ def main():
         return 0
     torch.set_num_threads(args.threads if args.threads > 0 else (os.cpu_count() or 1))
     torch.set_num_interop_threads(1)
+    global BLAS_THREADS
+    BLAS_THREADS = openblas_threads(torch.get_num_threads())
+    if args.model == "vit":
+        warn_if_reference_blas()
     torch.manual_seed(args.seed)
     write_json(train(args) if args.train else throughput(args), args.json)
     return 0

@@ -96,7 +96,10 @@ Self-checks (exit status 0 when they pass, nothing trained):
 vit_large_patch16_224 shapes (224 px, 3 channels, 1000 classes, patch 16,
 mlp ratio 4; dim/depth/heads 768/12/12 and 1024/24/16) has timm's
 86,567,656 and 304,326,632 parameters. --check-order: the data order
-reproduces the orders tests/nn_sampler_tests.cpp pins for our sampler.
+reproduces the orders tests/nn_sampler_tests.cpp pins for our sampler;
+--check-order BINARY also compares whole epochs' orders (60,000 samples
+among them) with what BINARY, bench/sampler_order of a build (our
+BatchSampler itself), prints.
 """
 
 import argparse
@@ -107,6 +110,7 @@ import math
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -449,6 +453,34 @@ def check_order():
     print("data order: as our BatchSampler's (tests/nn_sampler_tests.cpp's pinned orders)", file=sys.stderr)
 
 
+def check_order_against(binary):
+    """Whole orders against `binary` (bench/sampler_order, our BatchSampler
+    itself): the trained indices of every epoch, for a few seeds, sizes
+    (the whole training set among them) and batches."""
+    for seed, samples, batch, epochs in ((1, 60000, 64, 2), (5, 3001, 100, 2), (123456789, 2000, 7, 3)):
+        command = [binary, "--seed", str(seed), "--samples", str(samples), "--batch", str(batch),
+                   "--epochs", str(epochs)]
+        try:
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SystemExit(f"data order: {' '.join(command)} failed: {e}") from None
+        lines = out.splitlines()
+        if len(lines) != epochs:
+            raise SystemExit(f"data order: {' '.join(command)} printed {len(lines)} lines, not {epochs}")
+        trained = samples // batch * batch
+        for epoch, line in enumerate(lines):
+            label, _, indices = line.partition(":")
+            theirs = [int(i) for i in indices.split()]
+            ours = epoch_order(seed, epoch, samples)[:trained].tolist()
+            if label != f"epoch {epoch}" or theirs != ours:
+                first = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+                raise SystemExit(f"data order: seed {seed}, {samples} samples, batch {batch}, epoch {epoch}: "
+                                 f"{binary} and this script differ at position {first} of {len(theirs)} and "
+                                 f"{len(ours)} indices")
+        print(f"data order: seed {seed}, {samples} samples, batch {batch}: {epochs} epochs as {binary}'s",
+              file=sys.stderr)
+
+
 def warmup_cosine(base, step, warm, total):
     """Our warmup-cosine:W schedule at 0-based global step `step`: linear
     warm-up to `base` over `warm` steps, then cosine to 0 at `total`; rounded
@@ -749,8 +781,9 @@ def parse_args():
     checks = parser.add_argument_group("self-checks (exit 0 when they pass)")
     checks.add_argument("--check-parameter-counts", action="store_true",
                         help="vit_base/large_patch16_224 must have timm's parameter counts")
-    checks.add_argument("--check-order", action="store_true",
-                        help="the data order must be our BatchSampler's (its pinned test orders)")
+    checks.add_argument("--check-order", nargs="?", const="", metavar="BINARY",
+                        help="the data order must be our BatchSampler's: its pinned test orders, and with BINARY "
+                        "(bench/sampler_order of a build) the whole orders it prints")
     args = parser.parse_args()
 
     def given(*names):
@@ -758,7 +791,7 @@ def parse_args():
 
     if args.threads < 0:
         parser.error("--threads must not be negative")
-    if args.check_parameter_counts or args.check_order:
+    if args.check_parameter_counts or args.check_order is not None:
         return args
     if args.train:
         if args.model is None:
@@ -809,11 +842,13 @@ def parse_args():
 
 def main():
     args = parse_args()
-    if args.check_parameter_counts or args.check_order:
+    if args.check_parameter_counts or args.check_order is not None:
         if args.check_parameter_counts:
             check_parameter_counts()
-        if args.check_order:
+        if args.check_order is not None:
             check_order()
+            if args.check_order:
+                check_order_against(args.check_order)
         return 0
     torch.set_num_threads(args.threads if args.threads > 0 else (os.cpu_count() or 1))
     torch.set_num_interop_threads(1)

@@ -73,7 +73,7 @@ ViT; the ViT modes warn about it. An OpenBLAS gets --threads threads too
 blas_threads in the JSON say which BLAS ran.
 
 Output: one JSON object (to stdout with --json -, else to the named file);
-progress and the parameter count go to stderr.
+progress (every tenth of an epoch) and the parameter count go to stderr.
 - Throughput: {model, batch, image_size, classes, threads, iterations,
   warmup, images_per_s, median_seconds, seconds, parameters, torch_version,
   mkldnn, mkldnn_version, blas_info, blas_libraries, blas_threads}, and for
@@ -681,6 +681,9 @@ def train(args):
             losses.append(loss.item())
             train_seconds += time.perf_counter() - t0
             step += 1
+            if (b + 1) % max(1, steps_per_epoch // 10) == 0 and b + 1 < steps_per_epoch:
+                print(f"  epoch {epoch + 1} batch {b + 1}/{steps_per_epoch}  loss {statistics.fmean(losses):.4f}"
+                      f"  lr {lr:.4g}  {(b + 1) * args.batch / train_seconds:.1f} img/s", file=sys.stderr)
         t0 = time.perf_counter()
         model.eval()
         loss_sum = 0.0
@@ -791,6 +794,8 @@ def parse_args():
 
     if args.threads < 0:
         parser.error("--threads must not be negative")
+    if not 0 <= args.seed < 1 << 64:
+        parser.error(f"--seed {args.seed}: must be 0 to 2^64 - 1, as train_cnn's")
     if args.check_parameter_counts or args.check_order is not None:
         return args
     if args.train:

@@ -1,11 +1,12 @@
-// train_throughput: images/s of CNN training (forward, backward, SGD step)
-// with cachedarrays::nn, against PyTorch training the same network on the
-// same machine in the same run (STYLE.md "Benchmarks"):
+// train_throughput: images/s of training (forward, backward, optimizer
+// step) with cachedarrays::nn, against PyTorch training the same network on
+// the same machine in the same run (STYLE.md "Benchmarks"):
 //   ours     nn::Trainer::step under the all-fast policy (a fast tier larger
 //            than the measured footprint, so no data moves between tiers:
 //            this measures the trainer and the runtime's per-kernel cost)
 //   PyTorch  bench/pytorch_reference.py, the same ResNet v1.5 layer for layer,
-//            torch.optim.SGD with the same hyper-parameters
+//            torch.optim.SGD with the same hyper-parameters; or (--model vit)
+//            the same Vision Transformer, trained with AdamW on both sides
 // ratio = ours / PyTorch images/s; the goal is >= 1.0.
 //
 // Both sides use the same oneDNN (Debian's libdnnl2; PyTorch links it as
@@ -13,6 +14,7 @@
 // or warns. Images/s = batch / median time of one iteration after warm-up;
 // synthetic N(0, 1) images with random labels.
 //
+//   train_throughput --model vit --batch 128 --image-size 28 --channels 1 --classes 10 --threads 2
 //   train_throughput [--batch 16] [--image-size 64] [--threads T]
 //                    [--iterations 5] [--warmup 2] [--models resnet18,resnet50]
 //                    [--rounds 1] [--quick] [--profile] [--no-pytorch] [--json FILE]
@@ -63,6 +65,7 @@ struct Settings {
   std::int64_t batch = 16;
   std::int64_t image_size = 64;
   std::int64_t classes = 1000;
+  std::int64_t channels = 3;
   int threads = 0;
   int iterations = 5;
   int warmup = 2;
@@ -94,15 +97,22 @@ struct Row {
   std::string pytorch_error;  // why there is no PyTorch figure
 };
 
-// "resnet50" -> {"resnet", 50}
+// "resnet50" -> {"resnet", 50}; "vit" -> the default ViT (models.hpp
+// TransformerShape, 6 blocks).
 nn::ModelConfig model_config(const std::string& name, const Settings& s) {
-  const auto digit = name.find_first_of("0123456789");
-  if (digit == std::string::npos || digit == 0) {
-    throw ca::invalid_argument("train_throughput: model '" + name + "' is not of the form FAMILYDEPTH (resnet50)");
-  }
   nn::ModelConfig c;
-  c.family = name.substr(0, digit);
-  c.depth = std::stoi(name.substr(digit));
+  const auto digit = name.find_first_of("0123456789");
+  if (name == "vit") {
+    c.family = "vit";
+    c.depth = 6;
+  } else if (digit == std::string::npos || digit == 0) {
+    throw ca::invalid_argument("train_throughput: model '" + name +
+                               "' is not of the form FAMILYDEPTH (resnet50) nor vit");
+  } else {
+    c.family = name.substr(0, digit);
+    c.depth = std::stoi(name.substr(digit));
+  }
+  c.channels = s.channels;
   c.batch = s.batch;
   c.image_size = s.image_size;
   c.classes = s.classes;
@@ -165,14 +175,17 @@ void print_profile(const std::string& model, const KernelTimer& timer, double st
 Measurement run_ours(const std::string& name, const Settings& s, bool first_round) {
   const nn::ModelConfig config = model_config(name, s);
   const auto build = [&] { return nn::build_model(config); };
-  const std::uint64_t footprint = nn::measure_footprint(build);
+  // The ViT trains with AdamW (and so does PyTorch's), the CNNs with SGD.
+  nn::TrainerOptions options;
+  if (config.family == "vit") options.optimizer = nn::Optimizer::adamw;
+  const std::uint64_t footprint = nn::measure_footprint(build, options);
   // all-fast: everything fits on the fast tier with room for fragmentation;
   // the slow tier exists only because a Runtime has two tiers here.
   const std::uint64_t fast_bytes = footprint + footprint / 5 + (64ull << 20);
   const std::uint64_t slow_bytes = 64ull << 20;
   ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, slow_bytes, "slow")},
                  ca::policy::Registry::builtin().make("all-fast"));
-  nn::Trainer trainer(&rt, build());
+  nn::Trainer trainer(&rt, build(), options);
   Measurement m;
   m.parameters = trainer.graph().parameter_count();
 
@@ -233,9 +246,9 @@ std::optional<std::string> torch_missing(const Settings& s) {
 
 PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threads) {
   const std::string command = fmt::format(
-      "{} {} --model {} --batch {} --image-size {} --classes {} --threads {} --iterations {} --warmup {} --json -",
+      "{} {} --model {} --batch {} --image-size {} --classes {} --threads {} --iterations {} --warmup {}{} --json -",
       shell_quote(s.python), shell_quote(s.script), shell_quote(model), s.batch, s.image_size, s.classes, threads,
-      s.iterations, s.warmup);
+      s.iterations, s.warmup, model == "vit" ? fmt::format(" --channels {}", s.channels) : std::string());
   const auto [out, status] = capture(command);
   if (status != 0) {
     throw std::runtime_error("`" + command + "` exited with status " + std::to_string(status));
@@ -283,6 +296,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--batch", s.batch, "images per iteration")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", s.image_size, "square image side")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classes", s.classes, "output classes (both sides)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--channels", s.channels, "image channels (both sides; Fashion-MNIST has 1)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", s.threads, "OpenMP threads of oneDNN, both sides (0: all cores)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -290,7 +306,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", s.warmup, "untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--models", o.models, "networks, e.g. resnet18,resnet50")->delimiter(',')->capture_default_str();
+  app.add_option("--models,--model", o.models, "networks, e.g. resnet18,resnet50 or vit (patch 4, dim 128, 6 blocks)")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_flag("--quick", o.quick, "ResNet-18 only, 1 warm-up and 2 timed iterations (smoke test)");
   app.add_option("--rounds", s.rounds,
                  "measure ours and PyTorch alternately this many times and keep each side's best median "

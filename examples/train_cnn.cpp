@@ -810,7 +810,9 @@ int main(int argc, char** argv) {
   options.model = nn::canonical_model(options.model);  // --model inception-v4
   try {
     if (!options.vit_size.empty()) {
+      const int depth = options.model.depth;
       options.model = nn::vit_size(options.model, options.vit_size);
+      if (app.count("--depth") > 0) options.model.depth = depth;  // fewer or more blocks of that size
     } else if (options.model.family == "vit" && app.count("--depth") == 0) {
       options.model.depth = 6;
     }

@@ -475,7 +475,7 @@ TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gra
 }
 
 TEST_CASE("nn models: available depths and families") {
-  CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet", "inception"});
+  CHECK(nn::model_families() == std::vector<std::string>{"vgg", "resnet", "densenet", "inception", "vit"});
   CHECK(nn::available_depths("vgg") == std::vector<int>{11, 13, 16, 19, 116, 416});
   CHECK(nn::available_depths("resnet") == std::vector<int>{18, 34, 50, 101, 152, 200});
   CHECK(nn::available_depths("densenet") == std::vector<int>{121, 169, 201, 264});
@@ -492,4 +492,117 @@ TEST_CASE("nn models: describe") {
   CHECK(nn::describe(imagenet_model("vgg", 16)) ==
         "vgg-16 (stage convolutions [2, 2, 3, 3, 3], no batch norm), batch 32, 3x224x224 images, 1000 classes");
   CHECK_THROWS_AS((void)nn::describe(imagenet_model("resnet", 51)), ca::invalid_argument);
+}
+
+namespace {
+
+// A ViT for ImageNet at one of the paper's sizes: 3x224x224, 1000 classes.
+nn::ModelConfig imagenet_vit(const std::string& size) {
+  nn::ModelConfig c = nn::vit_size(imagenet_model("vit", 0), size);
+  c.batch = 2;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("nn models: ViT-B/16 and ViT-L/16 have timm's parameter counts, names and shapes") {
+  // sum(p.numel() for p in timm.create_model("vit_base_patch16_224").parameters()), and vit_large_patch16_224.
+  CHECK(nn::build_model(imagenet_vit("B16")).parameter_count() == 86'567'656);
+  CHECK(nn::build_model(imagenet_vit("L16")).parameter_count() == 304'326'632);
+  const nn::Graph g = nn::build_model(imagenet_vit("B/16"));
+  CHECK(parameter_dims(g, "patch_embed.proj.weight") == nn::Dims{768, 3, 16, 16});
+  CHECK(parameter_dims(g, "patch_embed.proj.bias") == nn::Dims{768});
+  CHECK(parameter_dims(g, "cls_token") == nn::Dims{1, 1, 768});
+  CHECK(parameter_dims(g, "pos_embed") == nn::Dims{1, 197, 768});
+  CHECK(parameter_dims(g, "blocks.0.norm1.weight") == nn::Dims{768});
+  CHECK(parameter_dims(g, "blocks.11.attn.qkv.weight") == nn::Dims{2304, 768});
+  CHECK(parameter_dims(g, "blocks.11.attn.qkv.bias") == nn::Dims{2304});
+  CHECK(parameter_dims(g, "blocks.5.attn.proj.weight") == nn::Dims{768, 768});
+  CHECK(parameter_dims(g, "blocks.5.mlp.fc1.weight") == nn::Dims{3072, 768});
+  CHECK(parameter_dims(g, "blocks.5.mlp.fc2.weight") == nn::Dims{768, 3072});
+  CHECK(parameter_dims(g, "norm.bias") == nn::Dims{768});
+  CHECK(parameter_dims(g, "head.weight") == nn::Dims{1000, 768});
+  CHECK(find_parameter(g, "blocks.12.norm1.weight") == nullptr);  // 12 blocks
+  CHECK(g.values_with_role(nn::ValueRole::parameter).size() == 152);  // timm's state_dict: 4 + 12 x 12 + 4
+  // Weight decay: the matrices and the patch convolution, not biases,
+  // LayerNorms or the embeddings.
+  CHECK(find_parameter(g, "blocks.0.attn.qkv.weight")->weight_decay);
+  CHECK(find_parameter(g, "patch_embed.proj.weight")->weight_decay);
+  CHECK(!find_parameter(g, "blocks.0.attn.qkv.bias")->weight_decay);
+  CHECK(!find_parameter(g, "pos_embed")->weight_decay);
+  CHECK(!find_parameter(g, "cls_token")->weight_decay);
+  CHECK(count_nodes(g, "softmax") == 12);
+  CHECK(count_nodes(g, "layer_norm") == 25);
+}
+
+TEST_CASE("nn models: the ViT sizes and shapes, named and described, and the shapes refused") {
+  CHECK(nn::vit_sizes() == std::vector<std::string>{"Ti16", "S16", "B16", "L16", "H14"});
+  const nn::ModelConfig b = imagenet_vit("vit-b16");
+  CHECK(b.family == "vit");
+  CHECK(b.depth == 12);
+  CHECK(b.vit.dim == 768);
+  CHECK(b.vit.heads == 12);
+  CHECK(b.vit.mlp_ratio == 4.0);
+  CHECK(nn::model_name(b) == "vit-b16");
+  CHECK(nn::model_name(imagenet_vit("L16")) == "vit-l16");
+  test::check_contains(test::invalid_argument_of([] { (void)nn::vit_size({}, "B32"); }),
+                       "unknown ViT size \"B32\"; the sizes are Ti16, S16, B16, L16, H14");
+
+  nn::ModelConfig small = tiny_model("vit", 6);  // the default shape: patch 4, dim 128, 4 heads, MLP x2
+  small.width = 1;
+  small.image_size = 28;
+  small.channels = 1;
+  CHECK(nn::model_name(small) == "vit-p4-d128-l6-h4");
+  CHECK(nn::describe(small) ==
+        "vit-p4-d128-l6-h4 (6 blocks, patch 4, dim 128, 4 heads, MLP x2, class token), batch 2, 1x28x28 images, "
+        "10 classes");
+  const nn::Graph g = nn::build_model(small);
+  check_training_graph(g, small);
+  CHECK(parameter_dims(g, "pos_embed") == nn::Dims{1, 50, 128});  // 49 patches and the class token
+
+  nn::ModelConfig uneven = small;
+  uneven.image_size = 30;
+  test::check_contains(test::invalid_argument_of([&] { (void)nn::build_model(uneven); }),
+                       "needs an image side that is a multiple of its patch 4");
+  nn::ModelConfig odd_heads = small;
+  odd_heads.vit.heads = 3;
+  test::check_contains(test::invalid_argument_of([&] { (void)nn::build_model(odd_heads); }),
+                       "has dim 128, which its 3 heads do not divide");
+  nn::ModelConfig no_mlp = small;
+  no_mlp.vit.mlp_ratio = 0;
+  test::check_contains(test::invalid_argument_of([&] { (void)nn::build_model(no_mlp); }), "MLP ratio above 0");
+  nn::ModelConfig too_deep = small;
+  too_deep.depth = 65;
+  test::check_contains(test::invalid_argument_of([&] { (void)nn::build_model(too_deep); }), "vit has no depth 65");
+}
+
+TEST_CASE("nn models: a tiny ViT trained with AdamW learns a batch it sees three times") {
+  ca::Runtime rt({ca::dram(64 << 20, "fast")}, ca::policy::Registry::builtin().make("all-fast"));
+  nn::ModelConfig config = tiny_model("vit", 2);
+  config.width = 1;
+  config.image_size = 16;
+  config.vit = {.patch = 4, .dim = 32, .heads = 4, .mlp_ratio = 2};
+  nn::TrainerOptions options;
+  options.optimizer = nn::Optimizer::adamw;
+  options.adamw.learning_rate = 3e-3F;
+  nn::Trainer trainer(&rt, nn::build_model(config), options);
+  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * 16 * 16));
+  for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>((i * 37) % 101) / 50.0F - 1.0F;
+  const std::vector<float> labels = {3.0F, 7.0F};
+  std::vector<std::string> parameters;
+  std::vector<std::vector<float>> initial;
+  for (nn::ValueId id : trainer.graph().values_with_role(nn::ValueRole::parameter)) {
+    parameters.push_back(trainer.graph().value(id).name);
+    initial.push_back(trainer.parameter(parameters.back()));
+  }
+  const float loss = trainer.step(images, labels);
+  CHECK(loss == doctest::Approx(std::log(10.0)).epsilon(0.2));
+  for (std::size_t p = 0; p < parameters.size(); ++p) {
+    CAPTURE(parameters[p]);
+    CHECK(trainer.parameter(parameters[p]) != initial[p]);  // every parameter gets a gradient
+  }
+  (void)trainer.step(images, labels);
+  const float third = trainer.step(images, labels);
+  CHECK(std::isfinite(third));
+  CHECK(third < loss);
 }

@@ -32,17 +32,24 @@ nn::ModelConfig tiny(const std::string& family, int depth) {
 }  // namespace
 
 TEST_CASE("nn program: the dry run's program is the program a real run records") {
-  for (const auto& config : {tiny("resnet", 18), tiny("densenet", 121)}) {
+  nn::ModelConfig vit = tiny("vit", 2);
+  vit.image_size = 16;
+  vit.width = 1;
+  vit.vit = {.patch = 4, .dim = 16, .heads = 2, .mlp_ratio = 2};
+  for (const auto& config : {tiny("resnet", 18), tiny("densenet", 121), vit}) {
     CAPTURE(config.family);
     const auto build = [&] { return nn::build_model(config); };
-    const ca::plan::Program dry = nn::dry_run_program(build);
+    // The ViT with AdamW: its two moments per parameter are in the program.
+    nn::TrainerOptions options;
+    if (config.family == "vit") options.optimizer = nn::Optimizer::adamw;
+    const ca::plan::Program dry = nn::dry_run_program(build, options);
     CHECK(dry.kernels().size() > 50);
     CHECK(ca::plan::Program::from_trace(dry.to_trace()) == dry);  // what cachedarrays-plan --program replays
 
-    const std::uint64_t footprint = nn::measure_footprint(build);
+    const std::uint64_t footprint = nn::measure_footprint(build, options);
     ca::Runtime rt({ca::dram(footprint / 3, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")},
                    ca::policy::Registry::builtin().make("ca-lm"));
-    nn::Trainer trainer(&rt, build());
+    nn::Trainer trainer(&rt, build(), options);
     auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);
     std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size *
                                                        config.image_size));

@@ -47,6 +47,23 @@ nn::ModelConfig tiny_inception() {
   return c;
 }
 
+// A Vision Transformer small enough to run dozens of times: 16x16 images
+// in 16 patches of 4x4 and the class token, dim 16, 2 blocks of 2 heads.
+nn::ModelConfig tiny_vit() {
+  nn::ModelConfig c = tiny("vit", 2);
+  c.image_size = 16;
+  c.width = 1;
+  c.vit = {.patch = 4, .dim = 16, .heads = 2, .mlp_ratio = 2};
+  return c;
+}
+
+// How `config` trains: a ViT with AdamW, as transformers are, the CNNs with SGD.
+nn::TrainerOptions options_for(const nn::ModelConfig& config) {
+  nn::TrainerOptions o;
+  if (config.family == "vit") o.optimizer = nn::Optimizer::adamw;
+  return o;
+}
+
 // Runs `iterations` steps of `config` under `policy` with the fast tier at
 // `fast_fraction` of the footprint, the program of the iteration given to
 // the runtime (policies that do not plan ahead ignore it); returns the
@@ -55,11 +72,12 @@ std::vector<float> train(const nn::ModelConfig& config, std::unique_ptr<ca::poli
                          double fast_fraction, int iterations = 2, ca::Stats* stats = nullptr,
                          const std::function<void(const ca::policy::Policy&)>& inspect = {}) {
   const auto build = [&] { return nn::build_model(config); };
-  const std::uint64_t footprint = nn::measure_footprint(build);
+  const nn::TrainerOptions options = options_for(config);
+  const std::uint64_t footprint = nn::measure_footprint(build, options);
   const auto fast = std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(fast_fraction * static_cast<double>(footprint)));
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")}, std::move(policy));
-  rt.set_program(nn::dry_run_program(build));
-  nn::Trainer trainer(&rt, build());
+  rt.set_program(nn::dry_run_program(build, options));
+  nn::Trainer trainer(&rt, build(), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);
   std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
@@ -332,6 +350,55 @@ TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan Inception v4 and follow th
     // model this small has none of: nn_program_tests.cpp plans its program
     // without the filter.
     if (policy != "autoswap:doa") CHECK(counters.moves_in + counters.moves_out > 0);
+  }
+}
+
+TEST_CASE("nn trainer: placement never changes arithmetic in a ViT trained with AdamW — bit-identical losses under "
+          "every policy at 20%, 50% and 100%") {
+  // Attention, LayerNorm, GELU, token-wise linear layers and AdamW's two
+  // moments per parameter, archived after each update: none of them is in
+  // a CNN.
+  const nn::ModelConfig config = tiny_vit();
+  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
+  REQUIRE(reference.size() == 3);
+  CHECK(std::isfinite(reference[2]));
+  const auto registry = ca::policy::Registry::builtin();
+  int runs = 0;
+  for (const std::string& policy : registry.names()) {
+    if (policy == "all-fast" || registry.describe(policy).plans_ahead()) continue;
+    for (double fraction : {0.2, 0.5, 1.0}) {
+      if (policy == "all-slow" && fraction != 0.2) continue;
+      CAPTURE(policy);
+      CAPTURE(fraction);
+      const std::vector<float> losses = train(config, policy, policy == "all-slow" ? 0.0 : fraction, 3);
+      REQUIRE(losses.size() == reference.size());
+      CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
+      ++runs;
+    }
+  }
+  CHECK(runs > 30);
+}
+
+TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan a ViT trained with AdamW and follow their plan, losses "
+          "bit-identical") {
+  const nn::ModelConfig config = tiny_vit();
+  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
+  const auto registry = ca::policy::Registry::builtin();
+  for (const std::string policy : {"autotm-sync", "autotm-static", "autoswap:doa", "redl"}) {
+    CAPTURE(policy);
+    ca::policy::AutotmPolicyOptions options = registry.describe(policy).planned_options().value();
+    options.solver.time_limit_seconds = 1;
+    options.log = [](const std::string&) {};
+    ca::policy::AutotmPolicy::Counters counters;
+    const std::vector<float> losses = train(config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3,
+                                            nullptr, [&](const ca::policy::Policy& p) {
+                                              counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters();
+                                            });
+    REQUIRE(losses.size() == reference.size());
+    CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
+    CHECK(counters.plans == 1);
+    CHECK(counters.departures == 0);
+    CHECK(counters.iterations_followed >= 1);
   }
 }
 

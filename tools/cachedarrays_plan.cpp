@@ -12,6 +12,7 @@
 // Everything it prints is modeled, not measured.
 //
 //   cachedarrays-plan --model densenet --depth 264 --batch 1536
+//   cachedarrays-plan --model vit --size L16 --batch 1024       # trained with AdamW
 //   cachedarrays-plan --program iteration.json --slow-tier cxl --json plan.json --png plan.png
 //   cachedarrays-plan --program recorded.json --fast-bytes 64M   # the bound and each policy at one size
 //
@@ -74,6 +75,8 @@ struct Options {
   std::string fast_bytes;    // one fast-tier size in bytes ("64M"), instead of --fractions
   double fast_fraction = 0;  // one fast-tier size as a share of the footprint, instead of --fractions
   bool quiet = false;
+  std::string vit_size;           // a named ViT: B16, L16, ...
+  std::string optimizer;          // empty: AdamW for a ViT, SGD for the CNNs
 };
 
 // "64M", "1.5G", "4096": bytes, with an optional K/M/G/T suffix (powers of
@@ -262,7 +265,17 @@ void settle(Options& o) {
     // Inception v4 is defined at 299x299 (its paper; AutoTM's runs): 224 would
     // plan a network nobody trains.
     if (o.model.family == "inception" && !o.image_size_given) o.model.image_size = 299;
+    if (!o.vit_size.empty()) {
+      o.model = nn::vit_size(o.model, o.vit_size);
+      if (depth != 0) o.model.depth = depth;  // --depth given: fewer or more blocks of that size
+    }
+    if (o.model.family == "vit" && depth == 0 && o.vit_size.empty()) o.model.depth = 12;
   }
+  if (!o.vit_size.empty() && o.model.family != "vit") {
+    throw ca::invalid_argument("--size names a ViT (" + fmt::format("{}", fmt::join(nn::vit_sizes(), ", ")) +
+                               "); give it with --model vit");
+  }
+  if (o.optimizer.empty()) o.optimizer = o.model.family == "vit" ? "adamw" : "sgd";
   if (!o.fast_bytes.empty() && o.fast_fraction > 0) {
     throw ca::invalid_argument("give --fast-bytes or --fast-fraction, not both: they are one fast-tier size");
   }
@@ -275,6 +288,71 @@ void settle(Options& o) {
   }
   std::sort(o.fractions.begin(), o.fractions.end());
   o.fractions.erase(std::unique(o.fractions.begin(), o.fractions.end()), o.fractions.end());
+}
+
+// How the model trains: the optimizer --optimizer names (a ViT's default
+// AdamW, the CNNs' SGD), whose state is part of every iteration.
+nn::TrainerOptions trainer_options(const Options& o) {
+  nn::TrainerOptions t;
+  t.optimizer = nn::parse_optimizer(o.optimizer);
+  return t;
+}
+
+// A ViT's memory counted from its shape alone, independently of the trainer:
+// what a dry run's footprint can be held against. Parameters, their
+// gradients and AdamW's two moments (or SGD's momentum), plus what each
+// layer's backward pass reads, kept from the forward pass (the residual
+// stream into each LayerNorm, the LayerNorms' outputs into the linear
+// layers, q, k and v, the attention probabilities, the merged heads, the
+// MLP's hidden activations before and after GELU; the LayerNorms' means and
+// variances), in float32.
+struct VitCount {
+  std::int64_t parameters = 0;
+  std::uint64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
+  std::uint64_t activation_bytes = 0;  // all blocks
+  std::vector<std::pair<std::string, std::uint64_t>> per_block;  // one block's, by layer
+  [[nodiscard]] std::uint64_t total() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
+  }
+};
+
+VitCount count_vit(const nn::ModelConfig& m, const std::string& optimizer) {
+  const auto n = static_cast<std::uint64_t>(m.batch);
+  const auto d = static_cast<std::uint64_t>(m.vit.dim);
+  const auto heads = static_cast<std::uint64_t>(m.vit.heads);
+  const auto hidden = static_cast<std::uint64_t>(std::llround(static_cast<double>(d) * m.vit.mlp_ratio));
+  const auto p = static_cast<std::uint64_t>(m.vit.patch);
+  const std::uint64_t patches = (static_cast<std::uint64_t>(m.image_size) / p) * (static_cast<std::uint64_t>(m.image_size) / p);
+  const std::uint64_t t = patches + 1;  // the class token
+  const auto c = static_cast<std::uint64_t>(m.channels);
+  const auto classes = static_cast<std::uint64_t>(m.classes);
+  const auto blocks = static_cast<std::uint64_t>(m.depth);
+  VitCount v;
+  const std::uint64_t per_block_parameters = 2 * (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (hidden * d + hidden) +
+                                             (d * hidden + d);
+  const std::uint64_t parameters = (c * p * p * d + d) + d + t * d + blocks * per_block_parameters + 2 * d +
+                                   (d * classes + classes);
+  v.parameters = static_cast<std::int64_t>(parameters);
+  v.parameter_bytes = 4 * parameters;
+  v.gradient_bytes = 4 * parameters;
+  v.optimizer_bytes = (optimizer == "adamw" ? 8 : 4) * parameters;
+  const std::uint64_t tokens = 4 * n * t * d;  // one [N, T, D] activation
+  v.per_block = {{"norm1 input (residual stream) + mean, variance", tokens + 8 * n * t},
+                 {"norm1 output (qkv's input)", tokens},
+                 {"q, k, v (the two products' inputs)", 3 * tokens},
+                 {"attention probabilities (softmax's output, read by its backward and by p v)", 4 * n * heads * t * t},
+                 {"merged heads (proj's input)", tokens},
+                 {"norm2 input + mean, variance", tokens + 8 * n * t},
+                 {"norm2 output (fc1's input)", tokens},
+                 {"fc1 output (GELU's input)", 4 * n * t * hidden},
+                 {"GELU output (fc2's input)", 4 * n * t * hidden}};
+  std::uint64_t block = 0;
+  for (const auto& [what, bytes] : v.per_block) block += bytes;
+  // Outside the blocks: the images (the patch convolution's input), the
+  // final LayerNorm's input (the class tokens) and the head's input.
+  const std::uint64_t outside = 4 * n * c * static_cast<std::uint64_t>(m.image_size * m.image_size) + 2 * 4 * n * d;
+  v.activation_bytes = blocks * block + outside;
+  return v;
 }
 
 // The modeled machine: its tiers, their prices and its compute rate.
@@ -328,14 +406,15 @@ Iteration load_iteration(const Options& o) {
   } else {
     it.label = describe_model(o.model);
     const auto build = [&] { return nn::build_model(o.model); };
-    it.footprint = nn::measure_footprint(build);
+    const nn::TrainerOptions trainer = trainer_options(o);
+    it.footprint = nn::measure_footprint(build, trainer);
     if (!o.quiet) {
       fmt::print(stderr, "{}: footprint {}, recording a dry run...\n", it.label, ca::format_bytes(it.footprint));
     }
     // Several iterations: the replays' figures are of their steady state
     // (sim/replay.hpp steady_window), whose program the planned policies are
     // given.
-    it.trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
+    it.trace = nn::dry_run_trace(build, trainer, nn::steady_trace_iterations);
     it.program = ca::plan::Program::from_trace(it.trace, nn::steady_trace_iteration);
   }
   if (!o.save_program.empty()) {
@@ -401,6 +480,16 @@ void print_report(const Options& o, const Iteration& it, const Machine& m, const
                   const ca::CapacityAnswer& answer, double seconds) {
   fmt::print("{}: footprint {} ({}), all-fast {:.3f} s per iteration (modeled)\n", it.label,
              ca::format_bytes(it.footprint), gb(it.footprint), plan.all_fast_seconds);
+  if (o.model.family == "vit") {
+    const VitCount v = count_vit(o.model, o.optimizer);
+    fmt::print("independent count ({} parameters, {}): parameters {} + gradients {} + {} {} + activations {} = {}; "
+               "the dry run's footprint is {:.2f}x it\n",
+               v.parameters, o.optimizer, gb(v.parameter_bytes), gb(v.gradient_bytes),
+               o.optimizer == "adamw" ? "two moments" : "momentum", gb(v.optimizer_bytes), gb(v.activation_bytes),
+               gb(v.total()), static_cast<double>(it.footprint) / static_cast<double>(v.total()));
+    fmt::print("  activations kept for the backward pass, each of {} blocks:\n", o.model.depth);
+    for (const auto& [what, bytes] : v.per_block) fmt::print("    {:>10}  {}\n", gb(bytes), what);
+  }
   fmt::print("modeled machine: {} {:.0f}/{:.0f} GB/s read/write, {} {:.1f}/{:.1f} GB/s; compute {:.0f} GFLOP/s ({})\n",
              m.fast.name, m.fast.read_gbps, m.fast.write_gbps, m.slow.name, m.slow.read_gbps, m.slow.write_gbps,
              m.rate.flops_per_second / 1e9, m.rate.how);
@@ -441,6 +530,7 @@ Json plan_json(const Options& o, const Iteration& it, const Machine& m, const ca
            {"version", 1},
            {"model", it.label},
            {"footprint_bytes", it.footprint},
+           {"optimizer", o.optimizer},
            {"kind", "modeled"},
            {"machine",
             {{"fast", tier_json(m.fast, m.prices)},
@@ -532,10 +622,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> model_names = nn::model_families();
   model_names.push_back("inception-v4");
   app.add_option("--model", o.model.family,
-                 "a bundled model: resnet, densenet, vgg (with --depth) or inception (inception-v4; depth 4)")
+                 "a bundled model: resnet, densenet, vgg (with --depth), inception (inception-v4; depth 4) or vit "
+                 "(with --size, or --patch/--dim/--depth/--heads/--mlp-ratio)")
       ->check(CLI::IsMember(model_names));
+  app.add_option("--size", o.vit_size, "vit: a size of the ViT paper: " + fmt::format("{}", fmt::join(nn::vit_sizes(), ", ")));
+  app.add_option("--patch", o.model.vit.patch, "vit: the patch side")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--dim", o.model.vit.dim, "vit: features per token")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--heads", o.model.vit.heads, "vit: attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--mlp-ratio", o.model.vit.mlp_ratio, "vit: the MLP's hidden features per token feature")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", o.optimizer, "sgd or adamw, whose state the iteration holds (default: adamw for vit, "
+                                             "sgd for the CNNs)")
+      ->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_option("--depth", o.model.depth,
-                 "its depth (resnet 18..200, densenet 121..264, vgg 11..416, inception 4 and the default)");
+                 "its depth (resnet 18..200, densenet 121..264, vgg 11..416, inception 4 and the default; vit: its "
+                 "blocks, default 12)");
   app.add_option("--batch", o.model.batch, "its batch size")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", o.model.image_size, "its square image size (inception: default 299, at least 75)")
       ->capture_default_str()

@@ -178,7 +178,11 @@ TEST_CASE("nn adamw: a state loaded into a fresh trainer continues training bit 
   // An SGD checkpoint is not an AdamW state, and a bad step count is refused.
   auto rt_c = make_runtime();
   nn::Trainer sgd(&rt_c, linear_classifier());
-  test::check_contains(test::invalid_argument_message([&] { b.load_state(sgd.state()); }), "momentum");
+  test::check_contains(test::invalid_argument_message([&] { b.load_state(sgd.state()); }),
+                       "the state is another optimizer's: it has 'fc.weight.momentum', SGD's momentum, and this "
+                       "trainer trains with adamw");
+  test::check_contains(test::invalid_argument_message([&] { sgd.load_state(saved); }),
+                       "an AdamW moment, and this trainer trains with sgd");
   auto bad = saved;
   bad.back().values = {2.5f};
   test::check_contains(test::invalid_argument_message([&] { b.load_state(bad); }), "'optimizer.step' is 2.5");

@@ -713,6 +713,14 @@ void Trainer::load_state(const std::vector<CheckpointTensor>& state) {
   for (const CheckpointTensor& t : state) {
     const auto it = std::find_if(expected.begin(), expected.end(), [&](const CheckpointTensor& e) { return e.name == t.name; });
     if (it == expected.end()) {
+      const bool sgd_state = t.name.ends_with(".momentum");
+      const bool adamw_state = t.name.ends_with(".exp_avg") || t.name.ends_with(".exp_avg_sq");
+      const bool adamw = options_.optimizer == Optimizer::adamw;
+      if ((sgd_state && adamw) || (adamw_state && !adamw)) {
+        throw invalid_argument("cachedarrays::nn: the state is another optimizer's: it has '" + t.name + "', " +
+                               (sgd_state ? "SGD's momentum" : "an AdamW moment") + ", and this trainer trains with " +
+                               optimizer_name(options_.optimizer) + "; resume with the optimizer that saved it");
+      }
       throw invalid_argument("cachedarrays::nn: the state has a tensor '" + t.name + "' this model does not have");
     }
     const auto i = static_cast<std::size_t>(it - expected.begin());

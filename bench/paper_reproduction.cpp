@@ -159,11 +159,12 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
              std::optional<std::uint64_t> paper_dram, const std::vector<std::string>& policies,
              const ca::plan::KernelTimeModel& kernel_time, double plan_seconds, unsigned mover_threads,
              std::vector<Row>& rows) {
-  const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
+  const nn::TrainerOptions trainer = bench::trainer_options_for(config);
+  const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); }, trainer);
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
   // The steady state (sim/replay.hpp steady_window) is what the modeled
   // rows report, as the emulated rows measure iterations after a warm-up.
-  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); }, {}, nn::steady_trace_iterations);
+  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); }, trainer, nn::steady_trace_iterations);
   const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
   ca::CapacityPlanOptions options;
@@ -814,7 +815,7 @@ struct Options {
   bool autotm = false;
   bool no_emulated = false;
   bool no_paper = false;
-  std::vector<std::string> families{"resnet", "densenet", "vgg", "inception"};
+  std::vector<std::string> families{"resnet", "densenet", "vgg", "inception"};  // "vit" when named
   std::vector<double> fractions;  // empty: the default sweep
   int iterations = 2;
   int rounds = 3;
@@ -846,7 +847,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--no-emulated", o.no_emulated, "skip the real runs with an emulated Optane tier");
   app.add_flag("--no-paper", o.no_paper, "skip the paper's configurations (modeled)");
   app.add_option("--models", o.families, "model families to run (--quick: all but inception unless named)")
-      ->check(CLI::IsMember({"resnet", "densenet", "vgg", "inception"}))
+      ->check(CLI::IsMember({"resnet", "densenet", "vgg", "inception", "vit"}))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--fractions", o.fractions,
@@ -975,7 +976,8 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
       emulated(c, fractions, o.iterations, o.quick ? 1 : o.rounds, policies, mover,
                o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, o.judge == "replay", rows);
     }
-    modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }), std::nullopt, policies,
+    modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }, bench::trainer_options_for(c)),
+            std::nullopt, policies,
             kernel_time, o.plan_seconds, o.mover_threads, rows);
   }
   if (o.no_paper) return rows;

@@ -41,13 +41,44 @@ using tools::RatePerCore;
 // "resnet-18 b32".
 inline std::string label(const nn::ModelConfig& c) { return fmt::format("{} b{}", nn::model_name(c), c.batch); }
 
+// How `config` trains: a ViT with AdamW, as transformers are trained (and
+// its two moments per parameter are part of every iteration), the CNNs with
+// SGD, as their papers train them.
+inline nn::TrainerOptions trainer_options_for(const nn::ModelConfig& config) {
+  nn::TrainerOptions options;
+  if (config.family == "vit") options.optimizer = nn::Optimizer::adamw;
+  return options;
+}
+
+// The profiler's options for `config`'s iterations (its optimizer's update
+// kernels are profiled too).
+inline nn::ProfilerOptions profiler_options_for(const nn::ModelConfig& config) {
+  nn::ProfilerOptions options = profiler_options();
+  options.trainer = trainer_options_for(config);
+  return options;
+}
+
 // The small configuration of `family` that runs on this machine: small
 // enough for it, large enough that one iteration lasts a good fraction of a
 // second with compute, not bookkeeping, dominating. A value of 0 takes the
 // default (of --quick when `quick`).
 inline nn::ModelConfig small_config(const std::string& family, bool quick, std::int64_t batch = 0,
                                     std::int64_t image_size = 0, double width = 0) {
-  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}, {"inception", 4}};
+  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}, {"inception", 4},
+                                               {"vit", 6}};
+  // The ViT is the one Fashion-MNIST trains (models.hpp TransformerShape's
+  // defaults), at the batch the accuracy runs use.
+  if (family == "vit") {
+    nn::ModelConfig c;
+    c.family = family;
+    c.depth = small_depth.at(family);
+    c.batch = batch > 0 ? batch : quick ? 4 : 128;
+    c.image_size = image_size > 0 ? image_size : quick ? 16 : 28;
+    c.channels = 1;
+    c.classes = 10;
+    c.width = width > 0 ? width : 1.0;
+    return c;
+  }
   // Inception v4 has one depth and needs images of at least 75x75: its
   // small form is narrower instead of shallower, so that an iteration
   // stays as short as the others'.
@@ -67,14 +98,16 @@ inline nn::ModelConfig small_config(const std::string& family, bool quick, std::
 struct TrainingSetup {
   explicit TrainingSetup(nn::ModelConfig c)
       : config(std::move(c)),
-        footprint(nn::measure_footprint([&] { return nn::build_model(config); })),
-        program(nn::dry_run_program([&] { return nn::build_model(config); })),
+        options(trainer_options_for(config)),
+        footprint(nn::measure_footprint([&] { return nn::build_model(config); }, options)),
+        program(nn::dry_run_program([&] { return nn::build_model(config); }, options)),
         images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size)),
         labels(static_cast<std::size_t>(config.batch)) {
     auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
     data->next_batch(images, labels);
   }
   nn::ModelConfig config;
+  nn::TrainerOptions options;
   std::uint64_t footprint;
   plan::Program program;
   std::vector<float> images;
@@ -86,7 +119,7 @@ struct TrainingSetup {
 inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,
                                             plan::LookaheadChoice* choice = nullptr) {
   const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache, profiler_options());
+      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache, profiler_options_for(setup.config));
   const EmulationProfile optane = *emulation::profile("optane");
   return policy::profiled_lookahead(setup.program, profiles, {optane.dram_read_gbps, optane.dram_write_gbps},
                                     {optane.read_gbps, optane.write_gbps}, choice);
@@ -113,7 +146,7 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescrip
     options.time_model = std::move(time_model);
   } else {
     options = nn::autotm_policy_options(planned, [&] { return nn::build_model(config); }, profile_cache,
-                                        profiler_options());
+                                        profiler_options_for(config));
   }
   if (plan_seconds > 0) options.solver.time_limit_seconds = plan_seconds;
   options.log = [](const std::string& line) {
@@ -121,7 +154,8 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescrip
   };
   if (judge_on && options.planner) {
     const auto build = [&] { return nn::build_model(config); };
-    const auto trace = std::make_shared<const Trace>(nn::dry_run_trace(build, {}, nn::steady_trace_iterations));
+    const auto trace =
+        std::make_shared<const Trace>(nn::dry_run_trace(build, trainer_options_for(config), nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
     options.judge = replay_judge(
@@ -185,7 +219,7 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   }
   Runtime rt(devices, std::move(chosen), mover);
   if (described.needs_program()) rt.set_program(setup.program);
-  nn::Trainer trainer(&rt, nn::build_model(setup.config));
+  nn::Trainer trainer(&rt, nn::build_model(setup.config), setup.options);
   const auto step = [&] {
     return seconds_of([&] {
       (void)trainer.step(setup.images, setup.labels);

@@ -123,6 +123,7 @@ std::unique_ptr<ca::policy::Policy> autotm_policy(const Options& o, const ca::po
   nn::ProfilerOptions profiler;
   profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
   profiler.slow_tier = slow;
+  profiler.trainer = trainer;  // its optimizer's update kernels are profiled too
   bool measured = false;
   const auto t0 = std::chrono::steady_clock::now();
   ca::policy::AutotmPolicyOptions options = nn::autotm_policy_options(policy, build, cache, profiler, &measured);
@@ -671,11 +672,13 @@ Footprints measure_footprints(const Options& o, const std::function<nn::Graph()>
 // of --profile-cache, which time every kernel all-fast and on the emulated
 // slow tier.
 ca::policy::Lookahead lookahead_from_profiles(const Options& o, const std::function<nn::Graph()>& build,
+                                              const nn::TrainerOptions& trainer,
                                               const ca::plan::Program& program) {
   const std::string slow = o.slow_emulation == "none" ? "optane" : o.slow_emulation;
   nn::ProfilerOptions profiler;
   profiler.compute_threads = static_cast<unsigned>(omp_get_max_threads());  // the profiles' key
   profiler.slow_tier = slow;
+  profiler.trainer = trainer;
   const ca::plan::KernelProfiles profiles = nn::profile_model(build, o.profile_cache, profiler);
   const ca::EmulationProfile tier = *ca::emulation::profile(slow);
   ca::plan::LookaheadChoice choice;
@@ -697,7 +700,7 @@ std::unique_ptr<ca::policy::Policy> make_policy(const Options& o, const ChosenPo
   if (chosen.descriptor.plans_ahead()) return autotm_policy(o, chosen.descriptor, build, trainer, specs);
   ca::policy::PolicyOptions options = chosen.options;
   if (!o.profile_cache.empty() && chosen.descriptor.takes_lookahead()) {
-    options.lookahead = lookahead_from_profiles(o, build, program);
+    options.lookahead = lookahead_from_profiles(o, build, trainer, program);
   }
   return chosen.descriptor.make(options);
 }

@@ -66,11 +66,12 @@ struct Samples {
   std::map<std::string, plan::TracedKernel> bytes;  // of the first sample
 };
 
-Samples sample_kernels(const std::function<Graph()>& build, std::vector<DeviceSpec> devices, int iterations) {
+Samples sample_kernels(const std::function<Graph()>& build, const TrainerOptions& options,
+                       std::vector<DeviceSpec> devices, int iterations) {
   Runtime rt(std::move(devices), policy::Registry::builtin().make("all-slow"));
   Samples samples;
   {
-    Trainer trainer(&rt, build());
+    Trainer trainer(&rt, build(), options);
     const Batch batch(trainer.graph());
     (void)trainer.step(batch.images, batch.labels);
     rt.collect();
@@ -99,7 +100,7 @@ plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_thr
           slow_tier};
 }
 
-std::vector<std::string> kernel_signatures(const std::function<Graph()>& build) {
+std::vector<std::string> kernel_signatures(const std::function<Graph()>& build, const TrainerOptions& options) {
   struct Collector final : KernelObserver {
     std::vector<std::string> signatures;
     void on_kernel(const std::string& signature, std::span<const KernelArg>) override {
@@ -108,7 +109,7 @@ std::vector<std::string> kernel_signatures(const std::function<Graph()>& build) 
       }
     }
   } collector;
-  Trainer trainer(nullptr, build());
+  Trainer trainer(nullptr, build(), options);
   (void)trainer.step({}, {});
   trainer.context().set_observer(&collector);
   (void)trainer.step({}, {});
@@ -126,11 +127,11 @@ plan::KernelProfiles measure_profiles(const std::function<Graph()>& build, const
     throw invalid_argument("cachedarrays::nn: the profiler needs an emulated slow tier; '" + options.slow_tier +
                            "' emulates none (try \"optane\")");
   }
-  const std::uint64_t footprint = measure_footprint(build);
-  const Samples fast = sample_kernels(build, {dram(footprint, "fast")}, options.iterations);
+  const std::uint64_t footprint = measure_footprint(build, options.trainer);
+  const Samples fast = sample_kernels(build, options.trainer, {dram(footprint, "fast")}, options.iterations);
   DeviceSpec slow_device = dax_file({}, 2 * footprint + (1 << 20), "slow");
   slow_device.emulation = *slow_profile;
-  const Samples slow = sample_kernels(build, {slow_device}, options.iterations);
+  const Samples slow = sample_kernels(build, options.trainer, {slow_device}, options.iterations);
 
   plan::KernelProfiles profiles(this_machine(options.slow_tier, options.compute_threads));
   for (const auto& [signature, seconds] : fast.seconds) {
@@ -159,7 +160,7 @@ std::string default_profile_cache() {
 plan::KernelProfiles profile_model(const std::function<Graph()>& build, const std::string& cache_path,
                                    const ProfilerOptions& options, bool* measured) {
   if (measured != nullptr) *measured = false;
-  const std::vector<std::string> needed = kernel_signatures(build);
+  const std::vector<std::string> needed = kernel_signatures(build, options.trainer);
   return plan::load_or_measure(cache_path, this_machine(options.slow_tier, options.compute_threads), needed, [&] {
     if (measured != nullptr) *measured = true;
     return measure_profiles(build, options);

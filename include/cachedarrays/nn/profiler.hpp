@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cachedarrays/nn/graph.hpp"
+#include "cachedarrays/nn/trainer.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/policy_descriptor.hpp"
@@ -34,6 +35,9 @@ struct ProfilerOptions {
   /// omp_get_max_threads()); 0: this machine's hardware threads. Part of the
   /// cache key: a kernel on one thread is not the kernel on two.
   unsigned compute_threads = 0;
+  /// How the profiled iterations train: the optimizer's update kernels
+  /// (SGD's, AdamW's) are kernels of the iteration like any other.
+  TrainerOptions trainer;
 };
 
 /// This machine as a profile cache key: the CPU's model name
@@ -42,9 +46,10 @@ struct ProfilerOptions {
 [[nodiscard]] plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_threads = 0);
 
 /// The distinct kernel signatures of a steady-state training iteration (the
-/// second) of the graph `build` makes, in the order they first run, from a
+/// second) of the graph `build` makes, trained as `trainer` says, in the order they first run, from a
 /// shape-only dry run: no memory, no kernels.
-[[nodiscard]] std::vector<std::string> kernel_signatures(const std::function<Graph()>& build);
+[[nodiscard]] std::vector<std::string> kernel_signatures(const std::function<Graph()>& build,
+                                                         const TrainerOptions& trainer = {});
 
 /// Where profiles are cached unless the user says otherwise:
 /// $XDG_CACHE_HOME/cachedarrays, else ~/.cache/cachedarrays, else the working

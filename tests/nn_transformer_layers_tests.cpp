@@ -476,3 +476,81 @@ TEST_CASE("nn transformer layers: shapes and options the layers cannot take are 
     CHECK(g.value(g.nodes().back().outputs[0]).dims == nn::Dims{2, 2, 3, 3});
   }
 }
+
+// ---- backward with what the trainer keeps, and shape-only passes ---------
+
+TEST_CASE("nn transformer layers: layer_norm backward runs with its bias retired") {
+  const nn::Dims xd{2, 3, 8};
+  nn::Graph g;
+  nn::layer_norm(g, "ln", g.input("x", xd));
+  nn::Op& op = last_op(g);
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(xd), test::random_values(48, 30)),
+                              tensor(ctx, nn::plain_desc({8}), test::random_values(8, 31)),
+                              tensor(ctx, nn::plain_desc({8}), test::random_values(8, 32))};
+  const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc(xd), test::random_values(48, 33))};
+  const bool need[] = {true, true, true};
+  std::vector<nn::Tensor> outs(1);
+  std::vector<nn::Tensor> saved;
+  op.forward(ctx, ins, outs, saved);
+  std::vector<nn::Tensor> kept(3);
+  op.backward(ctx, ins, outs, grad_outs, saved, need, kept);
+  // The trainer drops what backward does not read: the bias and the output.
+  ins[2].reset();
+  outs[0].reset();
+  std::vector<nn::Tensor> retired(3);
+  op.backward(ctx, ins, outs, grad_outs, saved, need, retired);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    REQUIRE(static_cast<bool>(retired[i]));
+    CHECK(retired[i].desc() == kept[i].desc());
+    CHECK(ctx.read(retired[i]) == ctx.read(kept[i]));
+  }
+}
+
+TEST_CASE("nn transformer layers: every op runs forward and backward shape-only, as the trainer's first walk") {
+  nn::Context ctx(nullptr);
+  const auto pass = [&](nn::Graph& g, const std::vector<nn::Dims>& dims) {
+    nn::Op& op = last_op(g);
+    std::vector<nn::Tensor> ins;
+    for (const nn::Dims& d : dims) ins.push_back(ctx.make_plain(d));
+    const nn::Dims y = op.output_dims(dims).at(0);
+    const std::vector<nn::Tensor> grad_outs{ctx.make_plain(y)};
+    const bool need[] = {true, true, true};
+    std::vector<nn::Tensor> outs(1);
+    std::vector<nn::Tensor> saved;
+    std::vector<nn::Tensor> grads(dims.size());
+    op.forward(ctx, ins, outs, saved);
+    CHECK(outs[0].dims() == y);
+    CHECK(outs[0].array() == nullptr);
+    op.backward(ctx, ins, outs, grad_outs, saved, std::span<const bool>(need, dims.size()), grads);
+    for (std::size_t i = 0; i < dims.size(); ++i) CHECK(grads[i].dims() == dims[i]);
+  };
+  const nn::Dims xd{2, 3, 8};
+  {
+    nn::Graph g;
+    nn::layer_norm(g, "ln", g.input("x", xd));
+    pass(g, {xd, {8}, {8}});
+  }
+  {
+    nn::Graph g;
+    nn::gelu(g, "act", g.input("x", xd));
+    pass(g, {xd});
+  }
+  {
+    nn::Graph g;
+    nn::softmax(g, "sm", g.input("x", xd));
+    pass(g, {xd});
+  }
+  {
+    nn::Graph g;
+    nn::token_linear(g, "fc", g.input("x", xd), 5);
+    pass(g, {xd, {5, 8}, {5}});
+  }
+  {
+    nn::Graph g;
+    nn::matmul(g, "mm", g.input("a", xd), g.input("b", {2, 4, 8}), true, 0.125f);
+    pass(g, {xd, {2, 4, 8}});
+  }
+}

@@ -86,8 +86,8 @@ class Linear final : public Op {
     return {{x[0], out_features_}};
   }
 
-  // A source linear (`tokens` false) or token_linear takes, or
-  // invalid_argument naming the layer (`where`).
+  // Throws invalid_argument naming the layer (`where`) unless `x` is a
+  // source linear (`tokens` false) or token_linear takes.
   static void check_source(const std::string& where, const Dims& x, bool tokens) {
     if (tokens && x.size() != 3) {
       throw invalid_argument("cachedarrays::nn: " + where + " needs tokens of shape [N, T, in], got " + to_string(x));

@@ -591,3 +591,20 @@ TEST_CASE("nn transformer layers: gelu and softmax compute dx in dy's storage on
     CHECK(ctx.read(in_place[0]) == ctx.read(from_shared[0]));
   }
 }
+
+TEST_CASE("nn transformer layers: a kernel may not view a tensor through a larger descriptor") {
+  auto rt = test::gradcheck_runtime();
+  nn::Context ctx(&rt);
+  const nn::Tensor small = ctx.make_plain({2, 3});
+  const nn::Tensor dst = ctx.make_plain({2, 4});
+  const dnnl::memory::desc larger = nn::plain_desc({2, 4});
+  const auto* prim = ctx.cached<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>("test.relu", [&] {
+                      const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training,
+                                                          dnnl::algorithm::eltwise_relu, larger);
+                      return dnnl::eltwise_forward::primitive_desc(d, ctx.attr(), ctx.engine());
+                    }).second;
+  const std::string message = test::invalid_argument_of([&] {
+    ctx.execute("relu", *prim, dnnl::memory::desc(), {nn::in(DNNL_ARG_SRC, small, larger), nn::out(DNNL_ARG_DST, dst)});
+  });
+  test::check_contains(message, "kernel 'relu' views a tensor of 24 bytes through a descriptor of 32 bytes");
+}

@@ -77,6 +77,14 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
                       const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args,
                       const std::function<void(std::span<float* const>)>& after) {
   const std::string signature = kernel_signature(name, args);
+  for (const KernelArg& arg : args) {
+    // A view larger than the storage would let the primitive run off its end.
+    if (arg.view != nullptr && arg.view->get_size() > arg.tensor->bytes()) {
+      throw invalid_argument("cachedarrays::nn: kernel '" + name + "' views a tensor of " +
+                             std::to_string(arg.tensor->bytes()) + " bytes through a descriptor of " +
+                             std::to_string(arg.view->get_size()) + " bytes");
+    }
+  }
   if (observer_ != nullptr) observer_->on_kernel(signature, args);
   if (runtime_ == nullptr) return;
   // The scratchpad is this kernel's own object, of the size this primitive
@@ -95,7 +103,8 @@ void Context::execute(const std::string& name, const dnnl::primitive& primitive,
   if (!dry_run()) {  // a dry run emits the hints and pins, and runs nothing
     std::unordered_map<int, dnnl::memory> memories;
     for (std::size_t i = 0; i < args.size(); ++i) {
-      memories.emplace(args[i].dnnl_arg, dnnl::memory(args[i].tensor->desc(), engine_, k.data[i]));
+      const dnnl::memory::desc& desc = args[i].view != nullptr ? *args[i].view : args[i].tensor->desc();
+      memories.emplace(args[i].dnnl_arg, dnnl::memory(desc, engine_, k.data[i]));
     }
     if (scratch_bytes > 0) {
       memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, k.data[args.size()]));

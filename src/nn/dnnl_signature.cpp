@@ -43,12 +43,22 @@ std::uint64_t elements(const Dims& dims) {
 }
 
 // The first argument with one of these roles, or null.
-const Tensor* find_arg(std::span<const KernelArg> args, std::initializer_list<int> roles) {
+const KernelArg* find_kernel_arg(std::span<const KernelArg> args, std::initializer_list<int> roles) {
   for (const KernelArg& a : args) {
-    if (std::find(roles.begin(), roles.end(), a.dnnl_arg) != roles.end()) return a.tensor;
+    if (std::find(roles.begin(), roles.end(), a.dnnl_arg) != roles.end()) return &a;
   }
   return nullptr;
 }
+
+// The tensor of the first argument with one of these roles, or null.
+const Tensor* find_arg(std::span<const KernelArg> args, std::initializer_list<int> roles) {
+  const KernelArg* a = find_kernel_arg(args, roles);
+  return a == nullptr ? nullptr : a->tensor;
+}
+
+// The dims the primitive sees an argument with: its view's when it has one
+// (a transposed matmul operand), else the tensor's.
+Dims seen_dims(const KernelArg& a) { return a.view != nullptr ? Dims(a.view->dims()) : a.tensor->dims(); }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
@@ -63,7 +73,13 @@ double flops_per_element(std::string_view kind) {
       // m = momentum * m + (g + decay * w); w -= lr * m
       {"sgd", 6},
       // max, exp(z - max), sum, divide, the log of the target's
-      {"softmax_cross_entropy", 5}, {"softmax_cross_entropy_backward", 2}};
+      {"softmax_cross_entropy", 5}, {"softmax_cross_entropy_backward", 2},
+      // mean, variance, then (x - mean) * scale / sigma + shift, as batch norm
+      {"layer_norm", 5},  {"layer_norm_backward", 8},
+      // x * (1 + erf(x / sqrt 2)) / 2; backward adds the density term x phi(x)
+      {"gelu", 4},        {"gelu_backward", 7},
+      // max, exp(z - max), sum, divide; backward: y * (dy - sum(dy * y))
+      {"softmax", 4},     {"softmax_backward", 4}};
   const auto it = table.find(kind);
   return it == table.end() ? 0.0 : it->second;
 }
@@ -96,8 +112,20 @@ std::uint64_t kernel_flops(std::string_view kind, std::span<const KernelArg> arg
     const Tensor* dst = find_arg(args, {DNNL_ARG_DST, DNNL_ARG_DIFF_DST});
     if (weights == nullptr || dst == nullptr) return 0;
     const Dims y = dst->dims();
-    const std::uint64_t per_channel = elements(y) / static_cast<std::uint64_t>(std::max<std::int64_t>(1, y.at(1)));
+    // A convolution's channels are axis 1 of NCHW; a linear layer's are the
+    // last axis, which is axis 1 of [N, out] and axis 2 of a token-wise
+    // layer's [N, T, out].
+    const std::int64_t channels = starts_with(kind, "linear") ? y.back() : y.at(1);
+    const std::uint64_t per_channel = elements(y) / static_cast<std::uint64_t>(std::max<std::int64_t>(1, channels));
     return 2 * per_channel * elements(weights->dims());
+  }
+  if (starts_with(kind, "matmul")) {
+    // Each element of dst [B..., M, N] is a dot product of length K, the
+    // last axis of src [B..., M, K] as the primitive sees it.
+    const KernelArg* src = find_kernel_arg(args, {DNNL_ARG_SRC});
+    const Tensor* dst = find_arg(args, {DNNL_ARG_DST});
+    if (src == nullptr || dst == nullptr) return 0;
+    return 2 * elements(dst->dims()) * static_cast<std::uint64_t>(seen_dims(*src).back());
   }
   const double per_element = flops_per_element(kind);
   if (per_element == 0) return 0;

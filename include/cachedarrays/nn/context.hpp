@@ -28,18 +28,37 @@
 
 namespace cachedarrays::nn {
 
-/// One argument of a kernel: its oneDNN argument id, the tensor, and whether
-/// the kernel reads or writes it. Made with in() and out().
+/// One argument of a kernel: its oneDNN argument id, the tensor, whether
+/// the kernel reads or writes it, and optionally the descriptor the
+/// primitive sees the tensor's storage through. Made with in() and out().
 struct KernelArg {
   int dnnl_arg;          ///< DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, ...: its role in the primitive and the signature
   const Tensor* tensor;  ///< the tensor; not owned, must outlive the call it is passed to
   Access access;         ///< Access::read or Access::write: which hint the runtime gets
+  /// A view of the tensor's storage the primitive reads or writes instead of
+  /// the tensor's own descriptor (null: none): a reshape (a token tensor
+  /// [N, T, D] as the [N T, D] matrix an inner product takes) or a transpose
+  /// by strides (matmul's b read as b^T where it lies). Its size may not
+  /// exceed the tensor's bytes. The signature still names the tensor's own
+  /// dims and layout, the object the runtime moves. Not owned, must outlive
+  /// the call.
+  const dnnl::memory::desc* view;
 };
 
 /// An argument the kernel reads (will_read), in role `dnnl_arg`.
-inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read}; }
+inline KernelArg in(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::read, nullptr}; }
 /// An argument the kernel writes (will_write), in role `dnnl_arg`.
-inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write}; }
+inline KernelArg out(int dnnl_arg, const Tensor& t) { return {dnnl_arg, &t, Access::write, nullptr}; }
+/// An argument the kernel reads through the descriptor `view` of the same
+/// storage (KernelArg::view).
+inline KernelArg in(int dnnl_arg, const Tensor& t, const dnnl::memory::desc& view) {
+  return {dnnl_arg, &t, Access::read, &view};
+}
+/// An argument the kernel writes through the descriptor `view` of the same
+/// storage (KernelArg::view).
+inline KernelArg out(int dnnl_arg, const Tensor& t, const dnnl::memory::desc& view) {
+  return {dnnl_arg, &t, Access::write, &view};
+}
 
 /// Observes every kernel (for traces and the dry run); see
 /// Context::set_observer.

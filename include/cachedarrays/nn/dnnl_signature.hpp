@@ -32,11 +32,17 @@ namespace cachedarrays::nn {
 ///  - convolution and inner product, forward, backward data and backward
 ///    weights ("conv*", "linear*"): `2 * N*OH*OW * |weights|`, which is
 ///    `2*N*OC*OH*OW*IC*KH*KW/groups` (`N*OH*OW`: the elements of dst or
-///    diff_dst per output channel; an inner product has OH = OW = 1);
+///    diff_dst per output channel, axis 1 of a convolution's and the last
+///    axis of a linear layer's; an inner product has OH = OW = 1, a
+///    token-wise one N*T for [N, T, out]);
+///  - matrix products, forward and the two backward ones ("matmul*"):
+///    `2 * |dst| * K`, K the last axis of src as the primitive sees it (its
+///    view, when it reads a transposed one);
 ///  - element-wise kinds: a few per element of the largest argument
 ///    (relu 1, add 1, accumulate 1, pooling 1, batch norm 5 forward and 8
-///    backward, SGD with momentum and weight decay 6, softmax cross-entropy
-///    5 forward and 2 backward);
+///    backward, layer norm likewise, GELU 4 and 7, softmax 4 and 4, SGD
+///    with momentum and weight decay 6, softmax cross-entropy 5 forward
+///    and 2 backward);
 ///  - data movement (reorder, concat, fill, read, write) and unknown kinds: 0.
 [[nodiscard]] std::uint64_t kernel_flops(std::string_view kind, std::span<const KernelArg> args);
 

@@ -3,7 +3,8 @@
 // of the oneDNN primitives that convolution and inner product have in
 // common (an optional bias on the forward pass and on the weight gradient,
 // parameter gradients handed back in the layouts the parameters are kept
-// in, the weights' layout chosen). Templates take the primitive descriptor,
+// in, the weights' layout chosen, a token-wise inner product's activations
+// seen as matrices). Templates take the primitive descriptor,
 // which differs between the two ops while its accessors do not.
 #pragma once
 
@@ -133,35 +134,68 @@ dnnl::memory::desc most_used_weights_desc(const ForwardPd& forward_pd, const Dat
   return most_used.get_size() > plain.get_size() ? plain : most_used;
 }
 
+// How a weighted primitive sees its activations (source, destination and
+// their gradients): as the tensors lie (`tokens` false), or, for a
+// token-wise linear layer, each plain [N, T, C] tensor as the plain matrix
+// [N T, C] its inner product was made for, the same storage through a view
+// (KernelArg::view). `primitive_desc` is the primitive's descriptor of that
+// argument, which must outlive the kernel.
+inline KernelArg activation(int dnnl_arg, Access access, const Tensor& t, const dnnl::memory::desc& primitive_desc,
+                            bool tokens) {
+  return {dnnl_arg, &t, access, tokens ? &primitive_desc : nullptr};
+}
+
+// An activation (`primitive_desc` the primitive's descriptor of it) in the
+// layout the primitive reads: reordered to that descriptor, or, for a
+// token-wise layer, to plain [N, T, C], which the primitive's [N T, C] views.
+inline Tensor activation_in(Context& ctx, const Tensor& t, const dnnl::memory::desc& primitive_desc, bool tokens) {
+  return ctx.reorder(t, tokens ? plain_desc(t.dims()) : primitive_desc);
+}
+
 // The forward pass of a weighted primitive (convolution, inner product) with
 // or without a bias: the trainer keeps the bias plain, so when there is one
 // (`bias_plain` not null) it is reordered to the primitive's layout first.
-// `src` and `weights` are already in the primitive's layouts, `dst` made.
+// `src` and `weights` are already in the primitive's layouts (activations
+// as `tokens` says), `dst` made.
 template <typename ForwardPd>
 void execute_forward(Context& ctx, const std::string& name, const dnnl::primitive& prim, const ForwardPd& pd,
-                     const Tensor& src, const Tensor& weights, const Tensor* bias_plain, const Tensor& dst) {
+                     const Tensor& src, const Tensor& weights, const Tensor* bias_plain, const Tensor& dst,
+                     bool tokens = false) {
+  const dnnl::memory::desc src_desc = pd.src_desc();
+  const dnnl::memory::desc dst_desc = pd.dst_desc();
+  const KernelArg src_arg = activation(DNNL_ARG_SRC, Access::read, src, src_desc, tokens);
+  const KernelArg dst_arg = activation(DNNL_ARG_DST, Access::write, dst, dst_desc, tokens);
   if (bias_plain != nullptr) {
     const Tensor bias = ctx.reorder(*bias_plain, pd.bias_desc());
     ctx.execute(name, prim, pd.scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias),
-                 out(DNNL_ARG_DST, dst)});
+                {src_arg, in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_BIAS, bias), dst_arg});
   } else {
-    ctx.execute(name, prim, pd.scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_WEIGHTS, weights), out(DNNL_ARG_DST, dst)});
+    ctx.execute(name, prim, pd.scratchpad_desc(), {src_arg, in(DNNL_ARG_WEIGHTS, weights), dst_arg});
   }
 }
 
 // The source gradient of a weighted primitive: the weights (in the layout
 // the trainer keeps them in) and the output gradient are reordered to the
-// primitive's layouts; `grad_src` is made in the layout the primitive picked.
+// primitive's layouts; `grad_src` is made in the layout the primitive picked
+// (plain [N, T, C] for a token-wise layer, `tokens`).
 template <typename DataPd>
 void execute_backward_data(Context& ctx, const std::string& name, const dnnl::primitive& prim, const DataPd& pd,
-                           const Tensor& kept_weights, const Tensor& grad_output, Tensor& grad_src) {
+                           const Tensor& kept_weights, const Tensor& grad_output, Tensor& grad_src,
+                           bool tokens = false) {
+  const dnnl::memory::desc diff_dst_desc = pd.diff_dst_desc();
+  const dnnl::memory::desc diff_src_desc = pd.diff_src_desc();
   const Tensor weights = ctx.reorder(kept_weights, pd.weights_desc());
-  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
-  grad_src = ctx.make(pd.diff_src_desc());
+  const Tensor diff_dst = activation_in(ctx, grad_output, diff_dst_desc, tokens);
+  if (tokens) {
+    Dims src_dims = grad_output.dims();
+    src_dims.back() = diff_src_desc.dims().back();
+    grad_src = ctx.make_plain(src_dims);
+  } else {
+    grad_src = ctx.make(diff_src_desc);
+  }
   ctx.execute(name, prim, pd.scratchpad_desc(),
-              {in(DNNL_ARG_WEIGHTS, weights), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+              {in(DNNL_ARG_WEIGHTS, weights), activation(DNNL_ARG_DIFF_DST, Access::read, diff_dst, diff_dst_desc, tokens),
+               activation(DNNL_ARG_DIFF_SRC, Access::write, grad_src, diff_src_desc, tokens)});
 }
 
 // The weight (and, with `bias`, bias) gradients of a weighted primitive
@@ -171,23 +205,25 @@ void execute_backward_data(Context& ctx, const std::string& name, const dnnl::pr
 // in grad_inputs[1] and [2], in the layouts the trainer keeps the weights
 // (`kept_weights`) and the bias (plain) in, because the optimiser updates
 // each parameter element by element with its gradient in its own layout.
-// `src` is in the primitive's layout.
+// `src` is in the primitive's layout (activations as `tokens` says).
 template <typename WeightsPd>
 void execute_backward_weights(Context& ctx, const std::string& name, const dnnl::primitive& prim,
                               const WeightsPd& pd, const Tensor& src, const Tensor& grad_output,
                               const dnnl::memory::desc& kept_weights, bool bias, std::span<const bool> need_grad,
-                              std::span<Tensor> grad_inputs) {
-  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
+                              std::span<Tensor> grad_inputs, bool tokens = false) {
+  const dnnl::memory::desc src_desc = pd.src_desc();
+  const dnnl::memory::desc diff_dst_desc = pd.diff_dst_desc();
+  const Tensor diff_dst = activation_in(ctx, grad_output, diff_dst_desc, tokens);
+  const KernelArg src_arg = activation(DNNL_ARG_SRC, Access::read, src, src_desc, tokens);
+  const KernelArg diff_dst_arg = activation(DNNL_ARG_DIFF_DST, Access::read, diff_dst, diff_dst_desc, tokens);
   Tensor diff_weights = ctx.make(pd.diff_weights_desc());
   if (bias) {
     Tensor diff_bias = ctx.make(pd.diff_bias_desc());
     ctx.execute(name, prim, pd.scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights),
-                 out(DNNL_ARG_DIFF_BIAS, diff_bias)});
+                {src_arg, diff_dst_arg, out(DNNL_ARG_DIFF_WEIGHTS, diff_weights), out(DNNL_ARG_DIFF_BIAS, diff_bias)});
     if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_bias, plain_desc(diff_bias.dims()));
   } else {
-    ctx.execute(name, prim, pd.scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
+    ctx.execute(name, prim, pd.scratchpad_desc(), {src_arg, diff_dst_arg, out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
   }
   if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, kept_weights);
 }

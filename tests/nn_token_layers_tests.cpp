@@ -498,3 +498,64 @@ TEST_CASE("nn token layers: refusals name the layer and the shapes") {
     check_contains(invalid_argument_of([&] { nn::select_token(g, "t", g.input("z", {2, 8})); }), "[2, 8]");
   }
 }
+
+namespace {
+
+// The kinds of the kernels a context runs, in order (the first word of each
+// signature, as traces record them).
+struct KindRecorder final : nn::KernelObserver {
+  void on_kernel(const std::string& signature, std::span<const nn::KernelArg>) override {
+    kinds.push_back(signature.substr(0, signature.find(' ')));
+  }
+  std::vector<std::string> kinds;
+};
+
+}  // namespace
+
+TEST_CASE("nn token layers: a shape-only pass runs every op and names its kernels after it") {
+  // The trainer's first walk is shape-only (Context::ShapeOnly): no storage,
+  // no kernel body, only descriptors and the kernels' signatures.
+  nn::Context ctx(nullptr);
+  KindRecorder recorder;
+  ctx.set_observer(&recorder);
+  nn::Graph g;
+  const nn::ValueId cls = g.parameter("cls_token", {1, 1, 8}, nn::Init::zeros);
+  const nn::ValueId tokens = nn::patch_tokens(g, "patch_embed", g.input("x", {2, 8, 2, 2}), cls);
+  const nn::ValueId pos = nn::position_embedding(g, "pos_embed", tokens);
+  const nn::ValueId qkv = g.input("qkv", {2, 5, 24});
+  const auto heads = nn::split_heads(g, "attn.split_heads", qkv, 2);
+  nn::merge_heads(g, "attn.merge_heads", heads[0]);
+  nn::select_token(g, "head_token", pos);
+  const std::vector<std::vector<std::string>> want{
+      {"patch_tokens", "patch_tokens_backward"},
+      {"position_embedding", "position_embedding_backward"},
+      {"split_heads", "split_heads_backward"},
+      {"merge_heads", "merge_heads_backward"},
+      {"select_token", "select_token_backward"},
+  };
+  REQUIRE(g.nodes().size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    const nn::Node& node = g.nodes()[k];
+    CAPTURE(node.name);
+    std::vector<nn::Tensor> ins;
+    for (nn::ValueId v : node.inputs) {
+      const nn::Dims& dims = g.value(v).dims;
+      ins.push_back(ctx.make(dims.size() == 4 ? test::blocked(dims) : nn::plain_desc(dims)));
+    }
+    std::vector<nn::Tensor> outs(node.outputs.size());
+    std::vector<nn::Tensor> saved;
+    recorder.kinds.clear();
+    node.op->forward(ctx, ins, outs, saved);
+    std::vector<nn::Tensor> grad_outs;
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      CHECK(outs[j].dims() == g.value(node.outputs[j]).dims);
+      grad_outs.push_back(ctx.make(outs[j].desc()));
+    }
+    std::unique_ptr<bool[]> need(new bool[ins.size()]);
+    for (std::size_t i = 0; i < ins.size(); ++i) need[i] = true;
+    std::vector<nn::Tensor> grads(ins.size());
+    node.op->backward(ctx, ins, outs, grad_outs, saved, std::span<const bool>(need.get(), ins.size()), grads);
+    for (std::size_t i = 0; i < ins.size(); ++i) CHECK(grads[i].dims() == ins[i].dims());
+    CHECK(recorder.kinds == want[k]);
+  }
+}

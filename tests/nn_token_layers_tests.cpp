@@ -7,6 +7,7 @@
 // naming the layer.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -14,6 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "cachedarrays/cachedarrays.hpp"
+#include "cachedarrays/nn/data.hpp"
+#include "cachedarrays/nn/layers.hpp"
+#include "cachedarrays/nn/trainer.hpp"
 #include "cachedarrays/nn/transformer_layers.hpp"
 #include "nn_gradcheck.hpp"
 #include "nn_test_support.hpp"
@@ -558,4 +563,45 @@ TEST_CASE("nn token layers: a shape-only pass runs every op and names its kernel
     for (std::size_t i = 0; i < ins.size(); ++i) CHECK(grads[i].dims() == ins[i].dims());
     CHECK(recorder.kinds == want[k]);
   }
+}
+
+TEST_CASE("nn token layers: a patch-embedding classifier trains end to end on two tiers") {
+  // A blocked convolution output into patch_tokens, nhwc gradients back into
+  // the convolution, the embedding and class token updated by the trainer,
+  // with data moving between tiers under a policy.
+  namespace ca = cachedarrays;
+  const std::int64_t n = 4;
+  nn::Graph g;
+  const nn::ValueId images = g.input("images", {n, 3, 8, 8});
+  const nn::ValueId labels = g.label("labels", {n});
+  const nn::ValueId patches =
+      nn::conv2d(g, "patch_embed.proj", images, {.out_channels = 16, .kernel = 4, .stride = 4, .padding = 0});
+  const nn::ValueId cls = g.parameter("cls_token", {1, 1, 16}, nn::Init::small_normal);
+  const nn::ValueId tokens = nn::position_embedding(g, "pos_embed", nn::patch_tokens(g, "patch_embed", patches, cls));
+  const nn::ValueId logits = nn::linear(g, "head", nn::select_token(g, "head_token", tokens), 3);
+  g.set_loss(nn::softmax_cross_entropy(g, "loss", logits, labels));
+
+  ca::Runtime rt({ca::dram(8 << 20, "fast"), ca::dax_file({}, 64 << 20, "slow")},
+                 ca::policy::Registry::builtin().make("ca-lm"));
+  nn::TrainerOptions options;
+  options.sgd.weight_decay = 0.0f;  // SGD's L2 penalty would move every row
+  nn::Trainer trainer(&rt, std::move(g), options);
+  const std::vector<float> cls_before = trainer.parameter("cls_token");
+  const std::vector<float> pos_before = trainer.parameter("pos_embed");
+  auto data = nn::synthetic_dataset({3, 8, 8}, 3, 13);
+  std::vector<float> x(static_cast<std::size_t>(n * 3 * 8 * 8));
+  std::vector<float> y(static_cast<std::size_t>(n));
+  for (int step = 0; step < 3; ++step) {
+    data->next_batch(x, y);
+    CHECK(std::isfinite(trainer.step(x, y)));
+    rt.collect();
+  }
+  CHECK(trainer.parameter("cls_token") != cls_before);
+  // Only token 0 reaches the head, so only the embedding's row 0 learns.
+  const std::vector<float> pos_after = trainer.parameter("pos_embed");
+  REQUIRE(pos_after.size() == 5 * 16);
+  CHECK(std::vector<float>(pos_after.begin(), pos_after.begin() + 16) !=
+        std::vector<float>(pos_before.begin(), pos_before.begin() + 16));
+  CHECK(std::vector<float>(pos_after.begin() + 16, pos_after.end()) ==
+        std::vector<float>(pos_before.begin() + 16, pos_before.end()));
 }

@@ -1,6 +1,6 @@
 // Reorders between a tensor and a strided view of another one, private to
-// the transformer's data-movement ops (heads.cpp, tokens.cpp). A head of a
-// QKV projection, or the patch tokens after a class token, is a strided
+// the transformer's data-movement ops (heads.cpp, patch_tokens.cpp). A head
+// of a QKV projection, or the patch tokens after a class token, is a strided
 // window of a larger plain buffer that no Tensor describes: Context::execute
 // builds each dnnl::memory from its Tensor's own descriptor, so these ops run
 // oneDNN's reorder on descriptors of their own, at pointers offset into the

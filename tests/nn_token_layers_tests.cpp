@@ -139,7 +139,12 @@ TEST_CASE("nn token layers: split_heads backward writes all of dqkv from dq, dk 
   std::vector<std::vector<float>> r;
   for (std::uint64_t s = 0; s < 3; ++s) {
     r.push_back(test::random_values(count(head), 52 + s));
-    grad_outs.push_back(tensor(ctx, nn::plain_desc(head), r.back()));
+    // dk comes [N, T, H, Dh] in memory (a matmul may pick such a layout):
+    // each gradient is read in its own.
+    const dnnl::memory::desc layout =
+        s == 1 ? dnnl::memory::desc(head, dnnl::memory::data_type::f32, dnnl::memory::format_tag::acbd)
+               : nn::plain_desc(head);
+    grad_outs.push_back(tensor(ctx, layout, r.back()));
   }
   const std::vector<nn::Tensor> grads = run_backward(ctx, op, 1, 3, grad_outs);
   REQUIRE(grads[0].dims() == nn::Dims{n, t, 3 * d});
@@ -169,6 +174,9 @@ TEST_CASE("nn token layers: merge_heads forward matches a transpose and undoes s
   const std::vector<nn::Tensor> y = run_forward(ctx, merge, {tensor(ctx, nn::plain_desc(head), x)});
   CHECK(y[0].desc() == nn::plain_desc({n, t, d}));
   CHECK(ctx.read(y[0]) == reference_merge(x, head));
+  // From an input in any layout, here [N, T, H, Dh] in memory.
+  const dnnl::memory::desc transposed(head, dnnl::memory::data_type::f32, dnnl::memory::format_tag::acbd);
+  CHECK(ctx.read(run_forward(ctx, merge, {tensor(ctx, transposed, x)})[0]) == reference_merge(x, head));
 
   // merge_heads(split_heads(qkv)[s]) is qkv's columns s D to (s + 1) D.
   const std::vector<float> values = test::random_values(count({n, t, 3 * d}), 56);

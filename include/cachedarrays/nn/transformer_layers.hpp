@@ -70,7 +70,10 @@ ValueId self_attention(Graph& g, const std::string& name, ValueId x, std::int64_
 /// output of a convolution of kernel and stride `patch`, "patch_embed.proj"
 /// in timm): [N, h w, D] in row-major patch order, with the learned
 /// `class_token` parameter [1, 1, D] prepended as token 0 when it is not -1
-/// (then [N, 1 + h w, D]). Backward reads nothing.
+/// (then [N, 1 + h w, D]); a parameter class token is kept out of weight
+/// decay, as timm's no_weight_decay() keeps cls_token. `x` may come in any
+/// layout (a convolution's blocked one); its gradient goes back
+/// channels-last (nhwc). Backward reads nothing.
 ValueId patch_tokens(Graph& g, const std::string& name, ValueId x, ValueId class_token = -1);
 
 /// x + E for a learned position embedding E, the parameter `name` [1, T, D]

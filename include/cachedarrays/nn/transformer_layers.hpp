@@ -77,7 +77,8 @@ ValueId self_attention(Graph& g, const std::string& name, ValueId x, std::int64_
 ValueId patch_tokens(Graph& g, const std::string& name, ValueId x, ValueId class_token = -1);
 
 /// x + E for a learned position embedding E, the parameter `name` [1, T, D]
-/// (timm's "pos_embed"), drawn N(0, 0.02^2) and kept out of weight decay.
+/// (timm's "pos_embed"), drawn N(0, 0.02^2) and kept out of weight decay;
+/// the node is "<name>.add".
 /// Backward reads nothing.
 ValueId position_embedding(Graph& g, const std::string& name, ValueId x);
 

@@ -123,7 +123,9 @@ ValueId position_embedding(Graph& g, const std::string& name, ValueId x) {
   check_tokens(name, x_dims);
   const ValueId e = g.parameter(name, {1, x_dims[1], x_dims[2]}, Init::small_normal);
   g.exclude_from_weight_decay(e);  // timm's no_weight_decay() lists pos_embed
-  return g.add1(name, std::make_unique<PositionEmbedding>(name), {x, e});
+  // The node (and its output) is "<name>.add": the name itself is the
+  // parameter's, as a checkpoint knows it.
+  return g.add1(name + ".add", std::make_unique<PositionEmbedding>(name), {x, e});
 }
 
 }  // namespace cachedarrays::nn

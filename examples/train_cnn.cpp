@@ -768,12 +768,12 @@ int run(Options o, const World& world, const nn::StopSignals& stop) {
              model.width, model.batch,
              ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
              model.channels, model.image_size, model.image_size, model.classes, graph.parameter_count());
-  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | SGD {} | "
+  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | {} {} | "
              "weights {}\n",
              ranks > 1 ? " (per rank)" : "", ca::format_bytes(footprint), ca::format_bytes(fast_bytes),
              100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
              o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
-             omp_get_max_threads(),
+             omp_get_max_threads(), options.optimizer == nn::Optimizer::adamw ? "AdamW" : "SGD",
              options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass",
              options.parameters_in_primitive_layout ? "in their primitives' layout" : "plain");
   for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));

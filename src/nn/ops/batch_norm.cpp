@@ -118,23 +118,8 @@ class BatchNorm final : public Op {
       const dnnl::batch_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon, flags);
       return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor scale = ctx.reorder(inputs[1], pd->weights_desc());
-    const Tensor shift = shift_argument(ctx, inputs[2], pd->weights_desc());
-    const Tensor diff_dst = ctx.reorder(grad_outputs[0], pd->diff_dst_desc());
-    const Tensor mean = ctx.reorder(saved[0], pd->mean_desc());
-    const Tensor variance = ctx.reorder(saved[1], pd->variance_desc());
-    Tensor diff_src = ctx.make(pd->diff_src_desc());
-    Tensor diff_scale = ctx.make(pd->diff_weights_desc());
-    Tensor diff_shift = ctx.make(pd->diff_weights_desc());
-    ctx.execute("batch_norm_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
-                 in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
-                 out(DNNL_ARG_DIFF_SRC, diff_src),
-                 out(DNNL_ARG_DIFF_SCALE, diff_scale), out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
-    // The optimiser updates the plain parameters element by element.
-    if (need_grad[0]) grad_inputs[0] = std::move(diff_src);
-    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_scale, plain_desc(diff_scale.dims()));
-    if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_shift, plain_desc(diff_shift.dims()));
+    detail::execute_normalization_backward(ctx, "batch_norm_backward", *prim, *pd, src, inputs[1], inputs[2],
+                                           grad_outputs[0], saved[0], saved[1], need_grad, grad_inputs);
   }
 
  private:
@@ -167,18 +152,6 @@ class BatchNorm final : public Op {
     ctx.execute("batch_norm_inference", *prim, pd->scratchpad_desc(),
                 {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
                  in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift), out(DNNL_ARG_DST, outputs[0])});
-  }
-
-  // oneDNN 2.6 refuses to run the backward primitive of a use_shift batch
-  // normalisation without a shift argument ("could not execute a
-  // primitive"), although no result depends on its values. Backward does
-  // not ask the trainer to keep the shift, so when it is gone a zero stand-in
-  // takes its place.
-  static Tensor shift_argument(Context& ctx, const Tensor& shift, const dnnl::memory::desc& desc) {
-    if (shift) return ctx.reorder(shift, desc);
-    Tensor zeros = ctx.make(desc);
-    ctx.fill(zeros, 0.0f);
-    return zeros;
   }
 
   [[nodiscard]] std::string where() const { return "batch_norm '" + name_ + "'"; }

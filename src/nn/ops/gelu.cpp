@@ -67,19 +67,8 @@ class Gelu final : public Op {
       const dnnl::eltwise_backward::desc d(gelu_algorithm, desc, desc);
       return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor& grad_output = grad_outputs[0];
-    // dy and dx share one descriptor, so dy in that layout, the op's alone,
-    // can be dx (Op::backward); it is listed as written, being overwritten.
-    if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc()) {
-      ctx.execute("gelu_backward", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
-      grad_inputs[0] = grad_output;
-      return;
-    }
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    grad_inputs[0] = ctx.make(pd->diff_src_desc());
-    ctx.execute("gelu_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
+    grad_inputs[0] =
+        detail::execute_backward_over_grad(ctx, "gelu_backward", *prim, *pd, DNNL_ARG_SRC, src, grad_outputs[0]);
   }
 
  private:

@@ -101,23 +101,8 @@ class LayerNorm final : public Op {
           return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
         });
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
-    const Tensor scale = ctx.reorder(inputs[1], pd->weights_desc());
-    const Tensor shift = shift_argument(ctx, inputs[2], pd->weights_desc());
-    const Tensor diff_dst = ctx.reorder(grad_outputs[0], pd->diff_dst_desc());
-    const Tensor mean = ctx.reorder(saved[0], pd->mean_desc());
-    const Tensor variance = ctx.reorder(saved[1], pd->variance_desc());
-    Tensor diff_src = ctx.make(pd->diff_src_desc());
-    Tensor diff_scale = ctx.make(pd->diff_weights_desc());
-    Tensor diff_shift = ctx.make(pd->diff_weights_desc());
-    ctx.execute("layer_norm_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
-                 in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
-                 out(DNNL_ARG_DIFF_SRC, diff_src),
-                 out(DNNL_ARG_DIFF_SCALE, diff_scale), out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
-    // The optimiser updates the plain parameters element by element.
-    if (need_grad[0]) grad_inputs[0] = std::move(diff_src);
-    if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_scale, plain_desc(diff_scale.dims()));
-    if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_shift, plain_desc(diff_shift.dims()));
+    detail::execute_normalization_backward(ctx, "layer_norm_backward", *prim, *pd, src, inputs[1], inputs[2],
+                                           grad_outputs[0], saved[0], saved[1], need_grad, grad_inputs);
   }
 
  private:
@@ -128,18 +113,6 @@ class LayerNorm final : public Op {
           const dnnl::layer_normalization_forward::desc d(prop_kind::forward_training, src, epsilon_, flags);
           return ForwardPd(d, ctx.attr(), ctx.engine());
         });
-  }
-
-  // oneDNN 2.6 refuses to run the backward primitive of a use_shift layer
-  // normalisation without a shift argument ("could not execute a
-  // primitive"), as it does batch norm's, although no result depends on its
-  // values. Backward does not ask the trainer to keep the shift, so when it
-  // is gone a zero stand-in takes its place.
-  static Tensor shift_argument(Context& ctx, const Tensor& shift, const dnnl::memory::desc& desc) {
-    if (shift) return ctx.reorder(shift, desc);
-    Tensor zeros = ctx.make(desc);
-    ctx.fill(zeros, 0.0f);
-    return zeros;
   }
 
   // A cache key: the descriptor and epsilon's bits (its decimal text would

@@ -63,6 +63,23 @@ inline bool writes_in_place(Tensor& output, const Tensor& src, const dnnl::memor
   return false;
 }
 
+// Runs a forward primitive of one source whose output may take that
+// source's storage (Op::in_place_input: ReLU, softmax): over the source when
+// the trainer offered it and the layouts agree (detail::writes_in_place;
+// oneDNN runs these in place, and the source is listed as written because
+// its contents are overwritten), else into a new output of the primitive's
+// layout.
+template <typename ForwardPd>
+void execute_in_place_or_new(Context& ctx, const std::string& name, const dnnl::primitive& prim,
+                             const ForwardPd& pd, const Tensor& src, Tensor& output) {
+  if (writes_in_place(output, src, pd.dst_desc())) {
+    ctx.execute(name, prim, pd.scratchpad_desc(), {out(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, output)});
+    return;
+  }
+  output = ctx.make(pd.dst_desc());
+  ctx.execute(name, prim, pd.scratchpad_desc(), {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, output)});
+}
+
 // What backward reads of a weighted primitive's inputs (src, weights[,
 // bias]): the source for the weight gradient and the weights for the source
 // gradient, never the bias, so the trainer may retire the bias after forward.
@@ -86,13 +103,33 @@ inline std::pair<const dnnl::eltwise_forward::primitive_desc*, const dnnl::eltwi
   });
 }
 
+// dx of an element-wise op's backward primitive (ReLU, GELU, softmax) that
+// reads `kept` (its forward source or output, in role `kept_role`) and dy
+// (`grad_output`). In place over dy when the op holds dy's only handle
+// (Op::backward) in the layout dx has too: oneDNN's eltwise and softmax
+// backward run in place, and no second gradient of the activation's size
+// exists while it does (dy is listed as written, its contents overwritten).
+template <typename BackwardPd>
+Tensor execute_backward_over_grad(Context& ctx, const std::string& name, const dnnl::primitive& prim,
+                                  const BackwardPd& pd, int kept_role, const Tensor& kept,
+                                  const Tensor& grad_output) {
+  if (grad_output.use_count() == 1 && grad_output.desc() == pd.diff_dst_desc() &&
+      pd.diff_src_desc() == pd.diff_dst_desc()) {
+    ctx.execute(name, prim, pd.scratchpad_desc(),
+                {in(kept_role, kept), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
+    return grad_output;
+  }
+  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
+  Tensor grad_src = ctx.make(pd.diff_src_desc());
+  ctx.execute(name, prim, pd.scratchpad_desc(),
+              {in(kept_role, kept), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
+  return grad_src;
+}
+
 // dx of a ReLU from its output `dst` and dy (`grad_output`), one
 // "relu_backward" kernel: the ReLU op's backward, and the first half of a
-// convolution's whose ReLU is fused into it (Conv2dOptions::relu). In place
-// over dy when the op holds dy's only handle (Op::backward) in dx's layout:
-// oneDNN's eltwise backward runs in place, and no second gradient of the
-// activation's size exists while it does (dy is listed as written, its
-// contents overwritten).
+// convolution's whose ReLU is fused into it (Conv2dOptions::relu); in place
+// over dy where it may (execute_backward_over_grad).
 inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_output) {
   const dnnl::memory::desc& desc = dst.desc();  // the source's layout too
   auto [pd, prim] = ctx.cached<dnnl::eltwise_backward::primitive_desc, dnnl::eltwise_backward>(
@@ -101,18 +138,7 @@ inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_
         const dnnl::eltwise_backward::desc d(relu_algorithm, desc, desc);
         return dnnl::eltwise_backward::primitive_desc(d, ctx.attr(), ctx.engine(), *fwd);
       });
-  // dy and dx share one descriptor (the eltwise backward desc above), so dy
-  // in that layout can be dx.
-  if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc()) {
-    ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_DST, dst), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
-    return grad_output;
-  }
-  const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-  Tensor grad_src = ctx.make(pd->diff_src_desc());
-  ctx.execute("relu_backward", *prim, pd->scratchpad_desc(),
-              {in(DNNL_ARG_DST, dst), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_src)});
-  return grad_src;
+  return execute_backward_over_grad(ctx, "relu_backward", *prim, *pd, DNNL_ARG_DST, dst, grad_output);
 }
 
 // The layout a weighted primitive's weights are kept in (Op::parameter_desc):
@@ -226,6 +252,45 @@ void execute_backward_weights(Context& ctx, const std::string& name, const dnnl:
     ctx.execute(name, prim, pd.scratchpad_desc(), {src_arg, diff_dst_arg, out(DNNL_ARG_DIFF_WEIGHTS, diff_weights)});
   }
   if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_weights, kept_weights);
+}
+
+// The backward pass of a normalisation with a learned scale and shift
+// (batch and layer normalisation share oneDNN's argument list): dx, and
+// the scale's and shift's gradients handed back plain, because the
+// optimiser updates the plain parameters element by element. `src` is in
+// the primitive's layout; the rest is reordered to it. oneDNN 2.6 refuses to
+// run a use_shift normalisation's backward primitive without a shift
+// argument ("could not execute a primitive"), although no result depends on
+// its values; backward does not ask the trainer to keep the shift, so when
+// it is gone (`shift` empty) a zero stand-in takes its place.
+template <typename BackwardPd>
+void execute_normalization_backward(Context& ctx, const std::string& name, const dnnl::primitive& prim,
+                                    const BackwardPd& pd, const Tensor& src, const Tensor& scale_kept,
+                                    const Tensor& shift_kept, const Tensor& grad_output, const Tensor& mean_saved,
+                                    const Tensor& variance_saved, std::span<const bool> need_grad,
+                                    std::span<Tensor> grad_inputs) {
+  const Tensor scale = ctx.reorder(scale_kept, pd.weights_desc());
+  Tensor shift;
+  if (shift_kept) {
+    shift = ctx.reorder(shift_kept, pd.weights_desc());
+  } else {
+    shift = ctx.make(pd.weights_desc());
+    ctx.fill(shift, 0.0f);
+  }
+  const Tensor diff_dst = ctx.reorder(grad_output, pd.diff_dst_desc());
+  const Tensor mean = ctx.reorder(mean_saved, pd.mean_desc());
+  const Tensor variance = ctx.reorder(variance_saved, pd.variance_desc());
+  Tensor diff_src = ctx.make(pd.diff_src_desc());
+  Tensor diff_scale = ctx.make(pd.diff_weights_desc());
+  Tensor diff_shift = ctx.make(pd.diff_weights_desc());
+  ctx.execute(name, prim, pd.scratchpad_desc(),
+              {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
+               in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
+               out(DNNL_ARG_DIFF_SRC, diff_src), out(DNNL_ARG_DIFF_SCALE, diff_scale),
+               out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
+  if (need_grad[0]) grad_inputs[0] = std::move(diff_src);
+  if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_scale, plain_desc(diff_scale.dims()));
+  if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_shift, plain_desc(diff_shift.dims()));
 }
 
 }  // namespace cachedarrays::nn::detail

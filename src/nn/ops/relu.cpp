@@ -50,14 +50,7 @@ class Relu final : public Op {
                std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
     auto [pd, prim] = relu_forward_primitive(ctx, src.desc());
-    if (detail::writes_in_place(outputs[0], src, pd->dst_desc())) {
-      // oneDNN's eltwise runs in place; the source is listed as written
-      // because its contents are overwritten.
-      ctx.execute("relu", *prim, pd->scratchpad_desc(), {out(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
-      return;
-    }
-    outputs[0] = ctx.make(pd->dst_desc());
-    ctx.execute("relu", *prim, pd->scratchpad_desc(), {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
+    detail::execute_in_place_or_new(ctx, "relu", *prim, *pd, src, outputs[0]);
   }
 
   void backward(Context& ctx, std::span<const Tensor>, std::span<const Tensor> outputs,

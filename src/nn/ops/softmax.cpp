@@ -51,13 +51,7 @@ class Softmax final : public Op {
                std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
     auto [pd, prim] = forward_primitive(ctx, src.desc());
-    if (detail::writes_in_place(outputs[0], src, pd->dst_desc())) {
-      // The source is listed as written because its contents are overwritten.
-      ctx.execute("softmax", *prim, pd->scratchpad_desc(), {out(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
-      return;
-    }
-    outputs[0] = ctx.make(pd->dst_desc());
-    ctx.execute("softmax", *prim, pd->scratchpad_desc(), {in(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, outputs[0])});
+    detail::execute_in_place_or_new(ctx, "softmax", *prim, *pd, src, outputs[0]);
   }
 
   void backward(Context& ctx, std::span<const Tensor>, std::span<const Tensor> outputs,
@@ -74,19 +68,8 @@ class Softmax final : public Op {
       const dnnl::softmax_backward::desc d(desc, desc, last_axis(desc));
       return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
-    const Tensor& grad_output = grad_outputs[0];
-    // dy, the op's alone (Op::backward), in dx's layout becomes dx.
-    if (grad_output.use_count() == 1 && grad_output.desc() == pd->diff_dst_desc() &&
-        pd->diff_src_desc() == pd->diff_dst_desc()) {
-      ctx.execute("softmax_backward", *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_DST, dst), out(DNNL_ARG_DIFF_DST, grad_output), out(DNNL_ARG_DIFF_SRC, grad_output)});
-      grad_inputs[0] = grad_output;
-      return;
-    }
-    const Tensor diff_dst = ctx.reorder(grad_output, pd->diff_dst_desc());
-    grad_inputs[0] = ctx.make(pd->diff_src_desc());
-    ctx.execute("softmax_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_DST, dst), in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
+    grad_inputs[0] =
+        detail::execute_backward_over_grad(ctx, "softmax_backward", *prim, *pd, DNNL_ARG_DST, dst, grad_outputs[0]);
   }
 
  private:

@@ -5,7 +5,8 @@
 // which nothing else reads.
 //
 // dx = dy is handed over as it is (add.cpp says why that is safe), and dE,
-// the sum of dy over the batch, is one oneDNN reduction.
+// the sum of dy over the batch, one pass over dy (embedding_gradient).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -89,27 +90,24 @@ class PositionEmbedding final : public Op {
   }
 
  private:
-  // dE = the sum of dy over the batch, plain [1, T, D], read from dy in its
-  // own layout.
-  static Tensor embedding_gradient(Context& ctx, const Tensor& dy) {
-    const Dims y_dims = dy.dims();
-    const dnnl::memory::desc e_desc = plain_desc({1, y_dims[1], y_dims[2]});
-    if (y_dims[0] == 1) {
-      // Nothing to sum, and oneDNN's reduction refuses a source of the
-      // destination's dims: a copy into a tensor of dE's own, not the
-      // handle dx gets too.
-      Tensor de = ctx.make(e_desc);
-      ctx.copy(dy, de);
-      return de;
-    }
-    auto [pd, prim] = ctx.cached<dnnl::reduction::primitive_desc, dnnl::reduction>(
-        "position_embedding.bwd:" + key_of(dy.desc()), [&] {
-          const dnnl::reduction::desc d(dnnl::algorithm::reduction_sum, dy.desc(), e_desc, 0.0f, 0.0f);
-          return dnnl::reduction::primitive_desc(d, ctx.attr(), ctx.engine());
-        });
-    Tensor de = ctx.make(e_desc);
-    ctx.execute("position_embedding_backward", *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_SRC, dy), out(DNNL_ARG_DST, de)});
+  // dE = the sum of dy over the batch, plain [1, T, D]: one pass over dy,
+  // sample after sample, each row added into dE with unit strides. (oneDNN's
+  // reduction primitive takes several times longer here, and refuses a
+  // batch of 1.)
+  static Tensor embedding_gradient(Context& ctx, const Tensor& grad_output) {
+    const Dims y_dims = grad_output.dims();
+    const Tensor dy = ctx.reorder(grad_output, plain_desc(y_dims));
+    Tensor de = ctx.make_plain({1, y_dims[1], y_dims[2]});
+    const auto samples = static_cast<std::size_t>(y_dims[0]);
+    const auto row = static_cast<std::size_t>(y_dims[1] * y_dims[2]);
+    const KernelArg args[] = {in(DNNL_ARG_SRC, dy), out(DNNL_ARG_DST, de)};
+    ctx.run("position_embedding_backward", args, [&](std::span<float* const> p) {
+      std::copy(p[0], p[0] + row, p[1]);
+      for (std::size_t n = 1; n < samples; ++n) {
+        const float* sample = p[0] + n * row;
+        for (std::size_t i = 0; i < row; ++i) p[1][i] += sample[i];
+      }
+    });
     return de;
   }
 

@@ -524,6 +524,18 @@ Json answer_json(const ca::CapacityAnswer& answer) {
 }
 
 // Everything the report says, as JSON (tools/plot_plan.py reads it).
+// A ViT's independent count (count_vit) as JSON; null for another model.
+Json independent_count_json(const Options& o) {
+  if (o.model.family != "vit") return nullptr;
+  const VitCount v = count_vit(o.model, o.optimizer);
+  Json by_layer = Json::array();
+  for (const auto& [what, bytes] : v.per_block) by_layer.push_back(Json{{"kept", what}, {"bytes_per_block", bytes}});
+  return Json{{"parameters", v.parameters},         {"parameter_bytes", v.parameter_bytes},
+              {"gradient_bytes", v.gradient_bytes}, {"optimizer_state_bytes", v.optimizer_bytes},
+              {"activation_bytes", v.activation_bytes}, {"total_bytes", v.total()},
+              {"activations_by_layer", by_layer}};
+}
+
 Json plan_json(const Options& o, const Iteration& it, const Machine& m, const ca::CapacityPlan& plan,
                const ca::CapacityAnswer& answer, double seconds) {
   Json doc{{"format", "cachedarrays-plan"},
@@ -531,6 +543,7 @@ Json plan_json(const Options& o, const Iteration& it, const Machine& m, const ca
            {"model", it.label},
            {"footprint_bytes", it.footprint},
            {"optimizer", o.optimizer},
+           {"independent_count", independent_count_json(o)},
            {"kind", "modeled"},
            {"machine",
             {{"fast", tier_json(m.fast, m.prices)},

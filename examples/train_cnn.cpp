@@ -658,7 +658,7 @@ Footprints measure_footprints(const Options& o, const std::function<nn::Graph()>
   f.sized = f.online;
   if (o.planner != "online") {
     const nn::PlannedFootprint planned =
-        nn::measure_planned_footprint(build, program, ca::plan::parse_offset_planner(o.planner));
+        nn::measure_planned_footprint(build, program, ca::plan::parse_offset_planner(o.planner), options);
     f.sized = planned.footprint;
     fmt::print("offset plan ({}): footprint {} ({:.4f}x its lower bound {}), online allocator {}\n", o.planner,
                ca::format_bytes(planned.footprint),

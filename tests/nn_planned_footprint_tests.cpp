@@ -40,11 +40,11 @@ struct Run {
 // `iterations` steps of `config` under `policy` in a fast tier of `fast`
 // bytes, with `program` set.
 Run train(const nn::ModelConfig& config, const std::string& policy, std::uint64_t fast,
-          const ca::plan::Program& program, int iterations = 4) {
+          const ca::plan::Program& program, int iterations = 4, const nn::TrainerOptions& options = {}) {
   ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 64 << 20, "slow")},
                  ca::policy::Registry::builtin().make(policy));
   rt.set_program(program);
-  nn::Trainer trainer(&rt, nn::build_model(config));
+  nn::Trainer trainer(&rt, nn::build_model(config), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 5);
   std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
@@ -71,7 +71,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("nn planned: a fast tier of the planned footprint holds all of training, bit-identically") {
   for (const auto& [family, depth] :
-       std::vector<std::pair<std::string, int>>{{"resnet", 18}, {"densenet", 121}, {"inception", 4}}) {
+       std::vector<std::pair<std::string, int>>{{"resnet", 18}, {"densenet", 121}, {"inception", 4}, {"vit", 2}}) {
     const auto& captured_family = family;  // Clang 14 cannot capture a binding
     CAPTURE(captured_family);
     nn::ModelConfig config = small(family, depth);
@@ -82,11 +82,19 @@ TEST_CASE("nn planned: a fast tier of the planned footprint holds all of trainin
       config.width = 0.0625;
       config.batch = 2;
     }
+    // A ViT trained with AdamW: two moments per parameter in the base.
+    nn::TrainerOptions options;
+    if (family == "vit") {
+      config.image_size = 16;
+      config.width = 1;
+      config.vit = {.patch = 4, .dim = 16, .heads = 2, .mlp_ratio = 2};
+      options.optimizer = nn::Optimizer::adamw;
+    }
     const auto build = [&] { return nn::build_model(config); };
-    const ca::plan::Program program = nn::dry_run_program(build);
-    const std::uint64_t online = nn::measure_footprint(build);
+    const ca::plan::Program program = nn::dry_run_program(build, options);
+    const std::uint64_t online = nn::measure_footprint(build, options);
     const nn::PlannedFootprint planned =
-        nn::measure_planned_footprint(build, program, ca::plan::OffsetPlanner::best_fit);
+        nn::measure_planned_footprint(build, program, ca::plan::OffsetPlanner::best_fit, options);
     CAPTURE(online);
     CAPTURE(planned.footprint);
     // The plan is a solution at least as tight as the online allocator's
@@ -96,8 +104,8 @@ TEST_CASE("nn planned: a fast tier of the planned footprint holds all of trainin
     CHECK(planned.planned <= planned.footprint);
     CHECK(planned.counters.planned > planned.counters.unplanned);
 
-    const Run reference = train(config, "all-fast", 4 * online, program);
-    const Run run = train(config, "ca-lm+best-fit", planned.footprint, program);
+    const Run reference = train(config, "all-fast", 4 * online, program, 4, options);
+    const Run run = train(config, "ca-lm+best-fit", planned.footprint, program, 4, options);
     CHECK(same_bits(run.losses, reference.losses));
     // Nothing had to move: every object found room where the plan put it
     // or above it.

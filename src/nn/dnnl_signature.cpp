@@ -20,6 +20,7 @@ std::string role_of(int dnnl_arg) {
     case DNNL_ARG_SRC: return "src";
     case DNNL_ARG_SRC_1: return "src1";
     case DNNL_ARG_DST: return "dst";
+    case DNNL_ARG_DST_1: return "dst1";
     case DNNL_ARG_WEIGHTS: return "weights";
     case DNNL_ARG_BIAS: return "bias";
     case DNNL_ARG_MEAN: return "mean";
@@ -72,6 +73,9 @@ double flops_per_element(std::string_view kind) {
       {"batch_norm", 5},  {"batch_norm_backward", 8},
       // m = momentum * m + (g + decay * w); w -= lr * m
       {"sgd", 6},
+      // w *= decay; m += (1 - b1)(g - m); v = b2 v + (1 - b2) g^2;
+      // w -= step * m / (sqrt(v) / c2 + eps)
+      {"adamw", 14},
       // max, exp(z - max), sum, divide, the log of the target's
       {"softmax_cross_entropy", 5}, {"softmax_cross_entropy_backward", 2},
       // mean, variance, then (x - mean) * scale / sigma + shift, as batch norm

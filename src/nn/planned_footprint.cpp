@@ -10,7 +10,7 @@
 namespace cachedarrays::nn {
 
 PlannedFootprint measure_planned_footprint(const std::function<Graph()>& build, const plan::Program& program,
-                                           plan::OffsetPlanner planner) {
+                                           plan::OffsetPlanner planner, const TrainerOptions& options) {
   policy::Mode mode = policy::mode::LM;
   mode.offsets = planner;
   auto owned = std::make_unique<policy::CachedArraysPolicy>(mode);  // throws for online
@@ -22,7 +22,7 @@ PlannedFootprint measure_planned_footprint(const std::function<Graph()>& build, 
   runtime.set_program(program);
   PlannedFootprint result;
   {
-    Trainer trainer(&runtime, build(), {}, /*run_kernels=*/false);
+    Trainer trainer(&runtime, build(), options, /*run_kernels=*/false);
     // The first iteration may create a few objects the later ones do not
     // (it departs from the program), so the second is planned from it and
     // the third from the second: the peak of all three.

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "cachedarrays/nn/graph.hpp"
+#include "cachedarrays/nn/trainer.hpp"
 #include "cachedarrays/plan/offsets/offset_planner.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/planned_placement.hpp"
@@ -23,7 +24,7 @@ struct PlannedFootprint {
   /// of this many bytes holds every object where the plan puts it.
   std::uint64_t footprint = 0;
   /// The plan's own footprint in bytes, plus the base (parameters and
-  /// momentum) that lives across iterations.
+  /// the optimizer's state) that lives across iterations.
   std::uint64_t planned = 0;
   /// The base plus the plan's max-live bytes: no plan of the iteration can
   /// need less.
@@ -35,9 +36,12 @@ struct PlannedFootprint {
 
 /// Measures PlannedFootprint by a dry run of three iterations of the graph
 /// `build` makes, on virtual heaps (no memory, no kernels). `program`: the
-/// iteration's program (dry_run_program(build)). `planner`: the offset
+/// iteration's program (dry_run_program(build, options)). `planner`: the offset
 /// planner to place by; throws invalid_argument for the online one.
+/// `options`: how the model trains (its optimizer's state is part of the
+/// base that lives across iterations).
 [[nodiscard]] PlannedFootprint measure_planned_footprint(const std::function<Graph()>& build,
-                                                         const plan::Program& program, plan::OffsetPlanner planner);
+                                                         const plan::Program& program, plan::OffsetPlanner planner,
+                                                         const TrainerOptions& options = {});
 
 }  // namespace cachedarrays::nn

@@ -440,7 +440,9 @@ TEST_CASE("nn token layers: forward twice gives the same values and makes no new
       {h.nodes()[1].op.get(), {tensor(ctx, nn::plain_desc({2, 2, 5, 8}), test::random_values(160, 81))}},
       {h.nodes()[2].op.get(), {tensor(ctx, nn::plain_desc({2, 5, 16}), test::random_values(160, 82))}},
   };
-  for (const auto& [op, ins] : cases) {
+  for (const auto& c : cases) {
+    nn::Op* op = c.first;  // not a structured binding: Clang 14 cannot capture one
+    const std::vector<nn::Tensor>& ins = c.second;
     CAPTURE(op->kind());
     const std::size_t outputs = op->kind() == "split_heads" ? 3 : 1;
     const std::vector<nn::Tensor> first = run_forward(ctx, *op, ins, outputs);

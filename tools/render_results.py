@@ -106,7 +106,9 @@ def record(name: str, output: Path, command: list[str], results: Path = RESULTS)
     here = machine()
     # The benchmark's own view of the machine goes with this one; a list of
     # rows it wrapped to hold that view is a list of rows again.
-    if isinstance(figures, dict) and isinstance(figures.get("machine"), dict):
+    # (A modeled machine, such as cachedarrays-plan's tiers, names no CPU:
+    # it stays with the figures.)
+    if isinstance(figures, dict) and isinstance(figures.get("machine"), dict) and "cpu" in figures["machine"]:
         here["reported"] = figures.pop("machine")
         if set(figures) == {"rows"}:
             figures = figures["rows"]

@@ -298,53 +298,69 @@ TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the s
   }
 }
 
-TEST_CASE("nn trainer: placement never changes arithmetic in Inception v4 — bit-identical losses under every policy "
-          "at 20%, 50% and 100%") {
-  // Rectangular kernels, n-input concatenations and padding-excluding
-  // average pools, which ResNet and DenseNet have none of.
-  const nn::ModelConfig config = tiny_inception();
-  const std::vector<float> reference = train(config, "all-fast", 4.0);
-  REQUIRE(reference.size() == 2);
-  CHECK(std::isfinite(reference[1]));
+namespace {
+
+// Every policy that does not plan ahead, at 20%, 50% and 100% of the
+// footprint, trains `config` for `iterations` steps with the losses of
+// all-fast, bit for bit; returns the runs made.
+int check_every_policy_bit_identical(const nn::ModelConfig& config, int iterations) {
+  const std::vector<float> reference = train(config, "all-fast", 4.0, iterations);
+  REQUIRE(reference.size() == static_cast<std::size_t>(iterations));
+  CHECK(std::isfinite(reference.back()));
   const auto registry = ca::policy::Registry::builtin();
   int runs = 0;
   for (const std::string& policy : registry.names()) {
-    // The policies that plan ahead have a test of their own below.
+    // The policies that plan ahead have tests of their own.
     if (policy == "all-fast" || registry.describe(policy).plans_ahead()) continue;
     for (double fraction : {0.2, 0.5, 1.0}) {
       if (policy == "all-slow" && fraction != 0.2) continue;  // it has no fast tier to size
       CAPTURE(policy);
       CAPTURE(fraction);
-      const std::vector<float> losses = train(config, policy, policy == "all-slow" ? 0.0 : fraction);
+      const std::vector<float> losses = train(config, policy, policy == "all-slow" ? 0.0 : fraction, iterations);
       REQUIRE(losses.size() == reference.size());
       CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
       ++runs;
     }
   }
-  CHECK(runs > 30);  // the registry's policies were all run
+  return runs;
+}
+
+// `config` trained for 3 steps at 20% of its footprint under the planning
+// policy `policy` (a plan of at most 1 s), with all-fast's losses bit for
+// bit, one plan and no departure from it; returns the policy's counters.
+ca::policy::AutotmPolicy::Counters check_planned_bit_identical(const nn::ModelConfig& config,
+                                                              const std::string& policy) {
+  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
+  ca::policy::AutotmPolicyOptions options = ca::policy::Registry::builtin().describe(policy).planned_options().value();
+  options.solver.time_limit_seconds = 1;
+  options.log = [](const std::string&) {};
+  ca::policy::AutotmPolicy::Counters counters;
+  const std::vector<float> losses =
+      train(config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3, nullptr,
+            [&](const ca::policy::Policy& p) { counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters(); });
+  REQUIRE(losses.size() == reference.size());
+  CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
+  CHECK(counters.plans == 1);
+  CHECK(counters.departures == 0);
+  CHECK(counters.iterations_followed >= 1);
+  return counters;
+}
+
+}  // namespace
+
+TEST_CASE("nn trainer: placement never changes arithmetic in Inception v4 — bit-identical losses under every policy "
+          "at 20%, 50% and 100%") {
+  // Rectangular kernels, n-input concatenations and padding-excluding
+  // average pools, which ResNet and DenseNet have none of.
+  CHECK(check_every_policy_bit_identical(tiny_inception(), 2) > 30);  // the registry's policies were all run
 }
 
 TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan Inception v4 and follow their plan, losses bit-identical") {
   // One policy of each planner, on the dry run's program of a tiny
   // Inception v4; the rest of each family is the ResNet test's above.
-  const nn::ModelConfig config = tiny_inception();
-  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
-  const auto registry = ca::policy::Registry::builtin();
   for (const std::string policy : {"autotm-sync", "autoswap:doa", "redl"}) {
     CAPTURE(policy);
-    ca::policy::AutotmPolicyOptions options = registry.describe(policy).planned_options().value();
-    options.solver.time_limit_seconds = 1;
-    options.log = [](const std::string&) {};
-    ca::policy::AutotmPolicy::Counters counters;
-    const std::vector<float> losses = train(config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3,
-                                            nullptr, [&](const ca::policy::Policy& p) {
-                                              counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters();
-                                            });
-    REQUIRE(losses.size() == reference.size());
-    CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
-    CHECK(counters.plans == 1);
-    CHECK(counters.departures == 0);
-    CHECK(counters.iterations_followed >= 1);
+    const ca::policy::AutotmPolicy::Counters counters = check_planned_bit_identical(tiny_inception(), policy);
     // At 20% of the footprint AutoTM and ReDL move something. AutoSwap's
     // candidates are objects of 1 MB or more (its paper's filter), which a
     // model this small has none of: nn_program_tests.cpp plans its program
@@ -358,47 +374,14 @@ TEST_CASE("nn trainer: placement never changes arithmetic in a ViT trained with 
   // Attention, LayerNorm, GELU, token-wise linear layers and AdamW's two
   // moments per parameter, archived after each update: none of them is in
   // a CNN.
-  const nn::ModelConfig config = tiny_vit();
-  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
-  REQUIRE(reference.size() == 3);
-  CHECK(std::isfinite(reference[2]));
-  const auto registry = ca::policy::Registry::builtin();
-  int runs = 0;
-  for (const std::string& policy : registry.names()) {
-    if (policy == "all-fast" || registry.describe(policy).plans_ahead()) continue;
-    for (double fraction : {0.2, 0.5, 1.0}) {
-      if (policy == "all-slow" && fraction != 0.2) continue;
-      CAPTURE(policy);
-      CAPTURE(fraction);
-      const std::vector<float> losses = train(config, policy, policy == "all-slow" ? 0.0 : fraction, 3);
-      REQUIRE(losses.size() == reference.size());
-      CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
-      ++runs;
-    }
-  }
-  CHECK(runs > 30);
+  CHECK(check_every_policy_bit_identical(tiny_vit(), 3) > 30);
 }
 
 TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan a ViT trained with AdamW and follow their plan, losses "
           "bit-identical") {
-  const nn::ModelConfig config = tiny_vit();
-  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
-  const auto registry = ca::policy::Registry::builtin();
   for (const std::string policy : {"autotm-sync", "autotm-static", "autoswap:doa", "redl"}) {
     CAPTURE(policy);
-    ca::policy::AutotmPolicyOptions options = registry.describe(policy).planned_options().value();
-    options.solver.time_limit_seconds = 1;
-    options.log = [](const std::string&) {};
-    ca::policy::AutotmPolicy::Counters counters;
-    const std::vector<float> losses = train(config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3,
-                                            nullptr, [&](const ca::policy::Policy& p) {
-                                              counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters();
-                                            });
-    REQUIRE(losses.size() == reference.size());
-    CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
-    CHECK(counters.plans == 1);
-    CHECK(counters.departures == 0);
-    CHECK(counters.iterations_followed >= 1);
+    (void)check_planned_bit_identical(tiny_vit(), policy);
   }
 }
 

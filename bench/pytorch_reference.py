@@ -46,7 +46,11 @@ Accuracy mode: trains the ViT on Fashion-MNIST as
 - Data: the IDX files of $CACHEDARRAYS_FASHION_MNIST_DIR or
   /usr/share/datasets/fashion-mnist (gzipped or not), each pixel byte b
   decoded to float32((b / 255 - 0.2860) / 0.3530) as our ByteImageDataset
-  does (bit for bit); no augmentation. --train-limit N: the first N training
+  does (bit for bit). --crop-padding P and --flip: our sampler's
+  augmentation, re-implemented (src/nn/data/augmentation.cpp): pad by P
+  zeros, crop back at an offset drawn from (seed, epoch, sample) as ours,
+  then mirror when that sample's flip bit is set; the same images, bit for
+  bit, as train_cnn's. --train-limit N: the first N training
   images, --test-limit N: the first N test images (0: all).
 - Order: our BatchSampler's, re-implemented: a Fisher-Yates shuffle per
   (seed, epoch) driven by splitmix64 streams (src/nn/data/batch_sampler.cpp,
@@ -86,7 +90,7 @@ progress (every tenth of an epoch) and the parameter count go to stderr.
   the ViT also {channels, tokens, patch, dim, depth, heads, mlp_ratio,
   optimizer, lr, weight_decay}.
 - Accuracy: {model, data, config: {epochs, batch, lr, weight_decay,
-  warmup_epochs, lr_schedule, optimizer, betas, eps, train_limit, test_limit,
+  warmup_epochs, lr_schedule, optimizer, betas, eps, crop_padding, flip, train_limit, test_limit,
   train_images, test_images, steps_per_epoch, seed, threads, image_size,
   channels, classes, tokens, patch, dim, depth, heads, mlp_ratio},
   parameters, epochs: [{epoch, batches, train_loss (mean of the epoch's step
@@ -104,8 +108,9 @@ mlp ratio 4; dim/depth/heads 768/12/12 and 1024/24/16) has timm's
 86,567,656 and 304,326,632 parameters. --check-order: the data order
 reproduces the orders tests/nn_sampler_tests.cpp pins for our sampler;
 --check-order BINARY also compares whole epochs' orders (60,000 samples
-among them) with what BINARY, bench/sampler_order of a build (our
-BatchSampler itself), prints.
+among them) and the augmented images of every trained sample (crop
+paddings 0 to 2, with and without flips) with what BINARY,
+bench/sampler_order of a build (our BatchSampler itself), prints.
 """
 
 import argparse
@@ -447,19 +452,52 @@ def epoch_order(seed, epoch, samples):
     """The sample indices of epoch `epoch` (0-based), in training order."""
     order_key = stream_at(mix64((seed ^ SAMPLER_TAG) & MASK64), 0)
     stream = stream_at(order_key, epoch)
-    # stream_at(stream, i) for i = 1 .. samples - 1, vectorised (uint64 wraps).
-    with np.errstate(over="ignore"):
-        i = np.arange(1, samples, dtype=np.uint64)
-        z = np.uint64(stream) + (i + np.uint64(1)) * np.uint64(GOLDEN_GAMMA)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    swaps = (z % (i + np.uint64(1))).tolist()  # j for step i sits at i - 1
+    # stream_at(stream, i) for i = 1 .. samples - 1.
+    i = np.arange(1, samples, dtype=np.uint64)
+    swaps = (streams_at(stream, i) % (i + np.uint64(1))).tolist()  # j for step i sits at i - 1
     order = list(range(samples))
     for step in range(samples - 1, 0, -1):
         j = swaps[step - 1]
         order[step], order[j] = order[j], order[step]
     return np.array(order, dtype=np.int64)
+
+
+AUGMENT_STREAM = 1  # the sampler's second stream: crops and flips (the first is the order)
+
+
+def streams_at(keys, counters):
+    """stream_at(key, n) elementwise over uint64 arrays (or scalars) of keys
+    and counters, wrapping as uint64 does."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(keys, dtype=np.uint64) + (np.asarray(counters, dtype=np.uint64) + np.uint64(1)) * np.uint64(
+            GOLDEN_GAMMA)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def augment(images, seed, epoch, indices, padding, flip):
+    """Our sampler's augmentation (src/nn/data/augmentation.cpp) of the
+    decoded images [N, C, H, W] of samples `indices` in 0-based epoch
+    `epoch`: each image padded by `padding` zeros on every side, cut back to
+    H x W at offsets (top, left) drawn uniformly from 0 .. 2 padding, then
+    mirrored left-right when its flip bit is set (and `flip`). The draws
+    depend on (seed, epoch, sample index) only."""
+    if padding == 0 and not flip:
+        return images
+    augment_key = stream_at(mix64((seed ^ SAMPLER_TAG) & MASK64), AUGMENT_STREAM)
+    streams = streams_at(stream_at(augment_key, epoch), indices)
+    offsets = np.uint64(2 * padding + 1)
+    tops = (streams_at(streams, 0) % offsets).astype(np.int64)
+    lefts = (streams_at(streams, 1) % offsets).astype(np.int64)
+    flips = (streams_at(streams, 2) >> np.uint64(63)) != 0 if flip else np.zeros(len(indices), dtype=bool)
+    _, _, height, width = images.shape
+    padded = np.pad(images, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    out = np.empty_like(images)
+    for i in range(len(indices)):
+        crop = padded[i, :, tops[i]:tops[i] + height, lefts[i]:lefts[i] + width]
+        out[i] = crop[:, :, ::-1] if flips[i] else crop
+    return out
 
 
 def check_order():
@@ -482,32 +520,63 @@ def check_order():
     print("data order: as our BatchSampler's (tests/nn_sampler_tests.cpp's pinned orders)", file=sys.stderr)
 
 
+def sampler_order(binary, seed, samples, batch, epochs, padding=0, flip=False, side=1):
+    """The lines `binary` (bench/sampler_order) prints for these settings."""
+    command = [binary, "--seed", str(seed), "--samples", str(samples), "--batch", str(batch), "--epochs",
+               str(epochs), "--crop-padding", str(padding), "--image-size", str(side)] + (["--flip"] if flip else [])
+    try:
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"data order: {' '.join(command)} failed: {e}") from None
+    lines = out.splitlines()
+    augmenting = padding > 0 or flip
+    if len(lines) != epochs * (2 if augmenting else 1):
+        raise SystemExit(f"data order: {' '.join(command)} printed {len(lines)} lines for {epochs} epochs")
+    return command, lines
+
+
+def first_difference(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def check_order_against(binary):
     """Whole orders against `binary` (bench/sampler_order, our BatchSampler
     itself): the trained indices of every epoch, for a few seeds, sizes
-    (the whole training set among them) and batches."""
+    (the whole training set among them) and batches; then the augmented
+    images of every trained sample for a few paddings, with and without
+    flips."""
     for seed, samples, batch, epochs in ((1, 60000, 64, 2), (5, 3001, 100, 2), (123456789, 2000, 7, 3)):
-        command = [binary, "--seed", str(seed), "--samples", str(samples), "--batch", str(batch),
-                   "--epochs", str(epochs)]
-        try:
-            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise SystemExit(f"data order: {' '.join(command)} failed: {e}") from None
-        lines = out.splitlines()
-        if len(lines) != epochs:
-            raise SystemExit(f"data order: {' '.join(command)} printed {len(lines)} lines, not {epochs}")
+        command, lines = sampler_order(binary, seed, samples, batch, epochs)
         trained = samples // batch * batch
         for epoch, line in enumerate(lines):
             label, _, indices = line.partition(":")
             theirs = [int(i) for i in indices.split()]
             ours = epoch_order(seed, epoch, samples)[:trained].tolist()
             if label != f"epoch {epoch}" or theirs != ours:
-                first = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
                 raise SystemExit(f"data order: seed {seed}, {samples} samples, batch {batch}, epoch {epoch}: "
-                                 f"{binary} and this script differ at position {first} of {len(theirs)} and "
-                                 f"{len(ours)} indices")
+                                 f"{binary} and this script differ at position {first_difference(theirs, ours)} "
+                                 f"of {len(theirs)} and {len(ours)} indices")
         print(f"data order: seed {seed}, {samples} samples, batch {batch}: {epochs} epochs as {binary}'s",
               file=sys.stderr)
+    for seed, samples, batch, epochs, padding, flip, side in ((1, 2000, 128, 2, 2, True, 28),
+                                                              (5, 301, 10, 2, 1, False, 8),
+                                                              (123456789, 500, 7, 3, 0, True, 6)):
+        command, lines = sampler_order(binary, seed, samples, batch, epochs, padding, flip, side)
+        trained = samples // batch * batch
+        picture = (np.arange(side * side, dtype=np.float32) + 1).reshape(1, 1, side, side)
+        for epoch in range(epochs):
+            indices = epoch_order(seed, epoch, samples)[:trained]
+            label, _, pixels = lines[2 * epoch + 1].partition(":")
+            theirs = [int(p) for p in pixels.split()]
+            ours = augment(np.repeat(picture, trained, axis=0), seed, epoch, indices, padding, flip)
+            ours = ours.astype(np.int64).ravel().tolist()
+            if label != f"epoch {epoch} pixels" or theirs != ours:
+                at = first_difference(theirs, ours)
+                raise SystemExit(f"augmentation: seed {seed}, {samples} samples, padding {padding}, flip {flip}, "
+                                 f"epoch {epoch}: {binary} and this script differ at pixel {at % (side * side)} of "
+                                 f"trained sample {at // (side * side)} ({' '.join(command)})")
+        print(f"augmentation: seed {seed}, {samples} samples, crop padding {padding}, flip {flip}: {epochs} epochs "
+              f"as {binary}'s", file=sys.stderr)
 
 
 def warmup_cosine(base, step, warm, total):
@@ -698,7 +767,8 @@ def train(args):
         train_seconds = 0.0
         for b in range(steps_per_epoch):
             batch = order[b * args.batch:(b + 1) * args.batch]
-            images = torch.from_numpy(table[train_pixels[batch]])
+            images = torch.from_numpy(augment(table[train_pixels[batch]], args.seed, epoch, batch,
+                                              args.crop_padding, args.flip))
             labels = torch.from_numpy(train_labels[batch])
             lr = warmup_cosine(args.lr, step, warm, total)
             for group in optimizer.param_groups:
@@ -757,6 +827,8 @@ def train(args):
             "optimizer": "adamw",
             "betas": [0.9, 0.999],
             "eps": 1e-8,
+            "crop_padding": args.crop_padding,
+            "flip": args.flip,
             "train_limit": args.train_limit,
             "test_limit": args.test_limit,
             "train_images": samples,
@@ -809,6 +881,10 @@ def parse_args():
     accuracy.add_argument("--epochs", type=int)
     accuracy.add_argument("--warmup-epochs", type=int, help="W of warmup-cosine:W: linear warm-up over W epochs, "
                           "then cosine to 0")
+    accuracy.add_argument("--crop-padding", type=int, default=0, help="augmentation, as train_cnn's: pad by N "
+                          "zeros, crop back at a random offset (0: none)")
+    accuracy.add_argument("--flip", action="store_true", help="augmentation, as train_cnn's: mirror left-right with "
+                          "probability 1/2")
     accuracy.add_argument("--train-limit", type=int, default=0, help="the first N training images (0: all)")
     accuracy.add_argument("--test-limit", type=int, default=0, help="the first N test images (0: all)")
     checks = parser.add_argument_group("self-checks (exit 0 when they pass)")
@@ -846,11 +922,13 @@ def parse_args():
             parser.error(f"--warmup-epochs {args.warmup_epochs}: must be 0 to --epochs ({args.epochs})")
         if args.train_limit < 0 or args.test_limit < 0:
             parser.error("--train-limit and --test-limit must not be negative (0: the whole split)")
+        if not 0 <= args.crop_padding <= 28:
+            parser.error(f"--crop-padding {args.crop_padding}: must be 0 (no crop) to 28, the images' side")
     else:
         if given("epochs", "warmup_epochs"):
             parser.error(f"{', '.join(given('epochs', 'warmup_epochs'))}: only with --train")
-        if args.train_limit or args.test_limit:
-            parser.error("--train-limit and --test-limit: only with --train")
+        if args.train_limit or args.test_limit or args.crop_padding or args.flip:
+            parser.error("--train-limit, --test-limit, --crop-padding and --flip: only with --train")
         if args.model is None:
             args.model = "resnet18"
         defaults = {"batch": 16, "image_size": 64, "classes": 1000, "iterations": 5, "warmup": 2, "channels": 3}

@@ -448,9 +448,17 @@ def stream_at(key, n):
     return mix64((key + (n + 1) * GOLDEN_GAMMA) & MASK64)
 
 
+ORDER_STREAM, AUGMENT_STREAM = 0, 1  # the sampler's streams: the order, then crops and flips
+
+
+def sampler_key(seed, stream):
+    """The key of our sampler's stream `stream` for `seed`."""
+    return stream_at(mix64((seed ^ SAMPLER_TAG) & MASK64), stream)
+
+
 def epoch_order(seed, epoch, samples):
     """The sample indices of epoch `epoch` (0-based), in training order."""
-    order_key = stream_at(mix64((seed ^ SAMPLER_TAG) & MASK64), 0)
+    order_key = sampler_key(seed, ORDER_STREAM)
     stream = stream_at(order_key, epoch)
     # stream_at(stream, i) for i = 1 .. samples - 1.
     i = np.arange(1, samples, dtype=np.uint64)
@@ -460,9 +468,6 @@ def epoch_order(seed, epoch, samples):
         j = swaps[step - 1]
         order[step], order[j] = order[j], order[step]
     return np.array(order, dtype=np.int64)
-
-
-AUGMENT_STREAM = 1  # the sampler's second stream: crops and flips (the first is the order)
 
 
 def streams_at(keys, counters):
@@ -485,8 +490,7 @@ def augment(images, seed, epoch, indices, padding, flip):
     depend on (seed, epoch, sample index) only."""
     if padding == 0 and not flip:
         return images
-    augment_key = stream_at(mix64((seed ^ SAMPLER_TAG) & MASK64), AUGMENT_STREAM)
-    streams = streams_at(stream_at(augment_key, epoch), indices)
+    streams = streams_at(stream_at(sampler_key(seed, AUGMENT_STREAM), epoch), indices)
     offsets = np.uint64(2 * padding + 1)
     tops = (streams_at(streams, 0) % offsets).astype(np.int64)
     lefts = (streams_at(streams, 1) % offsets).astype(np.int64)
@@ -509,8 +513,7 @@ def check_order():
         got = epoch_order(7, epoch, 103)[:8].tolist()
         if got != expected:
             raise SystemExit(f"data order: epoch {epoch} of seed 7 starts {got}; our sampler's is {expected}")
-    order_key = stream_at(mix64(1 ^ SAMPLER_TAG), 0)
-    stream = stream_at(order_key, 3)
+    stream = stream_at(sampler_key(1, ORDER_STREAM), 3)
     order = list(range(1000))
     for step in range(999, 0, -1):
         j = stream_at(stream, step) % (step + 1)

@@ -326,11 +326,12 @@ int check_every_policy_bit_identical(const nn::ModelConfig& config, int iteratio
 }
 
 // `config` trained for 3 steps at 20% of its footprint under the planning
-// policy `policy` (a plan of at most 1 s), with all-fast's losses bit for
-// bit, one plan and no departure from it; returns the policy's counters.
+// policy `policy` (a plan of at most 1 s), with the losses `reference` of
+// its 3 all-fast steps bit for bit, one plan and no departure from it;
+// returns the policy's counters.
 ca::policy::AutotmPolicy::Counters check_planned_bit_identical(const nn::ModelConfig& config,
-                                                              const std::string& policy) {
-  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
+                                                              const std::string& policy,
+                                                              const std::vector<float>& reference) {
   ca::policy::AutotmPolicyOptions options = ca::policy::Registry::builtin().describe(policy).planned_options().value();
   options.solver.time_limit_seconds = 1;
   options.log = [](const std::string&) {};
@@ -358,9 +359,11 @@ TEST_CASE("nn trainer: placement never changes arithmetic in Inception v4 — bi
 TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan Inception v4 and follow their plan, losses bit-identical") {
   // One policy of each planner, on the dry run's program of a tiny
   // Inception v4; the rest of each family is the ResNet test's above.
+  const nn::ModelConfig config = tiny_inception();
+  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
   for (const std::string policy : {"autotm-sync", "autoswap:doa", "redl"}) {
     CAPTURE(policy);
-    const ca::policy::AutotmPolicy::Counters counters = check_planned_bit_identical(tiny_inception(), policy);
+    const ca::policy::AutotmPolicy::Counters counters = check_planned_bit_identical(config, policy, reference);
     // At 20% of the footprint AutoTM and ReDL move something. AutoSwap's
     // candidates are objects of 1 MB or more (its paper's filter), which a
     // model this small has none of: nn_program_tests.cpp plans its program
@@ -379,9 +382,11 @@ TEST_CASE("nn trainer: placement never changes arithmetic in a ViT trained with 
 
 TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan a ViT trained with AdamW and follow their plan, losses "
           "bit-identical") {
+  const nn::ModelConfig config = tiny_vit();
+  const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
   for (const std::string policy : {"autotm-sync", "autotm-static", "autoswap:doa", "redl"}) {
     CAPTURE(policy);
-    (void)check_planned_bit_identical(tiny_vit(), policy);
+    (void)check_planned_bit_identical(config, policy, reference);
   }
 }
 

@@ -26,8 +26,7 @@ using test::two_tiers;
 
 namespace {
 
-constexpr ca::DeviceId fast = 0;
-constexpr ca::DeviceId slow = 1;
+using test::fast_device, test::slow_device;
 
 // Holds every copy (or the first `held` ones) until opened; counts the
 // copies that reached it and remembers their sizes in order.
@@ -83,8 +82,8 @@ ca::Region& linked_region(ca::DataManager& dm, ca::Object& object, ca::DeviceId 
 
 TEST_CASE("async copy: the fence completes, the copy is whole and valid, and the stats count it") {
   ca::DataManager dm(two_tiers(1 << 20, 8 << 20));
-  ca::Object& o = test::make_object(dm, slow, 256 * 1024, 7);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 256 * 1024, 7);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
   fence.wait();
   CHECK(fence.ready());
@@ -93,20 +92,20 @@ TEST_CASE("async copy: the fence completes, the copy is whole and valid, and the
   CHECK(dm.isvalid(dst));
   CHECK(test::holds(dm.pointer(dst), o.bytes(), 7));
   dm.setprimary(o, dst);
-  CHECK(dm.device(*dm.getprimary(o)) == fast);
+  CHECK(dm.device(*dm.getprimary(o)) == fast_device);
   dm.check_invariants(/*verify_contents=*/true);
   const ca::Stats& s = dm.stats();
   CHECK(s.async.copies == 1);
   CHECK(s.async.bytes == 256 * 1024);
   CHECK(s.async.failures == 0);
-  CHECK(s.bytes_copied[slow][fast] == 256 * 1024);
+  CHECK(s.bytes_copied[slow_device][fast_device] == 256 * 1024);
 }
 
 TEST_CASE("async copy: a destination in flight is not a valid copy; setprimary waits for it") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());
-  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 11);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 64 * 1024, 11);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
   gate.wait_arrived(1);
   CHECK(dm.in_flight(dst));
@@ -138,9 +137,9 @@ TEST_CASE("async copy: a write access waits for a copy reading the primary and n
   };
   ca::DataManager dm(two_tiers(16 << 20, 32 << 20), options);
   manager = &dm;
-  ca::Object& o = test::make_object(dm, fast, 8 << 20, 3);
+  ca::Object& o = test::make_object(dm, fast_device, 8 << 20, 3);
   object = &o;
-  ca::Region& backup = linked_region(dm, o, slow);
+  ca::Region& backup = linked_region(dm, o, slow_device);
   ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o));
 
   bool ready_when_pinned = false;
@@ -164,8 +163,8 @@ TEST_CASE("async copy: a write access waits for a copy reading the primary and n
 TEST_CASE("async copy: a read access runs beside a copy reading the same primary") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());
-  ca::Object& o = test::make_object(dm, fast, 64 * 1024, 5);
-  ca::Region& backup = linked_region(dm, o, slow);
+  ca::Object& o = test::make_object(dm, fast_device, 64 * 1024, 5);
+  ca::Region& backup = linked_region(dm, o, slow_device);
   ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o));
   gate.wait_arrived(1);
   dm.pin(o, ca::Access::read);  // would deadlock if it waited: the gate is shut
@@ -181,22 +180,22 @@ TEST_CASE("async copy: a read access runs beside a copy reading the same primary
 TEST_CASE("async copy: destroying or freeing regions in flight waits for the copy first") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());
-  ca::Object& o = test::make_object(dm, slow, 128 * 1024, 9);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 128 * 1024, 9);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
   gate.wait_arrived(1);
   std::thread opener([&] { gate.open(); });
   dm.destroy(o);  // both regions are in flight; they go only after the copy
   opener.join();
   CHECK(fence.ready());
-  CHECK(dm.usage(fast).live_regions == 0);
-  CHECK(dm.usage(slow).live_regions == 0);
+  CHECK(dm.usage(fast_device).live_regions == 0);
+  CHECK(dm.usage(slow_device).live_regions == 0);
   dm.check_invariants();
   CHECK(dm.stats().async.copies == 1);
 
   // A free-standing destination freed in flight.
-  ca::Object& p = test::make_object(dm, slow, 4096, 1);
-  ca::Region* loose = dm.allocate(fast, 4096);
+  ca::Object& p = test::make_object(dm, slow_device, 4096, 1);
+  ca::Region* loose = dm.allocate(fast_device, 4096);
   REQUIRE(loose != nullptr);
   ca::Fence second = dm.copyto_async(*loose, *dm.getprimary(p));
   dm.free(*loose);
@@ -211,12 +210,12 @@ TEST_CASE("async copy: a failed copy surfaces at its fence and loses nothing") {
     if (fail_next.fetch_sub(1) > 0) throw std::runtime_error("injected copy failure");
   };
   ca::DataManager dm(two_tiers(), options);
-  ca::Object& o = test::make_object(dm, slow, 32 * 1024, 21);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 32 * 1024, 21);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   ca::Fence fence = dm.copyto_async(dst, *dm.getprimary(o));
   CHECK_THROWS_WITH_AS(fence.wait(), "injected copy failure", std::runtime_error);
   CHECK_THROWS_WITH_AS(dm.setprimary(o, dst), "injected copy failure", std::runtime_error);
-  CHECK(dm.device(*dm.getprimary(o)) == slow);  // the primary never moved
+  CHECK(dm.device(*dm.getprimary(o)) == slow_device);  // the primary never moved
   CHECK(test::object_holds(dm, o, 21));
   CHECK(!dm.isvalid(dst));
   CHECK(dm.stats().async.failures == 1);
@@ -233,16 +232,16 @@ TEST_CASE("async copy: a failed copy surfaces at its fence and loses nothing") {
 
 TEST_CASE("async copy: refused into a primary, between a region and itself, or of different sizes") {
   ca::DataManager dm(two_tiers());
-  ca::Object& o = test::make_object(dm, slow, 4096, 2);
-  ca::Region* other = dm.allocate(fast, 4096);
-  ca::Region* small = dm.allocate(fast, 1024);
+  ca::Object& o = test::make_object(dm, slow_device, 4096, 2);
+  ca::Region* other = dm.allocate(fast_device, 4096);
+  ca::Region* small = dm.allocate(fast_device, 1024);
   REQUIRE(other != nullptr);
   REQUIRE(small != nullptr);
   CHECK_THROWS_AS(dm.copyto_async(*dm.getprimary(o), *other), ca::invalid_operation);
   CHECK_THROWS_AS(dm.copyto_async(*other, *other), ca::invalid_operation);
   CHECK_THROWS_AS(dm.copyto_async(*small, *dm.getprimary(o)), ca::invalid_operation);
   CHECK(dm.stats().async.copies == 0);
-  CHECK(dm.stats().copies[slow][fast] == 0);
+  CHECK(dm.stats().copies[slow_device][fast_device] == 0);
   CHECK(test::object_holds(dm, o, 2));
   ca::MoverOptions none;
   none.threads = 0;
@@ -257,15 +256,15 @@ TEST_CASE("async copy: several mover threads make many copies, each whole") {
   std::vector<ca::Object*> objects;
   std::vector<ca::Fence> fences;
   for (std::uint64_t i = 0; i < 24; ++i) {
-    ca::Object& o = test::make_object(dm, slow, 64 * 1024 + 64 * i, 100 + i);
+    ca::Object& o = test::make_object(dm, slow_device, 64 * 1024 + 64 * i, 100 + i);
     objects.push_back(&o);
-    fences.push_back(dm.copyto_async(linked_region(dm, o, fast), *dm.getprimary(o)));
+    fences.push_back(dm.copyto_async(linked_region(dm, o, fast_device), *dm.getprimary(o)));
   }
   dm.finish_copies();
   for (const ca::Fence& f : fences) CHECK(f.ready());
   for (std::uint64_t i = 0; i < objects.size(); ++i) {
     ca::Object& o = *objects[i];
-    dm.setprimary(o, *dm.getlinked(*dm.getprimary(o), fast));
+    dm.setprimary(o, *dm.getlinked(*dm.getprimary(o), fast_device));
     CHECK(test::object_holds(dm, o, 100 + i));
   }
   CHECK(dm.stats().async.copies == 24);
@@ -275,8 +274,8 @@ TEST_CASE("async copy: several mover threads make many copies, each whole") {
 TEST_CASE("async copy: a manager destroyed with copies queued finishes them first") {
   Gate gate;
   auto dm = std::make_unique<ca::DataManager>(two_tiers(), gate.options());
-  ca::Object& o = test::make_object(*dm, slow, 64 * 1024, 8);
-  ca::Fence fence = dm->copyto_async(linked_region(*dm, o, fast), *dm->getprimary(o));
+  ca::Object& o = test::make_object(*dm, slow_device, 64 * 1024, 8);
+  ca::Fence fence = dm->copyto_async(linked_region(*dm, o, fast_device), *dm->getprimary(o));
   gate.wait_arrived(1);
   std::thread opener([&] { gate.open(); });
   dm.reset();  // waits for the mover; the heaps outlive the copy
@@ -291,8 +290,8 @@ TEST_CASE("async copy: with an emulated slow tier the mover, not the caller, wai
   std::vector<ca::DeviceSpec> devices = two_tiers(2 << 20, 8 << 20);
   devices[1].emulation = test::emulation_profile(0.01, 0.01, 0, dram, dram);
   ca::DataManager dm(devices);
-  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 13);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 64 * 1024, 13);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   dm.copyto_async(dst, *dm.getprimary(o)).wait();
   dm.poll_copies();
   const ca::Stats& s = dm.stats();
@@ -305,22 +304,22 @@ TEST_CASE("async copy: with an emulated slow tier the mover, not the caller, wai
 TEST_CASE("async copy: virtual heaps complete at once and count the traffic") {
   ca::DataManager dm({ca::virtual_device(1 << 20), ca::virtual_device(1 << 24)});
   ca::Object& o = dm.create_object(4096);
-  ca::Region* primary = dm.allocate(slow, 4096);
+  ca::Region* primary = dm.allocate(slow_device, 4096);
   dm.setprimary(o, *primary);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   ca::Fence fence = dm.copyto_async(dst, *primary);
   CHECK(fence.ready());
   dm.setprimary(o, dst);
   CHECK(dm.stats().async.copies == 1);
-  CHECK(dm.stats().bytes_copied[slow][fast] == 4096);
+  CHECK(dm.stats().bytes_copied[slow_device][fast_device] == 4096);
 }
 
 TEST_CASE("async copy: a trace tells synchronous, asynchronous and background copies apart") {
   ca::DataManager dm(two_tiers());
   ca::Trace trace;
   dm.set_trace(&trace);
-  ca::Object& o = test::make_object(dm, slow, 4096, 1);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 4096, 1);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   dm.copyto(dst, *dm.getprimary(o));
   dm.copyto_async(dst, *dm.getprimary(o)).wait();
   dm.copyto_async(dst, *dm.getprimary(o), ca::CopyPriority::background).wait();
@@ -338,21 +337,21 @@ TEST_CASE("async copy: a trace's free event names the object a region belonged t
   // The replay holds a freed source until its copy lands (plan/schedule/copy_timeline.hpp)
   // and finds that copy by the object both events name.
   ca::DataManager dm(two_tiers());
-  ca::Object& o = test::make_object(dm, fast, 4096, 1);
+  ca::Object& o = test::make_object(dm, fast_device, 4096, 1);
   ca::Region* x = dm.getprimary(o);
-  ca::Region& y = linked_region(dm, o, slow);
+  ca::Region& y = linked_region(dm, o, slow_device);
   ca::Trace trace;
   dm.set_trace(&trace);
   dm.copyto_async(y, *x).wait();
   dm.setprimary(o, y);
   dm.unlink(*x, y);  // Listing 1's eviction: the old primary is free-standing, then freed
   dm.free(*x);
-  ca::Object& gone = test::make_object(dm, fast, 4096, 2);
+  ca::Object& gone = test::make_object(dm, fast_device, 4096, 2);
   const std::uint64_t gone_id = gone.id();
   dm.destroy(gone);
   std::vector<std::uint64_t> freed;
   for (const ca::TraceEvent& e : trace.events()) {
-    if (e.kind == ca::TraceKind::free && e.device == fast) freed.push_back(e.object);
+    if (e.kind == ca::TraceKind::free && e.device == fast_device) freed.push_back(e.object);
   }
   CHECK(freed == std::vector<std::uint64_t>{o.id(), gone_id});
   dm.set_trace(nullptr);
@@ -362,29 +361,29 @@ TEST_CASE("async copy: the paper's moves use a copy issued ahead instead of copy
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());
   // Listing 2 with a prefetch in flight: it waits for it and promotes it.
-  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 31);
-  ca::Region& ahead = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 64 * 1024, 31);
+  ca::Region& ahead = linked_region(dm, o, fast_device);
   (void)dm.copyto_async(ahead, *dm.getprimary(o));
   gate.wait_arrived(1);
   std::thread opener([&] { gate.open(); });
-  CHECK(ca::policy::prefetch(dm, o, fast, slow));
+  CHECK(ca::policy::prefetch(dm, o, fast_device, slow_device));
   opener.join();
   CHECK(dm.getprimary(o) == &ahead);
   CHECK(test::object_holds(dm, o, 31));
-  CHECK(dm.stats().copies[slow][fast] == 1);
+  CHECK(dm.stats().copies[slow_device][fast_device] == 1);
 
   // Listing 1 with a write-back in flight: it lands, and the eviction needs
   // no copy of its own.
   dm.pin(o, ca::Access::write);  // dirty, as a kernel's write leaves it
   test::fill(dm.pointer(*dm.getprimary(o)), o.bytes(), 32);
   ca::DataManager::unpin(o, ca::Access::write);
-  (void)dm.copyto_async(*dm.getlinked(*dm.getprimary(o), slow), *dm.getprimary(o));
-  const ca::policy::EvictOutcome out = ca::policy::evict(dm, o, fast, slow);
+  (void)dm.copyto_async(*dm.getlinked(*dm.getprimary(o), slow_device), *dm.getprimary(o));
+  const ca::policy::EvictOutcome out = ca::policy::evict(dm, o, fast_device, slow_device);
   CHECK(out.moved);
   CHECK_FALSE(out.wrote_back);
-  CHECK(dm.device(*dm.getprimary(o)) == slow);
+  CHECK(dm.device(*dm.getprimary(o)) == slow_device);
   CHECK(test::object_holds(dm, o, 32));
-  CHECK(dm.stats().copies[fast][slow] == 1);
+  CHECK(dm.stats().copies[fast_device][slow_device] == 1);
   CHECK(dm.stats().async.copies == 2);
   dm.check_invariants(true);
 }
@@ -392,29 +391,29 @@ TEST_CASE("async copy: the paper's moves use a copy issued ahead instead of copy
 TEST_CASE("async copy: a background copy runs after the normal copies queued before it starts") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options());
-  ca::Object& first = test::make_object(dm, slow, 4096, 1);
-  ca::Object& writeback = test::make_object(dm, fast, 8192, 2);
-  ca::Object& prefetch = test::make_object(dm, slow, 12288, 3);
-  (void)dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  ca::Object& first = test::make_object(dm, slow_device, 4096, 1);
+  ca::Object& writeback = test::make_object(dm, fast_device, 8192, 2);
+  ca::Object& prefetch = test::make_object(dm, slow_device, 12288, 3);
+  (void)dm.copyto_async(linked_region(dm, first, fast_device), *dm.getprimary(first));
   gate.wait_arrived(1);  // the mover holds the first copy; the next two queue
-  (void)dm.copyto_async(linked_region(dm, writeback, slow), *dm.getprimary(writeback),
+  (void)dm.copyto_async(linked_region(dm, writeback, slow_device), *dm.getprimary(writeback),
                         ca::CopyPriority::background);
-  (void)dm.copyto_async(linked_region(dm, prefetch, fast), *dm.getprimary(prefetch));
+  (void)dm.copyto_async(linked_region(dm, prefetch, fast_device), *dm.getprimary(prefetch));
   gate.open();
   dm.finish_copies();
   CHECK(gate.order() == std::vector<std::uint64_t>{4096, 12288, 8192});
-  CHECK(dm.isvalid(*dm.getlinked(*dm.getprimary(writeback), slow)));
+  CHECK(dm.isvalid(*dm.getlinked(*dm.getprimary(writeback), slow_device)));
   dm.check_invariants(true);
 }
 
 TEST_CASE("async copy: a copy the mover has not started is made by the thread that needs it") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options(1, /*held=*/1));
-  ca::Object& first = test::make_object(dm, slow, 4096, 1);
-  ca::Object& needed = test::make_object(dm, slow, 64 * 1024, 7);
-  ca::Fence held = dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  ca::Object& first = test::make_object(dm, slow_device, 4096, 1);
+  ca::Object& needed = test::make_object(dm, slow_device, 64 * 1024, 7);
+  ca::Fence held = dm.copyto_async(linked_region(dm, first, fast_device), *dm.getprimary(first));
   gate.wait_arrived(1);
-  ca::Region& copy = linked_region(dm, needed, fast);
+  ca::Region& copy = linked_region(dm, needed, fast_device);
   ca::Fence fence = dm.copyto_async(copy, *dm.getprimary(needed));
   // The mover is held on the first copy: waiting behind it would never end.
   dm.setprimary(needed, copy);
@@ -432,21 +431,21 @@ TEST_CASE("async copy: a copy the mover has not started is made by the thread th
 TEST_CASE("async copy: a background copy not yet started is dropped when its data is destroyed or overwritten") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options(1, /*held=*/1));
-  ca::Object& first = test::make_object(dm, slow, 4096, 1);
-  (void)dm.copyto_async(linked_region(dm, first, fast), *dm.getprimary(first));
+  ca::Object& first = test::make_object(dm, slow_device, 4096, 1);
+  (void)dm.copyto_async(linked_region(dm, first, fast_device), *dm.getprimary(first));
   gate.wait_arrived(1);
 
   SUBCASE("destroyed: nothing is copied, both regions go") {
-    ca::Object& dead = test::make_object(dm, fast, 64 * 1024, 2);
-    ca::Fence fence = dm.copyto_async(linked_region(dm, dead, slow), *dm.getprimary(dead),
+    ca::Object& dead = test::make_object(dm, fast_device, 64 * 1024, 2);
+    ca::Fence fence = dm.copyto_async(linked_region(dm, dead, slow_device), *dm.getprimary(dead),
                                       ca::CopyPriority::background);
     dm.destroy(dead);
     CHECK(fence.ready());
-    CHECK(dm.usage(slow).live_regions == 1);  // first's primary only
+    CHECK(dm.usage(slow_device).live_regions == 1);  // first's primary only
   }
   SUBCASE("overwritten: the write-back is not a valid copy; the object keeps the new contents") {
-    ca::Object& o = test::make_object(dm, fast, 64 * 1024, 3);
-    ca::Region& backup = linked_region(dm, o, slow);
+    ca::Object& o = test::make_object(dm, fast_device, 64 * 1024, 3);
+    ca::Region& backup = linked_region(dm, o, slow_device);
     ca::Fence fence = dm.copyto_async(backup, *dm.getprimary(o), ca::CopyPriority::background);
     dm.pin(o, ca::Access::write);
     CHECK(fence.ready());
@@ -472,8 +471,8 @@ TEST_CASE("async copy: an idle-priority mover copies on a SCHED_IDLE thread, and
     nice_seen = getpriority(PRIO_PROCESS, 0);
   };
   ca::DataManager dm(two_tiers(1 << 20, 8 << 20), options);
-  ca::Object& o = test::make_object(dm, slow, 64 * 1024, 3);
-  ca::Region& dst = linked_region(dm, o, fast);
+  ca::Object& o = test::make_object(dm, slow_device, 64 * 1024, 3);
+  ca::Region& dst = linked_region(dm, o, fast_device);
   dm.copyto_async(dst, *dm.getprimary(o)).wait();
   // SCHED_IDLE, or where the scheduler refused it, the lowest nice value.
   CHECK((policy_seen == SCHED_IDLE || nice_seen == 19));

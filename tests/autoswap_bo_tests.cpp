@@ -45,18 +45,18 @@ using test::autoswap::random_program;
 
 namespace {
 
-constexpr std::uint64_t MB = 1'000'000;
+using test::MB;
 
 // A random program with its kernel times and copy bandwidths, and a limit
 // below its peak (so that the selection has to pick).
-struct Case {
+struct AutoswapCase {
   Program program;
   AutotmCosts costs;
   AutoswapOptions options;
 };
 
-Case random_case(test::Rng& rng, std::size_t min_objects, std::size_t max_objects, std::size_t min_kernels,
-                 std::size_t max_kernels) {
+AutoswapCase random_case(test::Rng& rng, std::size_t min_objects, std::size_t max_objects, std::size_t min_kernels,
+                         std::size_t max_kernels) {
   Program p = random_program(rng, rng.between(min_objects, max_objects), rng.between(min_kernels, max_kernels));
   std::vector<double> seconds;
   for (std::size_t k = 0; k < p.kernels().size(); ++k) seconds.push_back(static_cast<double>(rng.between(1, 100)) / 100);
@@ -75,8 +75,8 @@ Case random_case(test::Rng& rng, std::size_t min_objects, std::size_t max_object
 // A larger random program whose copies take 0.5 to 10 s, and a limit the
 // selection can reach (between the least peak the swaps give and the peak
 // without them): most orders of the swaps leave some wait.
-Case reachable_case(test::Rng& rng) {
-  Case c = random_case(rng, 15, 30, 30, 60);
+AutoswapCase reachable_case(test::Rng& rng) {
+  AutoswapCase c = random_case(rng, 15, 30, 30, 60);
   c.costs.to_pmm_gbps /= 10;
   c.costs.to_dram_gbps /= 10;
   AutoswapOptions all = c.options;
@@ -94,7 +94,7 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> picks(const AutoswapPlan& p
   return out;
 }
 
-AutoswapPlan bo_plan(const Case& c, const AutoswapBoWeights& w) {
+AutoswapPlan bo_plan(const AutoswapCase& c, const AutoswapBoWeights& w) {
   AutoswapOptions o = c.options;
   o.score = AutoswapScore::bo;
   o.bo_weights = w;
@@ -153,7 +153,7 @@ TEST_CASE("autoswap bo: a unit weight vector plans exactly as its single score")
       test::Rng rng(test::test_seed(1401));
       for (int trial = 0; trial < 60; ++trial) {
         CAPTURE(trial);
-        const Case c = random_case(rng, 2, 9, 1, 14);
+        const AutoswapCase c = random_case(rng, 2, 9, 1, 14);
         AutoswapBoWeights unit{};
         unit[term] = 1;
         AutoswapOptions o = c.options;
@@ -175,7 +175,7 @@ TEST_CASE("autoswap bo: each pick is the best left by equation (3), SWDOA standa
   int checked = 0;
   for (int trial = 0; trial < 60; ++trial) {
     CAPTURE(trial);
-    const Case c = random_case(rng, 3, 10, 4, 16);
+    const AutoswapCase c = random_case(rng, 3, 10, 4, 16);
     const AutoswapBoWeights w = random_weights(rng);
     CAPTURE(w[0]);
     CAPTURE(w[1]);
@@ -215,7 +215,7 @@ TEST_CASE("autoswap bo: a negative weight reverses its score") {
   test::Rng rng(test::test_seed(1403));
   for (int trial = 0; trial < 40; ++trial) {
     CAPTURE(trial);
-    const Case c = random_case(rng, 3, 10, 4, 16);
+    const AutoswapCase c = random_case(rng, 3, 10, 4, 16);
     const AutoswapPlan plan = bo_plan(c, {0, -1, 0, 0});
     if (plan.swaps.empty()) continue;
     // The first pick has the lowest DOA of the candidates that free a kernel.
@@ -235,8 +235,8 @@ TEST_CASE("autoswap bo: multiplying every time by 1000 changes no pick") {
   test::Rng rng(test::test_seed(1404));
   for (int trial = 0; trial < 60; ++trial) {
     CAPTURE(trial);
-    const Case c = random_case(rng, 3, 10, 4, 16);
-    Case slow = c;
+    const AutoswapCase c = random_case(rng, 3, 10, 4, 16);
+    AutoswapCase slow = c;
     for (double& s : slow.costs.dram_seconds) s *= 1000;
     slow.costs.to_pmm_gbps /= 1000;
     slow.costs.to_dram_gbps /= 1000;
@@ -302,7 +302,7 @@ TEST_CASE("autoswap bo: the optimised weights are never worse than the best sing
   int improved = 0;
   for (int trial = 0; trial < 8; ++trial) {
     CAPTURE(trial);
-    const Case c = reachable_case(rng);
+    const AutoswapCase c = reachable_case(rng);
     const AutoswapBoResult r = ca::plan::autoswap_optimise_weights(c.program, c.costs, c.options, quick_search(7));
     double best_single = std::numeric_limits<double>::infinity();
     for (const AutoswapScore single : ca::plan::autoswap_bo_terms) {
@@ -343,7 +343,7 @@ TEST_CASE("autoswap bo: the optimised weights are never worse than the best sing
 
 TEST_CASE("autoswap bo: the search is the same for a seed, another for another seed, and reports its progress") {
   test::Rng rng(test::test_seed(1407));
-  Case c = random_case(rng, 10, 14, 16, 24);
+  AutoswapCase c = random_case(rng, 10, 14, 16, 24);
   // Slow copies: no order hides them all, so the search does not stop at 0.
   c.costs.to_pmm_gbps = c.costs.to_dram_gbps = 1e-7;
   std::vector<std::string> lines;
@@ -409,7 +409,7 @@ TEST_CASE("autoswap bo: a plan over the limit, by LOAD' or by its serialized cop
 
 TEST_CASE("autoswap bo: bad weights and options say which value is wrong and what is allowed") {
   test::Rng rng(test::test_seed(1408));
-  const Case c = random_case(rng, 4, 8, 6, 10);
+  const AutoswapCase c = random_case(rng, 4, 8, 6, 10);
   AutoswapOptions o = c.options;
   o.score = AutoswapScore::bo;
   o.bo_weights = {0, 1.5, 0, 0};

@@ -23,8 +23,6 @@ namespace test {
 inline cachedarrays::plan::Program fragmenting_program() {
   namespace ca = cachedarrays;
   using ca::plan::StepKind;
-  constexpr ca::Access R = ca::Access::read;
-  constexpr ca::Access W = ca::Access::write;
   std::vector<ca::plan::ProgramObject> objects{{64, false}, {64, false}, {64, false}, {128, false}};
   std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 64, W}, {1, 64, W}, {2, 64, W}}},
                                                {"k1", {{1, 64, R}, {3, 128, W}}}};

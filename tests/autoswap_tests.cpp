@@ -48,7 +48,7 @@ using test::autoswap::Use;
 
 namespace {
 
-constexpr std::uint64_t MB = 1'000'000;
+using test::MB;
 constexpr AutoswapScore all_scores[] = {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa,
                                         AutoswapScore::swdoa};
 
@@ -56,8 +56,7 @@ constexpr AutoswapScore all_scores[] = {AutoswapScore::doa, AutoswapScore::aoa, 
 // too loose for an AOA of 1e-9).
 doctest::Approx near(double value) { return doctest::Approx(value).epsilon(1e-9).scale(0); }
 
-constexpr ca::Access W = ca::Access::write;
-constexpr ca::Access R = ca::Access::read;
+using test::R, test::W;
 
 // Eight kernels of 1 s. A (400 MB) is used by kernels 0 and 7, B (200 MB)
 // by 1 and 6, D (300 MB) by 2 and 5, C (100 MB) by 3 and 4 (objects 0-3 are

@@ -30,8 +30,7 @@ using ca::plan::StepKind;
 
 namespace {
 
-constexpr ca::Access R = ca::Access::read;
-constexpr ca::Access W = ca::Access::write;
+using test::R, test::W;
 
 // The online allocator puts d above b (256 bytes); packed ahead, b goes
 // lowest and a, c and d above it (192).
@@ -43,7 +42,7 @@ AutotmPlan all_in_dram(const Program& p) {
   return plan;
 }
 
-bool holds(const AutotmStay& s, std::uint32_t at) {
+bool held_at(const AutotmStay& s, std::uint32_t at) {
   return s.wraps ? (at >= s.start || at < s.end) : (at >= s.start && at < s.end);
 }
 
@@ -57,7 +56,7 @@ void check_packing(const AutotmOffsets& packed, std::uint64_t alignment) {
     std::vector<const AutotmStay*> alive;
     std::uint64_t live = 0;
     for (const AutotmStay& s : packed.stays) {
-      if (!holds(s, at)) continue;
+      if (!held_at(s, at)) continue;
       alive.push_back(&s);
       live += (s.bytes + alignment - 1) / alignment * alignment;
     }

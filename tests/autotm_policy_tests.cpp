@@ -30,7 +30,7 @@ using ca::plan::AutotmFormulation;
 
 namespace {
 
-constexpr std::uint64_t kib = 1024;
+using test::device_of, test::fill, test::holds, test::kib;
 constexpr std::uint64_t object_bytes = 256 * kib;
 
 using test::MillisecondPerSlowArgument;
@@ -59,24 +59,6 @@ std::unique_ptr<Setup> autotm_runtime(AutotmFormulation formulation, double copy
   return setup;
 }
 
-ca::DeviceId device_of(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {
-  auto guard = rt.lock();
-  return rt.manager().device(*rt.manager().getprimary(a.object()));
-}
-
-void fill(ca::CachedArray<std::byte>& a, std::uint64_t seed) {
-  auto w = a.write();
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = test::pattern_byte(seed, i);
-}
-
-bool holds(const ca::CachedArray<std::byte>& a, std::uint64_t seed) {
-  const auto r = a.read();
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    if (r[i] != test::pattern_byte(seed, i)) return false;
-  }
-  return true;
-}
-
 // One iteration: kernels 0..3 use (A, B), (C, D), (A, B), (C, D); each
 // reads its first argument and writes its second. `seen` receives, per
 // kernel and argument, whether it was in fast memory while the kernel ran,
@@ -86,7 +68,7 @@ struct Seen {
   std::vector<std::uint64_t> fast_bytes;
 };
 
-void iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a, Seen* seen = nullptr) {
+void four_kernel_iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a, Seen* seen = nullptr) {
   rt.begin_iteration();
   const int pairs[4][2] = {{0, 1}, {2, 3}, {0, 1}, {2, 3}};
   for (const auto& pair : pairs) {
@@ -118,9 +100,9 @@ std::vector<ca::CachedArray<std::byte>> four_arrays(ca::Runtime& rt) {
 // more with `seen`; returns the stats of that one.
 ca::Stats steady_iteration(Setup& s, std::vector<ca::CachedArray<std::byte>>& a, Seen& seen) {
   s.rt->record_program();
-  for (int i = 0; i < 3; ++i) iteration(*s.rt, a);  // 1 recorded; 2 and 3 follow the plan
+  for (int i = 0; i < 3; ++i) four_kernel_iteration(*s.rt, a);  // 1 recorded; 2 and 3 follow the plan
   const ca::Stats before = s.rt->stats();
-  iteration(*s.rt, a, &seen);
+  four_kernel_iteration(*s.rt, a, &seen);
   s.rt->collect();
   s.rt->manager().finish_copies();
   return s.rt->stats().since(before);
@@ -266,8 +248,8 @@ TEST_CASE("autotm policy: an iteration that departs from the program falls back 
   // The plan is followed again when the program is.
   const auto departures = s->policy->counters().departures;
   const auto followed = s->policy->counters().iterations_followed;
-  iteration(*s->rt, a);
-  iteration(*s->rt, a);
+  four_kernel_iteration(*s->rt, a);
+  four_kernel_iteration(*s->rt, a);
   CHECK(s->policy->counters().iterations_followed == followed + 1);  // the one before the last
   CHECK(s->policy->counters().departures == departures);
   for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
@@ -278,13 +260,13 @@ TEST_CASE("autotm policy: an iteration that departs from the program falls back 
 TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cannot plan says why") {
   auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
   auto a = four_arrays(*s->rt);
-  iteration(*s->rt, a);
+  four_kernel_iteration(*s->rt, a);
   CHECK(s->policy->plan() == nullptr);
   CHECK(device_of(*s->rt, a[3]) == 0);  // CA:LM: local allocation and moves on write
   for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
   s->rt->record_program();
-  iteration(*s->rt, a);
-  iteration(*s->rt, a);
+  four_kernel_iteration(*s->rt, a);
+  four_kernel_iteration(*s->rt, a);
   REQUIRE(s->rt->program() != nullptr);
   CHECK(s->policy->plan() != nullptr);
 

@@ -20,6 +20,7 @@
 
 #include "cachedarrays/plan/schedule/autotm.hpp"
 #include "test_support.hpp"
+#include "wall_clock.hpp"
 
 namespace ca = cachedarrays;
 using ca::plan::AutotmCosts;
@@ -200,7 +201,7 @@ double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPla
 
 // A random program: objects created before their first use and retired
 // after their last, a few persistent; kernels of 1-3 arguments.
-Program random_program(test::Rng& rng, std::size_t n, std::size_t nk) {
+Program random_autotm_program(test::Rng& rng, std::size_t n, std::size_t nk) {
   std::vector<ca::plan::ProgramObject> objects;
   for (std::size_t o = 0; o < n; ++o) objects.push_back({rng.between(1, 10) * 100, rng.percent(30)});
   std::vector<ca::plan::ProgramKernel> kernels(nk);
@@ -458,7 +459,7 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
   test::Rng rng(test::test_seed(13));
   for (int trial = 0; trial < 20; ++trial) {
     CAPTURE(trial);
-    const Program p = random_program(rng, rng.between(3, 8), rng.between(3, 10));
+    const Program p = random_autotm_program(rng, rng.between(3, 8), rng.between(3, 10));
     const std::size_t nk = p.kernels().size();
     // Copies of 100-1000 bytes at 1e-9 GB/s: 0.1-1 s, as long as the
     // kernels; the asynchronous formulation has something to hide.
@@ -528,7 +529,7 @@ TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseco
   test::Rng rng(test::test_seed(131));
   for (int trial = 0; trial < 12; ++trial) {
     CAPTURE(trial);
-    const Program p = random_program(rng, rng.between(3, 8), rng.between(3, 10));
+    const Program p = random_autotm_program(rng, rng.between(3, 8), rng.between(3, 10));
     const AutotmCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
     AutotmCosts tiny = costs;
     for (double& s : tiny.dram_seconds) s *= 1e-6;
@@ -623,13 +624,17 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
 
 TEST_CASE("autotm: the solver stops at the time limit with the best plan found") {
   // The asynchronous formulation of 40 objects and 160 kernels: a proven
-  // optimum takes Cbc far longer than the 1 s limit. Cbc checks the limit
-  // between its steps, not inside the root's cuts, so a solve may overrun
-  // it: the checks leave room for that. A much shorter limit could go
-  // entirely to building the ILP (under AddressSanitizer on a loaded
-  // machine), leaving the start as the plan, unsearched.
+  // optimum takes Cbc far longer than the 1 s limit. The contract is what
+  // the plan reports: it stopped at the limit and says so, it keeps the DRAM
+  // limit, and it is no worse than the greedy start the search begins from.
+  // How long past the limit Cbc runs is the machine's (it checks the limit
+  // between its steps, not inside the root's cuts), so the only wall-clock
+  // bound is a generous one that catches a solve ignoring its limit. A much
+  // shorter limit could go entirely to building the ILP (under
+  // AddressSanitizer on a loaded machine), leaving the start as the plan,
+  // unsearched.
   test::Rng rng(test::test_seed(29));
-  const Program p = random_program(rng, 40, 160);
+  const Program p = random_autotm_program(rng, 40, 160);
   const AutotmCosts costs = random_costs(rng, p, 1e-9);
   AutotmOptions o;
   o.formulation = AutotmFormulation::asynchronous;
@@ -641,14 +646,24 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
   const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CAPTURE(plan.status);
+  CAPTURE(plan.seconds);
   test::check_contains(plan.status, "stopped at the time limit");
   CHECK(!plan.optimal);
-  CHECK(plan.seconds < o.time_limit_seconds + 2.0);
-  CHECK(wall < o.time_limit_seconds + 2.0);
-  // A solve that ran past its limit (Cbc checks it between its steps)
-  // says so.
-  if (plan.seconds > o.time_limit_seconds + 1.1) test::check_contains(plan.status, "past its limit");
+  CHECK(plan.seconds >= o.time_limit_seconds * 0.5);  // it searched: the limit, not the start, ended it
+  CHECK(plan.seconds <= wall);
+  CHECK(wall < test::generous_seconds(10 * o.time_limit_seconds));
+  // A solve that ran well past its limit says by how much, and then the
+  // whole plan took longer than the limit too.
+  if (test::contains(plan.status, "past its limit")) CHECK(plan.seconds > o.time_limit_seconds);
   for (std::uint64_t b : dram_bytes_per_kernel(p, plan)) CHECK(b <= o.dram_limit);
+  CHECK(simulated_seconds(p, costs, plan, o.write_once) == doctest::Approx(plan.modeled_seconds).epsilon(1e-9));
+  // The start: the same problem with no time to search.
+  AutotmOptions start_options = o;
+  start_options.time_limit_seconds = 0.001;
+  const AutotmPlan start = ca::plan::autotm_plan(p, costs, start_options);
+  CAPTURE(start.status);
+  test::check_contains(start.status, "no time left to solve");
+  CHECK(plan.modeled_seconds <= start.modeled_seconds * (1 + 1e-9));
 }
 
 TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack's, not everything in PMM") {
@@ -657,7 +672,7 @@ TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack
   // in PMM" would leave the plan close to all_pmm, which the check below
   // tells apart).
   test::Rng rng(test::test_seed(31));
-  const Program p = random_program(rng, 300, 1000);
+  const Program p = random_autotm_program(rng, 300, 1000);
   const AutotmCosts costs = random_costs(rng, p, 1e-9);
   double all_pmm = 0;
   for (std::size_t k = 0; k < p.kernels().size(); ++k) {

@@ -38,7 +38,7 @@ using test::check_contains, test::message_of, test::ScratchPath;
 
 namespace {
 
-constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+using test::MiB;
 
 // A query that answers `report` and records the size of each file it was
 // asked about, so a test sees that the heap asked about its own file (a
@@ -80,7 +80,7 @@ void check_refusal(const std::string& message, const std::string& file) {
 }
 
 // The heap_error that making a heap of `spec` throws when asking `planted`.
-std::string refusal(const ca::DeviceSpec& spec, PlantedQuery& planted) {
+std::string heap_refusal(const ca::DeviceSpec& spec, PlantedQuery& planted) {
   return message_of<ca::heap_error>([&] { (void)ca::detail::make_dax_memory(spec, planted.query()); });
 }
 
@@ -100,21 +100,21 @@ TEST_CASE("bad blocks: a heap file with bad blocks inside its capacity is refuse
 
   SUBCASE("an unnamed file (the default; here in a scratch directory): refused, nothing is left") {
     spec.path = scratch.path;
-    const std::string message = refusal(spec, planted);
+    const std::string message = heap_refusal(spec, planted);
     check_refusal(message, "the unnamed heap file made in " + scratch.path.string());
     CHECK(fs::is_empty(scratch.path));
   }
   SUBCASE("keep_file: the named file it made is removed, as it never held a heap") {
     spec.path = scratch.path;
     spec.keep_file = true;
-    const std::string message = refusal(spec, planted);
+    const std::string message = heap_refusal(spec, planted);
     check_refusal(message, scratch.path.string() + "/cachedarrays-" + std::to_string(::getpid()) + "-");
     CHECK(fs::is_empty(scratch.path));
   }
   SUBCASE("a new file the user named: created, refused, removed") {
     spec.path = scratch.path / "heap.bin";
     spec.keep_file = true;
-    const std::string message = refusal(spec, planted);
+    const std::string message = heap_refusal(spec, planted);
     check_refusal(message, spec.path.string());
     CHECK_FALSE(fs::exists(spec.path));
   }
@@ -122,7 +122,7 @@ TEST_CASE("bad blocks: a heap file with bad blocks inside its capacity is refuse
     spec.path = scratch.path / "user.bin";
     const std::string data(8 * MiB, 'u');
     std::ofstream(spec.path, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
-    const std::string message = refusal(spec, planted);
+    const std::string message = heap_refusal(spec, planted);
     check_refusal(message, spec.path.string());
     REQUIRE(fs::exists(spec.path));
     CHECK(contents_of(spec.path) == data);
@@ -148,7 +148,7 @@ TEST_CASE("bad blocks: only those inside the capacity count, clipped to it") {
   PlantedQuery beyond{scanned({{8 * MiB, 4096}, {12 * MiB, 512}}), {}};
   CHECK(ca::detail::make_dax_memory(spec, beyond.query()) != nullptr);
   PlantedQuery straddling{scanned({{8 * MiB - 512, 4096}}), {}};
-  const std::string message = refusal(spec, straddling);
+  const std::string message = heap_refusal(spec, straddling);
   check_contains(message, "1 bad block (");
   check_contains(message, "byte 8388096 (512 bytes); reading");
 }

@@ -19,7 +19,7 @@ namespace plan = cachedarrays::plan;
 
 namespace {
 
-constexpr std::uint64_t KiB = 1024;
+using test::KiB;
 
 // A forward and backward pass of two layers: weights w0, w1 (persistent),
 // activations a0, a1 created and retired, a gradient g, hints, a collect
@@ -49,7 +49,7 @@ plan::Program two_layer_program() {
   return plan::Program(objects, kernels, steps);
 }
 
-ca::CapacityPlanOptions options_for(std::vector<double> fractions, std::vector<std::string> policies) {
+ca::CapacityPlanOptions capacity_plan_options(std::vector<double> fractions, std::vector<std::string> policies) {
   ca::CapacityPlanOptions o;
   o.fractions = std::move(fractions);
   o.policies = std::move(policies);
@@ -143,7 +143,7 @@ TEST_CASE("capacity plan: one point per fraction and policy, in order, the same 
   const ca::Trace trace = program.to_trace();
   const std::uint64_t footprint = ca::replayed_footprint(trace);
   const std::vector<std::string> policies{"all-fast", "all-slow", "first-touch", "ca-lm", "ca-lma", "2lm", "2lm:m"};
-  ca::CapacityPlanOptions options = options_for({0.25, 0.5, 1.0}, policies);
+  ca::CapacityPlanOptions options = capacity_plan_options({0.25, 0.5, 1.0}, policies);
   options.threads = 1;
   std::vector<std::size_t> reported;
   std::size_t reported_total = 0;
@@ -209,7 +209,8 @@ TEST_CASE("capacity plan: no policy replays below the fast tier's lower bound, w
     if (!registry.describe(name).memory_mode()) policies.push_back(name);
   }
   const std::vector<double> fractions{0.3, 0.6, 1.0};
-  const ca::CapacityPlan plan = ca::plan_capacity(trace, program, footprint, options_for(fractions, policies));
+  const ca::CapacityPlan plan =
+      ca::plan_capacity(trace, program, footprint, capacity_plan_options(fractions, policies));
   REQUIRE(plan.bounds.size() == fractions.size());
   CHECK(plan.bounds[0].kernels_over > 0);  // fwd1 alone uses 1088 KiB
   CHECK(plan.bounds[0].slowdown() > 1.01);
@@ -238,13 +239,13 @@ TEST_CASE("capacity plan: bad options are refused, saying what is allowed") {
       test::check_contains(e.what(), part);
     }
   };
-  refused(options_for({}, {"ca-lm"}), "no fast-tier fraction");
-  refused(options_for({-0.5, 0.5}, {"ca-lm"}), "fraction -0.5 is not allowed; each must be >= 0");
-  refused(options_for({0.5}, {"ca-lm", "lru"}), "unknown policy 'lru'; valid: all-fast");
-  ca::CapacityPlanOptions no_bandwidth = options_for({0.5}, {"ca-lm"});
+  refused(capacity_plan_options({}, {"ca-lm"}), "no fast-tier fraction");
+  refused(capacity_plan_options({-0.5, 0.5}, {"ca-lm"}), "fraction -0.5 is not allowed; each must be >= 0");
+  refused(capacity_plan_options({0.5}, {"ca-lm", "lru"}), "unknown policy 'lru'; valid: all-fast");
+  ca::CapacityPlanOptions no_bandwidth = capacity_plan_options({0.5}, {"ca-lm"});
   no_bandwidth.slow.write_gbps = 0;
   refused(no_bandwidth, "tier 'optane' needs read and write bandwidths > 0");
-  ca::CapacityPlanOptions no_mover = options_for({0.5}, {"ca-lm"});
+  ca::CapacityPlanOptions no_mover = capacity_plan_options({0.5}, {"ca-lm"});
   no_mover.mover_threads = 0;
   refused(no_mover, "the mover has 0 threads; it needs at least 1");
 }
@@ -253,7 +254,7 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   const plan::Program program = two_layer_program();
   const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
   const auto shared_program = std::make_shared<const plan::Program>(program);
-  const ca::CapacityPlanOptions o = options_for({1.0}, {"all-fast"});
+  const ca::CapacityPlanOptions o = capacity_plan_options({1.0}, {"all-fast"});
   const plan::MemoryBound memory_bound;
   const plan::AutotmCosts costs =
       plan::AutotmCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
@@ -287,7 +288,7 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   CHECK(machine.mover_threads == ca::MoverOptions{}.threads);  // the runtime's default
   // The capacity planner has ReDL's candidates judged so.
   const ca::CapacityPlan capacity = ca::plan_capacity(*trace, program, ca::replayed_footprint(*trace),
-                                                      options_for({0.4}, {"redl"}));
+                                                      capacity_plan_options({0.4}, {"redl"}));
   REQUIRE(capacity.points.size() == 1);
   CHECK(capacity.points[0].policy == "redl");
   test::check_contains(capacity.points[0].note, "judged");
@@ -339,7 +340,7 @@ TEST_CASE("replay judge: the judge's runtime has the run's mover threads") {
                     {.object = 0, .kernel = 4, .to_dram = true, .asynchronous = true}};
   const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
   const auto shared_program = std::make_shared<const plan::Program>(program);
-  const ca::CapacityPlanOptions o = options_for({1.0}, {"all-fast"});
+  const ca::CapacityPlanOptions o = capacity_plan_options({1.0}, {"all-fast"});
   ca::policy::AutotmPolicyOptions follower = ca::policy::Registry::builtin().describe("redl").planned_options().value();
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
   follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};

@@ -23,13 +23,13 @@ namespace {
 // Device 0 reads at 10 GB/s and writes at 5; device 1 reads at 2 and
 // writes at 1. A gigabyte 0 -> 1 takes 1 s (device 1's write), 1 -> 0
 // 0.5 s (device 1's read).
-const std::vector<ca::DeviceModel> devices{{"fast", 10, 5}, {"slow", 2, 1}};
+const std::vector<ca::DeviceModel> device_models{{"fast", 10, 5}, {"slow", 2, 1}};
 constexpr std::uint64_t gigabyte = 1'000'000'000;
 
 }  // namespace
 
 TEST_CASE("copy channels: a copy takes its bytes over the slower of the source's read and the target's write") {
-  const ca::CopyChannels c(devices, 1);
+  const ca::CopyChannels c(device_models, 1);
   CHECK(c.gbps(0, 1) == doctest::Approx(1));
   CHECK(c.gbps(1, 0) == doctest::Approx(2));
   CHECK(c.gbps(0, 0) == doctest::Approx(5));
@@ -39,7 +39,7 @@ TEST_CASE("copy channels: a copy takes its bytes over the slower of the source's
 }
 
 TEST_CASE("copy channels: one lane makes one copy at a time, whatever its channel") {
-  ca::CopyChannels c(devices, 1);
+  ca::CopyChannels c(device_models, 1);
   const ca::CopySpan out = c.run_on_mover(0, 1, c.seconds(0, 1, gigabyte), 0);
   const ca::CopySpan in = c.run_on_mover(1, 0, c.seconds(1, 0, gigabyte), 0);
   CHECK(out.start == 0.0);
@@ -50,7 +50,7 @@ TEST_CASE("copy channels: one lane makes one copy at a time, whatever its channe
 }
 
 TEST_CASE("copy channels: two lanes carry copies of two channels side by side, one at a time per channel") {
-  ca::CopyChannels c(devices, 2);
+  ca::CopyChannels c(device_models, 2);
   const ca::CopySpan out = c.run_on_mover(0, 1, 1.0, 0);
   const ca::CopySpan in = c.run_on_mover(1, 0, 0.5, 0);
   CHECK(in.start == 0.0);  // the other lane, the other channel
@@ -65,7 +65,7 @@ TEST_CASE("copy channels: two lanes carry copies of two channels side by side, o
 }
 
 TEST_CASE("copy channels: with no lane limit each channel is its own engine, as on a duplex link") {
-  ca::CopyChannels c(devices, 0);
+  ca::CopyChannels c(device_models, 0);
   CHECK(c.run_on_mover(0, 1, 1.0, 0).start == 0.0);
   CHECK(c.run_on_mover(1, 0, 0.5, 0).start == 0.0);
   const ca::CopySpan again = c.run_on_mover(0, 1, 1.0, 0.25);
@@ -74,7 +74,7 @@ TEST_CASE("copy channels: with no lane limit each channel is its own engine, as 
 }
 
 TEST_CASE("copy channels: a synchronous copy shares its channel with the mover but takes no lane") {
-  ca::CopyChannels c(devices, 1);
+  ca::CopyChannels c(device_models, 1);
   (void)c.run_on_mover(0, 1, 1.0, 0);
   const ca::CopySpan other = c.run_on_caller(1, 0, 0.5, 0);
   CHECK(other.start == 0.0);  // another channel: the busy lane does not hold it
@@ -86,7 +86,7 @@ TEST_CASE("copy channels: a synchronous copy shares its channel with the mover b
 }
 
 TEST_CASE("copy channels: the backlog an iteration leaves is what the next one finds, from its start") {
-  ca::CopyChannels c(devices, 1);
+  ca::CopyChannels c(device_models, 1);
   (void)c.run_on_mover(0, 1, 1.0, 0.5);  // busy from 0.5 to 1.5
   c.carry_over(1.0);                     // the iteration ended at 1
   CHECK(c.mover_start(1, 0, 0) == doctest::Approx(0.5));
@@ -112,13 +112,13 @@ TEST_CASE("copy channels: the planners' costs give the channels the replay's tim
   const ca::emulation::Bandwidth dram{10, 5}, pmm{2, 1};
   const ca::plan::AutotmCosts costs = ca::plan::AutotmCosts::from_model(program, model, dram, pmm);
   const ca::CopyChannels planned = costs.channels(1);
-  const ca::CopyChannels replayed(devices, 1);
+  const ca::CopyChannels replayed(device_models, 1);
   for (const auto& [src, dst] : {std::pair<ca::DeviceId, ca::DeviceId>{0, 1}, {1, 0}}) {
     CHECK(planned.gbps(src, dst) == replayed.gbps(src, dst));
     CHECK(planned.seconds(src, dst, 123'456'789) == replayed.seconds(src, dst, 123'456'789));
   }
   // The replay's timeline charges a copy the channels' time.
-  ca::CopyTimeline timeline(devices);
+  ca::CopyTimeline timeline(device_models);
   ca::TraceEvent e;
   e.kind = ca::TraceKind::copy;
   e.object = 1;

@@ -27,8 +27,8 @@ using cachedarrays::detail::CopyDestination;
 using cachedarrays::detail::CopyPath;
 using cachedarrays::detail::CopyTuning;
 
-constexpr std::uint64_t line = 64;
-constexpr std::uint64_t guard = 128;  // guard bytes on each side of the range
+constexpr std::uint64_t cache_line = 64;
+constexpr std::uint64_t guard_bytes = 128;  // on each side of the range
 constexpr std::byte dst_guard{0x5A};
 constexpr std::byte src_surround{0xC3};  // what a read past the source would copy
 constexpr std::uint64_t npos = ~std::uint64_t{0};
@@ -56,10 +56,10 @@ class CopyCase {
  public:
   CopyCase(std::uint64_t bytes, std::uint64_t src_offset, std::uint64_t dst_offset, std::uint64_t seed)
       : bytes_(bytes),
-        src_storage_(bytes + 2 * guard + 2 * line, src_surround),
-        dst_storage_(bytes + 2 * guard + 2 * line) {
-    src_ = line_aligned(src_storage_.data()) + guard + src_offset;
-    dst_ = line_aligned(dst_storage_.data()) + guard + dst_offset;
+        src_storage_(bytes + 2 * guard_bytes + 2 * cache_line, src_surround),
+        dst_storage_(bytes + 2 * guard_bytes + 2 * cache_line) {
+    src_ = line_aligned(src_storage_.data()) + guard_bytes + src_offset;
+    dst_ = line_aligned(dst_storage_.data()) + guard_bytes + dst_offset;
     // Random, so not periodic in any power of two: a piece copied to the
     // wrong offset cannot match by accident.
     test::Rng rng(seed);
@@ -93,7 +93,7 @@ class CopyCase {
  private:
   static std::byte* line_aligned(std::byte* p) {
     const auto address = reinterpret_cast<std::uintptr_t>(p);
-    return p + ((line - address % line) % line);
+    return p + ((cache_line - address % cache_line) % cache_line);
   }
 
   std::uint64_t bytes_;
@@ -128,11 +128,11 @@ TEST_CASE("nontemporal_path names one of the three vector paths") {
 TEST_CASE("copy_bytes: small sizes at every destination alignment") {
   for (const CopyDestination where : all_destinations) {
     for (const std::uint64_t bytes : {0ull, 1ull, 63ull, 64ull, 65ull, 255ull, 256ull, 257ull, 4095ull, 4096ull}) {
-      for (std::uint64_t dst_offset = 0; dst_offset < line; ++dst_offset) {
+      for (std::uint64_t dst_offset = 0; dst_offset < cache_line; ++dst_offset) {
         // Two source offsets per destination offset: the same misalignment,
         // and a different one, so loads are misaligned relative to stores.
         check_copy(bytes, dst_offset, dst_offset, where, small_tuning);
-        check_copy(bytes, (dst_offset * 7 + 3) % line, dst_offset, where, small_tuning);
+        check_copy(bytes, (dst_offset * 7 + 3) % cache_line, dst_offset, where, small_tuning);
       }
     }
   }
@@ -215,8 +215,8 @@ TEST_CASE("copy_nontemporal: exact copy at every alignment, nothing written outs
   // Around the four-page blocks the streamed body is made of (16 KiB).
   for (const std::uint64_t bytes : {0ull, 1ull, 255ull, 256ull, 257ull, 300ull, 4095ull, 16383ull, 16384ull,
                                     16384ull + 65, 3 * 16384ull + 4095, 65536ull + 17}) {
-    for (std::uint64_t dst_offset = 0; dst_offset < line; ++dst_offset) {
-      const std::uint64_t src_offset = (dst_offset * 5 + 11) % line;
+    for (std::uint64_t dst_offset = 0; dst_offset < cache_line; ++dst_offset) {
+      const std::uint64_t src_offset = (dst_offset * 5 + 11) % cache_line;
       CopyCase c(bytes, src_offset, dst_offset, bytes ^ dst_offset);
       copy_nontemporal(c.dst(), c.src(), bytes);
       INFO(bytes, " bytes, src offset ", src_offset, ", dst offset ", dst_offset);

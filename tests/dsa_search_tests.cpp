@@ -18,6 +18,7 @@
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "dsa_test_support.hpp"
 #include "test_support.hpp"
+#include "wall_clock.hpp"
 
 namespace ca = cachedarrays;
 using ca::plan::DsaBuffer;
@@ -31,8 +32,8 @@ namespace {
 
 // A random instance of `n` buffers over a short horizon, sizes 1 to
 // `max_units` units of `unit` bytes.
-DsaProblem small_problem(test::Rng& rng, std::uint64_t n, std::uint64_t unit, std::uint64_t alignment,
-                         std::uint64_t max_units, std::uint32_t horizon) {
+DsaProblem small_search_problem(test::Rng& rng, std::uint64_t n, std::uint64_t unit, std::uint64_t alignment,
+                                std::uint64_t max_units, std::uint32_t horizon) {
   return test::small_dsa_problem(rng, n, unit, alignment, max_units, horizon);
 }
 
@@ -132,8 +133,9 @@ TEST_CASE("dsa search: on small random instances the minimum is the MIP's proven
   INFO("seed " << rng.seed());
   int above_max_live = 0;
   for (int round = 0; round < 40; ++round) {
-    const DsaProblem p = small_problem(rng, rng.between(2, 10), rng.percent(50) ? 1 : 1000,
-                                       rng.percent(30) ? 64 : 1, 12, static_cast<std::uint32_t>(rng.between(3, 8)));
+    const DsaProblem p = small_search_problem(rng, rng.between(2, 10), rng.percent(50) ? 1 : 1000,
+                                              rng.percent(30) ? 64 : 1, 12,
+                                              static_cast<std::uint32_t>(rng.between(3, 8)));
     INFO("round " << round << ": " << p.to_csv() << "alignment " << p.alignment());
     ca::plan::MipOptions mip_options;
     mip_options.time_limit_seconds = 10;
@@ -159,8 +161,8 @@ TEST_CASE("dsa search: larger random instances — every plan found is valid and
   test::Rng rng(test::test_seed(20251126));
   INFO("seed " << rng.seed());
   for (int round = 0; round < 20; ++round) {
-    const DsaProblem p = small_problem(rng, rng.between(20, 80), 1024, rng.percent(50) ? 1 : 4096, 64,
-                                       static_cast<std::uint32_t>(rng.between(10, 40)));
+    const DsaProblem p = small_search_problem(rng, rng.between(20, 80), 1024, rng.percent(50) ? 1 : 4096, 64,
+                                              static_cast<std::uint32_t>(rng.between(10, 40)));
     INFO("round " << round << ": " << p.size() << " buffers, alignment " << p.alignment());
     SearchOptions o;
     o.time_limit_seconds = 0.2;
@@ -202,14 +204,14 @@ TEST_CASE("dsa search: the node and time limits stop the search, and the result 
   CHECK(quick.status == SearchStatus::stopped);
   CHECK(std::string(ca::plan::to_string(quick.status)) == "stopped");
   CHECK(quick.nodes > 1);
-  CHECK(quick.seconds >= 0.05);
-  CHECK(quick.seconds < 0.5);
+  CHECK(quick.seconds >= 0.05);  // the limit, not the search running out, ended it
+  CHECK(quick.seconds < test::generous_seconds(0.5));
 
   // The whole minimisation keeps to the limit, its probes included.
   const FootprintSearchResult m = ca::plan::minimize_footprint(p, o);
   check_minimum(p, m);
   CHECK(m.probes >= 1);
-  CHECK(m.seconds < 0.5);
+  CHECK(m.seconds < test::generous_seconds(0.5));
 }
 
 TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at max-live, included)") {

@@ -26,7 +26,7 @@ ca::EnvironmentLookup environment(std::map<std::string, std::string> values) {
   };
 }
 
-std::string refusal(std::map<std::string, std::string> values) {
+std::string environment_refusal(std::map<std::string, std::string> values) {
   return test::invalid_argument_of([&] { (void)ca::read_environment(environment(std::move(values))); });
 }
 
@@ -106,15 +106,15 @@ TEST_CASE("environment: a bad value names the variable, the value and what is al
        }) {
     CAPTURE(c.name);
     CAPTURE(c.value);
-    const std::string message = refusal({{c.name, c.value}});
+    const std::string message = environment_refusal({{c.name, c.value}});
     test::check_contains(message, std::string(c.name) + "='" + c.value + "'");
     test::check_contains(message, c.why);
     test::check_contains(message, "allowed: ");
   }
   // Contradictions.
-  test::check_contains(refusal({{"CACHEDARRAYS_FAST_BYTES", "1M"}, {"CACHEDARRAYS_FAST_FRACTION", "0.2"}}),
+  test::check_contains(environment_refusal({{"CACHEDARRAYS_FAST_BYTES", "1M"}, {"CACHEDARRAYS_FAST_FRACTION", "0.2"}}),
                        "CACHEDARRAYS_FAST_BYTES is set too");
-  test::check_contains(refusal({{"CACHEDARRAYS_SLOW_PATH", "/dev/shm/x"}, {"CACHEDARRAYS_SLOW_NODE", "1"}}),
+  test::check_contains(environment_refusal({{"CACHEDARRAYS_SLOW_PATH", "/dev/shm/x"}, {"CACHEDARRAYS_SLOW_NODE", "1"}}),
                        "CACHEDARRAYS_SLOW_PATH is set too");
   // The table documents every variable it checks.
   for (const ca::EnvironmentVariable& v : ca::environment_variables()) {

@@ -24,11 +24,10 @@ using test::autoswap::program_of;
 
 namespace {
 
-constexpr ca::Access R = ca::Access::read;
-constexpr ca::Access W = ca::Access::write;
+using test::R, test::W;
 
 // Kernels of 1 s; penalties as given, by kernel, by argument.
-AutotmCosts costs_of(const std::vector<std::vector<double>>& penalties) {
+AutotmCosts penalty_costs(const std::vector<std::vector<double>>& penalties) {
   AutotmCosts c;
   for (const std::vector<double>& row : penalties) {
     c.dram_seconds.push_back(1.0);
@@ -46,7 +45,7 @@ TEST_CASE("fast tier bound: each kernel at its cheapest with its own arguments w
   // A, C, D (1200 B); kernel 2 names B twice (300 B, once); kernel 3 C.
   const Program p = program_of({{400, false}, {300, false}, {300, false}, {500, false}},
                                {{{0, R}, {1, W}}, {{0, R}, {2, R}, {3, W}}, {{1, R}, {1, W}}, {{2, R}}});
-  const AutotmCosts c = costs_of({{0.1, 0.3}, {0.5, 0.2, 0.6}, {0.25, 0.25}, {0.3}});
+  const AutotmCosts c = penalty_costs({{0.1, 0.3}, {0.5, 0.2, 0.6}, {0.25, 0.25}, {0.3}});
 
   SUBCASE("800 B: kernel 1 leaves A (400 B, 0.5 s) out, not C and part of D as the cheapest per byte would") {
     const FastTierBound b = ca::plan::fast_tier_bound(p, c, 800);
@@ -118,7 +117,7 @@ TEST_CASE("fast tier bound: past the exact size a kernel takes the linear relaxa
     penalties.push_back((19 - i + 1) / 100.0);  // the cheapest last: the order given does not matter
   }
   const Program p = program_of(objects, {uses});
-  const FastTierBound b = ca::plan::fast_tier_bound(p, costs_of({penalties}), 1450);
+  const FastTierBound b = ca::plan::fast_tier_bound(p, penalty_costs({penalties}), 1450);
   CHECK(b.seconds == doctest::Approx(1.18));
   CHECK(b.seconds < 1.21);
 }
@@ -160,9 +159,10 @@ TEST_CASE("fast tier bound: never above ReDL's modeled kernels on random program
 
 TEST_CASE("fast tier bound: costs not of the program are refused, naming the bound") {
   const Program p = program_of({{100, false}}, {{{0, R}}, {{0, W}}});
-  test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, costs_of({{0.1}}), 50); }),
-                       "fast_tier_bound: the costs give 1 kernel times");
   test::check_contains(
-      test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, costs_of({{0.1}, {-1}}), 50); }),
+      test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, penalty_costs({{0.1}}), 50); }),
+      "fast_tier_bound: the costs give 1 kernel times");
+  test::check_contains(
+      test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, penalty_costs({{0.1}, {-1}}), 50); }),
       "a penalty is finite and >= 0");
 }

@@ -29,7 +29,7 @@ using test::check_contains, test::heap_files, test::ScratchPath;
 
 namespace {
 
-constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+using test::MiB;
 constexpr std::uint64_t page = 4096;
 
 // Fills the whole heap with a position-dependent pattern, then reads it all

@@ -26,14 +26,14 @@ namespace {
 
 const plan::MachineKey here{"Test CPU", 2, "2.6.3 (test)", "optane"};
 
-plan::KernelProfiles two_kernels(const plan::MachineKey& key = here) {
+plan::KernelProfiles two_kernel_profiles(const plan::MachineKey& key = here) {
   plan::KernelProfiles p(key);
   p.set("conv s1p1 src=2x3x8x8:abcd flops=1000", {2e-3, 3e-3, 1000, 4096, 2048});
   p.set("relu src=2x3x8x8:abcd dst=2x3x8x8:abcd flops=384", {1e-4, 5e-4, 384, 1536, 1536});
   return p;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
+void write_profile_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
 }
@@ -41,7 +41,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 // The message of the invalid_argument that loading `text` throws.
 std::string load_error(const std::string& text) {
   const test::ScratchPath file("profiles-bad.json");
-  write_file(file.path, text);
+  write_profile_text(file.path, text);
   return test::invalid_argument_of([&] { (void)plan::KernelProfiles::load(file.path.string()); });
 }
 
@@ -71,7 +71,7 @@ TEST_CASE("kernel signature: kind first, arguments, FLOPs last, and each read ba
 }
 
 TEST_CASE("kernel profiles: JSON round trip") {
-  const plan::KernelProfiles p = two_kernels();
+  const plan::KernelProfiles p = two_kernel_profiles();
   CHECK(plan::KernelProfiles::from_json(p.to_json()) == p);
   const test::ScratchPath file("profiles.json");
   p.save(file.path.string());
@@ -91,14 +91,14 @@ TEST_CASE("kernel profiles: the cache measures only when it lacks the machine or
   const auto measure_on = [&](const plan::MachineKey& key) {
     return [&measurements, key] {
       ++measurements;
-      return two_kernels(key);
+      return two_kernel_profiles(key);
     };
   };
 
   const plan::KernelProfiles first = plan::load_or_measure(path, here, needed, measure_on(here));
   CHECK(measurements == 1);
   CHECK(std::filesystem::exists(file.path));
-  CHECK(first == two_kernels());
+  CHECK(first == two_kernel_profiles());
 
   SUBCASE("same machine, every kernel there: loaded, not measured") {
     const plan::KernelProfiles again = plan::load_or_measure(path, here, needed, measure_on(here));
@@ -135,7 +135,7 @@ TEST_CASE("kernel profiles: the cache measures only when it lacks the machine or
   SUBCASE("a malformed file throws naming the field, and is left as it was") {
     std::string text = first.to_json();
     text.replace(text.find("\"cores\": 2"), 10, "\"cores\": \"two\"");
-    write_file(file.path, text);
+    write_profile_text(file.path, text);
     try {
       (void)plan::load_or_measure(path, here, needed, measure_on(here));
       FAIL("no exception");
@@ -151,7 +151,7 @@ TEST_CASE("kernel profiles: the cache measures only when it lacks the machine or
 }
 
 TEST_CASE("kernel profiles: every malformed field is named") {
-  const std::string good = two_kernels().to_json();
+  const std::string good = two_kernel_profiles().to_json();
   const auto without = [&](const std::string& field) {
     nlohmann::json j = nlohmann::json::parse(good);
     j.erase(field);
@@ -259,5 +259,5 @@ TEST_CASE("compute_rate: FLOPs over fast seconds of the compute-dense kernels on
   p.set("conv b", {3e-3, 0, 2'000'000, 10'000, 10'000});    // 100 FLOPs/byte
   p.set("relu", {1e-3, 0, 1'000, 4'000, 4'000});           // memory-bound: left out
   CHECK(plan::compute_rate(p) == doctest::Approx(4e6 / 4e-3));
-  CHECK_THROWS_AS((void)plan::compute_rate(two_kernels()), ca::invalid_argument);
+  CHECK_THROWS_AS((void)plan::compute_rate(two_kernel_profiles()), ca::invalid_argument);
 }

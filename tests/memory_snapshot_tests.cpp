@@ -32,7 +32,7 @@ using test::message_of;
 
 namespace {
 
-constexpr std::uint64_t KiB = 1024;
+using test::fill, test::holds, test::KiB;
 
 // Neither variable of this feature from the caller's environment: the
 // cases that expect the defaults make their runtimes under it.
@@ -59,17 +59,6 @@ const ca::ObjectSnapshot& object_with_id(const ca::MemorySnapshot& s, std::uint6
   }
   FAIL("no object #" << id << " in the snapshot");
   throw std::logic_error("unreachable");
-}
-
-// Fills an array with pattern `seed` through a write access.
-void fill(ca::CachedArray<std::byte>& array, std::uint64_t seed) {
-  auto w = array.write();
-  test::fill(w.data(), w.size(), seed);
-}
-
-bool holds(const ca::CachedArray<std::byte>& array, std::uint64_t seed) {
-  auto r = array.read();
-  return test::holds(r.data(), r.size(), seed);
 }
 
 // The placement of every object: what a snapshot must not change.

@@ -26,7 +26,7 @@ namespace {
 
 // Runs `f`, expects exception E, and returns its message.
 template <typename E, typename F>
-std::string message_of(F&& f) {
+std::string expected_message(F&& f) {
   try {
     f();
   } catch (const E& e) {
@@ -42,10 +42,10 @@ std::string message_of(F&& f) {
 template <typename Exception>
 std::string thrown_message(const ca::DeviceSpec& spec) {
   INFO("device " << spec.display_name());
-  return message_of<Exception>([&] { (void)ca::detail::make_heap_memory(spec); });
+  return expected_message<Exception>([&] { (void)ca::detail::make_heap_memory(spec); });
 }
 
-constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+using test::MiB;
 
 }  // namespace
 
@@ -55,20 +55,20 @@ TEST_CASE("negative: zero and overflowing sizes") {
   ca::Runtime rt(test::two_tiers());
   auto keep = rt.array<int>(1000);
   { auto w = keep.write(); std::fill(w.begin(), w.end(), 42); }
-  CHECK(contains(message_of<ca::invalid_argument>([&] { (void)rt.array<float>(0); }), "0 elements"));
-  CHECK(contains(message_of<ca::invalid_argument>([&] {
+  CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.array<float>(0); }), "0 elements"));
+  CHECK(contains(expected_message<ca::invalid_argument>([&] {
                    (void)rt.array<double>(std::numeric_limits<std::size_t>::max() / 4);
                  }),
                  "overflows"));
-  CHECK(contains(message_of<ca::invalid_argument>([&] { (void)rt.manager().allocate(0, 0); }), "0 bytes"));
-  CHECK(contains(message_of<ca::invalid_argument>([&] { (void)rt.manager().create_object(0); }), "0 bytes"));
+  CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.manager().allocate(0, 0); }), "0 bytes"));
+  CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.manager().create_object(0); }), "0 bytes"));
   CHECK(keep.read()[999] == 42);
   rt.manager().check_invariants();
 }
 
 TEST_CASE("negative: unknown device") {
   ca::DataManager dm(test::two_tiers());
-  const std::string m = message_of<ca::unknown_device>([&] { (void)dm.allocate(2, 64); });
+  const std::string m = expected_message<ca::unknown_device>([&] { (void)dm.allocate(2, 64); });
   CHECK(contains(m, "device 2 does not exist"));
   CHECK(contains(m, "0 'fast'"));
   CHECK(contains(m, "1 'slow'"));
@@ -79,7 +79,7 @@ TEST_CASE("negative: unknown device") {
   CHECK_THROWS_AS((void)dm.getlinked(*r, 5), ca::unknown_device);
   CHECK_THROWS_AS(ca::DataManager({}), ca::invalid_argument);
   std::vector<ca::DeviceSpec> nine(9, ca::dram(4096));
-  CHECK(contains(message_of<ca::invalid_argument>([&] { ca::DataManager too_many(nine); }), "at most 8"));
+  CHECK(contains(expected_message<ca::invalid_argument>([&] { ca::DataManager too_many(nine); }), "at most 8"));
 }
 
 TEST_CASE("negative: every tier full raises out_of_memory naming each device, others intact") {
@@ -118,7 +118,7 @@ TEST_CASE("negative: reading or writing a retired array") {
   auto a = rt.array<int>(10);
   a.retire();
   CHECK(a.retired());
-  CHECK(contains(message_of<ca::retired_error>([&] { (void)a.read(); }), "retired"));
+  CHECK(contains(expected_message<ca::retired_error>([&] { (void)a.read(); }), "retired"));
   CHECK_THROWS_AS((void)a.write(), ca::retired_error);
   CHECK_THROWS_AS(a.will_read(), ca::retired_error);
   CHECK_THROWS_AS(a.retire(), ca::retired_error);
@@ -135,7 +135,7 @@ TEST_CASE("negative: evicting, freeing, moving or retiring a pinned object") {
   auto access = a.read();
   ca::Object& o = a.object();
   ca::Region* primary = dm.getprimary(o);
-  CHECK(contains(message_of<ca::pinned_error>([&] {
+  CHECK(contains(expected_message<ca::pinned_error>([&] {
                    dm.evictfrom(0, 0, 64 * 1024, [](ca::Region&) { return true; });
                  }),
                  "pinned"));
@@ -156,7 +156,7 @@ TEST_CASE("negative: copyto between regions of different sizes") {
   ca::DataManager dm(test::two_tiers());
   ca::Object& o = test::make_object(dm, 0, 100, 11);
   ca::Region* other = dm.allocate(1, 200);
-  const std::string m = message_of<ca::invalid_operation>([&] { dm.copyto(*other, *dm.getprimary(o)); });
+  const std::string m = expected_message<ca::invalid_operation>([&] { dm.copyto(*other, *dm.getprimary(o)); });
   CHECK(contains(m, "different sizes"));
   CHECK(contains(m, "200"));
   CHECK(contains(m, "100"));
@@ -170,9 +170,9 @@ TEST_CASE("negative: linking two regions on one device, or of two objects") {
   ca::Object& o = test::make_object(dm, 0, 100, 1);
   ca::Object& p = test::make_object(dm, 1, 100, 2);
   ca::Region* same_device = dm.allocate(0, 100);
-  CHECK(contains(message_of<ca::invalid_operation>([&] { dm.link(*dm.getprimary(o), *same_device); }),
+  CHECK(contains(expected_message<ca::invalid_operation>([&] { dm.link(*dm.getprimary(o), *same_device); }),
                  "same device"));
-  CHECK(contains(message_of<ca::invalid_operation>([&] { dm.link(*dm.getprimary(o), *dm.getprimary(p)); }),
+  CHECK(contains(expected_message<ca::invalid_operation>([&] { dm.link(*dm.getprimary(o), *dm.getprimary(p)); }),
                  "different objects"));
   ca::Region* loose1 = dm.allocate(0, 100);
   ca::Region* loose2 = dm.allocate(1, 100);
@@ -206,7 +206,7 @@ TEST_CASE("negative: setprimary with a region of another object or size, or a se
 TEST_CASE("negative: evictfrom outside the heap") {
   ca::DataManager dm(test::two_tiers(64 * 1024));
   const auto none = [](ca::Region&) { return true; };
-  CHECK(contains(message_of<ca::invalid_argument>([&] { dm.evictfrom(0, 64 * 1024, 64, none); }), "outside"));
+  CHECK(contains(expected_message<ca::invalid_argument>([&] { dm.evictfrom(0, 64 * 1024, 64, none); }), "outside"));
   CHECK_THROWS_AS(dm.evictfrom(0, 0, 0, none), ca::invalid_argument);
   CHECK_THROWS_AS(dm.evictfrom(0, 1024, 64 * 1024, none), ca::invalid_argument);
 }
@@ -220,7 +220,7 @@ TEST_CASE("negative: allocate_at unaligned, outside the heap, empty, or over liv
     INFO("allocate_at [" << offset << ", +" << bytes << ")");
     // Bad input is an error for both forms, never a null.
     CHECK_THROWS_AS((void)dm.try_allocate_at(0, offset, bytes), ca::invalid_argument);
-    return message_of<ca::invalid_argument>([&] { (void)dm.allocate_at(0, offset, bytes); });
+    return expected_message<ca::invalid_argument>([&] { (void)dm.allocate_at(0, offset, bytes); });
   };
   std::string m = argument(100, 64);
   check_contains(m, "offset 100 on device 0 'fast' is not a multiple of its alignment of 64 bytes");
@@ -232,7 +232,7 @@ TEST_CASE("negative: allocate_at unaligned, outside the heap, empty, or over liv
   check_contains(argument(16 * 1024, 0), "0 bytes");
   CHECK_THROWS_AS((void)dm.allocate_at(2, 0, 64), ca::unknown_device);
   // A range that is not free names what is there.
-  m = message_of<ca::invalid_operation>([&] { (void)dm.allocate_at(0, 2048, 8192); });
+  m = expected_message<ca::invalid_operation>([&] { (void)dm.allocate_at(0, 2048, 8192); });
   check_contains(m, "[2048, +8192) of device 0 'fast' is not free");
   check_contains(m, "overlaps the region of 4.00 KiB at offset 0 on device 0 'fast' (primary of object #1)");
   check_contains(m, "the region of 100 B at offset 8192");
@@ -252,7 +252,7 @@ TEST_CASE("negative: using a freed region") {
   ca::Region* r = dm.allocate(0, 64);
   ca::Region* s = dm.allocate(1, 64);
   dm.free(*r);
-  CHECK(contains(message_of<ca::invalid_operation>([&] { dm.copyto(*s, *r); }), "not live"));
+  CHECK(contains(expected_message<ca::invalid_operation>([&] { dm.copyto(*s, *r); }), "not live"));
   CHECK_THROWS_AS(dm.free(*r), ca::invalid_operation);
   dm.check_invariants();
 }
@@ -402,7 +402,7 @@ TEST_CASE("negative: a memory-mode cache that is not whole 64-byte lines") {
 
 TEST_CASE("negative: an unknown policy name lists the valid ones") {
   const auto registry = ca::policy::Registry::builtin();
-  const std::string m = message_of<ca::invalid_argument>([&] { (void)registry.make("lru"); });
+  const std::string m = expected_message<ca::invalid_argument>([&] { (void)registry.make("lru"); });
   CHECK(m.find("unknown policy 'lru'") != std::string::npos);
   CHECK(m.find("ca-lmp") != std::string::npos);
   CHECK(m.find("first-touch") != std::string::npos);

@@ -22,20 +22,20 @@ namespace nn = cachedarrays::nn;
 
 namespace {
 
-constexpr std::int64_t batch = 6;
-constexpr std::int64_t features = 5;
-constexpr std::int64_t classes = 3;
+constexpr std::int64_t batch_size = 6;
+constexpr std::int64_t feature_count = 5;
+constexpr std::int64_t class_count = 3;
 
 // x [batch, features] -> linear (weight and bias) -> softmax cross-entropy.
 nn::Graph linear_classifier() {
   nn::Graph g;
-  const auto x = g.input("images", {batch, features});
-  const auto y = g.label("labels", {batch});
-  g.set_loss(nn::softmax_cross_entropy(g, "loss", nn::linear(g, "fc", x, classes), y));
+  const auto x = g.input("images", {batch_size, feature_count});
+  const auto y = g.label("labels", {batch_size});
+  g.set_loss(nn::softmax_cross_entropy(g, "loss", nn::linear(g, "fc", x, class_count), y));
   return g;
 }
 
-ca::Runtime make_runtime() {
+ca::Runtime make_adamw_runtime() {
   return ca::Runtime({ca::dram(4 << 20, "fast"), ca::dax_file({}, 16 << 20, "slow")},
                      ca::policy::Registry::builtin().make("ca-lm"));
 }
@@ -48,13 +48,13 @@ nn::TrainerOptions adamw(float learning_rate, float weight_decay) {
   return o;
 }
 
-void make_batch(std::uint64_t seed, std::vector<float>& images, std::vector<float>& labels) {
+void make_adamw_batch(std::uint64_t seed, std::vector<float>& images, std::vector<float>& labels) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  images.resize(static_cast<std::size_t>(batch * features));
-  labels.resize(static_cast<std::size_t>(batch));
+  images.resize(static_cast<std::size_t>(batch_size * feature_count));
+  labels.resize(static_cast<std::size_t>(batch_size));
   for (float& v : images) v = normal(rng);
-  for (float& v : labels) v = static_cast<float>(rng() % classes);
+  for (float& v : labels) v = static_cast<float>(rng() % class_count);
 }
 
 // dLoss/dW and dLoss/db of mean softmax cross-entropy of x W^T + b, in double.
@@ -62,19 +62,19 @@ void gradients(const std::vector<double>& w, const std::vector<double>& b, const
                const std::vector<float>& labels, std::vector<double>& gw, std::vector<double>& gb) {
   gw.assign(w.size(), 0.0);
   gb.assign(b.size(), 0.0);
-  for (std::int64_t n = 0; n < batch; ++n) {
-    std::vector<double> z(classes);
-    for (std::int64_t c = 0; c < classes; ++c) {
+  for (std::int64_t n = 0; n < batch_size; ++n) {
+    std::vector<double> z(class_count);
+    for (std::int64_t c = 0; c < class_count; ++c) {
       z[c] = b[c];
-      for (std::int64_t f = 0; f < features; ++f) z[c] += w[c * features + f] * x[n * features + f];
+      for (std::int64_t f = 0; f < feature_count; ++f) z[c] += w[c * feature_count + f] * x[n * feature_count + f];
     }
     const double top = *std::max_element(z.begin(), z.end());
     double sum = 0;
     for (double& v : z) sum += (v = std::exp(v - top));
-    for (std::int64_t c = 0; c < classes; ++c) {
-      const double d = (z[c] / sum - (c == static_cast<std::int64_t>(labels[n]) ? 1.0 : 0.0)) / batch;
+    for (std::int64_t c = 0; c < class_count; ++c) {
+      const double d = (z[c] / sum - (c == static_cast<std::int64_t>(labels[n]) ? 1.0 : 0.0)) / batch_size;
       gb[c] += d;
-      for (std::int64_t f = 0; f < features; ++f) gw[c * features + f] += d * x[n * features + f];
+      for (std::int64_t f = 0; f < feature_count; ++f) gw[c * feature_count + f] += d * x[n * feature_count + f];
     }
   }
 }
@@ -101,7 +101,7 @@ std::vector<double> as_double(const std::vector<float>& v) { return {v.begin(), 
 TEST_CASE("nn adamw: three steps match a hand computation, the weight decayed and the bias not") {
   const float lr = 0.05f;
   const float decay = 0.1f;
-  auto rt = make_runtime();
+  auto rt = make_adamw_runtime();
   nn::Trainer trainer(&rt, linear_classifier(), adamw(lr, decay));
   std::vector<double> w = as_double(trainer.parameter("fc.weight"));
   std::vector<double> b = as_double(trainer.parameter("fc.bias"));
@@ -109,7 +109,7 @@ TEST_CASE("nn adamw: three steps match a hand computation, the weight decayed an
   std::vector<float> images, labels;
   for (int t = 1; t <= 3; ++t) {
     CAPTURE(t);
-    make_batch(static_cast<std::uint64_t>(t), images, labels);
+    make_adamw_batch(static_cast<std::uint64_t>(t), images, labels);
     std::vector<double> gw, gb;
     gradients(w, b, images, labels, gw, gb);
     adamw_step(w, mw, vw, gw, t, lr, decay);
@@ -141,21 +141,21 @@ TEST_CASE("nn adamw: the decay rule — weights decay, biases and excluded param
   test::check_contains(test::invalid_argument_message([&] { g.exclude_from_weight_decay(g.loss()); }),
                        "is not a parameter");
   // The decay is lr * weight_decay: at learning rate 0 the weights stay.
-  auto rt = make_runtime();
+  auto rt = make_adamw_runtime();
   nn::Trainer trainer(&rt, linear_classifier(), adamw(0.0f, 0.5f));
   const std::vector<float> before = trainer.parameter("fc.weight");
   std::vector<float> images, labels;
-  make_batch(3, images, labels);
+  make_adamw_batch(3, images, labels);
   (void)trainer.step(images, labels);
   CHECK(trainer.parameter("fc.weight") == before);  // lr 0: neither step nor decay
 }
 
 TEST_CASE("nn adamw: a state loaded into a fresh trainer continues training bit for bit, moments and step included") {
   std::vector<float> images, labels;
-  auto rt_a = make_runtime();
+  auto rt_a = make_adamw_runtime();
   nn::Trainer a(&rt_a, linear_classifier(), adamw(0.01f, 0.05f));
   for (int i = 0; i < 3; ++i) {
-    make_batch(10 + static_cast<std::uint64_t>(i), images, labels);
+    make_adamw_batch(10 + static_cast<std::uint64_t>(i), images, labels);
     (void)a.step(images, labels);
   }
   const auto saved = a.state();
@@ -163,20 +163,20 @@ TEST_CASE("nn adamw: a state loaded into a fresh trainer continues training bit 
   for (const auto& t : saved) names.insert(t.name);
   CHECK(names == std::set<std::string>{"fc.weight", "fc.weight.exp_avg", "fc.weight.exp_avg_sq", "fc.bias",
                                        "fc.bias.exp_avg", "fc.bias.exp_avg_sq", "optimizer.step"});
-  auto rt_b = make_runtime();
+  auto rt_b = make_adamw_runtime();
   nn::TrainerOptions other = adamw(0.01f, 0.05f);
   other.seed = 99;
   nn::Trainer b(&rt_b, linear_classifier(), other);
   b.load_state(saved);
   CHECK(b.optimizer_steps() == 3);
-  make_batch(20, images, labels);
+  make_adamw_batch(20, images, labels);
   const float la = a.step(images, labels);
   const float lb = b.step(images, labels);
   CHECK(std::memcmp(&la, &lb, sizeof la) == 0);
   CHECK(a.parameter("fc.weight") == b.parameter("fc.weight"));
 
   // An SGD checkpoint is not an AdamW state, and a bad step count is refused.
-  auto rt_c = make_runtime();
+  auto rt_c = make_adamw_runtime();
   nn::Trainer sgd(&rt_c, linear_classifier());
   test::check_contains(test::invalid_argument_message([&] { b.load_state(sgd.state()); }),
                        "the state is another optimizer's: it has 'fc.weight.momentum', SGD's momentum, and this "
@@ -189,11 +189,11 @@ TEST_CASE("nn adamw: a state loaded into a fresh trainer continues training bit 
 }
 
 TEST_CASE("nn adamw: each parameter's moments are archived right after its update, and counted where they lie") {
-  auto rt = make_runtime();
+  auto rt = make_adamw_runtime();
   const ca::Trace& trace = rt.start_trace();
   nn::Trainer trainer(&rt, linear_classifier(), adamw(0.01f, 0.05f));
   std::vector<float> images, labels;
-  make_batch(1, images, labels);
+  make_adamw_batch(1, images, labels);
   (void)trainer.step(images, labels);
   (void)trainer.step(images, labels);
   const auto& events = trace.events();
@@ -222,7 +222,7 @@ TEST_CASE("nn adamw: each parameter's moments are archived right after its updat
   CHECK(traffic.steps == 2);
   std::uint64_t total = 0;
   for (std::uint64_t b : traffic.bytes_by_device) total += b;
-  CHECK(total == 2 * 2 * (classes * features + classes) * sizeof(float));  // two moments, two steps
+  CHECK(total == 2 * 2 * (class_count * feature_count + class_count) * sizeof(float));  // two moments, two steps
 }
 
 TEST_CASE("nn adamw: the optimizer's names, and warm-up then cosine") {

@@ -20,7 +20,7 @@ namespace nn = cachedarrays::nn;
 using dnnl::memory;
 using test::check_close, test::count, test::tensor;
 
-nn::Op& build(nn::Graph& g, const nn::Dims& x) {
+nn::Op& build_batch_norm(nn::Graph& g, const nn::Dims& x) {
   nn::batch_norm(g, "bn", g.input("x", x));
   return *g.nodes().back().op;
 }
@@ -62,7 +62,7 @@ TEST_CASE("nn batch_norm: forward matches a naive reference in plain and blocked
   for (const nn::Dims& d : {nn::Dims{4, 3, 3, 3}, nn::Dims{2, 16, 5, 4}, nn::Dims{3, 20, 2, 2}}) {
     CAPTURE(d[1]);
     nn::Graph g;
-    nn::Op& op = build(g, d);
+    nn::Op& op = build_batch_norm(g, d);
     CHECK(op.kind() == "batch_norm");
     const auto c = static_cast<std::size_t>(d[1]);
     std::vector<float> x = test::random_values(count(d), 1, 2.0f);
@@ -90,7 +90,7 @@ TEST_CASE("nn batch_norm: forward matches a naive reference in plain and blocked
 TEST_CASE("nn batch_norm: gradient check") {
   const nn::Dims d{4, 3, 3, 3};
   nn::Graph g;
-  nn::Op& op = build(g, d);
+  nn::Op& op = build_batch_norm(g, d);
   std::vector<float> w = test::random_values(3, 21, 0.2f);
   for (float& v : w) v += 1.0f;  // scale near 1, as initialised
   test::GradCheckOptions o;
@@ -105,7 +105,7 @@ TEST_CASE("nn batch_norm: gradient check") {
 TEST_CASE("nn batch_norm: gradient check with blocked-friendly channels") {
   const nn::Dims d{2, 16, 2, 2};
   nn::Graph g;
-  nn::Op& op = build(g, d);
+  nn::Op& op = build_batch_norm(g, d);
   std::vector<float> w = test::random_values(16, 26, 0.2f);
   for (float& v : w) v += 1.0f;
   test::GradCheckOptions o;
@@ -118,7 +118,7 @@ TEST_CASE("nn batch_norm: backward on a blocked gradient gives plain scale and s
   nn::Context ctx(&rt);
   const nn::Dims d{2, 16, 3, 3};
   nn::Graph g;
-  nn::Op& op = build(g, d);
+  nn::Op& op = build_batch_norm(g, d);
   CHECK(op.backward_reads_inputs(3) == std::vector<bool>{true, true, false});
   CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
   const memory::desc blocked(d, memory::data_type::f32, memory::format_tag::nChw16c);
@@ -181,7 +181,7 @@ TEST_CASE("nn batch_norm: forward and backward twice create no new primitives") 
   nn::Context ctx(&rt);
   const nn::Dims d{2, 16, 3, 3};
   nn::Graph g;
-  nn::Op& op = build(g, d);
+  nn::Op& op = build_batch_norm(g, d);
   const memory::desc blocked(d, memory::data_type::f32, memory::format_tag::nChw16c);
   const std::vector<nn::Tensor> ins{tensor(ctx, blocked, test::random_values(count(d), 40)),
                                     tensor(ctx, nn::plain_desc({16}), test::random_values(16, 41)),

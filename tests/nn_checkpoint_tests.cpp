@@ -123,7 +123,7 @@ struct Image {
   }
 };
 
-Image image_of(const nn::Checkpoint& c) {
+Image checkpoint_image(const nn::Checkpoint& c) {
   Image m;
   for (char ch : std::string("CACKPT\0\1", 8)) m.bytes.push_back(static_cast<std::uint8_t>(ch));
   m.le(1, 4, "version");
@@ -211,7 +211,7 @@ TEST_CASE("nn checkpoint: the file has the layout checkpoint.hpp documents") {
   const fs::path file = dir.path() / "small.ckpt";
   const nn::Checkpoint c = small_checkpoint();
   nn::save_checkpoint(file, c);
-  CHECK(read_bytes(file) == image_of(c).sealed());
+  CHECK(read_bytes(file) == checkpoint_image(c).sealed());
 }
 
 TEST_CASE("nn checkpoint: saving again replaces the checkpoint and leaves no temporary file") {
@@ -411,7 +411,7 @@ TEST_CASE("nn checkpoint: save refuses what load would refuse, writing nothing")
 
 TEST_CASE("nn checkpoint: every truncation of a checkpoint is refused as truncated") {
   TempDir dir;
-  const Bytes whole = image_of(small_checkpoint()).sealed();
+  const Bytes whole = checkpoint_image(small_checkpoint()).sealed();
   for (std::size_t n = 0; n < whole.size(); ++n) {
     CAPTURE(n);
     const fs::path file = dir.write("cut.ckpt", Bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n)));
@@ -424,7 +424,7 @@ TEST_CASE("nn checkpoint: every truncation of a checkpoint is refused as truncat
 
 TEST_CASE("nn checkpoint: every flipped bit is refused (magic, version, size or checksum)") {
   TempDir dir;
-  const Bytes whole = image_of(small_checkpoint()).sealed();
+  const Bytes whole = checkpoint_image(small_checkpoint()).sealed();
   for (std::size_t i = 0; i < whole.size(); ++i) {
     for (int bit = 0; bit < 8; ++bit) {
       CAPTURE(i);
@@ -459,7 +459,7 @@ TEST_CASE("nn checkpoint: a checkpoint of another model is refused naming both")
 
 TEST_CASE("nn checkpoint: another format, another version, appended bytes, no file: each refused naming the file") {
   TempDir dir;
-  Image image = image_of(small_checkpoint());
+  Image image = checkpoint_image(small_checkpoint());
   fs::path file;
   std::string want;
   SUBCASE("another format") {
@@ -494,7 +494,7 @@ TEST_CASE("nn checkpoint: another format, another version, appended bytes, no fi
 TEST_CASE(
     "nn checkpoint: a corrupt length with a matching checksum is refused, allocating and reading nothing for it") {
   TempDir dir;
-  Image image = image_of(small_checkpoint());
+  Image image = checkpoint_image(small_checkpoint());
   constexpr std::uint64_t huge = std::numeric_limits<std::uint64_t>::max();
   std::string field;
   std::uint64_t value = 0;

@@ -23,7 +23,7 @@ using test::check_close, test::count, test::tensor;
 
 // A kernel of k x kw (kw 0: square) with padding pad on the top and the
 // bottom and pw on the left and the right (pw -1: pad), as Conv2dOptions.
-struct Case {
+struct Conv2dCase {
   std::int64_t n, c, h, w, out, k, stride, pad;
   bool bias;
   std::int64_t kw = 0, pw = -1;
@@ -32,14 +32,14 @@ struct Case {
   [[nodiscard]] std::int64_t pad_w() const { return pw >= 0 ? pw : pad; }
 };
 
-nn::Dims x_dims(const Case& c) { return {c.n, c.c, c.h, c.w}; }
-nn::Dims w_dims(const Case& c) { return {c.out, c.c, c.k, c.kernel_w()}; }
-nn::Dims y_dims(const Case& c) {
+nn::Dims x_dims(const Conv2dCase& c) { return {c.n, c.c, c.h, c.w}; }
+nn::Dims w_dims(const Conv2dCase& c) { return {c.out, c.c, c.k, c.kernel_w()}; }
+nn::Dims y_dims(const Conv2dCase& c) {
   return {c.n, c.out, (c.h + 2 * c.pad - c.k) / c.stride + 1, (c.w + 2 * c.pad_w() - c.kernel_w()) / c.stride + 1};
 }
 
 // The op of a one-node graph built by nn::conv2d.
-nn::Op& build(nn::Graph& g, const Case& c) {
+nn::Op& build_conv(nn::Graph& g, const Conv2dCase& c) {
   nn::conv2d(g, "conv", g.input("x", x_dims(c)),
              {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad, .bias = c.bias,
               .kernel_width = c.kw, .padding_width = c.pw});
@@ -47,7 +47,7 @@ nn::Op& build(nn::Graph& g, const Case& c) {
 }
 
 // Direct loops over plain NCHW / OIHW.
-std::vector<float> reference_conv(const Case& c, const std::vector<float>& x, const std::vector<float>& w,
+std::vector<float> reference_conv(const Conv2dCase& c, const std::vector<float>& x, const std::vector<float>& w,
                                   const std::vector<float>& b) {
   const nn::Dims yd = y_dims(c);
   std::vector<float> y(count(yd));
@@ -75,19 +75,19 @@ std::vector<float> reference_conv(const Case& c, const std::vector<float>& x, co
 TEST_CASE("nn conv: forward matches a naive reference") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case cases[] = {
+  const Conv2dCase cases[] = {
       {2, 3, 6, 6, 4, 3, 1, 1, true},     // same padding, bias
       {2, 3, 6, 6, 4, 3, 2, 0, false},    // strided, no padding
       {1, 16, 5, 7, 8, 3, 2, 1, true},    // non-square image, odd output
       {2, 4, 4, 4, 16, 1, 1, 0, false},   // 1x1
       {1, 2, 3, 3, 3, 5, 1, 1, true},     // kernel larger than the image, fits with padding
   };
-  for (const Case& c : cases) {
+  for (const Conv2dCase& c : cases) {
     CAPTURE(c.c);
     CAPTURE(c.k);
     CAPTURE(c.stride);
     nn::Graph g;
-    nn::Op& op = build(g, c);
+    nn::Op& op = build_conv(g, c);
     CHECK(op.kind() == "conv");
     const auto x = test::random_values(count(x_dims(c)), 1);
     const auto w = test::random_values(count(w_dims(c)), 2, 0.3f);
@@ -106,9 +106,9 @@ TEST_CASE("nn conv: forward matches a naive reference") {
 TEST_CASE("nn conv: a blocked input gives the same result as a plain one") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case c{2, 16, 5, 5, 16, 3, 1, 1, true};
+  const Conv2dCase c{2, 16, 5, 5, 16, 3, 1, 1, true};
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   const auto x = test::random_values(count(x_dims(c)), 4);
   const auto w = test::random_values(count(w_dims(c)), 5, 0.2f);
   const auto b = test::random_values(16, 6);
@@ -130,18 +130,18 @@ TEST_CASE("nn conv: rectangular kernels match a naive reference, 1x7 and 7x1 eac
   // the same input and output shapes, and must not share a primitive.
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case cases[] = {
+  const Conv2dCase cases[] = {
       {2, 16, 7, 7, 16, 1, 1, 0, false, 7, 3},  // Inception's 1x7, padding (0, 3); blocked channels
       {2, 16, 7, 7, 16, 7, 1, 3, false, 1, 0},  // its 7x1, padding (3, 0)
       {1, 3, 5, 8, 4, 1, 1, 0, true, 3, 1},     // 1x3 on a non-square image
       {1, 3, 9, 7, 5, 3, 2, 1, true, 2, 0},     // 3x2, stride 2: a different output height and width
   };
-  for (const Case& c : cases) {
+  for (const Conv2dCase& c : cases) {
     CAPTURE(c.k);
     CAPTURE(c.kw);
     CAPTURE(c.stride);
     nn::Graph g;
-    nn::Op& op = build(g, c);
+    nn::Op& op = build_conv(g, c);
     CHECK(g.value(g.values_with_role(nn::ValueRole::parameter).front()).dims == w_dims(c));
     const auto x = test::random_values(count(x_dims(c)), 41);
     const auto w = test::random_values(count(w_dims(c)), 42, 0.3f);
@@ -158,14 +158,14 @@ TEST_CASE("nn conv: rectangular kernels match a naive reference, 1x7 and 7x1 eac
 
 namespace {
 
-void conv_gradcheck(const Case& c) {
+void conv_gradcheck(const Conv2dCase& c) {
   CAPTURE(c.k);
   CAPTURE(c.kw);
   CAPTURE(c.stride);
   CAPTURE(c.pad);
   CAPTURE(c.bias);
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   std::vector<nn::Dims> dims{x_dims(c), w_dims(c)};
   std::vector<std::vector<float>> values{test::random_values(count(dims[0]), 10),
                                          test::random_values(count(dims[1]), 11, 0.5f)};
@@ -209,9 +209,9 @@ TEST_CASE("nn conv: gradient check, a rectangular kernel with stride 2 and paddi
 }
 
 TEST_CASE("nn conv: gradient check without the input's gradient (the first layer)") {
-  const Case c{2, 3, 6, 6, 4, 3, 1, 1, true};
+  const Conv2dCase c{2, 3, 6, 6, 4, 3, 1, 1, true};
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   test::GradCheckOptions o;
   o.skip_inputs = {true, false, false};
   test::gradcheck(op, {x_dims(c), w_dims(c), {4}},
@@ -221,7 +221,7 @@ TEST_CASE("nn conv: gradient check without the input's gradient (the first layer
 TEST_CASE("nn conv: a fused ReLU gives the values and gradients of conv then ReLU, bit for bit") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case c{2, 16, 6, 6, 32, 3, 1, 1, true};  // blocked layouts, as in VGG
+  const Conv2dCase c{2, 16, 6, 6, 32, 3, 1, 1, true};  // blocked layouts, as in VGG
   nn::Graph g;
   const nn::ValueId x = g.input("x", x_dims(c));
   const nn::ValueId conv_out = nn::conv2d(g, "conv", x, {c.out, c.k, c.stride, c.pad, c.bias});
@@ -286,9 +286,9 @@ TEST_CASE("nn conv: backward gives the weight gradient in the weights' layout an
           "reads no output or bias") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case c{2, 16, 6, 6, 32, 3, 1, 1, true};  // channels that make oneDNN pick blocked layouts
+  const Conv2dCase c{2, 16, 6, 6, 32, 3, 1, 1, true};  // channels that make oneDNN pick blocked layouts
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   CHECK(op.backward_reads_inputs(3) == std::vector<bool>{true, true, false});
   CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
   std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), test::random_values(count(x_dims(c)), 16)),
@@ -390,9 +390,9 @@ TEST_CASE("nn conv: builder shapes a rectangular weight [out, in, height, width]
 TEST_CASE("nn conv: forward and backward twice create no new primitives") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  const Case c{2, 8, 6, 6, 16, 3, 1, 1, true};
+  const Conv2dCase c{2, 8, 6, 6, 16, 3, 1, 1, true};
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   const std::vector<nn::Tensor> ins{tensor(ctx, nn::plain_desc(x_dims(c)), test::random_values(count(x_dims(c)), 20)),
                                     tensor(ctx, nn::plain_desc(w_dims(c)), test::random_values(count(w_dims(c)), 21)),
                                     tensor(ctx, nn::plain_desc({16}), test::random_values(16, 22))};
@@ -416,9 +416,9 @@ TEST_CASE("nn conv: forward and backward twice create no new primitives") {
 
 TEST_CASE("nn conv: a shape-only dry run records the kernels and runs nothing") {
   nn::Context ctx(nullptr);
-  const Case c{2, 3, 6, 6, 4, 3, 2, 1, true};
+  const Conv2dCase c{2, 3, 6, 6, 4, 3, 2, 1, true};
   nn::Graph g;
-  nn::Op& op = build(g, c);
+  nn::Op& op = build_conv(g, c);
   struct Recorder : nn::KernelObserver {
     std::vector<std::string> names;
     void on_kernel(const std::string& signature, std::span<const nn::KernelArg>) override {

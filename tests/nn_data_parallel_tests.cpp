@@ -117,9 +117,10 @@ void random_batch(std::uint64_t seed, const nn::ModelConfig& m, std::vector<floa
 ca::Runtime runtime_for(const nn::ModelConfig& m, double fraction, const nn::TrainerOptions& options = {}) {
   const auto build = [&] { return nn::build_model(m); };
   const std::uint64_t footprint = nn::measure_footprint(build, options);
-  const auto fast = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
-  return ca::Runtime({ca::dram(std::max<std::uint64_t>(fast, 1 << 16), "fast"), ca::dax_file({}, 3 * footprint, "slow")},
-                     ca::policy::Registry::builtin().make("ca-lm"));
+  const auto fast_bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
+  return ca::Runtime(
+      {ca::dram(std::max<std::uint64_t>(fast_bytes, 1 << 16), "fast"), ca::dax_file({}, 3 * footprint, "slow")},
+      ca::policy::Registry::builtin().make("ca-lm"));
 }
 
 // A data-parallel trainer over a mirror, with buckets of `bucket_bytes`,

@@ -23,8 +23,8 @@ namespace nn = cachedarrays::nn;
 
 namespace {
 
-constexpr std::int64_t batch = 8;
-constexpr std::int64_t channels = 2;
+constexpr std::int64_t images_per_batch = 8;
+constexpr std::int64_t image_channels = 2;
 constexpr std::int64_t side = 4;
 constexpr std::int64_t pixels = side * side;
 
@@ -32,8 +32,8 @@ constexpr std::int64_t pixels = side * side;
 // recompute_bn, the batch norm's output is recomputed in the backward pass.
 nn::Graph tiny_graph(bool recompute_bn = false) {
   nn::Graph g;
-  const auto x = g.input("images", {batch, channels, side, side});
-  const auto y = g.label("labels", {batch});
+  const auto x = g.input("images", {images_per_batch, image_channels, side, side});
+  const auto y = g.label("labels", {images_per_batch});
   auto h = nn::batch_norm(g, "bn", x);
   if (recompute_bn) g.recompute_in_backward(h);
   h = nn::global_avg_pool(g, "pool", h);
@@ -42,23 +42,23 @@ nn::Graph tiny_graph(bool recompute_bn = false) {
   return g;
 }
 
-ca::Runtime make_runtime() {
+ca::Runtime make_evaluation_runtime() {
   return ca::Runtime({ca::dram(8 << 20, "fast"), ca::dax_file({}, 32 << 20, "slow")},
                      ca::policy::Registry::builtin().make("ca-lm"));
 }
 
 // Channel c of sample i is centred on its class (c == label) plus noise.
-void make_batch(std::uint64_t seed, std::vector<float>& images, std::vector<float>& labels) {
+void make_evaluation_batch(std::uint64_t seed, std::vector<float>& images, std::vector<float>& labels) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> noise(0.0f, 0.5f);
-  images.assign(static_cast<std::size_t>(batch * channels * pixels), 0.0f);
-  labels.assign(static_cast<std::size_t>(batch), 0.0f);
-  for (std::int64_t i = 0; i < batch; ++i) {
+  images.assign(static_cast<std::size_t>(images_per_batch * image_channels * pixels), 0.0f);
+  labels.assign(static_cast<std::size_t>(images_per_batch), 0.0f);
+  for (std::int64_t i = 0; i < images_per_batch; ++i) {
     const auto label = static_cast<int>(rng() % 2);
     labels[static_cast<std::size_t>(i)] = static_cast<float>(label);
-    for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t c = 0; c < image_channels; ++c) {
       for (std::int64_t p = 0; p < pixels; ++p) {
-        images[static_cast<std::size_t>((i * channels + c) * pixels + p)] =
+        images[static_cast<std::size_t>((i * image_channels + c) * pixels + p)] =
             noise(rng) + (c == label ? 2.0f : -1.0f) + 3.0f * static_cast<float>(c);
       }
     }
@@ -75,16 +75,17 @@ const nn::CheckpointTensor& find(const std::vector<nn::CheckpointTensor>& state,
 
 // Per channel: the batch's mean and biased variance over N, H and W.
 void batch_statistics(const std::vector<float>& images, std::vector<double>& mean, std::vector<double>& variance) {
-  mean.assign(channels, 0.0);
-  variance.assign(channels, 0.0);
-  const double m = static_cast<double>(batch * pixels);
-  for (std::int64_t c = 0; c < channels; ++c) {
-    for (std::int64_t i = 0; i < batch; ++i)
-      for (std::int64_t p = 0; p < pixels; ++p) mean[c] += images[static_cast<std::size_t>((i * channels + c) * pixels + p)];
+  mean.assign(image_channels, 0.0);
+  variance.assign(image_channels, 0.0);
+  const double m = static_cast<double>(images_per_batch * pixels);
+  for (std::int64_t c = 0; c < image_channels; ++c) {
+    for (std::int64_t i = 0; i < images_per_batch; ++i)
+      for (std::int64_t p = 0; p < pixels; ++p)
+        mean[c] += images[static_cast<std::size_t>((i * image_channels + c) * pixels + p)];
     mean[c] /= m;
-    for (std::int64_t i = 0; i < batch; ++i) {
+    for (std::int64_t i = 0; i < images_per_batch; ++i) {
       for (std::int64_t p = 0; p < pixels; ++p) {
-        const double d = images[static_cast<std::size_t>((i * channels + c) * pixels + p)] - mean[c];
+        const double d = images[static_cast<std::size_t>((i * image_channels + c) * pixels + p)] - mean[c];
         variance[c] += d * d;
       }
     }
@@ -95,19 +96,19 @@ void batch_statistics(const std::vector<float>& images, std::vector<double>& mea
 }  // namespace
 
 TEST_CASE("nn evaluation: a training step moves batch norm's running statistics 10% toward the batch's") {
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   std::vector<float> images, labels;
-  make_batch(1, images, labels);
+  make_evaluation_batch(1, images, labels);
   const auto before = trainer.state();
-  CHECK(find(before, "bn.running_mean").values == std::vector<float>(channels, 0.0f));
-  CHECK(find(before, "bn.running_var").values == std::vector<float>(channels, 1.0f));
+  CHECK(find(before, "bn.running_mean").values == std::vector<float>(image_channels, 0.0f));
+  CHECK(find(before, "bn.running_var").values == std::vector<float>(image_channels, 1.0f));
   (void)trainer.step(images, labels);
   std::vector<double> mean, variance;
   batch_statistics(images, mean, variance);
-  const double m = static_cast<double>(batch * pixels);
+  const double m = static_cast<double>(images_per_batch * pixels);
   const auto after = trainer.state();
-  for (std::size_t c = 0; c < channels; ++c) {
+  for (std::size_t c = 0; c < image_channels; ++c) {
     CHECK(find(after, "bn.running_mean").values[c] == doctest::Approx(0.1 * mean[c]).epsilon(1e-4));
     CHECK(find(after, "bn.running_var").values[c] ==
           doctest::Approx(0.9 + 0.1 * variance[c] * m / (m - 1)).epsilon(1e-4));
@@ -116,10 +117,10 @@ TEST_CASE("nn evaluation: a training step moves batch norm's running statistics 
 
 TEST_CASE("nn evaluation: a recomputed batch norm updates its running statistics once per step, not twice") {
   std::vector<float> images, labels;
-  make_batch(2, images, labels);
+  make_evaluation_batch(2, images, labels);
   std::vector<std::vector<float>> means;
   for (bool recompute : {false, true}) {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::Trainer trainer(&rt, tiny_graph(recompute));
     for (int i = 0; i < 3; ++i) (void)trainer.step(images, labels);
     means.push_back(find(trainer.state(), "bn.running_mean").values);
@@ -129,15 +130,15 @@ TEST_CASE("nn evaluation: a recomputed batch norm updates its running statistics
 
 TEST_CASE("nn evaluation: evaluate normalises with the running statistics and changes nothing") {
   std::vector<float> images, labels;
-  make_batch(3, images, labels);
+  make_evaluation_batch(3, images, labels);
   // Trainer A: the training-mode loss of the batch (step returns the loss
   // before its update).
-  auto rt_a = make_runtime();
+  auto rt_a = make_evaluation_runtime();
   nn::Trainer a(&rt_a, tiny_graph());
   const float train_loss = a.step(images, labels);
   // Trainer B (same initial parameters): running statistics set to the
   // batch's own (biased) ones, so inference computes what training did.
-  auto rt_b = make_runtime();
+  auto rt_b = make_evaluation_runtime();
   nn::Trainer b(&rt_b, tiny_graph());
   std::vector<double> mean, variance;
   batch_statistics(images, mean, variance);
@@ -150,34 +151,34 @@ TEST_CASE("nn evaluation: evaluate normalises with the running statistics and ch
   }
   b.load_state(state);
   const auto e = b.evaluate(images, labels);
-  CHECK(e.samples == batch);
-  CHECK(e.loss_sum / batch == doctest::Approx(train_loss).epsilon(1e-4));
+  CHECK(e.samples == images_per_batch);
+  CHECK(e.loss_sum / images_per_batch == doctest::Approx(train_loss).epsilon(1e-4));
   // Nothing changed: parameters, momentum, running statistics.
   const auto after = b.state();
   REQUIRE(after.size() == state.size());
   for (std::size_t i = 0; i < state.size(); ++i) CHECK(after[i].values == state[i].values);
   // With the default running statistics (mean 0, variance 1) the result differs.
-  auto rt_c = make_runtime();
+  auto rt_c = make_evaluation_runtime();
   nn::Trainer c(&rt_c, tiny_graph());
-  CHECK(c.evaluate(images, labels).loss_sum / batch != doctest::Approx(train_loss).epsilon(1e-3));
+  CHECK(c.evaluate(images, labels).loss_sum / images_per_batch != doctest::Approx(train_loss).epsilon(1e-3));
 }
 
 TEST_CASE("nn evaluation: accuracy counts only the valid samples, and a trained model gets the easy task right") {
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::TrainerOptions options;
   options.sgd.learning_rate = 0.2f;
   nn::Trainer trainer(&rt, tiny_graph(), options);
   std::vector<float> images, labels;
   for (int step = 0; step < 40; ++step) {
-    make_batch(100 + static_cast<std::uint64_t>(step), images, labels);
+    make_evaluation_batch(100 + static_cast<std::uint64_t>(step), images, labels);
     (void)trainer.step(images, labels);
     rt.collect();
   }
-  make_batch(7, images, labels);
+  make_evaluation_batch(7, images, labels);
   const auto all = trainer.evaluate(images, labels);
-  CHECK(all.samples == batch);
-  CHECK(all.correct == batch);
-  CHECK(all.loss_sum / batch < 0.3);
+  CHECK(all.samples == images_per_batch);
+  CHECK(all.correct == images_per_batch);
+  CHECK(all.loss_sum / images_per_batch < 0.3);
   // Padding: only the first 3 count, whatever the rest holds.
   for (std::size_t i = 3; i < labels.size(); ++i) labels[i] = 1 - labels[i];  // all wrong now
   const auto some = trainer.evaluate(images, labels, 3);
@@ -185,7 +186,7 @@ TEST_CASE("nn evaluation: accuracy counts only the valid samples, and a trained 
   CHECK(some.correct == 3);
   const auto wrong = trainer.evaluate(images, labels);
   CHECK(wrong.correct == 3);
-  CHECK(test::invalid_argument_message([&] { (void)trainer.evaluate(images, labels, batch + 1); })
+  CHECK(test::invalid_argument_message([&] { (void)trainer.evaluate(images, labels, images_per_batch + 1); })
             .find("at most the batch size") != std::string::npos);
   // Training goes on after an evaluation.
   CHECK(std::isfinite(trainer.step(images, labels)));
@@ -193,20 +194,20 @@ TEST_CASE("nn evaluation: accuracy counts only the valid samples, and a trained 
 
 TEST_CASE("nn evaluation: a state loaded into a fresh trainer continues training bit for bit") {
   std::vector<float> images, labels;
-  auto rt_a = make_runtime();
+  auto rt_a = make_evaluation_runtime();
   nn::Trainer a(&rt_a, tiny_graph());
   for (int i = 0; i < 3; ++i) {
-    make_batch(10 + static_cast<std::uint64_t>(i), images, labels);
+    make_evaluation_batch(10 + static_cast<std::uint64_t>(i), images, labels);
     (void)a.step(images, labels);
   }
   const auto saved = a.state();
   CHECK(saved.size() == 4 * 2 + 2);  // bn weight, bias; fc weight, bias: each with momentum; 2 buffers
-  auto rt_b = make_runtime();
+  auto rt_b = make_evaluation_runtime();
   nn::TrainerOptions other_seed;
   other_seed.seed = 99;
   nn::Trainer b(&rt_b, tiny_graph(), other_seed);
   b.load_state(saved);
-  make_batch(20, images, labels);
+  make_evaluation_batch(20, images, labels);
   CHECK(a.step(images, labels) == b.step(images, labels));
   const auto sa = a.state();
   const auto sb = b.state();
@@ -218,7 +219,7 @@ TEST_CASE("nn evaluation: a state loaded into a fresh trainer continues training
 }
 
 TEST_CASE("nn evaluation: a state that does not fit the model is refused and changes nothing") {
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   const auto original = trainer.state();
   auto changed = original;
@@ -243,12 +244,12 @@ TEST_CASE("nn evaluation: a state that does not fit the model is refused and cha
 }
 
 TEST_CASE("nn evaluation: a learning rate of 0 leaves the parameters where they are") {
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   trainer.set_learning_rate(0.0f);
   const auto before = trainer.parameter("fc.weight");
   std::vector<float> images, labels;
-  make_batch(4, images, labels);
+  make_evaluation_batch(4, images, labels);
   (void)trainer.step(images, labels);
   CHECK(trainer.parameter("fc.weight") == before);
   trainer.set_learning_rate(0.5f);
@@ -291,12 +292,12 @@ namespace {
 nn::FitOptions fit_options(const std::filesystem::path& checkpoint = {}) {
   nn::FitOptions o;
   o.epochs = 2;
-  o.train.batch = batch;
+  o.train.batch = images_per_batch;
   o.train.seed = 7;
-  o.train.limit = 4 * batch;
+  o.train.limit = 4 * images_per_batch;
   o.train.crop_padding = 1;
   o.train.horizontal_flip = true;
-  o.test_limit = 2 * batch + 3;  // a padded last batch
+  o.test_limit = 2 * images_per_batch + 3;  // a padded last batch
   o.schedule = nn::LearningRateSchedule::parse("cosine", 0.1f);
   o.checkpoint = checkpoint;
   o.model = "tiny";
@@ -308,12 +309,12 @@ nn::FitOptions fit_options(const std::filesystem::path& checkpoint = {}) {
 TEST_CASE("nn fit: a run stopped and resumed from its checkpoint ends bit for bit where an unbroken run does") {
   const test::ScratchPath dir("nn-fit");
   std::filesystem::create_directories(dir.path);
-  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
   std::vector<float> unbroken_losses;
   std::vector<nn::CheckpointTensor> unbroken;
   nn::FitResult whole;
   {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::Trainer trainer(&rt, tiny_graph());
     auto o = fit_options();
     o.after_step = [&](const nn::FitStep& s) { unbroken_losses.push_back(s.loss); };
@@ -329,7 +330,7 @@ TEST_CASE("nn fit: a run stopped and resumed from its checkpoint ends bit for bi
   const auto file = dir.path / "run.ckpt";
   std::vector<float> losses;
   {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::Trainer trainer(&rt, tiny_graph());
     auto o = fit_options(file);
     o.max_iterations = 3;  // inside the first epoch
@@ -344,7 +345,7 @@ TEST_CASE("nn fit: a run stopped and resumed from its checkpoint ends bit for bi
   CHECK(written.epoch == 0);
   CHECK(written.batch == 3);
   {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::TrainerOptions other;
     other.seed = 1234;  // the checkpoint, not the initialisation, decides
     nn::Trainer trainer(&rt, tiny_graph(), other);
@@ -374,10 +375,10 @@ TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where 
           "bit for bit") {
   const test::ScratchPath dir("nn-fit-stop");
   std::filesystem::create_directories(dir.path);
-  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
   std::vector<float> unbroken_losses;
   {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::Trainer trainer(&rt, tiny_graph());
     auto o = fit_options();
     o.after_step = [&](const nn::FitStep& s) { unbroken_losses.push_back(s.loss); };
@@ -393,7 +394,7 @@ TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where 
     std::vector<float> losses;
     int asked = 0;
     {
-      auto rt = make_runtime();
+      auto rt = make_evaluation_runtime();
       nn::Trainer trainer(&rt, tiny_graph());
       auto o = fit_options(file);
       o.stop_requested = [&] { return asked++ >= stop_after ? 15 : 0; };
@@ -426,7 +427,7 @@ TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where 
     CHECK(written.epoch == stop_after / 4);
     CHECK(written.batch == stop_after % 4);
     {
-      auto rt = make_runtime();
+      auto rt = make_evaluation_runtime();
       nn::Trainer trainer(&rt, tiny_graph());
       auto o = fit_options(file);
       o.resume = true;
@@ -443,17 +444,17 @@ TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where 
 TEST_CASE("nn fit: a resumed run stopped before its first step leaves the checkpoint as it was") {
   const test::ScratchPath dir("nn-fit-stop-resumed");
   std::filesystem::create_directories(dir.path);
-  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
   const auto file = dir.path / "run.ckpt";
   {
-    auto rt = make_runtime();
+    auto rt = make_evaluation_runtime();
     nn::Trainer trainer(&rt, tiny_graph());
     auto o = fit_options(file);
     o.max_iterations = 3;
     (void)nn::fit(trainer, *data.train, nullptr, o);
   }
   const auto before = std::filesystem::last_write_time(file);
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   auto o = fit_options(file);
   o.resume = true;
@@ -471,13 +472,13 @@ TEST_CASE("nn fit: a resumed run stopped before its first step leaves the checkp
 TEST_CASE("nn fit: the temporary files of saves whose process died are removed, in one line of the log") {
   const test::ScratchPath dir("nn-fit-stale");
   std::filesystem::create_directories(dir.path);
-  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
+  const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
   const auto file = dir.path / "run.ckpt";
   const std::string ours = nn::checkpoint_temporary_path(file).filename().string();
   const std::string stale = ours;  // a dead process with our host and id: the file cannot be a save in progress
   std::ofstream(dir.path / stale) << "half";
   std::vector<std::string> log;
-  auto rt = make_runtime();
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   auto o = fit_options(file);
   o.max_iterations = 1;
@@ -493,8 +494,8 @@ TEST_CASE("nn fit: the temporary files of saves whose process died are removed, 
 TEST_CASE("nn fit: what cannot be resumed or trained is refused before any step") {
   const test::ScratchPath dir("nn-fit");
   std::filesystem::create_directories(dir.path);
-  const auto data = nn::open_data("synthetic", {channels, side, side}, 2, 3);
-  auto rt = make_runtime();
+  const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
+  auto rt = make_evaluation_runtime();
   nn::Trainer trainer(&rt, tiny_graph());
   const auto before = trainer.state();
   const auto file = dir.path / "run.ckpt";
@@ -517,7 +518,7 @@ TEST_CASE("nn fit: what cannot be resumed or trained is refused before any step"
   CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); })
             .find("--checkpoint") != std::string::npos);
   o = fit_options();
-  o.train.batch = batch + 1;
+  o.train.batch = images_per_batch + 1;
   CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); })
             .find("batches of 8") != std::string::npos);
   const auto other = nn::open_data("synthetic", {3, side, side}, 2, 3);

@@ -27,7 +27,7 @@ nn::Dims weight_dims(const nn::Dims& x, std::int64_t out) {
   return w;
 }
 
-nn::Op& build(nn::Graph& g, const nn::Dims& x, std::int64_t out, bool bias) {
+nn::Op& build_linear(nn::Graph& g, const nn::Dims& x, std::int64_t out, bool bias) {
   nn::linear(g, "fc", g.input("x", x), out, bias);
   return *g.nodes().back().op;
 }
@@ -72,7 +72,7 @@ TEST_CASE("nn linear: forward matches a naive reference for 2-d and 4-d sources"
     CAPTURE(c.out);
     CAPTURE(static_cast<int>(c.tag));
     nn::Graph g;
-    nn::Op& op = build(g, c.x, c.out, c.bias);
+    nn::Op& op = build_linear(g, c.x, c.out, c.bias);
     CHECK(op.kind() == "linear");
     const nn::Dims wd = weight_dims(c.x, c.out);
     const auto x = test::random_values(count(c.x), 1);
@@ -95,7 +95,7 @@ void linear_gradcheck(const nn::Dims& x, bool bias) {
   CAPTURE(x.size());
   CAPTURE(bias);
   nn::Graph g;
-  nn::Op& op = build(g, x, 4, bias);
+  nn::Op& op = build_linear(g, x, 4, bias);
   std::vector<nn::Dims> dims{x, weight_dims(x, 4)};
   std::vector<std::vector<float>> values{test::random_values(count(x), 10),
                                          test::random_values(count(dims[1]), 11, 0.5f)};
@@ -123,7 +123,7 @@ TEST_CASE("nn linear: backward on a blocked source gives plain parameter gradien
   nn::Context ctx(&rt);
   const nn::Dims xd{2, 16, 2, 3};
   nn::Graph g;
-  nn::Op& op = build(g, xd, 5, true);
+  nn::Op& op = build_linear(g, xd, 5, true);
   CHECK(op.backward_reads_inputs(3) == std::vector<bool>{true, true, false});
   CHECK(op.backward_reads_inputs(2) == std::vector<bool>{true, true});
   CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
@@ -199,7 +199,7 @@ TEST_CASE("nn linear: forward and backward twice create no new primitives") {
   nn::Context ctx(&rt);
   const nn::Dims xd{4, 16, 2, 2};
   nn::Graph g;
-  nn::Op& op = build(g, xd, 10, true);
+  nn::Op& op = build_linear(g, xd, 10, true);
   const std::vector<nn::Tensor> ins{
       tensor(ctx, memory::desc(xd, memory::data_type::f32, memory::format_tag::nChw16c), test::random_values(256, 30)),
       tensor(ctx, nn::plain_desc({10, 16, 2, 2}), test::random_values(640, 31)),

@@ -31,24 +31,25 @@ nn::ModelConfig small(const std::string& family, int depth, int batch = 4) {
   return c;
 }
 
-struct Run {
+struct TrainingRun {
   std::vector<float> losses;
   ca::Stats stats;
   ca::policy::PlannedPlacement::Counters counters;
 };
 
-// `iterations` steps of `config` under `policy` in a fast tier of `fast`
-// bytes, with `program` set.
-Run train(const nn::ModelConfig& config, const std::string& policy, std::uint64_t fast,
-          const ca::plan::Program& program, int iterations = 4, const nn::TrainerOptions& options = {}) {
-  ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 64 << 20, "slow")},
+// `iterations` steps of `config` under `policy` in a fast tier of
+// `fast_bytes`, with `program` set.
+TrainingRun train_planned(const nn::ModelConfig& config, const std::string& policy, std::uint64_t fast_bytes,
+                          const ca::plan::Program& program, int iterations = 4,
+                          const nn::TrainerOptions& options = {}) {
+  ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, 64 << 20, "slow")},
                  ca::policy::Registry::builtin().make(policy));
   rt.set_program(program);
   nn::Trainer trainer(&rt, nn::build_model(config), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 5);
   std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
-  Run run;
+  TrainingRun run;
   for (int i = 0; i < iterations; ++i) {
     data->next_batch(images, labels);
     run.losses.push_back(trainer.step(images, labels));
@@ -104,8 +105,8 @@ TEST_CASE("nn planned: a fast tier of the planned footprint holds all of trainin
     CHECK(planned.planned <= planned.footprint);
     CHECK(planned.counters.planned > planned.counters.unplanned);
 
-    const Run reference = train(config, "all-fast", 4 * online, program, 4, options);
-    const Run run = train(config, "ca-lm+best-fit", planned.footprint, program, 4, options);
+    const TrainingRun reference = train_planned(config, "all-fast", 4 * online, program, 4, options);
+    const TrainingRun run = train_planned(config, "ca-lm+best-fit", planned.footprint, program, 4, options);
     CHECK(same_bits(run.losses, reference.losses));
     // Nothing had to move: every object found room where the plan put it
     // or above it.
@@ -124,11 +125,11 @@ TEST_CASE("nn planned: a program of another batch size is left behind, and train
   const ca::plan::Program right = nn::dry_run_program(build);
   const ca::plan::Program stale = nn::dry_run_program([&] { return nn::build_model(other); });
   const std::uint64_t online = nn::measure_footprint(build);
-  const Run reference = train(config, "all-fast", 4 * online, right);
+  const TrainingRun reference = train_planned(config, "all-fast", 4 * online, right);
   for (double fraction : {1.0, 0.3}) {
     CAPTURE(fraction);
-    const Run run = train(config, "ca-lm+best-fit", static_cast<std::uint64_t>(fraction * static_cast<double>(online)),
-                          stale);
+    const TrainingRun run = train_planned(
+        config, "ca-lm+best-fit", static_cast<std::uint64_t>(fraction * static_cast<double>(online)), stale);
     CHECK(same_bits(run.losses, reference.losses));
     CHECK(run.counters.unplanned > 0);  // the stale plan's sizes do not match
     CHECK(run.counters.plans >= 2);     // the first iteration re-planned what it saw

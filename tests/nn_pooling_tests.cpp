@@ -60,7 +60,7 @@ std::vector<float> reference_pool(const std::vector<float>& x, const nn::Dims& d
   return y;
 }
 
-void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+void check_approx_equal(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     CAPTURE(i);
@@ -104,7 +104,7 @@ TEST_CASE("nn max_pool / avg_pool: forward matches a naive reference") {
       op.forward(ctx, ins, outs, saved);
       CHECK(outs[0].dims() == nn::Dims{2, 3, oh, ow});
       CHECK(saved.size() == (c.max ? 1u : 0u));  // max pooling's workspace
-      check_close(ctx.read(outs[0]), want);
+      check_approx_equal(ctx.read(outs[0]), want);
     }
   }
 }
@@ -179,7 +179,7 @@ TEST_CASE("nn max_pool / avg_pool: backward needs no activation and keeps the so
       const bool need[] = {true};
       op.backward(ctx, ins, outs, grad_outs, saved, need, grads);
       CHECK(grads[0].desc() == desc);
-      check_close(ctx.read(grads[0]), want);
+      check_approx_equal(ctx.read(grads[0]), want);
     }
   }
 }
@@ -204,7 +204,7 @@ TEST_CASE("nn global_avg_pool: forward matches the mean over H and W; shape vali
     std::vector<nn::Tensor> outs(1);
     std::vector<nn::Tensor> saved;
     op.forward(ctx, ins, outs, saved);
-    check_close(ctx.read(outs[0]), want);
+    check_approx_equal(ctx.read(outs[0]), want);
   }
   const std::string rank = invalid_argument_message([&] { nn::global_avg_pool(g, "gap2", g.input("v", {2, 3})); });
   CHECK(rank.find("global_avg_pool 'gap2'") != std::string::npos);

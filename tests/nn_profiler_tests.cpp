@@ -26,7 +26,7 @@ namespace ca = cachedarrays;
 namespace nn = cachedarrays::nn;
 namespace plan = cachedarrays::plan;
 
-struct Recorder final : nn::KernelObserver {
+struct SignatureRecorder final : nn::KernelObserver {
   std::vector<std::string> signatures;
   void on_kernel(const std::string& signature, std::span<const nn::KernelArg>) override {
     signatures.push_back(signature);
@@ -43,10 +43,10 @@ struct Recorder final : nn::KernelObserver {
 
 // The signatures the last node of `g` runs, forward and (with `backward`)
 // backward, in a shape-only dry run over plain inputs of `dims`.
-Recorder kernels_of(nn::Graph& g, const std::vector<nn::Dims>& dims, bool backward) {
+SignatureRecorder kernels_of(nn::Graph& g, const std::vector<nn::Dims>& dims, bool backward) {
   nn::Op& op = *g.nodes().back().op;
   nn::Context ctx(nullptr);
-  Recorder recorder;
+  SignatureRecorder recorder;
   ctx.set_observer(&recorder);
   std::vector<nn::Tensor> ins;
   for (const nn::Dims& d : dims) ins.push_back(ctx.make_plain(d));
@@ -67,7 +67,7 @@ struct ConvCase {
 };
 
 // The signatures of one convolution's forward and backward kernels.
-Recorder conv_kernels(const ConvCase& c) {
+SignatureRecorder conv_kernels(const ConvCase& c) {
   nn::Graph g;
   nn::conv2d(g, "conv", g.input("x", {c.n, c.c, c.h, c.h}), {c.out, c.k, c.stride, c.pad, false});
   return kernels_of(g, {{c.n, c.c, c.h, c.h}, {c.out, c.c, c.k, c.k}}, true);
@@ -79,15 +79,15 @@ nn::ModelConfig tiny_resnet() { return test::tiny_model("resnet", 18); }
 
 TEST_CASE("nn kernel signature: equal for equal shapes, different for different ones") {
   const ConvCase a{2, 3, 8, 4, 3, 1, 1};
-  const Recorder first = conv_kernels(a);
-  const Recorder again = conv_kernels(a);
+  const SignatureRecorder first = conv_kernels(a);
+  const SignatureRecorder again = conv_kernels(a);
   REQUIRE(first.of("conv").size() == 1);
   REQUIRE(first.of("conv_backward_data").size() == 1);
   REQUIRE(first.of("conv_backward_weights").size() == 1);
   CHECK(first.signatures == again.signatures);
   for (const ConvCase& other : {ConvCase{4, 3, 8, 4, 3, 1, 1}, ConvCase{2, 3, 8, 8, 3, 1, 1},
                                 ConvCase{2, 3, 8, 4, 1, 1, 0}, ConvCase{2, 3, 16, 4, 3, 1, 1}}) {
-    const Recorder b = conv_kernels(other);
+    const SignatureRecorder b = conv_kernels(other);
     for (const char* kind : {"conv", "conv_backward_data", "conv_backward_weights"}) {
       CAPTURE(kind);
       CHECK(b.of(kind).at(0) != first.of(kind).at(0));
@@ -105,7 +105,7 @@ TEST_CASE("nn kernel signature: a convolution's FLOPs are 2*N*OC*OH*OW*IC*KH*KW 
   const std::uint64_t oh = (10 + 2 * 1 - 3) / 2 + 1;
   REQUIRE(oh == 5);
   const std::uint64_t by_hand = 2ull * 2 * 5 * oh * oh * 3 * 3 * 3;  // 2*N*OC*OH*OW*IC*KH*KW = 2700
-  const Recorder r = conv_kernels(c);
+  const SignatureRecorder r = conv_kernels(c);
   for (const char* kind : {"conv", "conv_backward_data", "conv_backward_weights"}) {
     CAPTURE(kind);
     CHECK(plan::kernel_flops(r.of(kind).at(0)) == by_hand);
@@ -118,7 +118,7 @@ TEST_CASE("nn kernel signature: a convolution's FLOPs are 2*N*OC*OH*OW*IC*KH*KW 
 TEST_CASE("nn kernel signature: an inner product's FLOPs are 2*N*IN*OUT") {
   nn::Graph g;
   nn::linear(g, "fc", g.input("x", {4, 6}), 3, false);
-  const Recorder r = kernels_of(g, {{4, 6}, {3, 6}}, false);
+  const SignatureRecorder r = kernels_of(g, {{4, 6}, {3, 6}}, false);
   REQUIRE(r.of("linear").size() == 1);
   CHECK(plan::kernel_flops(r.of("linear")[0]) == 2 * 4 * 6 * 3);
 }

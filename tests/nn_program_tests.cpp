@@ -18,7 +18,7 @@ namespace nn = cachedarrays::nn;
 
 namespace {
 
-nn::ModelConfig tiny(const std::string& family, int depth) {
+nn::ModelConfig tiny_model_config(const std::string& family, int depth) {
   nn::ModelConfig c;
   c.family = family;
   c.depth = depth;
@@ -32,11 +32,11 @@ nn::ModelConfig tiny(const std::string& family, int depth) {
 }  // namespace
 
 TEST_CASE("nn program: the dry run's program is the program a real run records") {
-  nn::ModelConfig vit = tiny("vit", 2);
+  nn::ModelConfig vit = tiny_model_config("vit", 2);
   vit.image_size = 16;
   vit.width = 1;
   vit.vit = {.patch = 4, .dim = 16, .heads = 2, .mlp_ratio = 2};
-  for (const auto& config : {tiny("resnet", 18), tiny("densenet", 121), vit}) {
+  for (const auto& config : {tiny_model_config("resnet", 18), tiny_model_config("densenet", 121), vit}) {
     CAPTURE(config.family);
     const auto build = [&] { return nn::build_model(config); };
     // The ViT with AdamW: its two moments per parameter are in the program.
@@ -78,7 +78,8 @@ TEST_CASE("nn program: each kernel's oneDNN scratchpad is its own, made before i
   // A scratchpad is the one kind of object a kernel writes and no kernel
   // reads. Shared by every kernel and grown to the largest need, it would
   // make each kernel with any scratch at all write the largest one whole.
-  const ca::plan::Program program = nn::dry_run_program([] { return nn::build_model(tiny("resnet", 18)); });
+  const ca::plan::Program program =
+      nn::dry_run_program([] { return nn::build_model(tiny_model_config("resnet", 18)); });
   const std::size_t objects = program.objects().size();
   std::vector<int> writers(objects, 0), readers(objects, 0);
   for (const ca::plan::ProgramKernel& kernel : program.kernels()) {
@@ -112,7 +113,7 @@ TEST_CASE("nn program: AutoSwap plans Inception v4's program under a limit it me
   // A tiny Inception v4 at its smallest image: 149 convolutions, n-input
   // concatenations, and objects far under AutoSwap's 1 MB filter, so the
   // filter is off.
-  nn::ModelConfig config = tiny("inception", 4);
+  nn::ModelConfig config = tiny_model_config("inception", 4);
   config.image_size = 75;
   config.width = 0.0625;
   const ca::plan::Program program = nn::dry_run_program([&] { return nn::build_model(config); });

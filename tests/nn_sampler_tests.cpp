@@ -53,7 +53,7 @@ class CountingDataset final : public nn::Dataset {
   nn::Dims dims_;
 };
 
-std::vector<float> image_of(const nn::Dataset& data, std::int64_t index) {
+std::vector<float> sample_image(const nn::Dataset& data, std::int64_t index) {
   std::vector<float> image(test::count(data.image_dims()));
   (void)data.sample(index, image);
   return image;
@@ -85,7 +85,7 @@ std::vector<std::int64_t> epoch_order(nn::BatchSampler& sampler, std::int64_t ep
   for (const Batch& b : rest_of_epoch(sampler)) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(b.valid); ++i) {
       const auto index = static_cast<std::int64_t>(b.labels[i]);
-      const std::vector<float> expected = image_of(sampler.dataset(), index);
+      const std::vector<float> expected = sample_image(sampler.dataset(), index);
       REQUIRE(
           std::equal(expected.begin(), expected.end(), b.images.begin() + static_cast<std::ptrdiff_t>(i * per_image)));
       order.push_back(index);
@@ -146,7 +146,7 @@ std::map<std::int64_t, Drawn> check_epoch_against_model(nn::BatchSampler& sample
     for (std::size_t i = 0; i < static_cast<std::size_t>(b.valid); ++i) {
       const auto index = static_cast<std::int64_t>(b.labels[i]);
       CAPTURE(index);
-      const std::vector<float> original = image_of(data, index);
+      const std::vector<float> original = sample_image(data, index);
       const std::vector<float> got(b.images.begin() + static_cast<std::ptrdiff_t>(i * per_image),
                                    b.images.begin() + static_cast<std::ptrdiff_t>((i + 1) * per_image));
       std::vector<Drawn> matches;
@@ -295,7 +295,7 @@ TEST_CASE("nn sampler: horizontal flip mirrors about half the images, each keepi
   for (std::size_t i = 0; i < 16; ++i) {
     std::vector<float> got(x.begin() + static_cast<std::ptrdiff_t>(i * 24),
                            x.begin() + static_cast<std::ptrdiff_t>((i + 1) * 24));
-    std::vector<float> original = image_of(data, static_cast<std::int64_t>(y[i]));
+    std::vector<float> original = sample_image(data, static_cast<std::int64_t>(y[i]));
     std::sort(got.begin(), got.end());
     std::sort(original.begin(), original.end());
     CHECK(got == original);

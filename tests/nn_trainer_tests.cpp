@@ -58,7 +58,7 @@ nn::ModelConfig tiny_vit() {
 }
 
 // How `config` trains: a ViT with AdamW, as transformers are, the CNNs with SGD.
-nn::TrainerOptions options_for(const nn::ModelConfig& config) {
+nn::TrainerOptions trainer_options_for(const nn::ModelConfig& config) {
   nn::TrainerOptions o;
   if (config.family == "vit") o.optimizer = nn::Optimizer::adamw;
   return o;
@@ -72,10 +72,12 @@ std::vector<float> train(const nn::ModelConfig& config, std::unique_ptr<ca::poli
                          double fast_fraction, int iterations = 2, ca::Stats* stats = nullptr,
                          const std::function<void(const ca::policy::Policy&)>& inspect = {}) {
   const auto build = [&] { return nn::build_model(config); };
-  const nn::TrainerOptions options = options_for(config);
+  const nn::TrainerOptions options = trainer_options_for(config);
   const std::uint64_t footprint = nn::measure_footprint(build, options);
-  const auto fast = std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(fast_fraction * static_cast<double>(footprint)));
-  ca::Runtime rt({ca::dram(fast, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")}, std::move(policy));
+  const auto fast_bytes =
+      std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(fast_fraction * static_cast<double>(footprint)));
+  ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, 2 * footprint + (16 << 20), "slow")},
+                 std::move(policy));
   rt.set_program(nn::dry_run_program(build, options));
   nn::Trainer trainer(&rt, build(), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);

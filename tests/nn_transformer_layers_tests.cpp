@@ -31,8 +31,8 @@ nn::Op& last_op(nn::Graph& g) { return *g.nodes().back().op; }
 // Output 0 of one forward pass of `op` on plain tensors holding `values`;
 // the pass runs twice and must give the same values both times, as a
 // recomputation in the backward pass does.
-std::vector<float> run_forward(nn::Op& op, const std::vector<nn::Dims>& dims,
-                               const std::vector<std::vector<float>>& values) {
+std::vector<float> forward_twice(nn::Op& op, const std::vector<nn::Dims>& dims,
+                                 const std::vector<std::vector<float>>& values) {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
   std::vector<nn::Tensor> ins;
@@ -44,7 +44,7 @@ std::vector<float> run_forward(nn::Op& op, const std::vector<nn::Dims>& dims,
 }
 
 // Records every kernel's signature.
-struct Recorder final : nn::KernelObserver {
+struct FlopsRecorder final : nn::KernelObserver {
   std::vector<std::string> signatures;
   void on_kernel(const std::string& signature, std::span<const nn::KernelArg>) override {
     signatures.push_back(signature);
@@ -60,10 +60,10 @@ struct Recorder final : nn::KernelObserver {
 
 // One forward and backward pass of `op` on random plain inputs of `dims`
 // (every gradient asked for) under a recorder.
-Recorder record_kernels(nn::Op& op, const std::vector<nn::Dims>& dims) {
+FlopsRecorder record_kernels(nn::Op& op, const std::vector<nn::Dims>& dims) {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
-  Recorder recorder;
+  FlopsRecorder recorder;
   ctx.set_observer(&recorder);
   std::vector<nn::Tensor> ins;
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -130,7 +130,7 @@ TEST_CASE("nn transformer layers: layer_norm matches a naive loop and starts at 
     const auto x = test::random_values(count(xd), 1, 2.0f);
     const auto w = test::random_values(count(features), 2);
     const auto b = test::random_values(count(features), 3);
-    check_close(run_forward(op, {xd, features, features}, {x, w, b}), reference_layer_norm(xd, x, w, b, 1e-6f));
+    check_close(forward_twice(op, {xd, features, features}, {x, w, b}), reference_layer_norm(xd, x, w, b, 1e-6f));
   }
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("nn transformer layers: gelu matches x Phi(x) with the exact erf") {
   for (std::size_t i = 0; i < x.size(); ++i) {
     want[i] = static_cast<float>(0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))));
   }
-  check_close(run_forward(op, {xd}, {x}), want);
+  check_close(forward_twice(op, {xd}, {x}), want);
 }
 
 TEST_CASE("nn transformer layers: gelu gradient check") {
@@ -220,7 +220,7 @@ TEST_CASE("nn transformer layers: softmax matches a naive loop over the last axi
     CHECK(op.backward_reads_inputs(1) == std::vector<bool>{false});
     CHECK(op.backward_reads_outputs(1) == std::vector<bool>{true});
     const auto x = test::random_values(count(xd), 10, 3.0f);
-    check_close(run_forward(op, {xd}, {x}), reference_softmax(xd, x));
+    check_close(forward_twice(op, {xd}, {x}), reference_softmax(xd, x));
   }
 }
 
@@ -290,7 +290,7 @@ TEST_CASE("nn transformer layers: token_linear matches a naive loop, with timm's
   const auto x = test::random_values(count(xd), 13);
   const auto w = test::random_values(20, 14, 0.5f);
   const auto b = test::random_values(4, 15);
-  check_close(run_forward(op, {xd, {4, 5}, {4}}, {x, w, b}), reference_token_linear(xd, 4, x, w, b));
+  check_close(forward_twice(op, {xd, {4, 5}, {4}}, {x, w, b}), reference_token_linear(xd, 4, x, w, b));
 }
 
 TEST_CASE("nn transformer layers: token_linear gradient check of x, weight and bias") {
@@ -305,7 +305,7 @@ TEST_CASE("nn transformer layers: token_linear's kernels count 2 N T in out FLOP
   const nn::Dims xd{2, 3, 5};
   nn::Graph g;
   nn::token_linear(g, "fc", g.input("x", xd), 4);
-  const Recorder r = record_kernels(last_op(g), {xd, {4, 5}, {4}});
+  const FlopsRecorder r = record_kernels(last_op(g), {xd, {4, 5}, {4}});
   const std::int64_t flops = 2 * 2 * 3 * 5 * 4;
   CHECK(r.flops("linear") == flops);
   CHECK(r.flops("linear_backward_data") == flops);
@@ -368,7 +368,7 @@ TEST_CASE("nn transformer layers: matmul matches a naive loop, with and without 
     CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
     const auto a = test::random_values(count(c.a), 20);
     const auto b = test::random_values(count(c.b), 21);
-    check_close(run_forward(op, {c.a, c.b}, {a, b}), reference_matmul(c.a, c.b, c.transpose_b, c.scale, a, b));
+    check_close(forward_twice(op, {c.a, c.b}, {a, b}), reference_matmul(c.a, c.b, c.transpose_b, c.scale, a, b));
   }
 }
 
@@ -390,7 +390,7 @@ TEST_CASE("nn transformer layers: matmul's three kernels each count 2 |dst| K FL
   nn::Graph g;
   // y [2, 2, 3, 5] = a [2, 2, 3, 4] b^T, b [2, 2, 5, 4]: M 3, K 4, N 5.
   nn::matmul(g, "mm", g.input("a", {2, 2, 3, 4}), g.input("b", {2, 2, 5, 4}), true, 0.5f);
-  const Recorder r = record_kernels(last_op(g), {{2, 2, 3, 4}, {2, 2, 5, 4}});
+  const FlopsRecorder r = record_kernels(last_op(g), {{2, 2, 3, 4}, {2, 2, 5, 4}});
   const std::int64_t flops = 2 * 4 * 3 * 4 * 5;
   CHECK(r.flops("matmul") == flops);
   CHECK(r.flops("matmul_backward_a") == flops);

@@ -25,12 +25,12 @@ namespace ca = cachedarrays;
 
 namespace {
 
-constexpr std::uint64_t fast_bytes = 1 << 20;
+constexpr std::uint64_t fast_tier_size = 1 << 20;
 constexpr std::uint64_t array_bytes = 256 << 10;
 
 // One iteration: "stencil" reads a and writes b, an unnamed kernel reads b
 // and writes c, "stencil" again on c and a.
-void iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a) {
+void stencil_iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a) {
   rt.begin_iteration();
   const auto touch = [](std::span<const std::byte> in, std::span<std::byte> out) { out[0] = in[0]; };
   rt.kernel("stencil", ca::reads(a[0]), ca::writes(a[1]), touch);
@@ -45,20 +45,20 @@ std::vector<ca::CachedArray<std::byte>> arrays(ca::Runtime& rt, std::size_t n = 
 }
 
 ca::DeviceSpec emulated_slow(std::uint64_t capacity) {
-  ca::DeviceSpec slow = ca::dax_file({}, capacity, "slow");
-  slow.emulation = test::emulation_profile(10.0, 5.0, 0.0, 30.0, 15.0);
-  return slow;
+  ca::DeviceSpec slow_spec = ca::dax_file({}, capacity, "slow");
+  slow_spec.emulation = test::emulation_profile(10.0, 5.0, 0.0, 30.0, 15.0);
+  return slow_spec;
 }
 
 }  // namespace
 
 TEST_CASE("online profiles: a named kernel is traced and recorded under its name, an unnamed one as kernel") {
-  ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20));
+  ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
   auto a = arrays(rt);
   const ca::Trace& trace = rt.start_trace();
   rt.record_program();
-  iteration(rt, a);
-  iteration(rt, a);
+  stencil_iteration(rt, a);
+  stencil_iteration(rt, a);
   const std::vector<std::string>& names = trace.names();
   CHECK(std::count(names.begin(), names.end(), "stencil") == 1);
   CHECK(std::count(names.begin(), names.end(), "kernel") == 1);
@@ -89,17 +89,17 @@ TEST_CASE("online profiles: a named kernel is keyed by its name, an unnamed one 
 }
 
 TEST_CASE("online profiles: collected for each program kernel after the profiled iterations, not before") {
-  ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20));
+  ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
   rt.set_profile_iterations(2);
   auto a = arrays(rt);
   rt.record_program();
-  iteration(rt, a);  // 1: recorded
-  iteration(rt, a);  // 2: the program is installed; profiled
+  stencil_iteration(rt, a);  // 1: recorded
+  stencil_iteration(rt, a);  // 2: the program is installed; profiled
   REQUIRE(rt.program() != nullptr);
   CHECK(rt.program()->profiles() == nullptr);
-  iteration(rt, a);  // 3: profiled
+  stencil_iteration(rt, a);  // 3: profiled
   CHECK(rt.program()->profiles() == nullptr);
-  iteration(rt, a);  // 4: the profiles arrived at its begin
+  stencil_iteration(rt, a);  // 4: the profiles arrived at its begin
   const ca::plan::KernelProfiles* profiles = rt.program()->profiles();
   REQUIRE(profiles != nullptr);
   CHECK(profiles->kernels().size() == 2);  // "stencil" (two places) and the unnamed kernel
@@ -119,32 +119,32 @@ TEST_CASE("online profiles: collected for each program kernel after the profiled
     CHECK(p->slow_seconds - p->fast_seconds == doctest::Approx(extra));
   }
   // The program is the same program, now measured.
-  iteration(rt, a);
+  stencil_iteration(rt, a);
   CHECK(rt.program()->profiles() == profiles);
 }
 
 TEST_CASE("online profiles: none are taken when profiling is off, or for a program that brings its own") {
   SUBCASE("off") {
-    ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20));
+    ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
     rt.set_profile_iterations(0);
     auto a = arrays(rt);
     rt.record_program();
-    for (int i = 0; i < 6; ++i) iteration(rt, a);
+    for (int i = 0; i < 6; ++i) stencil_iteration(rt, a);
     REQUIRE(rt.program() != nullptr);
     CHECK(rt.program()->profiles() == nullptr);
   }
   SUBCASE("given with profiles") {
-    ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20));
+    ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
     auto a = arrays(rt);
     rt.record_program();
-    iteration(rt, a);
-    iteration(rt, a);
+    stencil_iteration(rt, a);
+    stencil_iteration(rt, a);
     ca::plan::Program program = *rt.program();
     ca::plan::KernelProfiles given;
     given.set("stencil", {.fast_seconds = 1, .slow_seconds = 2});
     program.set_profiles(given);
     rt.set_program(program);
-    for (int i = 0; i < 5; ++i) iteration(rt, a);
+    for (int i = 0; i < 5; ++i) stencil_iteration(rt, a);
     REQUIRE(rt.program()->profiles() != nullptr);
     CHECK(*rt.program()->profiles() == given);
   }
@@ -160,9 +160,9 @@ TEST_CASE("online profiles: with an emulated slow tier, a kernel's slow time add
     CHECK(rt.manager().device(*rt.manager().getprimary(a[1].object())) == 1);
   }
   rt.record_program();
-  iteration(rt, a);
-  iteration(rt, a);  // profiled
-  iteration(rt, a);
+  stencil_iteration(rt, a);
+  stencil_iteration(rt, a);  // profiled
+  stencil_iteration(rt, a);
   const ca::plan::KernelProfiles* profiles = rt.program()->profiles();
   REQUIRE(profiles != nullptr);
   CHECK(profiles->key().slow_tier == "test");
@@ -180,11 +180,11 @@ TEST_CASE("online profiles: with an emulated slow tier, a kernel's slow time add
 }
 
 TEST_CASE("online profiles: the program JSON round-trips with them, and JSON without them still loads") {
-  ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20));
+  ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
   rt.set_profile_iterations(1);
   auto a = arrays(rt);
   rt.record_program();
-  for (int i = 0; i < 3; ++i) iteration(rt, a);
+  for (int i = 0; i < 3; ++i) stencil_iteration(rt, a);
   const ca::plan::Program& program = *rt.program();
   REQUIRE(program.profiles() != nullptr);
   const ca::plan::Program back = ca::plan::Program::from_json(program.to_json());
@@ -226,7 +226,7 @@ Planned planned(ca::policy::AutotmPolicyOptions options) {
   options.log = [log = p.log](const std::string& line) { log->push_back(line); };
   auto policy = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
   p.policy = policy.get();
-  p.rt = std::make_unique<ca::Runtime>(test::two_tiers(fast_bytes, 8 << 20), std::move(policy));
+  p.rt = std::make_unique<ca::Runtime>(test::two_tiers(fast_tier_size, 8 << 20), std::move(policy));
   p.rt->set_profile_iterations(2);
   return p;
 }
@@ -240,13 +240,13 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
     Planned p = planned(std::move(options));
     auto a = arrays(*p.rt);
     p.rt->record_program();
-    iteration(*p.rt, a);
-    iteration(*p.rt, a);  // planned from the recording: memory-bound
+    stencil_iteration(*p.rt, a);
+    stencil_iteration(*p.rt, a);  // planned from the recording: memory-bound
     CHECK(p.policy->counters().plans == 1);
     CHECK(p.policy->counters().profiled_plans == 0);
-    iteration(*p.rt, a);
+    stencil_iteration(*p.rt, a);
     CHECK(p.policy->counters().plans == 1);
-    iteration(*p.rt, a);  // the profiles arrived: planned again from them
+    stencil_iteration(*p.rt, a);  // the profiles arrived: planned again from them
     CHECK(p.policy->counters().plans == 2);
     CHECK(p.policy->counters().profiled_plans == 1);
     const auto planning = [](const std::string& line) { return line.find(": planning ") != std::string::npos; };
@@ -262,7 +262,7 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
       all_fast += profiles.find(ca::plan::profile_key(program, k))->fast_seconds;
     }
     CHECK(p.policy->plan()->modeled_seconds >= all_fast * (1 - 1e-9));
-    for (int i = 0; i < 3; ++i) iteration(*p.rt, a);
+    for (int i = 0; i < 3; ++i) stencil_iteration(*p.rt, a);
     CHECK(p.policy->counters().plans == 2);  // once
     CHECK(p.policy->counters().departures == 0);
   }
@@ -273,7 +273,7 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
     Planned p = planned(std::move(options));
     auto a = arrays(*p.rt);
     p.rt->record_program();
-    for (int i = 0; i < 6; ++i) iteration(*p.rt, a);
+    for (int i = 0; i < 6; ++i) stencil_iteration(*p.rt, a);
     REQUIRE(p.rt->program()->profiles() != nullptr);
     CHECK(p.policy->counters().plans == 1);
     CHECK(p.policy->counters().profiled_plans == 0);
@@ -284,14 +284,14 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
       std::unique_ptr<ca::policy::Policy> made = ca::policy::Registry::builtin().make(name);
       auto* policy = dynamic_cast<ca::policy::AutotmPolicy*>(made.get());
       REQUIRE(policy != nullptr);
-      ca::Runtime rt(test::two_tiers(fast_bytes, 8 << 20), std::move(made));
+      ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20), std::move(made));
       rt.set_profile_iterations(1);
       auto a = arrays(rt);
       rt.record_program();
-      iteration(rt, a);
-      iteration(rt, a);
+      stencil_iteration(rt, a);
+      stencil_iteration(rt, a);
       CHECK(policy->counters().profiled_plans == 0);
-      iteration(rt, a);
+      stencil_iteration(rt, a);
       CHECK(policy->counters().profiled_plans == 1);
       CHECK(policy->counters().plans == 2);
     }

@@ -19,7 +19,7 @@ namespace ca = cachedarrays;
 
 namespace {
 
-constexpr std::uint64_t kib = 1024;
+using test::kib;
 
 // One iteration as a script: create object i with its size, or drop
 // (retire) it. Every object is written with its own pattern when created
@@ -57,8 +57,8 @@ ca::plan::DsaProblem problem_of(const Script& script) {
   return ca::plan::DsaProblem(std::move(buffers), 64);
 }
 
-ca::Runtime planned_runtime(std::uint64_t fast, const std::string& policy = "ca-lm+best-fit") {
-  return ca::Runtime(test::two_tiers(fast, 8 << 20), ca::policy::Registry::builtin().make(policy));
+ca::Runtime planned_runtime(std::uint64_t fast_bytes, const std::string& policy = "ca-lm+best-fit") {
+  return ca::Runtime(test::two_tiers(fast_bytes, 8 << 20), ca::policy::Registry::builtin().make(policy));
 }
 
 const ca::policy::PlannedPlacement& placement_of(ca::Runtime& rt) {

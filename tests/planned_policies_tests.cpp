@@ -42,10 +42,8 @@ using ca::plan::StepKind;
 
 namespace {
 
-constexpr std::uint64_t kib = 1024;
+using test::kib, test::R, test::W;
 constexpr std::uint64_t mib = 1024 * kib;
-constexpr ca::Access R = ca::Access::read;
-constexpr ca::Access W = ca::Access::write;
 
 using test::MillisecondPerSlowArgument;
 
@@ -98,7 +96,7 @@ std::unique_ptr<ca::policy::AutotmPolicy> hook_policy(ca::policy::PlannerHook pl
 
 using test::fragmenting_program;
 
-AutotmCosts unit_costs(const Program& p) {
+AutotmCosts unit_kernel_costs(const Program& p) {
   AutotmCosts c;
   for (const auto& k : p.kernels()) {
     c.dram_seconds.push_back(1.0);
@@ -191,7 +189,7 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
   // 1150 MB. At a limit of 700 MB A, B and E swap (and the peak stays at
   // 750 MB: C and D have no gap to swap over).
   using test::autoswap::Use;
-  constexpr std::uint64_t MB = 1'000'000;
+  using test::MB;
   const Program p = test::autoswap::program_of(
       {{400 * MB, false}, {200 * MB, false}, {100 * MB, false}, {300 * MB, false}, {150 * MB, true}},
       {{{0, W}}, {{1, W}, {4, R}}, {{3, W}}, {{2, W}}, {{2, R}}, {{3, R}}, {{1, R}, {4, W}}, {{0, R}}});
@@ -251,7 +249,7 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
 
 TEST_CASE("planned policies: fit_to_heap lowers the limit by the overflow until AutoTM's plan fits the heap") {
   const Program p = fragmenting_program();
-  const AutotmCosts costs = unit_costs(p);
+  const AutotmCosts costs = unit_kernel_costs(p);
   const ca::policy::PlanRequest request{p, costs, 192, 64, silent};
   std::vector<std::uint64_t> limits;
   const auto autotm_at = [&](std::uint64_t limit) {
@@ -302,7 +300,7 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   // A planner that does not keep its limit: all in DRAM (256 on the heap),
   // then d alone in DRAM (128), then all in DRAM again; the limit is 100.
   const Program p = fragmenting_program();
-  const AutotmCosts costs = unit_costs(p);
+  const AutotmCosts costs = unit_kernel_costs(p);
   const ca::policy::PlanRequest request{p, costs, 100, 64, silent};
   AutotmPlan all_dram;
   all_dram.in_dram = {{true, true, true}, {true, true}};
@@ -366,7 +364,7 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
   for (int i = 0; i < 30; ++i) {
     CAPTURE(i);
     const Program p = test::autoswap::random_program(rng, rng.between(6, 14), rng.between(20, 40), 1);
-    const AutotmCosts costs = unit_costs(p);
+    const AutotmCosts costs = unit_kernel_costs(p);
     const std::uint64_t limit = std::max<std::uint64_t>(64, p.max_live() * rng.between(20, 60) / 100);
     // The model's own search, as the hook's first plan runs it.
     ca::plan::RedlOptions o;
@@ -652,7 +650,7 @@ Workload make_workload(test::Rng& rng, std::size_t layers) {
   return w;
 }
 
-struct Run {
+struct WorkloadRun {
   ca::Runtime& rt;
   const Workload& w;
   std::vector<ca::CachedArray<std::uint64_t>> params;
@@ -661,7 +659,7 @@ struct Run {
   std::uint64_t bad_reads = 0;
   std::uint64_t slow_arguments = 0;  // arguments not in the fast tier while their kernel ran
 
-  Run(ca::Runtime& runtime, const Workload& workload) : rt(runtime), w(workload) {
+  WorkloadRun(ca::Runtime& runtime, const Workload& workload) : rt(runtime), w(workload) {
     for (std::size_t i = 0; i < w.param_words.size(); ++i) {
       params.push_back(rt.array<std::uint64_t>(w.param_words[i]));
       param_seeds.push_back(next_seed++);
@@ -765,7 +763,7 @@ TEST_CASE_TEMPLATE("planned policies: a training-like program runs under the pla
   const ca::policy::AutotmPolicy& policy = *owned;
   ca::Runtime rt(test::two_tiers(fast, 64 * mib), std::move(owned));
   CHECK(rt.policy_name() == P::name);
-  Run run(rt, w);
+  WorkloadRun run(rt, w);
 
   run.iteration();  // CA:LM, no program yet
   rt.record_program();

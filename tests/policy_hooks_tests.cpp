@@ -25,7 +25,7 @@ struct Call {
 };
 
 // First-touch placement, recording every hook.
-class RecordingPolicy final : public ca::policy::Policy {
+class HookRecordingPolicy final : public ca::policy::Policy {
  public:
   std::vector<Call> calls;
   bool throw_at_begin = false;
@@ -60,8 +60,8 @@ class RecordingPolicy final : public ca::policy::Policy {
 }  // namespace
 
 TEST_CASE("policy hooks: kernels are numbered within each iteration, arguments pinned, in order") {
-  auto owned = std::make_unique<RecordingPolicy>();
-  RecordingPolicy& policy = *owned;
+  auto owned = std::make_unique<HookRecordingPolicy>();
+  HookRecordingPolicy& policy = *owned;
   ca::Runtime rt({ca::dram(1 << 20)}, std::move(owned));
   auto a = rt.array<float>(16);
   auto b = rt.array<float>(16);
@@ -92,8 +92,8 @@ TEST_CASE("policy hooks: kernels are numbered within each iteration, arguments p
 }
 
 TEST_CASE("policy hooks: a throwing on_kernel_begin fails the kernel and leaves nothing pinned") {
-  auto owned = std::make_unique<RecordingPolicy>();
-  RecordingPolicy& policy = *owned;
+  auto owned = std::make_unique<HookRecordingPolicy>();
+  HookRecordingPolicy& policy = *owned;
   ca::Runtime rt({ca::dram(1 << 20)}, std::move(owned));
   auto a = rt.array<int>(8);
   auto b = rt.array<int>(8);
@@ -113,9 +113,9 @@ TEST_CASE("policy hooks: a throwing on_kernel_begin fails the kernel and leaves 
 }
 
 TEST_CASE("policy hooks: a policy that does not follow kernels hears none, and kernels are still counted and traced") {
-  auto owned = std::make_unique<RecordingPolicy>();
+  auto owned = std::make_unique<HookRecordingPolicy>();
   owned->follows = false;
-  RecordingPolicy& policy = *owned;
+  HookRecordingPolicy& policy = *owned;
   ca::Runtime rt({ca::dram(1 << 20)}, std::move(owned));
   auto a = rt.array<float>(16);
   auto b = rt.array<float>(16);

@@ -18,7 +18,7 @@ namespace ca = cachedarrays;
 
 namespace {
 
-constexpr std::uint64_t kib = 1024;
+using test::all_equal, test::device_of, test::kib;
 
 // A CA:LMA runtime over 1 MiB of fast memory, looking 4 kernels ahead with
 // a budget of a quarter of it (256 KiB).
@@ -29,16 +29,6 @@ std::unique_ptr<ca::Runtime> lookahead_runtime() {
   return std::make_unique<ca::Runtime>(
       test::two_tiers(1 << 20, 8 << 20),
       std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LMA, lookahead));
-}
-
-ca::DeviceId device_of(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {
-  auto guard = rt.lock();
-  return rt.manager().device(*rt.manager().getprimary(a.object()));
-}
-
-bool all_equal(const ca::CachedArray<std::byte>& a, std::byte value) {
-  const auto r = a.read();
-  return std::all_of(r.begin(), r.end(), [&](std::byte b) { return b == value; });
 }
 
 void read_kernel(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {

@@ -22,7 +22,7 @@ using ca::plan::StepKind;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
+std::string refusal_message(const std::function<void()>& f) {
   try {
     f();
   } catch (const ca::invalid_argument& e) {
@@ -119,9 +119,10 @@ TEST_CASE("program: from a trace, objects named persistent first, then by creati
   for (int i = 0; i < 2; ++i) idle_loop.iteration();
   CHECK(Program::from_trace(*idle.trace()) == p);
 
-  CHECK(message_of([&] { (void)Program::from_trace(*rt.trace(), 7); }).find("no iteration 7") != std::string::npos);
+  CHECK(refusal_message([&] { (void)Program::from_trace(*rt.trace(), 7); }).find("no iteration 7") !=
+        std::string::npos);
   ca::Trace unmarked;
-  CHECK(message_of([&] { (void)Program::from_trace(unmarked); }).find("begin_iteration") != std::string::npos);
+  CHECK(refusal_message([&] { (void)Program::from_trace(unmarked); }).find("begin_iteration") != std::string::npos);
 }
 
 TEST_CASE("program: a persistent object keeps its size through a trace when its first use touches part of it") {
@@ -166,7 +167,7 @@ TEST_CASE("program: queries — next use, first and last use, live bytes per ker
 TEST_CASE("program: a malformed program is refused with what is wrong") {
   const std::vector<ProgramObject> objects{{8, true}, {8, false}};
   const auto make = [&](std::vector<ProgramStep> steps, std::vector<ProgramKernel> kernels = {}) {
-    return message_of([&] { (void)Program(objects, std::move(kernels), std::move(steps)); });
+    return refusal_message([&] { (void)Program(objects, std::move(kernels), std::move(steps)); });
   };
   CHECK(make({{StepKind::create, 0}}).find("persistent") != std::string::npos);
   CHECK(make({{StepKind::create, 1}, {StepKind::create, 1}}).find("created twice") != std::string::npos);
@@ -177,7 +178,7 @@ TEST_CASE("program: a malformed program is refused with what is wrong") {
   CHECK(make({}, {{"k", {}}}).find("0 of the 1 kernels") != std::string::npos);
   CHECK(make({{StepKind::kernel, 1}}, {{"a", {}}, {"b", {}}}).find("out of order") != std::string::npos);
   CHECK(make({{StepKind::kernel, 0}}, {{"a", {{0, 9, ca::Access::read}}}}).find("9 bytes") != std::string::npos);
-  CHECK(message_of([] { (void)Program({{0, true}}, {}, {}); }).find("0 bytes") != std::string::npos);
+  CHECK(refusal_message([] { (void)Program({{0, true}}, {}, {}); }).find("0 bytes") != std::string::npos);
 }
 
 TEST_CASE("program: JSON round trip, files, and errors that name the field") {
@@ -196,7 +197,7 @@ TEST_CASE("program: JSON round trip, files, and errors that name the field") {
   CHECK_THROWS_AS((void)Program::load(path), ca::heap_error);
   CHECK_THROWS_AS(p.save("/nonexistent-dir/x.json"), ca::heap_error);
 
-  const auto error = [](const std::string& text) { return message_of([&] { (void)Program::from_json(text); }); };
+  const auto error = [](const std::string& text) { return refusal_message([&] { (void)Program::from_json(text); }); };
   CHECK(error("{").find("not JSON") != std::string::npos);
   CHECK(error(R"({"format":"x","version":1})").find("format") != std::string::npos);
   CHECK(error(R"({"format":"cachedarrays-program","version":2})").find("version") != std::string::npos);
@@ -221,7 +222,7 @@ TEST_CASE("program: JSON round trip, files, and errors that name the field") {
 // document in another numbering is refused, saying how to number them; and
 // (the fuzzer's finding) a program read from JSON survives a trace unchanged.
 TEST_CASE("program: from_json refuses objects not numbered as a program numbers them") {
-  const auto error = [](const std::string& text) { return message_of([&] { (void)Program::from_json(text); }); };
+  const auto error = [](const std::string& text) { return refusal_message([&] { (void)Program::from_json(text); }); };
   const std::string head = R"({"format":"cachedarrays-program","version":1,)";
   const std::string k01 = R"("kernels":[{"name":"k","args":[[0,4,"r"],[1,4,"w"]]}],)";
   // Canonical: persistent 0 and 1 used in that order, then object 2 created.

@@ -35,10 +35,8 @@ namespace property {
 
 namespace ca = cachedarrays;
 
-constexpr ca::DeviceId fast = 0;
-constexpr ca::DeviceId slow = 1;
-constexpr std::uint64_t KiB = 1024;
-constexpr std::uint64_t MiB = 1024 * KiB;
+// The device ids and sizes every test file shares (test_support.hpp).
+using test::fast_device, test::slow_device, test::KiB, test::MiB;
 constexpr std::uint64_t fast_capacity = 4 * MiB;
 constexpr std::uint64_t slow_capacity = 32 * MiB;
 constexpr std::uint64_t alignment = 64;  // DeviceSpec's default
@@ -120,7 +118,7 @@ struct ModelObject {
   std::uint64_t bytes = 0;
   std::uint64_t epoch = 0;
   std::uint64_t seed = 0;  // the pattern the object's contents hold
-  ca::DeviceId primary = fast;
+  ca::DeviceId primary = fast_device;
   std::array<Copy, 2> copies{};
   std::size_t slot = 0;  // index in Harness::ids_
   [[nodiscard]] bool valid(ca::DeviceId d) const {
@@ -130,7 +128,7 @@ struct ModelObject {
 
 // A free-standing region the test holds (no object).
 struct Loose {
-  ca::DeviceId device = fast;
+  ca::DeviceId device = fast_device;
   std::uint64_t bytes = 0;
   std::optional<std::uint64_t> seed;
   std::uint64_t epoch = 0;        // the contents' epoch if it was copied from an object
@@ -206,16 +204,16 @@ class Harness {
 
   // ---- moves: Listing 1 and 2, evictfrom, defrag (property_moves.cpp) -------
   void op_evict(ca::DeviceId from, ca::DeviceId to);
-  void op_evict_down() { op_evict(fast, slow); }
-  void op_evict_up() { op_evict(slow, fast); }
+  void op_evict_down() { op_evict(fast_device, slow_device); }
+  void op_evict_up() { op_evict(slow_device, fast_device); }
   bool do_evict(ModelObject& m, ca::DeviceId from, ca::DeviceId to);
   void op_prefetch();
   void op_evictfrom(ca::DeviceId d);
-  void op_evictfrom_fast() { op_evictfrom(fast); }
-  void op_evictfrom_slow() { op_evictfrom(slow); }
+  void op_evictfrom_fast() { op_evictfrom(fast_device); }
+  void op_evictfrom_slow() { op_evictfrom(slow_device); }
   bool evict_range(ca::DeviceId d, std::uint64_t start, std::uint64_t bytes, int declines_after);
   void op_defrag(ca::DeviceId d, bool pinned = false);
-  void op_defrag_either() { op_defrag(rng_.percent(70) ? fast : slow); }  // DRAM's more often
+  void op_defrag_either() { op_defrag(rng_.percent(70) ? fast_device : slow_device); }  // DRAM's more often
   void op_make_hole();
 
   // ---- calls the manager must refuse (property_refusals.cpp) ----------------

@@ -43,50 +43,50 @@ void Harness::op_evict(ca::DeviceId from, ca::DeviceId to) {
 // also have a fast secondary (this test breaks the paper's policy invariant
 // on purpose): a valid one is promoted without a copy, a stale one dropped.
 void Harness::op_prefetch() {
-  ModelObject* m = pick([](const ModelObject& x) { return x.primary == slow; }, 6);
+  ModelObject* m = pick([](const ModelObject& x) { return x.primary == slow_device; }, 6);
   if (m == nullptr) m = pick();
   if (m == nullptr) return;
-  if (m->primary == fast) {  // nothing to do
+  if (m->primary == fast_device) {  // nothing to do
     const Snapshot before = snapshot();
-    REQUIRE(ca::policy::prefetch(dm_, *m->object, fast, slow));
+    REQUIRE(ca::policy::prefetch(dm_, *m->object, fast_device, slow_device));
     REQUIRE(snapshot() == before);
     touch(*m);
     return;
   }
-  const bool had_fast = m->copies[fast].present;
-  const bool promote = m->valid(fast);
+  const bool had_fast = m->copies[fast_device].present;
+  const bool promote = m->valid(fast_device);
   // Without a fast region the outcome is predictable: room now, or make_room.
-  const bool fits = !had_fast && dm_.usage(fast).largest_free_block >= round_up(m->bytes);
+  const bool fits = !had_fast && dm_.usage(fast_device).largest_free_block >= round_up(m->bytes);
   std::optional<bool> room;  // what make_room returned, if it was called
   std::function<bool(std::uint64_t)> make_room;
   if (rng_.percent(60)) {
     make_room = [&](std::uint64_t bytes) {
       REQUIRE(bytes == m->bytes);
-      REQUIRE_FALSE(dm_.getlinked(primary(*m), fast));  // a stale fast copy is gone by now
+      REQUIRE_FALSE(dm_.getlinked(primary(*m), fast_device));  // a stale fast copy is gone by now
       const std::uint64_t start = rng_.below(fast_capacity - round_up(bytes) + 1);
-      room = evict_range(fast, start, bytes, rng_.percent(20) ? static_cast<int>(rng_.below(3)) : -1);
+      room = evict_range(fast_device, start, bytes, rng_.percent(20) ? static_cast<int>(rng_.below(3)) : -1);
       return *room;
     };
   }
-  const std::uint64_t copies_before = dm_.stats().copies[slow][fast];
-  const bool ok = ca::policy::prefetch(dm_, *m->object, fast, slow, make_room);
+  const std::uint64_t copies_before = dm_.stats().copies[slow_device][fast_device];
+  const bool ok = ca::policy::prefetch(dm_, *m->object, fast_device, slow_device, make_room);
   if (promote) {
     REQUIRE(ok);
     REQUIRE_FALSE(room.has_value());
-    REQUIRE(dm_.stats().copies[slow][fast] == copies_before);  // no copy needed
-    m->primary = fast;
+    REQUIRE(dm_.stats().copies[slow_device][fast_device] == copies_before);  // no copy needed
+    m->primary = fast_device;
   } else {
     if (fits) REQUIRE_FALSE(room.has_value());
     if (room) REQUIRE(ok == *room);  // a cleared range always takes the allocation
     if (!had_fast) REQUIRE(ok == (fits || room.value_or(false)));
-    m->copies[fast] = {};
+    m->copies[fast_device] = {};
     if (ok) {
-      m->copies[fast] = {true, m->epoch, m->seed, false};
-      m->primary = fast;
+      m->copies[fast_device] = {true, m->epoch, m->seed, false};
+      m->primary = fast_device;
     }
   }
   if (ok) {
-    REQUIRE(m->valid(slow));
+    REQUIRE(m->valid(slow_device));
     ++counts.prefetches;
   }
   if (room) ++counts.prefetch_room;
@@ -138,7 +138,7 @@ bool Harness::evict_range(ca::DeviceId d, std::uint64_t start, std::uint64_t byt
 }
 
 void Harness::op_evictfrom(ca::DeviceId d) {
-  const std::uint64_t capacity = d == fast ? fast_capacity : slow_capacity;
+  const std::uint64_t capacity = d == fast_device ? fast_capacity : slow_capacity;
   const std::uint64_t bytes = rng_.percent(50) ? rng_.between(1, 16 * KiB) : rng_.between(1, 512 * KiB);
   const std::uint64_t start = rng_.below(capacity - bytes + 1);
   evict_range(d, start, bytes, rng_.percent(25) ? static_cast<int>(rng_.below(4)) : -1);
@@ -171,8 +171,8 @@ void Harness::op_defrag(ca::DeviceId d, bool pinned) {
 // moved region keeps its contents, no pinned primary moves, and when it
 // reports success a hole of the size asked for exists.
 void Harness::op_make_hole() {
-  const ca::DeviceId d = rng_.percent(70) ? fast : slow;
-  const std::uint64_t capacity = d == fast ? fast_capacity : slow_capacity;
+  const ca::DeviceId d = rng_.percent(70) ? fast_device : slow_device;
+  const std::uint64_t capacity = d == fast_device ? fast_capacity : slow_capacity;
   const std::uint64_t bytes = rng_.between(1, capacity / 4);
   std::map<ca::Region*, std::uint64_t> offsets;
   dm_.for_each_region(d, [&](ca::Region& r) { offsets[&r] = dm_.offset(r); });

@@ -9,7 +9,7 @@ namespace property {
 
 void Harness::op_create() {
   const std::uint64_t bytes = random_size(rng_);
-  ca::DeviceId d = rng_.percent(70) ? fast : slow;  // new objects start fast, mostly
+  ca::DeviceId d = rng_.percent(70) ? fast_device : slow_device;  // new objects start fast, mostly
   ca::Object& o = dm_.create_object(bytes);
   ca::Region* r = dm_.allocate(d, bytes);
   if (r == nullptr) {

@@ -19,7 +19,7 @@ void Harness::op_pinned() {
   ca::Region& p = primary(*m);
   std::byte* const data = dm_.pointer(p);
   const std::uint64_t at = dm_.offset(p);
-  const std::uint64_t capacity = d == fast ? fast_capacity : slow_capacity;
+  const std::uint64_t capacity = d == fast_device ? fast_capacity : slow_capacity;
   switch (rng_.below(3)) {
     case 0: {  // an evictfrom range holding the pinned primary is refused untouched
       const std::uint64_t start = at - rng_.below(std::min<std::uint64_t>(at, 256 * KiB) + 1);
@@ -39,7 +39,7 @@ void Harness::op_pinned() {
     default: {  // moves and frees are refused or declined
       const Snapshot before = snapshot();
       REQUIRE_FALSE(ca::policy::evict(dm_, o, d, 1 - d).moved);
-      if (d == slow) REQUIRE_FALSE(ca::policy::prefetch(dm_, o, fast, slow));
+      if (d == slow_device) REQUIRE_FALSE(ca::policy::prefetch(dm_, o, fast_device, slow_device));
       if (m->valid(1 - d)) CHECK_THROWS_AS(dm_.setprimary(o, *region_on(*m, 1 - d)), ca::pinned_error);
       CHECK_THROWS_AS(dm_.destroy(o), ca::pinned_error);
       CHECK_THROWS_AS(dm_.copyto(p, p), ca::invalid_operation);
@@ -131,26 +131,26 @@ void Harness::op_errors() {
       break;
     }
     case 4: {  // no object: nothing to link to
-      ca::Region* a = dm_.allocate(fast, 64);
-      ca::Region* b = dm_.allocate(slow, 64);
+      ca::Region* a = dm_.allocate(fast_device, 64);
+      ca::Region* b = dm_.allocate(slow_device, 64);
       if (a != nullptr && b != nullptr) CHECK_THROWS_AS(dm_.link(*a, *b), ca::invalid_operation);
       if (a != nullptr) dm_.free(*a);
       if (b != nullptr) dm_.free(*b);
       break;
     }
     case 5:  // bad devices and sizes
-      CHECK_THROWS_AS((void)dm_.allocate(fast, 0), ca::invalid_argument);
+      CHECK_THROWS_AS((void)dm_.allocate(fast_device, 0), ca::invalid_argument);
       CHECK_THROWS_AS((void)dm_.allocate(2, 64), ca::unknown_device);
       CHECK_THROWS_AS((void)dm_.getlinked(p, 7), ca::unknown_device);
       CHECK_THROWS_AS((void)dm_.usage(2), ca::unknown_device);
       CHECK_THROWS_AS((void)dm_.create_object(0), ca::invalid_argument);
-      CHECK(dm_.allocate(fast, fast_capacity + 1) == nullptr);  // too big is "full", not an error
+      CHECK(dm_.allocate(fast_device, fast_capacity + 1) == nullptr);  // too big is "full", not an error
       break;
     case 6: {  // evictfrom outside the heap
       const auto never = [](ca::Region&) -> bool { FAIL("evictfrom called back for a bad range"); return false; };
-      CHECK_THROWS_AS(dm_.evictfrom(fast, 0, 0, never), ca::invalid_argument);
-      CHECK_THROWS_AS(dm_.evictfrom(fast, fast_capacity, 64, never), ca::invalid_argument);
-      CHECK_THROWS_AS(dm_.evictfrom(fast, fast_capacity - 64, 128, never), ca::invalid_argument);
+      CHECK_THROWS_AS(dm_.evictfrom(fast_device, 0, 0, never), ca::invalid_argument);
+      CHECK_THROWS_AS(dm_.evictfrom(fast_device, fast_capacity, 64, never), ca::invalid_argument);
+      CHECK_THROWS_AS(dm_.evictfrom(fast_device, fast_capacity - 64, 128, never), ca::invalid_argument);
       CHECK_THROWS_AS(dm_.evictfrom(5, 0, 64, never), ca::unknown_device);
       CHECK_THROWS_AS(dm_.defrag(5), ca::unknown_device);
       break;

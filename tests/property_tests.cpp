@@ -14,7 +14,12 @@
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using property::fast, property::slow, property::MiB, property::first_mismatch, property::fill_pattern;
+
+namespace {
+
+using property::fast_device, property::slow_device, property::MiB, property::first_mismatch, property::fill_pattern;
+
+}  // namespace
 
 TEST_CASE("property: random data-manager operations keep every byte and every invariant") {
   const std::uint64_t seed = test::test_seed(20240611);
@@ -35,10 +40,10 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
                   << " pinned refusals, " << c.expected_errors << " expected errors, " << c.async_copies
                   << " asynchronous copies (" << c.async_in_flight_at_check << " seen in flight by a check, "
                   << stats.async.fence_waits << " waited for); allocations that found "
-                  << "the heap full: fast " << stats.devices[fast].failed_allocations << " of "
-                  << stats.devices[fast].allocations + stats.devices[fast].failed_allocations << ", slow "
-                  << stats.devices[slow].failed_allocations << " of "
-                  << stats.devices[slow].allocations + stats.devices[slow].failed_allocations);
+                  << "the heap full: fast " << stats.devices[fast_device].failed_allocations << " of "
+                  << stats.devices[fast_device].allocations + stats.devices[fast_device].failed_allocations << ", slow "
+                  << stats.devices[slow_device].failed_allocations << " of "
+                  << stats.devices[slow_device].allocations + stats.devices[slow_device].failed_allocations);
   if (ops >= 20000) {  // the run really went through the interesting paths
     CHECK(c.evictfrom_cleared > 0);
     CHECK(c.evictfrom_declined > 0);
@@ -51,7 +56,7 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
     CHECK(c.failed_creates > 0);
     CHECK(c.async_copies > 0);
     CHECK(stats.async.copies + stats.async.fence_waits > 0);
-    CHECK(stats.devices[fast].failed_allocations > 0);
+    CHECK(stats.devices[fast_device].failed_allocations > 0);
   }
 }
 
@@ -60,11 +65,11 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
 // by check_invariants(true).
 TEST_CASE("property: the content checks catch a changed byte") {
   ca::DataManager dm({ca::dram(1 * MiB, "fast"), ca::dax_file({}, 4 * MiB, "slow")});
-  ca::Object& o = test::make_object(dm, fast, 1000, 0);
+  ca::Object& o = test::make_object(dm, fast_device, 1000, 0);
   ca::Region& p = *dm.getprimary(o);
   fill_pattern(dm.pointer(p), 1000, 42);
   REQUIRE(first_mismatch(dm.pointer(p), 1000, 42) == 1000);
-  ca::Region* s = dm.allocate(slow, 1000);
+  ca::Region* s = dm.allocate(slow_device, 1000);
   REQUIRE(s != nullptr);
   dm.copyto(*s, p);
   dm.link(p, *s);
@@ -86,8 +91,8 @@ TEST_CASE("property: the content checks catch a changed byte") {
 // is promoted, a stale one replaced by a fresh copy.
 TEST_CASE("property: prefetch of an object with a fast secondary leaves no orphan region") {
   ca::DataManager dm({ca::dram(1 * MiB, "fast"), ca::dax_file({}, 4 * MiB, "slow")});
-  ca::Object& o = test::make_object(dm, slow, 1000, 7);
-  ca::Region* f = dm.allocate(fast, 1000);
+  ca::Object& o = test::make_object(dm, slow_device, 1000, 7);
+  ca::Region* f = dm.allocate(fast_device, 1000);
   REQUIRE(f != nullptr);
   dm.copyto(*f, *dm.getprimary(o));
   dm.link(*dm.getprimary(o), *f);
@@ -103,16 +108,16 @@ TEST_CASE("property: prefetch of an object with a fast secondary leaves no orpha
   }
   bool moved = false;
   try {
-    moved = ca::policy::prefetch(dm, o, fast, slow);
+    moved = ca::policy::prefetch(dm, o, fast_device, slow_device);
   } catch (const ca::error& e) {
     FAIL("prefetch threw: " << std::string(e.what()));
   }
   std::uint64_t orphans = 0;
-  dm.for_each_region(fast, [&](ca::Region& r) { orphans += dm.parent(r) == nullptr ? 1 : 0; });
+  dm.for_each_region(fast_device, [&](ca::Region& r) { orphans += dm.parent(r) == nullptr ? 1 : 0; });
   CHECK(orphans == 0);
-  CHECK(dm.usage(fast).live_regions == 1);
+  CHECK(dm.usage(fast_device).live_regions == 1);
   CHECK(moved);
-  CHECK(dm.device(*dm.getprimary(o)) == fast);
+  CHECK(dm.device(*dm.getprimary(o)) == fast_device);
   dm.check_invariants(true);
   CHECK(test::object_holds(dm, o, stale ? 8 : 7));
 }
@@ -123,9 +128,9 @@ TEST_CASE("property: prefetch of an object with a fast secondary leaves no orpha
 // as valid nor be accepted by setprimary.
 TEST_CASE("property: a secondary marked dirty stops counting as a valid copy") {
   ca::DataManager dm({ca::dram(1 * MiB, "fast"), ca::dax_file({}, 4 * MiB, "slow")});
-  ca::Object& o = test::make_object(dm, fast, 1000, 7);
+  ca::Object& o = test::make_object(dm, fast_device, 1000, 7);
   ca::Region& p = *dm.getprimary(o);
-  ca::Region* s = dm.allocate(slow, 1000);
+  ca::Region* s = dm.allocate(slow_device, 1000);
   REQUIRE(s != nullptr);
   dm.copyto(*s, p);
   dm.link(p, *s);

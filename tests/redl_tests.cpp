@@ -33,8 +33,7 @@ using ca::plan::RedlPlan;
 
 namespace {
 
-constexpr ca::Access R = ca::Access::read;
-constexpr ca::Access W = ca::Access::write;
+using test::R, test::W;
 
 using test::autoswap::program_of;
 using test::autoswap::Use;
@@ -51,13 +50,13 @@ AutotmCosts flat_costs(const Program& p, double seconds, double penalty, double 
 }
 
 // A random program with kernels of 1-3 arguments.
-Program random_program(test::Rng& rng, std::size_t n, std::size_t nk) {
+Program random_redl_program(test::Rng& rng, std::size_t n, std::size_t nk) {
   return test::autoswap::random_program(rng, n, nk, 1);
 }
 
 // Kernels of 0.1-1 s, PMM penalties of 0-1 s, copies of 100-1000 bytes
 // taking 0.02-5 s.
-AutotmCosts random_costs(test::Rng& rng, const Program& p) {
+AutotmCosts random_redl_costs(test::Rng& rng, const Program& p) {
   AutotmCosts c;
   for (const auto& kernel : p.kernels()) {
     c.dram_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
@@ -289,8 +288,8 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
   test::Rng rng(14);
   for (int i = 0; i < 60; ++i) {
     CAPTURE(i);
-    const Program p = random_program(rng, rng.between(3, 10), rng.between(3, 14));
-    const AutotmCosts c = random_costs(rng, p);
+    const Program p = random_redl_program(rng, rng.between(3, 10), rng.between(3, 14));
+    const AutotmCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = p.max_live();
     o.min_bytes = rng.percent(50) ? 0 : 500;
@@ -484,8 +483,8 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
   std::uint32_t moves_in = 0, writes_back = 0, dsma_total = 0, waited = 0, lowered = 0;
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
-    const Program p = random_program(rng, rng.between(3, 12), rng.between(3, 24));
-    const AutotmCosts c = random_costs(rng, p);
+    const Program p = random_redl_program(rng, rng.between(3, 12), rng.between(3, 24));
+    const AutotmCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = rng.percent(70) ? 0 : 400;
@@ -560,8 +559,8 @@ TEST_CASE("redl: the period search starts at the median and is never worse than 
   test::Rng rng(77);
   for (int i = 0; i < 80; ++i) {
     CAPTURE(i);
-    const Program p = random_program(rng, rng.between(4, 12), rng.between(6, 30));
-    const AutotmCosts c = random_costs(rng, p);
+    const Program p = random_redl_program(rng, rng.between(4, 12), rng.between(6, 30));
+    const AutotmCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 70) / 100);
     o.min_bytes = 0;

@@ -19,7 +19,7 @@ namespace nn = cachedarrays::nn;
 
 namespace {
 
-nn::ModelConfig tiny_resnet() {
+nn::ModelConfig replayed_resnet() {
   nn::ModelConfig config;
   config.family = "resnet";
   config.depth = 18;
@@ -30,7 +30,7 @@ nn::ModelConfig tiny_resnet() {
   return config;
 }
 
-const std::vector<ca::DeviceModel> models{{"fast", 100, 80}, {"slow", 30, 10}};
+const std::vector<ca::DeviceModel> replay_models{{"fast", 100, 80}, {"slow", 30, 10}};
 
 // One training iteration and a collect, recorded from before the model
 // exists until after it is gone, so the trace holds every object's life.
@@ -42,7 +42,7 @@ struct Recording {
 };
 
 Recording record_real_run(const std::string& policy) {
-  const nn::ModelConfig config = tiny_resnet();
+  const nn::ModelConfig config = replayed_resnet();
   const std::uint64_t footprint = nn::measure_footprint([&] { return nn::build_model(config); });
   Recording rec;
   rec.fast = footprint / 3;
@@ -96,14 +96,11 @@ void check_same_traffic(const ca::Stats& real, const ca::Stats& replayed) {
 }
 
 // Hand-made traces.
-void create(ca::Trace& t, std::uint64_t id, std::uint64_t bytes) {
-  t.record({.kind = ca::TraceKind::create, .object = id, .bytes = bytes});
-}
-void retire(ca::Trace& t, std::uint64_t id) { t.record({.kind = ca::TraceKind::retire, .object = id}); }
+using test::create, test::retire;
 
 std::string replay_error(const ca::Trace& t) {
   ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
-  return test::invalid_argument_of([&] { (void)ca::replay(t, target, models); });
+  return test::invalid_argument_of([&] { (void)ca::replay(t, target, replay_models); });
 }
 
 }  // namespace
@@ -115,7 +112,7 @@ TEST_CASE("replay: replaying a recorded trace reproduces the real run's traffic 
     REQUIRE(rec.stats.total_bytes_copied() > 0);  // the budget is tight enough to move data
     ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
                        ca::policy::Registry::builtin().make(policy));
-    const ca::ReplayResult r = ca::replay(rec.trace, target, models);
+    const ca::ReplayResult r = ca::replay(rec.trace, target, replay_models);
     check_same_traffic(rec.stats, r.stats);
     CHECK(r.stats.devices[0].bytes_in_use == 0);
     CHECK(r.stats.devices[1].bytes_in_use == 0);
@@ -129,7 +126,7 @@ TEST_CASE("replay: another policy gives other traffic") {
   const auto run = [&](const char* policy) {
     ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
                        ca::policy::Registry::builtin().make(policy));
-    return ca::replay(rec.trace, target, models);
+    return ca::replay(rec.trace, target, replay_models);
   };
   const ca::ReplayResult lmp = run("ca-lmp");
   const ca::ReplayResult slow = run("all-slow");
@@ -154,7 +151,7 @@ TEST_CASE("replay: modeled time is bytes over the bandwidth of the device each a
   t.record_kernel("read()", {{2, 1000, false, 1}});  // a scoped access: no end event
   retire(t, 1);
   ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
-  const ca::ReplayResult r = ca::replay(t, target, models);
+  const ca::ReplayResult r = ca::replay(t, target, replay_models);
   CHECK(r.kernels == 2);
   const double expected = (1000 / 100.0 + 1000 / 10.0 + 1000 / 30.0) * 1e-9;
   CHECK(r.kernel_seconds == doctest::Approx(expected));
@@ -170,7 +167,7 @@ TEST_CASE("replay: modeled time is bytes over the bandwidth of the device each a
     ca::Stats s;
     s.bytes_copied[1][0] = 3'000'000'000;  // slow read 30 < fast write 80
     s.bytes_copied[0][1] = 1'000'000'000;  // slow write 10 < fast read 100
-    CHECK(ca::modeled_copy_seconds(s, models) == doctest::Approx(0.1 + 0.1));
+    CHECK(ca::modeled_copy_seconds(s, replay_models) == doctest::Approx(0.1 + 0.1));
   }
   SUBCASE("a policy that moves data is charged for its copies") {
     ca::Trace m;
@@ -180,10 +177,10 @@ TEST_CASE("replay: modeled time is bytes over the bandwidth of the device each a
     m.record_kernel("read()", {{1, 600, false, 1}});
     ca::Runtime moving({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")},
                        ca::policy::Registry::builtin().make("ca-l"));
-    const ca::ReplayResult c = ca::replay(m, moving, models);
+    const ca::ReplayResult c = ca::replay(m, moving, replay_models);
     CHECK(c.stats.total_bytes_copied() > 0);
     CHECK(c.copy_seconds > 0);
-    CHECK(c.copy_seconds == doctest::Approx(ca::modeled_copy_seconds(c.stats, models)));
+    CHECK(c.copy_seconds == doctest::Approx(ca::modeled_copy_seconds(c.stats, replay_models)));
     CHECK(c.modeled_seconds == doctest::Approx(c.kernel_seconds + c.copy_seconds));
   }
 }
@@ -201,9 +198,9 @@ TEST_CASE("replay: with the roofline, a kernel takes the larger of its compute a
   t.record({.kind = ca::TraceKind::kernel_end, .name = t.intern("relu flops=1")});
   const auto run = [&](const ca::plan::KernelTimeModel* model) {
     ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
-    return ca::replay(t, target, models, model);
+    return ca::replay(t, target, replay_models, model);
   };
-  const ca::plan::Roofline roofline(1e9, {models[0].read_gbps, models[0].write_gbps});
+  const ca::plan::Roofline roofline(1e9, {replay_models[0].read_gbps, replay_models[0].write_gbps});
   const double memory = (1000 / 100.0 + 1000 / 10.0) * 1e-9;
   const ca::ReplayResult r = run(&roofline);
   CHECK(r.kernel_seconds == doctest::Approx(10'000e-9 + memory));
@@ -211,7 +208,7 @@ TEST_CASE("replay: with the roofline, a kernel takes the larger of its compute a
   // Without a model (and through the three-argument call) every kernel is memory-bound.
   CHECK(run(nullptr).kernel_seconds == doctest::Approx(2 * memory));
   ca::Runtime target({ca::virtual_device(1024, "fast"), ca::virtual_device(1 << 20, "slow")});
-  CHECK(ca::replay(t, target, models).kernel_seconds == doctest::Approx(2 * memory));
+  CHECK(ca::replay(t, target, replay_models).kernel_seconds == doctest::Approx(2 * memory));
 }
 
 TEST_CASE("replay: a recorded model under the roofline takes at least its compute and its memory bound") {
@@ -223,11 +220,11 @@ TEST_CASE("replay: a recorded model under the roofline takes at least its comput
     }
   }
   REQUIRE(compute > 0);
-  const ca::plan::Roofline roofline(1e9, {models[0].read_gbps, models[0].write_gbps});
+  const ca::plan::Roofline roofline(1e9, {replay_models[0].read_gbps, replay_models[0].write_gbps});
   const auto run = [&](const ca::plan::KernelTimeModel* model) {
     ca::Runtime target({ca::virtual_device(rec.fast, "fast"), ca::virtual_device(rec.slow, "slow")},
                        ca::policy::Registry::builtin().make("all-slow"));
-    return ca::replay(rec.trace, target, models, model);
+    return ca::replay(rec.trace, target, replay_models, model);
   };
   const ca::ReplayResult with_roofline = run(&roofline);
   const ca::ReplayResult memory_bound = run(nullptr);
@@ -269,8 +266,8 @@ TEST_CASE("replay: a bad trace is rejected naming the event") {
   SUBCASE("too few device models, or a zero bandwidth") {
     ca::Trace t;
     ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
-    CHECK_THROWS_AS((void)ca::replay(t, target, {models[0]}), ca::invalid_argument);
-    CHECK_THROWS_AS((void)ca::replay(t, target, {models[0], {"slow", 0, 1}}), ca::invalid_argument);
+    CHECK_THROWS_AS((void)ca::replay(t, target, {replay_models[0]}), ca::invalid_argument);
+    CHECK_THROWS_AS((void)ca::replay(t, target, {replay_models[0], {"slow", 0, 1}}), ca::invalid_argument);
   }
 }
 
@@ -302,7 +299,7 @@ TEST_CASE("replay: the steady iteration is the mean of the iterations in the win
     retire(t, 100 + i);
   }
   ca::Runtime target({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
-  const ca::ReplayResult r = ca::replay(t, target, models);
+  const ca::ReplayResult r = ca::replay(t, target, replay_models);
   REQUIRE(r.iterations.size() == 5);
   CHECK(r.iterations[0].seconds == 0);
   CHECK(r.iterations[1].seconds == doctest::Approx(20e-9));  // after iteration 1: 1000 + 1000 bytes
@@ -320,7 +317,7 @@ TEST_CASE("replay: the steady iteration is the mean of the iterations in the win
     create(one, 1, 1000);
     one.record_kernel("read()", {{1, 1000, false, 0}});
     ca::Runtime fresh({ca::virtual_device(1 << 20, "fast"), ca::virtual_device(1 << 20, "slow")});
-    const ca::ReplayResult whole = ca::replay(one, fresh, models);
+    const ca::ReplayResult whole = ca::replay(one, fresh, replay_models);
     const ca::ReplayIteration it = ca::steady_iteration(whole);
     CHECK(it.iterations == 1);
     CHECK(it.seconds == whole.modeled_seconds);
@@ -329,14 +326,14 @@ TEST_CASE("replay: the steady iteration is the mean of the iterations in the win
 }
 
 TEST_CASE("replay: a dry run's steady all-fast iteration takes exactly its program's kernels") {
-  const auto build = [] { return nn::build_model(tiny_resnet()); };
+  const auto build = [] { return nn::build_model(replayed_resnet()); };
   CHECK(test::invalid_argument_of([&] { (void)nn::dry_run_trace(build, {}, 0); }).find("at least 1 iteration") !=
         std::string::npos);
   const ca::Trace trace = nn::dry_run_trace(build, {}, nn::steady_trace_iterations);
   const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
   const auto all_fast = [&](const ca::Trace& tr) {
     ca::Runtime rt({ca::virtual_device(std::uint64_t{1} << 30, "fast"), ca::virtual_device(1 << 20, "slow")});
-    return ca::replay(tr, rt, models);
+    return ca::replay(tr, rt, replay_models);
   };
   const ca::ReplayResult steady = all_fast(trace);
   CHECK(steady.iterations.size() == nn::steady_trace_iterations);

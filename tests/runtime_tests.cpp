@@ -13,9 +13,9 @@ namespace ca = cachedarrays;
 namespace {
 
 // Records every hint so the tests can check what the runtime emitted.
-class RecordingPolicy final : public ca::policy::Policy {
+class HintRecordingPolicy final : public ca::policy::Policy {
  public:
-  explicit RecordingPolicy(std::vector<std::string>& log) : log_(log) {}
+  explicit HintRecordingPolicy(std::vector<std::string>& log) : log_(log) {}
   std::string name() const override { return "recording"; }
   bool place(ca::Object& o) override {
     log_.push_back("place " + std::to_string(o.id()));
@@ -98,7 +98,7 @@ TEST_CASE("runtime: scoped accesses pin, mark dirty on write, and unpin at scope
 
 TEST_CASE("runtime: kernel hands resolved spans in order and emits one hint per argument") {
   std::vector<std::string> log;
-  ca::Runtime rt(test::two_tiers(), std::make_unique<RecordingPolicy>(log));
+  ca::Runtime rt(test::two_tiers(), std::make_unique<HintRecordingPolicy>(log));
   auto x = rt.array<float>(1000);
   auto w = rt.array<float>(1000);
   auto y = rt.array<float>(1000);
@@ -131,7 +131,7 @@ TEST_CASE("runtime: a kernel that throws unpins every argument") {
 
 TEST_CASE("runtime: hints, archive, retire and collect reach the policy") {
   std::vector<std::string> log;
-  ca::Runtime rt(test::two_tiers(), std::make_unique<RecordingPolicy>(log));
+  ca::Runtime rt(test::two_tiers(), std::make_unique<HintRecordingPolicy>(log));
   auto a = rt.array<int>(10);
   const std::string id = std::to_string(a.id());
   a.will_use();

@@ -23,7 +23,7 @@ using ca::policy::detail::ReuseDistance;
 
 namespace {
 
-constexpr std::uint64_t kib = 1024;
+using test::all_equal, test::device_of, test::kib;
 
 // The distinct bytes of other objects touched since `object`'s last touch,
 // by walking the history: what ReuseDistance must compute.
@@ -40,11 +40,6 @@ std::uint64_t brute_force_distance(const std::vector<int>& history, const std::m
   return total;
 }
 
-ca::DeviceId device_of(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {
-  auto guard = rt.lock();
-  return rt.manager().device(*rt.manager().getprimary(a.object()));
-}
-
 std::unique_ptr<ca::Runtime> runtime(ca::policy::Mode mode) {
   return std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 16 << 20),
                                        std::make_unique<ca::policy::CachedArraysPolicy>(mode));
@@ -52,11 +47,6 @@ std::unique_ptr<ca::Runtime> runtime(ca::policy::Mode mode) {
 
 void write_kernel(ca::Runtime& rt, ca::CachedArray<std::byte>& a, std::byte value) {
   rt.kernel(ca::writes(a), [value](std::span<std::byte> d) { std::fill(d.begin(), d.end(), value); });
-}
-
-bool all_equal(const ca::CachedArray<std::byte>& a, std::byte value) {
-  const auto r = a.read();
-  return std::all_of(r.begin(), r.end(), [&](std::byte b) { return b == value; });
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ namespace {
 
 namespace ca = cachedarrays;
 
-constexpr std::uint64_t MiB = 1024 * 1024;
+using test::MiB;
 constexpr int thread_count = 4;
 constexpr std::size_t private_arrays_max = 8;
 

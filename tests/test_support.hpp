@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,9 +26,23 @@ namespace test {
 
 namespace ca = cachedarrays;
 
+// Sizes shared by the test files, which a unity build compiles together (kib and KiB are both in use).
+inline constexpr std::uint64_t kib = 1024;
+inline constexpr std::uint64_t KiB = 1024;
+inline constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t MB = 1'000'000;
+
+// The devices of a two-tier runtime (two_tiers), in the order it lists them.
+inline constexpr ca::DeviceId fast_device = 0;
+inline constexpr ca::DeviceId slow_device = 1;
+
+// Kernel argument accesses, short, for hand-written programs.
+inline constexpr ca::Access R = ca::Access::read;
+inline constexpr ca::Access W = ca::Access::write;
+
 // A fast DRAM tier and a slow tier on a DAX file under /dev/shm.
-inline std::vector<ca::DeviceSpec> two_tiers(std::uint64_t fast = 1 << 20, std::uint64_t slow = 8 << 20) {
-  return {ca::dram(fast, "fast"), ca::dax_file({}, slow, "slow")};
+inline std::vector<ca::DeviceSpec> two_tiers(std::uint64_t fast_bytes = 1 << 20, std::uint64_t slow_bytes = 8 << 20) {
+  return {ca::dram(fast_bytes, "fast"), ca::dax_file({}, slow_bytes, "slow")};
 }
 
 // The byte at position i of a pattern identified by `seed`.
@@ -160,6 +175,36 @@ inline ca::Object& make_object(ca::DataManager& dm, ca::DeviceId device, std::ui
   return object;
 }
 
+// An array's contents, through a write access: pattern `seed`.
+inline void fill(ca::CachedArray<std::byte>& array, std::uint64_t seed) {
+  auto w = array.write();
+  fill(w.data(), w.size(), seed);
+}
+
+// The array holds pattern `seed`, read through a read access.
+inline bool holds(const ca::CachedArray<std::byte>& array, std::uint64_t seed) {
+  auto r = array.read();
+  return holds(r.data(), r.size(), seed);
+}
+
+// Every byte of the array is `value`, read through a read access.
+inline bool all_equal(const ca::CachedArray<std::byte>& array, std::byte value) {
+  const auto r = array.read();
+  return std::all_of(r.begin(), r.end(), [&](std::byte b) { return b == value; });
+}
+
+// The device of the array's primary copy, asked under the runtime's lock.
+inline ca::DeviceId device_of(ca::Runtime& rt, const ca::CachedArray<std::byte>& array) {
+  auto guard = rt.lock();
+  return rt.manager().device(*rt.manager().getprimary(array.object()));
+}
+
+// Events of hand-made traces: object `id` of `bytes` is created, or retired.
+inline void create(ca::Trace& t, std::uint64_t id, std::uint64_t bytes) {
+  t.record({.kind = ca::TraceKind::create, .object = id, .bytes = bytes});
+}
+inline void retire(ca::Trace& t, std::uint64_t id) { t.record({.kind = ca::TraceKind::retire, .object = id}); }
+
 inline bool object_holds(const ca::DataManager& dm, const ca::Object& object, std::uint64_t seed) {
   const ca::Region* primary = dm.getprimary(object);
   return primary != nullptr && holds(dm.pointer(*primary), object.bytes(), seed);
@@ -181,7 +226,9 @@ std::string message_of(F&& f) {
 // The message of the invalid_argument `f()` throws ("no error" if it throws none).
 template <typename F>
 std::string invalid_argument_of(F&& f) {
-  return message_of<ca::invalid_argument>(std::forward<F>(f));
+  // Qualified: through the lambda's namespace, argument-dependent lookup
+  // would also find a test file's own message_of.
+  return test::message_of<ca::invalid_argument>(std::forward<F>(f));
 }
 
 // A check that `message` contains `part`, showing the message when not.

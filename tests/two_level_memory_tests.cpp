@@ -15,7 +15,7 @@ namespace ca = cachedarrays;
 
 namespace {
 
-constexpr std::uint64_t line = 64;
+constexpr std::uint64_t line_size = 64;
 
 struct Counts {
   std::uint64_t hits, clean, dirty;
@@ -78,7 +78,7 @@ void check_equal(const ca::TwoLmCounters& a, const ca::TwoLmCounters& b) {
 }  // namespace
 
 TEST_CASE("2lm: a read misses once, then hits; traffic is counted in whole lines") {
-  ca::TwoLevelMemory m(4 * line);
+  ca::TwoLevelMemory m(4 * line_size);
   m.access(0, 64, false);
   CHECK(counts(m) == Counts{0, 1, 0});
   m.access(0, 64, false);
@@ -92,7 +92,7 @@ TEST_CASE("2lm: a read misses once, then hits; traffic is counted in whole lines
 }
 
 TEST_CASE("2lm: conflicting lines evict each other; a dirty victim is written back") {
-  ca::TwoLevelMemory m(4 * line);
+  ca::TwoLevelMemory m(4 * line_size);
   m.access(0, 64, false);    // set 0, tag 0: clean miss
   m.access(256, 64, false);  // set 0, tag 1: clean miss (clean victim)
   m.access(0, 64, false);    // clean miss again
@@ -107,7 +107,7 @@ TEST_CASE("2lm: conflicting lines evict each other; a dirty victim is written ba
 }
 
 TEST_CASE("2lm: a write miss allocates the line and leaves it dirty") {
-  ca::TwoLevelMemory m(4 * line);
+  ca::TwoLevelMemory m(4 * line_size);
   m.access(64, 64, true);
   CHECK(counts(m) == Counts{0, 1, 0});
   CHECK(m.counters().nvram_bytes_read == 64);      // write-allocate fills
@@ -118,26 +118,26 @@ TEST_CASE("2lm: a write miss allocates the line and leaves it dirty") {
 
 TEST_CASE("2lm: a range that wraps around the cache meets its own earlier lines") {
   SUBCASE("write: the second pass finds the first pass's dirty lines") {
-    ca::TwoLevelMemory m(4 * line);
+    ca::TwoLevelMemory m(4 * line_size);
     m.access(128, 384, true);  // lines 2..7: sets 2,3 (tag 0), then sets 0..3 (tag 1)
     CHECK(counts(m) == Counts{0, 4, 2});
   }
   SUBCASE("read: everything is clean") {
-    ca::TwoLevelMemory m(4 * line);
+    ca::TwoLevelMemory m(4 * line_size);
     m.access(128, 384, false);
     CHECK(counts(m) == Counts{0, 6, 0});
   }
   SUBCASE("a range four times the cache, read then written") {
-    ca::TwoLevelMemory m(4 * line);
-    m.access(0, 16 * line, false);
+    ca::TwoLevelMemory m(4 * line_size);
+    m.access(0, 16 * line_size, false);
     CHECK(counts(m) == Counts{0, 16, 0});
-    m.access(0, 16 * line, true);  // sets hold tag 3: the first pass misses clean, later passes dirty
+    m.access(0, 16 * line_size, true);  // sets hold tag 3: the first pass misses clean, later passes dirty
     CHECK(counts(m) == Counts{0, 20, 12});
   }
 }
 
 TEST_CASE("2lm: partial and unaligned ranges touch every line they overlap") {
-  ca::TwoLevelMemory m(4 * line);
+  ca::TwoLevelMemory m(4 * line_size);
   m.access(60, 8, false);  // lines 0 and 1
   CHECK(counts(m) == Counts{0, 2, 0});
   m.access(0, 1, false);
@@ -150,7 +150,7 @@ TEST_CASE("2lm: partial and unaligned ranges touch every line they overlap") {
 }
 
 TEST_CASE("2lm: write after read dirties only the written lines") {
-  ca::TwoLevelMemory m(4 * line);
+  ca::TwoLevelMemory m(4 * line_size);
   m.access(0, 256, false);
   m.access(64, 128, true);  // two hits
   CHECK(counts(m) == Counts{2, 4, 0});
@@ -171,8 +171,8 @@ struct RandomAccess {
 // per-line model of a cache of `sets` sets, requiring equal counts after each.
 template <typename Draw>
 void agree_with_per_line_model(std::uint64_t sets, int count, test::Rng& rng, Draw draw) {
-  ca::TwoLevelMemory m(sets * line);
-  NaiveCache naive(sets, line);
+  ca::TwoLevelMemory m(sets * line_size);
+  NaiveCache naive(sets, line_size);
   for (int i = 0; i < count; ++i) {
     const RandomAccess a = draw(rng);
     m.access(a.address, a.bytes, a.write);
@@ -195,9 +195,9 @@ TEST_CASE("2lm: the interval map agrees with a per-line model on thousands of ra
     CAPTURE(sets);
     test::Rng rng(seed + sets);
     agree_with_per_line_model(sets, 4000, rng, [sets](test::Rng& r) {
-      const std::uint64_t address = r() % (sets * line * 6);
+      const std::uint64_t address = r() % (sets * line_size * 6);
       // Mostly short ranges, some longer than the whole cache.
-      const std::uint64_t bytes = r() % 8 == 0 ? r() % (3 * sets * line + 1) : r() % (2 * line + 1);
+      const std::uint64_t bytes = r() % 8 == 0 ? r() % (3 * sets * line_size + 1) : r() % (2 * line_size + 1);
       return RandomAccess{address, bytes, r() % 3 == 0};
     });
   }
@@ -212,8 +212,8 @@ TEST_CASE("2lm: ranges of many whole passes over a small cache agree with the pe
     CAPTURE(sets);
     test::Rng rng(seed + sets);
     agree_with_per_line_model(sets, 600, rng, [sets](test::Rng& r) {
-      const std::uint64_t address = r() % (sets * line * 50);
-      const std::uint64_t bytes = r() % 2 == 0 ? r() % (40 * sets * line + 1) : r() % (sets * line + 1);
+      const std::uint64_t address = r() % (sets * line_size * 50);
+      const std::uint64_t bytes = r() % 2 == 0 ? r() % (40 * sets * line_size + 1) : r() % (sets * line_size + 1);
       return RandomAccess{address, bytes, r() % 2 == 0};
     });
   }
@@ -247,10 +247,8 @@ TEST_CASE("2lm: bad cache geometries are rejected") {
 
 namespace {
 
-void create(ca::Trace& t, std::uint64_t id, std::uint64_t bytes) {
-  t.record({.kind = ca::TraceKind::create, .object = id, .bytes = bytes});
-}
-void retire(ca::Trace& t, std::uint64_t id) { t.record({.kind = ca::TraceKind::retire, .object = id}); }
+using test::create, test::retire;
+
 void kernel(ca::Trace& t, std::vector<ca::TraceArg> args) { t.record_kernel("k", args); }
 
 const ca::DeviceModel dram_model{"dram", 10, 5};

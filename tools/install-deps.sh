@@ -12,7 +12,7 @@ case "$profile" in
 esac
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   libpmem-dev      # PMDK: DAX heaps (pmem_map_file, pmem_memcpy_nodrain)
   libpmem2-dev     # PMDK: bad blocks of a DAX heap's file (pmem2_badblock_next)
   libnuma-dev      # NUMA / CXL heaps and DRAM binding

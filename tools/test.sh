@@ -7,60 +7,118 @@
 #  3. the Debian package: built by CPack, installed with apt, the install
 #     consumers built against it from /usr and run, then removed;
 #  4. the suite again under AddressSanitizer and UndefinedBehaviorSanitizer,
-#     one Clang build instrumented for both at -O1 (the suite runs several
-#     times faster than at -O0, and the sanitizers lose nothing they report);
-#  5. the libFuzzer targets (fuzz/), built in that same Clang build, so with
-#     the same sanitizers and nothing compiled twice, each fuzzing for 30 s
-#     from its seed corpus: a crash fails the run;
-#  6. the multi-threaded tests (stress, asynchronous copies, the mover, reads
-#     that skip the runtime lock, the capacity planner's parallel replays)
-#     under ThreadSanitizer, in a build of only their files.
-# Each stage prints its minutes: CI has 90 in all on 2 cores.
+#     one Clang build instrumented for both at -O1;
+#  5. the libFuzzer targets (fuzz/), built in that same Clang build, each
+#     fuzzing for 30 s from its seed corpus: a crash fails the run;
+#  6. the multi-threaded tests under ThreadSanitizer, in a build of only
+#     their files.
+# The builds are configured by tools/ci_builds.sh. On 2 cores CI must end in
+# 30 minutes, so the next build compiles at the lowest priority beside the
+# stage before it (the sanitizers' build beside the suite, the package and
+# the reference; ThreadSanitizer's beside the sanitizers' suite): it takes
+# only the time the tests leave idle, and the tests run as fast as alone.
+# Each stage prints its minutes against its share of the 30, and a warning
+# when it takes more, so that drift shows before CI fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/install-deps.sh
-
+source tools/ci_builds.sh
 jobs=$(nproc)
-# Line tables only (-g1): enough for every backtrace and sanitizer report,
-# and a third less to compile than full debug information.
-line_tables="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
-stage_start=$SECONDS
-stage_end() { echo "== $1: $(( (SECONDS - stage_start) / 60 )) min $(( (SECONDS - stage_start) % 60 )) s"; stage_start=$SECONDS; }
 
-echo "== build (RelWithDebInfo, -Werror) and full suite"
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo "$line_tables" -DCACHEDARRAYS_WERROR=ON -DCACHEDARRAYS_BUILD_DOCS=ON >/dev/null
+ci_budget_seconds=1800
+ci_start=$SECONDS
+stage_name="" stage_budget=0 stage_start=$SECONDS
+over_budget=()
+stage() {
+  stage_name=$1 stage_budget=$2 stage_start=$SECONDS
+  echo "== $stage_name (budget $(minutes "$stage_budget"))"
+}
+minutes() { echo "$(($1 / 60)) min $(($1 % 60)) s"; }
+stage_end() {
+  local took=$((SECONDS - stage_start))
+  echo "== $stage_name: $(minutes "$took") (budget $(minutes "$stage_budget"))"
+  if ((took > stage_budget)); then
+    echo "== WARNING: '$stage_name' took $(minutes "$took"), over its budget of $(minutes "$stage_budget") of CI's 30 min"
+    over_budget+=("$stage_name")
+  fi
+}
+
+# Background builds: started niced, waited for by name; their output goes to
+# a log that is printed when they fail. Whatever is still running when the
+# script ends (a failure) is stopped.
+declare -A background_pid=() background_log=() background_start=()
+background() {
+  local name=$1
+  shift
+  background_log[$name]=$(mktemp)
+  background_start[$name]=$SECONDS
+  nice -n 19 bash -c "$*" >"${background_log[$name]}" 2>&1 &
+  background_pid[$name]=$!
+}
+join_background() {
+  local name=$1
+  if ! wait "${background_pid[$name]}"; then
+    cat "${background_log[$name]}"
+    echo "== FAILED: $name (in the background)"
+    exit 1
+  fi
+  echo "== $name: done, $(minutes $((SECONDS - ${background_start[$name]}))) after it started in the background"
+  unset "background_pid[$name]"
+}
+stop_background() {
+  local pid
+  for pid in "${background_pid[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+set -m  # each background build in its own process group, so that it stops whole
+
+stage "dependencies" 60
+bash tools/install-deps.sh
+stage_end
+
+stage "build (GCC, RelWithDebInfo, -Werror)" 600
+configure_build main build-test
 cmake --build build-test -j"$jobs"
+stage_end
+
+# From here the sanitizers' Clang build compiles beside the stages, taking
+# only what they leave idle.
+background "address and undefined-behaviour sanitizers: build" \
+  "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
+
+stage "full suite" 330
 ctest --test-dir build-test --output-on-failure -j"$jobs"
-stage_end "build and full suite"
+stage_end
 
-echo "== API reference (Doxygen, warnings are errors)"
+stage "API reference (Doxygen, warnings are errors)" 30
 cmake --build build-test --target docs
-stage_end "API reference"
+stage_end
 
-echo "== Debian package: built, installed, used by the install consumers, removed"
+stage "Debian package: built, installed, used by the install consumers, removed" 120
 bash tools/check_deb.sh build-test
-stage_end "Debian package"
+stage_end
 
-echo "== address and undefined-behaviour sanitizers (Clang; the fuzz targets built beside the suite)"
-cmake -S . -B build-sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-  -DCACHEDARRAYS_SANITIZE=address,undefined -DCACHEDARRAYS_WERROR=ON \
-  -DCACHEDARRAYS_BUILD_FUZZERS=ON -DCACHEDARRAYS_FUZZ_SECONDS=30 \
-  -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_EXAMPLES=OFF -DCACHEDARRAYS_BUILD_TOOLS=OFF >/dev/null
-cmake --build build-sanitize -j"$jobs"
+stage "address and undefined-behaviour sanitizers: the rest of their build" 240
+join_background "address and undefined-behaviour sanitizers: build"
+stage_end
+
+background "thread sanitizer: build" \
+  "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
+
+stage "address and undefined-behaviour sanitizers: the suite" 420
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
-stage_end "address and undefined-behaviour sanitizers"
+stage_end
 
-echo "== fuzzing (libFuzzer, the sanitizers' build)"
+stage "fuzzing (libFuzzer, the sanitizers' build)" 90
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
-stage_end "fuzzing"
+stage_end
 
-echo "== thread sanitizer (multi-threaded tests)"
-cmake -S . -B build-thread -DCMAKE_BUILD_TYPE=RelWithDebInfo "$line_tables" -DCACHEDARRAYS_SANITIZE=thread -DCACHEDARRAYS_WERROR=ON \
-  -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_EXAMPLES=OFF -DCACHEDARRAYS_BUILD_NN=OFF \
-  -DCACHEDARRAYS_BUILD_TOOLS=OFF \
-  "-DCACHEDARRAYS_TEST_FILTER=/(async_copy|stress|unlocked_reads|copy_engine|copy_timeline|autotm_policy|planned_policies|capacity_plan)_tests\\.cpp$" \
-  >/dev/null
-cmake --build build-thread -j"$jobs" --target cachedarrays_tests
-TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp halt_on_error=1" \
-  ctest --test-dir build-thread --output-on-failure -j"$jobs" -R 'stress|thread|async|unlocked|placement'
-stage_end "thread sanitizer"
+stage "thread sanitizer (multi-threaded tests)" 90
+join_background "thread sanitizer: build"
+TSAN_OPTIONS="$ci_tsan_options" ctest --test-dir build-thread --output-on-failure -j"$jobs" -R "$ci_thread_test_names"
+stage_end
+
+total=$((SECONDS - ci_start))
+echo "== all stages: $(minutes "$total") (budget $(minutes "$ci_budget_seconds"))"
+if ((total > ci_budget_seconds)); then
+  echo "== WARNING: CI took $(minutes "$total"), over its budget of 30 min; over their own budgets: ${over_budget[*]:-none}"
+fi

@@ -30,6 +30,7 @@
 
 #include "cachedarrays/cachedarrays.hpp"
 #include "test_support.hpp"
+#include "wall_clock.hpp"
 
 namespace property {
 
@@ -47,12 +48,8 @@ constexpr std::array<std::uint64_t, 3> target_objects = {400, 1200, 3000};
 constexpr std::uint64_t phase_ops = 6000;
 
 // 100,000 operations in an optimised build; unoptimised and sanitizer builds
-// (the CI's Debug ASan/UBSan job), many times slower, run a quarter of them.
-#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-constexpr std::uint64_t default_ops = 100000;
-#else
-constexpr std::uint64_t default_ops = 25000;
-#endif
+// (CI's ASan/UBSan build), many times slower, run a quarter of them.
+constexpr std::uint64_t default_ops = test::full_speed_build ? 100000 : 25000;
 
 inline std::uint64_t round_up(std::uint64_t bytes) { return (bytes + alignment - 1) & ~(alignment - 1); }
 

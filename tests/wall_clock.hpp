@@ -11,9 +11,28 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
+// The sanitizers of this build, as CMake's CACHEDARRAYS_SANITIZE spells them
+// (tests/CMakeLists.txt defines it for every test binary): both compilers
+// are covered alike, where their own macros differ.
+#ifndef CACHEDARRAYS_TEST_SANITIZE
+#error "CACHEDARRAYS_TEST_SANITIZE must be defined (tests/CMakeLists.txt does, empty without sanitizers)"
+#endif
+
 namespace test {
+
+// Instrumented by a sanitizer.
+inline constexpr bool sanitized_build = std::string_view(CACHEDARRAYS_TEST_SANITIZE) != "";
+// Optimised and not instrumented: the build the longest randomized tests are
+// sized for; the others, many times slower, run a fraction of their
+// operations.
+#ifdef __OPTIMIZE__
+inline constexpr bool full_speed_build = !sanitized_build;
+#else
+inline constexpr bool full_speed_build = false;
+#endif
 
 namespace detail {
 
@@ -21,11 +40,11 @@ namespace detail {
 // where the reference work below would not show it (a solver's library is
 // not instrumented, but its callbacks and allocations are).
 inline double sanitizer_slowdown() {
-  const std::string sanitize = CACHEDARRAYS_TEST_SANITIZE;
+  const std::string_view sanitize = CACHEDARRAYS_TEST_SANITIZE;
   double factor = 1;
-  if (sanitize.find("address") != std::string::npos) factor *= 4;
-  if (sanitize.find("undefined") != std::string::npos) factor *= 1.5;
-  if (sanitize.find("thread") != std::string::npos) factor *= 10;
+  if (sanitize.find("address") != std::string_view::npos) factor *= 4;
+  if (sanitize.find("undefined") != std::string_view::npos) factor *= 1.5;
+  if (sanitize.find("thread") != std::string_view::npos) factor *= 10;
 #ifndef __OPTIMIZE__
   factor *= 4;
 #endif

@@ -14,9 +14,10 @@
 #     their files.
 # The builds are configured by tools/ci_builds.sh. On 2 cores CI must end in
 # 30 minutes, so the next build compiles at the lowest priority beside the
-# stage before it (the sanitizers' build beside the suite, the package and
-# the reference; ThreadSanitizer's beside the sanitizers' suite): it takes
-# only the time the tests leave idle, and the tests run as fast as alone.
+# stages before it (the sanitizers' build from the start, beside the GCC
+# build, the suite, the reference and the package; ThreadSanitizer's beside
+# the sanitizers' suite): it takes only the time they leave idle, and they
+# run as fast as alone.
 # Each stage prints its minutes against its share of the 30, and a warning
 # when it takes more, so that drift shows before CI fails.
 set -euo pipefail
@@ -75,15 +76,16 @@ stage "dependencies" 60
 bash tools/install-deps.sh
 stage_end
 
+# From here the sanitizers' Clang build compiles beside the stages, taking
+# only what they leave idle (the GCC build's configure and its last targets
+# leave a core idle, the suite much more).
+background "address and undefined-behaviour sanitizers: build" \
+  "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
+
 stage "build (GCC, RelWithDebInfo, -Werror)" 600
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
-
-# From here the sanitizers' Clang build compiles beside the stages, taking
-# only what they leave idle.
-background "address and undefined-behaviour sanitizers: build" \
-  "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
 stage "full suite" 330
 ctest --test-dir build-test --output-on-failure -j"$jobs"
@@ -105,6 +107,10 @@ background "thread sanitizer: build" \
   "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
 
 stage "address and undefined-behaviour sanitizers: the suite" 420
+# The suite's own test times, measured above, order this run: the longest
+# tests start first, so that none runs alone on one core at the end.
+mkdir -p build-sanitize/Testing/Temporary
+cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Temporary/
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
 stage_end
 

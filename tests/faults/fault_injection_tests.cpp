@@ -38,6 +38,7 @@
 #include "cachedarrays/policy/registry.hpp"
 #include "test_kernel_models.hpp"
 #include "test_support.hpp"
+#include "wall_clock.hpp"
 
 #ifndef CACHEDARRAYS_FAULT_INJECTION
 #error "fault_injection_tests.cpp needs CACHEDARRAYS_FAULT_INJECTION (built as cachedarrays_fault_tests)"
@@ -475,11 +476,9 @@ TEST_CASE("faults: the matrix — every fault at the Nth event, under every poli
 
 namespace {
 
-#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-constexpr std::uint64_t default_random_ops = 100000;
-#else
-constexpr std::uint64_t default_random_ops = 25000;
-#endif
+// Sized as the property test is (property_model.hpp): a quarter of the
+// operations in an unoptimised or sanitizer build.
+constexpr std::uint64_t default_random_ops = test::full_speed_build ? 100000 : 25000;
 
 struct Tracked {
   ca::CachedArray<std::uint64_t> array;

@@ -18,8 +18,9 @@
 # build, the suite, the reference and the package; ThreadSanitizer's beside
 # the sanitizers' suite): it takes only the time they leave idle, and they
 # run as fast as alone.
-# Each stage prints its minutes against its share of the 30, and a warning
-# when it takes more, so that drift shows before CI fails.
+# Each stage prints its minutes against its share of the 30 (the shares add
+# up to 30), and a warning when it takes more, so that drift shows before CI
+# fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/ci_builds.sh
@@ -72,7 +73,7 @@ stop_background() {
 trap stop_background EXIT
 set -m  # each background build in its own process group, so that it stops whole
 
-stage "dependencies" 60
+stage "dependencies" 30
 bash tools/install-deps.sh
 stage_end
 
@@ -82,7 +83,7 @@ stage_end
 background "address and undefined-behaviour sanitizers: build" \
   "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
-stage "build (GCC, RelWithDebInfo, -Werror)" 600
+stage "build (GCC, RelWithDebInfo, -Werror)" 540
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
@@ -91,7 +92,7 @@ stage "full suite" 330
 ctest --test-dir build-test --output-on-failure -j"$jobs"
 stage_end
 
-stage "API reference (Doxygen, warnings are errors)" 30
+stage "API reference (Doxygen, warnings are errors)" 15
 cmake --build build-test --target docs
 stage_end
 
@@ -99,7 +100,7 @@ stage "Debian package: built, installed, used by the install consumers, removed"
 bash tools/check_deb.sh build-test
 stage_end
 
-stage "address and undefined-behaviour sanitizers: the rest of their build" 240
+stage "address and undefined-behaviour sanitizers: the rest of their build" 180
 join_background "address and undefined-behaviour sanitizers: build"
 stage_end
 
@@ -114,7 +115,7 @@ cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Tempora
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
 stage_end
 
-stage "fuzzing (libFuzzer, the sanitizers' build)" 90
+stage "fuzzing (libFuzzer, the sanitizers' build)" 75
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
 stage_end
 

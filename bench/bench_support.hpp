@@ -2,7 +2,7 @@
 // reports (median), the wall and CPU time it takes them from, the machine it
 // ran on (machine_report.hpp), and, shared with the command-line tools
 // (tools/support), a table a person can read, JSON a script can compare
-// (STYLE.md "Benchmarks"), and running a helper script (the PyTorch
+// (docs/benchmarks.md), and running a helper script (the PyTorch
 // baseline, the plot scripts).
 #pragma once
 

@@ -1,6 +1,6 @@
 // copy_bandwidth: how fast DataManager::copyto moves a region between tiers,
 // against the two baselines a reader would reach for, measured in the same
-// run on the same buffers (STYLE.md "Benchmarks"):
+// run on the same buffers (docs/benchmarks.md):
 //   memcpy  std::memcpy (with 2 threads: two halves run by tbb::parallel_for)
 //   NT      a plain non-temporal copy, detail::copy_nontemporal (split the same way)
 // ratio = copyto / max(memcpy, NT); the goal is >= 0.95 for regions >= 64 MiB.

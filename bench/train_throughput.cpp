@@ -1,6 +1,6 @@
 // train_throughput: images/s of training (forward, backward, optimizer
 // step) with cachedarrays::nn, against PyTorch training the same network on
-// the same machine in the same run (STYLE.md "Benchmarks"):
+// the same machine in the same run (docs/benchmarks.md):
 //   ours     nn::Trainer::step under the all-fast policy (a fast tier larger
 //            than the measured footprint, so no data moves between tiers:
 //            this measures the trainer and the runtime's per-kernel cost)

@@ -355,7 +355,7 @@ TEST_CASE("dsa: the shared instances' max-live is the one their README gives") {
     MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
     return;
   }
-  // /work/shared/data/dsa/README.md's table: buffers and max-live; `end`
+  // The instances' own table (docs/references.md, "Data"): buffers and max-live; `end`
   // exclusive (read as inclusive, as MiniMalloc's converter reads a column
   // named "end", A's max-live would be 1704960, past the capacity the
   // instance is solvable in).

@@ -1,4 +1,4 @@
-// The model and the harness of the property test (STYLE.md "Tests";
+// The model and the harness of the property test (docs/building.md, "The test suite";
 // mimalloc test/test-stress.c): a long random sequence of the paper's
 // operations — placement, writes, copies and links, setprimary, Listing 1
 // `evict`, Listing 2 `prefetch`, evictfrom with moving or declining

@@ -1,4 +1,4 @@
-// Multi-threaded stress of the Runtime (STYLE.md "Tests", after mimalloc's
+// Multi-threaded stress of the Runtime (docs/building.md, "The test suite", after mimalloc's
 // test-stress.c): four threads create arrays, write them with write() and
 // kernel(), read and verify them, send hints and retire them, while a shared
 // set of arrays is read by every thread. Run once under first-touch (nothing

@@ -1,4 +1,4 @@
-// JSON a script can compare (STYLE.md "Benchmarks"), written by the
+// JSON a script can compare (docs/benchmarks.md), written by the
 // command-line tools and the benchmarks alike.
 #pragma once
 

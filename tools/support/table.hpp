@@ -1,5 +1,5 @@
 // A table a person can read, for the command-line tools and the benchmarks
-// (STYLE.md "Benchmarks"): column widths written once, for the header and the
+// (docs/benchmarks.md): column widths written once, for the header and the
 // rows alike. Cells are formatted by the caller and padded, never cut.
 #pragma once
 

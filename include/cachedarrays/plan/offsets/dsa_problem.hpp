@@ -11,7 +11,7 @@
 // solution's footprint is at least that, whatever the placement.
 //
 // Problems come from the program of an iteration (from_program) or from the
-// MiniMalloc CSV instances of /work/shared/data/dsa (from_csv).
+// MiniMalloc CSV instances (from_csv; docs/references.md, "Data").
 #pragma once
 
 #include "cachedarrays/config.hpp"

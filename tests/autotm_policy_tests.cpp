@@ -30,8 +30,8 @@ using ca::plan::AutotmFormulation;
 
 namespace {
 
-using test::device_of, test::fill, test::holds, test::kib;
-constexpr std::uint64_t object_bytes = 256 * kib;
+using test::device_of, test::fill, test::holds, test::KiB;
+constexpr std::uint64_t object_bytes = 256 * KiB;
 
 using test::MillisecondPerSlowArgument;
 
@@ -44,7 +44,7 @@ struct Setup {
 // A runtime of 1 MiB fast memory under an AutoTM policy with a DRAM limit of
 // `dram_limit` (600 KiB: two of the 256 KiB objects), copies at `copy_gbps`.
 std::unique_ptr<Setup> autotm_runtime(AutotmFormulation formulation, double copy_gbps, double kernel_base_seconds,
-                                      std::uint64_t dram_limit = 600 * kib) {
+                                      std::uint64_t dram_limit = 600 * KiB) {
   auto setup = std::make_unique<Setup>();
   ca::policy::AutotmPolicyOptions options;
   options.solver.formulation = formulation;
@@ -131,7 +131,7 @@ TEST_CASE("autotm policy: in a steady iteration the arguments are where the sync
     CAPTURE(k);
     CHECK(plan->in_dram[k] == std::vector<bool>{true, true});
     CHECK(seen.in_fast[k] == plan->in_dram[k]);
-    CHECK(seen.fast_bytes[k] <= 600 * kib);
+    CHECK(seen.fast_bytes[k] <= 600 * KiB);
   }
   CHECK(delta.bytes_copied[1][0] > 0);  // the moves in were made
   CHECK(s->policy->counters().departures == 0);
@@ -155,7 +155,7 @@ TEST_CASE("autotm policy: the static plan places once and copies nothing in a st
   int in_dram = 0;
   for (std::size_t k = 0; k < 4; ++k) {
     CHECK(seen.in_fast[k] == plan->in_dram[k]);
-    CHECK(seen.fast_bytes[k] <= 600 * kib);
+    CHECK(seen.fast_bytes[k] <= 600 * KiB);
     in_dram += static_cast<int>(plan->in_dram[k][0]) + static_cast<int>(plan->in_dram[k][1]);
   }
   CHECK(in_dram == 4);  // two of the four objects, used twice each
@@ -168,7 +168,7 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
   // next object comes in beside the kernel before its use and the last one
   // leaves beside the kernel after: every argument in DRAM, no copy on the
   // critical path (the plan's time is the kernels': 80 ms).
-  auto s = autotm_runtime(AutotmFormulation::asynchronous, 0.1, 10e-3, 800 * kib);
+  auto s = autotm_runtime(AutotmFormulation::asynchronous, 0.1, 10e-3, 800 * KiB);
   auto a = four_arrays(*s->rt);
   const auto one_by_one = [&](std::vector<std::vector<bool>>* in_fast) {
     s->rt->begin_iteration();
@@ -179,7 +179,7 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
         auto guard = s->rt->lock();
         const ca::DataManager& dm = s->rt->manager();
         in_fast->push_back({dm.device(*dm.getprimary(x.object())) == 0});
-        CHECK(dm.usage(0).bytes_used <= 800 * kib);
+        CHECK(dm.usage(0).bytes_used <= 800 * KiB);
       });
     }
   };
@@ -209,7 +209,7 @@ TEST_CASE("autotm policy: an iteration that departs from the program falls back 
           "as unplanned (a test pass) is no departure") {
   auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
   auto a = four_arrays(*s->rt);
-  auto other = s->rt->array<std::byte>(300 * kib);
+  auto other = s->rt->array<std::byte>(300 * KiB);
   fill(other, 9);
   Seen seen;
   (void)steady_iteration(*s, a, seen);
@@ -326,7 +326,7 @@ ca::policy::AutotmPolicyOptions hand_planned(ca::policy::PlannerHook planner) {
   options.time_model = std::make_shared<MillisecondPerSlowArgument>(1e-3);
   options.fast_tier = {100, 100};
   options.slow_tier = {10, 10};
-  options.dram_limit = 600 * kib;
+  options.dram_limit = 600 * KiB;
   options.log = [](const std::string&) {};
   options.planner = std::move(planner);
   return options;
@@ -423,7 +423,7 @@ TEST_CASE("autotm policy: an asynchronous move out keeps its DRAM until its writ
   // the limit, and C went to DRAM.
   CHECK(mover.valves() == 1);
   CHECK(during.c_in_fast);
-  CHECK(during.fast_bytes <= 600 * kib);
+  CHECK(during.fast_bytes <= 600 * KiB);
   CHECK(device_of(rt, a) == 1);
   CHECK(holds(a, 1));
   CHECK(holds(b, 2));
@@ -564,7 +564,7 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
   // mover's 2 s valve): C's copy is put off, then issued at k3, once A's
   // write-back has landed.
   HeldMover mover;
-  CInBesideK2 s(/*a_out_beside_k1=*/true, 600 * kib, mover.options());
+  CInBesideK2 s(/*a_out_beside_k1=*/true, 600 * KiB, mover.options());
   bool a_landing_at_k2 = false;
   const ca::policy::AutotmPolicy::Counters before = s.checked_iteration([&](int k) {
     if (k == 0) mover.arm();  // the next copy is A's write-back, beside k1
@@ -605,7 +605,7 @@ TEST_CASE("autotm policy: a planned move in that finds no hole is put off to a l
     auto guard = s.rt->lock();
     ca::DataManager& dm = s.rt->manager();
     if (k == 1) {
-      while (ca::Region* r = dm.allocate(0, 64 * kib)) fillers.push_back(r);  // the tier is full
+      while (ca::Region* r = dm.allocate(0, 64 * KiB)) fillers.push_back(r);  // the tier is full
       filled = fillers.size();
     } else if (k == 2) {
       for (ca::Region* r : fillers) dm.free(*r);

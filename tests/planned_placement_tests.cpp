@@ -19,7 +19,7 @@ namespace ca = cachedarrays;
 
 namespace {
 
-using test::kib;
+using test::KiB;
 
 // One iteration as a script: create object i with its size, or drop
 // (retire) it. Every object is written with its own pattern when created
@@ -36,8 +36,8 @@ using Script = std::vector<Step>;
 // holes and needs 256 KiB in all (or a defrag); a plan puts B at the
 // bottom and A and C, never alive together, above it: 192 KiB, max-live.
 Script fragmenting() {
-  return {{true, 0, 64 * kib}, {true, 1, 64 * kib}, {false, 0, 0},
-          {true, 2, 128 * kib}, {false, 1, 0}, {false, 2, 0}};
+  return {{true, 0, 64 * KiB}, {true, 1, 64 * KiB}, {false, 0, 0},
+          {true, 2, 128 * KiB}, {false, 1, 0}, {false, 2, 0}};
 }
 
 // Its DSA problem, in the time of creations and retirements.
@@ -107,7 +107,7 @@ TEST_CASE("planned placement: objects at their planned offsets, in a fast tier o
   const ca::plan::DsaProblem problem = problem_of(script);
   const ca::plan::OffsetPlan plan = ca::plan::best_fit_offsets(problem);
   REQUIRE(plan.footprint == problem.max_live());  // 192 KiB: the plan is the optimum
-  REQUIRE(plan.footprint == 192 * kib);
+  REQUIRE(plan.footprint == 192 * KiB);
 
   // Without a program the first iteration is placed online and observed;
   // the second follows the plan made from it.
@@ -115,7 +115,7 @@ TEST_CASE("planned placement: objects at their planned offsets, in a fast tier o
   CHECK(rt.policy_name() == "ca-lm+best-fit");
   std::vector<std::optional<std::uint64_t>> offsets;
   run_iteration(rt, script, 1, &offsets);
-  CHECK(offsets[2] == 128 * kib);  // online: above A's 64 KiB hole and B
+  CHECK(offsets[2] == 128 * KiB);  // online: above A's 64 KiB hole and B
   CHECK_FALSE(placement_of(rt).active());
   for (int i = 0; i < 3; ++i) {
     offsets.clear();
@@ -164,9 +164,9 @@ TEST_CASE("planned placement: an iteration that departs from the plan is placed 
   const Script script = fragmenting();
   // The same iteration with an object the plan does not know (D, first)
   // and C larger than planned.
-  Script departing = {{true, 3, 4 * kib}};
+  Script departing = {{true, 3, 4 * KiB}};
   for (Step s : script) {
-    if (s.create && s.object == 2) s.bytes = 160 * kib;
+    if (s.create && s.object == 2) s.bytes = 160 * KiB;
     departing.push_back(s);
   }
   departing.push_back({false, 3, 0});
@@ -198,7 +198,7 @@ TEST_CASE("planned placement: an unplanned iteration (a test pass) is placed onl
   const Script script = fragmenting();
   // Other objects than the training iteration's: planned from, they would
   // replace its plan.
-  const Script test_pass = {{true, 0, 8 * kib}, {true, 1, 24 * kib}, {false, 1, 0}, {false, 0, 0}};
+  const Script test_pass = {{true, 0, 8 * KiB}, {true, 1, 24 * KiB}, {false, 1, 0}, {false, 0, 0}};
   ca::Runtime rt = planned_runtime(1 << 20);
   run_iteration(rt, script, 1);
   run_iteration(rt, script, 2);  // planned from the first
@@ -224,7 +224,7 @@ TEST_CASE("planned placement: an object added once goes above the plan; added ag
   const Script script = fragmenting();
   // The iteration with one more object, made and dropped before the
   // others, as a first iteration that makes a buffer lazily, once.
-  Script added = {{true, 3, 8 * kib}, {false, 3, 0}};
+  Script added = {{true, 3, 8 * KiB}, {false, 3, 0}};
   added.insert(added.end(), script.begin(), script.end());
 
   ca::Runtime rt = planned_runtime(1 << 20);
@@ -264,7 +264,7 @@ TEST_CASE("planned placement: a taken slot sends its object above the plan, not 
   ca::Region* squatter = nullptr;
   {
     auto guard = rt.lock();
-    squatter = &rt.manager().allocate_at(0, 0, 16 * kib);
+    squatter = &rt.manager().allocate_at(0, 0, 16 * KiB);
   }
   std::vector<std::optional<std::uint64_t>> offsets;
   run_iteration(rt, script, 3, &offsets);  // contents are checked inside
@@ -273,8 +273,8 @@ TEST_CASE("planned placement: a taken slot sends its object above the plan, not 
   CHECK(c.above == 1);
   CHECK(c.unplanned == 3);   // the first iteration's only
   CHECK(offsets[1] >= placement_of(rt).footprint());  // above the plan, not in A's or C's slot
-  CHECK(offsets[0] == 64 * kib);
-  CHECK(offsets[2] == 64 * kib);
+  CHECK(offsets[0] == 64 * KiB);
+  CHECK(offsets[2] == 64 * KiB);
   {
     auto guard = rt.lock();
     rt.manager().free(*squatter);

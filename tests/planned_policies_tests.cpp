@@ -42,8 +42,8 @@ using ca::plan::StepKind;
 
 namespace {
 
-using test::kib, test::R, test::W;
-constexpr std::uint64_t mib = 1024 * kib;
+using test::KiB, test::R, test::W;
+constexpr std::uint64_t mib = 1024 * KiB;
 
 using test::MillisecondPerSlowArgument;
 
@@ -448,8 +448,8 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
 
 TEST_CASE("planned policies: a planner's plan that is not of the program is refused, naming the policy") {
   // Two persistent objects of 64 KiB; three kernels: (0 w), (1 r), (0 r, 1 w).
-  const Program p = persistent_program({64 * kib, 64 * kib}, {{{0, 64 * kib, W}}, {{1, 64 * kib, R}},
-                                                              {{0, 64 * kib, R}, {1, 64 * kib, W}}});
+  const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
+                                                              {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
   AutotmPlan plan = all_slow_plan(p);
   std::string what;
   SUBCASE("a kernel too few") {
@@ -500,7 +500,7 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
   // DRAM; X (object 1) is read by kernel 1 from PMM (in_dram false: DSMA)
   // while a copy into DRAM, started beside kernel 0, is made ahead; the plan
   // then moves X out, synchronously after kernel 1 or beside kernel 2.
-  constexpr std::uint64_t bytes = 256 * kib;
+  constexpr std::uint64_t bytes = 256 * KiB;
   const Program p = persistent_program({bytes, bytes}, {{{0, bytes, W}}, {{1, bytes, R}}, {{0, bytes, R}},
                                                         {{0, bytes, W}}});
   AutotmPlan plan;
@@ -594,16 +594,16 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
 // AutotmPolicy::make_plan must not keep a refused plan: the next iteration
 // would follow it and index past its own tables.
 TEST_CASE("planned policies: a rejected plan is not followed; the policy carries on as CA:LM") {
-  const Program p = persistent_program({64 * kib, 64 * kib}, {{{0, 64 * kib, W}}, {{1, 64 * kib, R}},
-                                                              {{0, 64 * kib, R}, {1, 64 * kib, W}}});
+  const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
+                                                              {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
   AutotmPlan plan = all_slow_plan(p);
   plan.in_dram.pop_back();
   std::vector<std::string> log;
   auto owned = hook_policy(fixed_planner("test:shapeless", plan), &log);
   const ca::policy::AutotmPolicy& policy = *owned;
   ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::move(owned));
-  auto a = rt.array<std::uint64_t>(64 * kib / 8);
-  auto b = rt.array<std::uint64_t>(64 * kib / 8);
+  auto a = rt.array<std::uint64_t>(64 * KiB / 8);
+  auto b = rt.array<std::uint64_t>(64 * KiB / 8);
   CHECK_THROWS_AS(rt.set_program(p), ca::invalid_argument);
   CHECK(policy.plan() == nullptr);
   CHECK(policy.counters().plans == 0);
@@ -640,7 +640,7 @@ struct Workload {
 
 Workload make_workload(test::Rng& rng, std::size_t layers) {
   Workload w;
-  const auto words = [&] { return (mib + rng.between(0, 4) * 64 * kib) / sizeof(std::uint64_t); };
+  const auto words = [&] { return (mib + rng.between(0, 4) * 64 * KiB) / sizeof(std::uint64_t); };
   for (std::size_t i = 0; i < layers; ++i) {
     w.param_words.push_back(words());
     w.activation_words.push_back(words());
@@ -750,7 +750,7 @@ TEST_CASE_TEMPLATE("planned policies: a training-like program runs under the pla
   CAPTURE(rng.seed());
   const Workload w = make_workload(rng, 5);
   // The fast tier holds about 75% of the peak load.
-  const std::uint64_t fast = (w.peak_bytes * 3 / 4) / (64 * kib) * (64 * kib);
+  const std::uint64_t fast = (w.peak_bytes * 3 / 4) / (64 * KiB) * (64 * KiB);
   std::optional<ca::policy::AutotmPolicyOptions> options =
       ca::policy::Registry::builtin().describe(P::name).planned_options();
   REQUIRE(options.has_value());

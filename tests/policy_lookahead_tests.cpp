@@ -18,7 +18,7 @@ namespace ca = cachedarrays;
 
 namespace {
 
-using test::all_equal, test::device_of, test::kib;
+using test::all_equal, test::device_of, test::KiB;
 
 // A CA:LMA runtime over 1 MiB of fast memory, looking 4 kernels ahead with
 // a budget of a quarter of it (256 KiB).
@@ -39,15 +39,15 @@ void read_kernel(ca::Runtime& rt, const ca::CachedArray<std::byte>& a) {
 
 TEST_CASE("lookahead: an object larger than the byte budget is copied ahead alone") {
   auto rt = lookahead_runtime();
-  auto small = rt->array<std::byte>(4 * kib);
-  auto big = rt->array<std::byte>(400 * kib);  // more than the 256 KiB budget
+  auto small = rt->array<std::byte>(4 * KiB);
+  auto big = rt->array<std::byte>(400 * KiB);  // more than the 256 KiB budget
   { auto w = big.write(); std::fill(w.begin(), w.end(), std::byte{7}); }
   {
     // Fill fast memory until the big array is evicted to the slow tier;
     // the fillers die at the end of the scope, leaving fast memory free.
     std::vector<ca::CachedArray<std::byte>> fillers;
     for (int i = 0; i < 3; ++i) {
-      fillers.push_back(rt->array<std::byte>(300 * kib));
+      fillers.push_back(rt->array<std::byte>(300 * KiB));
       auto w = fillers.back().write();
     }
   }
@@ -65,7 +65,7 @@ TEST_CASE("lookahead: an object larger than the byte budget is copied ahead alon
   // CA:LMA reads in place (no P): only a copy made ahead brings it in.
   CHECK(device_of(*rt, big) == 0);
   const ca::Stats s = rt->stats();
-  CHECK(s.async.bytes >= 400 * kib);
+  CHECK(s.async.bytes >= 400 * KiB);
   CHECK(all_equal(big, std::byte{7}));
 }
 
@@ -78,11 +78,11 @@ namespace {
 struct FarIteration {
   ca::Runtime& rt;
   std::uint64_t temporary = 0;
-  ca::CachedArray<std::byte> small = rt.array<std::byte>(4 * kib);
+  ca::CachedArray<std::byte> small = rt.array<std::byte>(4 * KiB);
   std::vector<ca::CachedArray<std::byte>> far;
 
   explicit FarIteration(ca::Runtime& runtime, std::uint64_t temporary_bytes) : rt(runtime), temporary(temporary_bytes) {
-    for (int i = 0; i < 3; ++i) far.push_back(rt.array<std::byte>(300 * kib));
+    for (int i = 0; i < 3; ++i) far.push_back(rt.array<std::byte>(300 * KiB));
   }
   // `after_writes` runs once the far arrays are written, `before_temporary`
   // just before the temporary array is created.
@@ -149,7 +149,7 @@ TEST_CASE("lookahead: dirty objects used after the window start their write-back
   // free: the farthest-used dirty array starts its write-back at once, so
   // that by the time the room is needed, leaving costs no copy.
   auto rt = lookahead_runtime();
-  FarIteration iteration(*rt, 200 * kib);
+  FarIteration iteration(*rt, 200 * KiB);
   rt->record_program();
   iteration.run();  // recorded
   iteration.run();  // binds the objects to the program
@@ -173,7 +173,7 @@ TEST_CASE("lookahead: dirty objects used after the window start their write-back
   // Written back in the background before anything was evicted ...
   CHECK(at_temporary.policy.evictions == written.since(before).policy.evictions);
   CHECK(at_temporary.policy.writebacks >= 1);
-  CHECK(at_temporary.async.bytes >= 300 * kib);
+  CHECK(at_temporary.async.bytes >= 300 * KiB);
   // ... so that the eviction making room for the new array copied nothing.
   CHECK(s.policy.evictions >= 1);
   CHECK(s.policy.writebacks_elided >= 1);

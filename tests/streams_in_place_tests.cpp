@@ -23,7 +23,7 @@ using ca::policy::detail::ReuseDistance;
 
 namespace {
 
-using test::all_equal, test::device_of, test::kib;
+using test::all_equal, test::device_of, test::KiB;
 
 // The distinct bytes of other objects touched since `object`'s last touch,
 // by walking the history: what ReuseDistance must compute.
@@ -107,7 +107,7 @@ struct Stream {
   ca::Runtime& rt;
   std::vector<ca::CachedArray<std::byte>> blocks;
   explicit Stream(ca::Runtime& runtime) : rt(runtime) {
-    for (int i = 0; i < 12; ++i) blocks.push_back(rt.array<std::byte>(200 * kib));
+    for (int i = 0; i < 12; ++i) blocks.push_back(rt.array<std::byte>(200 * KiB));
   }
   void sweep(std::byte value) {
     for (auto& b : blocks) write_kernel(rt, b, value);
@@ -139,7 +139,7 @@ TEST_CASE("streams in place: ca-lm writes a stream where it lies once two of its
 TEST_CASE("streams in place: an array reused within the fast tier still moves in, beside a stream") {
   auto rt = runtime(ca::policy::mode::LM);
   Stream stream(*rt);
-  auto hot = rt->array<std::byte>(100 * kib);
+  auto hot = rt->array<std::byte>(100 * KiB);
   const auto sweep_with_hot = [&](std::byte value) {
     for (auto& b : stream.blocks) {
       write_kernel(*rt, b, value);
@@ -150,7 +150,7 @@ TEST_CASE("streams in place: an array reused within the fast tier still moves in
   CHECK(rt->stats().policy.served_in_place > 0);
   {
     // A new array of nearly the whole tier pushes the hot one out ...
-    auto big = rt->array<std::byte>(900 * kib);
+    auto big = rt->array<std::byte>(900 * KiB);
     REQUIRE(device_of(*rt, hot) == 1);
     big.retire();
   }

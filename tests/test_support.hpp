@@ -26,8 +26,7 @@ namespace test {
 
 namespace ca = cachedarrays;
 
-// Sizes shared by the test files, which a unity build compiles together (kib and KiB are both in use).
-inline constexpr std::uint64_t kib = 1024;
+// Sizes shared by the test files, which a unity build compiles together.
 inline constexpr std::uint64_t KiB = 1024;
 inline constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 inline constexpr std::uint64_t MB = 1'000'000;

@@ -73,7 +73,7 @@ stop_background() {
 trap stop_background EXIT
 set -m  # each background build in its own process group, so that it stops whole
 
-stage "dependencies" 30
+stage "dependencies" 15
 bash tools/install-deps.sh
 stage_end
 
@@ -83,12 +83,12 @@ stage_end
 background "address and undefined-behaviour sanitizers: build" \
   "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
-stage "build (GCC, RelWithDebInfo, -Werror)" 540
+stage "build (GCC, -O2, -Werror)" 480
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
 
-stage "full suite" 330
+stage "full suite" 255
 ctest --test-dir build-test --output-on-failure -j"$jobs"
 stage_end
 
@@ -96,18 +96,18 @@ stage "API reference (Doxygen, warnings are errors)" 15
 cmake --build build-test --target docs
 stage_end
 
-stage "Debian package: built, installed, used by the install consumers, removed" 120
+stage "Debian package: built, installed, used by the install consumers, removed" 75
 bash tools/check_deb.sh build-test
 stage_end
 
-stage "address and undefined-behaviour sanitizers: the rest of their build" 180
+stage "address and undefined-behaviour sanitizers: the rest of their build" 345
 join_background "address and undefined-behaviour sanitizers: build"
 stage_end
 
 background "thread sanitizer: build" \
   "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
 
-stage "address and undefined-behaviour sanitizers: the suite" 420
+stage "address and undefined-behaviour sanitizers: the suite" 465
 # The suite's own test times, measured above, order this run: the longest
 # tests start first, so that none runs alone on one core at the end.
 mkdir -p build-sanitize/Testing/Temporary
@@ -115,11 +115,11 @@ cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Tempora
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
 stage_end
 
-stage "fuzzing (libFuzzer, the sanitizers' build)" 75
+stage "fuzzing (libFuzzer, the sanitizers' build)" 70
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
 stage_end
 
-stage "thread sanitizer (multi-threaded tests)" 90
+stage "thread sanitizer (multi-threaded tests)" 80
 join_background "thread sanitizer: build"
 TSAN_OPTIONS="$ci_tsan_options" ctest --test-dir build-thread --output-on-failure -j"$jobs" -R "$ci_thread_test_names"
 stage_end

@@ -98,6 +98,10 @@ for target in "${targets[@]}"; do
     echo "stress_tests: $dir, run $run of $runs, beside $busy busy loops"
     start=$SECONDS
     log="$dir/stress-run-$run.log"
+    # ctest leaves the last failing run's list when a run passes: never
+    # count an earlier run's failures again.
+    failed="$dir/Testing/Temporary/LastTestsFailed.log"
+    rm -f "$failed"
     if [ "$kind" = thread ]; then
       TSAN_OPTIONS="$ci_tsan_options" ctest "${args[@]}" >"$log" 2>&1 || true
     else
@@ -106,7 +110,6 @@ for target in "${targets[@]}"; do
     stop_busy
     summary=$(grep -E '^[0-9]+% tests passed' "$log" || echo "no summary: see $log")
     echo "stress_tests:   $summary ($((SECONDS - start)) s)"
-    failed="$dir/Testing/Temporary/LastTestsFailed.log"
     if grep -qE '^[0-9]+% tests passed' "$log" && [ -s "$failed" ]; then
       while IFS=: read -r _ name; do
         key="$dir $name"

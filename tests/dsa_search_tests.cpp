@@ -221,7 +221,7 @@ TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at
   const std::filesystem::path dir;
 #endif
   if (dir.empty() || !std::filesystem::is_directory(dir)) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
+    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
     return;
   }
   // The node limit, well above the placements any of these instances

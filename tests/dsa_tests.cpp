@@ -324,7 +324,7 @@ TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on t
                    Planner, BestFit, SmartPoolBestFit, SmartPoolFirstFit) {
   const std::filesystem::path dir = shared_dsa_dir();
   if (dir.empty()) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
+    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
     return;
   }
   // These instances are built tight (max-live equals the capacity for most,

@@ -50,7 +50,7 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
 
 // The product of `dims`; nullopt when one is negative or the product
 // overflows 64 bits (neither can describe values in memory or in a file).
-std::optional<std::uint64_t> element_count(const std::vector<std::int64_t>& dims) {
+std::optional<std::uint64_t> checked_element_count(const std::vector<std::int64_t>& dims) {
   std::uint64_t n = 1;
   for (std::int64_t d : dims) {
     if (d < 0 || __builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n)) return std::nullopt;
@@ -153,7 +153,7 @@ void check_savable(const fs::path& path, const Checkpoint& c) {
   for (std::size_t i = 0; i < c.tensors.size(); ++i) {
     const CheckpointTensor& t = c.tensors[i];
     const std::string which = "tensor " + std::to_string(i) + " ('" + t.name + "') has dims " + dims_text(t.dims);
-    const std::optional<std::uint64_t> n = element_count(t.dims);
+    const std::optional<std::uint64_t> n = checked_element_count(t.dims);
     if (!n) throw invalid_argument(prefix + which + "; dims must be >= 0 and their product fit in 64 bits");
     if (*n != t.values.size()) {
       throw invalid_argument(prefix + which + " (" + std::to_string(*n) + " values) but holds " +
@@ -305,7 +305,7 @@ CheckpointTensor read_tensor(Reader& r, std::size_t index) {
   t.dims = r.array<std::int64_t>(r.count(which + "'s rank", sizeof(std::int64_t)));
   const std::size_t count_at = r.position();
   const std::uint64_t values = r.count(which + "'s value count", sizeof(float));
-  const std::optional<std::uint64_t> n = element_count(t.dims);
+  const std::optional<std::uint64_t> n = checked_element_count(t.dims);
   if (!n) {
     r.corrupt(at, which + " ('" + t.name + "') has dims " + dims_text(t.dims) +
                       "; dims must be >= 0 and their product fit in 64 bits");

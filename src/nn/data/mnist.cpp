@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::uint32_t images_magic = 0x00000803;  // unsigned bytes, 3 dimensions
 constexpr std::uint32_t labels_magic = 0x00000801;  // unsigned bytes, 1 dimension
-constexpr std::uint8_t classes = 10;
+constexpr std::uint8_t idx_classes = 10;  // MNIST and Fashion-MNIST alike
 
 std::uint32_t big_endian32(const std::vector<std::uint8_t>& bytes, std::size_t at) {
   return static_cast<std::uint32_t>(bytes[at]) << 24 | static_cast<std::uint32_t>(bytes[at + 1]) << 16 |
@@ -98,7 +98,7 @@ std::unique_ptr<Dataset> idx_dataset(const std::filesystem::path& images_idx, co
                            " labels; pass the matching pair (train-images with train-labels, t10k with t10k)");
   }
   for (std::size_t i = 8; i < label_file.size(); ++i) {
-    if (label_file[i] >= classes) {
+    if (label_file[i] >= idx_classes) {
       throw invalid_argument(labels_prefix + ": label " + std::to_string(i - 8) + " is " +
                              std::to_string(label_file[i]) + "; " + std::string(family) + " labels are 0 to 9");
     }
@@ -106,7 +106,7 @@ std::unique_ptr<Dataset> idx_dataset(const std::filesystem::path& images_idx, co
   image_file.erase(image_file.begin(), image_file.begin() + 16);
   label_file.erase(label_file.begin(), label_file.begin() + 8);
   const Dims dims = {1, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(columns)};
-  return std::make_unique<ByteImageDataset>(std::string(family) + " " + quoted(images_idx), dims, classes,
+  return std::make_unique<ByteImageDataset>(std::string(family) + " " + quoted(images_idx), dims, idx_classes,
                                             std::move(image_file), std::move(label_file), std::vector<double>{mean},
                                             std::vector<double>{stddev});
 }

@@ -11,6 +11,7 @@
 
 namespace cachedarrays::nn::detail {
 
+namespace densenet {
 namespace {
 
 constexpr std::int64_t growth_rate = 32;
@@ -113,7 +114,8 @@ Graph build(const ModelConfig& config) {
 }
 
 }  // namespace
+}  // namespace densenet
 
-const Family densenet_family = {"densenet", depths, architecture, final_feature_size, build};
+const Family densenet_family = {"densenet", densenet::depths, densenet::architecture, densenet::final_feature_size, densenet::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -10,6 +10,7 @@
 
 namespace cachedarrays::nn::detail {
 
+namespace inception {
 namespace {
 
 std::vector<int> depths() { return {4}; }
@@ -179,7 +180,8 @@ Graph build(const ModelConfig& config) {
 }
 
 }  // namespace
+}  // namespace inception
 
-const Family inception_family = {"inception", depths, architecture, final_feature_size, build};
+const Family inception_family = {"inception", inception::depths, inception::architecture, inception::final_feature_size, inception::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -9,6 +9,7 @@
 
 namespace cachedarrays::nn::detail {
 
+namespace resnet {
 namespace {
 
 constexpr std::array<std::int64_t, 4> stage_planes = {64, 128, 256, 512};
@@ -100,7 +101,8 @@ Graph build(const ModelConfig& config) {
 }
 
 }  // namespace
+}  // namespace resnet
 
-const Family resnet_family = {"resnet", depths, architecture, final_feature_size, build};
+const Family resnet_family = {"resnet", resnet::depths, resnet::architecture, resnet::final_feature_size, resnet::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -12,6 +12,7 @@
 
 namespace cachedarrays::nn::detail {
 
+namespace vgg {
 namespace {
 
 constexpr std::array<std::int64_t, 5> stage_channels = {64, 128, 256, 512, 512};
@@ -95,7 +96,8 @@ Graph build(const ModelConfig& config) {
 }
 
 }  // namespace
+}  // namespace vgg
 
-const Family vgg_family = {"vgg", depths, architecture, final_feature_size, build};
+const Family vgg_family = {"vgg", vgg::depths, vgg::architecture, vgg::final_feature_size, vgg::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -86,6 +86,7 @@ std::string vit_model_name(const ModelConfig& config) {
   return fmt::format("vit-p{}-d{}-l{}-h{}", config.vit.patch, config.vit.dim, config.depth, config.vit.heads);
 }
 
+namespace vit {
 namespace {
 
 constexpr int max_depth = 64;
@@ -165,8 +166,9 @@ Graph build(const ModelConfig& config) {
 }
 
 }  // namespace
+}  // namespace vit
 
-const Family vit_family = {"vit", depths, architecture, final_feature_size, build};
+const Family vit_family = {"vit", vit::depths, vit::architecture, vit::final_feature_size, vit::build};
 
 }  // namespace detail
 

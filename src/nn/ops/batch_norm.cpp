@@ -33,8 +33,8 @@ constexpr float epsilon = 1e-5f;
 constexpr double running_momentum = 0.1;  // PyTorch's default
 const normalization_flags flags = normalization_flags::use_scale | normalization_flags::use_shift;
 
-using ForwardPd = dnnl::batch_normalization_forward::primitive_desc;
-using BackwardPd = dnnl::batch_normalization_backward::primitive_desc;
+using BatchNormForwardPd = dnnl::batch_normalization_forward::primitive_desc;
+using BatchNormBackwardPd = dnnl::batch_normalization_backward::primitive_desc;
 
 class BatchNorm final : public Op {
  public:
@@ -113,21 +113,21 @@ class BatchNorm final : public Op {
     }
     const Tensor& src = inputs[0];
     const dnnl::memory::desc& desc = src.desc();
-    auto [pd, prim] = ctx.cached<BackwardPd, dnnl::batch_normalization_backward>("batch_norm.bwd:" + key_of(desc), [&] {
+    auto [pd, prim] = ctx.cached<BatchNormBackwardPd, dnnl::batch_normalization_backward>("batch_norm.bwd:" + key_of(desc), [&] {
       const auto* fwd = forward_primitive(ctx, desc).first;
       const dnnl::batch_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon, flags);
-      return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+      return BatchNormBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
     detail::execute_normalization_backward(ctx, "batch_norm_backward", *prim, *pd, src, inputs[1], inputs[2],
                                            grad_outputs[0], saved[0], saved[1], need_grad, grad_inputs);
   }
 
  private:
-  std::pair<const ForwardPd*, const dnnl::batch_normalization_forward*> forward_primitive(
+  std::pair<const BatchNormForwardPd*, const dnnl::batch_normalization_forward*> forward_primitive(
       Context& ctx, const dnnl::memory::desc& src) const {
-    return ctx.cached<ForwardPd, dnnl::batch_normalization_forward>("batch_norm.fwd:" + key_of(src), [&] {
+    return ctx.cached<BatchNormForwardPd, dnnl::batch_normalization_forward>("batch_norm.fwd:" + key_of(src), [&] {
       const dnnl::batch_normalization_forward::desc d(prop_kind::forward_training, src, epsilon, flags);
-      return ForwardPd(d, ctx.attr(), ctx.engine());
+      return BatchNormForwardPd(d, ctx.attr(), ctx.engine());
     });
   }
 
@@ -136,11 +136,11 @@ class BatchNorm final : public Op {
   // policies plan for, so its kernels need not match it).
   void evaluate(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
     const Tensor& src = inputs[0];
-    auto [pd, prim] = ctx.cached<ForwardPd, dnnl::batch_normalization_forward>(
+    auto [pd, prim] = ctx.cached<BatchNormForwardPd, dnnl::batch_normalization_forward>(
         "batch_norm.inference:" + key_of(src.desc()), [&] {
           const dnnl::batch_normalization_forward::desc d(prop_kind::forward_inference, src.desc(), epsilon,
                                                           flags | normalization_flags::use_global_stats);
-          return ForwardPd(d, ctx.attr(), ctx.engine());
+          return BatchNormForwardPd(d, ctx.attr(), ctx.engine());
         });
     const Tensor scale = ctx.reorder(inputs[1], pd->weights_desc());
     const Tensor shift = ctx.reorder(inputs[2], pd->weights_desc());

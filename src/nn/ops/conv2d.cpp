@@ -40,7 +40,7 @@ using dnnl::algorithm;
 using dnnl::prop_kind;
 using detail::any_desc;
 
-using ForwardPd = dnnl::convolution_forward::primitive_desc;
+using ConvForwardPd = dnnl::convolution_forward::primitive_desc;
 using DataPd = dnnl::convolution_backward_data::primitive_desc;
 using WeightsPd = dnnl::convolution_backward_weights::primitive_desc;
 
@@ -179,16 +179,16 @@ class Conv2d final : public Op {
                : std::to_string(options_.padding) + "x" + std::to_string(options_.padding_w());
   }
 
-  std::pair<const ForwardPd*, const dnnl::convolution_forward*> forward_primitive(Context& ctx,
+  std::pair<const ConvForwardPd*, const dnnl::convolution_forward*> forward_primitive(Context& ctx,
                                                                                   const Shapes& s) const {
-    return ctx.cached<ForwardPd, dnnl::convolution_forward>("conv.fwd:" + s.key, [&] {
+    return ctx.cached<ConvForwardPd, dnnl::convolution_forward>("conv.fwd:" + s.key, [&] {
       const dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, s.src,
                                                s.weights, s.bias, s.dst, strides(), padding(), padding());
-      if (!options_.relu) return ForwardPd(d, ctx.attr(), ctx.engine());
+      if (!options_.relu) return ConvForwardPd(d, ctx.attr(), ctx.engine());
       // y = max(conv(x), 0) as the primitive writes it: an eltwise post-op.
       dnnl::post_ops relu;
       relu.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
-      return ForwardPd(d, ctx.attr_with(relu), ctx.engine());
+      return ConvForwardPd(d, ctx.attr_with(relu), ctx.engine());
     });
   }
 

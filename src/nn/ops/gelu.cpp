@@ -24,8 +24,8 @@ namespace {
 
 constexpr dnnl::algorithm gelu_algorithm = dnnl::algorithm::eltwise_gelu_erf;
 
-using ForwardPd = dnnl::eltwise_forward::primitive_desc;
-using BackwardPd = dnnl::eltwise_backward::primitive_desc;
+using GeluForwardPd = dnnl::eltwise_forward::primitive_desc;
+using GeluBackwardPd = dnnl::eltwise_backward::primitive_desc;
 
 class Gelu final : public Op {
  public:
@@ -62,21 +62,21 @@ class Gelu final : public Op {
       throw invalid_operation("cachedarrays::nn: backward of " + where() + " needs its forward input");
     }
     const dnnl::memory::desc& desc = src.desc();
-    auto [pd, prim] = ctx.cached<BackwardPd, dnnl::eltwise_backward>("gelu.bwd:" + key_of(desc), [&] {
+    auto [pd, prim] = ctx.cached<GeluBackwardPd, dnnl::eltwise_backward>("gelu.bwd:" + key_of(desc), [&] {
       const auto* fwd = forward_primitive(ctx, desc).first;
       const dnnl::eltwise_backward::desc d(gelu_algorithm, desc, desc);
-      return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+      return GeluBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
     grad_inputs[0] =
         detail::execute_backward_over_grad(ctx, "gelu_backward", *prim, *pd, DNNL_ARG_SRC, src, grad_outputs[0]);
   }
 
  private:
-  static std::pair<const ForwardPd*, const dnnl::eltwise_forward*> forward_primitive(Context& ctx,
+  static std::pair<const GeluForwardPd*, const dnnl::eltwise_forward*> forward_primitive(Context& ctx,
                                                                                       const dnnl::memory::desc& src) {
-    return ctx.cached<ForwardPd, dnnl::eltwise_forward>("gelu.fwd:" + key_of(src), [&] {
+    return ctx.cached<GeluForwardPd, dnnl::eltwise_forward>("gelu.fwd:" + key_of(src), [&] {
       const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, gelu_algorithm, src);
-      return ForwardPd(d, ctx.attr(), ctx.engine());
+      return GeluForwardPd(d, ctx.attr(), ctx.engine());
     });
   }
 

@@ -31,8 +31,8 @@ using dnnl::prop_kind;
 
 const normalization_flags flags = normalization_flags::use_scale | normalization_flags::use_shift;
 
-using ForwardPd = dnnl::layer_normalization_forward::primitive_desc;
-using BackwardPd = dnnl::layer_normalization_backward::primitive_desc;
+using LayerNormForwardPd = dnnl::layer_normalization_forward::primitive_desc;
+using LayerNormBackwardPd = dnnl::layer_normalization_backward::primitive_desc;
 
 class LayerNorm final : public Op {
  public:
@@ -94,11 +94,11 @@ class LayerNorm final : public Op {
       throw invalid_operation("cachedarrays::nn: backward of " + where() + " needs its forward input and weight");
     }
     const dnnl::memory::desc desc = plain_desc(inputs[0].dims());
-    auto [pd, prim] = ctx.cached<BackwardPd, dnnl::layer_normalization_backward>(
+    auto [pd, prim] = ctx.cached<LayerNormBackwardPd, dnnl::layer_normalization_backward>(
         "layer_norm.bwd:" + key(desc), [&] {
           const auto* fwd = forward_primitive(ctx, desc).first;
           const dnnl::layer_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon_, flags);
-          return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+          return LayerNormBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
         });
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
     detail::execute_normalization_backward(ctx, "layer_norm_backward", *prim, *pd, src, inputs[1], inputs[2],
@@ -106,12 +106,12 @@ class LayerNorm final : public Op {
   }
 
  private:
-  std::pair<const ForwardPd*, const dnnl::layer_normalization_forward*> forward_primitive(
+  std::pair<const LayerNormForwardPd*, const dnnl::layer_normalization_forward*> forward_primitive(
       Context& ctx, const dnnl::memory::desc& src) const {
-    return ctx.cached<ForwardPd, dnnl::layer_normalization_forward>(
+    return ctx.cached<LayerNormForwardPd, dnnl::layer_normalization_forward>(
         "layer_norm.fwd:" + key(src), [&] {
           const dnnl::layer_normalization_forward::desc d(prop_kind::forward_training, src, epsilon_, flags);
-          return ForwardPd(d, ctx.attr(), ctx.engine());
+          return LayerNormForwardPd(d, ctx.attr(), ctx.engine());
         });
   }
 

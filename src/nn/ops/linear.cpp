@@ -55,7 +55,7 @@ Dims weight_dims_for(const Dims& x, std::int64_t out_features, bool tokens = fal
   return w;
 }
 
-using ForwardPd = dnnl::inner_product_forward::primitive_desc;
+using LinearForwardPd = dnnl::inner_product_forward::primitive_desc;
 using DataPd = dnnl::inner_product_backward_data::primitive_desc;
 using WeightsPd = dnnl::inner_product_backward_weights::primitive_desc;
 
@@ -167,11 +167,11 @@ class Linear final : public Op {
     return tokens_ ? ctx.reorder(x, plain_desc(x.dims())) : x;
   }
 
-  std::pair<const ForwardPd*, const dnnl::inner_product_forward*> forward_primitive(Context& ctx,
+  std::pair<const LinearForwardPd*, const dnnl::inner_product_forward*> forward_primitive(Context& ctx,
                                                                                     const Shapes& s) const {
-    return ctx.cached<ForwardPd, dnnl::inner_product_forward>("linear.fwd:" + s.key, [&] {
+    return ctx.cached<LinearForwardPd, dnnl::inner_product_forward>("linear.fwd:" + s.key, [&] {
       const dnnl::inner_product_forward::desc d(prop_kind::forward_training, s.src, s.weights, s.bias, s.dst);
-      return ForwardPd(d, ctx.attr(), ctx.engine());
+      return LinearForwardPd(d, ctx.attr(), ctx.engine());
     });
   }
 

@@ -22,8 +22,8 @@ namespace cachedarrays::nn {
 
 namespace {
 
-using ForwardPd = dnnl::softmax_forward::primitive_desc;
-using BackwardPd = dnnl::softmax_backward::primitive_desc;
+using SoftmaxForwardPd = dnnl::softmax_forward::primitive_desc;
+using SoftmaxBackwardPd = dnnl::softmax_backward::primitive_desc;
 
 // The last axis of a descriptor's dims.
 int last_axis(const dnnl::memory::desc& desc) { return desc.data.ndims - 1; }
@@ -63,21 +63,21 @@ class Softmax final : public Op {
       throw invalid_operation("cachedarrays::nn: backward of " + where() + " needs its forward output");
     }
     const dnnl::memory::desc& desc = dst.desc();  // the source's layout too
-    auto [pd, prim] = ctx.cached<BackwardPd, dnnl::softmax_backward>("softmax.bwd:" + key_of(desc), [&] {
+    auto [pd, prim] = ctx.cached<SoftmaxBackwardPd, dnnl::softmax_backward>("softmax.bwd:" + key_of(desc), [&] {
       const auto* fwd = forward_primitive(ctx, desc).first;
       const dnnl::softmax_backward::desc d(desc, desc, last_axis(desc));
-      return BackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+      return SoftmaxBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
     });
     grad_inputs[0] =
         detail::execute_backward_over_grad(ctx, "softmax_backward", *prim, *pd, DNNL_ARG_DST, dst, grad_outputs[0]);
   }
 
  private:
-  static std::pair<const ForwardPd*, const dnnl::softmax_forward*> forward_primitive(Context& ctx,
+  static std::pair<const SoftmaxForwardPd*, const dnnl::softmax_forward*> forward_primitive(Context& ctx,
                                                                                       const dnnl::memory::desc& src) {
-    return ctx.cached<ForwardPd, dnnl::softmax_forward>("softmax.fwd:" + key_of(src), [&] {
+    return ctx.cached<SoftmaxForwardPd, dnnl::softmax_forward>("softmax.fwd:" + key_of(src), [&] {
       const dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_training, src, last_axis(src));
-      return ForwardPd(d, ctx.attr(), ctx.engine());
+      return SoftmaxForwardPd(d, ctx.attr(), ctx.engine());
     });
   }
 

@@ -41,21 +41,6 @@ void check_fast_is_primary(const ca::DataManager& dm, bool copies_ahead) {
 
 bool is_single_tier(const std::string& name) { return name == "all-fast" || name == "all-slow"; }
 
-// The policy a storm runs under: the registry's, except that AutoTM's ILP
-// gets a second per plan instead of a minute. The storm checks that no byte
-// is lost whatever the plan; a plan found in a second moves objects as
-// surely as the optimum (the storm's 10% fast tier makes Cbc retry for the
-// heap's fragments, which alone takes seconds and proves nothing more).
-std::unique_ptr<ca::policy::Policy> storm_policy(const std::string& name) {
-  if (const auto formulation = ca::policy::autotm_formulation(name)) {
-    ca::policy::AutotmPolicyOptions options;
-    options.solver.formulation = *formulation;
-    options.solver.time_limit_seconds = 1;
-    return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
-  }
-  return ca::policy::Registry::builtin().make(name);
-}
-
 void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t seed) {
   CAPTURE(policy);
   CAPTURE(fast_fraction);
@@ -69,7 +54,8 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
       policy == "all-fast"
           ? 4 * working_set
           : std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(static_cast<double>(working_set) * fast_fraction));
-  ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, 8 * working_set, "slow")}, storm_policy(policy));
+  ca::Runtime rt({ca::dram(fast_bytes, "fast"), ca::dax_file({}, 8 * working_set, "slow")},
+                 test::policy_with_quick_plans(policy));
   // By the name the policy gives itself: "planned" is ca-lm+best-fit.
   const std::string mode = rt.policy_name();
   // AutoTM's executor follows its plans with CA:LM's moves; autotm-async

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -156,6 +157,22 @@ class BasicRng {
 using Rng = BasicRng<std::mt19937_64>;
 using SplitMixRng = BasicRng<SplitMix64>;
 static_assert(std::uniform_random_bit_generator<Rng> && std::uniform_random_bit_generator<SplitMixRng>);
+
+// A built-in policy by name, except that AutoTM's ILP gets a second (or
+// `plan_seconds`) per plan instead of a minute: the tests that run every policy check that no
+// byte is lost whatever the plan, and a plan found in a second moves
+// objects as surely as the optimum (a small fast tier makes Cbc retry for
+// the heap's fragments, which alone takes seconds and proves nothing more).
+// `plan_seconds` bounds each solve.
+inline std::unique_ptr<ca::policy::Policy> policy_with_quick_plans(const std::string& name, double plan_seconds = 1) {
+  if (const auto formulation = ca::policy::autotm_formulation(name)) {
+    ca::policy::AutotmPolicyOptions options;
+    options.solver.formulation = *formulation;
+    options.solver.time_limit_seconds = plan_seconds;
+    return std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
+  }
+  return ca::policy::Registry::builtin().make(name);
+}
 
 // An object placed on `device` and filled with pattern `seed`, as a policy
 // and a write access would do.

@@ -40,6 +40,7 @@
 #include "cachedarrays/policy/builtin_policies.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/policy/hand_over.hpp"
 #include "cachedarrays/policy/moves.hpp"
 #include "cachedarrays/policy/planned_placement.hpp"
 #include "cachedarrays/policy/profiled_lookahead.hpp"

@@ -4,6 +4,7 @@
 #include "cachedarrays/policy/builtin_policies-inl.hpp"
 #include "cachedarrays/policy/cachedarrays_policy-inl.hpp"
 #include "cachedarrays/policy/first_touch-inl.hpp"
+#include "cachedarrays/policy/hand_over-inl.hpp"
 #include "cachedarrays/policy/moves-inl.hpp"
 #include "cachedarrays/policy/planned_placement-inl.hpp"
 #include "cachedarrays/policy/policy-inl.hpp"

@@ -236,6 +236,12 @@ class DataManager {
   void for_each_object(F&& visit) const {
     for (const Object& o : objects_) visit(o);
   }
+  /// Every live object, in creation order, to change (visit must not create
+  /// or destroy objects).
+  template <typename F>
+  void for_each_object(F&& visit) {
+    for (Object& o : objects_) visit(o);
+  }
   /// Every live region of `device`, in address order.
   void for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const;
   /// Verifies the invariants of docs/design.md that the state shows (1, 2, 4,

@@ -167,6 +167,9 @@ class AutotmPolicy final : public Policy {
   /// program does not know to PMM; before the first iteration, PMM; after a
   /// departure, CA:LM decides.
   [[nodiscard]] bool place(Object& object) override;
+  /// CA:LM's entry for the object; the plan binds it to its program object
+  /// at its first use as a kernel's argument, as it does an object it placed.
+  void adopt(Object& object) override { base_.adopt(object); }
   /// As will_write.
   void will_use(Object& object) override;
   /// While the plan is followed, the object goes where the plan has it during

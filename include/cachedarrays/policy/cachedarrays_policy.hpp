@@ -143,6 +143,10 @@ class CachedArraysPolicy final : public Policy {
   /// Fast is device 0, slow the last device; at least two are needed.
   void attach(DataManager& manager) override;
   [[nodiscard]] bool place(Object& object) override;
+  /// Gives the object its LRU entry (most recently used when it is in fast
+  /// memory) and, when streams are served in place, a reuse distance that
+  /// starts with its next touch.
+  void adopt(Object& object) override;
   void will_use(Object& object) override;
   void will_read(Object& object) override;
   void will_write(Object& object) override;
@@ -224,8 +228,6 @@ class CachedArraysPolicy final : public Policy {
   [[nodiscard]] bool serves_streams_in_place() const noexcept {
     return bypass_ == StreamBypass::predicted && !mode_.async_lookahead && !mode_.hardware_cache;
   }
-  // Gives a new object its policy state and its place in the LRU.
-  void adopt(Object& object);
   // A hint the policy hears of is an access (a read, or a write): the
   // object's reuse distance.
   void note_access(Object& object, Access access);

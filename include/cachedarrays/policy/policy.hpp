@@ -56,6 +56,14 @@ class Policy {
   /// and setprimary). Return false when no device can hold it; the runtime
   /// then destroys the object and throws out_of_memory.
   [[nodiscard]] virtual bool place(Object& object) = 0;
+  /// An object another policy placed becomes this one's (Runtime::
+  /// switch_policy, policy::hand_over): record it where it lies, moving
+  /// nothing. Heard once per live object, in creation order, after attach
+  /// and before any other handler; the object has a primary, no policy state
+  /// (Object::policy_state) and no copy in flight, and may be pinned by a
+  /// kernel still running. By default nothing: a policy that keeps state per
+  /// object must give it here, as place() does.
+  virtual void adopt(Object& /*object*/) {}
 
   /// Hint (paper Table II): `object` is about to be used. Ignored by default.
   virtual void will_use(Object& /*object*/) {}

@@ -43,10 +43,7 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
     : manager_(std::move(devices), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
-  kernel_hooks_ = policy_->follows_kernels();
-#ifndef CACHEDARRAYS_FAULT_INJECTION
-  unlocked_reads_ = !kernel_hooks_;
-#endif
+  adopt_policy_answers();
   read_snapshot_environment();
   if (!trace_file.empty()) {
     const std::filesystem::path extension = trace_file.extension();
@@ -303,7 +300,7 @@ CACHEDARRAYS_INLINE void Runtime::end_kernel(const char* kernel, std::uint64_t i
                                              std::span<const Access> accesses) {
   if (!kernel_end_heard()) return;
   const Lock guard(*this);
-  if (kernel_hooks_) {
+  if (kernel_hooks_.load(std::memory_order_relaxed)) {
     detail::inject_handler_fault("on_kernel_end");
     policy_->on_kernel_end({iteration_, index, kernel, objects, accesses});
   }
@@ -403,7 +400,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
       // hint cannot evict it.
       for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
       index = kernel_index_;
-      if (kernel_hooks_) {
+      if (kernel_hooks_.load(std::memory_order_relaxed)) {
         detail::inject_handler_fault("on_kernel_begin");
         policy_->on_kernel_begin({iteration_, index, kernel, std::span(objects, n), std::span(accesses, n)});
       }
@@ -455,7 +452,51 @@ CACHEDARRAYS_INLINE std::vector<DeviceUsage> Runtime::usage() const {
   return manager_.usage();
 }
 
-CACHEDARRAYS_INLINE std::string Runtime::policy_name() const { return policy_->name(); }
+CACHEDARRAYS_INLINE std::string Runtime::policy_name() const {
+  const std::lock_guard guard(policy_name_mutex_);
+  return policy_name_;
+}
+
+CACHEDARRAYS_INLINE policy::HandOver Runtime::switch_policy(std::unique_ptr<policy::Policy> next) {
+  if (next == nullptr) {
+    throw invalid_argument("cachedarrays: switch_policy needs a policy; got none (null)");
+  }
+  const Lock guard(*this);
+  policy::HandOver done;
+  try {
+    done = policy::hand_over(manager_, *policy_, *next);
+  } catch (...) {
+    // No object holds policy state now; first-touch needs none and moves
+    // nothing, so the program goes on where its objects lie.
+    next = std::make_unique<policy::FirstTouch>();
+    next->attach(manager_);
+    policy_ = std::move(next);
+    adopt_policy_answers();
+    throw;
+  }
+  policy_ = std::move(next);
+  adopt_policy_answers();
+  if (program_ != nullptr) policy_->on_program(program_);
+  return done;
+}
+
+CACHEDARRAYS_INLINE void Runtime::adopt_policy_answers() {
+  {
+    const std::lock_guard guard(policy_name_mutex_);
+    policy_name_ = policy_->name();
+  }
+  const bool hooks = policy_->follows_kernels();
+  kernel_hooks_.store(hooks, std::memory_order_relaxed);
+#ifdef CACHEDARRAYS_FAULT_INJECTION
+  unlocked_reads_.store(false, std::memory_order_relaxed);  // the injected faults' sites are under the lock
+#else
+  unlocked_reads_.store(!hooks, std::memory_order_relaxed);
+#endif
+  manager_.for_each_object([this](Object& object) {
+    object.read_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
+    refresh_read_delivery(object);
+  });
+}
 
 // ---- memory snapshots (runtime/memory_snapshot.hpp) ---------------------------
 

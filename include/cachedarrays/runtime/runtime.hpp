@@ -26,6 +26,7 @@
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/thread_stripes.hpp"
+#include "cachedarrays/policy/hand_over.hpp"
 #include "cachedarrays/policy/policy.hpp"
 #include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/memory_snapshot.hpp"
@@ -177,6 +178,19 @@ class Runtime {
   [[nodiscard]] std::vector<DeviceUsage> usage() const;
   /// The policy's name, as the registry knows it ("first-touch", "ca-lm", ...).
   [[nodiscard]] std::string policy_name() const;
+  /// Makes `next` the runtime's policy, handing it every object where it
+  /// lies (policy::hand_over): the old policy's deferred retires end, copies
+  /// in flight land, objects stay where they are, pinned ones stay pinned,
+  /// and no byte changes. Meant for an iteration boundary: the new policy
+  /// hears the program (on_program) now, when there is one, and follows it
+  /// from the next begin_iteration; a kernel running on another thread
+  /// across the switch may end under it. Reads that skip the lock ask the
+  /// new policy from here on. Throws invalid_argument for a null policy.
+  /// When `next`'s attach or adopt throws, first-touch takes every object
+  /// (so the runtime stays usable and nothing is lost) and the exception
+  /// is rethrown; what its on_program throws is rethrown with the switch
+  /// made.
+  policy::HandOver switch_policy(std::unique_ptr<policy::Policy> next);
 
   /// A memory snapshot of this moment (runtime/memory_snapshot.hpp) with the
   /// trace's last `trace_events` events; save it with write_memory_snapshot.
@@ -253,7 +267,7 @@ class Runtime {
   // so that a kernel under a policy that does not follow kernels, with no
   // trace, ends without a call into the library.
   [[nodiscard]] bool kernel_end_heard() const noexcept {
-    return kernel_hooks_ || recording_on_.load(std::memory_order_acquire);
+    return kernel_hooks_.load(std::memory_order_relaxed) || recording_on_.load(std::memory_order_acquire);
   }
   static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
   void retire(Object& object);
@@ -283,6 +297,10 @@ class Runtime {
   // Under the lock, after a hint or a placement: asks the policy how the
   // object's next will_read may come, while its answer is under_lock.
   void refresh_read_delivery(Object& object);
+  // Under the lock, once policy_ is new: what the runtime asks a policy once
+  // (follows_kernels, whether reads may skip the lock), and every object's
+  // read delivery, asked anew.
+  void adopt_policy_answers();
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
   // Where an out_of_memory's snapshot went, for its message: the file, or
@@ -335,16 +353,23 @@ class Runtime {
   // Whether reads may skip the lock at all: the policy does not follow
   // kernels (whose positions are counted under the lock), and no faults are
   // injected (their sites are under the lock).
-  bool unlocked_reads_ = false;
+  // Changed only under the lock (switch_policy), read without it by reads.
+  std::atomic<bool> unlocked_reads_{false};
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
+  // policy_->name(), kept apart so that policy_name() needs neither the
+  // runtime's lock (a caller may hold it) nor policy_, which a switch replaces.
+  mutable std::mutex policy_name_mutex_;
+  std::string policy_name_;
   std::unique_ptr<Trace> trace_;
   Trace* recording_ = nullptr;  // trace_ while recording, else null
   // recording_ != nullptr, readable without the lock: a kernel's end takes
   // the lock only when it has something to do (a policy following kernels,
   // or a trace to record it in).
   std::atomic<bool> recording_on_{false};
-  bool kernel_hooks_ = true;  // policy_->follows_kernels(), asked once
+  // policy_->follows_kernels(), asked when the policy comes; read without
+  // the lock at a kernel's end.
+  std::atomic<bool> kernel_hooks_{true};
   ProgramRecording program_recording_;
   std::shared_ptr<const plan::Program> program_;
   // The online profiles of program_'s kernels (set_profile_iterations).

@@ -38,7 +38,7 @@ CACHEDARRAYS_INLINE Runtime::Lock::Lock(Runtime& runtime) : runtime_(runtime) {
 CACHEDARRAYS_INLINE Runtime::Lock::~Lock() { runtime_.placement_.unlock(); }
 
 CACHEDARRAYS_INLINE void Runtime::refresh_read_delivery(Object& object) {
-  if (!unlocked_reads_ || object.read_hint_delivery() != HintDelivery::under_lock) return;
+  if (!unlocked_reads_.load(std::memory_order_relaxed) || object.read_hint_delivery() != HintDelivery::under_lock) return;
   object.read_delivery_.store(static_cast<std::uint8_t>(policy_->read_hint_delivery(object)),
                               std::memory_order_relaxed);
 }
@@ -46,7 +46,7 @@ CACHEDARRAYS_INLINE void Runtime::refresh_read_delivery(Object& object) {
 CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, const Access* accesses,
                                                        std::byte** data, std::size_t n, double& emulated_ns) {
   // A trace records every kernel with its arguments' devices, under the lock.
-  if (!unlocked_reads_) return false;
+  if (!unlocked_reads_.load(std::memory_order_relaxed)) return false;
   for (std::size_t i = 0; i < n; ++i) {
     if (accesses[i] != Access::read) return false;  // a write pin changes the primary's state
   }
@@ -78,7 +78,7 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
 
 CACHEDARRAYS_INLINE bool Runtime::try_hint_unlocked(Object& object) {
   // A trace records the program's hints, under the lock.
-  if (!unlocked_reads_ || recording_on_.load(std::memory_order_acquire)) return false;
+  if (!unlocked_reads_.load(std::memory_order_relaxed) || recording_on_.load(std::memory_order_acquire)) return false;
   const std::uint32_t seq = placement_.sequence();
   if ((seq & 1) != 0) return false;
   const HintDelivery delivery = object.read_hint_delivery();

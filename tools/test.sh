@@ -83,12 +83,12 @@ stage_end
 background "address and undefined-behaviour sanitizers: build" \
   "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
-stage "build (GCC, -O2, -Werror)" 480
+stage "build (GCC, -O2, -Werror)" 530
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
 
-stage "full suite" 255
+stage "full suite" 220
 # The header-only install consumer, the suite's longest test, is built and
 # run against the installed package in the package stage: CI runs it there
 # alone (the other install tests, also against a prefix other than /usr,
@@ -100,18 +100,18 @@ stage "API reference (Doxygen, warnings are errors)" 15
 cmake --build build-test --target docs
 stage_end
 
-stage "Debian package: built, installed, used by the install consumers, removed" 75
+stage "Debian package: built, installed, used by the install consumers, removed" 85
 bash tools/check_deb.sh build-test
 stage_end
 
-stage "address and undefined-behaviour sanitizers: the rest of their build" 345
+stage "address and undefined-behaviour sanitizers: the rest of their build" 335
 join_background "address and undefined-behaviour sanitizers: build"
 stage_end
 
 background "thread sanitizer: build" \
   "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
 
-stage "address and undefined-behaviour sanitizers: the suite" 465
+stage "address and undefined-behaviour sanitizers: the suite" 430
 # The suite's own test times, measured above, order this run: the longest
 # tests start first, so that none runs alone on one core at the end.
 mkdir -p build-sanitize/Testing/Temporary
@@ -123,7 +123,7 @@ stage "fuzzing (libFuzzer, the sanitizers' build)" 70
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
 stage_end
 
-stage "thread sanitizer (multi-threaded tests)" 80
+stage "thread sanitizer (multi-threaded tests)" 100
 join_background "thread sanitizer: build"
 TSAN_OPTIONS="$ci_tsan_options" ctest --test-dir build-thread --output-on-failure -j"$jobs" -R "$ci_thread_test_names"
 stage_end

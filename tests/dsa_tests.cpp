@@ -352,7 +352,7 @@ TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on t
 TEST_CASE("dsa: the shared instances' max-live is the one their README gives") {
   const std::filesystem::path dir = shared_dsa_dir();
   if (dir.empty()) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (../shared/data/dsa)");
+    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
     return;
   }
   // The instances' own table (docs/references.md, "Data"): buffers and max-live; `end`

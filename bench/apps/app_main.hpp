@@ -2,7 +2,8 @@
 // environment describes, the warm-up / recorded / timed iterations, the
 // check against a plain computation, and the one line (and the JSON) that
 // reports a run. Written as a user of the library would: the public header,
-// CLI11 and fmt only.
+// CLI11 and fmt only. The parts that are no template (the flags, the runtime,
+// the report) are compiled once, in app_main.cpp.
 //
 // An app is a Workload:
 //   explicit Workload(Size);                       sizes fixed by --size
@@ -13,9 +14,7 @@
 //                                                  iterations of plain code give
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +22,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,39 +55,9 @@ namespace detail {
 // policy: as train_cnn does, it runs all-fast on the slow tier alone, fronted
 // by a DRAM cache as large as the fast tier would have been (the slow tier's
 // emulation profile, or Optane's when it has none).
-inline Runtime make_runtime(const RuntimeDefaults& defaults, const EnvironmentSettings& env) {
-  const std::string name = env.policy.value_or(defaults.policy);
-  const policy::PolicyDescriptor described = policy::Registry::builtin().describe(name);
-  if (!described.memory_mode()) return runtime_from_environment(defaults, env);
-  if (described.modeled_only()) {
-    throw invalid_argument("CACHEDARRAYS_POLICY=" + name + " is a memory mode that is modeled only; 2lm:m runs");
-  }
-  std::vector<DeviceSpec> devices = devices_from_environment(defaults, env);
-  DeviceSpec slow = devices.at(1);
-  const EmulationProfile profile = slow.emulation ? *slow.emulation : *emulation::profile("optane");
-  slow.emulation = emulation::memory_mode(profile, emulation::memory_mode_cache_within(devices.at(0).capacity));
-  return Runtime({slow}, policy::Registry::builtin().make("all-fast"), MoverOptions{},
-                 env.trace.value_or(std::filesystem::path{}));
-}
+Runtime make_runtime(const RuntimeDefaults& defaults, const EnvironmentSettings& env);
 
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-inline std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
+double median(std::vector<double> v);
 
 struct Options {
   std::string size = "test";
@@ -107,21 +77,14 @@ struct Report {
   double copied_in_bytes = 0, written_back_bytes = 0, served_in_place = 0;
 };
 
-inline void write_report(const std::string& path, const Report& r) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("cannot write " + path);
-  std::string seconds;
-  for (const double s : r.seconds) seconds += (seconds.empty() ? "" : ", ") + fmt::format("{}", s);
-  fmt::print(f,
-             "{{\"app\": {}, \"policy\": {}, \"emulation\": {}, \"fast_fraction\": {}, \"fast_bytes\": {}, "
-             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
-             "\"copied_in_bytes_per_iteration\": {}, \"written_back_bytes_per_iteration\": {}, "
-             "\"served_in_place_per_iteration\": {}, \"verified\": {}, \"error\": {}, \"program\": {}}}\n",
-             json_string(r.app), json_string(r.policy), json_string(r.emulation), r.fast_fraction, r.fast_bytes,
-             r.seconds.empty() ? 0.0 : median(r.seconds), seconds, r.seconds.size(), r.footprint,
-             r.copied_in_bytes, r.written_back_bytes, r.served_in_place, r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
-  if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
-}
+void write_report(const std::string& path, const Report& r);
+
+// The flags, or nullopt with the exit status CLI11 gives (help, a bad flag).
+std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description,
+                                     int& exit_code);
+
+// The run's two lines on standard output.
+void print_report(const char* name, const Report& r);
 
 // Runs `workload` as app_main says and reports what it measured; throws
 // what the library throws.
@@ -186,24 +149,10 @@ Report run(Workload& workload, const char* name, const Options& o) {
 /// flags.
 template <typename Workload>
 int app_main(int argc, char** argv, const char* name, const char* description) {
-  detail::Options o;
-  CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
-                           "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
-                           name, description)};
-  cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
-      ->check(CLI::IsMember({"test", "bench"}))
-      ->capture_default_str();
-  cli.add_option("--profile-iterations", o.profile_iterations,
-                 "iterations after the recorded one whose kernels are timed for the planners (0: none; they "
-                 "then price kernels by bytes alone)")
-      ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
-  cli.add_option("--iterations", o.iterations, "timed iterations, after a warm-up, a recorded one and the profiled ones")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cli.add_option("--json", o.json, "write the run (with the recorded program) to this JSON file");
-  cli.add_option("--program-out", o.program_out, "save the recorded program of an iteration to this JSON file");
-  CLI11_PARSE(cli, argc, argv);
+  int exit_code = 0;
+  const std::optional<detail::Options> parsed = detail::parse_options(argc, argv, name, description, exit_code);
+  if (!parsed) return exit_code;
+  const detail::Options& o = *parsed;
 
   detail::Report r;
   try {
@@ -218,12 +167,7 @@ int app_main(int argc, char** argv, const char* name, const char* description) {
     fmt::print(stderr, "{}: policy {}: NOT verified: {}\n", name, r.policy, r.error);
     return 1;
   }
-  const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
-  fmt::print("{}: policy {}, fast {:.0f}% ({}), {:.4f} s/iteration (median of {}), verified{}\n", name, r.policy,
-             100 * r.fast_fraction, format_bytes(r.fast_bytes), detail::median(r.seconds), r.seconds.size(), emulated);
-  fmt::print("{}: per iteration, copied into fast memory {}, written back {}, {:.1f} moves declined (served in place)\n",
-             name, format_bytes(static_cast<std::uint64_t>(r.copied_in_bytes)),
-             format_bytes(static_cast<std::uint64_t>(r.written_back_bytes)), r.served_in_place);
+  detail::print_report(name, r);
   return 0;
 }
 

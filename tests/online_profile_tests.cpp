@@ -297,3 +297,47 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
     }
   }
 }
+
+// A saved program is replayed as it ran (sim/saved_program.hpp): its kernels
+// named by the keys of their profiles, the tiers it ran on as the replay's
+// device models, and repeated for the steady state only when its iteration
+// can repeat.
+TEST_CASE("saved program: kernels keyed as their profiles, the tiers it ran on as device models, repeats only if it can") {
+  ca::Runtime rt({ca::dram(fast_tier_size, "fast"), emulated_slow(8 << 20)});
+  rt.set_profile_iterations(1);
+  auto a = arrays(rt);
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) stencil_iteration(rt, a);
+  const ca::plan::Program& program = *rt.program();
+  REQUIRE(program.profiles() != nullptr);
+
+  const ca::SavedProgram saved = ca::saved_program(program);
+  CHECK_FALSE(saved.unrepeatable.has_value());
+  REQUIRE(saved.profiles.has_value());
+  REQUIRE(saved.program.kernels().size() == program.kernels().size());
+  for (const ca::plan::ProgramKernel& k : saved.program.kernels()) {
+    INFO(k.name);
+    CHECK(saved.profiles->find(k.name) != nullptr);
+  }
+  const auto iterations = std::count_if(saved.trace.events().begin(), saved.trace.events().end(),
+                                        [](const ca::TraceEvent& e) { return e.kind == ca::TraceKind::iteration; });
+  CHECK(iterations == ca::steady_replay_iterations);
+  CHECK(saved.footprint >= program.max_live());
+
+  const auto models = ca::tier_models(saved.tiers);
+  REQUIRE(models.has_value());
+  CHECK(models->first.read_gbps == 30.0);
+  CHECK(models->first.write_gbps == 15.0);
+  CHECK(models->second.read_gbps == 10.0);
+  CHECK(models->second.write_gbps == 5.0);
+  // DRAM beside no emulated tier has no bandwidths, so no models.
+  CHECK_FALSE(ca::tier_models(ca::program_tiers(test::two_tiers())).has_value());
+
+  // An iteration that keeps what it creates cannot repeat: replayed once.
+  const ca::plan::Program keeps({{4, false}}, {}, {{ca::plan::StepKind::create, 0, {}}});
+  const ca::SavedProgram once = ca::saved_program(keeps);
+  REQUIRE(once.unrepeatable.has_value());
+  CHECK(std::count_if(once.trace.events().begin(), once.trace.events().end(),
+                      [](const ca::TraceEvent& e) { return e.kind == ca::TraceKind::iteration; }) == 1);
+  CHECK_THROWS_AS((void)ca::saved_program(program, 0), ca::invalid_argument);
+}

@@ -312,3 +312,63 @@ TEST_CASE("program: stop_trace stops the recording of the runtime's events too")
   rt.collect();
   CHECK(rt.trace()->events().size() == events);
 }
+
+// A recorded program carries the tiers it ran on, so that a model elsewhere
+// prices its copies at them: an emulated tier's profile, DRAM at the
+// bandwidth the profile was scaled from, and "not known" where nothing
+// measured a tier.
+TEST_CASE("program: the tiers a program ran on — recorded, saved, read back, and refused when malformed") {
+  const auto tier = [](std::string name, std::string device, double read, double write, double latency, bool emulated) {
+    return ca::plan::ProgramTier{.name = std::move(name),
+                                 .device = std::move(device),
+                                 .read_gbps = read,
+                                 .write_gbps = write,
+                                 .latency_ns = latency,
+                                 .emulated = emulated};
+  };
+  std::vector<ca::DeviceSpec> devices = test::two_tiers();
+  devices[1].emulation = test::emulation_profile(4.0, 1.5, 300, 12.0, 9.0);
+  devices[1].emulation->name = "optane";
+  const std::vector<ca::plan::ProgramTier> tiers = ca::program_tiers(devices);
+  REQUIRE(tiers.size() == 2);
+  CHECK(tiers[0] == tier("dram", "fast", 12.0, 9.0, 0, false));
+  CHECK(tiers[1] == tier("optane", "slow", 4.0, 1.5, 300, true));
+  // Without an emulated tier nothing gives DRAM's bandwidth, and a NUMA node
+  // or a DAX file on a real file system is not known.
+  const std::vector<ca::plan::ProgramTier> plain =
+      ca::program_tiers({ca::dram(1 << 20, "fast"), ca::dax_file("/mnt/pmem0", 1 << 20, "pmem"), ca::numa_node(1, 1 << 20)});
+  CHECK(plain[0] == tier("dram", "fast", 0, 0, 0, false));
+  CHECK_FALSE(plain[0].bandwidths_known());
+  CHECK(plain[1] == tier("pmem", "pmem", 0, 0, 0, false));
+  CHECK(plain[2] == tier("numa1", "numa1", 0, 0, 0, false));
+
+  ca::Runtime rt(devices);
+  Loop loop(rt);
+  loop.iteration();
+  rt.record_program();
+  loop.iteration();
+  loop.iteration();
+  REQUIRE(rt.program() != nullptr);
+  CHECK(rt.program()->tiers() == tiers);
+
+  // They travel with the program and are no part of its equality.
+  const Program& p = *rt.program();
+  const Program back = Program::from_json(p.to_json());
+  CHECK(back.tiers() == tiers);
+  Program without = p;
+  without.set_tiers({});
+  CHECK(without == p);
+  CHECK(Program::from_json(without.to_json()).tiers().empty());
+
+  Program bad = p;
+  test::check_contains(refusal_message([&] {
+                         bad.set_tiers({tier("optane", "slow", -1, 1, 0, true)});
+                       }),
+                       "tier 0 ('optane'): read_gbps is -1");
+  CHECK(bad.tiers() == tiers);  // a refused set changes nothing
+  std::string text = p.to_json();
+  const std::string field = "\"write_gbps\": 1.5";
+  REQUIRE(text.find(field) != std::string::npos);
+  text.replace(text.find(field), field.size(), "\"write_gbps\": \"fast\"");
+  test::check_contains(refusal_message([&] { (void)Program::from_json(text); }), "tiers[1].write_gbps");
+}

@@ -18,7 +18,9 @@
 //
 // A program a Runtime saved with its kernels' online profiles
 // (plan::Program::profiles; CACHEDARRAYS_PROGRAM_OUT) has its kernels priced
-// by them (plan::online_time_model) instead of the roofline.
+// by them (plan::online_time_model) instead of the roofline. A program a
+// Runtime recorded carries the tiers it ran on (plan::Program::tiers): it is
+// modeled on those, copies included, unless --slow-tier names a published one.
 //   cachedarrays-plan --model resnet --depth 50 --batch 256 --save-program resnet50.json
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -32,6 +34,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -59,7 +63,7 @@ struct Options {
   std::string program;  // a program JSON instead of a model
   std::vector<double> fractions{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
   std::vector<std::string> policies;  // empty: quick_policies(); "all": all_policies()
-  std::string slow_tier = "optane";
+  std::string slow_tier;  // empty: the program's tiers, else optane
   std::string prices_file;
   double gflops = 0;  // 0: this machine's per-core rate times --cores
   int cores = 28;
@@ -361,12 +365,31 @@ struct Machine {
   ca::DeviceModel fast;
   ca::DeviceModel slow;
   ComputeRate rate;
+  std::string tiers_from;  // where the tiers' figures come from
 };
 
-Machine machine(const Options& o) {
+std::string describe_tier(const ca::plan::ProgramTier& t) {
+  return fmt::format("{} ({}{}) {:.1f}/{:.1f} GB/s{}", t.name, t.device, t.emulated ? ", emulated" : "", t.read_gbps,
+                     t.write_gbps, t.latency_ns > 0 ? fmt::format(", {:.0f} ns", t.latency_ns) : "");
+}
+
+// The tiers: --slow-tier's published ones when given, else the ones the
+// program ran on when it carries them, else the published Optane.
+Machine machine(const Options& o, const std::vector<ca::plan::ProgramTier>& program_tiers) {
   Machine m{o.prices_file.empty() ? ca::MemoryPrices::defaults() : ca::MemoryPrices::load(o.prices_file),
-            tier_model("dram"), tier_model(o.slow_tier), {}};
-  (void)m.prices.dollars_per_gb(m.slow.name);  // a missing price fails now, not after the replays
+            tier_model("dram"), tier_model(o.slow_tier.empty() ? "optane" : o.slow_tier), {},
+            "published figures (--slow-tier)"};
+  const auto recorded = ca::tier_models(program_tiers);
+  if (o.slow_tier.empty() && recorded) {
+    std::tie(m.fast, m.slow) = *recorded;
+    m.tiers_from = "the tiers the program ran on: " + describe_tier(program_tiers.front()) + "; " +
+                   describe_tier(program_tiers.back());
+  } else if (o.slow_tier.empty() && !o.program.empty()) {
+    m.tiers_from = "published figures: the program carries no tiers with bandwidths (recorded before programs "
+                   "carried them, or on a tier nothing measured); --slow-tier picks one";
+  }
+  (void)m.prices.dollars_per_gb(m.fast.name);  // a missing price fails now, not after the replays
+  (void)m.prices.dollars_per_gb(m.slow.name);
   return m;
 }
 
@@ -380,29 +403,27 @@ struct Iteration {
   // The program's online profiles, keyed as the replayed kernels are named
   // (plan::profile_keyed); unset: the roofline prices the kernels.
   std::optional<ca::plan::KernelProfiles> profiles;
+  // The tiers the program ran on (empty: it carries none).
+  std::vector<ca::plan::ProgramTier> tiers;
 };
 
 Iteration load_iteration(const Options& o) {
   Iteration it;
   if (!o.program.empty()) {
     it.label = std::filesystem::path(o.program).filename().string();
-    ca::plan::Program program = ca::plan::Program::load(o.program);
-    if (const ca::plan::KernelProfiles* profiles = program.profiles()) {
-      // The replay names each kernel by the key its profile is under.
-      it.profiles = *profiles;
-      program = ca::plan::profile_keyed(program);
-    }
     // Repeated for the replays' steady state when the iteration can repeat
     // (it retires what it creates and keeps what it had, as a training
     // step does), else replayed once, from a cold start.
-    const std::optional<std::string> unrepeatable = program.unrepeatable();
-    if (unrepeatable) {
+    ca::SavedProgram saved = ca::saved_program(ca::plan::Program::load(o.program), nn::steady_trace_iterations);
+    if (saved.unrepeatable) {
       fmt::print(stderr, "{}: the iteration cannot repeat ({}); replaying it once, from a cold start\n", it.label,
-                 *unrepeatable);
+                 *saved.unrepeatable);
     }
-    it.trace = program.to_trace(unrepeatable ? 1 : nn::steady_trace_iterations);
-    it.footprint = ca::replayed_footprint(it.trace);
-    it.program = ca::plan::Program::from_trace(it.trace, 1);
+    it.trace = std::move(saved.trace);
+    it.program = std::move(saved.program);
+    it.footprint = saved.footprint;
+    it.profiles = std::move(saved.profiles);
+    it.tiers = std::move(saved.tiers);
   } else {
     it.label = describe_model(o.model);
     const auto build = [&] { return nn::build_model(o.model); };
@@ -490,9 +511,10 @@ void print_report(const Options& o, const Iteration& it, const Machine& m, const
     fmt::print("  activations kept for the backward pass, each of {} blocks:\n", o.model.depth);
     for (const auto& [what, bytes] : v.per_block) fmt::print("    {:>10}  {}\n", gb(bytes), what);
   }
-  fmt::print("modeled machine: {} {:.0f}/{:.0f} GB/s read/write, {} {:.1f}/{:.1f} GB/s; compute {:.0f} GFLOP/s ({})\n",
+  fmt::print("modeled machine: {} {:.1f}/{:.1f} GB/s read/write, {} {:.1f}/{:.1f} GB/s; compute {:.0f} GFLOP/s ({})\n",
              m.fast.name, m.fast.read_gbps, m.fast.write_gbps, m.slow.name, m.slow.read_gbps, m.slow.write_gbps,
              m.rate.flops_per_second / 1e9, m.rate.how);
+  fmt::print("tiers from {}\n", m.tiers_from);
   print_tables(plan, o, m.prices, m.fast, m.slow);
   if (!o.fast_bytes.empty() || o.fast_fraction > 0) print_one_size(plan, o, it);
   if (answer.found) {
@@ -550,6 +572,7 @@ Json plan_json(const Options& o, const Iteration& it, const Machine& m, const ca
              {"slow", tier_json(m.slow, m.prices)},
              {"flops_per_second", m.rate.flops_per_second},
              {"compute_rate", m.rate.how},
+             {"tiers_from", m.tiers_from},
              {"kernel_model", "roofline"}}},
            {"within", o.within},
            {"all_fast_seconds", plan.all_fast_seconds},
@@ -597,12 +620,12 @@ int write_outputs(const Options& o, const Json& doc) {
 
 int run(Options& o) {
   settle(o);
-  Machine m = machine(o);
   const auto start = std::chrono::steady_clock::now();
   const std::function<double()> elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const Iteration it = load_iteration(o);
+  Machine m = machine(o, it.tiers);
   if (!o.fast_bytes.empty()) {
     o.fractions = {static_cast<double>(parse_bytes(o.fast_bytes)) / static_cast<double>(std::max<std::uint64_t>(1, it.footprint))};
   } else if (o.fast_fraction > 0) {
@@ -677,9 +700,10 @@ int main(int argc, char** argv) {
   for (const std::string& p : ca::quick_policies()) policies_help += " " + p;
   app.add_option("--policies", o.policies, policies_help)->delimiter(',');
   app.add_option("--slow-tier", o.slow_tier,
-                 "the slow tier: optane (six interleaved DIMMs, 39.4/13.9 GB/s) or cxl (an expander at half of "
-                 "DDR4's 118/83 GB/s); the fast tier is six-channel DDR4")
-      ->capture_default_str()->check(CLI::IsMember({"optane", "cxl"}));
+                 "a published slow tier: optane (six interleaved DIMMs, 39.4/13.9 GB/s) or cxl (an expander at half "
+                 "of DDR4's 118/83 GB/s), the fast tier then six-channel DDR4; default: the tiers a --program ran on "
+                 "when it carries them (Runtime::record_program), else optane")
+      ->check(CLI::IsMember({"optane", "cxl"}));
   app.add_option("--prices", o.prices_file,
                  "a JSON of dollars per GB by tier replacing the defaults: {\"dram\": 16.61, \"optane\": 7.85, "
                  "\"cxl\": 16.61} (AutoTM's Table 2; cxl at DRAM's price, an assumption)")

@@ -3,5 +3,6 @@
 #include "cachedarrays/runtime/environment-inl.hpp"
 #include "cachedarrays/runtime/memory_snapshot-inl.hpp"
 #include "cachedarrays/runtime/online_profiler-inl.hpp"
+#include "cachedarrays/runtime/program_tiers-inl.hpp"
 #include "cachedarrays/runtime/runtime-inl.hpp"
 #include "cachedarrays/runtime/unlocked_reads-inl.hpp"

@@ -5,3 +5,4 @@
 #include "cachedarrays/sim/capacity_plan-inl.hpp"
 #include "cachedarrays/sim/memory_prices-inl.hpp"
 #include "cachedarrays/sim/replay_judge-inl.hpp"
+#include "cachedarrays/sim/saved_program-inl.hpp"

@@ -22,6 +22,7 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/runtime/program_tiers.hpp"
 
 namespace cachedarrays {
 
@@ -273,7 +274,12 @@ CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
   r.pending = false;
   std::shared_ptr<const plan::Program> program;
   try {
-    program = std::make_shared<const plan::Program>(plan::Program::from_trace(*recording_, r.first));
+    plan::Program recorded = plan::Program::from_trace(*recording_, r.first);
+    // The tiers it ran on, so that a model elsewhere prices it at them.
+    std::vector<DeviceSpec> devices;
+    for (DeviceId d = 0; d < manager_.device_count(); ++d) devices.push_back(manager_.spec(d));
+    recorded.set_tiers(program_tiers(devices));
+    program = std::make_shared<const plan::Program>(std::move(recorded));
   } catch (...) {
     if (r.own_trace) {
       set_recording(nullptr);

@@ -139,7 +139,10 @@ class Runtime {
   /// the first iteration when that one differs from the rest (a program that
   /// makes some buffers lazily, on first use); the nn trainer's first is
   /// already its steady one. It uses the running trace if there is one, else
-  /// a trace of its own that it drops once the program is made.
+  /// a trace of its own that it drops once the program is made. The program
+  /// carries this runtime's tiers (program_tiers of its devices), so that a
+  /// model elsewhere (cachedarrays-plan --program) prices its copies at the
+  /// tiers it ran on.
   void record_program();
   /// The program given or recorded, or null. Once its kernels are profiled
   /// (set_profile_iterations), the same program with their profiles

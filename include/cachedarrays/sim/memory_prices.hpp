@@ -22,8 +22,9 @@ namespace cachedarrays {
 /// for the capacity planner (sim/capacity_plan.hpp).
 class MemoryPrices {
  public:
-  /// AutoTM's Table 2 and the cxl row: "dram", "optane", "cxl" (cxl at
-  /// DRAM's price, an assumption to override with a vendor's quote).
+  /// AutoTM's Table 2 and the cxl row: "dram", "optane" (and
+  /// "optane-1dimm", the same DIMM), "cxl" (cxl at DRAM's price, an
+  /// assumption to override with a vendor's quote).
   [[nodiscard]] static MemoryPrices defaults();
   /// A JSON object of tier name to dollars per GB, e.g.
   /// `{"dram": 16.61, "cxl": 9.5}`: the defaults with these rows replaced or added. Throws

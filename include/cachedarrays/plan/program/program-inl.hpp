@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -234,6 +235,22 @@ CACHEDARRAYS_INLINE std::uint64_t Program::total_bytes() const noexcept {
   return sum;
 }
 
+CACHEDARRAYS_INLINE void Program::set_tiers(std::vector<ProgramTier> tiers) {
+  for (std::size_t i = 0; i < tiers.size(); ++i) {
+    const ProgramTier& t = tiers[i];
+    for (const auto& [what, value] : {std::pair{"read_gbps", t.read_gbps}, std::pair{"write_gbps", t.write_gbps},
+                                      std::pair{"latency_ns", t.latency_ns}}) {
+      if (!std::isfinite(value) || value < 0) {
+        std::ostringstream figure;
+        figure << value;
+        throw invalid_argument("cachedarrays: Program::set_tiers: tier " + std::to_string(i) + " ('" + t.name +
+                               "'): " + what + " is " + figure.str() + "; give a finite figure >= 0 (0: not known)");
+      }
+    }
+  }
+  tiers_ = std::move(tiers);
+}
+
 // ---- JSON --------------------------------------------------------------------
 
 namespace detail {
@@ -263,6 +280,17 @@ CACHEDARRAYS_INLINE std::string Program::to_json() const {
     steps.push_back(std::move(step));
   }
   if (profiles_) j["profiles"] = nlohmann::json::parse(profiles_->to_json());
+  if (!tiers_.empty()) {
+    nlohmann::json& tiers = j["tiers"] = nlohmann::json::array();
+    for (const ProgramTier& t : tiers_) {
+      tiers.push_back({{"name", t.name},
+                       {"device", t.device},
+                       {"read_gbps", t.read_gbps},
+                       {"write_gbps", t.write_gbps},
+                       {"latency_ns", t.latency_ns},
+                       {"emulated", t.emulated}});
+    }
+  }
   return j.dump(1);
 }
 
@@ -332,9 +360,24 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
       r.fail("profiles", std::string(e.what()) + " (the online profiles of the program's kernels)");
     }
   }
+  std::vector<ProgramTier> tiers;
+  if (const auto it = j.find("tiers"); it != j.end()) {
+    const nlohmann::json& jt = r.array(*it, "tiers");
+    for (std::size_t i = 0; i < jt.size(); ++i) {
+      const std::string path = "tiers[" + std::to_string(i) + "]";
+      const auto figure = [&](const char* key) { return r.non_negative(r.field(jt[i], path, key), path + "." + key); };
+      tiers.push_back({.name = r.string(r.field(jt[i], path, "name"), path + ".name"),
+                       .device = r.string(r.field(jt[i], path, "device"), path + ".device"),
+                       .read_gbps = figure("read_gbps"),
+                       .write_gbps = figure("write_gbps"),
+                       .latency_ns = figure("latency_ns"),
+                       .emulated = r.boolean(r.field(jt[i], path, "emulated"), path + ".emulated")});
+    }
+  }
   try {
     Program program(std::move(objects), std::move(kernels), std::move(steps));
     program.profiles_ = std::move(profiles);
+    program.tiers_ = std::move(tiers);
     if (std::optional<std::string> problem = program.naming_problem()) {
       r.fail("objects", *problem + "; a program numbers the persistent objects first, in the order the "
                         "iteration first uses them (a kernel argument, a hint or a retire), then the objects it "

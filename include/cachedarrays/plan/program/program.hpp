@@ -29,6 +29,7 @@
 
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
+#include "cachedarrays/plan/program/program_tier.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays::plan {
@@ -165,6 +166,17 @@ class Program {
   /// profile in them are priced by a planner's fallback model.
   void set_profiles(KernelProfiles profiles) { profiles_ = std::move(profiles); }
 
+  // ---- the tiers it ran on -------------------------------------------------
+
+  /// The memory tiers of the runtime that recorded the program, fastest
+  /// first (Runtime::record_program fills them); empty for a program of a
+  /// dry run, of a trace, or saved before programs carried them. Like the
+  /// profiles, they travel with the program and are not part of it.
+  [[nodiscard]] const std::vector<ProgramTier>& tiers() const noexcept { return tiers_; }
+  /// Gives the program `tiers` (replacing any it had). Throws
+  /// invalid_argument for a tier with a negative or non-finite figure.
+  void set_tiers(std::vector<ProgramTier> tiers);
+
   // ---- JSON ---------------------------------------------------------------
 
   /// The program as JSON:
@@ -175,10 +187,11 @@ class Program {
   ///     ["kernel", 0], ["retire", 3], ["collect"]...]}
   ///
   /// and, when it has profiles, "profiles": the KernelProfiles JSON of
-  /// profiles().
+  /// profiles(); when it has tiers, "tiers": [{"name", "device", "read_gbps",
+  /// "write_gbps", "latency_ns", "emulated"}...].
   [[nodiscard]] std::string to_json() const;
-  /// Reads what to_json writes (JSON without "profiles" gives a program
-  /// without them). Throws invalid_argument naming the field
+  /// Reads what to_json writes (JSON without "profiles" or "tiers" gives a
+  /// program without them). Throws invalid_argument naming the field
   /// that is missing or wrong ("program JSON: steps[12][1]: ..."), and for
   /// objects not numbered as a program numbers them (naming_problem): a plan
   /// is matched to a run's objects by that numbering.
@@ -193,8 +206,9 @@ class Program {
   /// read, and invalid_argument (as from_json) for a malformed one.
   [[nodiscard]] static Program load(const std::string& path);
 
-  /// Equal objects, kernels and steps: the profiles are measurements of the
-  /// program, not part of it, and are not compared.
+  /// Equal objects, kernels and steps: the profiles and the tiers are
+  /// measurements of a run of the program, not part of it, and are not
+  /// compared.
   friend bool operator==(const Program& a, const Program& b) {
     return a.objects_ == b.objects_ && a.kernels_ == b.kernels_ && a.steps_ == b.steps_;
   }
@@ -208,6 +222,7 @@ class Program {
   std::vector<std::vector<std::uint32_t>> uses_;  // by object
   std::vector<std::uint64_t> live_bytes_;         // by kernel
   std::optional<KernelProfiles> profiles_;
+  std::vector<ProgramTier> tiers_;
 };
 
 }  // namespace cachedarrays::plan

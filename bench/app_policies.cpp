@@ -24,6 +24,14 @@
 // the memory mode, which moves cache lines, can go below the bound where a
 // kernel touches only part of an object.
 //
+// The modeled column is the model's prediction of each row: the program the
+// app recorded, replayed under the row's policy at the row's fast tier
+// (sim/capacity_plan.hpp model_point, through sim/saved_program.hpp as
+// cachedarrays-plan --program replays it), on the tiers the program ran on
+// (plan::Program::tiers: the emulated tier's own bandwidths), its kernels
+// priced by the program's online profiles. Its ratio to the measured time is
+// how far the model is off for that policy.
+//
 //   app_policies [--apps LIST] [--fractions LIST] [--policies LIST] [--size test|bench]
 //                [--iterations N] [--profile-iterations N] [--rounds R] [--json FILE] [--app-dir DIR]
 #include <CLI/CLI.hpp>
@@ -41,8 +49,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -83,6 +93,7 @@ struct Options {
   int iterations = 5;
   int profile_iterations = 3;
   int rounds = 1;
+  double plan_seconds = 10;
   std::string json = "app_policies.json";
   std::string app_dir = CACHEDARRAYS_APP_DIR;
 };
@@ -171,6 +182,8 @@ struct Row {
   double fraction = 0;
   std::vector<double> round_seconds;
   std::string failure;  // empty: every round verified
+  std::uint64_t fast_bytes = 0;           // the fast tier the app made
+  std::optional<double> modeled_seconds;  // the model's prediction (see the file comment)
   [[nodiscard]] std::optional<double> seconds() const {
     if (!failure.empty() || round_seconds.empty()) return std::nullopt;
     return bench::median(round_seconds);
@@ -227,17 +240,20 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
                             {"s/iteration", 12},
                             {"x all-fast", 10},
                             {"x min(first-touch, all-slow)", 28},
+                            {"modeled s", 10},
+                            {"modeled/measured", 16},
                             {"note", 4, bench::Align::left}});
   table.print_header();
   table.print_rule();
   for (const Row& r : rows) {
     const std::optional<double> s = r.seconds();
     table.print_row({r.policy, s ? fmt::format("{:.4f}", *s) : "-", ratio(s, all_fast), ratio(s, baseline),
+                     r.modeled_seconds ? fmt::format("{:.4f}", *r.modeled_seconds) : "-", ratio(r.modeled_seconds, s),
                      r.failure.empty() ? "" : "failed: " + r.failure});
   }
   if (bound != nullptr) {
     table.print_row({"bound", fmt::format("{:.4f}", bound->seconds), ratio(bound->seconds, all_fast),
-                     ratio(bound->seconds, baseline),
+                     ratio(bound->seconds, baseline), "", "",
                      fmt::format("max(all-fast, {} read + {} written on the slow tier: {:.4f} s)",
                                  ca::format_bytes(bound->slow_read), ca::format_bytes(bound->slow_written),
                                  bound->traffic_seconds)});
@@ -273,6 +289,10 @@ Options parse(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--rounds", o.rounds, "interleaved rounds of every policy; rows are the median over rounds")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cli.add_option("--plan-seconds", o.plan_seconds,
+                 "time limit of each planned policy's plan in the modeled column's replays")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cli.add_option("--json", o.json, "where to write the results")->capture_default_str();
   cli.add_option("--app-dir", o.app_dir, "where the app executables are")->capture_default_str();
@@ -310,7 +330,7 @@ struct Progress {
 
 Group measure(const Options& o, const std::string& app, double fraction, const fs::path& scratch, Progress& progress) {
   Group g{app, fraction, {}, std::nullopt, 0};
-  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, ""});
+  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, "", 0, std::nullopt});
   for (int round = 0; round < o.rounds; ++round) {
     for (Row& row : g.rows) {
       const Run run = run_app(o, app, row.policy, is_all_fast(row.policy) ? all_fast_fraction : fraction, scratch);
@@ -323,6 +343,7 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
       }
       const double s = run.report->at("seconds_per_iteration").get<double>();
       row.round_seconds.push_back(s);
+      row.fast_bytes = run.report->at("fast_bytes").get<std::uint64_t>();
       g.footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
       if (!g.program && !run.report->at("program").is_null()) g.program = run.report->at("program");
       fmt::print(stderr, "{}: {:.4f} s/iteration, verified\n", where, s);
@@ -344,6 +365,34 @@ std::optional<Bound> bound_of(const Group& g, const ca::EmulationProfile& slow) 
   return bound_of(ca::plan::Program::from_json(g.program->dump()), fast_bytes, *all_fast, slow);
 }
 
+// Each row's modeled seconds (see the file comment), or why there are none.
+std::string model_rows(Group& g, double plan_seconds) {
+  if (!g.program) return "no run recorded the program";
+  const ca::plan::Program program = ca::plan::Program::from_json(g.program->dump());
+  const auto tiers = ca::tier_models(program.tiers());
+  if (!tiers) return "the program carries no tiers with bandwidths";
+  const ca::SavedProgram saved = ca::saved_program(program);
+  ca::CapacityPlanOptions options;
+  std::tie(options.fast, options.slow) = *tiers;
+  const std::shared_ptr<const ca::plan::KernelTimeModel> time =
+      saved.profiles ? ca::plan::online_time_model(*saved.profiles, {options.fast.read_gbps, options.fast.write_gbps},
+                                                   {options.slow.read_gbps, options.slow.write_gbps})
+                     : std::make_shared<const ca::plan::MemoryBound>();
+  options.kernel_time = time.get();
+  options.plan_seconds = plan_seconds;
+  for (Row& r : g.rows) {
+    if (r.fast_bytes == 0 || saved.footprint == 0) continue;
+    const double fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(saved.footprint);
+    try {
+      const ca::CapacityPoint p = ca::model_point(saved.trace, saved.program, saved.footprint, r.policy, fraction, options);
+      r.modeled_seconds = p.seconds;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{} at {:.0f}%: {} not modeled: {}\n", g.app, 100 * g.fraction, r.policy, e.what());
+    }
+  }
+  return "";
+}
+
 // The JSON of every group (docs/benchmarks.md lists its fields).
 struct Results {
   nlohmann::json rows = nlohmann::json::array(), bounds = nlohmann::json::array();
@@ -358,6 +407,7 @@ struct Results {
                       {"table_fraction", g.fraction},
                       {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
                       {"round_seconds", r.round_seconds},
+                      {"modeled_seconds", r.modeled_seconds ? nlohmann::json(*r.modeled_seconds) : nlohmann::json()},
                       {"verified", r.failure.empty()},
                       {"failure", r.failure}});
     }
@@ -401,8 +451,11 @@ int main(int argc, char** argv) {
   bool all_verified = true;
   for (const std::string& app : o.apps) {
     for (const double fraction : o.fractions) {
-      const Group g = measure(o, app, fraction, scratch, progress);
+      Group g = measure(o, app, fraction, scratch, progress);
       const std::optional<Bound> bound = bound_of(g, slow);
+      if (const std::string why = model_rows(g, o.plan_seconds); !why.empty()) {
+        fmt::print(stderr, "{} at {:.0f}%: not modeled: {}\n", app, 100 * fraction, why);
+      }
       print_table(app, fraction, g.rows, bound ? &*bound : nullptr);
       std::fflush(stdout);  // the table before the next group's progress lines on stderr
       results.add(g, bound);

@@ -83,12 +83,12 @@ stage_end
 background "address and undefined-behaviour sanitizers: build" \
   "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
-stage "build (GCC, -O2, -Werror)" 530
+stage "build (GCC, -O2, -Werror)" 480
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
 
-stage "full suite" 220
+stage "full suite" 230
 # The header-only install consumer, the suite's longest test, is built and
 # run against the installed package in the package stage: CI runs it there
 # alone (the other install tests, also against a prefix other than /usr,
@@ -101,18 +101,18 @@ stage "API reference (Doxygen, warnings are errors)" 15
 cmake --build build-test --target docs
 stage_end
 
-stage "Debian package: built, installed, used by the install consumers, removed" 85
+stage "Debian package: built, installed, used by the install consumers, removed" 90
 bash tools/check_deb.sh build-test
 stage_end
 
-stage "address and undefined-behaviour sanitizers: the rest of their build" 335
+stage "address and undefined-behaviour sanitizers: the rest of their build" 360
 join_background "address and undefined-behaviour sanitizers: build"
 stage_end
 
 background "thread sanitizer: build" \
   "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
 
-stage "address and undefined-behaviour sanitizers: the suite" 430
+stage "address and undefined-behaviour sanitizers: the suite" 420
 # The suite's own test times, measured above, order this run: the longest
 # tests start first, so that none runs alone on one core at the end.
 # CTest's own cost file carries the tests named without a space; the doctest
@@ -127,7 +127,7 @@ stage "fuzzing (libFuzzer, the sanitizers' build)" 70
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
 stage_end
 
-stage "thread sanitizer (multi-threaded tests)" 100
+stage "thread sanitizer (multi-threaded tests)" 120
 join_background "thread sanitizer: build"
 TSAN_OPTIONS="$ci_tsan_options" ctest --test-dir build-thread --output-on-failure -j"$jobs" -R "$ci_thread_test_names"
 stage_end

@@ -24,6 +24,7 @@
 #include "cachedarrays/policy/registry.hpp"
 #include "test_kernel_models.hpp"
 #include "test_support.hpp"
+#include "wall_clock.hpp"
 
 namespace ca = cachedarrays;
 using ca::plan::AutotmFormulation;
@@ -280,19 +281,22 @@ TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cann
 
 namespace {
 
-// Holds the mover's copies while armed, until released or a valve of 2 s
-// passes (so that an executor that waits for a held copy cannot hang the
-// test: it is counted, and the assertions say what it did; 2 s, so that a
-// loaded machine does not open it before the test has looked).
+// Holds the mover's copies while armed, until released or a valve passes, so
+// that an executor that waits for a held copy cannot hang the test: it is
+// counted, and the assertions say what it did. A test that expects such a
+// wait opens the valve after 2 s; one that expects none gives the valve a
+// hang guard's time (wall_clock.hpp), so that a slow or loaded machine,
+// taking longer than that to reach its release, does not open it.
 class HeldMover {
  public:
+  explicit HeldMover(double valve_seconds = 2.0) : valve_(valve_seconds) {}
   ca::MoverOptions options() {
     ca::MoverOptions o;
     o.threads = 1;
     o.before_copy = [this](std::uint64_t) {
       std::unique_lock lock(mutex_);
       if (!armed_ || released_) return;
-      if (!released_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return released_; })) ++valves_;
+      if (!released_cv_.wait_for(lock, valve_, [&] { return released_; })) ++valves_;
     };
     return o;
   }
@@ -313,6 +317,7 @@ class HeldMover {
   }
 
  private:
+  std::chrono::duration<double> valve_;
   std::mutex mutex_;
   std::condition_variable released_cv_;
   bool armed_ = false, released_ = false;
@@ -438,7 +443,7 @@ TEST_CASE("autotm policy: a move out still landing is given up when the plan wan
   // Held on the mover, A's write-back is still landing at k3's hint; it
   // lands during k3. A planned in DRAM from k3 on must not be taken out
   // after it.
-  HeldMover mover;
+  HeldMover mover(test::generous_seconds(2.0));
   OutBesideK1 s(mover);
   ca::Runtime& rt = *s.rt;
   ca::policy::AutotmPolicy& policy = *s.policy;
@@ -561,9 +566,9 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
   // DRAM limit 600 KiB: two of A, B and C. A's write-back, beside k1, is
   // held on the mover: at k2 the only room for C is A's, still landing.
   // The executor must not wait for it there (a wait would reach the held
-  // mover's 2 s valve): C's copy is put off, then issued at k3, once A's
+  // mover's valve): C's copy is put off, then issued at k3, once A's
   // write-back has landed.
-  HeldMover mover;
+  HeldMover mover(test::generous_seconds(2.0));
   CInBesideK2 s(/*a_out_beside_k1=*/true, 600 * KiB, mover.options());
   bool a_landing_at_k2 = false;
   const ca::policy::AutotmPolicy::Counters before = s.checked_iteration([&](int k) {

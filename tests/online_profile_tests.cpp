@@ -44,6 +44,17 @@ std::vector<ca::CachedArray<std::byte>> arrays(ca::Runtime& rt, std::size_t n = 
   return a;
 }
 
+// Records stencil_iteration's program on `rt`, its kernels profiled for one
+// iteration: the program, with its profiles.
+const ca::plan::Program& record_profiled(ca::Runtime& rt, std::vector<ca::CachedArray<std::byte>>& a) {
+  rt.set_profile_iterations(1);
+  rt.record_program();
+  for (int i = 0; i < 3; ++i) stencil_iteration(rt, a);
+  REQUIRE(rt.program() != nullptr);
+  REQUIRE(rt.program()->profiles() != nullptr);
+  return *rt.program();
+}
+
 ca::DeviceSpec emulated_slow(std::uint64_t capacity) {
   ca::DeviceSpec slow_spec = ca::dax_file({}, capacity, "slow");
   slow_spec.emulation = test::emulation_profile(10.0, 5.0, 0.0, 30.0, 15.0);
@@ -181,12 +192,8 @@ TEST_CASE("online profiles: with an emulated slow tier, a kernel's slow time add
 
 TEST_CASE("online profiles: the program JSON round-trips with them, and JSON without them still loads") {
   ca::Runtime rt(test::two_tiers(fast_tier_size, 8 << 20));
-  rt.set_profile_iterations(1);
   auto a = arrays(rt);
-  rt.record_program();
-  for (int i = 0; i < 3; ++i) stencil_iteration(rt, a);
-  const ca::plan::Program& program = *rt.program();
-  REQUIRE(program.profiles() != nullptr);
+  const ca::plan::Program& program = record_profiled(rt, a);
   const ca::plan::Program back = ca::plan::Program::from_json(program.to_json());
   CHECK(back == program);
   REQUIRE(back.profiles() != nullptr);
@@ -304,12 +311,8 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
 // can repeat.
 TEST_CASE("saved program: kernels keyed as their profiles, the tiers it ran on as device models, repeats only if it can") {
   ca::Runtime rt({ca::dram(fast_tier_size, "fast"), emulated_slow(8 << 20)});
-  rt.set_profile_iterations(1);
   auto a = arrays(rt);
-  rt.record_program();
-  for (int i = 0; i < 3; ++i) stencil_iteration(rt, a);
-  const ca::plan::Program& program = *rt.program();
-  REQUIRE(program.profiles() != nullptr);
+  const ca::plan::Program& program = record_profiled(rt, a);
 
   const ca::SavedProgram saved = ca::saved_program(program);
   CHECK_FALSE(saved.unrepeatable.has_value());

@@ -119,7 +119,7 @@ stage "address and undefined-behaviour sanitizers: the suite" 420
 # cases' times go in as their COST (tools/ctest_costs.py).
 mkdir -p build-sanitize/Testing/Temporary
 cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Temporary/
-python3 tools/ctest_costs.py build-test/suite-junit.xml build-sanitize/tests/measured_costs.cmake
+/usr/bin/python3 tools/ctest_costs.py build-test/suite-junit.xml build-sanitize/tests/measured_costs.cmake
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
 stage_end
 

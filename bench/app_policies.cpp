@@ -6,8 +6,9 @@
 // in its environment (as a user would start it), which checks its result
 // against plain code and writes its time per iteration and its recorded
 // program as JSON. all-fast runs with a fast tier of 1.1 x the footprint.
-// The policies run interleaved in --rounds rounds; a row is the median over
-// rounds.
+// The policies run interleaved in --rounds rounds. A run's figure is the
+// mean of its --iterations timed iterations (every iteration counts, so the
+// auto policy's trials and switches do); a row is the median over rounds.
 //
 // The bound row is what no placement can beat: the larger of all-fast's
 // time and the least slow-tier traffic of an iteration at the emulated
@@ -49,6 +50,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,9 +80,10 @@ const std::vector<std::string> all_apps = [] {
   names.push_back(rest);
   return names;
 }();
-const std::vector<std::string> all_policies{"all-fast", "first-touch", "all-slow",      "2lm:m",        "ca",
-                                            "ca-l",     "ca-lm",       "ca-lmp",        "ca-lma",       "ca-lmpa",
-                                            "hw-cache", "autotm-sync", "autotm-static", "autoswap:aoa", "redl"};
+const std::vector<std::string> all_policies{"all-fast", "first-touch",   "all-slow",     "2lm:m",  "ca",
+                                            "ca-l",     "ca-lm",         "ca-lmp",       "ca-lma", "ca-lmpa",
+                                            "hw-cache", "autotm-sync",   "autotm-static", "autoswap:aoa", "redl",
+                                            "auto"};
 // all-fast's fast tier: the whole footprint, with room for the heap's holes.
 constexpr double all_fast_fraction = 1.1;
 constexpr const char* emulation_profile = "optane";
@@ -341,7 +344,12 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
         fmt::print(stderr, "{}: failed: {}\n", where, run.failure);
         continue;
       }
-      const double s = run.report->at("seconds_per_iteration").get<double>();
+      // The mean, not the app's median: what the iterations cost in all,
+      // so that auto's trials and switches count against it.
+      const std::vector<double> iterations = run.report->at("seconds").get<std::vector<double>>();
+      const double s = iterations.empty() ? run.report->at("seconds_per_iteration").get<double>()
+                                          : std::accumulate(iterations.begin(), iterations.end(), 0.0) /
+                                                static_cast<double>(iterations.size());
       row.round_seconds.push_back(s);
       row.fast_bytes = run.report->at("fast_bytes").get<std::uint64_t>();
       g.footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
@@ -369,26 +377,15 @@ std::optional<Bound> bound_of(const Group& g, const ca::EmulationProfile& slow) 
 std::string model_rows(Group& g, double plan_seconds) {
   if (!g.program) return "no run recorded the program";
   const ca::plan::Program program = ca::plan::Program::from_json(g.program->dump());
-  const auto tiers = ca::tier_models(program.tiers());
-  if (!tiers) return "the program carries no tiers with bandwidths";
-  const ca::SavedProgram saved = ca::saved_program(program);
-  ca::CapacityPlanOptions options;
-  std::tie(options.fast, options.slow) = *tiers;
-  const std::shared_ptr<const ca::plan::KernelTimeModel> time =
-      saved.profiles ? ca::plan::online_time_model(*saved.profiles, {options.fast.read_gbps, options.fast.write_gbps},
-                                                   {options.slow.read_gbps, options.slow.write_gbps})
-                     : std::make_shared<const ca::plan::MemoryBound>();
-  options.kernel_time = time.get();
-  options.plan_seconds = plan_seconds;
+  if (!ca::tier_models(program.tiers())) return "the program carries no tiers with bandwidths";
   for (Row& r : g.rows) {
-    if (r.fast_bytes == 0 || saved.footprint == 0) continue;
-    const double fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(saved.footprint);
-    try {
-      const ca::CapacityPoint p = ca::model_point(saved.trace, saved.program, saved.footprint, r.policy, fraction, options);
-      r.modeled_seconds = p.seconds;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "{} at {:.0f}%: {} not modeled: {}\n", g.app, 100 * g.fraction, r.policy, e.what());
-    }
+    if (r.fast_bytes == 0 || ca::policy::Registry::builtin().describe(r.policy).measures_candidates()) continue;
+    r.modeled_seconds = ca::model_policies(program, {r.policy}, r.fast_bytes, plan_seconds,
+                                           [&](const std::string& policy, const std::string& why) {
+                                             fmt::print(stderr, "{} at {:.0f}%: {} not modeled: {}\n", g.app,
+                                                        100 * g.fraction, policy, why);
+                                           })
+                            .front();
   }
   return "";
 }

@@ -69,7 +69,7 @@ struct Options {
   bool plain_parameters = false;
   std::string checkpoint;
   bool resume = false;
-  std::string policy = "ca-lm";
+  std::string policy = "auto";
   std::uint64_t fast_bytes = 0;  // 0: fast_fraction of the footprint
   double fast_fraction = 0.5;
   std::string slow_path;

@@ -44,7 +44,11 @@ TEST_CASE("policy descriptors: the registry's order is the capacity planner's, t
       "ca-l",          "ca-lm",       "ca-lmp",       "ca-lma",       "ca-lmpa",      "planned",
       "planned-a",     "2lm",         "autotm-static", "autotm-sync", "autotm-async", "autoswap:doa",
       "autoswap:aoa",  "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo", "redl"};
-  CHECK(descriptor_names(registry) == expected);
+  // auto first (the default), then the policies it picks among, which are
+  // what a model replays.
+  std::vector<std::string> registered{"auto"};
+  registered.insert(registered.end(), expected.begin(), expected.end());
+  CHECK(descriptor_names(registry) == registered);
   CHECK(ca::all_policies() == expected);
   const std::vector<std::string> quick(expected.begin(), expected.begin() + 14);
   CHECK(ca::quick_policies() == quick);
@@ -52,13 +56,13 @@ TEST_CASE("policy descriptors: the registry's order is the capacity planner's, t
 
 TEST_CASE("policy descriptors: which built-in policies need a program, look ahead, take a plan, use the mover") {
   const policy::Registry registry = policy::Registry::builtin();
-  const std::set<std::string> programmed{"ca-lma",        "ca-lmpa",      "planned",      "planned-a",
+  const std::set<std::string> programmed{"auto",          "ca-lma",        "ca-lmpa",      "planned",      "planned-a",
                                          "autotm-static", "autotm-sync",  "autotm-async", "autoswap:doa",
                                          "autoswap:aoa",  "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo",
                                          "redl"};
   const std::set<std::string> lookahead{"ca-lma", "ca-lmpa", "planned-a"};
   const std::set<std::string> offsets{"ca-lm", "ca-lmp", "ca-lma", "ca-lmpa", "planned", "planned-a"};
-  const std::set<std::string> mover{"ca-lma",       "ca-lmpa",      "planned-a",      "autotm-async", "autoswap:doa",
+  const std::set<std::string> mover{"auto",         "ca-lma",       "ca-lmpa",      "planned-a",      "autotm-async", "autoswap:doa",
                                     "autoswap:aoa", "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo",  "redl"};
   for (const policy::PolicyDescriptor& d : registry.descriptors()) {
     CAPTURE(d.name());
@@ -68,6 +72,7 @@ TEST_CASE("policy descriptors: which built-in policies need a program, look ahea
     CHECK(d.uses_mover() == mover.contains(d.name()));
     CHECK(d.baseline() == (d.name() == "all-fast"));
     CHECK(d.plans_ahead() == d.planned_options().has_value());
+    CHECK(d.measures_candidates() == (d.name() == "auto"));
   }
 }
 

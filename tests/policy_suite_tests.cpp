@@ -60,10 +60,15 @@ void hint_storm(const std::string& policy, double fast_fraction, std::uint64_t s
   const std::string mode = rt.policy_name();
   // AutoTM's executor follows its plans with CA:LM's moves; autotm-async
   // and AutoSwap copy ahead.
+  // auto runs CA:LM, then whichever candidate its trials pick, some of
+  // which copy ahead.
   const bool autotm = ca::policy::Registry::builtin().describe(mode).plans_ahead();
-  const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache" || autotm;
-  const bool lookahead = !autotm && cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
-  const bool copies_ahead = lookahead || mode == "autotm-async" || mode.rfind("autoswap", 0) == 0 || mode == "redl";
+  const bool chooser = ca::policy::Registry::builtin().describe(mode).measures_candidates();
+  const bool cached = mode.rfind("ca", 0) == 0 || mode == "hw-cache" || autotm || chooser;
+  const bool lookahead =
+      !autotm && !chooser && cached && mode != "hw-cache" && ca::policy::Mode::parse(mode).async_lookahead;
+  const bool copies_ahead =
+      lookahead || chooser || mode == "autotm-async" || mode.rfind("autoswap", 0) == 0 || mode == "redl";
 
   std::map<int, Live> live;
   std::uint64_t next_seed = seed * 1000;
@@ -273,12 +278,13 @@ POLICY_TAG(AutoswapWdoa, "autoswap:wdoa");
 POLICY_TAG(AutoswapSwdoa, "autoswap:swdoa");
 POLICY_TAG(AutoswapBo, "autoswap:bo");
 POLICY_TAG(Redl, "redl");
+POLICY_TAG(Auto, "auto");
 #undef POLICY_TAG
 
 namespace policy_suite {
 using All = std::tuple<FirstTouch, AllFast, AllSlow, Ca, CaL, CaLm, CaLmp, CaLma, CaLmpa, HwCache, Planned, PlannedA,
                        AutotmStatic, AutotmSync, AutotmAsync, AutoswapDoa, AutoswapAoa, AutoswapWdoa, AutoswapSwdoa,
-                       AutoswapBo, Redl>;
+                       AutoswapBo, Redl, Auto>;
 }
 
 // The tags must list exactly the registry's policies: a policy registered

@@ -94,7 +94,7 @@ Report run(Workload& workload, const char* name, const Options& o) {
   r.app = name;
   r.footprint = workload.footprint();
   const EnvironmentSettings env = read_environment();
-  const RuntimeDefaults defaults{.policy = "ca-lm", .fast_bytes = r.footprint / 2, .footprint = r.footprint};
+  const RuntimeDefaults defaults{.policy = "auto", .fast_bytes = r.footprint / 2, .footprint = r.footprint};
   r.fast_bytes = devices_from_environment(defaults, env).at(0).capacity;
   r.fast_fraction = static_cast<double>(r.fast_bytes) / static_cast<double>(r.footprint);
   r.emulation = env.emulation.value_or("none");

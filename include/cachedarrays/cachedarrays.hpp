@@ -35,6 +35,7 @@
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
 #include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"
+#include "cachedarrays/policy/auto_policy.hpp"
 #include "cachedarrays/policy/autoswap_policy.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/builtin_policies.hpp"
@@ -54,6 +55,7 @@
 #include "cachedarrays/runtime/kernel.hpp"
 #include "cachedarrays/runtime/program_tiers.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
+#include "cachedarrays/sim/candidate_model.hpp"
 #include "cachedarrays/sim/capacity_plan.hpp"
 #include "cachedarrays/sim/memory_prices.hpp"
 #include "cachedarrays/sim/replay.hpp"
@@ -62,3 +64,16 @@
 #include "cachedarrays/sim/simulate_2lm.hpp"
 #include "cachedarrays/types.hpp"
 #include "cachedarrays/version.hpp"
+
+namespace cachedarrays::detail {
+
+// The registry's "auto" ranks its candidates by replaying the recorded
+// program (sim/candidate_model.hpp). The policy layer cannot name the sim
+// layer above it, so the one header that sees every layer wires the two,
+// once per process, before main runs.
+inline const bool replay_candidate_model_installed = [] {
+  policy::set_default_candidate_model(replay_candidate_model(default_candidate_plan_seconds));
+  return true;
+}();
+
+}  // namespace cachedarrays::detail

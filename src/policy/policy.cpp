@@ -1,4 +1,5 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
+#include "cachedarrays/policy/auto_policy-inl.hpp"
 #include "cachedarrays/policy/autoswap_policy-inl.hpp"
 #include "cachedarrays/policy/autotm_policy-inl.hpp"
 #include "cachedarrays/policy/builtin_policies-inl.hpp"

@@ -2,6 +2,7 @@
 #include "cachedarrays/sim/replay-inl.hpp"
 #include "cachedarrays/sim/simulate_2lm-inl.hpp"
 #include "cachedarrays/sim/trace_walker-inl.hpp"
+#include "cachedarrays/sim/candidate_model-inl.hpp"
 #include "cachedarrays/sim/capacity_plan-inl.hpp"
 #include "cachedarrays/sim/memory_prices-inl.hpp"
 #include "cachedarrays/sim/replay_judge-inl.hpp"

@@ -126,6 +126,7 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
       "{} retires deferred, {} collected, {} defrags",
       p.prefetches, format_bytes(p.prefetch_bytes), p.evictions, p.writebacks, format_bytes(p.writeback_bytes),
       p.writebacks_elided, p.deferred_retires, p.collected, p.defrags);
+  if (p.policy_switches > 0) out += fmt::format("; {} policy switches", p.policy_switches);
   return out;
 }
 

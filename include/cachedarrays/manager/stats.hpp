@@ -69,6 +69,9 @@ struct PolicyCounters {
   /// Moves into a faster device declined because the object's reuses pass
   /// that device (it is served where it lies).
   std::uint64_t served_in_place = 0;
+  /// Times the running policy handed its objects to another (the auto
+  /// policy's trials and choices: policy/auto_policy.hpp).
+  std::uint64_t policy_switches = 0;
   /// Bytes the policy's moves wrote into each device.
   std::array<std::uint64_t, max_devices> bytes_written{};
 
@@ -79,7 +82,7 @@ struct PolicyCounters {
   };
   /// Every scalar counter, listed once: -=, and whoever compares two runs,
   /// walk this list (bytes_written beside it).
-  [[nodiscard]] static constexpr std::array<Field, 12> fields() noexcept {
+  [[nodiscard]] static constexpr std::array<Field, 13> fields() noexcept {
     return {{{"prefetches", &PolicyCounters::prefetches},
              {"prefetch_bytes", &PolicyCounters::prefetch_bytes},
              {"evictions", &PolicyCounters::evictions},
@@ -91,7 +94,8 @@ struct PolicyCounters {
              {"collections", &PolicyCounters::collections},
              {"defrags", &PolicyCounters::defrags},
              {"moves_abandoned", &PolicyCounters::moves_abandoned},
-             {"served_in_place", &PolicyCounters::served_in_place}}};
+             {"served_in_place", &PolicyCounters::served_in_place},
+             {"policy_switches", &PolicyCounters::policy_switches}}};
   }
   /// Subtracts every counter of `o` (bytes_written included): what happened
   /// since `o` was taken.

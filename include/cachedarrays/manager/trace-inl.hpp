@@ -31,6 +31,7 @@ CACHEDARRAYS_INLINE const char* to_string(TraceKind kind) noexcept {
     case TraceKind::copy: return "copy";
     case TraceKind::evict: return "evict";
     case TraceKind::defrag_move: return "defrag_move";
+    case TraceKind::policy_switch: return "policy_switch";
   }
   return "?";
 }
@@ -150,6 +151,10 @@ CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::
         emit(fmt::format(R"({{"name":"{} #{} {} B","ph":"i","s":"t","pid":1,"tid":{},"ts":{:.3f}}})",
                          to_string(e.kind), e.object, e.bytes, 10 + e.device, us(e.ns)));
         break;
+      case TraceKind::policy_switch:
+        emit(fmt::format(R"({{"name":"policy {} at iteration {}","ph":"i","s":"g","pid":1,"tid":2,"ts":{:.3f}}})",
+                         detail::json_escape(names_[e.name]), e.object, us(e.ns)));
+        break;
       case TraceKind::create:
       case TraceKind::retire:
       case TraceKind::collect:
@@ -174,7 +179,8 @@ CACHEDARRAYS_INLINE void Trace::write_csv(std::ostream& out) const {
       const TraceArg& a = args_[e.arg_begin + i];
       args += fmt::format("{}{}:{}:{}:{}", i == 0 ? "" : " ", a.object, a.bytes, a.write ? 'w' : 'r', a.device);
     }
-    const bool named = e.kind == TraceKind::kernel_begin || e.kind == TraceKind::kernel_end;
+    const bool named =
+        e.kind == TraceKind::kernel_begin || e.kind == TraceKind::kernel_end || e.kind == TraceKind::policy_switch;
     const std::string detail = e.kind == TraceKind::hint ? detail::hint_name(e.detail) : std::to_string(e.detail);
     fmt::print(out, "{},{},{},{},{},{},{},{},{}\n", e.ns, to_string(e.kind), detail, e.device, e.device2, e.object,
                e.bytes, named ? names_[e.name] : "", args);

@@ -38,6 +38,8 @@ enum class TraceKind : std::uint8_t {
                  ///< detail: who makes it (trace_copy_sync, _async, _background).
   evict,         ///< A region cleared by evictfrom: device, bytes, object.
   defrag_move,   ///< A region moved by defrag or make_hole: device, bytes, object.
+  // policy level
+  policy_switch,  ///< The running policy changed (the auto policy's choice): object = the iteration, name.
 };
 
 /// The kind's name ("create", "kernel_begin", ...), as traces and snapshots write it.
@@ -73,7 +75,7 @@ struct TraceEvent {
   DeviceId device2 = 0;      ///< A copy's destination device.
   std::uint64_t object = 0;  ///< The object's id (0: none); iteration: the iteration's number.
   std::uint64_t bytes = 0;   ///< The bytes concerned (an object's size, a block's, a copy's).
-  std::uint32_t name = 0;       ///< kernel_begin/end: index into names().
+  std::uint32_t name = 0;       ///< kernel_begin/end, policy_switch: index into names().
   std::uint32_t arg_begin = 0;  ///< kernel_begin: its args in args(), from this index...
   std::uint32_t arg_count = 0;  ///< ...this many.
   /// Field-by-field equality.

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cachedarrays/plan/schedule/autoswap.hpp"
+#include "cachedarrays/policy/auto_policy.hpp"
 #include "cachedarrays/policy/autoswap_policy.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
@@ -119,6 +120,20 @@ CACHEDARRAYS_INLINE PolicyDescriptor redl_descriptor(std::string summary) {
 // The baselines, the CachedArrays modes and the memory modes, in the
 // capacity planner's order.
 CACHEDARRAYS_INLINE void add_placement_descriptors(std::vector<PolicyDescriptor>& out) {
+  PolicyFacts chooser{.name = "auto",
+                      .summary = "picks the policy: the built-in policies ranked by a model of the recorded program, "
+                                 "the best few and leaving data in place tried for an iteration or two each, the "
+                                 "fastest kept (CA:LM until the program is known)",
+                      .section = ""};
+  chooser.factory = [](const PolicyOptions&) {
+    AutoPolicyOptions options;
+    options.model = default_candidate_model();
+    return std::make_unique<AutoPolicy>(std::move(options));
+  };
+  chooser.needs_program = true;
+  chooser.uses_mover = true;
+  chooser.measures_candidates = true;
+  out.emplace_back(std::move(chooser));
   out.push_back(single_tier_descriptor(SingleTier::Tier::fastest, "all-fast",
                                        "every object on the fastest device; never moves"));
   out.push_back(single_tier_descriptor(SingleTier::Tier::slowest, "all-slow",

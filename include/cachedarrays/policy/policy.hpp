@@ -112,8 +112,8 @@ class Policy {
   /// The kernel ran to its end (its arguments are still pinned). Scoped
   /// read()/write() accesses and kernels that threw have no end.
   virtual void on_kernel_end(const KernelPoint& /*kernel*/) {}
-  /// Whether on_kernel_begin / on_kernel_end are wanted, asked once when the
-  /// runtime is made. A policy that does not follow the program position
+  /// Whether on_kernel_begin / on_kernel_end are wanted, asked when the
+  /// runtime is made and again whenever answers_version() changes. A policy that does not follow the program position
   /// returns false, and every kernel is spared the two calls and a second
   /// lock of the runtime (hint_overhead's kernel rows). Kernels are counted
   /// either way.
@@ -131,6 +131,17 @@ class Policy {
   [[nodiscard]] virtual HintDelivery read_hint_delivery(const Object& /*object*/) const {
     return HintDelivery::under_lock;
   }
+  /// Whether the runtime should record the first iteration's program for it
+  /// when the program gives none (Runtime::record_program at the first
+  /// begin_iteration), so that it plans without the program asking. By
+  /// default false: a program records or sets its own (Runtime::set_program).
+  [[nodiscard]] virtual bool records_program() const { return false; }
+  /// A number that changes whenever follows_kernels() or read_hint_delivery()
+  /// may answer differently than before (a policy that runs another inside
+  /// it, and switches: policy/auto_policy.hpp). The runtime asks it after
+  /// each on_iteration_begin, and asks the other two again when it changed.
+  /// By default 0: the answers never change.
+  [[nodiscard]] virtual std::uint64_t answers_version() const { return 0; }
 
  protected:
   /// The data manager given to attach(); only valid once attached.

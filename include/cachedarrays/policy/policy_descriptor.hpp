@@ -74,6 +74,9 @@ struct PolicyFacts {
   bool baseline = false;              ///< the all-fast reference every slowdown is taken against
   std::optional<MemoryMode> memory_mode{};  ///< set: stands for the hardware's memory mode
   bool modeled_only = false;              ///< a memory mode no emulation runs, only the model
+  /// Picks among the other policies by timing them on the running program
+  /// (auto): only a run decides it, so no model replays it.
+  bool measures_candidates = false;
 };
 
 /// A policy's descriptor: its name, summary and paper section, what it needs
@@ -116,6 +119,9 @@ class PolicyDescriptor {
   [[nodiscard]] const std::optional<MemoryMode>& memory_mode() const noexcept { return facts_.memory_mode; }
   /// Whether only a model runs it (a memory mode the emulation cannot run).
   [[nodiscard]] bool modeled_only() const noexcept { return facts_.modeled_only; }
+  /// Whether it picks among the other policies by timing them on the running
+  /// program (auto): a model cannot replay it; model its candidates instead.
+  [[nodiscard]] bool measures_candidates() const noexcept { return facts_.measures_candidates; }
 
   /// The options of AutotmPolicy for a policy that plans ahead, the planner
   /// chosen (from its spelled options, each one in `options` replacing its

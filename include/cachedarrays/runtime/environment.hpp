@@ -65,7 +65,7 @@ using EnvironmentLookup = std::function<std::optional<std::string>(const char* n
 
 /// What a program knows before the environment is read: its own defaults.
 struct RuntimeDefaults {
-  std::string policy = "ca-lm";  ///< The policy when CACHEDARRAYS_POLICY is unset.
+  std::string policy = "auto";  ///< The policy when CACHEDARRAYS_POLICY is unset.
   /// The fast tier when the environment sets neither CACHEDARRAYS_FAST_BYTES
   /// nor CACHEDARRAYS_FAST_FRACTION; 0: the environment must set one.
   std::uint64_t fast_bytes = 0;

@@ -109,7 +109,7 @@ std::optional<Enum> enum_named(const std::string& name, int count) {
   }
   return std::nullopt;
 }
-inline constexpr int trace_kind_count = static_cast<int>(TraceKind::defrag_move) + 1;
+inline constexpr int trace_kind_count = static_cast<int>(TraceKind::policy_switch) + 1;
 inline constexpr int hint_count = static_cast<int>(Hint::retire) + 1;
 inline constexpr int device_kind_count = static_cast<int>(DeviceKind::virtual_address) + 1;
 

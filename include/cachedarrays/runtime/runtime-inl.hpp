@@ -158,6 +158,10 @@ CACHEDARRAYS_INLINE void Runtime::stop_trace() {
 
 CACHEDARRAYS_INLINE void Runtime::record_program() {
   const Lock guard(*this);
+  start_program_recording();
+}
+
+CACHEDARRAYS_INLINE void Runtime::start_program_recording() {
   program_recording_ = {.pending = true, .own_trace = recording_ == nullptr};
   if (program_recording_.own_trace) {
     trace_ = std::make_unique<Trace>();
@@ -195,6 +199,9 @@ CACHEDARRAYS_INLINE void Runtime::advance_profiling(bool planned) {
       // The slow tier as the profiles' slow times were derived (profile_kernel).
       const std::optional<EmulationProfile>& emulated = manager_.spec(manager_.device_count() - 1).emulation;
       plan::Program profiled = *program_;
+      // Profiles are measured on this runtime's tiers: a program given
+      // without tiers (a dry run's) carries them from here on.
+      if (profiled.tiers().empty()) profiled.set_tiers(tiers());
       // The kernels ran on the program's own threads, as many as it used.
       profiled.set_profiles(profiler_.profiles({.cpu = {},
                                                 .cores = std::max(1U, std::thread::hardware_concurrency()),
@@ -268,6 +275,12 @@ CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() cons
   return program_;
 }
 
+CACHEDARRAYS_INLINE std::vector<plan::ProgramTier> Runtime::tiers() const {
+  std::vector<DeviceSpec> devices;
+  for (DeviceId d = 0; d < manager_.device_count(); ++d) devices.push_back(manager_.spec(d));
+  return program_tiers(devices);
+}
+
 CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
   ProgramRecording& r = program_recording_;
   if (!r.pending || r.first == 0 || iteration_ != r.first + 1 || recording_ == nullptr) return;
@@ -276,9 +289,7 @@ CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
   try {
     plan::Program recorded = plan::Program::from_trace(*recording_, r.first);
     // The tiers it ran on, so that a model elsewhere prices it at them.
-    std::vector<DeviceSpec> devices;
-    for (DeviceId d = 0; d < manager_.device_count(); ++d) devices.push_back(manager_.spec(d));
-    recorded.set_tiers(program_tiers(devices));
+    recorded.set_tiers(tiers());
     program = std::make_shared<const plan::Program>(std::move(recorded));
   } catch (...) {
     if (r.own_trace) {
@@ -326,6 +337,13 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   ++iteration_;
   kernel_index_ = 0;
   unlocked_kernels_base_ = unlocked_kernels_.sum(0);
+  // A policy that wants a program and was given none records the first
+  // iteration's, as record_program() would.
+  if (planned && !program_asked_ && program_ == nullptr && !program_recording_.pending &&
+      policy_->records_program()) {
+    start_program_recording();
+  }
+  program_asked_ = true;
   // The program recorded by record_program: its iteration has just ended.
   finish_program_recording();
   advance_profiling(planned);
@@ -337,6 +355,7 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   } else {
     policy_->on_unplanned_iteration_begin(iteration_);
   }
+  if (policy_->answers_version() != policy_answers_version_) adopt_policy_answers();
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::iteration() const {
@@ -491,6 +510,7 @@ CACHEDARRAYS_INLINE void Runtime::adopt_policy_answers() {
     const std::lock_guard guard(policy_name_mutex_);
     policy_name_ = policy_->name();
   }
+  policy_answers_version_ = policy_->answers_version();
   const bool hooks = policy_->follows_kernels();
   kernel_hooks_.store(hooks, std::memory_order_relaxed);
 #ifdef CACHEDARRAYS_FAULT_INJECTION

@@ -142,7 +142,10 @@ class Runtime {
   /// a trace of its own that it drops once the program is made. The program
   /// carries this runtime's tiers (program_tiers of its devices), so that a
   /// model elsewhere (cachedarrays-plan --program) prices its copies at the
-  /// tiers it ran on.
+  /// tiers it ran on. A policy that asks for a program (Policy::
+  /// records_program: the auto policy) gets the first iteration's this way
+  /// when the program neither set nor recorded one before its first
+  /// begin_iteration.
   void record_program();
   /// The program given or recorded, or null. Once its kernels are profiled
   /// (set_profile_iterations), the same program with their profiles
@@ -304,6 +307,10 @@ class Runtime {
   // (follows_kernels, whether reads may skip the lock), and every object's
   // read delivery, asked anew.
   void adopt_policy_answers();
+  // This runtime's devices as a program's tiers (program_tiers).
+  [[nodiscard]] std::vector<plan::ProgramTier> tiers() const;
+  // Under the lock: record_program's work.
+  void start_program_recording();
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
   // Where an out_of_memory's snapshot went, for its message: the file, or
@@ -373,6 +380,10 @@ class Runtime {
   // policy_->follows_kernels(), asked when the policy comes; read without
   // the lock at a kernel's end.
   std::atomic<bool> kernel_hooks_{true};
+  // The policy's answers_version() when its answers were last cached.
+  std::uint64_t policy_answers_version_ = 0;
+  // Whether the first begin_iteration asked the policy for a recorded program.
+  bool program_asked_ = false;
   ProgramRecording program_recording_;
   std::shared_ptr<const plan::Program> program_;
   // The online profiles of program_'s kernels (set_profile_iterations).

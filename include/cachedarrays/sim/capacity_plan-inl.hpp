@@ -161,7 +161,7 @@ CACHEDARRAYS_INLINE std::vector<std::string> quick_policies() {
   const policy::Registry registry = policy::Registry::builtin();
   std::vector<std::string> names;
   for (const policy::PolicyDescriptor& d : registry.descriptors()) {
-    if (!d.plans_ahead()) names.push_back(d.name());
+    if (!d.plans_ahead() && !d.measures_candidates()) names.push_back(d.name());
   }
   return names;
 }
@@ -169,7 +169,9 @@ CACHEDARRAYS_INLINE std::vector<std::string> quick_policies() {
 CACHEDARRAYS_INLINE std::vector<std::string> all_policies() {
   const policy::Registry registry = policy::Registry::builtin();
   std::vector<std::string> names;
-  for (const policy::PolicyDescriptor& d : registry.descriptors()) names.push_back(d.name());
+  for (const policy::PolicyDescriptor& d : registry.descriptors()) {
+    if (!d.measures_candidates()) names.push_back(d.name());
+  }
   return names;
 }
 
@@ -182,6 +184,11 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
   point.fast_bytes = fast_tier_bytes(fraction, footprint);
   const std::uint64_t slow = detail::slow_capacity(options, footprint);
   const policy::PolicyDescriptor descriptor = policy::Registry::builtin().describe(policy);
+  if (descriptor.measures_candidates()) {
+    throw invalid_argument("cachedarrays: '" + policy +
+                           "' picks among the policies by timing them on the running program, so no model replays "
+                           "it; model its candidates instead");
+  }
   try {
     if (const std::optional<policy::MemoryMode>& memory_mode = descriptor.memory_mode()) {
       const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, memory_mode->retire_frees_at_once,

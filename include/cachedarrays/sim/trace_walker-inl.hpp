@@ -89,7 +89,9 @@ CACHEDARRAYS_INLINE void TraceWalker::step(const TraceEvent& e) {
     case TraceKind::free:
     case TraceKind::copy:
     case TraceKind::evict:
-    case TraceKind::defrag_move: break;
+    case TraceKind::defrag_move:
+    // A switch the run's auto policy made is the target policy's own to make.
+    case TraceKind::policy_switch: break;
   }
 }
 

@@ -1,0 +1,368 @@
+// Implementation of auto_policy.hpp (header-only mode includes it from there;
+// the compiled library from src/policy/policy.cpp).
+#pragma once
+
+#include "cachedarrays/config.hpp"
+#include "cachedarrays/policy/auto_policy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <utility>
+
+#include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/policy/hand_over.hpp"
+#include "cachedarrays/policy/registry.hpp"
+
+namespace cachedarrays::policy {
+
+namespace detail {
+
+struct DefaultCandidateModel {
+  std::mutex mutex;
+  CandidateModel model;
+};
+
+CACHEDARRAYS_INLINE DefaultCandidateModel& default_candidate_model_slot() {
+  static DefaultCandidateModel slot;
+  return slot;
+}
+
+CACHEDARRAYS_INLINE bool is_in_place(const std::string& name) { return name == "first-touch" || name == "all-slow"; }
+
+CACHEDARRAYS_INLINE double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+CACHEDARRAYS_INLINE std::string seconds_text(const std::optional<double>& s) {
+  return s ? fmt::format("{:.4f} s", *s) : std::string("not modeled");
+}
+
+}  // namespace detail
+
+CACHEDARRAYS_INLINE void set_default_candidate_model(CandidateModel model) {
+  detail::DefaultCandidateModel& slot = detail::default_candidate_model_slot();
+  const std::lock_guard guard(slot.mutex);
+  slot.model = std::move(model);
+}
+
+CACHEDARRAYS_INLINE CandidateModel default_candidate_model() {
+  detail::DefaultCandidateModel& slot = detail::default_candidate_model_slot();
+  const std::lock_guard guard(slot.mutex);
+  return slot.model;
+}
+
+CACHEDARRAYS_INLINE AutoPolicy::AutoPolicy(AutoPolicyOptions options) : options_(std::move(options)) {
+  for (const char* in_place : {"first-touch", "all-slow"}) {
+    if (std::find(options_.candidates.begin(), options_.candidates.end(), in_place) == options_.candidates.end()) {
+      options_.candidates.emplace_back(in_place);
+    }
+  }
+  const Registry registry = Registry::builtin();
+  for (const std::string& name : options_.candidates) {
+    if (name == "auto") throw invalid_argument("cachedarrays: auto policy: 'auto' cannot be its own candidate");
+    (void)registry.make(name);  // throws, naming the valid policies, for one it cannot make
+  }
+  (void)registry.make(options_.before_program);
+  if (options_.iterations_per_trial < 2) {
+    throw invalid_argument("cachedarrays: auto policy: iterations_per_trial is " +
+                           std::to_string(options_.iterations_per_trial) +
+                           "; give 2 or more (the first settles the switch's moves, the rest are timed)");
+  }
+  if (options_.trials == 0) throw invalid_argument("cachedarrays: auto policy: trials is 0; give 1 or more");
+}
+
+// The ranking's thread may still run: its result is waited for and dropped.
+CACHEDARRAYS_INLINE AutoPolicy::~AutoPolicy() {
+  if (ranking_.valid()) ranking_.wait();
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::attach(DataManager& manager) {
+  Policy::attach(manager);
+  inner_ = Registry::builtin().make(options_.before_program);
+  inner_name_ = options_.before_program;
+  inner_->attach(manager);
+  decision_.chosen = inner_name_;
+  decision_.why = "no program yet";
+}
+
+CACHEDARRAYS_INLINE bool AutoPolicy::place(Object& object) { return inner_->place(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::adopt(Object& object) { inner_->adopt(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::will_use(Object& object) { inner_->will_use(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::will_read(Object& object) { inner_->will_read(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::will_write(Object& object) { inner_->will_write(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::archive(Object& object) { inner_->archive(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::retire(Object& object) { inner_->retire(object); }
+CACHEDARRAYS_INLINE void AutoPolicy::collect() { inner_->collect(); }
+CACHEDARRAYS_INLINE bool AutoPolicy::follows_kernels() const { return inner_->follows_kernels(); }
+CACHEDARRAYS_INLINE HintDelivery AutoPolicy::read_hint_delivery(const Object& object) const {
+  return inner_->read_hint_delivery(object);
+}
+CACHEDARRAYS_INLINE void AutoPolicy::on_kernel_begin(const KernelPoint& kernel) { inner_->on_kernel_begin(kernel); }
+CACHEDARRAYS_INLINE void AutoPolicy::on_kernel_end(const KernelPoint& kernel) { inner_->on_kernel_end(kernel); }
+
+CACHEDARRAYS_INLINE void AutoPolicy::on_program(std::shared_ptr<const plan::Program> program) {
+  program_ = program;
+  inner_->on_program(std::move(program));
+  if (program_ == nullptr) return;
+  // Another program is another decision.
+  if (ranking_.valid()) ranking_.wait();
+  ranking_ = {};
+  samples_.clear();
+  waited_ = 0;
+  phase_ = Phase::waiting;
+  if (program_->profiles() != nullptr) start_ranking();
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::on_profiles(std::shared_ptr<const plan::Program> program) {
+  program_ = program;
+  inner_->on_profiles(std::move(program));
+  if (phase_ == Phase::waiting && program_ != nullptr) start_ranking();
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::start_ranking() {
+  phase_ = Phase::ranking;
+  if (!options_.model) return;  // ranked at the next iteration, in the order given
+  std::shared_ptr<const plan::Program> program = program_;
+  ranking_ = std::async(std::launch::async, [model = options_.model, program, candidates = options_.candidates,
+                                             fast = manager().spec(0).capacity] {
+    try {
+      return model(*program, candidates, fast);
+    } catch (...) {
+      return std::vector<std::optional<double>>(candidates.size());
+    }
+  });
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
+  // Not the program's iteration: its time is no trial's.
+  last_begin_.reset();
+  inner_->on_unplanned_iteration_begin(iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration) {
+  const double begin = now();
+  if (last_begin_) observe(begin - *last_begin_, iteration);
+  if (phase_ == Phase::waiting && program_ != nullptr && ++waited_ > options_.profile_wait) start_ranking();
+  if (phase_ == Phase::ranking) {
+    if (!ranking_.valid()) {
+      modeled_.assign(options_.candidates.size(), std::nullopt);
+      start_trials(iteration);
+    } else if (ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      modeled_ = ranking_.get();
+      start_trials(iteration);
+    }
+  }
+  // A switch's own work (hand_over, the new policy's plan) is no
+  // iteration's; the running policy's own work at the boundary is.
+  const double switching = now() - begin;
+  inner_->on_iteration_begin(iteration);
+  last_begin_ = begin + switching;
+}
+
+CACHEDARRAYS_INLINE double AutoPolicy::now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::switch_to(const std::string& name, std::uint64_t iteration) {
+  if (name == inner_name_) return;
+  std::unique_ptr<Policy> next = Registry::builtin().make(name);
+  try {
+    (void)hand_over(manager(), *inner_, *next);
+  } catch (const std::exception& e) {
+    // No object holds policy state now (hand_over's promise): first-touch
+    // adopts them where they lie, and the candidate is not tried again.
+    say(fmt::format("auto: could not switch to {} ({}); first-touch runs instead", name, e.what()));
+    options_.candidates.erase(std::remove(options_.candidates.begin(), options_.candidates.end(), name),
+                              options_.candidates.end());
+    next = std::make_unique<FirstTouch>();
+    next->attach(manager());
+    manager().for_each_object([&](Object& object) { next->adopt(object); });
+    inner_ = std::move(next);
+    inner_name_ = "first-touch";
+    ++switches_;
+    return;
+  }
+  inner_ = std::move(next);
+  inner_name_ = name;
+  ++switches_;
+  if (program_ != nullptr) {
+    try {
+      inner_->on_program(program_);
+    } catch (const std::exception& e) {
+      // It holds the objects already; it runs on without the program.
+      say(fmt::format("auto: {} could not take the program ({}); it runs without", name, e.what()));
+    }
+  }
+  ++manager().policy_counters().policy_switches;
+  if (Trace* trace = manager().trace()) {
+    trace->record({.ns = 0,
+                   .kind = TraceKind::policy_switch,
+                   .detail = 0,
+                   .device = 0,
+                   .device2 = 0,
+                   .object = iteration,
+                   .bytes = 0,
+                   .name = trace->intern(name),
+                   .arg_begin = 0,
+                   .arg_count = 0});
+  }
+}
+
+// The candidates ranked by the model (or as given), and the trials: the top
+// few, the better-ranked in-place candidate, and the other when close.
+CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
+  modeled_.resize(options_.candidates.size());
+  decision_.ranked.clear();
+  for (std::size_t i = 0; i < options_.candidates.size(); ++i) {
+    decision_.ranked.push_back({options_.candidates[i], modeled_[i], std::nullopt, false});
+  }
+  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), [](const auto& a, const auto& b) {
+    if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
+    return a.modeled_seconds.has_value() && !b.modeled_seconds.has_value();
+  });
+  std::optional<double> best;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (!detail::is_in_place(c.name)) {
+      best = c.modeled_seconds;
+      break;
+    }
+  }
+  std::vector<std::string> trials;
+  bool in_place_tried = false;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    const bool in_place = detail::is_in_place(c.name);
+    const std::size_t others = static_cast<std::size_t>(
+        std::count_if(trials.begin(), trials.end(), [](const std::string& t) { return !detail::is_in_place(t); }));
+    const bool close = best && c.modeled_seconds && *c.modeled_seconds <= options_.try_within * *best;
+    if (in_place ? (!in_place_tried || close) : others < options_.trials) {
+      trials.push_back(c.name);
+      in_place_tried = in_place_tried || in_place;
+    }
+  }
+  // The running policy first: its trial needs no switch.
+  if (const auto it = std::find(trials.begin(), trials.end(), inner_name_); it != trials.end()) {
+    std::rotate(trials.begin(), it, it + 1);
+  }
+  decision_.tried = trials;
+  std::string ranked;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    ranked += fmt::format("{}{} {}", ranked.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
+  }
+  const bool modeled = std::any_of(modeled_.begin(), modeled_.end(), [](const auto& m) { return m.has_value(); });
+  say(fmt::format("auto: ranked {}: {}; trying {}", modeled ? "by the model" : "as given (not modeled)", ranked,
+                  fmt::join(trials, ", ")));
+  samples_.clear();
+  trial_ = 0;
+  trial_iteration_ = 0;
+  phase_ = Phase::trialing;
+  switch_to(decision_.tried.front(), iteration);
+}
+
+// One iteration's time, under the policy that ran it.
+CACHEDARRAYS_INLINE void AutoPolicy::observe(double seconds, std::uint64_t iteration) {
+  if (phase_ == Phase::trialing) observe_trial(seconds, iteration);
+  else if (phase_ == Phase::settled) observe_settled(seconds, iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::observe_trial(double seconds, std::uint64_t iteration) {
+  const std::string& name = decision_.tried[trial_];
+  ++trial_iteration_;
+  if (trial_iteration_ >= 2) {
+    samples_[name].push_back(seconds);  // the first settled the switch
+  } else {
+    double fastest = 0;
+    for (const auto& [other, times] : samples_) {
+      for (const double t : times) fastest = fastest == 0 ? t : std::min(fastest, t);
+    }
+    if (fastest > 0 && seconds > options_.cut_above * fastest) {
+      // Already far slower than a trial before it, moves included or not.
+      for (AutoDecision::Candidate& c : decision_.ranked) {
+        if (c.name == name) c.cut = true;
+      }
+      samples_[name].push_back(seconds);
+      next_trial(iteration);
+      return;
+    }
+  }
+  if (trial_iteration_ >= options_.iterations_per_trial) next_trial(iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::next_trial(std::uint64_t iteration) {
+  trial_iteration_ = 0;
+  if (++trial_ < decision_.tried.size()) {
+    switch_to(decision_.tried[trial_], iteration);
+    return;
+  }
+  decide(iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64_t iteration) {
+  if (settled_samples_.size() < options_.min_settled) {
+    // The settled policy's own iterations measure the noise band.
+    settled_samples_.push_back(seconds);
+    if (settled_samples_.size() < options_.min_settled) return;
+    settled_seconds_ = detail::median_of(settled_samples_);
+    std::vector<double> deviations;
+    for (const double s : settled_samples_) deviations.push_back(std::abs(s - settled_seconds_));
+    band_ = std::max(options_.drift_band, 3 * detail::median_of(deviations) / settled_seconds_);
+    return;
+  }
+  const bool drifted = std::abs(seconds - settled_seconds_) > band_ * settled_seconds_;
+  drifted_ = drifted ? drifted_ + 1 : 0;
+  if (drifted_ < options_.drift_iterations) return;
+  drifted_ = 0;
+  say(fmt::format("auto: iteration {} took {:.4f} s, {} settled iterations in a row outside {:.4f} s ± {:.0f}%: "
+                  "deciding again",
+                  iteration, seconds, options_.drift_iterations, settled_seconds_, 100 * band_));
+  // The same program: the model's ranking still holds.
+  start_trials(iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::decide(std::uint64_t iteration) {
+  std::string chosen;
+  double fastest = 0;
+  for (AutoDecision::Candidate& c : decision_.ranked) {
+    const auto it = samples_.find(c.name);
+    if (it == samples_.end() || it->second.empty()) continue;
+    c.measured_seconds = *std::min_element(it->second.begin(), it->second.end());
+    if (!c.cut && (chosen.empty() || *c.measured_seconds < fastest)) {
+      chosen = c.name;
+      fastest = *c.measured_seconds;
+    }
+  }
+  samples_.clear();
+  if (chosen.empty()) chosen = inner_name_;
+  switch_to(chosen, iteration);
+  phase_ = Phase::settled;
+  settled_samples_.clear();
+  drifted_ = 0;
+  decision_.chosen = inner_name_;
+  decision_.decided_at = iteration;
+  ++decision_.decisions;
+  std::string tried;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (!c.measured_seconds) continue;
+    tried += fmt::format("{}{} {:.4f} s{} (modeled {})", tried.empty() ? "" : ", ", c.name, *c.measured_seconds,
+                         c.cut ? " after its switch, cut" : "", detail::seconds_text(c.modeled_seconds));
+  }
+  decision_.why = "the fastest trial: " + tried;
+  say(fmt::format("auto: chose {} at iteration {}, {}; pin it with CACHEDARRAYS_POLICY={}", decision_.chosen,
+                  iteration, decision_.why, decision_.chosen));
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::say(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::fprintf(stderr, "cachedarrays: %s\n", line.c_str());
+  }
+}
+
+}  // namespace cachedarrays::policy

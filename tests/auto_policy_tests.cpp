@@ -1,0 +1,273 @@
+// The auto policy (policy/auto_policy.hpp): it ranks the candidates by its
+// model, tries the top few and the better in-place one, keeps the fastest,
+// decides again on a drift or another program, and says what it did; every
+// byte the program stored survives the trials' switches. Iteration times
+// come from a clock the test drives by the policy running, so that what is
+// decided does not hang on the machine's speed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "switched_program.hpp"
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+
+namespace {
+
+// An auto policy in a runtime running the switched program, each of its
+// iterations taking the time `cost` gives for the policy that runs it.
+struct AutoRun {
+  std::map<std::string, double> cost;
+  double clock = 0;
+  std::vector<std::string> lines;
+  ca::policy::AutoPolicy* chooser = nullptr;
+  std::unique_ptr<ca::Runtime> rt;
+  std::unique_ptr<test::SwitchedProgram> program;
+
+  AutoRun(std::map<std::string, double> costs, ca::policy::AutoPolicyOptions options) : cost(std::move(costs)) {
+    options.clock = [this] { return clock; };
+    options.log = [this](const std::string& line) { lines.push_back(line); };
+    auto policy = std::make_unique<ca::policy::AutoPolicy>(std::move(options));
+    chooser = policy.get();
+    rt = std::make_unique<ca::Runtime>(
+        test::two_tiers(test::SwitchedProgram::footprint / 3, 3 * test::SwitchedProgram::footprint),
+        std::move(policy));
+    rt->set_profile_iterations(1);
+    program = std::make_unique<test::SwitchedProgram>(*rt);
+  }
+
+  // `n` iterations, the clock moved by the running policy's cost after each.
+  void run(int n) {
+    for (int i = 0; i < n; ++i) {
+      program->iteration();
+      clock += cost.at(chooser->running());
+    }
+  }
+
+  [[nodiscard]] const ca::policy::AutoDecision& decision() const { return chooser->decision(); }
+};
+
+ca::policy::AutoPolicyOptions options_of(std::vector<std::string> candidates, std::size_t trials = 2) {
+  ca::policy::AutoPolicyOptions o;
+  o.candidates = std::move(candidates);
+  o.trials = trials;
+  return o;
+}
+
+const std::map<std::string, double> iteration_costs{
+    {"ca-lm", 1.0}, {"ca-lma", 0.5}, {"ca-lmp", 0.9}, {"first-touch", 0.8}, {"all-slow", 2.0}};
+
+std::optional<double> measured(const ca::policy::AutoDecision& d, const std::string& name) {
+  for (const auto& c : d.ranked) {
+    if (c.name == name) return c.measured_seconds;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("auto policy: without a model it tries the candidates in the order given and keeps the fastest") {
+  AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma", "ca-lmp"}));
+  run.run(1);
+  CHECK(run.chooser->running() == "ca-lm");  // before the program
+  CHECK(run.decision().decisions == 0);
+  run.run(14);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  // The top two, and the first in-place candidate given: first-touch (all-slow,
+  // unmodeled, is not close to anything).
+  CHECK(d.tried == std::vector<std::string>{"ca-lm", "ca-lma", "first-touch"});
+  CHECK(d.chosen == "ca-lma");
+  CHECK(run.chooser->running() == "ca-lma");
+  CHECK(measured(d, "ca-lma") == doctest::Approx(0.5));
+  CHECK(measured(d, "ca-lm") == doctest::Approx(1.0));
+  CHECK(measured(d, "first-touch") == doctest::Approx(0.8));
+  CHECK_FALSE(measured(d, "ca-lmp").has_value());
+  CHECK(run.rt->stats().policy.policy_switches == 3);  // to ca-lma, to first-touch, back to ca-lma
+  REQUIRE(run.lines.size() == 2);
+  CHECK(run.lines[0].find("as given (not modeled)") != std::string::npos);
+  CHECK(run.lines[1].find("chose ca-lma") != std::string::npos);
+  CHECK(run.lines[1].find("CACHEDARRAYS_POLICY=ca-lma") != std::string::npos);
+  run.run(5);
+  CHECK(run.decision().decisions == 1);  // settled: nothing drifted
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: the model ranks the candidates; the in-place one it puts close is tried too") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "ca-lmp"}, 1);
+  // What the model was given, checked once it has answered (its own thread
+  // makes no assertion).
+  auto given = std::make_shared<std::pair<std::size_t, std::uint64_t>>();
+  o.model = [given](const ca::plan::Program& program, const std::vector<std::string>& candidates,
+                    std::uint64_t fast) {
+    *given = {program.kernels().size(), fast};
+    const std::map<std::string, double> modeled{
+        {"ca-lm", 3.0}, {"ca-lma", 2.0}, {"ca-lmp", 1.0}, {"first-touch", 1.2}, {"all-slow", 1.1}};
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+  AutoRun run(iteration_costs, std::move(o));
+  // The model runs on its own thread: iterate until it has answered.
+  for (int i = 0; i < 200 && run.decision().decisions == 0; ++i) run.run(1);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  CHECK(given->first > 0);
+  CHECK(given->second == test::SwitchedProgram::footprint / 3);
+  REQUIRE(d.ranked.size() == 5);
+  CHECK(d.ranked[0].name == "ca-lmp");
+  CHECK(d.ranked[1].name == "all-slow");
+  CHECK(d.ranked[2].name == "first-touch");
+  // The top one, the better in-place one, and the other within 1.25x of the best.
+  CHECK(d.tried == std::vector<std::string>{"ca-lmp", "all-slow", "first-touch"});
+  CHECK(d.chosen == "first-touch");
+  CHECK(d.ranked[0].modeled_seconds == doctest::Approx(1.0));
+  CHECK(run.lines.front().find("by the model") != std::string::npos);
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: a trial far slower than one before it ends after its first iteration") {
+  std::map<std::string, double> slow_ca_lmp = iteration_costs;
+  slow_ca_lmp["ca-lmp"] = 5.0;
+  AutoRun run(slow_ca_lmp, options_of({"ca-lma", "ca-lmp"}));
+  run.run(15);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  CHECK(d.tried == std::vector<std::string>{"ca-lma", "ca-lmp", "first-touch"});
+  for (const auto& c : d.ranked) {
+    CAPTURE(c.name);
+    CHECK(c.cut == (c.name == "ca-lmp"));
+  }
+  CHECK(measured(d, "ca-lmp") == doctest::Approx(5.0));
+  CHECK(d.chosen == "ca-lma");
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no sooner than it may") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
+  o.min_settled = 4;
+  o.drift_iterations = 2;
+  AutoRun run(iteration_costs, std::move(o));
+  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  REQUIRE(run.decision().chosen == "ca-lma");
+  run.run(6);  // the noise band is measured, then steady iterations
+  CHECK(run.decision().decisions == 1);
+  // The program's iterations now take three times as long under ca-lma.
+  run.cost["ca-lma"] = 1.5;
+  run.run(1);
+  CHECK(run.decision().decisions == 1);  // one drifted iteration is noise
+  for (int i = 0; i < 12 && run.decision().decisions == 1; ++i) run.run(1);
+  CHECK(run.decision().decisions == 2);
+  CHECK(run.decision().chosen == "first-touch");
+  bool said = false;
+  for (const std::string& line : run.lines) said = said || line.find("deciding again") != std::string::npos;
+  CHECK(said);
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: another program is another decision") {
+  AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma"}));
+  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  REQUIRE(run.decision().decisions == 1);
+  run.cost["first-touch"] = 0.1;
+  run.rt->record_program();
+  for (int i = 0; i < 40 && run.decision().decisions == 1; ++i) run.run(1);
+  CHECK(run.decision().decisions == 2);
+  CHECK(run.decision().chosen == "first-touch");
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: a program that never begins an iteration runs under CA:LM") {
+  ca::policy::AutoPolicyOptions o;
+  o.log = [](const std::string& line) { FAIL("nothing to decide, yet: " << line); };
+  auto policy = std::make_unique<ca::policy::AutoPolicy>(std::move(o));
+  ca::policy::AutoPolicy& chooser = *policy;
+  ca::Runtime rt(test::two_tiers(64 * test::KiB, 1 << 20), std::move(policy));
+  std::vector<ca::CachedArray<std::byte>> arrays;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    arrays.push_back(rt.array<std::byte>(16 * test::KiB));
+    test::fill(arrays.back(), seed);
+  }
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) CHECK(test::holds(arrays[seed - 1], seed));
+  CHECK(chooser.running() == "ca-lm");
+  CHECK(rt.policy_name() == "auto");
+  CHECK(rt.program() == nullptr);
+}
+
+TEST_CASE("auto policy: the runtime records the program it asks for, and the switches are traced") {
+  AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma"}));
+  ca::Trace& trace = run.rt->start_trace();
+  run.run(2);
+  CHECK(run.rt->program() != nullptr);  // recorded without record_program()
+  run.run(12);
+  REQUIRE(run.decision().decisions == 1);
+  std::vector<std::string> switched;
+  for (const ca::TraceEvent& e : trace.events()) {
+    if (e.kind == ca::TraceKind::policy_switch) switched.push_back(trace.names().at(e.name));
+  }
+  CHECK(switched == std::vector<std::string>{"ca-lma", "first-touch", "ca-lma"});
+  std::ostringstream csv;
+  trace.write_csv(csv);
+  CHECK(csv.str().find(",policy_switch,0,0,0,") != std::string::npos);
+}
+
+TEST_CASE("auto policy: options it cannot run are refused, saying why") {
+  auto refused = [](ca::policy::AutoPolicyOptions o, const std::string& says) {
+    CAPTURE(says);
+    try {
+      ca::policy::AutoPolicy policy(std::move(o));
+      FAIL("accepted");
+    } catch (const ca::invalid_argument& e) {
+      CHECK(std::string(e.what()).find(says) != std::string::npos);
+    }
+  };
+  ca::policy::AutoPolicyOptions o;
+  o.iterations_per_trial = 1;
+  refused(o, "give 2 or more");
+  refused(options_of({"ca-lm", "no-such-policy"}), "no-such-policy");
+  refused(options_of({"auto"}), "its own candidate");
+  refused(options_of({"ca-lm"}, 0), "trials is 0");
+}
+
+TEST_CASE("auto policy: the registry's auto ranks by the replay; no model replays auto itself") {
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
+  const ca::policy::PolicyDescriptor d = registry.describe("auto");
+  CHECK(d.measures_candidates());
+  CHECK(d.needs_program());
+  CHECK(registry.make("auto")->name() == "auto");
+  const std::vector<std::string> all = ca::all_policies();
+  CHECK(std::find(all.begin(), all.end(), "auto") == all.end());
+  // The umbrella header installed the replay model.
+  CHECK(static_cast<bool>(ca::policy::default_candidate_model()));
+
+  // A recorded program, modeled for two candidates at a third of its footprint.
+  ca::Runtime rt(test::two_tiers(test::SwitchedProgram::footprint / 3, 3 * test::SwitchedProgram::footprint),
+                 registry.make("ca-lm"));
+  test::SwitchedProgram program(rt);
+  program.iteration();
+  rt.record_program();
+  program.iteration();
+  program.iteration();
+  REQUIRE(rt.program() != nullptr);
+  std::string errors;
+  const std::vector<std::optional<double>> modeled =
+      ca::model_policies(*rt.program(), {"first-touch", "all-slow"}, test::SwitchedProgram::footprint / 3, 1.0,
+                         [&](const std::string& policy, const std::string& why) { errors += policy + ": " + why + "; "; });
+  CAPTURE(errors);
+  REQUIRE(modeled.size() == 2);
+  REQUIRE(modeled[0].has_value());
+  REQUIRE(modeled[1].has_value());
+  CHECK(*modeled[0] > 0);
+  CHECK(*modeled[1] >= *modeled[0]);  // all in the slow tier is never faster than some in the fast one
+  CHECK_THROWS_AS((void)ca::model_point(ca::saved_program(*rt.program()).trace, *rt.program(), 1 << 20, "auto", 0.5,
+                                        {}),
+                  ca::invalid_argument);
+}

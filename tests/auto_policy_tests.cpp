@@ -7,11 +7,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -101,7 +103,8 @@ TEST_CASE("auto policy: without a model it tries the candidates in the order giv
   run.program->check_weights();
 }
 
-TEST_CASE("auto policy: the model ranks the candidates; the in-place one it puts close is tried too") {
+TEST_CASE("auto policy: the model ranks the candidates on a thread of its own; the in-place one it puts close is "
+          "tried too") {
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "ca-lmp"}, 1);
   // What the model was given, checked once it has answered (its own thread
   // makes no assertion).
@@ -270,4 +273,45 @@ TEST_CASE("auto policy: the registry's auto ranks by the replay; no model replay
   CHECK_THROWS_AS((void)ca::model_point(ca::saved_program(*rt.program()).trace, *rt.program(), 1 << 20, "auto", 0.5,
                                         {}),
                   ca::invalid_argument);
+}
+
+TEST_CASE("auto policy: reader threads read on through its trials and switches, every byte intact") {
+  // The readers' kernels skip the lock under the policies that let them and
+  // take it under the others; the trials change which while they read.
+  AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma", "ca-lmp"}));
+  constexpr int readers = 2;
+  std::vector<ca::CachedArray<std::byte>> own;
+  for (int t = 0; t < readers; ++t) {
+    own.push_back(run.rt->array<std::byte>(8 * test::KiB));
+    test::fill(own.back(), 500 + static_cast<std::uint64_t>(t));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad_reads{0};
+  std::atomic<std::uint64_t> reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < readers; ++t) {
+    threads.emplace_back([&, t] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        run.rt->kernel("read", ca::reads(own[static_cast<std::size_t>(t)]), [&](std::span<const std::byte> mine) {
+          if (!test::holds(mine.data(), mine.size(), 500 + static_cast<std::uint64_t>(t))) bad_reads.fetch_add(1);
+        });
+        reads.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  // Each iteration waits until the readers have read since the last one,
+  // so that every switch overlaps their reads.
+  std::uint64_t seen = 0;
+  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) {
+    while (reads.load(std::memory_order_relaxed) < seen + readers) std::this_thread::yield();
+    seen = reads.load(std::memory_order_relaxed);
+    run.run(1);
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  CHECK(run.decision().decisions == 1);
+  CHECK(run.rt->stats().policy.policy_switches >= 2);
+  CHECK(bad_reads.load() == 0);
+  run.program->check_weights();
+  run.rt->manager().check_invariants(/*verify_contents=*/true);
 }

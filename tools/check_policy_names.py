@@ -43,9 +43,15 @@ PREFIX_CHECKS = [
 ]
 
 
+# Policy names that are also another setting's value (CACHEDARRAYS_COPY=auto
+# picks the copy path): a comparison with them is not taken for one of a
+# policy name.
+SHARED_WORDS = {"auto"}
+
+
 def builtin_names(root):
     text = (root / BUILTIN).read_text(encoding="utf-8")
-    return set(NAME_LITERAL.findall(strip_comments(text)))
+    return set(NAME_LITERAL.findall(strip_comments(text))) - SHARED_WORDS
 
 
 def strip_comments(text):

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -130,11 +132,70 @@ TEST_CASE("auto policy: the model ranks the candidates on a thread of its own; t
   CHECK(d.ranked[1].name == "all-slow");
   CHECK(d.ranked[2].name == "first-touch");
   // The top one, the better in-place one, and the other within 1.25x of the best.
-  CHECK(d.tried == std::vector<std::string>{"ca-lmp", "all-slow", "first-touch"});
+  // ca-lm ran while the model ranked: timed then, when the model took an
+  // iteration or more, and tried first.
+  std::vector<std::string> tried{"ca-lmp", "all-slow", "first-touch"};
+  if (measured(d, "ca-lm")) tried.insert(tried.begin(), "ca-lm");
+  CHECK(d.tried == tried);
   CHECK(d.chosen == "first-touch");
   CHECK(d.ranked[0].modeled_seconds == doctest::Approx(1.0));
   CHECK(run.lines.front().find("by the model") != std::string::npos);
   run.program->check_weights();
+}
+
+TEST_CASE("auto policy: the iterations the running policy runs while the model ranks on its thread are its trial") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
+  // The model answers only when the test lets it: the iterations before
+  // are the running policy's (ca-lm's), timed.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  o.model = [released](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(c == "all-slow" ? 2.0 : c == "first-touch" ? 1.2 : 1.0);
+    return out;
+  };
+  AutoRun run(iteration_costs, std::move(o));
+  run.run(6);  // recorded, profiled, then ranking: ca-lm timed meanwhile
+  CHECK(run.decision().decisions == 0);
+  CHECK(run.rt->stats().policy.policy_switches == 0);
+  release->set_value();
+  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  CHECK(d.tried == std::vector<std::string>{"ca-lm", "ca-lma", "first-touch"});
+  CHECK(measured(d, "ca-lm") == doctest::Approx(1.0));
+  CHECK(d.chosen == "ca-lma");
+  // ca-lm's trial ran before the switches: to ca-lma, first-touch, ca-lma.
+  CHECK(run.rt->stats().policy.policy_switches == 3);
+  CHECK(run.lines.front().find("ca-lm timed while the model ranked") != std::string::npos);
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: each family's best-ranked candidate is tried before a family's second (model thread)") {
+  // The model favours the policies that follow the program (as it does on a
+  // program that departs from its recording); a reacting policy is tried too.
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "ca-lmpa", "ca-lmp", "redl"}, 3);
+  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    const std::map<std::string, double> modeled{{"ca-lma", 1.0}, {"ca-lmpa", 1.1}, {"redl", 1.2}, {"ca-lmp", 3.0},
+                                                {"ca-lm", 4.0},  {"first-touch", 5.0}, {"all-slow", 9.0}};
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+  std::map<std::string, double> measured_costs = iteration_costs;
+  measured_costs["ca-lmpa"] = 0.6;
+  measured_costs["redl"] = 0.7;
+  measured_costs["ca-lmp"] = 0.3;
+  AutoRun run(measured_costs, std::move(o));
+  for (int i = 0; i < 200 && run.decision().decisions == 0; ++i) run.run(1);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  std::vector<std::string> tried{"ca-lma", "redl", "ca-lmp", "first-touch"};
+  if (measured(d, "ca-lm")) tried.insert(tried.begin(), "ca-lm");
+  CHECK(d.tried == tried);
+  CHECK_FALSE(measured(d, "ca-lmpa").has_value());  // lookahead's second
+  CHECK(d.chosen == "ca-lmp");
 }
 
 TEST_CASE("auto policy: a trial far slower than one before it ends after its first iteration") {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "cachedarrays/policy/first_touch.hpp"
@@ -37,6 +38,14 @@ CACHEDARRAYS_INLINE double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A candidate's family: the policies that plan the iteration ahead, those
+// that look ahead in the program, and those that react to hints alone.
+CACHEDARRAYS_INLINE std::string family_of(const PolicyDescriptor& d) {
+  if (d.plans_ahead()) return "planned";
+  if (d.takes_lookahead()) return "lookahead";
+  return "reactive";
 }
 
 CACHEDARRAYS_INLINE std::string seconds_text(const std::optional<double>& s) {
@@ -116,17 +125,20 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_program(std::shared_ptr<const plan::Prog
   samples_.clear();
   waited_ = 0;
   phase_ = Phase::waiting;
-  if (program_->profiles() != nullptr) start_ranking();
+  if (program_->profiles() != nullptr) start_ranking(1);
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::on_profiles(std::shared_ptr<const plan::Program> program) {
   program_ = program;
   inner_->on_profiles(std::move(program));
-  if (phase_ == Phase::waiting && program_ != nullptr) start_ranking();
+  // The iteration that just ended was profiled: no sample of the policy.
+  if (phase_ == Phase::waiting && program_ != nullptr) start_ranking(1);
 }
 
-CACHEDARRAYS_INLINE void AutoPolicy::start_ranking() {
+CACHEDARRAYS_INLINE void AutoPolicy::start_ranking(std::uint32_t unsampled) {
   phase_ = Phase::ranking;
+  unsampled_ = unsampled;
+  samples_.clear();
   if (!options_.model) return;  // ranked at the next iteration, in the order given
   std::shared_ptr<const plan::Program> program = program_;
   ranking_ = std::async(std::launch::async, [model = options_.model, program, candidates = options_.candidates,
@@ -148,7 +160,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_unplanned_iteration_begin(std::uint64_t 
 CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration) {
   const double begin = now();
   if (last_begin_) observe(begin - *last_begin_, iteration);
-  if (phase_ == Phase::waiting && program_ != nullptr && ++waited_ > options_.profile_wait) start_ranking();
+  if (phase_ == Phase::waiting && program_ != nullptr && ++waited_ > options_.profile_wait) start_ranking(0);
   if (phase_ == Phase::ranking) {
     if (!ranking_.valid()) {
       modeled_.assign(options_.candidates.size(), std::nullopt);
@@ -234,21 +246,42 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
       break;
     }
   }
-  std::vector<std::string> trials;
-  bool in_place_tried = false;
-  for (const AutoDecision::Candidate& c : decision_.ranked) {
-    const bool in_place = detail::is_in_place(c.name);
-    const std::size_t others = static_cast<std::size_t>(
-        std::count_if(trials.begin(), trials.end(), [](const std::string& t) { return !detail::is_in_place(t); }));
-    const bool close = best && c.modeled_seconds && *c.modeled_seconds <= options_.try_within * *best;
-    if (in_place ? (!in_place_tried || close) : others < options_.trials) {
-      trials.push_back(c.name);
-      in_place_tried = in_place_tried || in_place;
+  // The best-ranked of each family first, then the rest by rank: a model
+  // wrong about one family (a program that departs from its recording fools
+  // every policy that follows it) does not keep the others from a trial.
+  const Registry registry = Registry::builtin();
+  std::set<std::string> chosen;
+  std::set<std::string> families;
+  for (const bool one_per_family : {true, false}) {
+    for (const AutoDecision::Candidate& c : decision_.ranked) {
+      if (chosen.size() >= options_.trials) break;
+      if (detail::is_in_place(c.name) || chosen.contains(c.name)) continue;
+      const std::string family = detail::family_of(registry.describe(c.name));
+      if (one_per_family && families.contains(family)) continue;
+      chosen.insert(c.name);
+      families.insert(family);
     }
   }
-  // The running policy first: its trial needs no switch.
+  // The better-ranked in-place candidate always, the other when close.
+  bool in_place_tried = false;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (!detail::is_in_place(c.name)) continue;
+    const bool close = best && c.modeled_seconds && *c.modeled_seconds <= options_.try_within * *best;
+    if (!in_place_tried || close) chosen.insert(c.name);
+    in_place_tried = true;
+  }
+  // In the order ranked: a slow trial after a fast one is cut sooner.
+  std::vector<std::string> trials;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (chosen.contains(c.name)) trials.push_back(c.name);
+  }
+  // The running policy first: its trial needs no switch, and the iterations
+  // it ran while the model ranked may already be its trial.
+  const bool sampled = samples_.contains(inner_name_) && !samples_.at(inner_name_).empty();
   if (const auto it = std::find(trials.begin(), trials.end(), inner_name_); it != trials.end()) {
     std::rotate(trials.begin(), it, it + 1);
+  } else if (sampled) {
+    trials.insert(trials.begin(), inner_name_);
   }
   decision_.tried = trials;
   std::string ranked;
@@ -256,19 +289,33 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
     ranked += fmt::format("{}{} {}", ranked.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
   }
   const bool modeled = std::any_of(modeled_.begin(), modeled_.end(), [](const auto& m) { return m.has_value(); });
-  say(fmt::format("auto: ranked {}: {}; trying {}", modeled ? "by the model" : "as given (not modeled)", ranked,
-                  fmt::join(trials, ", ")));
-  samples_.clear();
-  trial_ = 0;
+  say(fmt::format("auto: ranked {}: {}; trying {}{}", modeled ? "by the model" : "as given (not modeled)", ranked,
+                  fmt::join(trials, ", "),
+                  sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string()));
+  trial_ = sampled ? 1 : 0;
   trial_iteration_ = 0;
   phase_ = Phase::trialing;
-  switch_to(decision_.tried.front(), iteration);
+  if (trial_ >= decision_.tried.size()) {
+    decide(iteration);
+    return;
+  }
+  switch_to(decision_.tried[trial_], iteration);
 }
 
 // One iteration's time, under the policy that ran it.
 CACHEDARRAYS_INLINE void AutoPolicy::observe(double seconds, std::uint64_t iteration) {
-  if (phase_ == Phase::trialing) observe_trial(seconds, iteration);
-  else if (phase_ == Phase::settled) observe_settled(seconds, iteration);
+  if (phase_ == Phase::trialing) {
+    observe_trial(seconds, iteration);
+  } else if (phase_ == Phase::settled) {
+    observe_settled(seconds, iteration);
+  } else if (phase_ == Phase::ranking) {
+    // The running policy's iterations while the model ranks.
+    if (unsampled_ > 0) {
+      --unsampled_;
+    } else {
+      samples_[inner_name_].push_back(seconds);
+    }
+  }
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::observe_trial(double seconds, std::uint64_t iteration) {

@@ -12,13 +12,17 @@
 //     the program runs on. The model replays the program on the tiers it ran
 //     on (sim/candidate_model.hpp); without a model the candidates keep the
 //     order given.
-//   - Trials: the top `trials` of the ranking, and the in-place candidates
+//   - Trials: `trials` candidates, the best-ranked of each family first
+//     (those that plan ahead, look ahead, or react to hints: a program that
+//     departs from its recording fools the model about every policy that
+//     follows it), then by rank; and the in-place candidates
 //     (first-touch, all-slow) the model puts within `try_within` of the best
 //     — always the better-ranked of the two, so that never running worse
 //     than leaving data in place rests on a measurement, not on the model.
-//     Each runs `iterations_per_trial` iterations: the first settles the
-//     switch's moves, the rest are timed (wall clock between
-//     on_iteration_begin calls). A trial whose settling iteration already
+//     The policy running while the model ranks is timed meanwhile, which
+//     may spare its trial. Each trial runs `iterations_per_trial`
+//     iterations: the first settles the switch's moves, the rest are timed
+//     (wall clock between on_iteration_begin calls). A trial whose settling iteration already
 //     takes `cut_above` times the best timed one is cut there.
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
@@ -69,7 +73,7 @@ struct AutoPolicyOptions {
   /// first-touch and all-slow are added when missing.
   std::vector<std::string> candidates{"ca-lm", "ca-lma", "ca-lmp", "ca-lmpa", "ca-l", "redl", "autotm-static"};
   std::string before_program = "ca-lm";    ///< the policy until the trials begin
-  std::size_t trials = 3;                  ///< the top-ranked candidates tried
+  std::size_t trials = 3;                  ///< candidates tried besides the in-place ones
   std::uint32_t iterations_per_trial = 2;  ///< the first settles the switch, the rest are timed
   double try_within = 1.25;   ///< the second in-place candidate is tried when modeled within this of the best
   double cut_above = 2.0;     ///< a trial whose settling iteration takes this times the best timed one ends there
@@ -144,7 +148,7 @@ class AutoPolicy final : public Policy {
  private:
   enum class Phase { waiting, ranking, trialing, settled };
   void switch_to(const std::string& name, std::uint64_t iteration);
-  void start_ranking();
+  void start_ranking(std::uint32_t unsampled);
   void start_trials(std::uint64_t iteration);
   void observe(double seconds, std::uint64_t iteration);
   void observe_trial(double seconds, std::uint64_t iteration);
@@ -161,6 +165,7 @@ class AutoPolicy final : public Policy {
   AutoDecision decision_;
   Phase phase_ = Phase::waiting;
   std::uint32_t waited_ = 0;  // iterations a program without profiles waited
+  std::uint32_t unsampled_ = 0;  // iterations observed while ranking that are no sample (profiled)
   std::future<std::vector<std::optional<double>>> ranking_;
   std::vector<std::optional<double>> modeled_;  // the model's seconds, by candidate as given
   [[nodiscard]] double now() const;

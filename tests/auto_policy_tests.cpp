@@ -237,6 +237,25 @@ TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no
   run.program->check_weights();
 }
 
+TEST_CASE("auto policy: a load that comes and goes does not keep the program in trials") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
+  o.min_settled = 4;
+  o.drift_iterations = 2;
+  AutoRun run(iteration_costs, std::move(o));
+  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  REQUIRE(run.decision().decisions == 1);
+  // Every policy's iterations take three times as long in every other
+  // stretch of five: each drift doubles the window before the next.
+  const std::map<std::string, double> quiet = run.cost;
+  for (int i = 0; i < 200; ++i) {
+    for (auto& [name, seconds] : run.cost) seconds = quiet.at(name) * ((i / 5) % 2 == 0 ? 1.0 : 3.0);
+    run.run(1);
+  }
+  CHECK(run.decision().decisions >= 2);  // the first drift re-decides
+  CHECK(run.decision().decisions <= 6);  // windows of 8, 16, 32, 64, 128 iterations, at most
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: another program is another decision") {
   AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma"}));
   for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
@@ -299,6 +318,9 @@ TEST_CASE("auto policy: options it cannot run are refused, saying why") {
   refused(options_of({"ca-lm", "no-such-policy"}), "no-such-policy");
   refused(options_of({"auto"}), "its own candidate");
   refused(options_of({"ca-lm"}, 0), "trials is 0");
+  ca::policy::AutoPolicyOptions unsettled;
+  unsettled.min_settled = 0;
+  refused(unsettled, "min_settled is 0");
 }
 
 TEST_CASE("auto policy: the registry's auto ranks by the replay; no model replays auto itself") {

@@ -94,6 +94,11 @@ CACHEDARRAYS_INLINE AutoPolicy::AutoPolicy(AutoPolicyOptions options) : options_
                            "; give 2 or more (the first settles the switch's moves, the rest are timed)");
   }
   if (options_.trials == 0) throw invalid_argument("cachedarrays: auto policy: trials is 0; give 1 or more");
+  if (options_.min_settled == 0) {
+    throw invalid_argument("cachedarrays: auto policy: min_settled is 0; give 1 or more (the settled iterations "
+                           "that measure the noise band)");
+  }
+  settle_window_ = options_.min_settled;
 }
 
 // The ranking's thread may still run: its result is waited for and dropped.
@@ -134,6 +139,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_program(std::shared_ptr<const plan::Prog
   ranking_ = {};
   samples_.clear();
   waited_ = 0;
+  settle_window_ = options_.min_settled;
   phase_ = Phase::waiting;
   if (program_->profiles() != nullptr) start_ranking(1);
 }
@@ -362,10 +368,10 @@ CACHEDARRAYS_INLINE void AutoPolicy::next_trial(std::uint64_t iteration) {
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64_t iteration) {
-  if (settled_samples_.size() < options_.min_settled) {
+  if (settled_samples_.size() < settle_window_) {
     // The settled policy's own iterations measure the noise band.
     settled_samples_.push_back(seconds);
-    if (settled_samples_.size() < options_.min_settled) return;
+    if (settled_samples_.size() < settle_window_) return;
     settled_seconds_ = detail::median_of(settled_samples_);
     std::vector<double> deviations;
     for (const double s : settled_samples_) deviations.push_back(std::abs(s - settled_seconds_));
@@ -376,6 +382,9 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64
   drifted_ = drifted ? drifted_ + 1 : 0;
   if (drifted_ < options_.drift_iterations) return;
   drifted_ = 0;
+  // Each drift doubles the iterations before the next may count: a machine
+  // whose load comes and goes does not keep the program in trials.
+  settle_window_ = std::min<std::uint64_t>(2 * settle_window_, max_settle_window);
   say(fmt::format("auto: iteration {} took {:.4f} s, {} settled iterations in a row outside {:.4f} s ± {:.0f}%: "
                   "deciding again",
                   iteration, seconds, options_.drift_iterations, settled_seconds_, 100 * band_));

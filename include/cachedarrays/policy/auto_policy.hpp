@@ -27,7 +27,9 @@
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
 //     run of `drift_iterations` outside it, or another program, re-decides,
-//     never sooner than `min_settled` iterations after the last decision.
+//     never sooner than `min_settled` iterations after the last decision,
+//     a window that doubles at each drift, so that a machine whose load
+//     comes and goes does not keep the program in trials.
 //   - What it decided and why (ranked candidates with modeled and measured
 //     seconds) is decision(), one log line per ranking and per choice, a
 //     TraceKind::policy_switch event per switch and Stats'
@@ -174,6 +176,8 @@ class AutoPolicy final : public Policy {
   std::uint32_t trial_iteration_ = 0;
   std::map<std::string, std::vector<double>> samples_;  // timed seconds by candidate
   std::vector<double> settled_samples_;  // the settled policy's iterations, for the noise band
+  static constexpr std::uint64_t max_settle_window = 4096;
+  std::uint64_t settle_window_ = 0;  // settled iterations that measure the band; doubles at each drift
   double settled_seconds_ = 0;
   double band_ = 0;
   std::uint32_t drifted_ = 0;

@@ -378,14 +378,20 @@ std::string model_rows(Group& g, double plan_seconds) {
   if (!g.program) return "no run recorded the program";
   const ca::plan::Program program = ca::plan::Program::from_json(g.program->dump());
   if (!ca::tier_models(program.tiers())) return "the program carries no tiers with bandwidths";
+  // One replay setup per fast tier, for every row modeled there.
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
+  std::map<std::uint64_t, std::vector<Row*>> by_fast_tier;
   for (Row& r : g.rows) {
-    if (r.fast_bytes == 0 || ca::policy::Registry::builtin().describe(r.policy).measures_candidates()) continue;
-    r.modeled_seconds = ca::model_policies(program, {r.policy}, r.fast_bytes, plan_seconds,
-                                           [&](const std::string& policy, const std::string& why) {
-                                             fmt::print(stderr, "{} at {:.0f}%: {} not modeled: {}\n", g.app,
-                                                        100 * g.fraction, policy, why);
-                                           })
-                            .front();
+    if (r.fast_bytes != 0 && !registry.describe(r.policy).measures_candidates()) by_fast_tier[r.fast_bytes].push_back(&r);
+  }
+  for (const auto& [fast_bytes, rows] : by_fast_tier) {
+    std::vector<std::string> policies;
+    for (const Row* r : rows) policies.push_back(r->policy);
+    const std::vector<std::optional<double>> modeled = ca::model_policies(
+        program, policies, fast_bytes, plan_seconds, [&](const std::string& policy, const std::string& why) {
+          fmt::print(stderr, "{} at {:.0f}%: {} not modeled: {}\n", g.app, 100 * g.fraction, policy, why);
+        });
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i]->modeled_seconds = modeled[i];
   }
   return "";
 }

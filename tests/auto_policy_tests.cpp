@@ -56,6 +56,11 @@ struct AutoRun {
     }
   }
 
+  // Iterations until the policy has made `decisions` decisions, at most `at_most`.
+  void run_until_decided(std::uint32_t decisions, int at_most) {
+    for (int i = 0; i < at_most && decision().decisions < decisions; ++i) run(1);
+  }
+
   [[nodiscard]] const ca::policy::AutoDecision& decision() const { return chooser->decision(); }
 };
 
@@ -63,6 +68,14 @@ ca::policy::AutoPolicyOptions options_of(std::vector<std::string> candidates, st
   ca::policy::AutoPolicyOptions o;
   o.candidates = std::move(candidates);
   o.trials = trials;
+  return o;
+}
+
+// Settles after 4 iterations and decides again after 2 drifted ones.
+ca::policy::AutoPolicyOptions quick_to_drift() {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
+  o.min_settled = 4;
+  o.drift_iterations = 2;
   return o;
 }
 
@@ -122,7 +135,7 @@ TEST_CASE("auto policy: the model ranks the candidates on a thread of its own; t
   };
   AutoRun run(iteration_costs, std::move(o));
   // The model runs on its own thread: iterate until it has answered.
-  for (int i = 0; i < 200 && run.decision().decisions == 0; ++i) run.run(1);
+  run.run_until_decided(1, 200);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   CHECK(given->first > 0);
@@ -160,7 +173,7 @@ TEST_CASE("auto policy: the iterations the running policy runs while the model r
   CHECK(run.decision().decisions == 0);
   CHECK(run.rt->stats().policy.policy_switches == 0);
   release->set_value();
-  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  run.run_until_decided(1, 40);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   CHECK(d.tried == std::vector<std::string>{"ca-lm", "ca-lma", "first-touch"});
@@ -188,7 +201,7 @@ TEST_CASE("auto policy: each family's best-ranked candidate is tried before a fa
   measured_costs["redl"] = 0.7;
   measured_costs["ca-lmp"] = 0.3;
   AutoRun run(measured_costs, std::move(o));
-  for (int i = 0; i < 200 && run.decision().decisions == 0; ++i) run.run(1);
+  run.run_until_decided(1, 200);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   std::vector<std::string> tried{"ca-lma", "redl", "ca-lmp", "first-touch"};
@@ -216,11 +229,8 @@ TEST_CASE("auto policy: a trial far slower than one before it ends after its fir
 }
 
 TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no sooner than it may") {
-  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
-  o.min_settled = 4;
-  o.drift_iterations = 2;
-  AutoRun run(iteration_costs, std::move(o));
-  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  AutoRun run(iteration_costs, quick_to_drift());
+  run.run_until_decided(1, 40);
   REQUIRE(run.decision().chosen == "ca-lma");
   run.run(6);  // the noise band is measured, then steady iterations
   CHECK(run.decision().decisions == 1);
@@ -228,7 +238,7 @@ TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no
   run.cost["ca-lma"] = 1.5;
   run.run(1);
   CHECK(run.decision().decisions == 1);  // one drifted iteration is noise
-  for (int i = 0; i < 12 && run.decision().decisions == 1; ++i) run.run(1);
+  run.run_until_decided(2, 12);
   CHECK(run.decision().decisions == 2);
   CHECK(run.decision().chosen == "first-touch");
   bool said = false;
@@ -238,11 +248,8 @@ TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no
 }
 
 TEST_CASE("auto policy: a load that comes and goes does not keep the program in trials") {
-  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
-  o.min_settled = 4;
-  o.drift_iterations = 2;
-  AutoRun run(iteration_costs, std::move(o));
-  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  AutoRun run(iteration_costs, quick_to_drift());
+  run.run_until_decided(1, 40);
   REQUIRE(run.decision().decisions == 1);
   // Every policy's iterations take three times as long in every other
   // stretch of five: each drift doubles the window before the next.
@@ -258,11 +265,11 @@ TEST_CASE("auto policy: a load that comes and goes does not keep the program in 
 
 TEST_CASE("auto policy: another program is another decision") {
   AutoRun run(iteration_costs, options_of({"ca-lm", "ca-lma"}));
-  for (int i = 0; i < 40 && run.decision().decisions == 0; ++i) run.run(1);
+  run.run_until_decided(1, 40);
   REQUIRE(run.decision().decisions == 1);
   run.cost["first-touch"] = 0.1;
   run.rt->record_program();
-  for (int i = 0; i < 40 && run.decision().decisions == 1; ++i) run.run(1);
+  run.run_until_decided(2, 40);
   CHECK(run.decision().decisions == 2);
   CHECK(run.decision().chosen == "first-touch");
   run.program->check_weights();

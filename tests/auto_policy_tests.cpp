@@ -168,6 +168,7 @@ TEST_CASE("auto policy: the iterations the running policy runs while the model r
     for (const std::string& c : candidates) out.emplace_back(c == "all-slow" ? 2.0 : c == "first-touch" ? 1.2 : 1.0);
     return out;
   };
+  o.skip_above = 100;  // every trial runs: first-touch's too
   AutoRun run(iteration_costs, std::move(o));
   run.run(6);  // recorded, profiled, then ranking: ca-lm timed meanwhile
   CHECK(run.decision().decisions == 0);
@@ -196,6 +197,7 @@ TEST_CASE("auto policy: each family's best-ranked candidate is tried before a fa
     for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
     return out;
   };
+  o.skip_above = 100;  // every trial runs, however far off the model is
   std::map<std::string, double> measured_costs = iteration_costs;
   measured_costs["ca-lmpa"] = 0.6;
   measured_costs["redl"] = 0.7;
@@ -211,9 +213,38 @@ TEST_CASE("auto policy: each family's best-ranked candidate is tried before a fa
   CHECK(d.chosen == "ca-lmp");
 }
 
+TEST_CASE("auto policy: a trial the measurements already rule out is not run (model thread)") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
+  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    const std::map<std::string, double> modeled{
+        {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 0.8}, {"all-slow", 0.9}};
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+  AutoRun run(iteration_costs, std::move(o));
+  run.run_until_decided(1, 200);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  CHECK(d.chosen == "ca-lma");
+  // first-touch, modeled 0.8 s, cannot win once ca-lma, modeled 0.5 s, is
+  // the fastest measured (1.5 x 0.5 = 0.75): skipped, not tried.
+  CHECK(std::find(d.tried.begin(), d.tried.end(), "first-touch") == d.tried.end());
+  CHECK(std::find(d.tried.begin(), d.tried.end(), "ca-lma") != d.tried.end());
+  for (const auto& c : d.ranked) {
+    CAPTURE(c.name);
+    CHECK(c.skipped == (c.name == "first-touch"));
+  }
+  CHECK_FALSE(measured(d, "first-touch").has_value());
+  CHECK(d.why.find("not tried") != std::string::npos);
+  CHECK(d.why.find("first-touch") != std::string::npos);
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: a trial far slower than one before it ends after its first iteration") {
   std::map<std::string, double> slow_ca_lmp = iteration_costs;
   slow_ca_lmp["ca-lmp"] = 5.0;
+  slow_ca_lmp["first-touch"] = 0.7;  // within 1.5x of ca-lma: a full trial
   AutoRun run(slow_ca_lmp, options_of({"ca-lma", "ca-lmp"}));
   run.run(15);
   const ca::policy::AutoDecision& d = run.decision();

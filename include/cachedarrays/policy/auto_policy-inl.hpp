@@ -250,7 +250,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   modeled_.resize(options_.candidates.size());
   decision_.ranked.clear();
   for (std::size_t i = 0; i < options_.candidates.size(); ++i) {
-    decision_.ranked.push_back({options_.candidates[i], modeled_[i], std::nullopt, false});
+    decision_.ranked.push_back({options_.candidates[i], modeled_[i], std::nullopt, false, false});
   }
   std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), [](const auto& a, const auto& b) {
     if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
@@ -312,11 +312,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   trial_ = sampled ? 1 : 0;
   trial_iteration_ = 0;
   phase_ = Phase::trialing;
-  if (trial_ >= decision_.tried.size()) {
-    decide(iteration);
-    return;
-  }
-  switch_to(decision_.tried[trial_], iteration);
+  run_trial(iteration);
 }
 
 // One iteration's time, under the policy that ran it.
@@ -341,10 +337,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_trial(double seconds, std::uint64_t
   if (trial_iteration_ >= 2) {
     samples_[name].push_back(seconds);  // the first settled the switch
   } else {
-    double fastest = 0;
-    for (const auto& [other, times] : samples_) {
-      for (const double t : times) fastest = fastest == 0 ? t : std::min(fastest, t);
-    }
+    const double fastest = fastest_sample();
     if (fastest > 0 && seconds > options_.cut_above * fastest) {
       // Already far slower than a trial before it, moves included or not.
       for (AutoDecision::Candidate& c : decision_.ranked) {
@@ -360,11 +353,55 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_trial(double seconds, std::uint64_t
 
 CACHEDARRAYS_INLINE void AutoPolicy::next_trial(std::uint64_t iteration) {
   trial_iteration_ = 0;
-  if (++trial_ < decision_.tried.size()) {
-    switch_to(decision_.tried[trial_], iteration);
-    return;
+  ++trial_;
+  run_trial(iteration);
+}
+
+// Switches to the trial at trial_, past those the measurements rule out, or
+// decides when none is left.
+CACHEDARRAYS_INLINE void AutoPolicy::run_trial(std::uint64_t iteration) {
+  while (trial_ < decision_.tried.size()) {
+    const std::string name = decision_.tried[trial_];
+    if (!ruled_out(name)) {
+      switch_to(name, iteration);
+      return;
+    }
+    for (AutoDecision::Candidate& c : decision_.ranked) {
+      if (c.name == name) c.skipped = true;
+    }
+    decision_.tried.erase(decision_.tried.begin() + static_cast<std::ptrdiff_t>(trial_));
   }
   decide(iteration);
+}
+
+// The fastest iteration any trial has measured (0: none yet).
+CACHEDARRAYS_INLINE double AutoPolicy::fastest_sample() const {
+  double fastest = 0;
+  for (const auto& [name, times] : samples_) {
+    for (const double t : times) fastest = fastest == 0 ? t : std::min(fastest, t);
+  }
+  return fastest;
+}
+
+// Modeled so far behind the fastest candidate measured that its trial
+// could not win. The model is read relative to that candidate's own modeled
+// time, not against the clock: on a machine slower or faster than the tiers
+// the model prices, every modeled time is off by the same factor.
+CACHEDARRAYS_INLINE bool AutoPolicy::ruled_out(const std::string& name) const {
+  std::optional<double> fastest_modeled;
+  double fastest = 0;
+  std::optional<double> modeled;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (c.name == name) modeled = c.modeled_seconds;
+    const auto it = samples_.find(c.name);
+    if (c.cut || it == samples_.end() || it->second.empty()) continue;
+    const double t = *std::min_element(it->second.begin(), it->second.end());
+    if (fastest == 0 || t < fastest) {
+      fastest = t;
+      fastest_modeled = c.modeled_seconds;
+    }
+  }
+  return modeled && fastest_modeled && *modeled >= options_.skip_above * *fastest_modeled;
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64_t iteration) {
@@ -419,7 +456,15 @@ CACHEDARRAYS_INLINE void AutoPolicy::decide(std::uint64_t iteration) {
     tried += fmt::format("{}{} {:.4f} s{} (modeled {})", tried.empty() ? "" : ", ", c.name, *c.measured_seconds,
                          c.cut ? " after its switch, cut" : "", detail::seconds_text(c.modeled_seconds));
   }
+  std::string skipped;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (c.skipped) skipped += fmt::format("{}{} ({})", skipped.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
+  }
   decision_.why = "the fastest trial: " + tried;
+  if (!skipped.empty()) {
+    decision_.why += fmt::format("; not tried, modeled {}x the fastest candidate measured or slower: {}", options_.skip_above,
+                                 skipped);
+  }
   say(fmt::format("auto: chose {} at iteration {}, {}; pin it with CACHEDARRAYS_POLICY={}", decision_.chosen,
                   iteration, decision_.why, decision_.chosen));
 }

@@ -17,13 +17,19 @@
 //     departs from its recording fools the model about every policy that
 //     follows it), then by rank; and the in-place candidates
 //     (first-touch, all-slow) the model puts within `try_within` of the best
-//     — always the better-ranked of the two, so that never running worse
-//     than leaving data in place rests on a measurement, not on the model.
+//     — always the better-ranked of the two unless skipped (below), so that
+//     never running worse than leaving data in place rests on a measurement,
+//     or on the model being off by less than `skip_above` between a measured
+//     candidate and a placement that copies nothing.
 //     The policy running while the model ranks is timed meanwhile, which
 //     may spare its trial. Each trial runs `iterations_per_trial`
 //     iterations: the first settles the switch's moves, the rest are timed
-//     (wall clock between on_iteration_begin calls). A trial whose settling iteration already
-//     takes `cut_above` times the best timed one is cut there.
+//     (wall clock between on_iteration_begin calls). A trial whose settling
+//     iteration already takes `cut_above` times the best timed one is cut
+//     there, and one the model puts `skip_above` times slower than the
+//     fastest candidate measured so far is not run: every trial's iterations
+//     count in the program's time, so a trial the measurements already rule
+//     out is time lost.
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
 //     run of `drift_iterations` outside it, or another program, re-decides,
@@ -78,7 +84,11 @@ struct AutoPolicyOptions {
   std::size_t trials = 3;                  ///< candidates tried besides the in-place ones
   std::uint32_t iterations_per_trial = 2;  ///< the first settles the switch, the rest are timed
   double try_within = 1.25;   ///< the second in-place candidate is tried when modeled within this of the best
-  double cut_above = 2.0;     ///< a trial whose settling iteration takes this times the best timed one ends there
+  double cut_above = 1.5;     ///< a trial whose settling iteration takes this times the best timed one ends there
+  /// A trial not yet run is skipped when the model puts it this times slower
+  /// than the fastest candidate measured so far: it would lose even were the
+  /// model this far off between the two.
+  double skip_above = 1.5;
   std::uint32_t profile_wait = 5;  ///< iterations a program waits for its profiles before it is ranked without
   double drift_band = 0.15;        ///< the least share off the settled time that counts as a drift
   std::uint32_t drift_iterations = 3;  ///< drifted iterations in a row that re-decide
@@ -100,9 +110,10 @@ struct AutoDecision {
     std::optional<double> modeled_seconds;   ///< the model's, per iteration
     std::optional<double> measured_seconds;  ///< the trial's fastest timed iteration
     bool cut = false;  ///< the trial ended after its settling iteration (measured_seconds is that one)
+    bool skipped = false;  ///< chosen for a trial, but modeled skip_above times slower than the fastest measured
   };
   std::vector<Candidate> ranked;  ///< best modeled first (the order given without a model)
-  std::vector<std::string> tried;  ///< the trials, in the order run
+  std::vector<std::string> tried;  ///< the trials, in the order run (a skipped one is in `ranked` only)
   std::string chosen;             ///< the policy running now
   std::string why;                ///< one line: what decided it
   std::uint64_t decided_at = 0;   ///< the iteration it was decided at (0: not yet)
@@ -156,6 +167,9 @@ class AutoPolicy final : public Policy {
   void observe_trial(double seconds, std::uint64_t iteration);
   void observe_settled(double seconds, std::uint64_t iteration);
   void next_trial(std::uint64_t iteration);
+  void run_trial(std::uint64_t iteration);
+  [[nodiscard]] double fastest_sample() const;
+  [[nodiscard]] bool ruled_out(const std::string& name) const;
   void decide(std::uint64_t iteration);
   void say(const std::string& line) const;
 

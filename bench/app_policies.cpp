@@ -10,6 +10,10 @@
 // mean of its --iterations timed iterations (every iteration counts, so the
 // auto policy's trials and switches do); a row is the median over rounds.
 //
+// An app with phases (app_phases) adds the oracle row: each phase run under
+// the built-in policy fastest over that phase's iterations of the same
+// round, with no cost to switch between them.
+//
 // The bound row is what no placement can beat: the larger of all-fast's
 // time and the least slow-tier traffic of an iteration at the emulated
 // bandwidth. With a fast tier of C bytes and T bytes of objects the
@@ -184,6 +188,7 @@ struct Row {
   std::string app, policy;
   double fraction = 0;
   std::vector<double> round_seconds;
+  std::vector<std::vector<double>> round_iterations;  // each round's timed iterations
   std::string failure;  // empty: every round verified
   std::uint64_t fast_bytes = 0;           // the fast tier the app made
   std::optional<double> modeled_seconds;  // the model's prediction (see the file comment)
@@ -222,12 +227,83 @@ Bound bound_of(const ca::plan::Program& program, std::uint64_t fast_bytes, doubl
   return b;
 }
 
+// Every policy's runs of `app` at `fraction`, in --rounds interleaved rounds.
+struct Group {
+  std::string app;
+  double fraction = 0;
+  std::vector<Row> rows;
+  std::optional<nlohmann::json> program;  // recorded by the first run that verified
+  std::uint64_t footprint = 0;
+  std::vector<std::string> phases;  // each timed iteration's phase, for an app that has phases
+  [[nodiscard]] bool all_verified() const {
+    return std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.failure.empty(); });
+  }
+};
+
+// An app with phases: the oracle that runs each phase (each run of timed
+// iterations in one phase) under the built-in policy fastest over it, with
+// no cost to switch. A round's oracle is the sum of its phases' best, per
+// iteration; the figure is the median over rounds.
+struct Oracle {
+  double seconds = 0;
+  std::vector<std::pair<std::string, std::string>> choices;  // phase, policy (of the first round)
+};
+
+std::optional<Oracle> oracle_of(const Group& g) {
+  if (g.phases.empty()) return std::nullopt;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end) of each phase
+  for (std::size_t i = 0; i < g.phases.size(); ++i) {
+    if (i == 0 || g.phases[i] != g.phases[i - 1]) spans.emplace_back(i, i);
+    spans.back().second = i + 1;
+  }
+  const ca::policy::Registry registry = ca::policy::Registry::builtin();
+  Oracle oracle;
+  std::vector<double> rounds;
+  for (std::size_t round = 0;; ++round) {
+    double total = 0;
+    bool any = false;
+    for (const auto& [begin, end] : spans) {
+      std::optional<double> best;
+      std::string chosen;
+      for (const Row& r : g.rows) {
+        if (is_all_fast(r.policy) || registry.describe(r.policy).measures_candidates() || !r.failure.empty() ||
+            round >= r.round_iterations.size() || r.round_iterations[round].size() != g.phases.size()) {
+          continue;
+        }
+        const auto& t = r.round_iterations[round];
+        const double sum = std::accumulate(t.begin() + static_cast<std::ptrdiff_t>(begin),
+                                           t.begin() + static_cast<std::ptrdiff_t>(end), 0.0);
+        if (!best || sum < *best) {
+          best = sum;
+          chosen = r.policy;
+        }
+      }
+      if (!best) break;
+      any = true;
+      total += *best;
+      if (round == 0) oracle.choices.emplace_back(g.phases[begin], chosen);
+    }
+    if (!any) break;
+    rounds.push_back(total / static_cast<double>(g.phases.size()));
+  }
+  if (rounds.empty()) return std::nullopt;
+  oracle.seconds = bench::median(rounds);
+  return oracle;
+}
+
+std::string choices_text(const Oracle& oracle) {
+  std::string text;
+  for (const auto& [phase, policy] : oracle.choices) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", phase, policy);
+  return text;
+}
+
 std::string ratio(std::optional<double> a, std::optional<double> b) {
   return a && b && *b > 0 ? fmt::format("{:.2f}x", *a / *b) : "-";
 }
 
 // One table: every policy's row of `app` at `fraction`, then the bound.
-void print_table(const std::string& app, double fraction, const std::vector<Row>& rows, const Bound* bound) {
+void print_table(const std::string& app, double fraction, const std::vector<Row>& rows, const Bound* bound,
+                 const Oracle* oracle) {
   const auto find = [&](const std::string& policy) -> std::optional<double> {
     for (const Row& r : rows) {
       if (r.policy == policy) return r.seconds();
@@ -253,6 +329,12 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
     table.print_row({r.policy, s ? fmt::format("{:.4f}", *s) : "-", ratio(s, all_fast), ratio(s, baseline),
                      r.modeled_seconds ? fmt::format("{:.4f}", *r.modeled_seconds) : "-", ratio(r.modeled_seconds, s),
                      r.failure.empty() ? "" : "failed: " + r.failure});
+  }
+  if (oracle != nullptr) {
+    table.print_row({"oracle", fmt::format("{:.4f}", oracle->seconds), ratio(oracle->seconds, all_fast),
+                     ratio(oracle->seconds, baseline), "", "",
+                     fmt::format("each phase under its fastest policy, no switch cost: {}; auto {}",
+                                 choices_text(*oracle), ratio(find("auto"), oracle->seconds))});
   }
   if (bound != nullptr) {
     table.print_row({"bound", fmt::format("{:.4f}", bound->seconds), ratio(bound->seconds, all_fast),
@@ -314,26 +396,14 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Every policy's runs of `app` at `fraction`, in --rounds interleaved rounds.
-struct Group {
-  std::string app;
-  double fraction = 0;
-  std::vector<Row> rows;
-  std::optional<nlohmann::json> program;  // recorded by the first run that verified
-  std::uint64_t footprint = 0;
-  [[nodiscard]] bool all_verified() const {
-    return std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.failure.empty(); });
-  }
-};
-
 // Counts the runs for the progress lines on stderr.
 struct Progress {
   std::size_t done = 0, total = 0;
 };
 
 Group measure(const Options& o, const std::string& app, double fraction, const fs::path& scratch, Progress& progress) {
-  Group g{app, fraction, {}, std::nullopt, 0};
-  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, "", 0, std::nullopt});
+  Group g{app, fraction, {}, std::nullopt, 0, {}};
+  for (const std::string& p : o.policies) g.rows.push_back({app, p, fraction, {}, {}, "", 0, std::nullopt});
   for (int round = 0; round < o.rounds; ++round) {
     for (Row& row : g.rows) {
       const Run run = run_app(o, app, row.policy, is_all_fast(row.policy) ? all_fast_fraction : fraction, scratch);
@@ -351,6 +421,8 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
                                           : std::accumulate(iterations.begin(), iterations.end(), 0.0) /
                                                 static_cast<double>(iterations.size());
       row.round_seconds.push_back(s);
+      row.round_iterations.push_back(iterations);
+      if (g.phases.empty()) g.phases = run.report->value("phases", std::vector<std::string>{});
       row.fast_bytes = run.report->at("fast_bytes").get<std::uint64_t>();
       g.footprint = run.report->at("footprint_bytes").get<std::uint64_t>();
       if (!g.program && !run.report->at("program").is_null()) g.program = run.report->at("program");
@@ -398,10 +470,16 @@ std::string model_rows(Group& g, double plan_seconds) {
 
 // The JSON of every group (docs/benchmarks.md lists its fields).
 struct Results {
-  nlohmann::json rows = nlohmann::json::array(), bounds = nlohmann::json::array();
+  nlohmann::json rows = nlohmann::json::array(), bounds = nlohmann::json::array(), oracles = nlohmann::json::array();
   nlohmann::json programs = nlohmann::json::object();
 
-  void add(const Group& g, const std::optional<Bound>& bound) {
+  void add(const Group& g, const std::optional<Bound>& bound, const std::optional<Oracle>& oracle) {
+    if (oracle) {
+      nlohmann::json choices = nlohmann::json::array();
+      for (const auto& [phase, policy] : oracle->choices) choices.push_back({{"phase", phase}, {"policy", policy}});
+      oracles.push_back({{"app", g.app}, {"fast_fraction", g.fraction}, {"seconds_per_iteration", oracle->seconds},
+                         {"phases", choices}});
+    }
     for (const Row& r : g.rows) {
       const std::optional<double> s = r.seconds();
       rows.push_back({{"app", g.app},
@@ -456,12 +534,13 @@ int main(int argc, char** argv) {
     for (const double fraction : o.fractions) {
       Group g = measure(o, app, fraction, scratch, progress);
       const std::optional<Bound> bound = bound_of(g, slow);
+      const std::optional<Oracle> oracle = oracle_of(g);
       if (const std::string why = model_rows(g, o.plan_seconds); !why.empty()) {
         fmt::print(stderr, "{} at {:.0f}%: not modeled: {}\n", app, 100 * fraction, why);
       }
-      print_table(app, fraction, g.rows, bound ? &*bound : nullptr);
+      print_table(app, fraction, g.rows, bound ? &*bound : nullptr, oracle ? &*oracle : nullptr);
       std::fflush(stdout);  // the table before the next group's progress lines on stderr
-      results.add(g, bound);
+      results.add(g, bound, oracle);
       all_verified = all_verified && g.all_verified();
     }
   }
@@ -477,6 +556,7 @@ int main(int argc, char** argv) {
                            {"all_fast_fraction", all_fast_fraction},
                            {"rows", results.rows},
                            {"bounds", results.bounds},
+                           {"oracles", results.oracles},
                            {"programs", results.programs}};
   if (!bench::write_json(o.json, out, "app_policies")) return 1;
   fmt::print("\nwrote {}{}\n", o.json, all_verified ? "" : "; some runs failed (see their rows)");

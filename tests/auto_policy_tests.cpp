@@ -278,6 +278,34 @@ TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no
   run.program->check_weights();
 }
 
+TEST_CASE("auto policy: after a drift the model rules no trial out (model thread)") {
+  ca::policy::AutoPolicyOptions o = quick_to_drift();
+  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    const std::map<std::string, double> modeled{
+        {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 1.0}, {"all-slow", 1.1}};
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+  AutoRun run(iteration_costs, std::move(o));
+  run.run_until_decided(1, 200);
+  REQUIRE(run.decision().chosen == "ca-lma");
+  for (const auto& c : run.decision().ranked) {
+    if (c.name == "first-touch") REQUIRE(c.skipped);  // modeled 2x ca-lma
+  }
+  run.run(6);
+  // The program now departs from its recording: ca-lma's iterations take
+  // 3x. ca-lm (1.0 s) is the fastest trial then, and the model still puts
+  // first-touch 1.67x it; yet first-touch is measured, and wins.
+  run.cost["ca-lma"] = 1.5;
+  run.run_until_decided(2, 20);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 2);
+  CHECK(std::find(d.tried.begin(), d.tried.end(), "first-touch") != d.tried.end());
+  CHECK(d.chosen == "first-touch");
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: a load that comes and goes does not keep the program in trials") {
   AutoRun run(iteration_costs, quick_to_drift());
   run.run_until_decided(1, 40);

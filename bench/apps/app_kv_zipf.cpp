@@ -5,9 +5,7 @@
 // every iteration draws new reads, as requests do not repeat.
 #include "app_main.hpp"
 
-#include <cmath>
 #include <cstring>
-#include <numeric>
 #include <span>
 #include <utility>
 
@@ -24,23 +22,13 @@ void accumulate(std::span<const std::uint64_t> value, std::span<std::uint64_t> s
 
 struct KvZipf {
   std::size_t arrays, kernels, words;
-  std::vector<double> cdf;           // of the ranks
-  std::vector<std::size_t> of_rank;  // the array each rank names
+  ca::apps::Zipf law;
 
   explicit KvZipf(ca::apps::Size size)
       : arrays(size == ca::apps::Size::bench ? 200 : 24),
         kernels(size == ca::apps::Size::bench ? 400 : 48),
         words((size == ca::apps::Size::bench ? (1u << 20) : (64u << 10)) / sizeof(std::uint64_t)),
-        of_rank(arrays) {
-    double total = 0;
-    for (std::size_t r = 0; r < arrays; ++r) {
-      cdf.push_back(total += 1 / std::pow(static_cast<double>(r + 1), zipf_exponent));
-    }
-    for (double& c : cdf) c /= total;
-    std::iota(of_rank.begin(), of_rank.end(), std::size_t{0});
-    ca::apps::Rng rng{seed};
-    for (std::size_t i = arrays - 1; i > 0; --i) std::swap(of_rank[i], of_rank[rng.below(i + 1)]);
-  }
+        law(arrays, zipf_exponent, seed) {}
 
   std::uint64_t footprint() const { return (arrays + 1) * words * sizeof(std::uint64_t); }
 
@@ -55,11 +43,7 @@ struct KvZipf {
   std::vector<std::size_t> reads_of(int index) const {
     ca::apps::Rng rng{seed * 1000003 + static_cast<std::uint64_t>(index)};
     std::vector<std::size_t> chosen;
-    for (std::size_t k = 0; k < kernels; ++k) {
-      const double u = rng.uniform();
-      const auto rank = static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end() - 1, u) - cdf.begin());
-      chosen.push_back(of_rank[rank]);
-    }
+    for (std::size_t k = 0; k < kernels; ++k) chosen.push_back(law.draw(rng));
     return chosen;
   }
 

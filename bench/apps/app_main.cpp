@@ -57,13 +57,15 @@ void write_report(const std::string& path, const Report& r) {
   if (f == nullptr) throw std::runtime_error("cannot write " + path);
   std::string seconds;
   for (const double s : r.seconds) seconds += (seconds.empty() ? "" : ", ") + fmt::format("{}", s);
+  std::string phases;
+  for (const std::string& p : r.phases) phases += (phases.empty() ? "" : ", ") + json_string(p);
   fmt::print(f,
              "{{\"app\": {}, \"policy\": {}, \"emulation\": {}, \"fast_fraction\": {}, \"fast_bytes\": {}, "
-             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
+             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"phases\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
              "\"copied_in_bytes_per_iteration\": {}, \"written_back_bytes_per_iteration\": {}, "
              "\"served_in_place_per_iteration\": {}, \"verified\": {}, \"error\": {}, \"program\": {}}}\n",
              json_string(r.app), json_string(r.policy), json_string(r.emulation), r.fast_fraction, r.fast_bytes,
-             r.seconds.empty() ? 0.0 : median(r.seconds), seconds, r.seconds.size(), r.footprint,
+             r.seconds.empty() ? 0.0 : median(r.seconds), seconds, phases, r.seconds.size(), r.footprint,
              r.copied_in_bytes, r.written_back_bytes, r.served_in_place, r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
   if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
 }

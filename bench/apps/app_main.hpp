@@ -12,19 +12,25 @@
 //   void iteration(ca::Runtime&, Arrays&, int i);  iteration i (0-based, warm-ups included)
 //   std::string verify(Arrays&, int n) const;      "" when the arrays hold what n
 //                                                  iterations of plain code give
+// and, for a program whose pattern changes, optionally
+//   std::string phase_of(int i) const;             the phase iteration i is in,
+//                                                  reported per timed iteration
 #pragma once
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -47,6 +53,29 @@ struct Rng {
   std::uint64_t below(std::uint64_t n) { return next() % n; }
   /// Uniform in [0, 1), from the top 53 bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+/// Draws among `n` items by a Zipf law of `exponent` on their ranks; which
+/// item holds which rank is a fixed shuffle by `seed`, so that the hot items
+/// are not simply the first ones.
+struct Zipf {
+  std::vector<double> cdf;           // of the ranks
+  std::vector<std::size_t> of_rank;  // the item each rank names
+
+  Zipf(std::size_t n, double exponent, std::uint64_t seed) : of_rank(n) {
+    double total = 0;
+    for (std::size_t r = 0; r < n; ++r) cdf.push_back(total += 1 / std::pow(static_cast<double>(r + 1), exponent));
+    for (double& c : cdf) c /= total;
+    std::iota(of_rank.begin(), of_rank.end(), std::size_t{0});
+    Rng rng{seed};
+    for (std::size_t i = n - 1; i > 0; --i) std::swap(of_rank[i], of_rank[rng.below(i + 1)]);
+  }
+
+  /// One item, drawn with `rng`.
+  std::size_t draw(Rng& rng) const {
+    const double u = rng.uniform();
+    return of_rank[static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end() - 1, u) - cdf.begin())];
+  }
 };
 
 namespace detail {
@@ -72,6 +101,7 @@ struct Report {
   double fast_fraction = 0;
   std::uint64_t fast_bytes = 0, footprint = 0;
   std::vector<double> seconds;
+  std::vector<std::string> phases;  // of the timed iterations, when the workload has phases
   std::string program_json = "null";
   // What the policy moved over the timed iterations, per iteration.
   double copied_in_bytes = 0, written_back_bytes = 0, served_in_place = 0;
@@ -117,6 +147,7 @@ Report run(Workload& workload, const char* name, const Options& o) {
     for (int i = 0; i < o.profile_iterations; ++i) iteration();
     const Stats before = rt.stats();
     for (int i = 0; i < o.iterations; ++i) {
+      if constexpr (requires { workload.phase_of(0); }) r.phases.push_back(workload.phase_of(done));
       const auto start = std::chrono::steady_clock::now();
       iteration();
       r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

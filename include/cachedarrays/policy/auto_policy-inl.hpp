@@ -153,6 +153,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_profiles(std::shared_ptr<const plan::Pro
 
 CACHEDARRAYS_INLINE void AutoPolicy::start_ranking(std::uint32_t unsampled) {
   phase_ = Phase::ranking;
+  trust_model_ = true;
   unsampled_ = unsampled;
   samples_.clear();
   if (!options_.model) return;  // ranked at the next iteration, in the order given
@@ -388,6 +389,7 @@ CACHEDARRAYS_INLINE double AutoPolicy::fastest_sample() const {
 // time, not against the clock: on a machine slower or faster than the tiers
 // the model prices, every modeled time is off by the same factor.
 CACHEDARRAYS_INLINE bool AutoPolicy::ruled_out(const std::string& name) const {
+  if (!trust_model_) return false;
   std::optional<double> fastest_modeled;
   double fastest = 0;
   std::optional<double> modeled;
@@ -425,7 +427,9 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64
   say(fmt::format("auto: iteration {} took {:.4f} s, {} settled iterations in a row outside {:.4f} s ± {:.0f}%: "
                   "deciding again",
                   iteration, seconds, options_.drift_iterations, settled_seconds_, 100 * band_));
-  // The same program: the model's ranking still holds.
+  // The same program, ranked as before; but a program that runs apart from
+  // its recording is one the model no longer rules a trial out for.
+  trust_model_ = false;
   start_trials(iteration);
 }
 

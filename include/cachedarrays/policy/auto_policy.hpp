@@ -29,7 +29,8 @@
 //     there, and one the model puts `skip_above` times slower than the
 //     fastest candidate measured so far is not run: every trial's iterations
 //     count in the program's time, so a trial the measurements already rule
-//     out is time lost.
+//     out is time lost (not after a drift: the program then runs apart from
+//     the recording the model read).
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
 //     run of `drift_iterations` outside it, or another program, re-decides,
@@ -195,6 +196,7 @@ class AutoPolicy final : public Policy {
   double settled_seconds_ = 0;
   double band_ = 0;
   std::uint32_t drifted_ = 0;
+  bool trust_model_ = true;  // false after a drift: no trial is skipped by the model
 };
 
 }  // namespace cachedarrays::policy

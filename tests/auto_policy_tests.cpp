@@ -241,6 +241,35 @@ TEST_CASE("auto policy: a trial the measurements already rule out is not run (mo
   run.program->check_weights();
 }
 
+TEST_CASE("auto policy: a trial is skipped only by the model's least error on a measured candidate") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
+  // The model answers once ca-lm has been timed: measured 1.0 s, modeled
+  // 2.0 s, the model twice too slow about it.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  o.model = [released](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
+    const std::map<std::string, double> modeled{
+        {"ca-lm", 2.0}, {"ca-lma", 0.5}, {"first-touch", 0.8}, {"all-slow", 3.0}};
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+  std::map<std::string, double> costs = iteration_costs;
+  costs["first-touch"] = 0.4;
+  AutoRun run(costs, std::move(o));
+  run.run(6);
+  release->set_value();
+  run.run_until_decided(1, 40);
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 1);
+  // first-touch is modeled 1.6x ca-lma (measured 0.5 s, as modeled); scaled by
+  // the model's least error (ca-lm's, 0.5) it is 0.4 s, under 1.5 x 0.5: tried.
+  CHECK(d.tried == std::vector<std::string>{"ca-lm", "ca-lma", "first-touch"});
+  CHECK(d.chosen == "first-touch");
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: a trial far slower than one before it ends after its first iteration") {
   std::map<std::string, double> slow_ca_lmp = iteration_costs;
   slow_ca_lmp["ca-lmp"] = 5.0;

@@ -384,26 +384,30 @@ CACHEDARRAYS_INLINE double AutoPolicy::fastest_sample() const {
   return fastest;
 }
 
-// Modeled so far behind the fastest candidate measured that its trial
-// could not win. The model is read relative to that candidate's own modeled
-// time, not against the clock: on a machine slower or faster than the tiers
-// the model prices, every modeled time is off by the same factor.
+// Modeled so far behind the fastest candidate measured that its trial could
+// not win, even were the model as far too slow about it as it was about the
+// candidate it flattered least. The model is read against the measurements,
+// not the clock: on a machine slower or faster than the tiers it prices,
+// every modeled time is off by a like factor, and where the model errs by
+// policy (a lookahead it thinks hides copies that it does not), the
+// measured candidates show how far.
 CACHEDARRAYS_INLINE bool AutoPolicy::ruled_out(const std::string& name) const {
   if (!trust_model_) return false;
-  std::optional<double> fastest_modeled;
-  double fastest = 0;
   std::optional<double> modeled;
+  double fastest = 0;
+  std::optional<double> least_error;  // the least measured / modeled of a measured candidate
   for (const AutoDecision::Candidate& c : decision_.ranked) {
     if (c.name == name) modeled = c.modeled_seconds;
     const auto it = samples_.find(c.name);
     if (c.cut || it == samples_.end() || it->second.empty()) continue;
     const double t = *std::min_element(it->second.begin(), it->second.end());
-    if (fastest == 0 || t < fastest) {
-      fastest = t;
-      fastest_modeled = c.modeled_seconds;
+    if (fastest == 0 || t < fastest) fastest = t;
+    if (c.modeled_seconds && *c.modeled_seconds > 0) {
+      const double error = t / *c.modeled_seconds;
+      if (!least_error || error < *least_error) least_error = error;
     }
   }
-  return modeled && fastest_modeled && *modeled >= options_.skip_above * *fastest_modeled;
+  return modeled && least_error && *modeled * *least_error >= options_.skip_above * fastest;
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64_t iteration) {

@@ -27,9 +27,10 @@
 //     (wall clock between on_iteration_begin calls). A trial whose settling
 //     iteration already takes `cut_above` times the best timed one is cut
 //     there, and one the model puts `skip_above` times slower than the
-//     fastest candidate measured so far is not run: every trial's iterations
-//     count in the program's time, so a trial the measurements already rule
-//     out is time lost (not after a drift: the program then runs apart from
+//     fastest candidate measured so far (its modeled time scaled by the
+//     model's least error on a measured candidate) is not run: every trial's
+//     iterations count in the program's time, so a trial the measurements
+//     already rule out is time lost (not after a drift: the program then runs apart from
 //     the recording the model read).
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
@@ -86,9 +87,10 @@ struct AutoPolicyOptions {
   std::uint32_t iterations_per_trial = 2;  ///< the first settles the switch, the rest are timed
   double try_within = 1.25;   ///< the second in-place candidate is tried when modeled within this of the best
   double cut_above = 1.5;     ///< a trial whose settling iteration takes this times the best timed one ends there
-  /// A trial not yet run is skipped when the model puts it this times slower
-  /// than the fastest candidate measured so far: it would lose even were the
-  /// model this far off between the two.
+  /// A trial not yet run is skipped when, its modeled seconds scaled by the
+  /// least measured / modeled of the candidates measured so far, it is this
+  /// times the fastest of them: it would lose even were the model this far
+  /// off beyond the best it did on a measured one.
   double skip_above = 1.5;
   std::uint32_t profile_wait = 5;  ///< iterations a program waits for its profiles before it is ranked without
   double drift_band = 0.15;        ///< the least share off the settled time that counts as a drift

@@ -104,6 +104,7 @@ CACHEDARRAYS_INLINE AutoPolicy::AutoPolicy(AutoPolicyOptions options) : options_
 // The ranking's thread may still run: its result is waited for and dropped.
 CACHEDARRAYS_INLINE AutoPolicy::~AutoPolicy() {
   if (ranking_.valid()) ranking_.wait();
+  if (planners_ranking_.valid()) planners_ranking_.wait();
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::attach(DataManager& manager) {
@@ -136,7 +137,10 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_program(std::shared_ptr<const plan::Prog
   if (program_ == nullptr) return;
   // Another program is another decision.
   if (ranking_.valid()) ranking_.wait();
+  if (planners_ranking_.valid()) planners_ranking_.wait();
   ranking_ = {};
+  planners_ranking_ = {};
+  awaiting_planners_.clear();
   samples_.clear();
   waited_ = 0;
   settle_window_ = options_.min_settled;
@@ -154,19 +158,39 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_profiles(std::shared_ptr<const plan::Pro
 CACHEDARRAYS_INLINE void AutoPolicy::start_ranking(std::uint32_t unsampled) {
   phase_ = Phase::ranking;
   trust_model_ = true;
+  ranking_began_ = now();
+  ranking_iterations_ = 0;
+  ranking_took_.clear();
   unsampled_ = unsampled;
   samples_.clear();
+  awaiting_planners_.clear();
   if (!options_.model) return;  // ranked at the next iteration, in the order given
-  std::shared_ptr<const plan::Program> program = program_;
-  ranking_ = std::async(std::launch::async, [model = options_.model, program, candidates = options_.candidates,
-                                             fast = manager().spec(0).capacity] {
-    detail::yield_to_the_program();
+  // Two stages on one thread: the candidates a replay models at once, then
+  // those that plan first (whose plans take longer), so that the trials
+  // need not wait for the planners.
+  const Registry registry = Registry::builtin();
+  std::vector<std::string> quick;
+  std::vector<std::string> planners;
+  for (const std::string& name : options_.candidates) {
+    (registry.describe(name).plans_ahead() ? planners : quick).push_back(name);
+  }
+  auto quick_ranking = std::make_shared<std::promise<std::vector<std::optional<double>>>>();
+  ranking_ = quick_ranking->get_future();
+  const auto run = [model = options_.model, program = program_, fast = manager().spec(0).capacity](
+                       const std::vector<std::string>& candidates) {
     try {
       return model(*program, candidates, fast);
     } catch (...) {
       return std::vector<std::optional<double>>(candidates.size());
     }
+  };
+  planners_ranking_ = std::async(std::launch::async, [run, quick, planners, quick_ranking] {
+    detail::yield_to_the_program();
+    quick_ranking->set_value(run(quick));
+    return planners.empty() ? std::vector<std::optional<double>>() : run(planners);
   });
+  quick_names_ = std::move(quick);
+  planner_names_ = std::move(planners);
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::on_unplanned_iteration_begin(std::uint64_t iteration) {
@@ -184,9 +208,24 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration)
       modeled_.assign(options_.candidates.size(), std::nullopt);
       start_trials(iteration);
     } else if (ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-      modeled_ = ranking_.get();
+      ranking_took_ = fmt::format(" in {:.2f} s ({} iteration{} begun meanwhile)", now() - ranking_began_,
+                                  ranking_iterations_, ranking_iterations_ == 1 ? "" : "s");
+      modeled_.assign(options_.candidates.size(), std::nullopt);
+      set_modeled(quick_names_, ranking_.get());
+      awaiting_planners_ = {planner_names_.begin(), planner_names_.end()};
+      if (!awaiting_planners_.empty() &&
+          planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        set_modeled(planner_names_, planners_ranking_.get());  // both stages done: one ranking
+        awaiting_planners_.clear();
+      }
       start_trials(iteration);
+    } else {
+      ++ranking_iterations_;
     }
+  }
+  if (phase_ != Phase::ranking && !awaiting_planners_.empty() &&
+      planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    planners_modeled(iteration);
   }
   // A switch's own work (hand_over, the new policy's plan) is no
   // iteration's; the running policy's own work at the boundary is.
@@ -267,13 +306,16 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   // The best-ranked of each family first, then the rest by rank: a model
   // wrong about one family (a program that departs from its recording fools
   // every policy that follows it) does not keep the others from a trial.
+  // The planners' family, still being modeled, keeps a trial for its best.
   const Registry registry = Registry::builtin();
+  const std::size_t trial_slots =
+      awaiting_planners_.empty() || options_.trials == 1 ? options_.trials : options_.trials - 1;
   std::set<std::string> chosen;
   std::set<std::string> families;
   for (const bool one_per_family : {true, false}) {
     for (const AutoDecision::Candidate& c : decision_.ranked) {
-      if (chosen.size() >= options_.trials) break;
-      if (detail::is_in_place(c.name) || chosen.contains(c.name)) continue;
+      if (chosen.size() >= trial_slots) break;
+      if (detail::is_in_place(c.name) || chosen.contains(c.name) || awaiting_planners_.contains(c.name)) continue;
       const std::string family = detail::family_of(registry.describe(c.name));
       if (one_per_family && families.contains(family)) continue;
       chosen.insert(c.name);
@@ -304,16 +346,75 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   decision_.tried = trials;
   std::string ranked;
   for (const AutoDecision::Candidate& c : decision_.ranked) {
-    ranked += fmt::format("{}{} {}", ranked.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
+    ranked += fmt::format("{}{} {}", ranked.empty() ? "" : ", ", c.name,
+                          awaiting_planners_.contains(c.name) ? "(planning)" : detail::seconds_text(c.modeled_seconds));
   }
   const bool modeled = std::any_of(modeled_.begin(), modeled_.end(), [](const auto& m) { return m.has_value(); });
-  say(fmt::format("auto: ranked {}: {}; trying {}{}", modeled ? "by the model" : "as given (not modeled)", ranked,
+  say(fmt::format("auto: ranked {}{}: {}; trying {}{}", modeled ? "by the model" : "as given (not modeled)",
+                  modeled ? ranking_took_ : std::string(), ranked,
                   fmt::join(trials, ", "),
                   sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string()));
+  ranking_took_.clear();  // a drift's trials rank as before, with no new model
   trial_ = sampled ? 1 : 0;
   trial_iteration_ = 0;
   phase_ = Phase::trialing;
+  confirming_ = false;
   run_trial(iteration);
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::set_modeled(const std::vector<std::string>& names,
+                                                 const std::vector<std::optional<double>>& seconds) {
+  for (std::size_t i = 0; i < names.size() && i < seconds.size(); ++i) {
+    const auto at = std::find(options_.candidates.begin(), options_.candidates.end(), names[i]);
+    if (at != options_.candidates.end()) modeled_[static_cast<std::size_t>(at - options_.candidates.begin())] = seconds[i];
+  }
+}
+
+// The planners' modeled times, after the trials began: ranked in, and the
+// best of them not ruled out by the trials' measurements tried last; after
+// a decision, tried against the decided ones.
+CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
+  set_modeled(planner_names_, planners_ranking_.get());
+  awaiting_planners_.clear();
+  std::string modeled;
+  for (AutoDecision::Candidate& c : decision_.ranked) {
+    const auto at = std::find(options_.candidates.begin(), options_.candidates.end(), c.name);
+    c.modeled_seconds = modeled_[static_cast<std::size_t>(at - options_.candidates.begin())];
+    if (std::find(planner_names_.begin(), planner_names_.end(), c.name) != planner_names_.end()) {
+      modeled += fmt::format("{}{} {}", modeled.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
+    }
+  }
+  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), [](const auto& a, const auto& b) {
+    if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
+    return a.modeled_seconds.has_value() && !b.modeled_seconds.has_value();
+  });
+  const bool settled = phase_ == Phase::settled;
+  if (settled) {
+    // The decided trials' measurements, to rule out and to decide against.
+    samples_.clear();
+    for (const AutoDecision::Candidate& c : decision_.ranked) {
+      if (c.measured_seconds) samples_[c.name].push_back(*c.measured_seconds);
+    }
+  }
+  std::string best;
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    const bool planner = std::find(planner_names_.begin(), planner_names_.end(), c.name) != planner_names_.end();
+    if (!planner || !c.modeled_seconds || ruled_out(c.name)) continue;
+    best = c.name;
+    break;
+  }
+  say(fmt::format("auto: the planners modeled in {:.2f} s: {}; {}", now() - ranking_began_, modeled,
+                  best.empty() ? "none tried (the trials' measurements rule them out)" : "trying " + best));
+  if (best.empty()) {
+    if (settled) samples_.clear();
+    return;
+  }
+  decision_.tried.push_back(best);
+  if (!settled) return;  // a trial after those under way
+  trial_ = decision_.tried.size() - 1;
+  trial_iteration_ = 0;
+  phase_ = Phase::trialing;
+  switch_to(best, iteration);
 }
 
 // One iteration's time, under the policy that ran it.
@@ -449,6 +550,20 @@ CACHEDARRAYS_INLINE void AutoPolicy::decide(std::uint64_t iteration) {
       fastest = *c.measured_seconds;
     }
   }
+  if (!chosen.empty() && detail::is_in_place(chosen) && chosen != inner_name_ && !confirming_) {
+    // An in-place candidate keeps the placement it takes over: its
+    // measurement held for the one it took over in its trial, and the trials
+    // since have moved data. It runs again before it is kept.
+    confirming_ = true;
+    samples_[chosen].clear();
+    decision_.tried.push_back(chosen);
+    trial_ = decision_.tried.size() - 1;
+    trial_iteration_ = 0;
+    phase_ = Phase::trialing;
+    switch_to(chosen, iteration);
+    return;
+  }
+  confirming_ = false;
   samples_.clear();
   if (chosen.empty()) chosen = inner_name_;
   switch_to(chosen, iteration);

@@ -11,7 +11,12 @@
 //     the candidates are ranked by `model` on a thread of their own while
 //     the program runs on. The model replays the program on the tiers it ran
 //     on (sim/candidate_model.hpp); without a model the candidates keep the
-//     order given.
+//     order given. It ranks in two stages: first the candidates that plan
+//     nothing, whose replays take little time, and the trials begin with
+//     them; then those that plan the iteration ahead, whose plans take
+//     longer. A trial is kept for the planners' best, run once it is
+//     modeled unless the measurements by then rule it out (after a
+//     decision, against the decided trials).
 //   - Trials: `trials` candidates, the best-ranked of each family first
 //     (those that plan ahead, look ahead, or react to hints: a program that
 //     departs from its recording fools the model about every policy that
@@ -32,6 +37,10 @@
 //     iterations count in the program's time, so a trial the measurements
 //     already rule out is time lost (not after a drift: the program then runs apart from
 //     the recording the model read).
+//   - An in-place candidate (first-touch, all-slow) keeps the placement it
+//     takes over, so its measurement holds for the one it took over in its
+//     trial: chosen after other trials moved data, it runs again (a second
+//     trial, listed twice in `tried`) and is kept only if still the fastest.
 //   - Settled on the fastest trial. The settled policy's own iterations give
 //     the noise band (`drift_band`, or three median deviations if wider); a
 //     run of `drift_iterations` outside it, or another program, re-decides,
@@ -54,6 +63,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,7 +126,7 @@ struct AutoDecision {
     bool skipped = false;  ///< chosen for a trial, but modeled skip_above times slower than the fastest measured
   };
   std::vector<Candidate> ranked;  ///< best modeled first (the order given without a model)
-  std::vector<std::string> tried;  ///< the trials, in the order run (a skipped one is in `ranked` only)
+  std::vector<std::string> tried;  ///< the trials, in the order run (a skipped one is in `ranked` only; a confirmed in-place one twice)
   std::string chosen;             ///< the policy running now
   std::string why;                ///< one line: what decided it
   std::uint64_t decided_at = 0;   ///< the iteration it was decided at (0: not yet)
@@ -171,6 +181,8 @@ class AutoPolicy final : public Policy {
   void observe_settled(double seconds, std::uint64_t iteration);
   void next_trial(std::uint64_t iteration);
   void run_trial(std::uint64_t iteration);
+  void set_modeled(const std::vector<std::string>& names, const std::vector<std::optional<double>>& seconds);
+  void planners_modeled(std::uint64_t iteration);
   [[nodiscard]] double fastest_sample() const;
   [[nodiscard]] bool ruled_out(const std::string& name) const;
   void decide(std::uint64_t iteration);
@@ -185,7 +197,11 @@ class AutoPolicy final : public Policy {
   Phase phase_ = Phase::waiting;
   std::uint32_t waited_ = 0;  // iterations a program without profiles waited
   std::uint32_t unsampled_ = 0;  // iterations observed while ranking that are no sample (profiled)
-  std::future<std::vector<std::optional<double>>> ranking_;
+  std::future<std::vector<std::optional<double>>> ranking_;  // the quick stage: candidates that plan nothing
+  std::future<std::vector<std::optional<double>>> planners_ranking_;  // then those that plan ahead
+  std::vector<std::string> quick_names_;
+  std::vector<std::string> planner_names_;
+  std::set<std::string> awaiting_planners_;  // ranked without them: their model runs on
   std::vector<std::optional<double>> modeled_;  // the model's seconds, by candidate as given
   [[nodiscard]] double now() const;
   std::optional<double> last_begin_;
@@ -199,6 +215,10 @@ class AutoPolicy final : public Policy {
   double band_ = 0;
   std::uint32_t drifted_ = 0;
   bool trust_model_ = true;  // false after a drift: no trial is skipped by the model
+  double ranking_began_ = 0;  // when the model was started (now())
+  std::uint32_t ranking_iterations_ = 0;  // iterations begun while it ranked
+  std::string ranking_took_;  // for the ranking's log line
+  bool confirming_ = false;  // the in-place candidate chosen runs again before it is kept
 };
 
 }  // namespace cachedarrays::policy

@@ -9,6 +9,8 @@
 // The policies run interleaved in --rounds rounds. A run's figure is the
 // mean of its --iterations timed iterations (every iteration counts, so the
 // auto policy's trials and switches do); a row is the median over rounds.
+// auto's row notes the mean of its last iterations too, against the best
+// of the others over theirs: what it runs at once it has decided.
 //
 // An app with phases (app_phases) adds the oracle row: each phase run under
 // the built-in policy fastest over that phase's iterations of the same
@@ -196,6 +198,21 @@ struct Row {
     if (!failure.empty() || round_seconds.empty()) return std::nullopt;
     return bench::median(round_seconds);
   }
+  // The mean of the last `last_iterations` timed iterations (all of them
+  // when there are fewer than twice as many), median over rounds: what a
+  // policy that decides as it runs (auto) runs at once decided.
+  static constexpr std::size_t last_iterations = 10;
+  [[nodiscard]] std::optional<double> last_seconds() const {
+    if (!failure.empty() || round_iterations.empty()) return std::nullopt;
+    std::vector<double> rounds;
+    for (const std::vector<double>& t : round_iterations) {
+      if (t.empty()) continue;
+      const std::size_t n = t.size() >= 2 * last_iterations ? last_iterations : t.size();
+      rounds.push_back(std::accumulate(t.end() - static_cast<std::ptrdiff_t>(n), t.end(), 0.0) / static_cast<double>(n));
+    }
+    if (rounds.empty()) return std::nullopt;
+    return bench::median(rounds);
+  }
 };
 
 // The bound of one app at one fast tier (see the file comment).
@@ -301,6 +318,21 @@ std::string ratio(std::optional<double> a, std::optional<double> b) {
   return a && b && *b > 0 ? fmt::format("{:.2f}x", *a / *b) : "-";
 }
 
+// A row of auto: what it ran at over its last iterations, once decided,
+// against the best of the other policies over theirs.
+std::string last_note(const Row& row, const std::vector<Row>& rows) {
+  const std::optional<double> last = row.last_seconds();
+  if (!last) return "";
+  std::optional<double> best;
+  for (const Row& r : rows) {
+    const std::optional<double> s = r.last_seconds();
+    if (&r == &row || !s || is_all_fast(r.policy)) continue;
+    if (!best || *s < *best) best = s;
+  }
+  return fmt::format("last {} iterations {:.4f} s, {} the best over its last", Row::last_iterations, *last,
+                     ratio(last, best));
+}
+
 // One table: every policy's row of `app` at `fraction`, then the bound.
 void print_table(const std::string& app, double fraction, const std::vector<Row>& rows, const Bound* bound,
                  const Oracle* oracle) {
@@ -328,7 +360,10 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
     const std::optional<double> s = r.seconds();
     table.print_row({r.policy, s ? fmt::format("{:.4f}", *s) : "-", ratio(s, all_fast), ratio(s, baseline),
                      r.modeled_seconds ? fmt::format("{:.4f}", *r.modeled_seconds) : "-", ratio(r.modeled_seconds, s),
-                     r.failure.empty() ? "" : "failed: " + r.failure});
+                     !r.failure.empty()                                        ? "failed: " + r.failure
+                     : ca::policy::Registry::builtin().describe(r.policy).measures_candidates()
+                         ? last_note(r, rows)
+                         : ""});
   }
   if (oracle != nullptr) {
     table.print_row({"oracle", fmt::format("{:.4f}", oracle->seconds), ratio(oracle->seconds, all_fast),
@@ -488,6 +523,7 @@ struct Results {
                       {"table_fraction", g.fraction},
                       {"seconds_per_iteration", s ? nlohmann::json(*s) : nlohmann::json()},
                       {"round_seconds", r.round_seconds},
+                      {"last_seconds", r.last_seconds() ? nlohmann::json(*r.last_seconds()) : nlohmann::json()},
                       {"modeled_seconds", r.modeled_seconds ? nlohmann::json(*r.modeled_seconds) : nlohmann::json()},
                       {"verified", r.failure.empty()},
                       {"failure", r.failure}});

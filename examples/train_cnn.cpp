@@ -5,7 +5,7 @@
 // With no arguments: a ResNet-18 of quarter width on Fashion-MNIST (Debian's
 // dataset-fashion-mnist), 3 epochs over the 60,000 training images in
 // batches of 128, tested on the 10,000 test images after each, with a fast
-// tier of half the measured footprint under the CA:LM policy. The defaults
+// tier of half the measured footprint under the auto policy. The defaults
 // are chosen so that a user's first run is short and clearly learns.
 //
 // Under mpirun (built with CACHEDARRAYS_WITH_MPI) it trains data-parallel:

@@ -393,6 +393,22 @@ TEST_CASE("auto policy: a drift beyond the measured noise band decides again, no
   run.program->check_weights();
 }
 
+TEST_CASE("auto policy: a choice that settles slower than its trial measured decides again") {
+  AutoRun run(iteration_costs, quick_to_drift());
+  run.run_until_decided(1, 40);
+  REQUIRE(run.decision().chosen == "ca-lma");
+  // From its first settled iteration on, ca-lma's take 1.6x its trial's
+  // 0.5 s, steadily: no drift within the band it measures, but a choice that
+  // did not hold.
+  run.cost["ca-lma"] = 0.8;
+  run.run_until_decided(2, 12);
+  CHECK(run.decision().decisions == 2);
+  bool said = false;
+  for (const std::string& line : run.lines) said = said || line.find("slower than its trial") != std::string::npos;
+  CHECK(said);
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: after a drift the model rules no trial out (model thread)") {
   ca::policy::AutoPolicyOptions o = quick_to_drift();
   o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {

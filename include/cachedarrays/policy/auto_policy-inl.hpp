@@ -517,21 +517,41 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64
     settled_samples_.push_back(seconds);
     if (settled_samples_.size() < settle_window_) return;
     settled_seconds_ = detail::median_of(settled_samples_);
-    std::vector<double> deviations;
-    for (const double s : settled_samples_) deviations.push_back(std::abs(s - settled_seconds_));
-    band_ = std::max(options_.drift_band, 3 * detail::median_of(deviations) / settled_seconds_);
+    // The noise from one iteration to the next: a window that a phase of the
+    // program ends within holds one step, not a wider noise.
+    std::vector<double> steps;
+    for (std::size_t i = 1; i < settled_samples_.size(); ++i) {
+      steps.push_back(std::abs(settled_samples_[i] - settled_samples_[i - 1]));
+    }
+    const double noise = steps.empty() ? 0 : detail::median_of(steps);
+    band_ = std::max(options_.drift_band, 2 * noise / settled_seconds_);
+    // A choice that settles slower than its trial measured did not hold
+    // (the program changed while it was tried, or the trials after it moved
+    // what it relied on).
+    std::optional<double> trial;
+    for (const AutoDecision::Candidate& c : decision_.ranked) {
+      if (c.name == decision_.chosen) trial = c.measured_seconds;
+    }
+    if (trial && settled_seconds_ > (1 + band_) * *trial) {
+      decide_again(iteration, fmt::format("{} settled at {:.4f} s, more than {:.0f}% slower than its trial's {:.4f} s",
+                                          decision_.chosen, settled_seconds_, 100 * band_, *trial));
+    }
     return;
   }
   const bool drifted = std::abs(seconds - settled_seconds_) > band_ * settled_seconds_;
   drifted_ = drifted ? drifted_ + 1 : 0;
   if (drifted_ < options_.drift_iterations) return;
+  decide_again(iteration, fmt::format("iteration {} took {:.4f} s, {} settled iterations in a row outside {:.4f} s ± "
+                                      "{:.0f}%",
+                                      iteration, seconds, options_.drift_iterations, settled_seconds_, 100 * band_));
+}
+
+CACHEDARRAYS_INLINE void AutoPolicy::decide_again(std::uint64_t iteration, const std::string& why) {
   drifted_ = 0;
   // Each drift doubles the iterations before the next may count: a machine
   // whose load comes and goes does not keep the program in trials.
   settle_window_ = std::min<std::uint64_t>(2 * settle_window_, max_settle_window);
-  say(fmt::format("auto: iteration {} took {:.4f} s, {} settled iterations in a row outside {:.4f} s ± {:.0f}%: "
-                  "deciding again",
-                  iteration, seconds, options_.drift_iterations, settled_seconds_, 100 * band_));
+  say(fmt::format("auto: {}: deciding again", why));
   // The same program, ranked as before; but a program that runs apart from
   // its recording is one the model no longer rules a trial out for.
   trust_model_ = false;

@@ -42,8 +42,12 @@
 //     trial: chosen after other trials moved data, it runs again (a second
 //     trial, listed twice in `tried`) and is kept only if still the fastest.
 //   - Settled on the fastest trial. The settled policy's own iterations give
-//     the noise band (`drift_band`, or three median deviations if wider); a
-//     run of `drift_iterations` outside it, or another program, re-decides,
+//     the noise band (`drift_band`, or twice the median change from one
+//     iteration to the next if wider, which a phase change in the window
+//     does not widen);
+//     their median beyond it above the choice's trial (the choice did not
+//     hold), a run of `drift_iterations` outside it, or another program,
+//     re-decides,
 //     never sooner than `min_settled` iterations after the last decision,
 //     a window that doubles at each drift, so that a machine whose load
 //     comes and goes does not keep the program in trials.
@@ -186,6 +190,7 @@ class AutoPolicy final : public Policy {
   [[nodiscard]] double fastest_sample() const;
   [[nodiscard]] bool ruled_out(const std::string& name) const;
   void decide(std::uint64_t iteration);
+  void decide_again(std::uint64_t iteration, const std::string& why);
   void say(const std::string& line) const;
 
   AutoPolicyOptions options_;

@@ -77,6 +77,11 @@ struct AutoRun {
   [[nodiscard]] const ca::policy::AutoDecision& decision() const { return chooser->decision(); }
 };
 
+// Iterations a test waits for the model's answer, a hang guard only: the
+// model's thread runs at the lowest priority, and on a loaded machine it may
+// wait behind every other thread for a long while.
+constexpr int model_patience = 200000;
+
 ca::policy::AutoPolicyOptions options_of(std::vector<std::string> candidates, std::size_t trials = 2) {
   ca::policy::AutoPolicyOptions o;
   o.candidates = std::move(candidates);
@@ -94,6 +99,24 @@ ca::policy::AutoPolicyOptions quick_to_drift() {
 
 const std::map<std::string, double> iteration_costs{
     {"ca-lm", 1.0}, {"ca-lma", 0.5}, {"ca-lmp", 0.9}, {"first-touch", 0.8}, {"all-slow", 2.0}};
+
+// A model that answers `modeled` seconds for each candidate. With
+// `released`, a call first waits until the test releases it: every call, or
+// only those that model `only_for`.
+ca::policy::CandidateModel fixed_model(std::map<std::string, double> modeled,
+                                       std::optional<std::shared_future<void>> released = std::nullopt,
+                                       std::string only_for = "") {
+  return [modeled = std::move(modeled), released = std::move(released), only_for = std::move(only_for)](
+             const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+    if (released &&
+        (only_for.empty() || std::find(candidates.begin(), candidates.end(), only_for) != candidates.end())) {
+      (void)released->wait_for(std::chrono::minutes(5));  // a hang guard only
+    }
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    return out;
+  };
+}
 
 std::optional<double> measured(const ca::policy::AutoDecision& d, const std::string& name) {
   for (const auto& c : d.ranked) {
@@ -148,7 +171,7 @@ TEST_CASE("auto policy: the model ranks the candidates on a thread of its own; t
   };
   AutoRun run(iteration_costs, std::move(o));
   // The model runs on its own thread: iterate until it has answered.
-  run.run_until_decided(1, 200);
+  run.run_until_decided(1, model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   CHECK(given->first > 0);
@@ -187,7 +210,7 @@ TEST_CASE("auto policy: the iterations the running policy runs while the model r
   CHECK(run.decision().decisions == 0);
   CHECK(run.rt->stats().policy.policy_switches == 0);
   release->set_value();
-  run.run_until_decided(1, 40);
+  run.run_until_decided(1, model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   CHECK(d.tried == std::vector<std::string>{"ca-lm", "ca-lma", "first-touch"});
@@ -203,20 +226,20 @@ TEST_CASE("auto policy: each family's best-ranked candidate is tried before a fa
   // The model favours the policies that follow the program (as it does on a
   // program that departs from its recording); a reacting policy is tried too.
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "ca-lmpa", "ca-lmp", "redl"}, 3);
-  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    const std::map<std::string, double> modeled{{"ca-lma", 1.0}, {"ca-lmpa", 1.1}, {"redl", 1.2}, {"ca-lmp", 3.0},
-                                                {"ca-lm", 4.0},  {"first-touch", 5.0}, {"all-slow", 9.0}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"ca-lma", 1.0},
+                         {"ca-lmpa", 1.1},
+                         {"redl", 1.2},
+                         {"ca-lmp", 3.0},
+                         {"ca-lm", 4.0},
+                         {"first-touch", 5.0},
+                         {"all-slow", 9.0}});
   o.skip_above = 100;  // every trial runs, however far off the model is
   std::map<std::string, double> measured_costs = iteration_costs;
   measured_costs["ca-lmpa"] = 0.6;
   measured_costs["redl"] = 0.7;
   measured_costs["ca-lmp"] = 0.3;
   AutoRun run(measured_costs, std::move(o));
-  run.run_until_measured("redl", 400);
+  run.run_until_measured("redl", model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions >= 1);
   // redl, a planner, is modeled after the others and tried when it is: its
@@ -236,20 +259,12 @@ TEST_CASE("auto policy: the planners, modeled after the trials began, are tried 
   // The planners' stage answers only when the test lets it.
   auto release = std::make_shared<std::promise<void>>();
   std::shared_future<void> released = release->get_future().share();
-  o.model = [released](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    if (std::find(candidates.begin(), candidates.end(), "redl") != candidates.end()) {
-      (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
-    }
-    const std::map<std::string, double> modeled{
-        {"ca-lm", 1.0}, {"ca-lma", 0.5}, {"redl", 0.4}, {"first-touch", 0.6}, {"all-slow", 2.0}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"ca-lm", 1.0}, {"ca-lma", 0.5}, {"redl", 0.4}, {"first-touch", 0.6}, {"all-slow", 2.0}},
+                        released, "redl");
   std::map<std::string, double> costs = iteration_costs;
   costs["redl"] = 0.3;
   AutoRun run(costs, std::move(o));
-  run.run_until_decided(1, 200);
+  run.run_until_decided(1, model_patience);
   {
     const ca::policy::AutoDecision& d = run.decision();
     REQUIRE(d.decisions == 1);
@@ -259,7 +274,7 @@ TEST_CASE("auto policy: the planners, modeled after the trials began, are tried 
     CHECK(run.lines.front().find("redl (planning)") != std::string::npos);
   }
   release->set_value();
-  run.run_until_decided(2, 400);
+  run.run_until_decided(2, model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 2);
   CHECK(std::find(d.tried.begin(), d.tried.end(), "redl") != d.tried.end());
@@ -275,19 +290,13 @@ TEST_CASE("auto policy: an in-place candidate chosen after other trials moved da
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
   o.skip_above = 100;  // every trial runs
   // The model puts first-touch first: its trial runs before ca-lma's.
-  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    const std::map<std::string, double> modeled{
-        {"first-touch", 0.3}, {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"all-slow", 2.0}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"first-touch", 0.3}, {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"all-slow", 2.0}});
   std::map<std::string, double> costs = iteration_costs;
   costs["first-touch"] = 0.4;
   AutoRun run(costs, std::move(o));
   // first-touch keeps what it takes over: after ca-lma's trial moved the
   // data, its iterations take 0.9 s, not the 0.4 s its trial measured.
-  for (int i = 0; i < 200 && run.decision().decisions == 0; ++i) {
+  for (int i = 0; i < model_patience && run.decision().decisions == 0; ++i) {
     if (run.chooser->running() == "ca-lma") run.cost["first-touch"] = 0.9;
     run.run(1);
   }
@@ -301,15 +310,9 @@ TEST_CASE("auto policy: an in-place candidate chosen after other trials moved da
 
 TEST_CASE("auto policy: a trial the measurements already rule out is not run (model thread)") {
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
-  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    const std::map<std::string, double> modeled{
-        {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 0.8}, {"all-slow", 0.9}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 0.8}, {"all-slow", 0.9}});
   AutoRun run(iteration_costs, std::move(o));
-  run.run_until_decided(1, 200);
+  run.run_until_decided(1, model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   CHECK(d.chosen == "ca-lma");
@@ -333,20 +336,13 @@ TEST_CASE("auto policy: a trial is skipped only by the model's least error on a 
   // 2.0 s, the model twice too slow about it.
   auto release = std::make_shared<std::promise<void>>();
   std::shared_future<void> released = release->get_future().share();
-  o.model = [released](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
-    const std::map<std::string, double> modeled{
-        {"ca-lm", 2.0}, {"ca-lma", 0.5}, {"first-touch", 0.8}, {"all-slow", 3.0}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"ca-lm", 2.0}, {"ca-lma", 0.5}, {"first-touch", 0.8}, {"all-slow", 3.0}}, released);
   std::map<std::string, double> costs = iteration_costs;
   costs["first-touch"] = 0.4;
   AutoRun run(costs, std::move(o));
   run.run(6);
   release->set_value();
-  run.run_until_decided(1, 40);
+  run.run_until_decided(1, model_patience);
   const ca::policy::AutoDecision& d = run.decision();
   REQUIRE(d.decisions == 1);
   // first-touch is modeled 1.6x ca-lma (measured 0.5 s, as modeled); scaled by
@@ -411,15 +407,9 @@ TEST_CASE("auto policy: a choice that settles slower than its trial measured dec
 
 TEST_CASE("auto policy: after a drift the model rules no trial out (model thread)") {
   ca::policy::AutoPolicyOptions o = quick_to_drift();
-  o.model = [](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
-    const std::map<std::string, double> modeled{
-        {"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 1.0}, {"all-slow", 1.1}};
-    std::vector<std::optional<double>> out;
-    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    return out;
-  };
+  o.model = fixed_model({{"ca-lma", 0.5}, {"ca-lm", 0.6}, {"first-touch", 1.0}, {"all-slow", 1.1}});
   AutoRun run(iteration_costs, std::move(o));
-  run.run_until_decided(1, 200);
+  run.run_until_decided(1, model_patience);
   REQUIRE(run.decision().chosen == "ca-lma");
   for (const auto& c : run.decision().ranked) {
     if (c.name == "first-touch") REQUIRE(c.skipped);  // modeled 2x ca-lma

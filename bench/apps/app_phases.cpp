@@ -8,11 +8,10 @@
 // Each timed iteration's phase goes in the report, so that
 // bench/app_policies can price the oracle that runs each phase under its own
 // best policy.
-#include "app_main.hpp"
+#include "accumulated_arrays.hpp"
 
-#include <cstring>
-#include <span>
 #include <string>
+#include <vector>
 
 namespace ca = cachedarrays;
 
@@ -21,41 +20,32 @@ namespace {
 constexpr double zipf_exponent = 1.1;
 constexpr std::uint64_t seed = 11;
 
-void accumulate(std::span<const std::uint64_t> value, std::span<std::uint64_t> sum) {
-  for (std::size_t j = 0; j < value.size(); ++j) sum[j] += value[j];
-}
-
 struct Phases {
-  std::size_t arrays, hot_kernels, stream_passes, words;
+  std::size_t hot_kernels, stream_passes;
   int phase_length;  // iterations per phase, warm-ups included
+  ca::apps::AccumulatedArrays data;
   ca::apps::Zipf law;
+  using Arrays = ca::apps::AccumulatedArrays::Arrays;
 
   explicit Phases(ca::apps::Size size)
-      : arrays(size == ca::apps::Size::bench ? 64 : 12),
-        hot_kernels(size == ca::apps::Size::bench ? 192 : 24),
+      : hot_kernels(size == ca::apps::Size::bench ? 192 : 24),
         stream_passes(2),
-        words((size == ca::apps::Size::bench ? (4u << 20) : (64u << 10)) / sizeof(std::uint64_t)),
         phase_length(size == ca::apps::Size::bench ? 20 : 2),
-        law(arrays, zipf_exponent, seed) {}
+        data{size == ca::apps::Size::bench ? 64u : 12u,
+             (size == ca::apps::Size::bench ? (4u << 20) : (64u << 10)) / sizeof(std::uint64_t), 2000},
+        law(data.count, zipf_exponent, seed) {}
 
-  std::uint64_t footprint() const { return (arrays + 1) * words * sizeof(std::uint64_t); }
+  std::uint64_t footprint() const { return data.footprint(); }
 
   /// "hot" or "stream": the phase iteration `index` is in.
   std::string phase_of(int index) const { return (index / phase_length) % 2 == 0 ? "hot" : "stream"; }
-
-  std::vector<std::uint64_t> initial(std::size_t a) const {
-    ca::apps::Rng rng{2000 + a};
-    std::vector<std::uint64_t> v(words);
-    for (auto& x : v) x = rng.next();
-    return v;
-  }
 
   // The arrays iteration `index` reads, in order.
   std::vector<std::size_t> reads_of(int index) const {
     std::vector<std::size_t> chosen;
     if (phase_of(index) == "stream") {
       for (std::size_t pass = 0; pass < stream_passes; ++pass) {
-        for (std::size_t i = 0; i < arrays; ++i) chosen.push_back(i);
+        for (std::size_t i = 0; i < data.count; ++i) chosen.push_back(i);
       }
       return chosen;
     }
@@ -64,24 +54,7 @@ struct Phases {
     return chosen;
   }
 
-  struct Arrays {
-    std::vector<ca::CachedArray<std::uint64_t>> values;
-    ca::CachedArray<std::uint64_t> sum;
-  };
-
-  Arrays setup(ca::Runtime& rt) const {
-    Arrays a;
-    for (std::size_t i = 0; i < arrays; ++i) {
-      a.values.push_back(rt.array<std::uint64_t>(words));
-      const auto v = initial(i);
-      auto w = a.values.back().write();
-      std::copy(v.begin(), v.end(), w.begin());
-    }
-    a.sum = rt.array<std::uint64_t>(words);
-    auto w = a.sum.write();
-    std::fill(w.begin(), w.end(), 0);
-    return a;
-  }
+  Arrays setup(ca::Runtime& rt) const { return data.setup(rt); }
 
   void iteration(ca::Runtime& rt, Arrays& a, int index) const {
     const std::vector<std::size_t> reads = reads_of(index);
@@ -89,23 +62,13 @@ struct Phases {
     for (std::size_t k = 0; k < reads.size(); ++k) {
       // A stream says what it reads next and what it is done with.
       if (stream && k + 2 < reads.size()) a.values[reads[k + 2]].will_read();
-      rt.kernel("accumulate", ca::reads(a.values[reads[k]]), ca::writes(a.sum), accumulate);
+      rt.kernel("accumulate", ca::reads(a.values[reads[k]]), ca::writes(a.sum), ca::apps::accumulate);
       if (stream) a.values[reads[k]].archive();
     }
   }
 
   std::string verify(Arrays& a, int iterations) const {
-    std::vector<std::uint64_t> sum(words, 0);
-    std::vector<std::vector<std::uint64_t>> values;
-    for (std::size_t i = 0; i < arrays; ++i) values.push_back(initial(i));
-    for (int it = 0; it < iterations; ++it) {
-      for (const std::size_t i : reads_of(it)) accumulate(values[i], sum);
-    }
-    const auto got = a.sum.read();
-    if (std::memcmp(got.data(), sum.data(), words * sizeof(std::uint64_t)) != 0) {
-      return fmt::format("the accumulator differs from the plain computation after {} iterations", iterations);
-    }
-    return "";
+    return data.verify(a, iterations, [this](int it) { return reads_of(it); });
   }
 };
 

@@ -58,6 +58,12 @@ CACHEDARRAYS_INLINE std::string family_of(const PolicyDescriptor& d) {
   return "reactive";
 }
 
+// Ranks the faster modeled first, and the unmodeled after every modeled one.
+CACHEDARRAYS_INLINE bool modeled_faster(const AutoDecision::Candidate& a, const AutoDecision::Candidate& b) {
+  if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
+  return a.modeled_seconds.has_value() && !b.modeled_seconds.has_value();
+}
+
 CACHEDARRAYS_INLINE std::string seconds_text(const std::optional<double>& s) {
   return s ? fmt::format("{:.4f} s", *s) : std::string("not modeled");
 }
@@ -292,10 +298,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   for (std::size_t i = 0; i < options_.candidates.size(); ++i) {
     decision_.ranked.push_back({options_.candidates[i], modeled_[i], std::nullopt, false, false});
   }
-  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), [](const auto& a, const auto& b) {
-    if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
-    return a.modeled_seconds.has_value() && !b.modeled_seconds.has_value();
-  });
+  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), detail::modeled_faster);
   std::optional<double> best;
   for (const AutoDecision::Candidate& c : decision_.ranked) {
     if (!detail::is_in_place(c.name)) {
@@ -384,10 +387,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
       modeled += fmt::format("{}{} {}", modeled.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
     }
   }
-  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), [](const auto& a, const auto& b) {
-    if (a.modeled_seconds && b.modeled_seconds) return *a.modeled_seconds < *b.modeled_seconds;
-    return a.modeled_seconds.has_value() && !b.modeled_seconds.has_value();
-  });
+  std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), detail::modeled_faster);
   const bool settled = phase_ == Phase::settled;
   if (settled) {
     // The decided trials' measurements, to rule out and to decide against.

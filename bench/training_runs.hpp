@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <optional>
 #include <span>
@@ -166,10 +167,11 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescrip
 }
 
 struct MeasuredRun {
-  double seconds = 0;  // the median of the timed iterations
+  double seconds = 0;       // the median of the timed iterations
+  double mean_seconds = 0;  // their mean: what they cost in all, a chooser's trials included
   Stats stats;         // over all the timed iterations
   int iterations = 0;
-  std::string note;    // an AutoTM plan's summary (AutotmPolicy::plan_summary)
+  std::string note;    // an AutoTM plan's summary (AutotmPolicy::plan_summary), or what auto chose
   // Copy time per iteration the compute threads waited for: synchronous
   // copies to or from the emulated tier plus waits at the mover's fences.
   [[nodiscard]] double exposed_copy_seconds() const {
@@ -236,8 +238,16 @@ inline MeasuredRun measure_training(const TrainingSetup& setup, const std::strin
   const Stats before = rt.stats();
   std::vector<double> seconds;
   for (int i = 0; i < iterations; ++i) seconds.push_back(step());
-  const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy());
-  return {median(seconds), rt.stats().since(before), iterations, autotm != nullptr ? autotm->plan_summary() : ""};
+  const double mean = std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
+  std::string note;
+  if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy())) note = autotm->plan_summary();
+  if (const auto* chooser = dynamic_cast<const policy::AutoPolicy*>(&rt.policy())) {
+    const policy::AutoDecision& d = chooser->decision();
+    note = d.decisions == 0 ? fmt::format("undecided, running {}", chooser->running())
+                            : fmt::format("chose {} at iteration {} ({} trials, {} decisions)", d.chosen, d.decided_at,
+                                          d.tried.size(), d.decisions);
+  }
+  return {median(seconds), mean, rt.stats().since(before), iterations, note};
 }
 
 }  // namespace cachedarrays::bench

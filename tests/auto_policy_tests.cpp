@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <future>
 #include <map>
 #include <memory>
@@ -286,6 +287,64 @@ TEST_CASE("auto policy: the planners, modeled after the trials began, are tried 
   run.program->check_weights();
 }
 
+TEST_CASE("auto policy: a planner whose plan would stall the program waits until the plan is a small share of the run "
+          "(model thread)") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "redl"}, 2);
+  o.plan_share = 0.001;  // a plan of at least 0.05 s waits until the run has lasted 50 s (of the test's clock)
+  constexpr double plan_cpu_seconds = 0.05;
+  const std::map<std::string, double> modeled{
+      {"ca-lm", 1.0}, {"ca-lma", 0.5}, {"redl", 0.4}, {"first-touch", 0.6}, {"all-slow", 2.0}};
+  // The planners' stage answers when the test lets it, after burning that
+  // much CPU time on the model's thread, as a plan does; the test then waits
+  // for it, so that it answers early in the run (by the test's clock).
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto answered = std::make_shared<std::promise<void>>();
+  o.model = [modeled, released, answered](const ca::plan::Program&, const std::vector<std::string>& candidates,
+                                          std::uint64_t) {
+    const bool planners = std::find(candidates.begin(), candidates.end(), "redl") != candidates.end();
+    if (planners) {
+      (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
+      const auto thread_cpu = [] {
+        timespec t{};
+        (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+      };
+      const double began = thread_cpu();
+      while (thread_cpu() - began < plan_cpu_seconds) {
+      }
+    }
+    std::vector<std::optional<double>> out;
+    for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
+    if (planners) answered->set_value();
+    return out;
+  };
+  std::future<void> planners_answered = answered->get_future();
+  std::map<std::string, double> costs = iteration_costs;
+  costs["redl"] = 0.3;
+  AutoRun run(costs, std::move(o));
+  run.run_until_decided(1, model_patience);
+  REQUIRE(run.decision().decisions == 1);
+  REQUIRE(run.clock < plan_cpu_seconds / 0.001);
+  release->set_value();
+  REQUIRE(planners_answered.wait_for(std::chrono::minutes(5)) == std::future_status::ready);
+  std::optional<double> redl_began;  // the test's clock when redl first ran
+  for (int i = 0; i < model_patience && run.decision().decisions < 2; ++i) {
+    if (!redl_began && run.chooser->running() == "redl") redl_began = run.clock;
+    run.run(1);
+  }
+  const ca::policy::AutoDecision& d = run.decision();
+  REQUIRE(d.decisions == 2);
+  REQUIRE(redl_began.has_value());
+  // Its trial began only once the plan was at most 0.1% of the run so far.
+  CHECK(*redl_began >= plan_cpu_seconds / 0.001);
+  CHECK(d.chosen == "redl");
+  bool waited = false;
+  for (const std::string& line : run.lines) waited = waited || line.find("redl waits until its plan") != std::string::npos;
+  CHECK(waited);
+  run.program->check_weights();
+}
+
 TEST_CASE("auto policy: an in-place candidate chosen after other trials moved data runs again before it is kept") {
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"}, 2);
   o.skip_above = 100;  // every trial runs
@@ -424,6 +483,31 @@ TEST_CASE("auto policy: after a drift the model rules no trial out (model thread
   REQUIRE(d.decisions == 2);
   CHECK(std::find(d.tried.begin(), d.tried.end(), "first-touch") != d.tried.end());
   CHECK(d.chosen == "first-touch");
+  run.program->check_weights();
+}
+
+TEST_CASE("auto policy: a change far beyond noise right after a decision decides again before the noise window ends") {
+  ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma"});
+  o.min_settled = 10;
+  o.drift_iterations = 3;
+  AutoRun run(iteration_costs, std::move(o));
+  run.run_until_decided(1, 40);
+  REQUIRE(run.decision().chosen == "ca-lma");
+  run.run(2);
+  CHECK(run.decision().decisions == 1);
+  // The program enters another phase: ca-lma's iterations take 3x its trial's.
+  const auto deciding_again = [&] {
+    return std::any_of(run.lines.begin(), run.lines.end(), [](const std::string& line) {
+      return line.find("slower than its trial") != std::string::npos && line.find("deciding again") != std::string::npos;
+    });
+  };
+  run.cost["ca-lma"] = 1.5;
+  run.run(3);  // an iteration is timed when the next begins: two seen
+  CHECK_FALSE(deciding_again());  // two such iterations are not yet a change
+  run.run(1);  // the third is: 6 iterations into a window of 10
+  CHECK(deciding_again());
+  run.run_until_decided(2, 40);
+  CHECK(run.decision().decisions == 2);
   run.program->check_weights();
 }
 

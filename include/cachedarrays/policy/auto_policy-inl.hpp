@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -48,6 +49,12 @@ CACHEDARRAYS_INLINE double median_of(std::vector<double> v) {
 // ranking still ends. A failure leaves the priority as it was.
 CACHEDARRAYS_INLINE void yield_to_the_program() noexcept {
   (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+}
+
+CACHEDARRAYS_INLINE double thread_cpu_seconds() noexcept {
+  timespec t{};
+  (void)::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
 // A candidate's family: the policies that plan the iteration ahead, those
@@ -147,6 +154,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_program(std::shared_ptr<const plan::Prog
   ranking_ = {};
   planners_ranking_ = {};
   awaiting_planners_.clear();
+  waiting_planner_.clear();
   samples_.clear();
   waited_ = 0;
   settle_window_ = options_.min_settled;
@@ -193,7 +201,12 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_ranking(std::uint32_t unsampled) {
   planners_ranking_ = std::async(std::launch::async, [run, quick, planners, quick_ranking] {
     detail::yield_to_the_program();
     quick_ranking->set_value(run(quick));
-    return planners.empty() ? std::vector<std::optional<double>>() : run(planners);
+    // CPU time, not wall time: at the lowest priority beside the program
+    // this thread waits long for the CPU, while a switch plans at once.
+    const double began = detail::thread_cpu_seconds();
+    std::vector<std::optional<double>> modeled =
+        planners.empty() ? std::vector<std::optional<double>>() : run(planners);
+    return std::pair(std::move(modeled), detail::thread_cpu_seconds() - began);
   });
   quick_names_ = std::move(quick);
   planner_names_ = std::move(planners);
@@ -207,6 +220,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_unplanned_iteration_begin(std::uint64_t 
 
 CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration) {
   const double begin = now();
+  if (!run_began_) run_began_ = begin;
   if (last_begin_) observe(begin - *last_begin_, iteration);
   if (phase_ == Phase::waiting && program_ != nullptr && ++waited_ > options_.profile_wait) start_ranking(0);
   if (phase_ == Phase::ranking) {
@@ -221,7 +235,9 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration)
       awaiting_planners_ = {planner_names_.begin(), planner_names_.end()};
       if (!awaiting_planners_.empty() &&
           planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        set_modeled(planner_names_, planners_ranking_.get());  // both stages done: one ranking
+        auto [seconds, plan_seconds] = planners_ranking_.get();  // both stages done: one ranking
+        set_modeled(planner_names_, seconds);
+        planners_plan_seconds_ = plan_seconds;
         awaiting_planners_.clear();
       }
       start_trials(iteration);
@@ -233,6 +249,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::on_iteration_begin(std::uint64_t iteration)
       planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     planners_modeled(iteration);
   }
+  if (phase_ == Phase::settled && !waiting_planner_.empty() && plan_affordable()) try_planner(iteration);
   // A switch's own work (hand_over, the new policy's plan) is no
   // iteration's; the running policy's own work at the boundary is.
   const double switching = now() - begin;
@@ -315,11 +332,18 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
       awaiting_planners_.empty() || options_.trials == 1 ? options_.trials : options_.trials - 1;
   std::set<std::string> chosen;
   std::set<std::string> families;
+  waiting_planner_.clear();
   for (const bool one_per_family : {true, false}) {
     for (const AutoDecision::Candidate& c : decision_.ranked) {
       if (chosen.size() >= trial_slots) break;
       if (detail::is_in_place(c.name) || chosen.contains(c.name) || awaiting_planners_.contains(c.name)) continue;
-      const std::string family = detail::family_of(registry.describe(c.name));
+      const PolicyDescriptor described = registry.describe(c.name);
+      if (described.plans_ahead() && !plan_affordable()) {
+        // Its plan would stall the program longer than a trial repays yet.
+        if (waiting_planner_.empty()) waiting_planner_ = c.name;
+        continue;
+      }
+      const std::string family = detail::family_of(described);
       if (one_per_family && families.contains(family)) continue;
       chosen.insert(c.name);
       families.insert(family);
@@ -353,10 +377,14 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
                           awaiting_planners_.contains(c.name) ? "(planning)" : detail::seconds_text(c.modeled_seconds));
   }
   const bool modeled = std::any_of(modeled_.begin(), modeled_.end(), [](const auto& m) { return m.has_value(); });
-  say(fmt::format("auto: ranked {}{}: {}; trying {}{}", modeled ? "by the model" : "as given (not modeled)",
+  say(fmt::format("auto: ranked {}{}: {}; trying {}{}{}", modeled ? "by the model" : "as given (not modeled)",
                   modeled ? ranking_took_ : std::string(), ranked,
                   fmt::join(trials, ", "),
-                  sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string()));
+                  sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string(),
+                  waiting_planner_.empty()
+                      ? std::string()
+                      : fmt::format("; {} waits until its plan ({:.2f} s) is {:.0f}% of the run", waiting_planner_,
+                                    planners_plan_seconds_, 100 * options_.plan_share)));
   ranking_took_.clear();  // a drift's trials rank as before, with no new model
   trial_ = sampled ? 1 : 0;
   trial_iteration_ = 0;
@@ -374,10 +402,12 @@ CACHEDARRAYS_INLINE void AutoPolicy::set_modeled(const std::vector<std::string>&
 }
 
 // The planners' modeled times, after the trials began: ranked in, and the
-// best of them not ruled out by the trials' measurements tried last; after
-// a decision, tried against the decided ones.
+// best of them not ruled out by the trials' measurements tried last, once
+// its plan is affordable; after a decision, against the decided ones.
 CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
-  set_modeled(planner_names_, planners_ranking_.get());
+  auto [seconds, plan_seconds] = planners_ranking_.get();
+  set_modeled(planner_names_, seconds);
+  planners_plan_seconds_ = plan_seconds;
   awaiting_planners_.clear();
   std::string modeled;
   for (AutoDecision::Candidate& c : decision_.ranked) {
@@ -389,13 +419,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
   }
   std::stable_sort(decision_.ranked.begin(), decision_.ranked.end(), detail::modeled_faster);
   const bool settled = phase_ == Phase::settled;
-  if (settled) {
-    // The decided trials' measurements, to rule out and to decide against.
-    samples_.clear();
-    for (const AutoDecision::Candidate& c : decision_.ranked) {
-      if (c.measured_seconds) samples_[c.name].push_back(*c.measured_seconds);
-    }
-  }
+  if (settled) restore_decided_samples();
   std::string best;
   for (const AutoDecision::Candidate& c : decision_.ranked) {
     const bool planner = std::find(planner_names_.begin(), planner_names_.end(), c.name) != planner_names_.end();
@@ -403,18 +427,50 @@ CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
     best = c.name;
     break;
   }
-  say(fmt::format("auto: the planners modeled in {:.2f} s: {}; {}", now() - ranking_began_, modeled,
-                  best.empty() ? "none tried (the trials' measurements rule them out)" : "trying " + best));
-  if (best.empty()) {
-    if (settled) samples_.clear();
+  if (settled) samples_.clear();
+  std::string what = "none tried (the trials' measurements rule them out)";
+  if (!best.empty()) {
+    waiting_planner_ = best;
+    what = plan_affordable() ? "trying " + best
+                             : fmt::format("{} waits until its plan ({:.2f} s) is {:.0f}% of the run", best,
+                                           planners_plan_seconds_, 100 * options_.plan_share);
+  }
+  say(fmt::format("auto: the planners modeled in {:.2f} s: {}; {}", now() - ranking_began_, modeled, what));
+  if (best.empty() || !plan_affordable()) return;
+  if (settled) {
+    try_planner(iteration);
+  } else {
+    decision_.tried.push_back(best);  // a trial after those under way
+    waiting_planner_.clear();
+  }
+}
+
+// The decided trials' measurements, to rule out and to decide against.
+CACHEDARRAYS_INLINE void AutoPolicy::restore_decided_samples() {
+  samples_.clear();
+  for (const AutoDecision::Candidate& c : decision_.ranked) {
+    if (c.measured_seconds) samples_[c.name].push_back(*c.measured_seconds);
+  }
+}
+
+CACHEDARRAYS_INLINE bool AutoPolicy::plan_affordable() const {
+  return run_began_ && planners_plan_seconds_ <= options_.plan_share * (now() - *run_began_);
+}
+
+// The waiting planner's trial after a decision, unless the decided trials'
+// measurements rule it out.
+CACHEDARRAYS_INLINE void AutoPolicy::try_planner(std::uint64_t iteration) {
+  const std::string name = std::exchange(waiting_planner_, std::string());
+  restore_decided_samples();
+  if (ruled_out(name)) {
+    samples_.clear();
     return;
   }
-  decision_.tried.push_back(best);
-  if (!settled) return;  // a trial after those under way
+  decision_.tried.push_back(name);
   trial_ = decision_.tried.size() - 1;
   trial_iteration_ = 0;
   phase_ = Phase::trialing;
-  switch_to(best, iteration);
+  switch_to(name, iteration);
 }
 
 // One iteration's time, under the policy that ran it.
@@ -515,7 +571,26 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64
   if (settled_samples_.size() < settle_window_) {
     // The settled policy's own iterations measure the noise band.
     settled_samples_.push_back(seconds);
+    // A change too large to be noise needs no band to be seen: iterations
+    // in a row twice the least band slower than the choice's trial (the
+    // program entered another phase) decide again before the window ends;
+    // but only in the first window after a ranking, so that a load that
+    // comes and goes still waits out the windows a drift doubles.
+    std::optional<double> trial;
+    for (const AutoDecision::Candidate& c : decision_.ranked) {
+      if (c.name == decision_.chosen) trial = c.measured_seconds;
+    }
+    const double far = 1 + 2 * options_.drift_band;
+    const bool first_window = settle_window_ <= options_.min_settled;
+    drifted_ = first_window && trial && seconds > far * *trial ? drifted_ + 1 : 0;
+    if (drifted_ >= options_.drift_iterations) {
+      decide_again(iteration, fmt::format("{}'s last {} iterations were each more than {:.0f}% slower than its "
+                                          "trial's {:.4f} s",
+                                          decision_.chosen, drifted_, 100 * (far - 1), *trial));
+      return;
+    }
     if (settled_samples_.size() < settle_window_) return;
+    drifted_ = 0;
     settled_seconds_ = detail::median_of(settled_samples_);
     // The noise from one iteration to the next: a window that a phase of the
     // program ends within holds one step, not a wider noise.
@@ -528,10 +603,6 @@ CACHEDARRAYS_INLINE void AutoPolicy::observe_settled(double seconds, std::uint64
     // A choice that settles slower than its trial measured did not hold
     // (the program changed while it was tried, or the trials after it moved
     // what it relied on).
-    std::optional<double> trial;
-    for (const AutoDecision::Candidate& c : decision_.ranked) {
-      if (c.name == decision_.chosen) trial = c.measured_seconds;
-    }
     if (trial && settled_seconds_ > (1 + band_) * *trial) {
       decide_again(iteration, fmt::format("{} settled at {:.4f} s, more than {:.0f}% slower than its trial's {:.4f} s",
                                           decision_.chosen, settled_seconds_, 100 * band_, *trial));

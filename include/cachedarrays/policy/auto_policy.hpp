@@ -16,7 +16,12 @@
 //     them; then those that plan the iteration ahead, whose plans take
 //     longer. A trial is kept for the planners' best, run once it is
 //     modeled unless the measurements by then rule it out (after a
-//     decision, against the decided trials).
+//     decision, against the decided trials). Switching to a planner stalls
+//     the program while it plans, so its trial waits until the plan's time
+//     (the model thread's CPU time to plan the planners) is at most
+//     `plan_share` of the program's run so far: a short program is not
+//     stalled longer than a trial could repay, a long one tries it later
+//     at a small share of its run (the rent-or-buy rule).
 //   - Trials: `trials` candidates, the best-ranked of each family first
 //     (those that plan ahead, look ahead, or react to hints: a program that
 //     departs from its recording fools the model about every policy that
@@ -106,6 +111,9 @@ struct AutoPolicyOptions {
   /// times the fastest of them: it would lose even were the model this far
   /// off beyond the best it did on a measured one.
   double skip_above = 1.5;
+  /// A planner's trial waits until its plan's time is at most this share of
+  /// the program's run so far (the switch stalls the program while it plans).
+  double plan_share = 0.1;
   std::uint32_t profile_wait = 5;  ///< iterations a program waits for its profiles before it is ranked without
   double drift_band = 0.15;        ///< the least share off the settled time that counts as a drift
   std::uint32_t drift_iterations = 3;  ///< drifted iterations in a row that re-decide
@@ -187,6 +195,9 @@ class AutoPolicy final : public Policy {
   void run_trial(std::uint64_t iteration);
   void set_modeled(const std::vector<std::string>& names, const std::vector<std::optional<double>>& seconds);
   void planners_modeled(std::uint64_t iteration);
+  void try_planner(std::uint64_t iteration);
+  void restore_decided_samples();
+  [[nodiscard]] bool plan_affordable() const;
   [[nodiscard]] double fastest_sample() const;
   [[nodiscard]] bool ruled_out(const std::string& name) const;
   void decide(std::uint64_t iteration);
@@ -203,7 +214,11 @@ class AutoPolicy final : public Policy {
   std::uint32_t waited_ = 0;  // iterations a program without profiles waited
   std::uint32_t unsampled_ = 0;  // iterations observed while ranking that are no sample (profiled)
   std::future<std::vector<std::optional<double>>> ranking_;  // the quick stage: candidates that plan nothing
-  std::future<std::vector<std::optional<double>>> planners_ranking_;  // then those that plan ahead
+  // Then those that plan ahead, with the model thread's CPU seconds for them.
+  std::future<std::pair<std::vector<std::optional<double>>, double>> planners_ranking_;
+  std::string waiting_planner_;   // the planners' best, whose trial waits for plan_affordable()
+  double planners_plan_seconds_ = 0;  // what modeling the planners cost: their plans' time
+  std::optional<double> run_began_;   // the first iteration's begin (now())
   std::vector<std::string> quick_names_;
   std::vector<std::string> planner_names_;
   std::set<std::string> awaiting_planners_;  // ranked without them: their model runs on

@@ -55,7 +55,10 @@
 //     re-decides,
 //     never sooner than `min_settled` iterations after the last decision,
 //     a window that doubles at each drift, so that a machine whose load
-//     comes and goes does not keep the program in trials.
+//     comes and goes does not keep the program in trials. In the first
+//     window after a ranking only, `drift_iterations` in a row each more
+//     than twice `drift_band` slower than the choice's trial re-decide at
+//     once: a change that large needs no band to be seen.
 //   - What it decided and why (ranked candidates with modeled and measured
 //     seconds) is decision(), one log line per ranking and per choice, a
 //     TraceKind::policy_switch event per switch and Stats'

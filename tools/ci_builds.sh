@@ -31,7 +31,7 @@ configure_build() {
       # that they share its objects and its instrumentation.
       cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
         "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DCACHEDARRAYS_SANITIZE=address,undefined -DCACHEDARRAYS_WERROR=ON \
-        -DCACHEDARRAYS_BUILD_FUZZERS=ON -DCACHEDARRAYS_FUZZ_SECONDS=30 \
+        -DCACHEDARRAYS_BUILD_FUZZERS=ON -DCACHEDARRAYS_FUZZ_SECONDS=20 \
         -DCACHEDARRAYS_BUILD_BENCHMARKS=OFF -DCACHEDARRAYS_BUILD_EXAMPLES=OFF -DCACHEDARRAYS_BUILD_TOOLS=OFF \
         "$@" >/dev/null ;;
     thread)

@@ -9,7 +9,7 @@
 #  4. the suite again under AddressSanitizer and UndefinedBehaviorSanitizer,
 #     one Clang build instrumented for both at -O1;
 #  5. the libFuzzer targets (fuzz/), built in that same Clang build, each
-#     fuzzing for 30 s from its seed corpus: a crash fails the run;
+#     fuzzing for 20 s from its seed corpus: a crash fails the run;
 #  6. the multi-threaded tests under ThreadSanitizer, in a build of only
 #     their files.
 # The builds are configured by tools/ci_builds.sh. On 2 cores CI must end in
@@ -83,7 +83,7 @@ stage_end
 background "address and undefined-behaviour sanitizers: build" \
   "source tools/ci_builds.sh && configure_build sanitize build-sanitize && cmake --build build-sanitize -j$jobs"
 
-stage "build (GCC, -O2, -Werror)" 480
+stage "build (GCC, -O2, -Werror)" 500
 configure_build main build-test
 cmake --build build-test -j"$jobs"
 stage_end
@@ -123,7 +123,7 @@ cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Tempora
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
 stage_end
 
-stage "fuzzing (libFuzzer, the sanitizers' build)" 70
+stage "fuzzing (libFuzzer, the sanitizers' build)" 50
 ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -R '^fuzz\.'
 stage_end
 

@@ -2,7 +2,8 @@
 // against the baselines a reader knows (docs/design.md "Benchmarks": the baseline
 // is measured in the same run and the ratio printed).
 //
-//   (a) a read() guard (hint + pin + resolve, then unpin) on a resident array
+//   (a) a read() guard (hint + pin + resolve, then unpin) on a resident
+//       array, and a write() guard (hint + dirty + pin, then unpin)
 //   (b) one will_read() hint on a resident array
 //   (c) rt.kernel(...) with an empty body, 1 and 3 arguments
 //   (d) DataManager allocate + free on a DRAM heap holding 10,000 live
@@ -10,14 +11,19 @@
 //   (e) read() guards per second from 1, 2 and 4 threads (and all the cores
 //       when there are more), each on a resident array of its own, then all
 //       on one shared array, under CA:LM (runtime_from_environment's default)
+//   (f) kernels that write (one argument read, one written) per second from
+//       1, 2 and 4 threads, each on resident arrays of its own, of 4 KiB and
+//       of 256 KiB, under CA:LM
 //   baselines: an uncontended std::mutex lock+unlock pair; malloc+free of the
 //   same sizes with as many live blocks; one thread's guards per second.
 //
 // Goals, as ratios to the baselines of the same run (an absolute goal in ns
 // would say more about the machine than about the code): guard <= 1.5x
-// mutex, hint <= 1.1x mutex, kernel of 3 arguments <= 3x mutex,
-// allocate+free <= 2x malloc+free; 2 threads >= 1.8x one thread's guards per
-// second on distinct arrays and >= 1.5x on one shared array.
+// mutex, write guard <= 1.5x mutex, hint <= 1.1x mutex, kernel of 3
+// arguments <= 3x mutex, allocate+free <= 2x malloc+free; 2 threads >= 1.8x
+// one thread's guards per second on distinct arrays and >= 1.5x on one
+// shared array; 2 threads >= 1.8x one thread's writing kernels per second,
+// at either size.
 //
 //   hint_overhead [--quick] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -29,10 +35,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
@@ -115,7 +123,7 @@ struct Effort {
 
 // (a)-(c): the access layer on resident arrays, and the mutex baseline.
 struct AccessTimes {
-  double read_guard_ns, hint_ns, kernel1_ns, kernel3_ns, mutex_ns;
+  double read_guard_ns, write_guard_ns, hint_ns, kernel1_ns, kernel3_ns, mutex_ns;
 };
 
 AccessTimes measure_access(const Effort& e) {
@@ -127,6 +135,10 @@ AccessTimes measure_access(const Effort& e) {
   t.read_guard_ns = ns_per_call(e.iterations, e.runs, [&] {
     auto r = x.read();
     keep(r.data());
+  });
+  t.write_guard_ns = ns_per_call(e.iterations, e.runs, [&] {
+    auto w = y.write();
+    keep(w.data());
   });
   t.hint_ns = ns_per_call(e.iterations, e.runs, [&] { x.will_read(); });
   t.kernel1_ns = ns_per_call(e.iterations, e.runs, [&] {
@@ -197,10 +209,10 @@ AllocateTimes measure_allocate(const Effort& e) {
   return t;
 }
 
-// (e): read() guards per second from `threads` threads for `seconds`, each
-// on its own resident array or all on one (shared).
-double guards_per_second(const std::vector<ca::CachedArray<float>>& arrays, int threads, bool shared,
-                         double seconds) {
+// (e), (f): calls per second from `threads` threads for `seconds`, thread t
+// calling call(t) in a loop.
+template <typename Call>
+double calls_per_second(int threads, double seconds, Call&& call) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::atomic<bool> stop{false};
@@ -208,15 +220,11 @@ double guards_per_second(const std::vector<ca::CachedArray<float>>& arrays, int 
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      const ca::CachedArray<float>& a = arrays[shared ? 0 : static_cast<std::size_t>(t)];
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       std::uint64_t n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        for (int k = 0; k < 256; ++k) {
-          auto r = a.read();
-          keep(r.data());
-        }
+        for (int k = 0; k < 256; ++k) call(t);
         n += 256;
       }
       counts[static_cast<std::size_t>(t)] = n;
@@ -236,73 +244,116 @@ double guards_per_second(const std::vector<ca::CachedArray<float>>& arrays, int 
   return static_cast<double>(total) / took;
 }
 
+// What a row of (e) or (f) measures.
+enum class ThreadWork { read_guard, write_kernel };
+
 struct ThreadRow {
+  ThreadWork work = ThreadWork::read_guard;
+  std::uint64_t array_bytes = 0;
   int threads = 0;
   bool shared = false;
-  double guards_per_second = 0;
-  double vs_one = 0;  // over one thread's rate, measured in the same run
+  double calls_per_second = 0;
+  double vs_one = 0;  // over one thread's rate of the same work and size, measured in the same run
 };
 
 std::vector<ThreadRow> measure_threads(bool quick) {
-  ca::Runtime rt{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")},
+  ca::Runtime rt{{ca::dram(256ull << 20, "dram"), ca::dax_file({}, 256ull << 20, "dax")},
                  std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)};
   // 1, 2 and 4 threads (more than cores shows what oversubscription costs),
   // and all the cores when there are more.
   std::vector<int> counts{1, 2, 4};
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (cores > counts.back()) counts.push_back(cores);
-  std::vector<ca::CachedArray<float>> arrays;
-  for (int t = 0; t < counts.back(); ++t) arrays.push_back(rt.array<float>(1024));  // 4 KiB each
-  const double seconds = quick ? 0.05 : 0.3;
-  const int runs = quick ? 1 : 5;
-  // Median of runs, the counts of threads taking turns run by run, so that a
-  // slow phase of the machine falls on all of them.
-  std::vector<ThreadRow> rows;
-  for (bool shared : {false, true}) {
-    for (int threads : counts) rows.push_back({threads, shared, 0, 0});
-  }
-  std::vector<std::vector<double>> samples(rows.size());
-  for (int r = 0; r < runs; ++r) {
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      samples[i].push_back(guards_per_second(arrays, rows[i].threads, rows[i].shared, seconds));
+  // Each thread's arrays: one to read and one to write, of each size.
+  constexpr std::uint64_t small = 4096, large = 256 * 1024;
+  std::map<std::uint64_t, std::vector<std::pair<ca::CachedArray<float>, ca::CachedArray<float>>>> arrays;
+  for (const std::uint64_t bytes : {small, large}) {
+    for (int t = 0; t < counts.back(); ++t) {
+      arrays[bytes].emplace_back(rt.array<float>(bytes / sizeof(float)), rt.array<float>(bytes / sizeof(float)));
     }
   }
-  double one = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    rows[i].guards_per_second = bench::median(samples[i]);
-    if (rows[i].threads == 1 && !rows[i].shared) one = rows[i].guards_per_second;
+  const double seconds = quick ? 0.05 : 0.3;
+  const int runs = quick ? 1 : 5;
+  std::vector<ThreadRow> rows;
+  for (bool shared : {false, true}) {
+    for (int threads : counts) rows.push_back({ThreadWork::read_guard, small, threads, shared, 0, 0});
   }
-  for (ThreadRow& row : rows) row.vs_one = one > 0 ? row.guards_per_second / one : 0;
+  for (const std::uint64_t bytes : {small, large}) {
+    for (int threads : counts) rows.push_back({ThreadWork::write_kernel, bytes, threads, false, 0, 0});
+  }
+  const auto measure = [&](const ThreadRow& row) {
+    auto& own = arrays.at(row.array_bytes);
+    if (row.work == ThreadWork::read_guard) {
+      return calls_per_second(row.threads, seconds, [&](int t) {
+        auto r = own[row.shared ? 0 : static_cast<std::size_t>(t)].first.read();
+        keep(r.data());
+      });
+    }
+    return calls_per_second(row.threads, seconds, [&](int t) {
+      auto& [in, out] = own[static_cast<std::size_t>(t)];
+      rt.kernel(ca::reads(in), ca::writes(out), [](std::span<const float> a, std::span<float> b) { b[0] = a[0]; });
+    });
+  };
+  // Median of runs, the rows taking turns run by run, so that a slow phase
+  // of the machine falls on all of them.
+  std::vector<std::vector<double>> samples(rows.size());
+  for (int r = 0; r < runs; ++r) {
+    for (std::size_t i = 0; i < rows.size(); ++i) samples[i].push_back(measure(rows[i]));
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].calls_per_second = bench::median(samples[i]);
+  for (ThreadRow& row : rows) {
+    for (const ThreadRow& one : rows) {
+      if (one.threads == 1 && !one.shared && one.work == row.work && one.array_bytes == row.array_bytes) {
+        row.vs_one = one.calls_per_second > 0 ? row.calls_per_second / one.calls_per_second : 0;
+      }
+    }
+  }
   return rows;
 }
 
 // The goals, as ratios to the same run's baselines.
 struct Goals {
   static constexpr double guard_vs_mutex = 1.5;
+  static constexpr double write_guard_vs_mutex = 1.5;
   static constexpr double hint_vs_mutex = 1.1;
   static constexpr double kernel3_vs_mutex = 3.0;
   static constexpr double alloc_vs_malloc = 2.0;
   static constexpr double two_threads_distinct = 1.8;
   static constexpr double two_threads_shared = 1.5;
+  static constexpr double two_threads_writing = 1.8;
 };
 
-const ThreadRow* two_threads(const std::vector<ThreadRow>& rows, bool shared) {
+const ThreadRow* two_threads(const std::vector<ThreadRow>& rows, ThreadWork work, bool shared,
+                             std::uint64_t bytes = 4096) {
   for (const ThreadRow& row : rows) {
-    if (row.threads == 2 && row.shared == shared) return &row;
+    if (row.threads == 2 && row.work == work && row.shared == shared && row.array_bytes == bytes) return &row;
   }
   return nullptr;
 }
 
+std::string work_name(ThreadWork work) {
+  return work == ThreadWork::read_guard ? "read() guard" : "kernel, 1 read 1 written";
+}
+
 void report_threads(const std::vector<ThreadRow>& rows) {
-  fmt::print("\nread() guards per second, CA:LM, each thread in a loop on a resident 4 KiB array\n\n");
-  const bench::Table table({{"threads", 8}, {"arrays", 9, bench::Align::left}, {"guards/s", 12}, {"x one thread", 13},
+  fmt::print("\ncalls per second, CA:LM, each thread in a loop on resident arrays\n\n");
+  const bench::Table table({{"work", 26, bench::Align::left},
+                            {"array", 10},
+                            {"threads", 8},
+                            {"arrays", 9, bench::Align::left},
+                            {"calls/s", 12},
+                            {"x one thread", 13},
                             {"goal", 7}});
   table.print_header();
   table.print_rule();
   for (const ThreadRow& row : rows) {
-    const char* goal = row.threads != 2 ? "" : row.shared ? ">= 1.5" : ">= 1.8";
-    table.print_row({fmt::format("{}", row.threads), row.shared ? "one" : "distinct",
-                     fmt::format("{:.2f} M", row.guards_per_second / 1e6), fmt::format("{:.2f}x", row.vs_one), goal});
+    const char* goal = row.threads != 2                         ? ""
+                       : row.work == ThreadWork::write_kernel ? ">= 1.8"
+                       : row.shared                           ? ">= 1.5"
+                                                              : ">= 1.8";
+    table.print_row({work_name(row.work), ca::format_bytes(row.array_bytes), fmt::format("{}", row.threads),
+                     row.shared ? "one" : "distinct", fmt::format("{:.2f} M", row.calls_per_second / 1e6),
+                     fmt::format("{:.2f}x", row.vs_one), goal});
   }
 }
 
@@ -324,6 +375,7 @@ void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTim
     table.print_row({what, ns(x), goal, base_name, ns(base), fmt::format("{:.2f}x", x / base)});
   };
   row("read() guard (hint+pin+unpin)", a.read_guard_ns, "<= 1.5x", "mutex lock+unlock", a.mutex_ns);
+  row("write() guard (hint+dirty+pin+unpin)", a.write_guard_ns, "<= 1.5x", "mutex lock+unlock", a.mutex_ns);
   row("will_read() hint", a.hint_ns, "<= 1.1x", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 1 argument", a.kernel1_ns, "", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 3 arguments", a.kernel3_ns, "<= 3x", "mutex lock+unlock", a.mutex_ns);
@@ -336,37 +388,50 @@ void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTim
 // One line per goal, each a ratio to a baseline of the same run.
 void report_goals(const AccessTimes& a, const AllocateTimes& m, const std::vector<ThreadRow>& threads) {
   const auto line = [](const char* what, double ratio, const char* relation, double goal, bool met) {
-    fmt::print("  {:<44} {:>6.2f}x  (goal {} {:.1f}x): {}\n", what, ratio, relation, goal, met ? "met" : "MISSED");
+    fmt::print("  {:<50} {:>6.2f}x  (goal {} {:.1f}x): {}\n", what, ratio, relation, goal, met ? "met" : "MISSED");
   };
   fmt::print("\ngoals:\n");
   line("read() guard / mutex", a.read_guard_ns / a.mutex_ns, "<=", Goals::guard_vs_mutex,
        a.read_guard_ns / a.mutex_ns <= Goals::guard_vs_mutex);
+  line("write() guard / mutex", a.write_guard_ns / a.mutex_ns, "<=", Goals::write_guard_vs_mutex,
+       a.write_guard_ns / a.mutex_ns <= Goals::write_guard_vs_mutex);
   line("will_read() hint / mutex", a.hint_ns / a.mutex_ns, "<=", Goals::hint_vs_mutex,
        a.hint_ns / a.mutex_ns <= Goals::hint_vs_mutex);
   line("kernel of 3 arguments / mutex", a.kernel3_ns / a.mutex_ns, "<=", Goals::kernel3_vs_mutex,
        a.kernel3_ns / a.mutex_ns <= Goals::kernel3_vs_mutex);
   const double alloc = m.allocate_free.median / m.malloc_free.median;
   line("allocate+free / malloc+free", alloc, "<=", Goals::alloc_vs_malloc, alloc <= Goals::alloc_vs_malloc);
-  if (const ThreadRow* r = two_threads(threads, false)) {
+  if (const ThreadRow* r = two_threads(threads, ThreadWork::read_guard, false)) {
     line("2 threads, distinct arrays / one thread", r->vs_one, ">=", Goals::two_threads_distinct,
          r->vs_one >= Goals::two_threads_distinct);
   }
-  if (const ThreadRow* r = two_threads(threads, true)) {
+  if (const ThreadRow* r = two_threads(threads, ThreadWork::read_guard, true)) {
     line("2 threads, one shared array / one thread", r->vs_one, ">=", Goals::two_threads_shared,
          r->vs_one >= Goals::two_threads_shared);
+  }
+  for (const std::uint64_t bytes : {4096ull, 256ull * 1024}) {
+    if (const ThreadRow* r = two_threads(threads, ThreadWork::write_kernel, false, bytes)) {
+      line(fmt::format("2 threads writing, {} arrays / one thread", ca::format_bytes(bytes)).c_str(), r->vs_one, ">=",
+           Goals::two_threads_writing, r->vs_one >= Goals::two_threads_writing);
+    }
   }
 }
 
 nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m, const std::vector<ThreadRow>& threads) {
   nlohmann::json thread_rows = nlohmann::json::array();
   for (const ThreadRow& r : threads) {
-    thread_rows.push_back(
-        {{"threads", r.threads}, {"shared", r.shared}, {"guards_per_second", r.guards_per_second}, {"vs_one", r.vs_one}});
+    thread_rows.push_back({{"work", r.work == ThreadWork::read_guard ? "read_guard" : "write_kernel"},
+                           {"array_bytes", r.array_bytes},
+                           {"threads", r.threads},
+                           {"shared", r.shared},
+                           {"calls_per_second", r.calls_per_second},
+                           {"vs_one", r.vs_one}});
   }
   return {
       {"threads", thread_rows},
       {"hint_ns", a.hint_ns},
       {"read_guard_ns", a.read_guard_ns},
+      {"write_guard_ns", a.write_guard_ns},
       {"kernel1_ns", a.kernel1_ns},
       {"kernel3_ns", a.kernel3_ns},
       {"alloc_free_ns", m.allocate_free.median},
@@ -384,7 +449,9 @@ nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m,
         {"kernel3_vs_mutex", Goals::kernel3_vs_mutex},
         {"alloc_free_vs_malloc_free", Goals::alloc_vs_malloc},
         {"two_threads_distinct_vs_one", Goals::two_threads_distinct},
-        {"two_threads_shared_vs_one", Goals::two_threads_shared}}},
+        {"two_threads_shared_vs_one", Goals::two_threads_shared},
+        {"write_guard_vs_mutex", Goals::write_guard_vs_mutex},
+        {"two_threads_writing_vs_one", Goals::two_threads_writing}}},
   };
 }
 

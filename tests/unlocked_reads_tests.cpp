@@ -1,4 +1,4 @@
-// Reads that skip the runtime's lock (runtime/unlocked_reads-inl.hpp): the
+// Reads that skip the runtime's lock (runtime/unlocked_access-inl.hpp): the
 // policy hears every will_read it asks for (at once, or deferred and
 // coalesced, before the next locked call), an object that moves is asked
 // about anew, the counters count what skipped the lock, and readers on many

@@ -570,6 +570,7 @@ CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region)
   region.version_ = object.version_;
   // The policy answered for the old place; it is asked anew.
   object.read_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
+  object.write_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
 }
 
 // ---- pins -------------------------------------------------------------------
@@ -600,21 +601,39 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
   return extra;
 }
 
-CACHEDARRAYS_INLINE double DataManager::note_read_unlocked(const Object& object) {
+CACHEDARRAYS_INLINE bool DataManager::writable_unlocked(const Object& object) const noexcept {
+  const Region* primary = object.primary_;
+  if (primary == nullptr || memory_mode_[primary->device_] != nullptr) return false;
+  // Already dirty: the write neither sets the flag nor needs a new version.
+  if (!primary->dirty_ || primary->copy_ != nullptr) return false;
+  for (const Region* r : object.on_device_) {
+    if (r == nullptr || r == primary) continue;
+    // Already stale and no copy in flight: the write changes nothing any
+    // other region's validity rests on.
+    if (r->copy_ != nullptr || (r->version_ != 0 && r->version_ == object.version_)) return false;
+  }
+  return true;
+}
+
+CACHEDARRAYS_INLINE double DataManager::note_access_unlocked(const Object& object, Access access) {
   const Region& primary = *object.primary_;
   const DeviceId d = primary.device_;
   const auto& profile = heap(d).spec().emulation;
-  const double extra_ns = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, Access::read) : 0.0;
-  unlocked_reads_.add<3>({unlocked_accesses, unlocked_bytes_read + d, unlocked_emulated_ns},
-                         {1, primary.bytes_, static_cast<std::uint64_t>(extra_ns)});
+  const double extra_ns = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, access) : 0.0;
+  unlocked_accesses_.add<3>(
+      {unlocked_accesses, (access == Access::read ? unlocked_bytes_read : unlocked_bytes_written) + d, unlocked_emulated_ns},
+      {1, primary.bytes_, static_cast<std::uint64_t>(extra_ns)});
   return extra_ns;
 }
 
 CACHEDARRAYS_INLINE Stats DataManager::stats() const {
   Stats s = stats_;
-  s.accesses += unlocked_reads_.sum(unlocked_accesses);
-  s.emulated_kernel_ns += unlocked_reads_.sum(unlocked_emulated_ns);
-  for (DeviceId d = 0; d < max_devices; ++d) s.kernel_bytes_read[d] += unlocked_reads_.sum(unlocked_bytes_read + d);
+  s.accesses += unlocked_accesses_.sum(unlocked_accesses);
+  s.emulated_kernel_ns += unlocked_accesses_.sum(unlocked_emulated_ns);
+  for (DeviceId d = 0; d < max_devices; ++d) {
+    s.kernel_bytes_read[d] += unlocked_accesses_.sum(unlocked_bytes_read + d);
+    s.kernel_bytes_written[d] += unlocked_accesses_.sum(unlocked_bytes_written + d);
+  }
   return s;
 }
 

@@ -225,10 +225,18 @@ class DataManager {
     const Region* primary = object.primary_;
     return primary != nullptr && memory_mode_[primary->device_] == nullptr;
   }
-  /// note_access for a read pinned without the runtime lock (the Runtime's
-  /// unlocked reads, once readable_unlocked said yes): counts it in
-  /// per-thread counters that stats() adds in, and returns its emulated cost.
-  double note_read_unlocked(const Object& object);
+  /// Whether a write access may pin `object` without the runtime lock: its
+  /// primary is already dirty (so the write sets no flag and needs no new
+  /// content version), no copy reads or fills any of its regions, and every
+  /// other region is already stale (so none it makes stale). Read by a
+  /// thread without the lock between two equal even loads of the lock's
+  /// sequence, as readable_unlocked.
+  [[nodiscard]] bool writable_unlocked(const Object& object) const noexcept;
+  /// note_access for an access pinned without the runtime lock (the
+  /// Runtime's unlocked accesses, once readable_unlocked or
+  /// writable_unlocked said yes): counts it in per-thread counters that
+  /// stats() adds in, and returns its emulated cost.
+  double note_access_unlocked(const Object& object, Access access);
 
   // ---- walks and checks -----------------------------------------------------
   /// Every live object, in creation order.
@@ -324,10 +332,15 @@ class DataManager {
   // data can never pass for a valid copy of another's.
   std::uint64_t next_version_ = 1;
   Stats stats_;
-  // What note_read_unlocked counts, per thread: accesses, emulated ns, then
-  // bytes read per device.
-  enum UnlockedField : std::size_t { unlocked_accesses, unlocked_emulated_ns, unlocked_bytes_read };
-  ThreadStripes<unlocked_bytes_read + max_devices> unlocked_reads_;
+  // What note_access_unlocked counts, per thread: accesses, emulated ns,
+  // then bytes read per device, then bytes written per device.
+  enum UnlockedField : std::size_t {
+    unlocked_accesses,
+    unlocked_emulated_ns,
+    unlocked_bytes_read,
+    unlocked_bytes_written = unlocked_bytes_read + max_devices
+  };
+  ThreadStripes<unlocked_bytes_written + max_devices> unlocked_accesses_;
   Trace* trace_ = nullptr;
   // Asynchronous copies issued and not yet applied, oldest first.
   std::vector<std::shared_ptr<detail::CopyState>> copies_in_flight_;

@@ -69,6 +69,10 @@ class Object {
   [[nodiscard]] HintDelivery read_hint_delivery() const noexcept {
     return static_cast<HintDelivery>(read_delivery_.load(std::memory_order_relaxed));
   }
+  /// The same for a will_write hint (Policy::write_hint_delivery).
+  [[nodiscard]] HintDelivery write_hint_delivery() const noexcept {
+    return static_cast<HintDelivery>(write_delivery_.load(std::memory_order_relaxed));
+  }
 
   /// The policy's state for this object, as the policy's own type `State`
   /// (the one it attached), or null before it attached any.
@@ -127,11 +131,14 @@ class Object {
   static constexpr std::uint64_t pin_mask = (std::uint64_t{1} << writer_shift) - 1;
   static constexpr std::uint64_t write_pin = (std::uint64_t{1} << writer_shift) + 1;
   std::atomic<std::uint64_t> pins_{0};
-  // A HintDelivery; written under the runtime's lock, read by unlocked reads.
+  // HintDeliveries; written under the runtime's lock, read by unlocked
+  // reads and writes.
   std::atomic<std::uint8_t> read_delivery_{0};
-  // A deferred will_read waits for delivery, on the runtime's list through
-  // next_deferred_ (runtime.hpp).
-  std::atomic<bool> read_deferred_{false};
+  std::atomic<std::uint8_t> write_delivery_{0};
+  // Deferred hints waiting for delivery (deferred_read | deferred_write), on
+  // the runtime's list through next_deferred_ while any is set (runtime.hpp).
+  static constexpr std::uint8_t deferred_read = 1, deferred_write = 2;
+  std::atomic<std::uint8_t> deferred_hints_{0};
   std::atomic<std::uint8_t> last_hint_{0};  // a Hint + 1; 0: none yet
   Object* next_deferred_ = nullptr;
   std::unique_ptr<PolicyState> policy_state_;

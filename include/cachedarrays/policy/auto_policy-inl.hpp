@@ -141,6 +141,9 @@ CACHEDARRAYS_INLINE bool AutoPolicy::follows_kernels() const { return inner_->fo
 CACHEDARRAYS_INLINE HintDelivery AutoPolicy::read_hint_delivery(const Object& object) const {
   return inner_->read_hint_delivery(object);
 }
+CACHEDARRAYS_INLINE HintDelivery AutoPolicy::write_hint_delivery(const Object& object) const {
+  return inner_->write_hint_delivery(object);
+}
 CACHEDARRAYS_INLINE void AutoPolicy::on_kernel_begin(const KernelPoint& kernel) { inner_->on_kernel_begin(kernel); }
 CACHEDARRAYS_INLINE void AutoPolicy::on_kernel_end(const KernelPoint& kernel) { inner_->on_kernel_end(kernel); }
 

@@ -175,6 +175,7 @@ class AutoPolicy final : public Policy {
   /// The running policy's answers.
   [[nodiscard]] bool follows_kernels() const override;
   [[nodiscard]] HintDelivery read_hint_delivery(const Object& object) const override;
+  [[nodiscard]] HintDelivery write_hint_delivery(const Object& object) const override;
   /// True: it ranks by the program, so the runtime records one when the
   /// program gives none.
   [[nodiscard]] bool records_program() const override { return true; }

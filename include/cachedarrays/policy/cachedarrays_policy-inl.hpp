@@ -329,6 +329,10 @@ CACHEDARRAYS_INLINE HintDelivery CachedArraysPolicy::read_hint_delivery(const Ob
   return mode_.prefetch ? HintDelivery::under_lock : HintDelivery::unneeded;
 }
 
+CACHEDARRAYS_INLINE HintDelivery CachedArraysPolicy::write_hint_delivery(const Object& object) const {
+  return manager().device(*manager().getprimary(object)) == fast_ ? HintDelivery::deferred : HintDelivery::under_lock;
+}
+
 CACHEDARRAYS_INLINE void CachedArraysPolicy::archive(Object& object) {
   if (mode_.hardware_cache) return;  // a hardware cache sees no hints
   if (manager().device(*manager().getprimary(object)) != fast_) return;

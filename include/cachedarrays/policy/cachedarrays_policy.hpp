@@ -136,6 +136,9 @@ class CachedArraysPolicy final : public Policy {
   /// recently used); unneeded for one in slow memory unless the mode
   /// prefetches (P), whose will_read moves it and must come at once.
   [[nodiscard]] HintDelivery read_hint_delivery(const Object& object) const override;
+  /// Deferred in fast memory (a write there only marks recency); under the
+  /// lock elsewhere, where will_write brings the object in.
+  [[nodiscard]] HintDelivery write_hint_delivery(const Object& object) const override;
   /// The mode this policy runs.
   [[nodiscard]] const Mode& mode() const noexcept { return mode_; }
   /// The offset plan being followed (+planner modes), else null.

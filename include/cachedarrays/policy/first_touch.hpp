@@ -33,6 +33,10 @@ class FirstTouch final : public Policy {
   [[nodiscard]] HintDelivery read_hint_delivery(const Object& /*object*/) const override {
     return HintDelivery::unneeded;
   }
+  /// Unneeded, as for reads.
+  [[nodiscard]] HintDelivery write_hint_delivery(const Object& /*object*/) const override {
+    return HintDelivery::unneeded;
+  }
   /// The first device, fastest first, with a hole for the object; when none
   /// has one and retires are held, they are collected and the devices tried
   /// again. False when there is still no room.

@@ -4,8 +4,9 @@
 // what your strategy needs; see examples/custom_policy.cpp and the README.
 //
 // Every handler runs under the runtime's lock, so a policy needs no locking
-// of its own (read_hint_delivery lets a policy take some will_read hints
-// later, so that reads need not take the lock). Only a wrong retire can change a program's results: every other
+// of its own (read_hint_delivery and write_hint_delivery let a policy take
+// some will_read and will_write hints later, so that accesses need not take
+// the lock). Only a wrong retire can change a program's results: every other
 // hint, whatever the policy does with it, only changes speed.
 #pragma once
 
@@ -131,12 +132,21 @@ class Policy {
   [[nodiscard]] virtual HintDelivery read_hint_delivery(const Object& /*object*/) const {
     return HintDelivery::under_lock;
   }
+  /// The same for a will_write hint on `object`, where it is now. A write
+  /// skips the lock only where nothing else can observe the object's
+  /// regions (its primary already dirty, every other region already stale,
+  /// no copy in flight: DataManager::writable_unlocked), so deferring the
+  /// hint is the policy's only concession. By default under_lock: a policy
+  /// of a user's hears every write hint at once.
+  [[nodiscard]] virtual HintDelivery write_hint_delivery(const Object& /*object*/) const {
+    return HintDelivery::under_lock;
+  }
   /// Whether the runtime should record the first iteration's program for it
   /// when the program gives none (Runtime::record_program at the first
   /// begin_iteration), so that it plans without the program asking. By
   /// default false: a program records or sets its own (Runtime::set_program).
   [[nodiscard]] virtual bool records_program() const { return false; }
-  /// A number that changes whenever follows_kernels() or read_hint_delivery()
+  /// A number that changes whenever follows_kernels() or a hint delivery
   /// may answer differently than before (a policy that runs another inside
   /// it, and switches: policy/auto_policy.hpp). The runtime asks it after
   /// each on_iteration_begin, and asks the other two again when it changed.

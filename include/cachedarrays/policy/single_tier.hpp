@@ -28,6 +28,10 @@ class SingleTier final : public Policy {
   [[nodiscard]] HintDelivery read_hint_delivery(const Object& /*object*/) const override {
     return HintDelivery::unneeded;
   }
+  /// Unneeded, as for reads.
+  [[nodiscard]] HintDelivery write_hint_delivery(const Object& /*object*/) const override {
+    return HintDelivery::unneeded;
+  }
   /// A region on the tier's device; false when it has no hole for the object.
   [[nodiscard]] bool place(Object& object) override {
     DataManager& dm = manager();

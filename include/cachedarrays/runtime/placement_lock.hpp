@@ -1,5 +1,5 @@
 // The runtime's lock, and the sequence number that lets reads skip it
-// (runtime/unlocked_reads-inl.hpp). One word is both: even while the lock
+// (runtime/unlocked_access-inl.hpp). One word is both: even while the lock
 // is free, odd while it is held. Taking it is one compare-and-swap from an
 // even value to the next odd one, which is also the store that the protocol
 // of the unlocked reads needs before the holder looks at any pin. A

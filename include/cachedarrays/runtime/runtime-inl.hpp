@@ -114,7 +114,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     throw;
   }
-  if (placed) refresh_read_delivery(object);
+  if (placed) refresh_hint_delivery(object);
   if (placed && recording_ != nullptr) record(TraceKind::create, object);
   if (!placed) {
     // Snapshot the usage before destroying: the message shows what the
@@ -376,7 +376,7 @@ CACHEDARRAYS_INLINE void Runtime::hint(Object& object, Hint hint) {
   if (hint == Hint::will_read && try_hint_unlocked(object)) return;
   const Lock guard(*this);
   dispatch_hint(object, hint, HintSource::program);
-  refresh_read_delivery(object);
+  refresh_hint_delivery(object);
 }
 
 CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintSource source) {
@@ -404,7 +404,7 @@ CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintS
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
   dispatch_hint(object, access == Access::read ? Hint::will_read : Hint::will_write, HintSource::kernel_argument);
   manager_.pin(object, access);
-  refresh_read_delivery(object);
+  refresh_hint_delivery(object);
   emulated_ns += manager_.note_access(object, access);
   return manager_.pointer(*manager_.getprimary(object));
 }
@@ -520,7 +520,8 @@ CACHEDARRAYS_INLINE void Runtime::adopt_policy_answers() {
 #endif
   manager_.for_each_object([this](Object& object) {
     object.read_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
-    refresh_read_delivery(object);
+    object.write_delivery_.store(static_cast<std::uint8_t>(HintDelivery::under_lock), std::memory_order_relaxed);
+    refresh_hint_delivery(object);
   });
 }
 

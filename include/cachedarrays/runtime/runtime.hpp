@@ -287,22 +287,26 @@ class Runtime {
   void dispatch_hint(Object& object, Hint hint, HintSource source);
   // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
   std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
-  // The reads that skip the lock: pins every object for reading and resolves
-  // its primary without the lock when each object's policy answer allows it
-  // and no lock holder ran meanwhile; false, with nothing pinned or counted,
-  // when the lock is needed.
+  // The accesses that skip the lock: pins every object and resolves its
+  // primary without the lock when each object's policy answer allows it (a
+  // write's also needs DataManager::writable_unlocked) and no lock holder
+  // ran meanwhile; false, with nothing pinned or counted, when the lock is
+  // needed.
   bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
                             double& emulated_ns);
   // A will_read from the program that needs no lock: true when it was
   // deferred or is unneeded.
   bool try_hint_unlocked(Object& object);
-  // Queues a deferred will_read on `object` (once until it is delivered).
-  void defer_read_hint(Object& object);
-  // Under the lock: gives the policy every deferred will_read, oldest first.
-  void deliver_deferred_reads();
+  // Queues a deferred hint on `object` (Object::deferred_read or
+  // deferred_write; each once until it is delivered).
+  void defer_hint(Object& object, std::uint8_t hint);
+  // Under the lock: gives the policy every deferred hint, oldest object
+  // first, an object's will_read before its will_write.
+  void deliver_deferred_hints();
   // Under the lock, after a hint or a placement: asks the policy how the
-  // object's next will_read may come, while its answer is under_lock.
-  void refresh_read_delivery(Object& object);
+  // object's next will_read and will_write may come, while its answer is
+  // under_lock.
+  void refresh_hint_delivery(Object& object);
   // Under the lock, once policy_ is new: what the runtime asks a policy once
   // (follows_kernels, whether reads may skip the lock), and every object's
   // read delivery, asked anew.
@@ -412,5 +416,5 @@ class Runtime {
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/runtime/runtime-inl.hpp"
-#include "cachedarrays/runtime/unlocked_reads-inl.hpp"
+#include "cachedarrays/runtime/unlocked_access-inl.hpp"
 #endif

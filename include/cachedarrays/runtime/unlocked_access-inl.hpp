@@ -1,10 +1,12 @@
-// Reads that skip the runtime's lock (runtime.hpp; docs/design.md "Reads
-// that skip the lock"), and the Lock that every call that may move data
-// takes instead of the bare mutex.
+// Reads and writes that skip the runtime's lock (runtime.hpp; docs/design.md
+// "Reads that skip the lock" and "Writes that skip the lock"), and the Lock
+// that every call that may move data takes instead of the bare mutex.
 //
 // A read of an object may pin it and resolve its primary without the lock
 // when the policy has said its will_read needs no lock (deferred or
-// unneeded) for the object where it is. The protocol is Dekker's: the
+// unneeded) for the object where it is; a write likewise, by its
+// will_write's answer, and only where the write leaves the object's state
+// as it is (DataManager::writable_unlocked). The protocol is Dekker's: the
 // reader adds its pins, then checks that the lock's sequence
 // (placement_lock.hpp) is even and unchanged since before; taking the lock
 // makes the sequence odd, and the holder checks pins before it moves
@@ -21,6 +23,7 @@
 
 #include <atomic>
 #include <exception>
+#include <utility>
 
 namespace cachedarrays {
 
@@ -28,7 +31,7 @@ CACHEDARRAYS_INLINE Runtime::Lock::Lock(Runtime& runtime) : runtime_(runtime) {
   // The sequence is odd from here: a read that pins from now on backs off.
   runtime_.placement_.lock();
   try {
-    runtime_.deliver_deferred_reads();
+    runtime_.deliver_deferred_hints();
   } catch (...) {
     runtime_.placement_.unlock();
     throw;
@@ -37,39 +40,53 @@ CACHEDARRAYS_INLINE Runtime::Lock::Lock(Runtime& runtime) : runtime_(runtime) {
 
 CACHEDARRAYS_INLINE Runtime::Lock::~Lock() { runtime_.placement_.unlock(); }
 
-CACHEDARRAYS_INLINE void Runtime::refresh_read_delivery(Object& object) {
-  if (!unlocked_reads_.load(std::memory_order_relaxed) || object.read_hint_delivery() != HintDelivery::under_lock) return;
-  object.read_delivery_.store(static_cast<std::uint8_t>(policy_->read_hint_delivery(object)),
-                              std::memory_order_relaxed);
+CACHEDARRAYS_INLINE void Runtime::refresh_hint_delivery(Object& object) {
+  if (!unlocked_reads_.load(std::memory_order_relaxed)) return;
+  if (object.read_hint_delivery() == HintDelivery::under_lock) {
+    object.read_delivery_.store(static_cast<std::uint8_t>(policy_->read_hint_delivery(object)),
+                                std::memory_order_relaxed);
+  }
+  if (object.write_hint_delivery() == HintDelivery::under_lock) {
+    object.write_delivery_.store(static_cast<std::uint8_t>(policy_->write_hint_delivery(object)),
+                                 std::memory_order_relaxed);
+  }
 }
 
 CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, const Access* accesses,
                                                        std::byte** data, std::size_t n, double& emulated_ns) {
   // A trace records every kernel with its arguments' devices, under the lock.
   if (!unlocked_reads_.load(std::memory_order_relaxed)) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (accesses[i] != Access::read) return false;  // a write pin changes the primary's state
-  }
   if (recording_on_.load(std::memory_order_acquire)) return false;
   const std::uint32_t seq = placement_.sequence();
   if ((seq & 1) != 0) return false;
   for (std::size_t i = 0; i < n; ++i) {
-    if (objects[i]->read_hint_delivery() == HintDelivery::under_lock || !manager_.readable_unlocked(*objects[i])) {
-      return false;
-    }
+    const Object& object = *objects[i];
+    // A write also needs the object's state to be one the write leaves as
+    // it is: no new version, no secondary made stale, no copy torn.
+    const bool allowed = accesses[i] == Access::read
+                             ? object.read_hint_delivery() != HintDelivery::under_lock &&
+                                   manager_.readable_unlocked(object)
+                             : object.write_hint_delivery() != HintDelivery::under_lock &&
+                                   manager_.writable_unlocked(object);
+    if (!allowed) return false;
   }
-  for (std::size_t i = 0; i < n; ++i) objects[i]->pins_.fetch_add(1, std::memory_order_seq_cst);
+  for (std::size_t i = 0; i < n; ++i) {
+    objects[i]->pins_.fetch_add(accesses[i] == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+  }
   if (placement_.sequence(std::memory_order_seq_cst) != seq) {
-    for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], Access::read);
+    for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], accesses[i]);
     return false;
   }
   // Pinned, and nothing moved since `seq`: from here on no lock holder moves
-  // these objects.
+  // these objects, and none copies one pinned for writing.
   for (std::size_t i = 0; i < n; ++i) {
     Object& object = *objects[i];
-    emulated_ns += manager_.note_read_unlocked(object);
-    object.hinted(Hint::will_read);
-    if (object.read_hint_delivery() == HintDelivery::deferred) defer_read_hint(object);
+    const bool write = accesses[i] == Access::write;
+    emulated_ns += manager_.note_access_unlocked(object, accesses[i]);
+    object.hinted(write ? Hint::will_write : Hint::will_read);
+    if ((write ? object.write_hint_delivery() : object.read_hint_delivery()) == HintDelivery::deferred) {
+      defer_hint(object, write ? Object::deferred_write : Object::deferred_read);
+    }
     data[i] = manager_.pointer(*manager_.getprimary(object));
   }
   unlocked_kernels_.add(0, 1);
@@ -87,17 +104,16 @@ CACHEDARRAYS_INLINE bool Runtime::try_hint_unlocked(Object& object) {
   // was read.
   if (placement_.sequence(std::memory_order_seq_cst) != seq) return false;
   object.hinted(Hint::will_read);
-  if (delivery == HintDelivery::deferred) defer_read_hint(object);
+  if (delivery == HintDelivery::deferred) defer_hint(object, Object::deferred_read);
   return true;
 }
 
-CACHEDARRAYS_INLINE void Runtime::defer_read_hint(Object& object) {
+CACHEDARRAYS_INLINE void Runtime::defer_hint(Object& object, std::uint8_t hint) {
   // One entry per object until it is delivered; the common case (already
-  // queued) only reads its own object's flag.
-  if (object.read_deferred_.load(std::memory_order_relaxed) ||
-      object.read_deferred_.exchange(true, std::memory_order_acq_rel)) {
-    return;
-  }
+  // queued for this hint) only reads its own object's flags. The thread that
+  // sets the first flag queues the object.
+  if ((object.deferred_hints_.load(std::memory_order_relaxed) & hint) != 0) return;
+  if (object.deferred_hints_.fetch_or(hint, std::memory_order_acq_rel) != 0) return;
   Object* head = deferred_reads_.load(std::memory_order_relaxed);
   do {
     object.next_deferred_ = head;
@@ -105,7 +121,7 @@ CACHEDARRAYS_INLINE void Runtime::defer_read_hint(Object& object) {
                                                   std::memory_order_relaxed));
 }
 
-CACHEDARRAYS_INLINE void Runtime::deliver_deferred_reads() {
+CACHEDARRAYS_INLINE void Runtime::deliver_deferred_hints() {
   if (deferred_reads_.load(std::memory_order_relaxed) == nullptr) return;
   Object* newest = deferred_reads_.exchange(nullptr, std::memory_order_acquire);
   // The list is newest first; the policy hears them oldest first, as they
@@ -123,13 +139,20 @@ CACHEDARRAYS_INLINE void Runtime::deliver_deferred_reads() {
   while (oldest != nullptr) {
     Object& object = *oldest;
     oldest = object.next_deferred_;
-    // From here a new read may queue the object again (it never touches
-    // next_deferred_ before this store).
-    object.read_deferred_.store(false, std::memory_order_release);
-    try {
-      dispatch_hint(object, Hint::will_read, HintSource::kernel_argument);
-    } catch (...) {
-      if (!failure) failure = std::current_exception();
+    // From here a new access may queue the object again (it never touches
+    // next_deferred_ before this exchange).
+    const std::uint8_t hints = object.deferred_hints_.exchange(0, std::memory_order_acq_rel);
+    for (const auto [flag, hint] : {std::pair{Object::deferred_read, Hint::will_read},
+                                    std::pair{Object::deferred_write, Hint::will_write}}) {
+      if ((hints & flag) == 0) continue;
+      // A write moved since lands where it was written: a will_write now
+      // would bring back an object the policy has since sent away.
+      if (hint == Hint::will_write && object.write_hint_delivery() != HintDelivery::deferred) continue;
+      try {
+        dispatch_hint(object, hint, HintSource::kernel_argument);
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
     }
   }
   if (failure) std::rethrow_exception(failure);

@@ -142,7 +142,7 @@ CACHEDARRAYS_INLINE void Runtime::deliver_deferred_hints() {
     // From here a new access may queue the object again (it never touches
     // next_deferred_ before this exchange).
     const std::uint8_t hints = object.deferred_hints_.exchange(0, std::memory_order_acq_rel);
-    for (const auto [flag, hint] : {std::pair{Object::deferred_read, Hint::will_read},
+    for (const auto& [flag, hint] : {std::pair{Object::deferred_read, Hint::will_read},
                                     std::pair{Object::deferred_write, Hint::will_write}}) {
       if ((hints & flag) == 0) continue;
       // A write moved since lands where it was written: a will_write now

@@ -71,7 +71,7 @@ void write_report(const std::string& path, const Report& r) {
 }
 
 std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description,
-                                     int& exit_code) {
+                                     int& exit_code, const std::function<void(CLI::App&)>& add_app_flags) {
   Options o;
   CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
                            "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
@@ -89,6 +89,7 @@ std::optional<Options> parse_options(int argc, char** argv, const char* name, co
       ->capture_default_str();
   cli.add_option("--json", o.json, "write the run (with the recorded program) to this JSON file");
   cli.add_option("--program-out", o.program_out, "save the recorded program of an iteration to this JSON file");
+  if (add_app_flags) add_app_flags(cli);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,10 @@
 // and, for a program whose pattern changes, optionally
 //   std::string phase_of(int i) const;             the phase iteration i is in,
 //                                                  reported per timed iteration
+// and, for an app with flags of its own, optionally
+//   struct Flags { void add_to(CLI::App&); };      declares them (CLI11); their
+//                                                  values are its members
+//   Workload(Size, const Flags&);                  then made from them instead
 #pragma once
 
 #include <fmt/core.h>
@@ -26,14 +30,22 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <cachedarrays/cachedarrays.hpp>
+
+// Only an app with flags of its own includes CLI11, which costs seconds in
+// every unit that includes it.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace cachedarrays::apps {
 
@@ -110,8 +122,31 @@ struct Report {
 void write_report(const std::string& path, const Report& r);
 
 // The flags, or nullopt with the exit status CLI11 gives (help, a bad flag).
+// `add_app_flags`, when set, declares the app's own flags on the same parser.
 std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description,
-                                     int& exit_code);
+                                     int& exit_code, const std::function<void(CLI::App&)>& add_app_flags = {});
+
+// The Flags of a Workload that declares flags of its own; NoFlags otherwise.
+struct NoFlags {};
+template <typename Workload>
+struct FlagsOf {
+  using type = NoFlags;
+};
+template <typename Workload>
+  requires requires { typename Workload::Flags; }
+struct FlagsOf<Workload> {
+  using type = typename Workload::Flags;
+};
+
+// The workload of `size`, made from its own flags when it has some.
+template <typename Workload, typename Flags>
+Workload make_workload(Size size, const Flags& flags) {
+  if constexpr (std::is_same_v<Flags, NoFlags>) {
+    return Workload(size);
+  } else {
+    return Workload(size, flags);
+  }
+}
 
 // The run's two lines on standard output.
 void print_report(const char* name, const Report& r);
@@ -181,13 +216,18 @@ Report run(Workload& workload, const char* name, const Options& o) {
 template <typename Workload>
 int app_main(int argc, char** argv, const char* name, const char* description) {
   int exit_code = 0;
-  const std::optional<detail::Options> parsed = detail::parse_options(argc, argv, name, description, exit_code);
+  using Flags = typename detail::FlagsOf<Workload>::type;
+  Flags flags;
+  std::function<void(CLI::App&)> add_app_flags;
+  if constexpr (!std::is_same_v<Flags, detail::NoFlags>) add_app_flags = [&flags](CLI::App& cli) { flags.add_to(cli); };
+  const std::optional<detail::Options> parsed =
+      detail::parse_options(argc, argv, name, description, exit_code, add_app_flags);
   if (!parsed) return exit_code;
   const detail::Options& o = *parsed;
 
   detail::Report r;
   try {
-    Workload workload(o.size == "bench" ? Size::bench : Size::test);
+    Workload workload = detail::make_workload<Workload>(o.size == "bench" ? Size::bench : Size::test, flags);
     r = detail::run(workload, name, o);
     if (!o.json.empty()) detail::write_report(o.json, r);
   } catch (const std::exception& e) {

@@ -82,6 +82,25 @@ inline bool words_hold(std::span<const std::uint64_t> data, std::uint64_t seed) 
   return true;
 }
 
+// A runtime under CA:LM whose fast tier holds a quarter of `arrays` arrays
+// of `words` 64-bit words, and the arrays, array i filled with the word
+// pattern seed_of(i): the setting of the tests where threads access arrays
+// while others keep moving them.
+struct QuarterFastArrays {
+  ca::Runtime rt;
+  std::vector<ca::CachedArray<std::uint64_t>> data;
+  template <typename SeedOf>
+  QuarterFastArrays(int arrays, std::size_t words, SeedOf&& seed_of)
+      : rt{two_tiers(static_cast<std::uint64_t>(arrays) / 4 * words * 8, 4 << 20),
+           std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)} {
+    for (int i = 0; i < arrays; ++i) {
+      data.push_back(rt.array<std::uint64_t>(words));
+      auto w = data.back().write();
+      fill_words(w, seed_of(i));
+    }
+  }
+};
+
 // The primary's contents hold the word pattern `seed`, read through the
 // manager (a scoped read() would hint the policy and count as a kernel of
 // the iteration). Hold the runtime's lock.

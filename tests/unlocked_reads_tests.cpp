@@ -17,55 +17,15 @@
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/moves.hpp"
 #include "cachedarrays/runtime/placement_lock.hpp"
+#include "listening_policy.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
 
-namespace {
-
-// Places on the fast device and records what it hears; answers `delivery`
-// for will_read on objects in fast memory, under_lock elsewhere.
-class ListeningPolicy final : public ca::policy::Policy {
- public:
-  explicit ListeningPolicy(ca::HintDelivery delivery) : delivery_(delivery) {}
-
-  std::vector<std::string> heard;  // "will_read #id", "collect"
-  int asked = 0;                   // read_hint_delivery calls
-
-  [[nodiscard]] std::string name() const override { return "test-listening"; }
-  [[nodiscard]] bool follows_kernels() const override { return false; }
-  [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* r = manager().allocate(0, object.bytes());
-    if (r == nullptr) return false;
-    manager().setprimary(object, *r);
-    return true;
-  }
-  void will_read(ca::Object& object) override { heard.push_back("will_read #" + std::to_string(object.id())); }
-  void collect() override { heard.push_back("collect"); }
-  [[nodiscard]] ca::HintDelivery read_hint_delivery(const ca::Object& object) const override {
-    ++const_cast<ListeningPolicy*>(this)->asked;
-    return manager().device(*manager().getprimary(object)) == 0 ? delivery_ : ca::HintDelivery::under_lock;
-  }
-
- private:
-  ca::HintDelivery delivery_;
-};
-
-struct Listening {
-  ListeningPolicy* policy;
-  ca::Runtime rt;
-  explicit Listening(ca::HintDelivery delivery) : Listening(std::make_unique<ListeningPolicy>(delivery)) {}
-
- private:
-  explicit Listening(std::unique_ptr<ListeningPolicy> p) : policy(p.get()), rt(test::two_tiers(), std::move(p)) {}
-};
-
-std::string read_of(const ca::CachedArray<float>& a) { return "will_read #" + std::to_string(a.id()); }
-
-}  // namespace
+using test::read_of;
 
 TEST_CASE("unlocked reads: a deferred will_read reaches the policy once, before the next locked call") {
-  Listening l(ca::HintDelivery::deferred);
+  test::Listening l(ca::HintDelivery::deferred, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
   auto b = l.rt.array<float>(256);
   // The answer is asked for at placement, and holds while nothing moves.
@@ -90,7 +50,7 @@ TEST_CASE("unlocked reads: a deferred will_read reaches the policy once, before 
 }
 
 TEST_CASE("unlocked reads: a policy that asks for every hint under the lock hears every one at once") {
-  Listening l(ca::HintDelivery::under_lock);
+  test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
   for (int i = 0; i < 4; ++i) {
     auto r = a.read();
@@ -101,7 +61,7 @@ TEST_CASE("unlocked reads: a policy that asks for every hint under the lock hear
 }
 
 TEST_CASE("unlocked reads: an unneeded will_read is never delivered") {
-  Listening l(ca::HintDelivery::unneeded);
+  test::Listening l(ca::HintDelivery::unneeded, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
   for (int i = 0; i < 4; ++i) {
     auto r = a.read();
@@ -112,7 +72,7 @@ TEST_CASE("unlocked reads: an unneeded will_read is never delivered") {
 }
 
 TEST_CASE("unlocked reads: an object that moves is asked about anew, and its reads take the lock meanwhile") {
-  Listening l(ca::HintDelivery::deferred);
+  test::Listening l(ca::HintDelivery::deferred, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
   { auto w = a.write(); w[3] = 7.0f; }
   REQUIRE(a.object().read_hint_delivery() == ca::HintDelivery::deferred);
@@ -185,15 +145,9 @@ TEST_CASE("unlocked reads: readers on many threads see their data whole while ot
   // keep evicting and bringing back, while readers read without the lock
   // whenever their array is in fast memory.
   constexpr int arrays = 16;
-  constexpr std::size_t words = 2048;  // 16 KiB each
-  ca::Runtime rt{test::two_tiers(arrays / 4 * words * 8, 4 << 20),
-                 std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)};
-  std::vector<ca::CachedArray<std::uint64_t>> data;
-  for (int i = 0; i < arrays; ++i) {
-    data.push_back(rt.array<std::uint64_t>(words));
-    auto w = data.back().write();
-    test::fill_words(w, static_cast<std::uint64_t>(i));
-  }
+  test::QuarterFastArrays setting(arrays, 2048, [](int i) { return static_cast<std::uint64_t>(i); });  // 16 KiB each
+  ca::Runtime& rt = setting.rt;
+  std::vector<ca::CachedArray<std::uint64_t>>& data = setting.data;
   // Readers read the first half; the writer writes the second half (a
   // guard excludes no thread, so a write beside a read of one array would
   // be the program's race) and archives arrays of both halves.

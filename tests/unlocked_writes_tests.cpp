@@ -18,55 +18,15 @@
 #include "cachedarrays/cachedarrays.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/moves.hpp"
+#include "listening_policy.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
 
-namespace {
-
-// Places on the fast device and records the write hints it hears; answers
-// `delivery` for will_write on objects in fast memory, under_lock elsewhere.
-class WriteListeningPolicy final : public ca::policy::Policy {
- public:
-  explicit WriteListeningPolicy(ca::HintDelivery delivery) : delivery_(delivery) {}
-
-  std::vector<std::string> heard;  // "will_write #id", "collect"
-
-  [[nodiscard]] std::string name() const override { return "test-write-listening"; }
-  [[nodiscard]] bool follows_kernels() const override { return false; }
-  [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* r = manager().allocate(0, object.bytes());
-    if (r == nullptr) return false;
-    manager().setprimary(object, *r);
-    return true;
-  }
-  void will_write(ca::Object& object) override { heard.push_back("will_write #" + std::to_string(object.id())); }
-  void collect() override { heard.push_back("collect"); }
-  [[nodiscard]] ca::HintDelivery write_hint_delivery(const ca::Object& object) const override {
-    return manager().device(*manager().getprimary(object)) == 0 ? delivery_ : ca::HintDelivery::under_lock;
-  }
-
- private:
-  ca::HintDelivery delivery_;
-};
-
-struct WriteListening {
-  WriteListeningPolicy* policy;
-  ca::Runtime rt;
-  explicit WriteListening(ca::HintDelivery delivery)
-      : WriteListening(std::make_unique<WriteListeningPolicy>(delivery)) {}
-
- private:
-  explicit WriteListening(std::unique_ptr<WriteListeningPolicy> p)
-      : policy(p.get()), rt(test::two_tiers(), std::move(p)) {}
-};
-
-std::string write_of(const ca::CachedArray<float>& a) { return "will_write #" + std::to_string(a.id()); }
-
-}  // namespace
+using test::write_of;
 
 TEST_CASE("unlocked writes: a write to a dirty primary skips the lock, and its will_write arrives once, deferred") {
-  WriteListening l(ca::HintDelivery::deferred);
+  test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
   // The first write dirties the primary: under the lock, heard at once.
   { auto w = a.write(); w[0] = 1.0f; }
@@ -86,7 +46,7 @@ TEST_CASE("unlocked writes: a write to a dirty primary skips the lock, and its w
 }
 
 TEST_CASE("unlocked writes: a policy that asks for every will_write under the lock hears every one at once") {
-  WriteListening l(ca::HintDelivery::under_lock);
+  test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
   for (int i = 0; i < 4; ++i) {
     auto w = a.write();
@@ -96,7 +56,7 @@ TEST_CASE("unlocked writes: a policy that asks for every will_write under the lo
 }
 
 TEST_CASE("unlocked writes: a valid copy sends the write through the lock, which makes the copy stale") {
-  WriteListening l(ca::HintDelivery::deferred);
+  test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
   { auto w = a.write(); w[0] = 1.0f; }  // dirty, and no other region: writable without the lock
   ca::Region* copy = nullptr;
@@ -157,7 +117,7 @@ TEST_CASE("unlocked writes: a clean primary, a copy in flight or a policy that s
 }
 
 TEST_CASE("unlocked writes: a deferred will_write reaches the policy before the lock holder's own work") {
-  WriteListening l(ca::HintDelivery::deferred);
+  test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
   { auto w = a.write(); w[0] = 1.0f; }
   { auto w = a.write(); w[0] = 2.0f; }  // skips the lock: deferred
@@ -197,15 +157,9 @@ TEST_CASE("unlocked writes: writers on several threads beside a thread forcing e
   constexpr int writers = 3;
   constexpr int per_writer = 4;
   constexpr int arrays = writers * per_writer;
-  constexpr std::size_t words = 2048;  // 16 KiB each
-  ca::Runtime rt{test::two_tiers(arrays / 4 * words * 8, 4 << 20),
-                 std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)};
-  std::vector<ca::CachedArray<std::uint64_t>> data;
-  for (int i = 0; i < arrays; ++i) {
-    data.push_back(rt.array<std::uint64_t>(words));
-    auto w = data.back().write();
-    test::fill_words(w, 0);
-  }
+  test::QuarterFastArrays setting(arrays, 2048, [](int) { return std::uint64_t{0}; });  // 16 KiB each
+  ca::Runtime& rt = setting.rt;
+  std::vector<ca::CachedArray<std::uint64_t>>& data = setting.data;
   // The last seed each writer wrote into each of its arrays.
   std::vector<std::uint64_t> last(arrays, 0);
   std::atomic<bool> writing{true};

@@ -384,10 +384,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
                   modeled ? ranking_took_ : std::string(), ranked,
                   fmt::join(trials, ", "),
                   sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string(),
-                  waiting_planner_.empty()
-                      ? std::string()
-                      : fmt::format("; {} waits until its plan ({:.2f} s) is {:.0f}% of the run", waiting_planner_,
-                                    planners_plan_seconds_, 100 * options_.plan_share)));
+                  waiting_planner_.empty() ? std::string() : "; " + planner_waits(waiting_planner_)));
   ranking_took_.clear();  // a drift's trials rank as before, with no new model
   trial_ = sampled ? 1 : 0;
   trial_iteration_ = 0;
@@ -434,9 +431,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::planners_modeled(std::uint64_t iteration) {
   std::string what = "none tried (the trials' measurements rule them out)";
   if (!best.empty()) {
     waiting_planner_ = best;
-    what = plan_affordable() ? "trying " + best
-                             : fmt::format("{} waits until its plan ({:.2f} s) is {:.0f}% of the run", best,
-                                           planners_plan_seconds_, 100 * options_.plan_share);
+    what = plan_affordable() ? "trying " + best : planner_waits(best);
   }
   say(fmt::format("auto: the planners modeled in {:.2f} s: {}; {}", now() - ranking_began_, modeled, what));
   if (best.empty() || !plan_affordable()) return;
@@ -454,6 +449,11 @@ CACHEDARRAYS_INLINE void AutoPolicy::restore_decided_samples() {
   for (const AutoDecision::Candidate& c : decision_.ranked) {
     if (c.measured_seconds) samples_[c.name].push_back(*c.measured_seconds);
   }
+}
+
+CACHEDARRAYS_INLINE std::string AutoPolicy::planner_waits(const std::string& name) const {
+  return fmt::format("{} waits until its plan ({:.2f} s) is {:.0f}% of the run", name, planners_plan_seconds_,
+                     100 * options_.plan_share);
 }
 
 CACHEDARRAYS_INLINE bool AutoPolicy::plan_affordable() const {

@@ -202,6 +202,7 @@ class AutoPolicy final : public Policy {
   void try_planner(std::uint64_t iteration);
   void restore_decided_samples();
   [[nodiscard]] bool plan_affordable() const;
+  [[nodiscard]] std::string planner_waits(const std::string& name) const;  // for the log lines
   [[nodiscard]] double fastest_sample() const;
   [[nodiscard]] bool ruled_out(const std::string& name) const;
   void decide(std::uint64_t iteration);

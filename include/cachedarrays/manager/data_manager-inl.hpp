@@ -155,6 +155,7 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
   region.last_owner_ = 0;
   region.block_ = nullptr;
   region.copy_.reset();
+  region.has_copy_ = false;
   region.next_spare_ = spare_regions_;
   spare_regions_ = &region;
 }
@@ -396,7 +397,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
   // A copy taken while the source object is being written may be torn: it
   // never counts as valid (invariant 4).
   const bool torn = src.parent_ != nullptr && src.parent_->being_written();
-  dst.version_ = torn ? 0 : src.version_;
+  dst.version_ = torn ? std::uint64_t{0} : src.version_.load();
   dst.dirty_ = false;
 }
 
@@ -521,9 +522,10 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
   for (Region* r : object.on_device_) {
     if (r != nullptr) settle(*r, /*rethrow=*/false, /*drop_background=*/true);
   }
-  for (Region*& r : object.on_device_) {
-    if (r == nullptr) continue;
-    Region* region = std::exchange(r, nullptr);
+  for (detail::RelaxedAtomic<Region*>& r : object.on_device_) {
+    Region* region = r;
+    if (region == nullptr) continue;
+    r = nullptr;
     region->last_owner_ = object.id();
     region->parent_ = nullptr;
     release_region(*region);
@@ -605,12 +607,14 @@ CACHEDARRAYS_INLINE bool DataManager::writable_unlocked(const Object& object) co
   const Region* primary = object.primary_;
   if (primary == nullptr || memory_mode_[primary->device_] != nullptr) return false;
   // Already dirty: the write neither sets the flag nor needs a new version.
-  if (!primary->dirty_ || primary->copy_ != nullptr) return false;
+  if (!primary->dirty_ || primary->has_copy_) return false;
+  const std::uint64_t version = object.version_;
   for (const Region* r : object.on_device_) {
     if (r == nullptr || r == primary) continue;
     // Already stale and no copy in flight: the write changes nothing any
     // other region's validity rests on.
-    if (r->copy_ != nullptr || (r->version_ != 0 && r->version_ == object.version_)) return false;
+    const std::uint64_t held = r->version_;
+    if (r->has_copy_ || (held != 0 && held == version)) return false;
   }
   return true;
 }

@@ -36,7 +36,7 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   // may be torn (invariant 4); isvalid() says no until the copy has landed
   // (invariant 7), and a failed copy resets it.
   const bool torn = src.parent_ != nullptr && src.parent_->being_written();
-  dst.version_ = torn ? 0 : src.version_;
+  dst.version_ = torn ? std::uint64_t{0} : src.version_.load();
   dst.dirty_ = false;
 
   const auto& to = heap(dst.device_);
@@ -63,7 +63,9 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
   }
 
   dst.copy_ = copy;
+  dst.has_copy_ = true;
   src.copy_ = copy;
+  src.has_copy_ = true;
   copies_in_flight_.push_back(copy);
   if (stored) {
     if (!mover_.submit(copy)) {
@@ -128,8 +130,12 @@ CACHEDARRAYS_INLINE void DataManager::apply(detail::CopyState& copy) {
     ++stats_.async.copies;
     stats_.async.bytes += copy.bytes;
   }
-  if (copy.dst_region->copy_.get() == &copy) copy.dst_region->copy_.reset();
-  if (copy.src_region->copy_.get() == &copy) copy.src_region->copy_.reset();
+  for (const Region* region : {static_cast<const Region*>(copy.dst_region), copy.src_region}) {
+    if (region->copy_.get() == &copy) {
+      region->copy_.reset();
+      region->has_copy_ = false;
+    }
+  }
   std::erase_if(copies_in_flight_, [&](const std::shared_ptr<detail::CopyState>& c) { return c.get() == &copy; });
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "cachedarrays/manager/detail/relaxed_atomic.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
@@ -120,11 +121,13 @@ class Object {
  private:
   std::uint64_t id_ = 0;
   std::uint64_t bytes_ = 0;
-  Region* primary_ = nullptr;
-  std::array<Region*, max_devices> on_device_{};  // invariant 2: one per device
+  // The fields an unlocked access checks are relaxed atomics
+  // (detail/relaxed_atomic.hpp).
+  detail::RelaxedAtomic<Region*> primary_ = nullptr;
+  std::array<detail::RelaxedAtomic<Region*>, max_devices> on_device_{};  // invariant 2: one per device
   // Bumped whenever the primary may have changed; secondaries carrying an
   // older version are stale (invariant 4).
-  std::uint64_t version_ = 0;
+  detail::RelaxedAtomic<std::uint64_t> version_ = 0;
   // Open accesses in the low half, write accesses among them in the high
   // half: a pin of either kind is one atomic add.
   static constexpr unsigned writer_shift = 32;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "cachedarrays/manager/detail/relaxed_atomic.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
@@ -43,11 +44,13 @@ class Region {
   std::byte* data_ = nullptr;
   std::uint64_t offset_ = 0;  // from the start of the heap
   std::uint64_t bytes_ = 0;   // as asked for; the heap block may be rounded up
-  DeviceId device_ = 0;
-  bool dirty_ = false;
+  // The fields an unlocked access checks are relaxed atomics
+  // (detail/relaxed_atomic.hpp).
+  detail::RelaxedAtomic<DeviceId> device_ = 0;
+  detail::RelaxedAtomic<bool> dirty_ = false;
   // Content version this region holds (see Object::version_): a secondary is
   // a valid copy only while its version equals the object's.
-  std::uint64_t version_ = 0;
+  detail::RelaxedAtomic<std::uint64_t> version_ = 0;
   Object* parent_ = nullptr;
   // The id of the object it last belonged to, once unlinked (0: none): the
   // trace's free event names it, so that a replay can tell whose copy out
@@ -58,6 +61,10 @@ class Region {
   // outcome the manager has not applied yet (invariant 7), or null.
   // (Mutable: a copy may read a region the caller passed as const.)
   mutable std::shared_ptr<detail::CopyState> copy_;
+  // Whether copy_ is set, for the unlocked writes' check, which may not
+  // read the shared pointer itself (DataManager::set_copy keeps the two
+  // together).
+  mutable detail::RelaxedAtomic<bool> has_copy_ = false;
   // The next spare region while this one is spare (the manager's free
   // list), else null.
   Region* next_spare_ = nullptr;

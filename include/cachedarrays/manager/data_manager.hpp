@@ -210,8 +210,33 @@ class DataManager {
   /// primary dirty. Call under the runtime lock. Throws invalid_operation
   /// for an object without a primary.
   void pin(Object& object, Access access);
-  /// Ends a pin; safe without the runtime lock (atomic).
+  /// Pins the object for an access that skips the runtime lock
+  /// (runtime/unlocked_access-inl.hpp): in its pin word, or, for a read of
+  /// an object another thread reads too, in the thread's own slots
+  /// (reader_slots.hpp). The caller then checks that no lock holder ran.
+  static void pin_unlocked(Object& object, Access access) noexcept {
+    if (access == Access::read) {
+      // Acquire: a lock holder that runs after this pin then sees the mark
+      // another reader set (reader_slots.hpp).
+      if (!object.shared_reads_.load(std::memory_order_acquire)) {
+        // Another's pin found here marks the object for the next reads;
+        // this one stays in the pin word.
+        if ((object.pins_.fetch_add(1, std::memory_order_seq_cst) & Object::pin_mask) != 0) {
+          object.shared_reads_.store(true, std::memory_order_seq_cst);
+        }
+        return;
+      }
+      if (detail::reader_slots().pin(&object)) return;
+    }
+    object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+  }
+  /// Ends a pin, taken under the lock or not; safe without the runtime lock
+  /// (atomic).
   static void unpin(Object& object, Access access) noexcept {
+    if (access == Access::read && object.shared_reads_.load(std::memory_order_relaxed)) {
+      unpin_shared_read(object);
+      return;
+    }
     object.pins_.fetch_sub(access == Access::write ? Object::write_pin : 1, std::memory_order_release);
   }
   /// Counts a pinned access's bytes against the device of the object's
@@ -288,6 +313,9 @@ class DataManager {
   // defrag and make_hole may move `region` within its heap: anything but
   // the primary of a pinned object (invariant 3).
   static bool movable_in_heap(const Region& region) noexcept;
+  // Ends one read pin of an object marked shared: any one, since read pins
+  // are interchangeable (reader_slots.hpp).
+  static void unpin_shared_read(Object& object) noexcept;
   // A copy failed part way (fault_injection.hpp): leaves dst as a media
   // error would and throws copy_error.
   [[noreturn]] void fail_copy(Region& dst, const Region& src, bool into_primary, detail::CopyDestination where);

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "cachedarrays/manager/detail/relaxed_atomic.hpp"
+#include "cachedarrays/manager/reader_slots.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
@@ -56,8 +57,11 @@ class Object {
   /// The object's size in bytes, as created; every region of it has this size.
   [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
   /// Pinned by a scoped access: its primary cannot move, be evicted or freed.
+  /// (Read pins of an object several threads read may be held in the
+  /// readers' own slots: reader_slots.hpp.)
   [[nodiscard]] bool pinned() const noexcept {
-    return (pins_.load(std::memory_order_seq_cst) & pin_mask) != 0;
+    if ((pins_.load(std::memory_order_seq_cst) & pin_mask) != 0) return true;
+    return shared_reads_.load(std::memory_order_seq_cst) && detail::reader_slots().holds(this);
   }
   /// True while a write access is open: copies taken now would be stale.
   [[nodiscard]] bool being_written() const noexcept {
@@ -134,6 +138,9 @@ class Object {
   static constexpr std::uint64_t pin_mask = (std::uint64_t{1} << writer_shift) - 1;
   static constexpr std::uint64_t write_pin = (std::uint64_t{1} << writer_shift) + 1;
   std::atomic<std::uint64_t> pins_{0};
+  // Set, for good, once a reader found another's pin: from then on unlocked
+  // read pins go to the readers' own slots (reader_slots.hpp).
+  std::atomic<bool> shared_reads_{false};
   // HintDeliveries; written under the runtime's lock, read by unlocked
   // reads and writes.
   std::atomic<std::uint8_t> read_delivery_{0};

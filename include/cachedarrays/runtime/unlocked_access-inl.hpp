@@ -71,7 +71,7 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
     if (!allowed) return false;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    objects[i]->pins_.fetch_add(accesses[i] == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+    DataManager::pin_unlocked(*objects[i], accesses[i]);
   }
   if (placement_.sequence(std::memory_order_seq_cst) != seq) {
     for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], accesses[i]);

@@ -1,0 +1,164 @@
+// Reads of one array by several threads (manager/reader_slots.hpp): once a
+// reader finds another's pin, the array's unlocked read pins go to each
+// reader's own slots; a lock holder still sees every one of them before it
+// moves the array, a pin ends wherever its access ends, and readers see the
+// array whole while another thread keeps moving it.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cachedarrays/cachedarrays.hpp"
+#include "cachedarrays/manager/reader_slots.hpp"
+#include "cachedarrays/policy/moves.hpp"
+#include "test_support.hpp"
+
+namespace ca = cachedarrays;
+
+namespace {
+
+// Reads `array` on another thread while it is read here: that read finds
+// this one's pin and marks the array shared, so that later unlocked reads of
+// it pin in their threads' slots.
+void mark_shared(ca::CachedArray<std::uint64_t>& array) {
+  auto mine = array.read();
+  std::thread other([&] { auto theirs = array.read(); });
+  other.join();
+}
+
+bool evict_moves(ca::Runtime& rt, ca::CachedArray<std::uint64_t>& array) {
+  auto guard = rt.lock();
+  return ca::policy::evict(rt.manager(), array.object(), 0, 1).moved;
+}
+
+}  // namespace
+
+TEST_CASE("unlocked reads of a shared array: a pin in a reader's own slot keeps the array where it is") {
+  test::QuarterFastArrays setting(4, 512, [](int i) { return static_cast<std::uint64_t>(i + 1); });
+  ca::Runtime& rt = setting.rt;
+  ca::CachedArray<std::uint64_t>& a = setting.data[0];
+  {
+    auto w = a.write();  // brings it into fast memory under CA:LM
+    test::fill_words(w, 1);
+  }
+
+  // Another thread's read pins in its slot and hands its open access over.
+  mark_shared(a);
+  CHECK_FALSE(a.object().pinned());
+  std::optional<ca::ReadAccess<std::uint64_t>> handed;
+  std::thread other([&] { handed.emplace(a.read()); });
+  other.join();
+  REQUIRE(handed.has_value());
+  CHECK(ca::detail::reader_slots().holds(&a.object()));
+
+  // Pinned by the slot alone: a lock holder sees the pin and moves nothing.
+  CHECK(a.object().pinned());
+  CHECK_FALSE(evict_moves(rt, a));
+  CHECK(test::words_hold(handed->span(), 1));
+
+  // The access ends on a thread other than its own: the pin goes with it,
+  // and nothing is pinned twice or not at all.
+  handed.reset();
+  CHECK_FALSE(ca::detail::reader_slots().holds(&a.object()));
+  CHECK_FALSE(a.object().pinned());
+  CHECK_FALSE(a.object().being_written());
+  CHECK(evict_moves(rt, a));
+  auto r = a.read();
+  CHECK(test::words_hold(r, 1));
+}
+
+TEST_CASE("unlocked reads of a shared array: pins beyond a thread's slots, and across threads, all end") {
+  constexpr int arrays = 12;
+  test::QuarterFastArrays setting(arrays * 4, 64, [](int i) { return static_cast<std::uint64_t>(i + 1); });
+  ca::Runtime& rt = setting.rt;
+  // Twelve arrays in fast memory, each marked shared.
+  std::vector<ca::CachedArray<std::uint64_t>*> shared;
+  for (int i = 0; i < arrays; ++i) {
+    ca::CachedArray<std::uint64_t>& a = setting.data[static_cast<std::size_t>(i)];
+    { auto w = a.write(); }  // brings it into fast memory under CA:LM
+    mark_shared(a);
+    shared.push_back(&a);
+  }
+  // One thread holds a read of each at once: more than its slots, so the
+  // rest pin in the arrays' pin words. A second thread holds reads of them
+  // too, and hands them over to end here.
+  std::vector<ca::ReadAccess<std::uint64_t>> open;
+  for (auto* a : shared) open.push_back(a->read());
+  std::vector<ca::ReadAccess<std::uint64_t>> handed;
+  std::thread other([&] {
+    for (auto* a : shared) handed.push_back(a->read());
+  });
+  other.join();
+  for (auto* a : shared) CHECK(a->object().pinned());
+  open.clear();
+  for (auto* a : shared) CHECK(a->object().pinned());
+  handed.clear();
+  for (std::size_t i = 0; i < shared.size(); ++i) {
+    CAPTURE(i);
+    CHECK_FALSE(shared[i]->object().pinned());
+    CHECK_FALSE(ca::detail::reader_slots().holds(&shared[i]->object()));
+  }
+  // Nothing left pinned: every array can be moved out.
+  for (auto* a : shared) CHECK(evict_moves(rt, *a));
+}
+
+TEST_CASE("unlocked reads of a shared array: readers on several threads see it whole while another thread moves it") {
+  // Two arrays that every reader reads, in a fast tier of a quarter of the
+  // arrays, beside a thread that keeps archiving and evicting them.
+  constexpr int arrays = 8;
+  test::QuarterFastArrays setting(arrays, 2048, [](int i) { return static_cast<std::uint64_t>(i + 1); });
+  ca::Runtime& rt = setting.rt;
+  std::vector<ca::CachedArray<std::uint64_t>>& data = setting.data;
+  std::atomic<int> bad{0};
+  std::atomic<bool> reading{true};
+  // An eviction that checked the pins just before a reader's pin that is
+  // about to back off may meet that pin in setprimary, and is refused.
+  std::atomic<int> refused{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&, t] {
+      for (int k = 0; k < 3000; ++k) {
+        const std::size_t i = static_cast<std::size_t>((k + t) % 2);
+        if (k % 3 == 0) {
+          rt.kernel(ca::reads(data[i]), [&](std::span<const std::uint64_t> r) {
+            if (!test::words_hold(r, i + 1)) bad.fetch_add(1);
+          });
+        } else {
+          auto r = data[i].read();
+          if (!test::words_hold(r, i + 1)) bad.fetch_add(1);
+        }
+      }
+    });
+  }
+  std::thread moving([&] {
+    std::uint64_t k = 0;
+    while (reading.load()) {
+      const std::size_t i = k % 2;
+      data[i].archive();
+      try {
+        auto guard = rt.lock();
+        (void)ca::policy::evict(rt.manager(), data[i].object(), 0, 1);
+      } catch (const ca::pinned_error&) {
+        refused.fetch_add(1);
+      }
+      { auto r = data[2 + k % (arrays - 2)].read(); }  // brings another array in
+      ++k;
+    }
+  });
+  for (auto& th : readers) th.join();
+  reading.store(false);
+  moving.join();
+  CHECK(bad.load() == 0);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK_FALSE(data[i].object().pinned());
+    CHECK_FALSE(ca::detail::reader_slots().holds(&data[i].object()));
+  }
+  auto guard = rt.lock();
+  rt.manager().check_invariants(/*verify_contents=*/true);
+  CHECK(rt.manager().stats().devices[0].evictions > 0);
+}

@@ -14,6 +14,9 @@
 //   (f) kernels that write (one argument read, one written) per second from
 //       1, 2 and 4 threads, each on resident arrays of its own, of 4 KiB and
 //       of 256 KiB, under CA:LM
+//   (g) the kernel of 3 arguments under first touch written as a user's
+//       policy, whose hints reach it under the runtime's lock (a user's
+//       policy's default), and how long each call holds the lock (Stats::lock)
 //   baselines: an uncontended std::mutex lock+unlock pair; malloc+free of the
 //   same sizes with as many live blocks; one thread's guards per second.
 //
@@ -124,7 +127,39 @@ struct Effort {
 // (a)-(c): the access layer on resident arrays, and the mutex baseline.
 struct AccessTimes {
   double read_guard_ns, write_guard_ns, hint_ns, kernel1_ns, kernel3_ns, mutex_ns;
+  // (g): the same kernel of 3 arguments under a policy whose hints go under
+  // the lock, and how long each of its calls held the lock (Stats::lock, a
+  // sample of the calls).
+  double locked_kernel3_ns, locked_section_ns;
 };
+
+// First touch as a user would write it, overriding only what a policy must:
+// its hints reach it under the runtime's lock, as every user's policy's do
+// by default (Policy::read_hint_delivery). Against the first-touch runs
+// above, only the path through the lock differs.
+class FirstTouchOfAUser : public ca::policy::Policy {
+ public:
+  [[nodiscard]] std::string name() const override { return "first touch of a user"; }
+  [[nodiscard]] bool follows_kernels() const override { return false; }
+  [[nodiscard]] bool place(ca::Object& object) override {
+    for (ca::DeviceId d = 0; d < manager().device_count(); ++d) {
+      if (ca::Region* region = manager().allocate(d, object.bytes())) {
+        manager().setprimary(object, *region);
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+// A kernel over two arrays read and one written, with an empty body.
+void empty_kernel3(ca::Runtime& rt, ca::CachedArray<float>& x, ca::CachedArray<float>& y, ca::CachedArray<float>& z) {
+  rt.kernel(ca::reads(x, y), ca::writes(z), [](std::span<const float> a, std::span<const float> b, std::span<float> c) {
+    keep(a.data());
+    keep(b.data());
+    keep(c.data());
+  });
+}
 
 AccessTimes measure_access(const Effort& e) {
   ca::Runtime rt{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")}};
@@ -144,14 +179,17 @@ AccessTimes measure_access(const Effort& e) {
   t.kernel1_ns = ns_per_call(e.iterations, e.runs, [&] {
     rt.kernel(ca::reads(x), [](std::span<const float> a) { keep(a.data()); });
   });
-  t.kernel3_ns = ns_per_call(e.iterations, e.runs, [&] {
-    rt.kernel(ca::reads(x, y), ca::writes(z),
-              [](std::span<const float> a, std::span<const float> b, std::span<float> c) {
-                keep(a.data());
-                keep(b.data());
-                keep(c.data());
-              });
-  });
+  t.kernel3_ns = ns_per_call(e.iterations, e.runs, [&] { empty_kernel3(rt, x, y, z); });
+  {
+    ca::Runtime locked{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")},
+                       std::make_unique<FirstTouchOfAUser>()};
+    auto lx = locked.array<float>(1024);
+    auto ly = locked.array<float>(1024);
+    auto lz = locked.array<float>(1024);
+    const ca::Stats before = locked.stats();
+    t.locked_kernel3_ns = ns_per_call(e.iterations, e.runs, [&] { empty_kernel3(locked, lx, ly, lz); });
+    t.locked_section_ns = locked.stats().since(before).lock.mean_held_ns();
+  }
   std::mutex mutex;
   t.mutex_ns = ns_per_call(e.iterations, e.runs, [&] {
     mutex.lock();
@@ -379,6 +417,8 @@ void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTim
   row("will_read() hint", a.hint_ns, "<= 1.1x", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 1 argument", a.kernel1_ns, "", "mutex lock+unlock", a.mutex_ns);
   row("kernel, 3 arguments", a.kernel3_ns, "<= 3x", "mutex lock+unlock", a.mutex_ns);
+  row("kernel, 3 arguments, under the lock", a.locked_kernel3_ns, "", "mutex lock+unlock", a.mutex_ns);
+  row("  of which the lock is held", a.locked_section_ns, "", "mutex lock+unlock", a.mutex_ns);
   row("allocate+free, median batch", m.allocate_free.median, "<= 2x", "malloc+free median", m.malloc_free.median);
   row("allocate+free, p99 batch", m.allocate_free.p99, "", "malloc+free p99", m.malloc_free.p99);
   table.print_row({"std::mutex lock+unlock", ns(a.mutex_ns)});
@@ -434,6 +474,8 @@ nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m,
       {"write_guard_ns", a.write_guard_ns},
       {"kernel1_ns", a.kernel1_ns},
       {"kernel3_ns", a.kernel3_ns},
+      {"locked_kernel3_ns", a.locked_kernel3_ns},
+      {"locked_section_ns", a.locked_section_ns},
       {"alloc_free_ns", m.allocate_free.median},
       {"alloc_free_p99_ns", m.allocate_free.p99},
       {"alloc_free_ratio", m.allocate_free.median / m.malloc_free.median},

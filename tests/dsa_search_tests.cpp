@@ -237,7 +237,11 @@ TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at
   SearchOptions o;
   o.node_limit = 20'000'000;
   o.time_limit_seconds = 600;
-  for (const char letter : std::string("ABCDEF")) {
+  // A build that is many times slower searches the four quicker instances:
+  // the sanitizers look for memory errors, which the same code would make on
+  // B and E, and the optimised build searches all six.
+  const std::string letters = test::full_speed_build ? "ABCDEF" : "ACDF";
+  for (const char letter : letters) {
     const std::filesystem::path file = dir / (std::string(1, letter) + ".1048576.csv");
     INFO(file.string());
     REQUIRE(std::filesystem::exists(file));

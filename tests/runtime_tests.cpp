@@ -169,3 +169,24 @@ TEST_CASE("runtime: stats print through fmt") {
   CHECK(text.find("slow") != std::string::npos);
   CHECK(text.find("objects: 1 created") != std::string::npos);
 }
+
+TEST_CASE("runtime: stats count every taking of the lock and time one in lock_timing_period") {
+  ca::Runtime rt(test::two_tiers());
+  const ca::Stats before = rt.stats();
+  constexpr std::uint64_t takings = 10 * ca::lock_timing_period;
+  for (std::uint64_t i = 0; i < takings; ++i) {
+    auto guard = rt.lock();
+  }
+  const ca::Stats taken = rt.stats().since(before);
+  CHECK(taken.lock.acquisitions == takings);
+  CHECK(taken.lock.timed == 10);
+  CHECK(taken.lock.mean_held_ns() > 0);
+  // The manager's own counters know nothing of the runtime's lock.
+  {
+    auto guard = rt.lock();
+    CHECK(rt.manager().stats().lock.acquisitions == 0);
+  }
+  const std::string text = fmt::format("{}", rt.stats());
+  CHECK(text.find("runtime lock: taken " + std::to_string(before.lock.acquisitions + takings + 1) + " times") !=
+        std::string::npos);
+}

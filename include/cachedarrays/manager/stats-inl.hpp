@@ -55,6 +55,7 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
   delta.memory_mode -= earlier.memory_mode;
   delta.policy -= earlier.policy;
   delta.async -= earlier.async;
+  delta.lock -= earlier.lock;
   delta.objects_created -= earlier.objects_created;
   delta.objects_destroyed -= earlier.objects_destroyed;
   return delta;
@@ -118,6 +119,10 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                        "where they were); {} copies made without a mover thread",
                        failed_copies + async.failures, async.failures, policy.moves_abandoned,
                        async.made_without_mover);
+  }
+  if (lock.acquisitions > 0) {
+    out += fmt::format("\nruntime lock: taken {} times, held {:.0f} ns on average ({} of them timed)",
+                       lock.acquisitions, lock.mean_held_ns(), lock.timed);
   }
   out += fmt::format("\nobjects: {} created, {} destroyed", objects_created, objects_destroyed);
   const PolicyCounters& p = policy;

@@ -168,6 +168,45 @@ struct AsyncCounters {
 static_assert(sizeof(AsyncCounters) == AsyncCounters::fields().size() * sizeof(std::uint64_t),
               "list every counter of AsyncCounters in AsyncCounters::fields()");
 
+/// The runtime's lock (Runtime::Lock): how often calls took it and how long
+/// they held it. Threads scale only as far as that section is short, so it
+/// is always counted; one acquisition in `lock_timing_period` is timed (two
+/// clock reads), so that counting costs nothing a call would notice.
+struct LockCounters {
+  std::uint64_t acquisitions = 0;  ///< Times a call took the lock.
+  std::uint64_t timed = 0;         ///< Of those, the ones timed.
+  /// How long the timed ones held it, in ns (each including one read of
+  /// the clock, tens of ns on a virtual machine).
+  std::uint64_t timed_ns = 0;
+
+  /// A counter's name and member, for code that walks the counters.
+  struct Field {
+    const char* name;                     ///< The counter's name, as its member is spelled.
+    std::uint64_t LockCounters::*member;  ///< The counter.
+  };
+  /// Every counter, listed once.
+  [[nodiscard]] static constexpr std::array<Field, 3> fields() noexcept {
+    return {{{"acquisitions", &LockCounters::acquisitions},
+             {"timed", &LockCounters::timed},
+             {"timed_ns", &LockCounters::timed_ns}}};
+  }
+  /// Subtracts every counter of `o`: what happened since `o` was taken.
+  LockCounters& operator-=(const LockCounters& o) noexcept {
+    for (const Field& f : fields()) this->*f.member -= o.*f.member;
+    return *this;
+  }
+  /// The mean time a call held the lock, in ns, from the timed ones (0
+  /// before any was timed).
+  [[nodiscard]] double mean_held_ns() const noexcept {
+    return timed == 0 ? 0.0 : static_cast<double>(timed_ns) / static_cast<double>(timed);
+  }
+};
+static_assert(sizeof(LockCounters) == LockCounters::fields().size() * sizeof(std::uint64_t),
+              "list every counter of LockCounters in LockCounters::fields()");
+
+/// One acquisition of the runtime's lock in this many is timed (LockCounters).
+inline constexpr std::uint64_t lock_timing_period = 64;
+
 /// The data manager's telemetry (DataManager::stats, Runtime::stats): a
 /// plain value to copy, subtract (since) and print.
 struct Stats {
@@ -202,6 +241,8 @@ struct Stats {
   TwoLmCounters memory_mode;
   PolicyCounters policy;  ///< What the policy's moves did.
   AsyncCounters async;    ///< What the asynchronous mover did.
+  /// The runtime's lock (Runtime::stats; zero in DataManager::stats).
+  LockCounters lock;
 
   /// Every byte bytes_copied counts, summed over all (source, destination) pairs.
   [[nodiscard]] std::uint64_t total_bytes_copied() const;

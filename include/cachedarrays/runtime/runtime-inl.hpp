@@ -469,7 +469,9 @@ CACHEDARRAYS_INLINE void Runtime::collect() {
 
 CACHEDARRAYS_INLINE Stats Runtime::stats() const {
   std::lock_guard guard(placement_);
-  return manager_.stats();
+  Stats s = manager_.stats();
+  s.lock = lock_counters_;
+  return s;
 }
 
 CACHEDARRAYS_INLINE std::vector<DeviceUsage> Runtime::usage() const {

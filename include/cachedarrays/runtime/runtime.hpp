@@ -63,6 +63,9 @@ class Runtime {
 
    private:
     Runtime& runtime_;
+    // Set when this acquisition is one of those timed (Stats::lock).
+    std::chrono::steady_clock::time_point timed_from_{};
+    bool timed_ = false;
   };
 
   /// Reserves every device now. Without a policy, first-touch is used
@@ -369,6 +372,9 @@ class Runtime {
   // injected (their sites are under the lock).
   // Changed only under the lock (switch_policy), read without it by reads.
   std::atomic<bool> unlocked_reads_{false};
+  // How often Lock was taken and how long it was held (Stats::lock);
+  // written by the lock's holder.
+  LockCounters lock_counters_;
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
   // policy_->name(), kept apart so that policy_name() needs neither the

@@ -22,6 +22,7 @@
 #include "cachedarrays/runtime/runtime.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <utility>
 
@@ -30,6 +31,8 @@ namespace cachedarrays {
 CACHEDARRAYS_INLINE Runtime::Lock::Lock(Runtime& runtime) : runtime_(runtime) {
   // The sequence is odd from here: a read that pins from now on backs off.
   runtime_.placement_.lock();
+  timed_ = ++runtime_.lock_counters_.acquisitions % lock_timing_period == 0;
+  if (timed_) timed_from_ = std::chrono::steady_clock::now();
   try {
     runtime_.deliver_deferred_hints();
   } catch (...) {
@@ -38,7 +41,15 @@ CACHEDARRAYS_INLINE Runtime::Lock::Lock(Runtime& runtime) : runtime_(runtime) {
   }
 }
 
-CACHEDARRAYS_INLINE Runtime::Lock::~Lock() { runtime_.placement_.unlock(); }
+CACHEDARRAYS_INLINE Runtime::Lock::~Lock() {
+  if (timed_) {
+    LockCounters& counters = runtime_.lock_counters_;
+    ++counters.timed;
+    counters.timed_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - timed_from_).count());
+  }
+  runtime_.placement_.unlock();
+}
 
 CACHEDARRAYS_INLINE void Runtime::refresh_hint_delivery(Object& object) {
   if (!unlocked_reads_.load(std::memory_order_relaxed)) return;

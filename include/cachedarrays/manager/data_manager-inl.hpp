@@ -603,6 +603,10 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
   return extra;
 }
 
+CACHEDARRAYS_INLINE void DataManager::pin_shared_read(Object& object) noexcept {
+  if (!detail::reader_slots().pin(&object)) object.pins_.fetch_add(1, std::memory_order_seq_cst);
+}
+
 CACHEDARRAYS_INLINE void DataManager::unpin_shared_read(Object& object) noexcept {
   detail::ReaderSlots& slots = detail::reader_slots();
   if (slots.unpin_own(&object)) return;
@@ -632,8 +636,7 @@ CACHEDARRAYS_INLINE bool DataManager::writable_unlocked(const Object& object) co
   return true;
 }
 
-CACHEDARRAYS_INLINE double DataManager::note_access_unlocked(const Object& object, Access access) {
-  const Region& primary = *object.primary_;
+CACHEDARRAYS_INLINE double DataManager::note_access_unlocked(const Region& primary, Access access) {
   const DeviceId d = primary.device_;
   const auto& profile = heap(d).spec().emulation;
   const double extra_ns = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, access) : 0.0;

@@ -221,14 +221,15 @@ class DataManager {
       if (!object.shared_reads_.load(std::memory_order_acquire)) {
         // Another's pin found here marks the object for the next reads;
         // this one stays in the pin word.
-        if ((object.pins_.fetch_add(1, std::memory_order_seq_cst) & Object::pin_mask) != 0) {
+        if ((object.pins_.fetch_add(1, std::memory_order_seq_cst) & Object::pin_mask) != 0) [[unlikely]] {
           object.shared_reads_.store(true, std::memory_order_seq_cst);
         }
         return;
       }
-      if (detail::reader_slots().pin(&object)) return;
+      pin_shared_read(object);
+      return;
     }
-    object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+    object.pins_.fetch_add(Object::write_pin, std::memory_order_seq_cst);
   }
   /// Ends a pin, taken under the lock or not; safe without the runtime lock
   /// (atomic).
@@ -259,9 +260,10 @@ class DataManager {
   [[nodiscard]] bool writable_unlocked(const Object& object) const noexcept;
   /// note_access for an access pinned without the runtime lock (the
   /// Runtime's unlocked accesses, once readable_unlocked or
-  /// writable_unlocked said yes): counts it in per-thread counters that
-  /// stats() adds in, and returns its emulated cost.
-  double note_access_unlocked(const Object& object, Access access);
+  /// writable_unlocked said yes), given the pinned object's primary: counts
+  /// it in per-thread counters that stats() adds in, and returns its
+  /// emulated cost.
+  double note_access_unlocked(const Region& primary, Access access);
 
   // ---- walks and checks -----------------------------------------------------
   /// Every live object, in creation order.
@@ -313,6 +315,9 @@ class DataManager {
   // defrag and make_hole may move `region` within its heap: anything but
   // the primary of a pinned object (invariant 3).
   static bool movable_in_heap(const Region& region) noexcept;
+  // An unlocked read pin of an object marked shared: in the thread's slots,
+  // or in the pin word when they are full (reader_slots.hpp).
+  static void pin_shared_read(Object& object) noexcept;
   // Ends one read pin of an object marked shared: any one, since read pins
   // are interchangeable (reader_slots.hpp).
   static void unpin_shared_read(Object& object) noexcept;

@@ -93,12 +93,14 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
   for (std::size_t i = 0; i < n; ++i) {
     Object& object = *objects[i];
     const bool write = accesses[i] == Access::write;
-    emulated_ns += manager_.note_access_unlocked(object, accesses[i]);
+    // Pinned: the primary stays, so it is loaded once.
+    const Region& primary = *manager_.getprimary(object);
+    emulated_ns += manager_.note_access_unlocked(primary, accesses[i]);
     object.hinted(write ? Hint::will_write : Hint::will_read);
     if ((write ? object.write_hint_delivery() : object.read_hint_delivery()) == HintDelivery::deferred) {
       defer_hint(object, write ? Object::deferred_write : Object::deferred_read);
     }
-    data[i] = manager_.pointer(*manager_.getprimary(object));
+    data[i] = manager_.pointer(primary);
   }
   unlocked_kernels_.add(0, 1);
   return true;

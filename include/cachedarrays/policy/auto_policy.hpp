@@ -186,6 +186,13 @@ class AutoPolicy final : public Policy {
   [[nodiscard]] const AutoDecision& decision() const noexcept { return decision_; }
   /// The registry name of the policy running now.
   [[nodiscard]] const std::string& running() const noexcept { return inner_name_; }
+  /// Whether the planners' modeled times have arrived on the model's thread
+  /// and wait to be taken in at the next iteration: for a caller that wants
+  /// them taken at a known point of its run.
+  [[nodiscard]] bool planners_answer_arrived() const {
+    return planners_ranking_.valid() &&
+           planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
 
  private:
   enum class Phase { waiting, ranking, trialing, settled };

@@ -6,7 +6,8 @@
 //     handler that throws. After each: the invariants hold, the source of a
 //     failed copy is intact and its destination never counts as a copy.
 //   - The matrix: every kind of fault at the Nth event, for N over the whole
-//     run, under every policy, in a training-like program (parameters kept,
+//     run (half as many N in unoptimised or sanitizer builds), under every
+//     policy, in a training-like program (parameters kept,
 //     activations created and retired every iteration, skip connections, the
 //     planned policies following their plans). After every iteration the
 //     invariants hold and every parameter holds what the program last wrote;

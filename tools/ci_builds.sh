@@ -5,7 +5,7 @@
 
 # The multi-threaded test files, which the ThreadSanitizer build compiles
 # alone, and the ctest names that select their cases.
-ci_thread_test_files='/(async_copy|stress|unlocked_reads|unlocked_writes|shared_reads|policy_switch|auto_policy|copy_engine|copy_timeline|autotm_policy|planned_policies|capacity_plan)_tests\.cpp$'
+ci_thread_test_files='/(async_copy|stress|unlocked_reads|unlocked_writes|pin_slots|policy_switch|auto_policy|copy_engine|copy_timeline|autotm_policy|planned_policies|capacity_plan)_tests\.cpp$'
 ci_thread_test_names='stress|thread|async|unlocked|placement'
 # ThreadSanitizer's suppressions (the reasons are in the file).
 ci_tsan_options="suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/tsan.supp halt_on_error=1"

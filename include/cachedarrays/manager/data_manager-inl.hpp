@@ -603,23 +603,6 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
   return extra;
 }
 
-CACHEDARRAYS_INLINE void DataManager::pin_shared_read(Object& object) noexcept {
-  if (!detail::reader_slots().pin(&object)) object.pins_.fetch_add(1, std::memory_order_seq_cst);
-}
-
-CACHEDARRAYS_INLINE void DataManager::unpin_shared_read(Object& object) noexcept {
-  detail::ReaderSlots& slots = detail::reader_slots();
-  if (slots.unpin_own(&object)) return;
-  std::uint64_t pins = object.pins_.load(std::memory_order_relaxed);
-  while ((pins & Object::pin_mask) != 0) {
-    if (object.pins_.compare_exchange_weak(pins, pins - 1, std::memory_order_release, std::memory_order_relaxed)) {
-      return;
-    }
-  }
-  // The pin was taken in another thread's slots, and its access ended here.
-  (void)slots.unpin_any(&object);
-}
-
 CACHEDARRAYS_INLINE bool DataManager::writable_unlocked(const Object& object) const noexcept {
   const Region* primary = object.primary_;
   if (primary == nullptr || memory_mode_[primary->device_] != nullptr) return false;

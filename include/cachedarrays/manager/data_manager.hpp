@@ -211,31 +211,24 @@ class DataManager {
   /// for an object without a primary.
   void pin(Object& object, Access access);
   /// Pins the object for an access that skips the runtime lock
-  /// (runtime/unlocked_access-inl.hpp): in its pin word, or, for a read of
-  /// an object another thread reads too, in the thread's own slots
-  /// (reader_slots.hpp). The caller then checks that no lock holder ran.
-  static void pin_unlocked(Object& object, Access access) noexcept {
-    if (access == Access::read) {
-      // Acquire: a lock holder that runs after this pin then sees the mark
-      // another reader set (reader_slots.hpp).
-      if (!object.shared_reads_.load(std::memory_order_acquire)) {
-        // Another's pin found here marks the object for the next reads;
-        // this one stays in the pin word.
-        if ((object.pins_.fetch_add(1, std::memory_order_seq_cst) & Object::pin_mask) != 0) [[unlikely]] {
-          object.shared_reads_.store(true, std::memory_order_seq_cst);
-        }
-        return;
-      }
-      pin_shared_read(object);
-      return;
+  /// (runtime/unlocked_access-inl.hpp), in a slot of the calling thread
+  /// (pin_slots.hpp), or in its pin word when the thread has none free;
+  /// returns where. A slot's pin is a relaxed store: the caller fences
+  /// (seq_cst) after its last pin, then checks that no lock holder ran.
+  static detail::PinToken pin_unlocked(Object& object, Access access) noexcept {
+    const detail::PinToken token = detail::pin_slots().pin(&object, access == Access::write);
+    if (token == detail::pin_word) {
+      object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+      return token;
     }
-    object.pins_.fetch_add(Object::write_pin, std::memory_order_seq_cst);
+    if (!object.slot_pinned_.load(std::memory_order_relaxed)) object.slot_pinned_.store(true, std::memory_order_relaxed);
+    return token;
   }
-  /// Ends a pin, taken under the lock or not; safe without the runtime lock
-  /// (atomic).
-  static void unpin(Object& object, Access access) noexcept {
-    if (access == Access::read && object.shared_reads_.load(std::memory_order_relaxed)) {
-      unpin_shared_read(object);
+  /// Ends a pin, taken under the lock (token pin_word) or not; safe without
+  /// the runtime lock (atomic).
+  static void unpin(Object& object, Access access, detail::PinToken token = detail::pin_word) noexcept {
+    if (token != detail::pin_word) {
+      detail::pin_slots().unpin(token);
       return;
     }
     object.pins_.fetch_sub(access == Access::write ? Object::write_pin : 1, std::memory_order_release);
@@ -315,12 +308,6 @@ class DataManager {
   // defrag and make_hole may move `region` within its heap: anything but
   // the primary of a pinned object (invariant 3).
   static bool movable_in_heap(const Region& region) noexcept;
-  // An unlocked read pin of an object marked shared: in the thread's slots,
-  // or in the pin word when they are full (reader_slots.hpp).
-  static void pin_shared_read(Object& object) noexcept;
-  // Ends one read pin of an object marked shared: any one, since read pins
-  // are interchangeable (reader_slots.hpp).
-  static void unpin_shared_read(Object& object) noexcept;
   // A copy failed part way (fault_injection.hpp): leaves dst as a media
   // error would and throws copy_error.
   [[noreturn]] void fail_copy(Region& dst, const Region& src, bool into_primary, detail::CopyDestination where);

@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "cachedarrays/manager/detail/relaxed_atomic.hpp"
-#include "cachedarrays/manager/reader_slots.hpp"
+#include "cachedarrays/manager/pin_slots.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
@@ -57,15 +57,16 @@ class Object {
   /// The object's size in bytes, as created; every region of it has this size.
   [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
   /// Pinned by a scoped access: its primary cannot move, be evicted or freed.
-  /// (Read pins of an object several threads read may be held in the
-  /// readers' own slots: reader_slots.hpp.)
+  /// (An access that skipped the runtime's lock may hold its pin in its
+  /// thread's own slots: pin_slots.hpp.)
   [[nodiscard]] bool pinned() const noexcept {
     if ((pins_.load(std::memory_order_seq_cst) & pin_mask) != 0) return true;
-    return shared_reads_.load(std::memory_order_seq_cst) && detail::reader_slots().holds(this);
+    return slot_pinned_.load(std::memory_order_seq_cst) && detail::pin_slots().holds(this);
   }
   /// True while a write access is open: copies taken now would be stale.
   [[nodiscard]] bool being_written() const noexcept {
-    return (pins_.load(std::memory_order_acquire) >> writer_shift) != 0;
+    if ((pins_.load(std::memory_order_seq_cst) >> writer_shift) != 0) return true;
+    return slot_pinned_.load(std::memory_order_seq_cst) && detail::pin_slots().holds_write(this);
   }
   /// How a will_read hint on this object may reach the policy from a thread
   /// without the runtime's lock (Policy::read_hint_delivery, as the policy
@@ -138,9 +139,11 @@ class Object {
   static constexpr std::uint64_t pin_mask = (std::uint64_t{1} << writer_shift) - 1;
   static constexpr std::uint64_t write_pin = (std::uint64_t{1} << writer_shift) + 1;
   std::atomic<std::uint64_t> pins_{0};
-  // Set, for good, once a reader found another's pin: from then on unlocked
-  // read pins go to the readers' own slots (reader_slots.hpp).
-  std::atomic<bool> shared_reads_{false};
+  // Set, for good, by the first unlocked access that pins the object in a
+  // thread's slots (pin_slots.hpp): pinned() looks in the slots only for
+  // such objects. Written once, so accesses on several threads then share
+  // its line without writing it.
+  std::atomic<bool> slot_pinned_{false};
   // HintDeliveries; written under the runtime's lock, read by unlocked
   // reads and writes.
   std::atomic<std::uint8_t> read_delivery_{0};

@@ -33,13 +33,13 @@ class ScopedAccess {
 
   /// Takes over `other`'s pin; `other` then unpins nothing.
   ScopedAccess(ScopedAccess&& other) noexcept
-      : object_(std::exchange(other.object_, nullptr)), span_(other.span_) {}
+      : object_(std::exchange(other.object_, nullptr)), pin_(other.pin_), span_(other.span_) {}
   ScopedAccess& operator=(ScopedAccess&&) = delete;
   ScopedAccess(const ScopedAccess&) = delete;
   ScopedAccess& operator=(const ScopedAccess&) = delete;
   /// Unpins the object (without taking the runtime's lock).
   ~ScopedAccess() {
-    if (object_ != nullptr) Runtime::release(*object_, A);
+    if (object_ != nullptr) Runtime::release(*object_, A, pin_);
   }
 
   /// The array's elements where they are pinned, valid until the access ends.
@@ -65,11 +65,12 @@ class ScopedAccess {
   ScopedAccess(Runtime& runtime, Object& object, std::size_t count) : object_(&object) {
     Access access = A;
     std::byte* data = nullptr;
-    (void)runtime.acquire_all(&object_, &access, &data, 1, scoped_access_kernel(A));
+    (void)runtime.acquire_all(&object_, &access, &data, &pin_, 1, scoped_access_kernel(A));
     span_ = {reinterpret_cast<element_type*>(data), count};
   }
 
   Object* object_;
+  detail::PinToken pin_ = detail::pin_word;  // where the pin is held
   std::span<element_type> span_;
 };
 

@@ -18,11 +18,14 @@ CACHEDARRAYS_INLINE PinnedKernel::PinnedKernel(Runtime& runtime, const char* nam
                            std::to_string(objects.size()) + " objects, " + std::to_string(accesses.size()) +
                            " accesses and " + std::to_string(data.size()) + " data slots; give one of each per argument");
   }
-  index_ = runtime_.acquire_all(objects.data(), accesses.data(), data.data(), objects.size(), name, emulated_ns);
+  if (objects.size() > tokens_.size()) more_tokens_ = std::make_unique<detail::PinToken[]>(objects.size());
+  index_ = runtime_.acquire_all(objects.data(), accesses.data(), data.data(), tokens(), objects.size(), name,
+                                emulated_ns);
 }
 
 CACHEDARRAYS_INLINE PinnedKernel::~PinnedKernel() {
-  for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i]);
+  const detail::PinToken* held = tokens();
+  for (std::size_t i = 0; i < objects_.size(); ++i) Runtime::release(*objects_[i], accesses_[i], held[i]);
 }
 
 

@@ -12,8 +12,10 @@
 
 #include "cachedarrays/config.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "cachedarrays/runtime/runtime.hpp"
@@ -58,6 +60,11 @@ class PinnedKernel {
   std::span<Object* const> objects_;
   std::span<const Access> accesses_;
   std::uint64_t index_ = 0;  // in the iteration (Policy::on_kernel_begin)
+  // Where each argument's pin is held: inline for the kernels of a thread's
+  // slot count or fewer arguments (a thread cannot slot more at once).
+  std::array<detail::PinToken, detail::pin_slots_per_thread> tokens_{};
+  std::unique_ptr<detail::PinToken[]> more_tokens_;
+  [[nodiscard]] detail::PinToken* tokens() noexcept { return more_tokens_ ? more_tokens_.get() : tokens_.data(); }
 };
 
 }  // namespace cachedarrays

@@ -410,9 +410,10 @@ CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access ac
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
-                                                     std::size_t n, const char* kernel, double* emulated_out) {
+                                                     detail::PinToken* tokens, std::size_t n, const char* kernel,
+                                                     double* emulated_out) {
   double emulated_ns = 0;
-  if (emulated_out == nullptr && try_acquire_unlocked(objects, accesses, data, n, emulated_ns)) {
+  if (emulated_out == nullptr && try_acquire_unlocked(objects, accesses, data, tokens, n, emulated_ns)) {
     emulation::wait_ns(emulated_ns);
     return 0;  // only a policy that follows kernels reads the index, and it never lets reads skip the lock
   }
@@ -423,7 +424,10 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
     try {
       // Hint and pin one argument at a time: once pinned, a later argument's
       // hint cannot evict it.
-      for (; pinned < n; ++pinned) data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
+      for (; pinned < n; ++pinned) {
+        data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
+        tokens[pinned] = detail::pin_word;
+      }
       index = kernel_index_;
       if (kernel_hooks_.load(std::memory_order_relaxed)) {
         detail::inject_handler_fault("on_kernel_begin");
@@ -433,7 +437,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
     } catch (...) {
       while (pinned > 0) {
         --pinned;
-        release(*objects[pinned], accesses[pinned]);
+        release(*objects[pinned], accesses[pinned], detail::pin_word);
       }
       throw;
     }

@@ -253,8 +253,10 @@ class Runtime {
   // `emulated_out`, when not null: the arguments are pinned under the lock
   // (so the index is the kernel's place in the iteration) and it receives
   // the emulated charge waited out.
-  std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                            const char* kernel, double* emulated_out = nullptr);
+  // tokens[i] receives where objects[i]'s pin is held, for its release.
+  std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
+                            detail::PinToken* tokens, std::size_t n, const char* kernel,
+                            double* emulated_out = nullptr);
   // Runtime::kernel once its name is settled.
   template <typename... Args>
   void run_kernel(const char* name, Args&&... groups_then_callable);
@@ -278,7 +280,9 @@ class Runtime {
   [[nodiscard]] bool kernel_end_heard() const noexcept {
     return kernel_hooks_.load(std::memory_order_relaxed) || recording_on_.load(std::memory_order_acquire);
   }
-  static void release(Object& object, Access access) noexcept { DataManager::unpin(object, access); }
+  static void release(Object& object, Access access, detail::PinToken token) noexcept {
+    DataManager::unpin(object, access, token);
+  }
   void retire(Object& object);
   // Who gave a hint: the program (hint(), retire()), or a kernel's access
   // to an argument, which its kernel_begin trace event records (a replay
@@ -295,8 +299,8 @@ class Runtime {
   // write's also needs DataManager::writable_unlocked) and no lock holder
   // ran meanwhile; false, with nothing pinned or counted, when the lock is
   // needed.
-  bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data, std::size_t n,
-                            double& emulated_ns);
+  bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data,
+                            detail::PinToken* tokens, std::size_t n, double& emulated_ns);
   // A will_read from the program that needs no lock: true when it was
   // deferred or is unneeded.
   bool try_hint_unlocked(Object& object);

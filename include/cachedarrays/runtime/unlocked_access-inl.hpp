@@ -7,7 +7,7 @@
 // unneeded) for the object where it is; a write likewise, by its
 // will_write's answer, and only where the write leaves the object's state
 // as it is (DataManager::writable_unlocked). The protocol is Dekker's: the
-// reader adds its pins, then checks that the lock's sequence
+// reader stores its pins (pin_slots.hpp), then checks that the lock's sequence
 // (placement_lock.hpp) is even and unchanged since before; taking the lock
 // makes the sequence odd, and the holder checks pins before it moves
 // anything. Both sides store before they load, with
@@ -64,7 +64,8 @@ CACHEDARRAYS_INLINE void Runtime::refresh_hint_delivery(Object& object) {
 }
 
 CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, const Access* accesses,
-                                                       std::byte** data, std::size_t n, double& emulated_ns) {
+                                                       std::byte** data, detail::PinToken* tokens, std::size_t n,
+                                                       double& emulated_ns) {
   // A trace records every kernel with its arguments' devices, under the lock.
   if (!unlocked_reads_.load(std::memory_order_relaxed)) return false;
   if (recording_on_.load(std::memory_order_acquire)) return false;
@@ -81,11 +82,12 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
                                    manager_.writable_unlocked(object);
     if (!allowed) return false;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    DataManager::pin_unlocked(*objects[i], accesses[i]);
-  }
+  for (std::size_t i = 0; i < n; ++i) tokens[i] = DataManager::pin_unlocked(*objects[i], accesses[i]);
+  // One fence for every pin in a slot (pin_slots.hpp): they come before the
+  // sequence's second load.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (placement_.sequence(std::memory_order_seq_cst) != seq) {
-    for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], accesses[i]);
+    for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], accesses[i], tokens[i]);
     return false;
   }
   // Pinned, and nothing moved since `seq`: from here on no lock holder moves

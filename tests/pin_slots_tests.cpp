@@ -1,8 +1,7 @@
-// Reads of one array by several threads (manager/reader_slots.hpp): once a
-// reader finds another's pin, the array's unlocked read pins go to each
-// reader's own slots; a lock holder still sees every one of them before it
-// moves the array, a pin ends wherever its access ends, and readers see the
-// array whole while another thread keeps moving it.
+// Pins of accesses that skip the runtime's lock, held in their threads' own
+// slots (manager/pin_slots.hpp): a lock holder still sees every one of them
+// before it moves or copies the array, a pin ends wherever its access ends,
+// and readers see an array whole while another thread keeps moving it.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -13,22 +12,13 @@
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"
-#include "cachedarrays/manager/reader_slots.hpp"
+#include "cachedarrays/manager/pin_slots.hpp"
 #include "cachedarrays/policy/moves.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
 
 namespace {
-
-// Reads `array` on another thread while it is read here: that read finds
-// this one's pin and marks the array shared, so that later unlocked reads of
-// it pin in their threads' slots.
-void mark_shared(ca::CachedArray<std::uint64_t>& array) {
-  auto mine = array.read();
-  std::thread other([&] { auto theirs = array.read(); });
-  other.join();
-}
 
 bool evict_moves(ca::Runtime& rt, ca::CachedArray<std::uint64_t>& array) {
   auto guard = rt.lock();
@@ -37,7 +27,7 @@ bool evict_moves(ca::Runtime& rt, ca::CachedArray<std::uint64_t>& array) {
 
 }  // namespace
 
-TEST_CASE("unlocked reads of a shared array: a pin in a reader's own slot keeps the array where it is") {
+TEST_CASE("unlocked pins: a read pin in a thread's own slot keeps the array where it is") {
   test::QuarterFastArrays setting(4, 512, [](int i) { return static_cast<std::uint64_t>(i + 1); });
   ca::Runtime& rt = setting.rt;
   ca::CachedArray<std::uint64_t>& a = setting.data[0];
@@ -47,13 +37,12 @@ TEST_CASE("unlocked reads of a shared array: a pin in a reader's own slot keeps 
   }
 
   // Another thread's read pins in its slot and hands its open access over.
-  mark_shared(a);
   CHECK_FALSE(a.object().pinned());
   std::optional<ca::ReadAccess<std::uint64_t>> handed;
   std::thread other([&] { handed.emplace(a.read()); });
   other.join();
   REQUIRE(handed.has_value());
-  CHECK(ca::detail::reader_slots().holds(&a.object()));
+  CHECK(ca::detail::pin_slots().holds(&a.object()));
 
   // Pinned by the slot alone: a lock holder sees the pin and moves nothing.
   CHECK(a.object().pinned());
@@ -63,7 +52,7 @@ TEST_CASE("unlocked reads of a shared array: a pin in a reader's own slot keeps 
   // The access ends on a thread other than its own: the pin goes with it,
   // and nothing is pinned twice or not at all.
   handed.reset();
-  CHECK_FALSE(ca::detail::reader_slots().holds(&a.object()));
+  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
   CHECK_FALSE(a.object().pinned());
   CHECK_FALSE(a.object().being_written());
   CHECK(evict_moves(rt, a));
@@ -71,16 +60,15 @@ TEST_CASE("unlocked reads of a shared array: a pin in a reader's own slot keeps 
   CHECK(test::words_hold(r, 1));
 }
 
-TEST_CASE("unlocked reads of a shared array: pins beyond a thread's slots, and across threads, all end") {
+TEST_CASE("unlocked pins: pins beyond a thread's slots, and across threads, all end") {
   constexpr int arrays = 12;
   test::QuarterFastArrays setting(arrays * 4, 64, [](int i) { return static_cast<std::uint64_t>(i + 1); });
   ca::Runtime& rt = setting.rt;
-  // Twelve arrays in fast memory, each marked shared.
+  // Twelve arrays in fast memory.
   std::vector<ca::CachedArray<std::uint64_t>*> shared;
   for (int i = 0; i < arrays; ++i) {
     ca::CachedArray<std::uint64_t>& a = setting.data[static_cast<std::size_t>(i)];
     { auto w = a.write(); }  // brings it into fast memory under CA:LM
-    mark_shared(a);
     shared.push_back(&a);
   }
   // One thread holds a read of each at once: more than its slots, so the
@@ -100,13 +88,57 @@ TEST_CASE("unlocked reads of a shared array: pins beyond a thread's slots, and a
   for (std::size_t i = 0; i < shared.size(); ++i) {
     CAPTURE(i);
     CHECK_FALSE(shared[i]->object().pinned());
-    CHECK_FALSE(ca::detail::reader_slots().holds(&shared[i]->object()));
+    CHECK_FALSE(ca::detail::pin_slots().holds(&shared[i]->object()));
   }
   // Nothing left pinned: every array can be moved out.
   for (auto* a : shared) CHECK(evict_moves(rt, *a));
 }
 
-TEST_CASE("unlocked reads of a shared array: readers on several threads see it whole while another thread moves it") {
+TEST_CASE("unlocked pins: a write pin in a thread's own slot keeps copies and moves off the array") {
+  test::QuarterFastArrays setting(4, 512, [](int i) { return static_cast<std::uint64_t>(i + 1); });
+  ca::Runtime& rt = setting.rt;
+  ca::CachedArray<std::uint64_t>& a = setting.data[0];
+  {
+    auto w = a.write();  // brings it into fast memory under CA:LM, dirty
+    test::fill_words(w, 7);
+  }
+  // A write on another thread, handed over open: it skipped the lock, so
+  // its pin is in that thread's slot, marked as a write.
+  std::optional<ca::WriteAccess<std::uint64_t>> handed;
+  std::thread other([&] { handed.emplace(a.write()); });
+  other.join();
+  REQUIRE(handed.has_value());
+  REQUIRE(ca::detail::pin_slots().holds_write(&a.object()));
+  CHECK(a.object().pinned());
+  CHECK(a.object().being_written());
+  CHECK_FALSE(evict_moves(rt, a));
+  test::fill_words(*handed, 9);
+
+  // Ended here: the slot is empty, and the array moves with the last write.
+  handed.reset();
+  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
+  CHECK_FALSE(a.object().pinned());
+  CHECK_FALSE(a.object().being_written());
+  CHECK(evict_moves(rt, a));
+  auto r = a.read();
+  CHECK(test::words_hold(r, 9));
+}
+
+TEST_CASE("unlocked pins: a read pin in a slot is not taken for a write pin, nor another array's pin") {
+  test::QuarterFastArrays setting(4, 512, [](int i) { return static_cast<std::uint64_t>(i + 1); });
+  ca::CachedArray<std::uint64_t>& a = setting.data[0];
+  ca::CachedArray<std::uint64_t>& b = setting.data[1];
+  { auto w = a.write(); }  // the one array fast memory holds
+  auto r = a.read();
+  REQUIRE(ca::detail::pin_slots().holds(&a.object()));
+  CHECK(a.object().pinned());
+  CHECK_FALSE(a.object().being_written());
+  CHECK_FALSE(ca::detail::pin_slots().holds_write(&a.object()));
+  CHECK_FALSE(b.object().pinned());
+  CHECK_FALSE(ca::detail::pin_slots().holds(&b.object()));
+}
+
+TEST_CASE("unlocked pins: readers on several threads see an array whole while another thread moves it") {
   // Two arrays that every reader reads, in a fast tier of a quarter of the
   // arrays, beside a thread that keeps archiving and evicting them.
   constexpr int arrays = 8;
@@ -156,7 +188,7 @@ TEST_CASE("unlocked reads of a shared array: readers on several threads see it w
   for (std::size_t i = 0; i < 2; ++i) {
     CAPTURE(i);
     CHECK_FALSE(data[i].object().pinned());
-    CHECK_FALSE(ca::detail::reader_slots().holds(&data[i].object()));
+    CHECK_FALSE(ca::detail::pin_slots().holds(&data[i].object()));
   }
   auto guard = rt.lock();
   rt.manager().check_invariants(/*verify_contents=*/true);

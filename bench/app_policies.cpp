@@ -45,14 +45,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -67,8 +61,7 @@
 #include <cachedarrays/manager/emulation.hpp>
 
 #include "bench_support.hpp"
-
-extern char** environ;  // NOLINT: POSIX
+#include "support/app_run.hpp"
 
 namespace ca = cachedarrays;
 namespace bench = cachedarrays::bench;
@@ -113,77 +106,16 @@ bool is_all_fast(const std::string& policy) {
   return ca::policy::Registry::builtin().describe(policy).baseline();
 }
 
-// One child run: its report, or why there is none.
-struct Run {
-  std::optional<nlohmann::json> report;  // the app's --json, when verified
-  std::string failure;
-};
-
-// The last non-empty line of a file, for a failure's reason.
-std::string last_line(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
-}
+using Run = ca::tools::AppRun;
 
 // Runs `app` under `policy` at `fraction` with the emulated slow tier, its
 // output into `scratch`.
 Run run_app(const Options& o, const std::string& app, const std::string& policy, double fraction,
             const fs::path& scratch) {
-  const fs::path exe = fs::path(o.app_dir) / ("app_" + app);
-  const fs::path json = scratch / "run.json", out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  fs::remove(json);
-  std::vector<std::string> args{exe.string(),   "--size", o.size, "--iterations", std::to_string(o.iterations),
-                                "--profile-iterations", std::to_string(o.profile_iterations)};
-  args.insert(args.end(), {"--json", json.string()});
-  // The parent's environment, less what the run sets.
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string var = *e;
-    if (var.rfind("CACHEDARRAYS_POLICY=", 0) == 0 || var.rfind("CACHEDARRAYS_FAST_", 0) == 0 ||
-        var.rfind("CACHEDARRAYS_EMULATION=", 0) == 0) {
-      continue;
-    }
-    env.push_back(var);
-  }
-  env.push_back("CACHEDARRAYS_POLICY=" + policy);
-  env.push_back(fmt::format("CACHEDARRAYS_FAST_FRACTION={}", fraction));
-  env.push_back(std::string("CACHEDARRAYS_EMULATION=") + emulation_profile);
-  const auto pointers = [](std::vector<std::string>& strings) {
-    std::vector<char*> p;
-    for (std::string& s : strings) p.push_back(s.data());
-    p.push_back(nullptr);
-    return p;
-  };
-  std::vector<char*> argv = pointers(args), envp = pointers(env);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return {std::nullopt, fmt::format("cannot start {}: {}", exe.string(), std::strerror(spawned))};
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return {std::nullopt, fmt::format("waitpid: {}", std::strerror(errno))};
-  }
-  if (WIFSIGNALED(status)) return {std::nullopt, fmt::format("killed by signal {}", WTERMSIG(status))};
-  if (WEXITSTATUS(status) != 0) {
-    return {std::nullopt, fmt::format("exit {}: {}", WEXITSTATUS(status), last_line(err))};
-  }
-  try {
-    std::ifstream in(json);
-    nlohmann::json report = nlohmann::json::parse(in);
-    if (!report.value("verified", false)) return {std::nullopt, "not verified: " + report.value("error", "")};
-    return {std::move(report), ""};
-  } catch (const std::exception& e) {
-    return {std::nullopt, fmt::format("no report in {}: {}", json.string(), e.what())};
-  }
+  return ca::tools::run_app(fs::path(o.app_dir) / ("app_" + app),
+                            {"--size", o.size, "--iterations", std::to_string(o.iterations), "--profile-iterations",
+                             std::to_string(o.profile_iterations)},
+                            {.policy = policy, .fast_fraction = fraction, .emulation = emulation_profile}, scratch);
 }
 
 struct Row {

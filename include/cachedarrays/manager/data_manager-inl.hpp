@@ -603,29 +603,23 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
   return extra;
 }
 
-CACHEDARRAYS_INLINE bool DataManager::writable_unlocked(const Object& object) const noexcept {
-  const Region* primary = object.primary_;
-  if (primary == nullptr || memory_mode_[primary->device_] != nullptr) return false;
-  // Already dirty: the write neither sets the flag nor needs a new version.
-  if (!primary->dirty_ || primary->has_copy_) return false;
-  const std::uint64_t version = object.version_;
-  for (const Region* r : object.on_device_) {
-    if (r == nullptr || r == primary) continue;
-    // Already stale and no copy in flight: the write changes nothing any
-    // other region's validity rests on.
-    const std::uint64_t held = r->version_;
-    if (r->has_copy_ || (held != 0 && held == version)) return false;
+CACHEDARRAYS_INLINE double DataManager::note_accesses_unlocked(Object* const* objects, const Access* accesses,
+                                                              std::size_t n) {
+  // One look-up of the thread's stripe for all of them.
+  auto add = unlocked_accesses_.adder();
+  double extra_ns = 0;
+  std::uint64_t counted_ns = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Region& primary = *objects[i]->primary_;  // pinned: it stays
+    const DeviceId d = primary.device_;
+    const auto& profile = heap(d).spec().emulation;
+    const double extra = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, accesses[i]) : 0.0;
+    add((accesses[i] == Access::read ? unlocked_bytes_read : unlocked_bytes_written) + d, primary.bytes_);
+    extra_ns += extra;
+    counted_ns += static_cast<std::uint64_t>(extra);
   }
-  return true;
-}
-
-CACHEDARRAYS_INLINE double DataManager::note_access_unlocked(const Region& primary, Access access) {
-  const DeviceId d = primary.device_;
-  const auto& profile = heap(d).spec().emulation;
-  const double extra_ns = profile ? emulation::kernel_extra_ns(*profile, primary.bytes_, access) : 0.0;
-  unlocked_accesses_.add<3>(
-      {unlocked_accesses, (access == Access::read ? unlocked_bytes_read : unlocked_bytes_written) + d, unlocked_emulated_ns},
-      {1, primary.bytes_, static_cast<std::uint64_t>(extra_ns)});
+  add(unlocked_accesses, n);
+  if (counted_ns != 0) add(unlocked_emulated_ns, counted_ns);
   return extra_ns;
 }
 

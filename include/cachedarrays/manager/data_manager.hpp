@@ -215,8 +215,9 @@ class DataManager {
   /// (pin_slots.hpp), or in its pin word when the thread has none free;
   /// returns where. A slot's pin is a relaxed store: the caller fences
   /// (seq_cst) after its last pin, then checks that no lock holder ran.
-  static detail::PinToken pin_unlocked(Object& object, Access access) noexcept {
-    const detail::PinToken token = detail::pin_slots().pin(&object, access == Access::write);
+  /// `thread`: the calling thread's number (detail::this_thread_number()).
+  static detail::PinToken pin_unlocked(Object& object, Access access, std::size_t thread) noexcept {
+    const detail::PinToken token = detail::pin_slots().pin(&object, access == Access::write, thread);
     if (token == detail::pin_word) {
       object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
       return token;
@@ -250,13 +251,26 @@ class DataManager {
   /// other region is already stale (so none it makes stale). Read by a
   /// thread without the lock between two equal even loads of the lock's
   /// sequence, as readable_unlocked.
-  [[nodiscard]] bool writable_unlocked(const Object& object) const noexcept;
-  /// note_access for an access pinned without the runtime lock (the
-  /// Runtime's unlocked accesses, once readable_unlocked or
-  /// writable_unlocked said yes), given the pinned object's primary: counts
-  /// it in per-thread counters that stats() adds in, and returns its
-  /// emulated cost.
-  double note_access_unlocked(const Region& primary, Access access);
+  [[nodiscard]] bool writable_unlocked(const Object& object) const noexcept {
+    const Region* primary = object.primary_;
+    if (primary == nullptr || memory_mode_[primary->device_] != nullptr) return false;
+    // Already dirty: the write neither sets the flag nor needs a new version.
+    if (!primary->dirty_ || primary->has_copy_) return false;
+    const std::uint64_t version = object.version_;
+    for (const Region* r : object.on_device_) {
+      if (r == nullptr || r == primary) continue;
+      // Already stale and no copy in flight: the write changes nothing any
+      // other region's validity rests on.
+      const std::uint64_t held = r->version_;
+      if (r->has_copy_ || (held != 0 && held == version)) return false;
+    }
+    return true;
+  }
+  /// note_access for the n accesses of one call pinned without the runtime
+  /// lock (the Runtime's unlocked accesses, once readable_unlocked or
+  /// writable_unlocked said yes): counts them in per-thread counters that
+  /// stats() adds in, and returns their emulated cost.
+  double note_accesses_unlocked(Object* const* objects, const Access* accesses, std::size_t n);
 
   // ---- walks and checks -----------------------------------------------------
   /// Every live object, in creation order.
@@ -352,7 +366,7 @@ class DataManager {
   // data can never pass for a valid copy of another's.
   std::uint64_t next_version_ = 1;
   Stats stats_;
-  // What note_access_unlocked counts, per thread: accesses, emulated ns,
+  // What note_accesses_unlocked counts, per thread: accesses, emulated ns,
   // then bytes read per device, then bytes written per device.
   enum UnlockedField : std::size_t {
     unlocked_accesses,

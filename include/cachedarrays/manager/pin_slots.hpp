@@ -47,12 +47,11 @@ inline constexpr std::size_t pin_slots_per_thread = 8;
 class PinSlots {
  public:
   /// Stores a pin of `object` (for writing when `write`) in a free slot of
-  /// the calling thread with a relaxed store, and returns its token; the
-  /// caller fences (seq_cst) before it checks the lock's sequence.
-  /// pin_word, with nothing stored, when the thread has no number of its
-  /// own or no free slot.
-  PinToken pin(const void* object, bool write) noexcept {
-    const std::size_t thread = this_thread_number();
+  /// the calling thread, whose number is `thread` (this_thread_number()),
+  /// with a relaxed store, and returns its token; the caller fences
+  /// (seq_cst) before it checks the lock's sequence. pin_word, with nothing
+  /// stored, when the thread has no number of its own or no free slot.
+  PinToken pin(const void* object, bool write, std::size_t thread) noexcept {
     if (thread >= thread_stripe_count) return pin_word;
     Group& group = groups_[thread];
     for (std::size_t i = 0; i < pin_slots_per_thread; ++i) {

@@ -89,17 +89,35 @@ class ThreadStripes {
   /// calling thread's stripe once.
   template <std::size_t N>
   void add(const std::array<std::size_t, N>& fields, const std::array<std::uint64_t, N>& values) {
-    const std::size_t number = detail::this_thread_number();
-    if (number < thread_stripe_count) {
-      // The stripe's only writer: no other thread can add in between.
-      Stripe& mine = stripes_[number];
-      for (std::size_t i = 0; i < N; ++i) {
-        std::atomic<std::uint64_t>& counter = mine.counts[fields[i]];
-        counter.store(counter.load(std::memory_order_relaxed) + values[i], std::memory_order_relaxed);
+    Adder add_to = adder();
+    for (std::size_t i = 0; i < N; ++i) add_to(fields[i], values[i]);
+  }
+  /// The calling thread's stripe, found once, for a caller that adds to
+  /// several counters in turn (a kernel's arguments).
+  class Adder {
+   public:
+    /// Adds `value` to counter `field` (< Fields).
+    void operator()(std::size_t field, std::uint64_t value) noexcept {
+      std::atomic<std::uint64_t>& counter = stripe_.counts[field];
+      if (own_) {
+        counter.store(counter.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+      } else {
+        counter.fetch_add(value, std::memory_order_relaxed);
       }
-    } else {
-      for (std::size_t i = 0; i < N; ++i) overflow_.counts[fields[i]].fetch_add(values[i], std::memory_order_relaxed);
     }
+
+   private:
+    friend class ThreadStripes;
+    Adder(typename ThreadStripes::Stripe& stripe, bool own) noexcept : stripe_(stripe), own_(own) {}
+    typename ThreadStripes::Stripe& stripe_;
+    bool own_;  // the stripe's only writer; else the shared overflow stripe
+  };
+  /// An Adder for the calling thread's stripe. It must not outlive the call
+  /// that made it, nor pass to another thread.
+  [[nodiscard]] Adder adder() noexcept {
+    const std::size_t number = detail::this_thread_number();
+    if (number < thread_stripe_count) return Adder(stripes_[number], true);
+    return Adder(overflow_, false);
   }
   /// Counter `field` summed over every stripe.
   [[nodiscard]] std::uint64_t sum(std::size_t field) const noexcept {

@@ -414,7 +414,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
                                                      double* emulated_out) {
   double emulated_ns = 0;
   if (emulated_out == nullptr && try_acquire_unlocked(objects, accesses, data, tokens, n, emulated_ns)) {
-    emulation::wait_ns(emulated_ns);
+    if (emulated_ns > 0) emulation::wait_ns(emulated_ns);
     return 0;  // only a policy that follows kernels reads the index, and it never lets reads skip the lock
   }
   std::uint64_t index = 0;

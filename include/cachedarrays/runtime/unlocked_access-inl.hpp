@@ -82,7 +82,8 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
                                    manager_.writable_unlocked(object);
     if (!allowed) return false;
   }
-  for (std::size_t i = 0; i < n; ++i) tokens[i] = DataManager::pin_unlocked(*objects[i], accesses[i]);
+  const std::size_t thread = detail::this_thread_number();
+  for (std::size_t i = 0; i < n; ++i) tokens[i] = DataManager::pin_unlocked(*objects[i], accesses[i], thread);
   // One fence for every pin in a slot (pin_slots.hpp): they come before the
   // sequence's second load.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -92,17 +93,15 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
   }
   // Pinned, and nothing moved since `seq`: from here on no lock holder moves
   // these objects, and none copies one pinned for writing.
+  emulated_ns += manager_.note_accesses_unlocked(objects, accesses, n);
   for (std::size_t i = 0; i < n; ++i) {
     Object& object = *objects[i];
     const bool write = accesses[i] == Access::write;
-    // Pinned: the primary stays, so it is loaded once.
-    const Region& primary = *manager_.getprimary(object);
-    emulated_ns += manager_.note_access_unlocked(primary, accesses[i]);
     object.hinted(write ? Hint::will_write : Hint::will_read);
     if ((write ? object.write_hint_delivery() : object.read_hint_delivery()) == HintDelivery::deferred) {
       defer_hint(object, write ? Object::deferred_write : Object::deferred_read);
     }
-    data[i] = manager_.pointer(primary);
+    data[i] = manager_.pointer(*manager_.getprimary(object));
   }
   unlocked_kernels_.add(0, 1);
   return true;

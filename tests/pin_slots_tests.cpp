@@ -7,7 +7,11 @@
 #include <atomic>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -193,4 +197,49 @@ TEST_CASE("unlocked pins: readers on several threads see an array whole while an
   auto guard = rt.lock();
   rt.manager().check_invariants(/*verify_contents=*/true);
   CHECK(rt.manager().stats().devices[0].evictions > 0);
+}
+
+namespace {
+
+// Places every object on the fast device and throws, while asked, from its
+// answer to how a read's hint may be delivered: the runtime asks it after
+// the argument is pinned.
+class ThrowingDeliveryPolicy final : public ca::policy::Policy {
+ public:
+  bool throwing = false;
+  [[nodiscard]] std::string name() const override { return "test-throwing-delivery"; }
+  [[nodiscard]] bool follows_kernels() const override { return false; }
+  [[nodiscard]] bool place(ca::Object& object) override {
+    ca::Region* r = manager().allocate(0, object.bytes());
+    if (r == nullptr) return false;
+    manager().setprimary(object, *r);
+    return true;
+  }
+  [[nodiscard]] ca::HintDelivery read_hint_delivery(const ca::Object& /*object*/) const override {
+    if (throwing) throw std::runtime_error("test: read_hint_delivery failed");
+    return ca::HintDelivery::under_lock;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("unlocked pins: locked accesses pin in the thread's slots, and a policy that throws after the pin leaves none") {
+  auto owned = std::make_unique<ThrowingDeliveryPolicy>();
+  ThrowingDeliveryPolicy* policy = owned.get();
+  ca::Runtime rt{{ca::dram(1 << 20, "fast"), ca::dram(1 << 20, "slow")}, std::move(owned)};
+  auto a = rt.array<std::uint64_t>(64);
+  {
+    // Under the lock (the policy answers under_lock), yet in a slot.
+    auto r = a.read();
+    CHECK(ca::detail::pin_slots().holds(&a.object()));
+    CHECK(a.object().pinned());
+  }
+  CHECK_FALSE(a.object().pinned());
+  policy->throwing = true;
+  CHECK_THROWS_WITH_AS(rt.kernel(ca::reads(a), [](std::span<const std::uint64_t>) {}),
+                       "test: read_hint_delivery failed", std::runtime_error);
+  CHECK_FALSE(a.object().pinned());
+  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
+  policy->throwing = false;
+  CHECK(evict_moves(rt, a));  // not pinned: its primary may move
 }

@@ -577,7 +577,7 @@ CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region)
 
 // ---- pins -------------------------------------------------------------------
 
-CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
+CACHEDARRAYS_INLINE detail::PinToken DataManager::pin(Object& object, Access access, std::size_t thread) {
   Region* primary = object.primary_;
   if (primary == nullptr) {
     throw invalid_operation("cachedarrays: cannot access " + detail::object_name(object) +
@@ -586,8 +586,14 @@ CACHEDARRAYS_INLINE void DataManager::pin(Object& object, Access access) {
   // A write must not tear a copy reading the primary (invariant 7); a read
   // may run beside it.
   if (access == Access::write) settle(*primary, /*rethrow=*/false, /*drop_background=*/true);
-  object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+  const detail::PinToken token = detail::pin_slots().pin(&object, access == Access::write, thread);
+  if (token == detail::pin_word) {
+    object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
+  } else if (!object.slot_pinned_.load(std::memory_order_relaxed)) {
+    object.slot_pinned_.store(true, std::memory_order_relaxed);
+  }
   if (access == Access::write) setdirty(*primary, true);
+  return token;
 }
 
 CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access access) {

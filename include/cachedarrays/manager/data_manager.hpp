@@ -209,7 +209,13 @@ class DataManager {
   /// Pins the object so its primary cannot move; a write pin also marks the
   /// primary dirty. Call under the runtime lock. Throws invalid_operation
   /// for an object without a primary.
-  void pin(Object& object, Access access);
+  void pin(Object& object, Access access) { (void)pin(object, access, detail::no_thread_number); }
+  /// pin() for the Runtime's accesses under its lock: the pin goes in a
+  /// slot of the calling thread, whose number is `thread`
+  /// (detail::this_thread_number()), when it has one free (pin_slots.hpp;
+  /// no fence: the lock orders it before any other holder's look), else in
+  /// the pin word; returns where, for unpin.
+  detail::PinToken pin(Object& object, Access access, std::size_t thread);
   /// Pins the object for an access that skips the runtime lock
   /// (runtime/unlocked_access-inl.hpp), in a slot of the calling thread
   /// (pin_slots.hpp), or in its pin word when the thread has none free;

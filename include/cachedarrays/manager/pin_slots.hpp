@@ -36,6 +36,8 @@ namespace cachedarrays::detail {
 /// pin word, k + 1 for slot k of PinSlots.
 using PinToken = std::uint16_t;
 inline constexpr PinToken pin_word = 0;
+/// A thread number no thread has: a pin "in its slots" goes to the pin word.
+inline constexpr std::size_t no_thread_number = thread_stripe_count;
 
 /// Slots per thread: a thread holding more unlocked pins at once pins the
 /// rest in the objects' pin words.

@@ -401,11 +401,18 @@ CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintS
   }
 }
 
-CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, double& emulated_ns) {
+CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, std::size_t thread,
+                                                      detail::PinToken& token, double& emulated_ns) {
   dispatch_hint(object, access == Access::read ? Hint::will_read : Hint::will_write, HintSource::kernel_argument);
-  manager_.pin(object, access);
-  refresh_hint_delivery(object);
-  emulated_ns += manager_.note_access(object, access);
+  token = manager_.pin(object, access, thread);
+  try {
+    // A policy's delivery answer may throw: the pin must not outlive it.
+    refresh_hint_delivery(object);
+    emulated_ns += manager_.note_access(object, access);
+  } catch (...) {
+    DataManager::unpin(object, access, token);
+    throw;
+  }
   return manager_.pointer(*manager_.getprimary(object));
 }
 
@@ -421,12 +428,12 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
   {
     const Lock guard(*this);
     std::size_t pinned = 0;
+    const std::size_t thread = detail::this_thread_number();
     try {
       // Hint and pin one argument at a time: once pinned, a later argument's
       // hint cannot evict it.
       for (; pinned < n; ++pinned) {
-        data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], emulated_ns);
-        tokens[pinned] = detail::pin_word;
+        data[pinned] = acquire_locked(*objects[pinned], accesses[pinned], thread, tokens[pinned], emulated_ns);
       }
       index = kernel_index_;
       if (kernel_hooks_.load(std::memory_order_relaxed)) {
@@ -437,7 +444,7 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
     } catch (...) {
       while (pinned > 0) {
         --pinned;
-        release(*objects[pinned], accesses[pinned], detail::pin_word);
+        release(*objects[pinned], accesses[pinned], tokens[pinned]);
       }
       throw;
     }

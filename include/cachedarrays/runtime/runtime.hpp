@@ -292,8 +292,11 @@ class Runtime {
   // fault of tests (not for retire), the trace event of a program's hint,
   // the object's history, then the policy's handler.
   void dispatch_hint(Object& object, Hint hint, HintSource source);
-  // Hint, pin, count; adds the emulated charge of the access to emulated_ns.
-  std::byte* acquire_locked(Object& object, Access access, double& emulated_ns);
+  // Hint, pin (in a slot of thread number `thread` when one is free; token
+  // says where), count; adds the emulated charge of the access to
+  // emulated_ns.
+  std::byte* acquire_locked(Object& object, Access access, std::size_t thread, detail::PinToken& token,
+                            double& emulated_ns);
   // The accesses that skip the lock: pins every object and resolves its
   // primary without the lock when each object's policy answer allows it (a
   // write's also needs DataManager::writable_unlocked) and no lock holder

@@ -29,6 +29,17 @@ bool evict_moves(ca::Runtime& rt, ca::CachedArray<std::uint64_t>& array) {
   return ca::policy::evict(rt.manager(), array.object(), 0, 1).moved;
 }
 
+// After the array's last access ended: no slot and no pin word holds it, it
+// moves, and it still holds the words of `seed`.
+void check_unpinned_and_movable(ca::Runtime& rt, ca::CachedArray<std::uint64_t>& a, std::uint64_t seed) {
+  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
+  CHECK_FALSE(a.object().pinned());
+  CHECK_FALSE(a.object().being_written());
+  CHECK(evict_moves(rt, a));
+  auto r = a.read();
+  CHECK(test::words_hold(r, seed));
+}
+
 }  // namespace
 
 TEST_CASE("unlocked pins: a read pin in a thread's own slot keeps the array where it is") {
@@ -56,12 +67,7 @@ TEST_CASE("unlocked pins: a read pin in a thread's own slot keeps the array wher
   // The access ends on a thread other than its own: the pin goes with it,
   // and nothing is pinned twice or not at all.
   handed.reset();
-  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
-  CHECK_FALSE(a.object().pinned());
-  CHECK_FALSE(a.object().being_written());
-  CHECK(evict_moves(rt, a));
-  auto r = a.read();
-  CHECK(test::words_hold(r, 1));
+  check_unpinned_and_movable(rt, a, 1);
 }
 
 TEST_CASE("unlocked pins: pins beyond a thread's slots, and across threads, all end") {
@@ -120,12 +126,7 @@ TEST_CASE("unlocked pins: a write pin in a thread's own slot keeps copies and mo
 
   // Ended here: the slot is empty, and the array moves with the last write.
   handed.reset();
-  CHECK_FALSE(ca::detail::pin_slots().holds(&a.object()));
-  CHECK_FALSE(a.object().pinned());
-  CHECK_FALSE(a.object().being_written());
-  CHECK(evict_moves(rt, a));
-  auto r = a.read();
-  CHECK(test::words_hold(r, 9));
+  check_unpinned_and_movable(rt, a, 9);
 }
 
 TEST_CASE("unlocked pins: a read pin in a slot is not taken for a write pin, nor another array's pin") {

@@ -86,7 +86,7 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
   for (std::size_t i = 0; i < n; ++i) tokens[i] = DataManager::pin_unlocked(*objects[i], accesses[i], thread);
   // One fence for every pin in a slot (pin_slots.hpp): they come before the
   // sequence's second load.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  detail::fence_after_pins();
   if (placement_.sequence(std::memory_order_seq_cst) != seq) {
     for (std::size_t i = 0; i < n; ++i) DataManager::unpin(*objects[i], accesses[i], tokens[i]);
     return false;

@@ -82,6 +82,8 @@ inline std::size_t this_thread_number() {
 /// each add either whole or not at all.
 template <std::size_t Fields>
 class ThreadStripes {
+  struct Stripe;  // below: one thread's counters
+
  public:
   /// Adds `value` to counter `field` (< Fields) of the calling thread's stripe.
   void add(std::size_t field, std::uint64_t value) { add<1>({field}, {value}); }
@@ -108,8 +110,8 @@ class ThreadStripes {
 
    private:
     friend class ThreadStripes;
-    Adder(typename ThreadStripes::Stripe& stripe, bool own) noexcept : stripe_(stripe), own_(own) {}
-    typename ThreadStripes::Stripe& stripe_;
+    Adder(Stripe& stripe, bool own) noexcept : stripe_(stripe), own_(own) {}
+    Stripe& stripe_;
     bool own_;  // the stripe's only writer; else the shared overflow stripe
   };
   /// An Adder for the calling thread's stripe. It must not outlive the call

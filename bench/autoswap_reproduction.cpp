@@ -1,4 +1,4 @@
-// autoswap_reproduction: AutoSwap's closing figures (paper 002, Zhang et al.,
+// autoswap_reproduction: AutoSwap's closing figures (SmartPool/AutoSwap, Zhang et al.,
 // "Efficient Memory Management for GPU-based Deep Learning Systems", §VI-B)
 // from plan::autoswap_plan on the trainer's programs:
 //   - Table II: for ResNet-18/34/50/101 and VGG-11/13/16/19 at batch 100 on
@@ -121,7 +121,7 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
-  CLI::App app{"AutoSwap's Table II and Fig. 9 (paper 002), modeled: the memory-load limit each priority score "
+  CLI::App app{"SmartPool/AutoSwap Table II and Fig. 9, modeled: the memory-load limit each priority score "
                "reaches without overhead"};
   Options o;
   std::vector<std::string> valid;
@@ -380,7 +380,7 @@ double reduction(std::uint64_t limit, std::uint64_t peak) {
 }
 
 void print_header(const Options& o, const Machine& m) {
-  fmt::print("AutoSwap (paper 002, §VI-B) reproduced on a MODEL of the paper's machine, not a measurement:\n");
+  fmt::print("AutoSwap (SmartPool/AutoSwap §VI-B) reproduced on a MODEL of the paper's machine, not a measurement:\n");
   fmt::print("  kernels: roofline at {:.2f} TFLOP/s ({}),\n", m.flops_per_second / 1e12, m.rate_source);
   fmt::print("           fast tier {:.0f} / {:.0f} GB/s read / write{}\n", m.fast.read_gbps, m.fast.write_gbps,
              o.fast_gbps > 0 ? " (--fast-gbps)" : " (ddr4_six_channel; the fit absorbs the GPU's faster memory)");

@@ -558,7 +558,7 @@ void print_paper(const std::vector<Row>& rows) {
              "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
 }
 
-// AutoTM's comparison (paper 000, section 6): its ratios of PMM to DRAM
+// AutoTM's comparison (AutoTM, section 6): its ratios of PMM to DRAM
 // 8:1, 4:1 and 1:1 as fast budgets, the geometric mean slowdown over the
 // networks where 50-80% of DRAM is replaced (4:1 and 1:1), its synchronous
 // formulation against 2LM on the large networks, the footprint expansion
@@ -856,7 +856,7 @@ struct Options {
 void add_options(CLI::App& app, Options& o) {
   app.add_flag("--quick", o.quick, "tiny models, budgets 100%, 20% and 0%, one paper configuration (DenseNet-264 unless --models leaves it out) (a smoke test, not a measurement)");
   app.add_flag("--autotm", o.autotm,
-               "AutoTM's comparison (paper 000): budgets of its PMM:DRAM ratios 8:1, 4:1, 1:1 (11%, 20%, 50%), the "
+               "AutoTM's comparison (AutoTM): budgets of its PMM:DRAM ratios 8:1, 4:1, 1:1 (11%, 20%, 50%), the "
                "policies all-fast, first-touch, 2LM, CA:LM, CA:LMA and autotm-static/-sync/-async, its Table 1 "
                "networks (Inception v4 b1024 at 299x299, ResNet-200 b512, DenseNet-264 b512, VGG-19 b2048), its "
                "Figure 1 (Inception v4 b1472 at 4:1, all-slow, AutoSwap and ReDL too) and large ones against 2LM "

@@ -1,9 +1,9 @@
 // plan_footprint: the footprint of each offset planner of plan/ against the
 // lower bound max-live (the peak of live bytes, which no placement beats):
-//   best-fit    Sekiyama et al.'s offset-line heuristic (paper 001 §3.2),
+//   best-fit    Sekiyama et al.'s offset-line heuristic (Sekiyama et al. §3.2),
 //   SmartPool   weighted interval colouring, largest first, best-fit holes
-//               (paper 002 §III-C), and its first-fit variant,
-//   MIP         paper 001's exact formulation (1)-(6) solved by Cbc from the
+//               (SmartPool/AutoSwap §III-C), and its first-fit variant,
+//   MIP         Sekiyama et al.'s exact formulation (1)-(6) solved by Cbc from the
 //               best heuristic plan, under --mip-seconds; proven optimal, or
 //               the gap to its lower bound when it stops at the limit;
 //   search      the branch and bound over canonical placements in
@@ -80,7 +80,7 @@ const std::vector<Planner>& heuristics() {
   return all;
 }
 
-// SmartPool's Table I (paper 002 §VI-A): footprint / peak memory load at
+// SmartPool's Table I (SmartPool/AutoSwap §VI-A): footprint / peak memory load at
 // batch 100. Its models ran on CIFAR-10 (32x32 images, §VI), so its loads
 // (389 MB for VGG-11 to 8367 MB for ResNet-101) are not comparable with
 // ours at 224x224; the ratios are what a planner is judged by.
@@ -436,11 +436,11 @@ void print_footprints(const std::vector<Row>& rows) {
   fmt::print(
       "\nratios are footprint / max-live; max-live (the peak of live bytes) is the lower bound. capacity: the "
       "instance's (its file name), as a ratio. online: the trainer's own heap (best-fit online allocation) at its "
-      "peak extent. MIP: paper 001's (1)-(6) by Cbc from the best heuristic; MIP gap: to its proven lower bound "
+      "peak extent. MIP: Sekiyama et al.'s (1)-(6) by Cbc from the best heuristic; MIP gap: to its proven lower bound "
       "(MIP bound), when it stopped at the time limit. search: the branch and bound over canonical placements "
       "(MiniMalloc), the least footprint found; srch gap: to what it proved. fit capacity: on online, bf best-fit, "
       "sp SmartPool, spf SP first-fit, srch the search (at the least footprint, or its search at the capacity). SP "
-      "paper: SmartPool's Table I (paper 002), CIFAR-10 at batch 100.\n\n");
+      "paper: SmartPool/AutoSwap Table I, CIFAR-10 at batch 100.\n\n");
 }
 
 void print_times(const std::vector<Row>& rows, const Options& o) {
@@ -537,8 +537,8 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Offset planners against max-live: best-fit offset lines (paper 001), SmartPool (paper 002), "
-               "paper 001's exact MIP (Cbc) and a MiniMalloc-style exact search"};
+  CLI::App app{"Offset planners against max-live: best-fit offset lines (Sekiyama et al.), SmartPool, "
+               "Sekiyama et al.'s exact MIP (Cbc) and a MiniMalloc-style exact search"};
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);

@@ -1,5 +1,5 @@
 // training_footprint: the memory one training iteration of the trainer
-// needs, against the footprints the seed papers report for the same
+// needs, against the footprints the papers report for the same
 // networks (224x224 images, Inception v4 299x299, 1000 classes): AutoTM's
 // Table 1 (nGraph: Inception v4 b1024 111 GB and b6144 659 GB, ResNet-200
 // b512 132 GB, DenseNet-264 b512 115 GB, VGG-19 b2048 143 GB) and the

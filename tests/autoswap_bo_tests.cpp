@@ -1,4 +1,4 @@
-// AutoSwap's fifth priority score, BO (plan/schedule/autoswap_bo.hpp, paper 002
+// AutoSwap's fifth priority score, BO (plan/schedule/autoswap_bo.hpp, SmartPool/AutoSwap
 // §IV-C, equation (3)): the standardised scores and their hand-computed
 // combination; a unit weight vector plans as its single score and a
 // negative one reverses it; each pick is the best by equation (3) with

@@ -1,4 +1,4 @@
-// AutoSwap's planner (plan/schedule/autoswap.hpp, paper 002 §IV): on programs small
+// AutoSwap's planner (plan/schedule/autoswap.hpp, SmartPool/AutoSwap §IV): on programs small
 // enough to work by hand, the candidates and the kernels each frees, the
 // four priority scores (AOA's negative case, SWDOA after a pick), the order
 // each score picks in, a limit reached and one that cannot be (by how

@@ -1,4 +1,4 @@
-// The exact offset planner (plan/offsets/dsa_mip.hpp): paper 001's MIP (1)-(6)
+// The exact offset planner (plan/offsets/dsa_mip.hpp): Sekiyama et al.'s MIP (1)-(6)
 // solved by Cbc. Its plans are valid and never above a heuristic's, its
 // optimum matches an exhaustive search on tiny instances and the known
 // optimum of hand-made ones, and a search stopped at its time limit still

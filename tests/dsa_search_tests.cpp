@@ -17,6 +17,7 @@
 #include "cachedarrays/plan/offsets/dsa_search.hpp"
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 #include "dsa_test_support.hpp"
+#include "dsa_instances.hpp"
 #include "test_support.hpp"
 #include "wall_clock.hpp"
 
@@ -220,16 +221,9 @@ TEST_CASE("dsa search: the node and time limits stop the search, and the result 
   CHECK(m.seconds < test::generous_seconds(0.5));
 }
 
-TEST_CASE("dsa search: every shared MiniMalloc instance fits its capacity (E, at max-live, included)") {
-#ifdef CACHEDARRAYS_SHARED_DATA_DIR
-  const std::filesystem::path dir = std::filesystem::path(CACHEDARRAYS_SHARED_DATA_DIR) / "dsa";
-#else
-  const std::filesystem::path dir;
-#endif
-  if (dir.empty() || !std::filesystem::is_directory(dir)) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
-    return;
-  }
+TEST_CASE("dsa search: every MiniMalloc instance fits its capacity (E, at max-live, included)") {
+  const std::filesystem::path dir = test::dsa_instances_dir();
+  REQUIRE(std::filesystem::is_directory(dir));
   // The node limit, well above the placements any of these instances
   // needs, keeps the outcome independent of the machine's speed; the time
   // limit only stops a runaway. E stays within it only because each part of

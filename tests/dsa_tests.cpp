@@ -1,9 +1,9 @@
 // The offline dynamic storage allocation problem (plan/offsets/dsa_problem.hpp): its
 // lower bound max-live, the checker of offset plans, problems from a program
 // and from MiniMalloc's CSV (with errors naming line and column), and the
-// two offset planners — paper 001's best-fit offset lines and paper 002's
-// SmartPool — run as one typed suite on hand-made, random and the shared
-// MiniMalloc instances.
+// two offset planners — Sekiyama et al.'s best-fit offset lines and SmartPool/AutoSwap's
+// SmartPool — run as one typed suite on hand-made, random and MiniMalloc's
+// instances (data/dsa).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "cachedarrays/plan/offsets/dsa_problem.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
+#include "dsa_instances.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -31,19 +32,19 @@ using ca::plan::StepKind;
 namespace {
 
 // The planners, as types for TEST_CASE_TEMPLATE (each reported on its own).
-// `shared_bound`: the largest footprint / max-live the planner may reach on
+// `minimalloc_bound`: the largest footprint / max-live the planner may reach on
 // the MiniMalloc instances (see the test of those).
 struct BestFit {
   static OffsetPlan plan(const DsaProblem& p) { return ca::plan::best_fit_offsets(p); }
-  static constexpr double shared_bound = 1.45;
+  static constexpr double minimalloc_bound = 1.45;
 };
 struct SmartPoolBestFit {
   static OffsetPlan plan(const DsaProblem& p) { return ca::plan::smartpool_offsets(p, ca::plan::HoleFit::best); }
-  static constexpr double shared_bound = 1.60;
+  static constexpr double minimalloc_bound = 1.60;
 };
 struct SmartPoolFirstFit {
   static OffsetPlan plan(const DsaProblem& p) { return ca::plan::smartpool_offsets(p, ca::plan::HoleFit::first); }
-  static constexpr double shared_bound = 1.45;
+  static constexpr double minimalloc_bound = 1.45;
 };
 
 // Four buffers: a (100 B) during [0, 4), b (50 B) [2, 6), c (70 B) [4, 8),
@@ -69,16 +70,6 @@ DsaProblem random_problem(test::Rng& rng) {
     buffers.push_back(b);
   }
   return DsaProblem(std::move(buffers), rng.percent(50) ? 1 : 64);
-}
-
-// The directory of the shared MiniMalloc instances, or empty when this
-// checkout has none beside it.
-std::filesystem::path shared_dsa_dir() {
-#ifdef CACHEDARRAYS_SHARED_DATA_DIR
-  const std::filesystem::path dir = std::filesystem::path(CACHEDARRAYS_SHARED_DATA_DIR) / "dsa";
-  if (std::filesystem::is_directory(dir)) return dir;
-#endif
-  return {};
 }
 
 }  // namespace
@@ -258,7 +249,7 @@ TEST_CASE("dsa: a malformed CSV line is refused naming its line and column") {
 
 // ---- the planners ------------------------------------------------------------
 
-TEST_CASE("offset planners: best-fit follows paper 001 §3.2 — longest lifetime at the lowest line, lifting when none fits") {
+TEST_CASE("offset planners: best-fit follows Sekiyama et al. §3.2 — longest lifetime at the lowest line, lifting when none fits") {
   // a [0, 10) goes first at 0 (the longest lifetime); then the line over
   // [0, 10) at 10 takes b (tie with c broken by index), and the lower line
   // over [5, 10) takes c at 10.
@@ -279,7 +270,7 @@ TEST_CASE("offset planners: best-fit follows paper 001 §3.2 — longest lifetim
   CHECK(ca::plan::best_fit_offsets(DsaProblem()) == OffsetPlan{});
 }
 
-TEST_CASE("offset planners: SmartPool (paper 002 §III-C) — largest first, best-fit or first-fit hole") {
+TEST_CASE("offset planners: SmartPool (SmartPool/AutoSwap §III-C) — largest first, best-fit or first-fit hole") {
   // 100 [0, 3) at 0; 90 [0, 10) above it at 100; 60 [0, 3) on top at 190.
   // Then 50 [3, 10) sees holes [0, 100) (size 100) and [190, 250) (size 60,
   // the pool above its only neighbour): best-fit takes the smaller, first-fit
@@ -320,17 +311,14 @@ TEST_CASE_TEMPLATE("offset planners: valid plans at or above max-live on random 
   }
 }
 
-TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on the shared MiniMalloc instances",
+TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on the MiniMalloc instances",
                    Planner, BestFit, SmartPoolBestFit, SmartPoolFirstFit) {
-  const std::filesystem::path dir = shared_dsa_dir();
-  if (dir.empty()) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
-    return;
-  }
+  const std::filesystem::path dir = test::dsa_instances_dir();
+  REQUIRE(std::filesystem::is_directory(dir));
   // These instances are built tight (max-live equals the capacity for most,
   // MiniMalloc ASPLOS 2024): greedy placement does far worse on them than
-  // the 1.0005-1.016 SmartPool reports on CNN training (paper 002 Table I).
-  // The bounds (Planner::shared_bound) leave a few percent above the worst
+  // the 1.0005-1.016 SmartPool reports on CNN training (SmartPool/AutoSwap Table I).
+  // The bounds (Planner::minimalloc_bound) leave a few percent above the worst
   // footprint / max-live each planner reaches on these files.
   int instances = 0;
   for (const char letter : std::string("ABCDEF")) {
@@ -343,19 +331,16 @@ TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on t
     const double ratio = static_cast<double>(plan.footprint) / static_cast<double>(p.max_live());
     INFO("footprint / max-live " << ratio);
     CHECK(ratio >= 1.0);
-    CHECK(ratio <= Planner::shared_bound);
+    CHECK(ratio <= Planner::minimalloc_bound);
     ++instances;
   }
   CHECK(instances == 6);
 }
 
-TEST_CASE("dsa: the shared instances' max-live is the one their README gives") {
-  const std::filesystem::path dir = shared_dsa_dir();
-  if (dir.empty()) {
-    MESSAGE("skipped: no shared DSA instances beside the source tree (docs/references.md says where they come from)");
-    return;
-  }
-  // The instances' own table (docs/references.md, "Data"): buffers and max-live; `end`
+TEST_CASE("dsa: the MiniMalloc instances' max-live is the one their README gives") {
+  const std::filesystem::path dir = test::dsa_instances_dir();
+  REQUIRE(std::filesystem::is_directory(dir));
+  // The instances' own table (data/dsa/README.md): buffers and max-live; `end`
   // exclusive (read as inclusive, as MiniMalloc's converter reads a column
   // named "end", A's max-live would be 1704960, past the capacity the
   // instance is solvable in).

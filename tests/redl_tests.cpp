@@ -1,4 +1,4 @@
-// ReDL's planner (plan/schedule/redl.hpp, paper 004 §III): liveness and the
+// ReDL's planner (plan/schedule/redl.hpp, ReDL §III): liveness and the
 // short/long split on a hand-made program (kernels, groups of kernels and
 // named layers as layers); a limit at the peak keeps everything in DRAM at
 // the all-DRAM time; on a program worked by hand, the copy in issued at the

@@ -131,7 +131,7 @@ struct ModelConfig {
   std::int64_t channels = 3;      ///< channels of the input images
   std::int64_t classes = 1000;    ///< outputs of the last layer
   double width = 1.0;  ///< multiplies every layer's channel count (tiny test versions)
-  /// VGG only: the CIFAR-10 form AutoSwap (paper 002, its reference 4) and
+  /// VGG only: the CIFAR-10 form AutoSwap (SmartPool/AutoSwap, its reference 4) and
   /// SmartPool train, Zagoruyko's cifar.torch VGG: batch norm after every
   /// convolution and a classifier of Linear(512, 512), ReLU, Linear(512,
   /// classes) for 32x32 images. Its dropout layers, and the batch norm of its

@@ -1,4 +1,4 @@
-// AutoSwap as a policy (paper 002, §IV): the iteration's program
+// AutoSwap as a policy (SmartPool/AutoSwap §IV): the iteration's program
 // is planned once by AutoSwap's swap planner (plan/schedule/autoswap.hpp, the score
 // the policy is named after: "autoswap:doa", ":aoa", ":wdoa", ":swdoa",
 // ":bo", the weights of equation (3) found by Bayesian optimisation, §IV-C;

@@ -116,7 +116,7 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
               " at the least)";
     }
   }
-  best->status += std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, paper 001) "
+  best->status += std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, Sekiyama et al.) "
                                          : "; the heap replay (AutoTM section 4.2) ") +
                   (best->fits ? "fits in " + format_bytes(best->dram_extent)
                               : "reaches " + format_bytes(best->dram_extent) + " of " +

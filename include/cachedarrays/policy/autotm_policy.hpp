@@ -1,4 +1,4 @@
-// AutoTM as a policy (paper 000, §3 and §4.3): the iteration's
+// AutoTM as a policy (AutoTM §3 and §4.3): the iteration's
 // program is planned once by AutoTM's ILP (plan/schedule/autotm.hpp) and the plan is
 // executed through the data manager at kernel boundaries. The executor
 // follows any plan of that form: AutoSwap's (policy/autoswap_policy.hpp)
@@ -88,7 +88,7 @@ struct PlannerHook {
 };
 
 /// A planner that counts bytes against a limit, fitted to the fast heap as
-/// AutoTM's fragmentation loop does (paper 000, §4.2, with
+/// AutoTM's fragmentation loop does (AutoTM §4.2, with
 /// AutotmOptions::lower_by_overflow): the plan's allocations are replayed on
 /// the heap's best-fit allocator (plan::autotm_dram_extents), and while they
 /// reach past request.dram_limit the limit is lowered by the overflow (at
@@ -145,7 +145,7 @@ struct AutotmPolicyOptions {
   PlanJudge judge;
 };
 
-/// AutoTM's executor as a policy (paper 000): plans the iteration's program
+/// AutoTM's executor as a policy (AutoTM): plans the iteration's program
 /// once (AutoTM's ILP, or AutotmPolicyOptions::planner) and follows the plan
 /// at kernel boundaries, moving objects through CA:LM's primitives; where
 /// the plan cannot be followed, CA:LM decides. Results never depend on the

@@ -167,7 +167,7 @@ CACHEDARRAYS_INLINE void add_placement_descriptors(std::vector<PolicyDescriptor>
   out.push_back(memory_mode_descriptor(false));
 }
 
-// Planned ahead (AutoTM, paper 000; AutoSwap, paper 002; ReDL, paper 004):
+// Planned ahead (AutoTM, AutoTM; AutoSwap, SmartPool/AutoSwap; ReDL, ReDL):
 // the program planned once, the plan executed at kernel boundaries.
 CACHEDARRAYS_INLINE void add_planned_descriptors(std::vector<PolicyDescriptor>& out) {
   out.push_back(autotm_descriptor("autotm-static",

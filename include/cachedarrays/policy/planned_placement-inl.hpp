@@ -86,7 +86,7 @@ CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& ma
     make_plan(*program_, manager, fast);
     program_.reset();
   } else if (in_iteration_ && !observed_.empty() && (!planned_ || observed_ != *planned_)) {
-    // Re-plan from what the last iteration did (paper 001 §4.3: a plan
+    // Re-plan from what the last iteration did (Sekiyama et al. §4.3: a plan
     // profiled on one iteration serves the next ones as long as they repeat
     // it). Not when it only added objects the plan did not know, once: they
     // went above the plan, and a first iteration that makes a buffer lazily

@@ -25,7 +25,7 @@
 // slot); a slot beyond the fast heap, or no room above the plan, leaves the
 // object to the policy's online placement. When an iteration departs
 // from the plan (objects added, dropped or resized, a different order of
-// creations and retirements: paper 001 §4.3), the next iteration is planned
+// creations and retirements: Sekiyama et al. §4.3), the next iteration is planned
 // from it, as recorded here — unless it only added objects the plan did not
 // know and the iteration before did not add the same (a first iteration
 // that makes a buffer lazily, once): those went above the plan. A slot that is not

@@ -1,4 +1,4 @@
-// ReDL as a policy (paper 004, §III): the iteration's program is
+// ReDL as a policy (ReDL §III): the iteration's program is
 // planned once by ReDL's planner (plan/schedule/redl.hpp: liveness, idle migration
 // of short-lived objects, dynamic migration by periods, the period size
 // searched, DSMA), and the plan is executed by AutoTM's executor

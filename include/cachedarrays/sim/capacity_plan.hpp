@@ -8,7 +8,7 @@
 // the points answer the question: the smallest fast tier at which the best
 // policy is within a given slowdown of all-fast, and what that machine's
 // memory costs against all-DRAM. AutoTM's price/performance analysis
-// (paper 000, section 6.4, Table 2 and Fig. 9) asks the same of its ILP.
+// (AutoTM §6.4, Table 2 and Fig. 9) asks the same of its ILP.
 //
 // Modeled figures are a model, not a measurement: label them as such.
 // cachedarrays-plan is the command line; bench/paper_reproduction's modeled
@@ -45,7 +45,7 @@ namespace cachedarrays {
 [[nodiscard]] std::uint64_t fast_tier_bytes(double fraction, std::uint64_t footprint) noexcept;
 
 /// Both tiers' peak use over the footprint, less one: what AutoTM calls the
-/// footprint expansion (paper 000, section 5.3).
+/// footprint expansion (AutoTM §5.3).
 [[nodiscard]] double footprint_expansion(const Stats& stats, std::uint64_t footprint);
 
 /// The memory one iteration of `trace` needs with everything in the fast

@@ -1,6 +1,6 @@
 // What memory costs per tier, for the capacity planner (sim/capacity_plan.hpp):
 // dollars per GB (10^9 bytes) by tier name. The defaults are AutoTM's Table 2
-// (paper 000, section 6.3: Lenovo's quotes, the cheapest of each kind):
+// (AutoTM §6.3: Lenovo's quotes, the cheapest of each kind):
 // server DRAM $16.61/GB, Optane DC PMM $7.85/GB. Nothing published prices
 // CXL memory against them; an expander carries ordinary DDR DIMMs, so the
 // "cxl" row defaults to DRAM's price (the controller's own cost not

@@ -1,6 +1,6 @@
 // A Gaussian-process regression and its expected improvement: the model
 // behind AutoSwap's Bayesian optimisation of the weights of equation (3)
-// (paper 002 §IV-C: "Gaussian Process prior is chosen [42]"; [42] is
+// (SmartPool/AutoSwap §IV-C: "Gaussian Process prior is chosen [42]"; [42] is
 // Snoek, Larochelle and Adams, "Practical Bayesian optimization of machine
 // learning algorithms", whose Matérn 5/2 kernel and expected improvement
 // are used here). Private to the plan layer's -inl files (and the tests).

@@ -1,5 +1,5 @@
-// How the DRAM stays of an AutoTM-form plan (papers 000, 002, 004) pack
-// into one heap when known ahead: paper 001's offline dynamic storage
+// How the DRAM stays of an AutoTM-form plan (AutoTM, SmartPool/AutoSwap, ReDL) pack
+// into one heap when known ahead: Sekiyama et al.'s offline dynamic storage
 // allocation applied to a plan's stays instead of a program's objects. The
 // planners count bytes against a limit; a heap holds blocks and holes. Where
 // the packing reaches past the heap at a kernel, the plan is too tight there
@@ -23,7 +23,7 @@
 // are stacked at the bottom of the heap first (each alive at the
 // iteration's boundary, they must lie side by side anyway), the
 // longest-held lowest, and the other stays are packed above the skyline
-// they leave by Sekiyama et al.'s best-fit offset lines (paper 001 §3.2,
+// they leave by Sekiyama et al.'s best-fit offset lines (Sekiyama et al. §3.2,
 // best_fit_offsets.hpp).
 #pragma once
 

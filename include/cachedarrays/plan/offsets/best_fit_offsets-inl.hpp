@@ -14,7 +14,7 @@ namespace cachedarrays::plan {
 
 namespace detail {
 
-// One offset line of paper 001 §3.2 (the bold lines of Figure 1): during
+// One offset line of Sekiyama et al. §3.2 (the bold lines of Figure 1): during
 // [begin, end) everything placed lies below `offset`.
 struct OffsetLine {
   std::uint32_t begin = 0;

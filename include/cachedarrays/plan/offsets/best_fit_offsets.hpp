@@ -1,5 +1,5 @@
 // Sekiyama et al.'s best-fit heuristic for offline dynamic storage
-// allocation (paper 001, "Profile-guided memory optimization for deep neural
+// allocation (Sekiyama et al., "Profile-guided memory optimization for deep neural
 // networks", §3.2 and Figure 1), itself Burke et al.'s best-fit heuristic for
 // two-dimensional strip packing with the x positions (lifetimes) fixed.
 //

@@ -1,5 +1,5 @@
 // The exact solver of offline dynamic storage allocation: Sekiyama et al.'s
-// mixed integer program (paper 001, "Profile-guided memory optimization for
+// mixed integer program (Sekiyama et al., "Profile-guided memory optimization for
 // deep neural networks", §3.1, formulation (1)-(6)), solved by COIN-OR Cbc
 // under a time limit. It serves small instances, where it proves an optimum,
 // and checks the heuristics (best_fit_offsets.hpp, smartpool_offsets.hpp):

@@ -2,16 +2,16 @@
 // and a lifetime [start, end), all known ahead; a solution gives each buffer
 // an offset in one heap so that no two buffers alive at the same time share
 // a byte, and the footprint (the highest byte used) is as small as possible.
-// It is NP-hard (paper 001 §3.1, formulation (1)-(6); paper 002 §III-A);
+// It is NP-hard (Sekiyama et al. §3.1, formulation (1)-(6); SmartPool/AutoSwap §III-A);
 // the offset planners (best_fit_offsets.hpp, smartpool_offsets.hpp) solve
 // it heuristically, and check_plan verifies any solution.
 //
-// Its lower bound is max-live (paper 002's "peak memory load", Definition
+// Its lower bound is max-live (SmartPool/AutoSwap's "peak memory load", Definition
 // 4): the largest total size of the buffers alive at one moment. Every
 // solution's footprint is at least that, whatever the placement.
 //
 // Problems come from the program of an iteration (from_program) or from the
-// MiniMalloc CSV instances (from_csv; docs/references.md, "Data").
+// MiniMalloc CSV instances (from_csv; data/dsa/README.md).
 #pragma once
 
 #include "cachedarrays/config.hpp"
@@ -52,7 +52,7 @@ class DsaProblem {
   explicit DsaProblem(std::vector<DsaBuffer> buffers, std::uint64_t alignment = 1);
 
   /// One buffer per object of the program, same numbering, its size the
-  /// object's bytes. Time is counted in program steps, as paper 001 §4.1
+  /// object's bytes. Time is counted in program steps, as Sekiyama et al. §4.1
   /// counts it in allocations and frees: time t is the moment after step
   /// t - 1 (t = 0: the iteration's start). An object holds its memory from
   /// its creation to its retirement, not only from its first use to its last,

@@ -1,7 +1,7 @@
 // Which offset planner a policy or a command line uses, by name: the online
-// allocator (no plan), Sekiyama et al.'s best-fit offset lines (paper 001
+// allocator (no plan), Sekiyama et al.'s best-fit offset lines (Sekiyama et al.
 // §3.2, best_fit_offsets.hpp), SmartPool's weighted interval colouring
-// (paper 002 §III-B, smartpool_offsets.hpp) or the exact MIP (paper 001
+// (SmartPool/AutoSwap §III-B, smartpool_offsets.hpp) or the exact MIP (Sekiyama et al.
 // §3.1, dsa_mip.hpp) under a time limit.
 #pragma once
 

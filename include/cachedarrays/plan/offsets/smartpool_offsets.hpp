@@ -1,4 +1,4 @@
-// SmartPool's offline dynamic storage allocation (paper 002, Zhang et al.,
+// SmartPool's offline dynamic storage allocation (SmartPool/AutoSwap, Zhang et al.,
 // "Efficient Memory Management for GPU-based Deep Learning Systems", §III-B
 // and §III-C): weighted interval colouring. Buffers are the vertices of the
 // interval graph of their lifetimes, weighted by size; colouring a vertex
@@ -22,7 +22,7 @@
 
 namespace cachedarrays::plan {
 
-/// Which free hole a buffer goes into (paper 002 Fig. 4).
+/// Which free hole a buffer goes into (SmartPool/AutoSwap Fig. 4).
 enum class HoleFit : std::uint8_t {
   best,   ///< the smallest hole it fits in (the paper's default)
   first,  ///< the lowest hole it fits in

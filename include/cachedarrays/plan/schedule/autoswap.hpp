@@ -1,4 +1,4 @@
-// AutoSwap's swap planner (paper 002, Zhang et al., "Efficient Memory
+// AutoSwap's swap planner (SmartPool/AutoSwap, Zhang et al., "Efficient Memory
 // Management for GPU-based Deep Learning Systems", §IV; the load and time
 // model of §II and §V): which objects leave the fast tier between two uses,
 // and when their copies out and back in start, so that the memory load of

@@ -1,4 +1,4 @@
-// AutoSwap's Bayesian optimisation of its priority score (paper 002, Zhang
+// AutoSwap's Bayesian optimisation of its priority score (SmartPool/AutoSwap, Zhang
 // et al., §IV-C, equation (3)): BO = a*AOA + b*DOA + c*WDOA + d*SWDOA over
 // the standardised scores (autoswap_bo_scores in autoswap.hpp), the weights
 // in [-1, 1] "tuned automatically" by Bayesian optimisation with a Gaussian

@@ -1,4 +1,4 @@
-// AutoTM's memory optimiser (paper 000, Hildebrand et al., "AutoTM:
+// AutoTM's memory optimiser (AutoTM, Hildebrand et al., "AutoTM:
 // Automatic Tensor Movement in Heterogeneous Memory Systems using Integer
 // Linear Programming", ASPLOS 2020, §3): for every object of a program, where
 // it lives during each kernel that uses it (DRAM = the fast tier, PMM = the

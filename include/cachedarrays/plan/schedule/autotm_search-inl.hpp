@@ -1,4 +1,4 @@
-// autotm_plan (autotm.hpp): the search around AutoTM's ILPs (paper 000,
+// autotm_plan (autotm.hpp): the search around AutoTM's ILPs (AutoTM,
 // Hildebrand et al., ASPLOS 2020): the greedy static seed, the
 // fragmentation loop of §4.2 on each ILP, the synchronous formulation
 // started from the static plan, and §7.1's asynchronous one from the

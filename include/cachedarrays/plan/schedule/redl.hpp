@@ -1,4 +1,4 @@
-// ReDL's data management (paper 004, Rang et al., "Scalable Data Management
+// ReDL's data management (ReDL, Rang et al., "Scalable Data Management
 // on Hybrid Memory System for Deep Neural Network Applications", §III): a
 // reference-distance and location based placement of one iteration's
 // objects across the fast tier (DRAM) and the slow one (PMM). Short-lived

@@ -37,35 +37,16 @@ message(STATUS "rolled back in f871601 (#14)")  # a comment that says why
 ]=])
 endfunction()
 
-function(run_checker)
-  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tools/check_comments.py --root ${SCRATCH}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${out}${err}")
-  set(rc ${rc} PARENT_SCOPE)
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)
 
 # The planted comments: the checker fails, naming both lines and no others.
 write_tree("${issue_comment}" "${hash_comment}")
-run_checker()
-if(rc EQUAL 0)
-  message(FATAL_ERROR "check_comments.py passed a tree with a planted issue number and commit hash")
-endif()
-foreach(expected "src/planted.cpp:3: issue reference in a comment"
-                 "src/planted.cpp:5: commit hash in a comment")
-  string(FIND "${out}" "${expected}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "check_comments.py failed, but did not name a planted line: expected '${expected}'")
-  endif()
-endforeach()
-string(FIND "${out}" ", 2 comment(s) naming" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "check_comments.py reported more than the two planted comments: a string was taken for one")
-endif()
+run_planted_checker(check_comments.py)
+require_planted_findings(check_comments.py ", 2 comment(s) naming"
+  "src/planted.cpp:3: issue reference in a comment"
+  "src/planted.cpp:5: commit hash in a comment")
 
 # The same text in string literals: the checker passes.
 write_tree("${issue_string}" "${hash_string}")
-run_checker()
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "check_comments.py failed a tree whose issue number and commit hash are in strings only")
-endif()
+run_planted_checker(check_comments.py)
+require_no_findings(check_comments.py "a tree whose issue number and commit hash are in strings only")

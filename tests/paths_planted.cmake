@@ -25,35 +25,16 @@ function(write_tree planted)
   file(WRITE ${SCRATCH}/tests/CMakeLists.txt "${cmake}")
 endfunction()
 
-function(run_checker)
-  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tools/check_paths.py --root ${SCRATCH}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${out}${err}")
-  set(rc ${rc} PARENT_SCOPE)
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)
 
 write_tree(TRUE)
-run_checker()
-if(rc EQUAL 0)
-  message(FATAL_ERROR "check_paths.py passed a tree with planted paths outside it")
-endif()
-foreach(expected "docs/page.md:2: path outside the repository: ../../shared/STYLE.md"
-                 "tests/planted.cpp:3: path outside the repository: ../../outside.hpp"
-                 "tests/planted.cpp:4: path into one machine's directories: /root/papers/"
-                 "tests/CMakeLists.txt:3: path outside the repository: \${PROJECT_SOURCE_DIR}/../shared/data")
-  string(FIND "${out}" "${expected}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "check_paths.py did not name a planted path: expected '${expected}'")
-  endif()
-endforeach()
-string(FIND "${out}" "check_paths: 4 path(s)" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "check_paths.py reported more than the four planted paths: one inside was taken for one")
-endif()
+run_planted_checker(check_paths.py)
+require_planted_findings(check_paths.py "check_paths: 4 path(s)"
+  "docs/page.md:2: path outside the repository: ../../shared/STYLE.md"
+  "tests/planted.cpp:3: path outside the repository: ../../outside.hpp"
+  "tests/planted.cpp:4: path into one machine's directories: /root/papers/"
+  "tests/CMakeLists.txt:3: path outside the repository: \${PROJECT_SOURCE_DIR}/../shared/data")
 
 write_tree(FALSE)
-run_checker()
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "check_paths.py failed a tree whose paths all stay inside it")
-endif()
+run_planted_checker(check_paths.py)
+require_no_findings(check_paths.py "a tree whose paths all stay inside it")

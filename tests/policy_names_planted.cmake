@@ -25,22 +25,10 @@ inline bool planted_autotm(const std::string& p) { return p.rfind("autotm", 0) =
 file(APPEND ${SCRATCH}/include/cachedarrays/policy/registry-inl.hpp [=[
 inline bool planted_in_policy(const std::string& p) { return p == "ca-lm"; }
 ]=])
-execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tools/check_policy_names.py --root ${SCRATCH}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("${out}${err}")
-if(rc EQUAL 0)
-  message(FATAL_ERROR "check_policy_names.py passed a tree with planted comparisons of policy names")
-endif()
-foreach(expected "bench/training_runs.hpp:${first}: compares the policy name \"2lm:m\""
-                 "bench/training_runs.hpp:${second}: compares the policy name \"ca-lm\""
-                 "bench/training_runs.hpp:${third}: compares the prefix \"autotm\" of policy names")
-  string(FIND "${out}" "${expected}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "check_policy_names.py failed, but did not name a planted comparison: expected '${expected}'")
-  endif()
-endforeach()
-string(FIND "${out}" "3 comparison(s)" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "check_policy_names.py reported more than the three planted comparisons: the comment's, or "
-                      "the policy layer's, was taken for one")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)
+run_planted_checker(check_policy_names.py)
+# The comment's comparison and the policy layer's are not findings.
+require_planted_findings(check_policy_names.py "3 comparison(s)"
+  "bench/training_runs.hpp:${first}: compares the policy name \"2lm:m\""
+  "bench/training_runs.hpp:${second}: compares the policy name \"ca-lm\""
+  "bench/training_runs.hpp:${third}: compares the prefix \"autotm\" of policy names")

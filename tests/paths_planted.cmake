@@ -9,6 +9,11 @@
 #
 #   cmake -DSOURCE_DIR=<repo> -DPYTHON=/usr/bin/python3 -DSCRATCH=<dir> -P paths_planted.cmake
 
+# The planted paths are spelt with ${up} for ".." and ${home} for a home
+# directory, so that this file holds none itself.
+set(up "..")
+set(home "root")
+
 function(write_tree planted)
   file(REMOVE_RECURSE ${SCRATCH})
   file(WRITE ${SCRATCH}/README.md "The entry page.\n")
@@ -16,9 +21,9 @@ function(write_tree planted)
   set(cpp "#include \"../src/inside.hpp\"\nint planted = 0;\n")
   set(cmake "set(DATA \"\${PROJECT_SOURCE_DIR}/data/dsa\")\nset(RPATH \"$ORIGIN/../lib\")\n")
   if(planted)
-    string(APPEND md "The style: [STYLE](../../shared/STYLE.md).\n")
-    string(APPEND cpp "#include \"../../outside.hpp\"\n// the papers are in /root/papers/\n")
-    string(APPEND cmake "set(SHARED \"\${PROJECT_SOURCE_DIR}/../shared/data\")\n")
+    string(APPEND md "The style: [STYLE](${up}/${up}/shared/STYLE.md).\n")
+    string(APPEND cpp "#include \"${up}/${up}/outside.hpp\"\n// the papers are in /${home}/papers/\n")
+    string(APPEND cmake "set(SHARED \"\${PROJECT_SOURCE_DIR}/${up}/shared/data\")\n")
   endif()
   file(WRITE ${SCRATCH}/docs/page.md "${md}")
   file(WRITE ${SCRATCH}/tests/planted.cpp "${cpp}")
@@ -30,10 +35,10 @@ include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)
 write_tree(TRUE)
 run_planted_checker(check_paths.py)
 require_planted_findings(check_paths.py "check_paths: 4 path(s)"
-  "docs/page.md:2: path outside the repository: ../../shared/STYLE.md"
-  "tests/planted.cpp:3: path outside the repository: ../../outside.hpp"
-  "tests/planted.cpp:4: path into one machine's directories: /root/papers/"
-  "tests/CMakeLists.txt:3: path outside the repository: \${PROJECT_SOURCE_DIR}/../shared/data")
+  "docs/page.md:2: path outside the repository: ${up}/${up}/shared/STYLE.md"
+  "tests/planted.cpp:3: path outside the repository: ${up}/${up}/outside.hpp"
+  "tests/planted.cpp:4: path into one machine's directories: /${home}/papers/"
+  "tests/CMakeLists.txt:3: path outside the repository: \${PROJECT_SOURCE_DIR}/${up}/shared/data")
 
 write_tree(FALSE)
 run_planted_checker(check_paths.py)

@@ -586,12 +586,8 @@ CACHEDARRAYS_INLINE detail::PinToken DataManager::pin(Object& object, Access acc
   // A write must not tear a copy reading the primary (invariant 7); a read
   // may run beside it.
   if (access == Access::write) settle(*primary, /*rethrow=*/false, /*drop_background=*/true);
-  const detail::PinToken token = detail::pin_slots().pin(&object, access == Access::write, thread);
-  if (token == detail::pin_word) {
-    object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
-  } else if (!object.slot_pinned_.load(std::memory_order_relaxed)) {
-    object.slot_pinned_.store(true, std::memory_order_relaxed);
-  }
+  // The same pin as an unlocked access's; under the lock it needs no fence.
+  const detail::PinToken token = pin_unlocked(object, access, thread);
   if (access == Access::write) setdirty(*primary, true);
   return token;
 }

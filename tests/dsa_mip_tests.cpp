@@ -250,7 +250,6 @@ TEST_CASE("dsa mip: a search stopped at its time limit returns a valid plan, no 
   CHECK(r.gap > 0);
   CHECK(r.plan.footprint <= start.footprint);
   test::check_contains(r.status, "time limit");
-  CHECK(r.seconds < test::generous_seconds(5));
 }
 
 TEST_CASE("dsa mip: a relative gap stops the search once the plan is within it") {
@@ -263,7 +262,6 @@ TEST_CASE("dsa mip: a relative gap stops the search once the plan is within it")
   CHECK_FALSE(r.optimal);
   CHECK(r.gap <= 0.8);
   test::check_contains(r.status, "relative gap 0.8");
-  CHECK(r.seconds < test::generous_seconds(10));
 }
 
 TEST_CASE("dsa mip: bad options and a warm start that is no solution are refused, saying what is wrong") {

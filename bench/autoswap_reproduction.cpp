@@ -248,7 +248,7 @@ struct Workload {
   const PaperModel* paper = nullptr;
   nn::ModelConfig config;
   plan::Program program;
-  plan::AutotmCosts costs;
+  plan::TierCosts costs;
   plan::AutoswapTimeline timeline;
   std::uint64_t load_min = 0;  // the LOAD' peak with every candidate swapped (§VI-B.1's load_min)
   std::size_t candidates = 0;
@@ -266,7 +266,7 @@ Workload workload(const PaperModel& paper, std::int64_t batch, std::int64_t imag
   w.config = config_of(paper, batch, image_size, o);
   w.program = nn::dry_run_program([&] { return nn::build_model(w.config); });
   const plan::Roofline roofline(m.flops_per_second, m.fast);
-  w.costs = plan::AutotmCosts::from_model(w.program, roofline, m.fast, {m.pcie_gbps, m.pcie_gbps});
+  w.costs = plan::TierCosts::from_model(w.program, roofline, m.fast, {m.pcie_gbps, m.pcie_gbps});
   w.timeline = plan::autoswap_timeline(w.program, w.costs);
   plan::AutoswapOptions all;
   all.limit = 1;  // below any load: the selection takes every candidate

@@ -37,7 +37,7 @@ using ca::plan::AutoswapOptions;
 using ca::plan::AutoswapPlan;
 using ca::plan::AutoswapScore;
 using ca::plan::AutoswapScores;
-using ca::plan::AutotmCosts;
+using ca::plan::TierCosts;
 using ca::plan::Program;
 using test::autoswap::costs_of;
 using test::autoswap::program_of;
@@ -51,7 +51,7 @@ using test::MB;
 // below its peak (so that the selection has to pick).
 struct AutoswapCase {
   Program program;
-  AutotmCosts costs;
+  TierCosts costs;
   AutoswapOptions options;
 };
 
@@ -62,7 +62,7 @@ AutoswapCase random_case(test::Rng& rng, std::size_t min_objects, std::size_t ma
   for (std::size_t k = 0; k < p.kernels().size(); ++k) seconds.push_back(static_cast<double>(rng.between(1, 100)) / 100);
   // 100-1000 bytes at 1-20 kB/s: copies of 5 ms to 1 s, as long as kernels
   // (10 ms to 1 s).
-  AutotmCosts costs = costs_of(std::move(seconds), static_cast<double>(rng.between(1, 20)) * 1e-6,
+  TierCosts costs = costs_of(std::move(seconds), static_cast<double>(rng.between(1, 20)) * 1e-6,
                                static_cast<double>(rng.between(1, 20)) * 1e-6);
   AutoswapOptions o;
   o.min_bytes = 0;
@@ -77,8 +77,8 @@ AutoswapCase random_case(test::Rng& rng, std::size_t min_objects, std::size_t ma
 // without them): most orders of the swaps leave some wait.
 AutoswapCase reachable_case(test::Rng& rng) {
   AutoswapCase c = random_case(rng, 15, 30, 30, 60);
-  c.costs.to_pmm_gbps /= 10;
-  c.costs.to_dram_gbps /= 10;
+  c.costs.to_slow_gbps /= 10;
+  c.costs.to_fast_gbps /= 10;
   AutoswapOptions all = c.options;
   all.limit = 1;
   const std::uint64_t lowest = ca::plan::autoswap_plan(c.program, c.costs, all).peak;
@@ -237,9 +237,9 @@ TEST_CASE("autoswap bo: multiplying every time by 1000 changes no pick") {
     CAPTURE(trial);
     const AutoswapCase c = random_case(rng, 3, 10, 4, 16);
     AutoswapCase slow = c;
-    for (double& s : slow.costs.dram_seconds) s *= 1000;
-    slow.costs.to_pmm_gbps /= 1000;
-    slow.costs.to_dram_gbps /= 1000;
+    for (double& s : slow.costs.fast_seconds) s *= 1000;
+    slow.costs.to_slow_gbps /= 1000;
+    slow.costs.to_fast_gbps /= 1000;
     const AutoswapBoWeights w = random_weights(rng);
     CAPTURE(w[0]);
     CAPTURE(w[1]);
@@ -345,7 +345,7 @@ TEST_CASE("autoswap bo: the search is the same for a seed, another for another s
   test::Rng rng(test::test_seed(1407));
   AutoswapCase c = random_case(rng, 10, 14, 16, 24);
   // Slow copies: no order hides them all, so the search does not stop at 0.
-  c.costs.to_pmm_gbps = c.costs.to_dram_gbps = 1e-7;
+  c.costs.to_slow_gbps = c.costs.to_fast_gbps = 1e-7;
   std::vector<std::string> lines;
   AutoswapBoOptions bo = quick_search(3);
   bo.evaluations = 12;
@@ -379,7 +379,7 @@ TEST_CASE("autoswap bo: a plan over the limit, by LOAD' or by its serialized cop
   const Program p = program_of({{1000 * MB, false}, {1000 * MB, false}, {2000 * MB, false}},
                                {{{0, ca::Access::write}, {1, ca::Access::write}}, {}, {{2, ca::Access::write}},
                                 {{2, ca::Access::read}}, {}, {{0, ca::Access::read}, {1, ca::Access::read}}});
-  const AutotmCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
+  const TierCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
   AutoswapOptions o;
   o.limit = 1000 * MB;
   const AutoswapPlan plan = ca::plan::autoswap_plan(p, costs, o);

@@ -85,11 +85,11 @@ inline ca::plan::Program program_of(std::vector<ca::plan::ProgramObject> objects
   return ca::plan::Program(objects, kernels, steps);
 }
 
-inline ca::plan::AutotmCosts costs_of(std::vector<double> seconds, double out_gbps, double in_gbps) {
-  ca::plan::AutotmCosts c;
-  c.dram_seconds = std::move(seconds);
-  c.to_pmm_gbps = out_gbps;
-  c.to_dram_gbps = in_gbps;
+inline ca::plan::TierCosts costs_of(std::vector<double> seconds, double out_gbps, double in_gbps) {
+  ca::plan::TierCosts c;
+  c.fast_seconds = std::move(seconds);
+  c.to_slow_gbps = out_gbps;
+  c.to_fast_gbps = in_gbps;
   return c;
 }
 

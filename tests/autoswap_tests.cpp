@@ -39,7 +39,7 @@ using ca::plan::AutoswapPlan;
 using ca::plan::AutoswapScore;
 using ca::plan::AutoswapScores;
 using ca::plan::AutoswapTimeline;
-using ca::plan::AutotmCosts;
+using ca::plan::TierCosts;
 using ca::plan::Program;
 using test::autoswap::costs_of;
 using test::autoswap::program_of;
@@ -67,7 +67,7 @@ Program nested() {
   return program_of({{400 * MB, false}, {200 * MB, false}, {100 * MB, false}, {300 * MB, false}},
                     {{{0, W}}, {{1, W}}, {{3, W}}, {{2, W}}, {{2, R}}, {{3, R}}, {{1, R}}, {{0, R}}});
 }
-AutotmCosts nested_costs() { return costs_of(std::vector<double>(8, 1.0), 1.0, 2.0); }
+TierCosts nested_costs() { return costs_of(std::vector<double>(8, 1.0), 1.0, 2.0); }
 
 // Ten kernels of 1 s, copies at 10 GB/s both ways. Z (500 MB) is used by
 // kernels 0 and 6, X (200 MB) by 1 and 5, Y (100 MB) by 5 and 9, V (50 MB)
@@ -78,7 +78,7 @@ Program shifting_peak() {
   return program_of({{500 * MB, false}, {200 * MB, false}, {100 * MB, false}, {50 * MB, false}},
                     {{{0, W}}, {{1, W}}, {}, {}, {}, {{1, R}, {2, W}}, {{0, R}}, {{3, W}}, {}, {{2, R}, {3, R}}});
 }
-AutotmCosts shifting_costs() { return costs_of(std::vector<double>(10, 1.0), 10.0, 10.0); }
+TierCosts shifting_costs() { return costs_of(std::vector<double>(10, 1.0), 10.0, 10.0); }
 
 // Six kernels of 1 s. A and B (1000 MB each)
 // are written by kernel 0 and read by kernel 5; C (2000 MB) is used by
@@ -112,7 +112,7 @@ std::vector<std::uint64_t> mb(std::initializer_list<std::uint64_t> values) {
 
 TEST_CASE("autoswap: the timeline, the load curve and the candidates of a hand-made program") {
   const Program p = nested();
-  const AutotmCosts costs = nested_costs();
+  const TierCosts costs = nested_costs();
   const AutoswapTimeline t = ca::plan::autoswap_timeline(p, costs);
   CHECK(t.seconds == 8.0);
   CHECK(t.start == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7});
@@ -156,7 +156,7 @@ TEST_CASE("autoswap: the timeline, the load curve and the candidates of a hand-m
 
 TEST_CASE("autoswap: DOA, AOA (also when negative), WDOA and SWDOA equal their hand-computed values") {
   const Program p = nested();
-  const AutotmCosts costs = nested_costs();
+  const TierCosts costs = nested_costs();
   const AutoswapTimeline t = ca::plan::autoswap_timeline(p, costs);
   const std::vector<AutoswapCandidate> c = ca::plan::autoswap_candidates(p, costs, {});
   const std::vector<AutoswapScores> s = ca::plan::autoswap_scores(t, c, t.load);
@@ -200,7 +200,7 @@ TEST_CASE("autoswap: DOA, AOA (also when negative), WDOA and SWDOA equal their h
 
 TEST_CASE("autoswap: every score picks until the load is under the limit, or says by how much it cannot") {
   const Program p = nested();
-  const AutotmCosts costs = nested_costs();
+  const TierCosts costs = nested_costs();
   for (const AutoswapScore score : all_scores) {
     const std::string name = ca::plan::to_string(score);
     CAPTURE(name);
@@ -253,7 +253,7 @@ TEST_CASE("autoswap: every score picks until the load is under the limit, or say
 
 TEST_CASE("autoswap: SWDOA scores again after each pick, so it picks in another order than WDOA") {
   const Program p = shifting_peak();
-  const AutotmCosts costs = shifting_costs();
+  const TierCosts costs = shifting_costs();
   const AutoswapTimeline t = ca::plan::autoswap_timeline(p, costs);
   REQUIRE(t.load == mb({500, 700, 700, 700, 700, 800, 600, 150, 150, 150}));
   const std::vector<AutoswapCandidate> c = ca::plan::autoswap_candidates(p, costs, {});
@@ -300,7 +300,7 @@ TEST_CASE("autoswap: SWDOA scores again after each pick, so it picks in another 
 
 TEST_CASE("autoswap: the candidate filters of §IV-A") {
   const Program p = shifting_peak();
-  const AutotmCosts costs = shifting_costs();
+  const TierCosts costs = shifting_costs();
   AutoswapOptions o;
   o.across_peak_only = false;  // V (7 -> 9) too
   const auto all = ca::plan::autoswap_candidates(p, costs, o);
@@ -366,7 +366,7 @@ TEST_CASE("autoswap: duplex engines let a copy in run beside a copy out; on one 
   // just as C's copy out, issued after kernel 2, starts.
   const Program p = program_of({{1000 * MB, false}, {1000 * MB, false}, {1000 * MB, false}, {1000 * MB, false}},
                                {{{0, W}}, {}, {{1, W}, {2, W}}, {}, {{0, R}, {3, W}}, {}, {{1, R}}});
-  const AutotmCosts costs = costs_of(std::vector<double>(7, 1.0), 1.0, 1.0);
+  const TierCosts costs = costs_of(std::vector<double>(7, 1.0), 1.0, 1.0);
   AutoswapOptions o;
   o.limit = 2000 * MB;
   const AutoswapPlan one = ca::plan::autoswap_plan(p, costs, o);
@@ -400,7 +400,7 @@ TEST_CASE("autoswap: a persistent object's last gap wraps around to its first us
   // kernels 3 and 4. Six kernels of 1 s, copies at 10 GB/s (0.01 s).
   const Program p = program_of({{100 * MB, true}, {200 * MB, false}},
                                {{}, {{0, R}}, {}, {{1, W}}, {{1, R}}, {}});
-  const AutotmCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
+  const TierCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
   const auto c = ca::plan::autoswap_candidates(p, costs, {});
   const AutoswapCandidate& w = candidate_of(c, 0);
   CHECK(w.wraps);
@@ -442,11 +442,11 @@ struct Gap {
   friend bool operator==(const Gap&, const Gap&) = default;
 };
 
-std::vector<Gap> expected_gaps(const Program& p, const AutotmCosts& costs, const AutoswapOptions& o) {
+std::vector<Gap> expected_gaps(const Program& p, const TierCosts& costs, const AutoswapOptions& o) {
   const std::size_t nk = p.kernels().size();
   std::vector<double> start, end;
   double now = 0;
-  for (const double s : costs.dram_seconds) {
+  for (const double s : costs.fast_seconds) {
     start.push_back(now);
     now += s;
     end.push_back(now);
@@ -490,8 +490,8 @@ std::vector<Gap> expected_gaps(const Program& p, const AutotmCosts& costs, const
         const std::size_t u = g.after + q;
         return u < nk ? start[u] : start[u - nk] + period;
       };
-      const double out_done = end[g.after] + static_cast<double>(bytes) / (costs.to_pmm_gbps * 1e9);
-      const double in_latest = at(span) - static_cast<double>(bytes) / (costs.to_dram_gbps * 1e9);
+      const double out_done = end[g.after] + static_cast<double>(bytes) / (costs.to_slow_gbps * 1e9);
+      const double in_latest = at(span) - static_cast<double>(bytes) / (costs.to_fast_gbps * 1e9);
       std::size_t in_pos = 1;
       for (std::size_t q = 1; q < span; ++q) {
         if (at(q) <= in_latest) in_pos = q;
@@ -537,7 +537,7 @@ TEST_CASE("autoswap: on random programs the plan's load is what its swaps give, 
     std::vector<double> seconds;
     for (std::size_t k = 0; k < nk; ++k) seconds.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
     // 100-1000 bytes at 1-20 kB/s: copies of 5 ms to 1 s, as long as kernels.
-    const AutotmCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 20)) * 1e-6,
+    const TierCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 20)) * 1e-6,
                                        static_cast<double>(rng.between(1, 20)) * 1e-6);
     AutoswapOptions o;
     o.min_bytes = rng.percent(50) ? 0 : 400;
@@ -661,7 +661,7 @@ Program updates_at_the_end(std::uint32_t d_last) {
   uses[10] = {{1, W}};
   return program_of({{100 * MB, true}, {100 * MB, true}, {150 * MB, false}}, uses);
 }
-AutotmCosts updates_costs() {
+TierCosts updates_costs() {
   return costs_of({1e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 1e-3, 1e-3}, 10.0, 10.0);
 }
 
@@ -682,7 +682,7 @@ struct EngineModel {
   std::vector<Copies> copies;
 };
 
-EngineModel engine_model(const Program& p, const AutotmCosts& costs, const std::vector<ca::plan::AutoswapSwap>& swaps,
+EngineModel engine_model(const Program& p, const TierCosts& costs, const std::vector<ca::plan::AutoswapSwap>& swaps,
                          const std::vector<std::uint32_t>& in_kernel, bool duplex = false) {
   const auto nk = static_cast<std::int64_t>(p.kernels().size());
   constexpr double inf = std::numeric_limits<double>::infinity();
@@ -732,7 +732,7 @@ EngineModel engine_model(const Program& p, const AutotmCosts& costs, const std::
     }
     if (b >= nk) m.waits[static_cast<std::size_t>(b - nk)] = ready - now;
     start[static_cast<std::size_t>(b)] = ready;
-    now = ready + costs.dram_seconds[static_cast<std::size_t>(b % nk)];
+    now = ready + costs.fast_seconds[static_cast<std::size_t>(b % nk)];
   }
   for (const double w : m.waits) m.overhead += w;
   for (const Copy& x : copies) {
@@ -773,7 +773,7 @@ TEST_CASE("autoswap: copies in whose next uses come close are issued in advance,
   // moves to kernel 7 (61-71 ms): A is back one kernel earlier, at 100 MB
   // where the limit is 200 MB.
   const Program p = updates_at_the_end(5);
-  const AutotmCosts costs = updates_costs();
+  const TierCosts costs = updates_costs();
   AutoswapOptions o;
   o.limit = 200 * MB;
   o.score = AutoswapScore::doa;
@@ -868,7 +868,7 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
     for (std::size_t k = 0; k < nk; ++k) seconds.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
     // Copies of 10 ms to 1 s, the limit a third of the peak or more: many
     // swaps, their copies busy on the engine.
-    const AutotmCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 10)) * 1e-6,
+    const TierCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 10)) * 1e-6,
                                        static_cast<double>(rng.between(1, 10)) * 1e-6);
     AutoswapOptions o;
     o.min_bytes = 0;
@@ -977,17 +977,17 @@ TEST_CASE("autoswap: bad input says what is wrong") {
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_plan(p, nested_costs(), o); }),
                        "a memory load limit of 0 bytes");
   o.limit = 500 * MB;
-  AutotmCosts short_costs = nested_costs();
-  short_costs.dram_seconds.pop_back();
+  TierCosts short_costs = nested_costs();
+  short_costs.fast_seconds.pop_back();
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_plan(p, short_costs, o); }),
-                       "autoswap_plan: the costs give 7 kernel times (dram_seconds), the program has 8 kernels");
+                       "autoswap_plan: the costs give 7 kernel times (fast_seconds), the program has 8 kernels");
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_timeline(p, short_costs); }),
                        "autoswap_timeline");
-  AutotmCosts negative = nested_costs();
-  negative.dram_seconds[3] = -1;
+  TierCosts negative = nested_costs();
+  negative.fast_seconds[3] = -1;
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_plan(p, negative, o); }),
                        "kernel 3 takes -1");
-  const AutotmCosts no_copies = costs_of(std::vector<double>(8, 1.0), 0.0, 2.0);
+  const TierCosts no_copies = costs_of(std::vector<double>(8, 1.0), 0.0, 2.0);
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_plan(p, no_copies, o); }),
                        "both must be finite and > 0");
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_candidates(p, no_copies, o); }),

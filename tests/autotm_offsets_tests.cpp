@@ -21,9 +21,9 @@
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::AutotmMove;
+using ca::plan::TierMove;
 using ca::plan::AutotmOffsets;
-using ca::plan::AutotmPlan;
+using ca::plan::MovePlan;
 using ca::plan::AutotmStay;
 using ca::plan::Program;
 using ca::plan::StepKind;
@@ -36,9 +36,9 @@ using test::R, test::W;
 // lowest and a, c and d above it (192).
 using test::fragmenting_program;
 
-AutotmPlan all_in_dram(const Program& p) {
-  AutotmPlan plan;
-  for (const auto& k : p.kernels()) plan.in_dram.emplace_back(k.args.size(), true);
+MovePlan all_in_dram(const Program& p) {
+  MovePlan plan;
+  for (const auto& k : p.kernels()) plan.in_fast.emplace_back(k.args.size(), true);
   return plan;
 }
 
@@ -86,7 +86,7 @@ void check_packing(const AutotmOffsets& packed, std::uint64_t alignment) {
 
 TEST_CASE("autotm offsets: the stays of a plan packed ahead fit where the online allocator fragments") {
   const Program p = fragmenting_program();
-  const AutotmPlan plan = all_in_dram(p);
+  const MovePlan plan = all_in_dram(p);
   REQUIRE(ca::plan::autotm_dram_extents(p, plan, 64) == std::vector<std::uint64_t>{192, 256});
   const AutotmOffsets packed = ca::plan::autotm_dram_offsets(p, plan, 64);
   // Ticks: a, b, c taken at 1, 2, 3; kernel 0 at 4; a and c freed at 5 and
@@ -119,8 +119,8 @@ TEST_CASE("autotm offsets: a persistent object the iteration's end leaves in DRA
   std::vector<ca::plan::ProgramStep> steps{{StepKind::kernel, 0}, {StepKind::create, 1}, {StepKind::kernel, 1},
                                            {StepKind::retire, 1}, {StepKind::kernel, 2}};
   const Program p(objects, kernels, steps);
-  AutotmPlan plan = all_in_dram(p);
-  plan.moves = {AutotmMove{0, 0, false, false}, AutotmMove{0, 2, true, false}};
+  MovePlan plan = all_in_dram(p);
+  plan.moves = {TierMove{0, 0, false, false}, TierMove{0, 2, true, false}};
   const AutotmOffsets packed = ca::plan::autotm_dram_offsets(p, plan, 64);
   // P is held from the start to its move out (tick 2) and from its move in
   // (tick 6) to the end: one stay, from 6 around to 2, at the bottom. X
@@ -142,7 +142,7 @@ TEST_CASE("autotm offsets: a persistent object the iteration's end leaves in DRA
 
   // Kept in DRAM throughout, P holds its bytes the whole iteration, and X
   // goes above it.
-  AutotmPlan kept = all_in_dram(p);
+  MovePlan kept = all_in_dram(p);
   const AutotmOffsets whole = ca::plan::autotm_dram_offsets(p, kept, 64);
   REQUIRE(whole.stays.size() == 2);
   CHECK(whole.footprint == 192);
@@ -197,13 +197,13 @@ TEST_CASE("autotm offsets: random plans pack without two stays held at once shar
     }
     const Program p(objects, kernels, steps);
     // Any placement and any moves: the stays follow whatever the plan says.
-    AutotmPlan plan;
+    MovePlan plan;
     for (const auto& k : p.kernels()) {
-      plan.in_dram.emplace_back();
-      for (std::size_t j = 0; j < k.args.size(); ++j) plan.in_dram.back().push_back(rng() % 3 != 0);
+      plan.in_fast.emplace_back();
+      for (std::size_t j = 0; j < k.args.size(); ++j) plan.in_fast.back().push_back(rng() % 3 != 0);
     }
     for (int m = 0; m < 6; ++m) {
-      plan.moves.push_back(AutotmMove{static_cast<std::uint32_t>(rng() % objects.size()),
+      plan.moves.push_back(TierMove{static_cast<std::uint32_t>(rng() % objects.size()),
                                       static_cast<std::uint32_t>(rng() % nk), rng() % 2 == 0, rng() % 2 == 0});
     }
     const AutotmOffsets packed = ca::plan::autotm_dram_offsets(p, plan, 64);
@@ -214,8 +214,8 @@ TEST_CASE("autotm offsets: random plans pack without two stays held at once shar
 
 TEST_CASE("autotm offsets: a plan not of the program, or a bad alignment, is refused") {
   const Program p = fragmenting_program();
-  AutotmPlan wrong = all_in_dram(p);
-  wrong.in_dram.pop_back();
+  MovePlan wrong = all_in_dram(p);
+  wrong.in_fast.pop_back();
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autotm_dram_offsets(p, wrong, 64); }),
                        "autotm_dram_offsets: the plan places 1 kernels' arguments, the program has 2 kernels");
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autotm_dram_offsets(p, all_in_dram(p), 48); }),
@@ -225,15 +225,15 @@ TEST_CASE("autotm offsets: a plan not of the program, or a bad alignment, is ref
 TEST_CASE("autotm offsets: ReDL's fitting loop judges a plan by its packing, AutoTM's by the online replay") {
   // All in DRAM fits the 192-byte heap when packed ahead, not online.
   const Program p = fragmenting_program();
-  ca::plan::AutotmCosts costs;
+  ca::plan::TierCosts costs;
   for (const auto& k : p.kernels()) {
-    costs.dram_seconds.push_back(1.0);
-    costs.pmm_penalty.emplace_back(k.args.size(), 1.0);
+    costs.fast_seconds.push_back(1.0);
+    costs.slow_penalty.emplace_back(k.args.size(), 1.0);
   }
   const std::function<void(const std::string&)> silent = [](const std::string&) {};
   const ca::policy::PlanRequest request{p, costs, 192, 64, silent};
   int calls = 0;
-  const AutotmPlan by_kernel = ca::policy::fit_to_heap_by_kernel(
+  const MovePlan by_kernel = ca::policy::fit_to_heap_by_kernel(
       request,
       [&](const std::vector<std::uint64_t>&) {
         ++calls;
@@ -242,12 +242,12 @@ TEST_CASE("autotm offsets: ReDL's fitting loop judges a plan by its packing, Aut
       3);
   CHECK(calls == 1);
   CHECK(by_kernel.fits);
-  CHECK(by_kernel.dram_extent == 192);
+  CHECK(by_kernel.fast_extent == 192);
   CHECK(by_kernel.retries == 0);
   test::check_contains(by_kernel.status, "offline packing");
-  const AutotmPlan uniform = ca::policy::fit_to_heap(request, [&](std::uint64_t) { return all_in_dram(p); }, 0);
+  const MovePlan uniform = ca::policy::fit_to_heap(request, [&](std::uint64_t) { return all_in_dram(p); }, 0);
   CHECK(!uniform.fits);
-  CHECK(uniform.dram_extent == 256);
+  CHECK(uniform.fast_extent == 256);
 }
 
 TEST_CASE("offset planners: best-fit above a floor places every buffer over it where it is alive") {

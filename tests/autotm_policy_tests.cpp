@@ -123,15 +123,15 @@ TEST_CASE("autotm policy: in a steady iteration the arguments are where the sync
   auto a = four_arrays(*s->rt);
   Seen seen;
   const ca::Stats delta = steady_iteration(*s, a, seen);
-  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  const ca::plan::MovePlan* plan = s->policy->plan();
   REQUIRE(plan != nullptr);
   // A move costs 26 us, a kernel argument in PMM 1 ms: every argument is
   // brought in, two objects at a time (the limit), and the others leave.
   REQUIRE(seen.in_fast.size() == 4);
   for (std::size_t k = 0; k < 4; ++k) {
     CAPTURE(k);
-    CHECK(plan->in_dram[k] == std::vector<bool>{true, true});
-    CHECK(seen.in_fast[k] == plan->in_dram[k]);
+    CHECK(plan->in_fast[k] == std::vector<bool>{true, true});
+    CHECK(seen.in_fast[k] == plan->in_fast[k]);
     CHECK(seen.fast_bytes[k] <= 600 * KiB);
   }
   CHECK(delta.bytes_copied[1][0] > 0);  // the moves in were made
@@ -148,18 +148,18 @@ TEST_CASE("autotm policy: the static plan places once and copies nothing in a st
   auto a = four_arrays(*s->rt);
   Seen seen;
   const ca::Stats delta = steady_iteration(*s, a, seen);
-  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  const ca::plan::MovePlan* plan = s->policy->plan();
   REQUIRE(plan != nullptr);
   CHECK(plan->moves.empty());
   CHECK(delta.total_bytes_copied() == 0);
   REQUIRE(seen.in_fast.size() == 4);
-  int in_dram = 0;
+  int in_fast = 0;
   for (std::size_t k = 0; k < 4; ++k) {
-    CHECK(seen.in_fast[k] == plan->in_dram[k]);
+    CHECK(seen.in_fast[k] == plan->in_fast[k]);
     CHECK(seen.fast_bytes[k] <= 600 * KiB);
-    in_dram += static_cast<int>(plan->in_dram[k][0]) + static_cast<int>(plan->in_dram[k][1]);
+    in_fast += static_cast<int>(plan->in_fast[k][0]) + static_cast<int>(plan->in_fast[k][1]);
   }
-  CHECK(in_dram == 4);  // two of the four objects, used twice each
+  CHECK(in_fast == 4);  // two of the four objects, used twice each
   for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
 }
 
@@ -191,16 +191,16 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
   one_by_one(&in_fast);
   s->rt->manager().finish_copies();
   const ca::Stats delta = s->rt->stats().since(before);
-  const ca::plan::AutotmPlan* plan = s->policy->plan();
+  const ca::plan::MovePlan* plan = s->policy->plan();
   REQUIRE(plan != nullptr);
   CHECK(plan->modeled_seconds == doctest::Approx(80e-3));
   // The summary sets the plan's own modeled time against all-DRAM's.
   CHECK(s->policy->plan_summary().find("own model 1.00x all-DRAM") != std::string::npos);
   const auto async_moves = std::count_if(plan->moves.begin(), plan->moves.end(),
-                                         [](const ca::plan::AutotmMove& m) { return m.asynchronous; });
+                                         [](const ca::plan::TierMove& m) { return m.asynchronous; });
   CHECK(async_moves >= 8);
   CHECK(delta.async.copies > 0);
-  CHECK(in_fast == plan->in_dram);
+  CHECK(in_fast == plan->in_fast);
   CHECK(s->policy->counters().departures == 0);
   for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
   s->rt->manager().check_invariants(true);
@@ -349,12 +349,12 @@ struct OutBesideK1 {
   static std::unique_ptr<ca::Runtime> make(HeldMover& mover, ca::policy::AutotmPolicy*& policy) {
     ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
         "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
-          ca::plan::AutotmPlan plan;
+          ca::plan::MovePlan plan;
           for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
-            plan.in_dram.emplace_back(k.args.size(), true);
+            plan.in_fast.emplace_back(k.args.size(), true);
           }
           const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
-          plan.moves.push_back({object_a, 1, /*to_dram=*/false, /*asynchronous=*/true});
+          plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
           plan.status = "by hand";
           return plan;
         }});
@@ -507,15 +507,15 @@ struct CInBesideK2 {
                                            ca::policy::AutotmPolicy*& policy) {
     ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
         "c-in-beside-k2", "C in beside k2", [a_out](const ca::policy::PlanRequest& request) {
-          ca::plan::AutotmPlan plan;
+          ca::plan::MovePlan plan;
           for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
-            plan.in_dram.emplace_back(k.args.size(), true);
+            plan.in_fast.emplace_back(k.args.size(), true);
           }
           const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
           const std::uint32_t object_c = request.program.kernels().at(4).args.at(0).object;
-          if (a_out) plan.moves.push_back({object_a, 1, /*to_dram=*/false, /*asynchronous=*/true});
-          plan.moves.push_back({object_c, 2, /*to_dram=*/true, /*asynchronous=*/true});
-          plan.moves.push_back({object_c, 4, /*to_dram=*/false, /*asynchronous=*/false});
+          if (a_out) plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
+          plan.moves.push_back({object_c, 2, /*to_fast=*/true, /*asynchronous=*/true});
+          plan.moves.push_back({object_c, 4, /*to_fast=*/false, /*asynchronous=*/false});
           plan.status = "by hand";
           return plan;
         }});

@@ -23,11 +23,11 @@
 #include "wall_clock.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::AutotmCosts;
+using ca::plan::TierCosts;
 using ca::plan::AutotmFormulation;
-using ca::plan::AutotmMove;
+using ca::plan::TierMove;
 using ca::plan::AutotmOptions;
-using ca::plan::AutotmPlan;
+using ca::plan::MovePlan;
 using ca::plan::Program;
 
 namespace {
@@ -43,14 +43,14 @@ Program two_kernels() {
   return Program(objects, kernels, steps);
 }
 
-AutotmCosts unit_costs(const Program& p, double copy_gbps) {
-  AutotmCosts c;
+TierCosts unit_costs(const Program& p, double copy_gbps) {
+  TierCosts c;
   for (const auto& k : p.kernels()) {
-    c.dram_seconds.push_back(1.0);
-    c.pmm_penalty.emplace_back(k.args.size(), 1.0);
+    c.fast_seconds.push_back(1.0);
+    c.slow_penalty.emplace_back(k.args.size(), 1.0);
   }
-  c.to_pmm_gbps = copy_gbps;
-  c.to_dram_gbps = copy_gbps;
+  c.to_slow_gbps = copy_gbps;
+  c.to_fast_gbps = copy_gbps;
   return c;
 }
 
@@ -68,9 +68,9 @@ std::size_t arg_of(const Program& p, std::uint32_t o, std::uint32_t k) {
 // the other live objects last left in DRAM, and the objects moving beside
 // it: a move in holds its DRAM from its kernel on, a move out until after
 // its kernel), for the limit check.
-std::vector<std::uint64_t> dram_bytes_per_kernel(const Program& p, const AutotmPlan& plan) {
+std::vector<std::uint64_t> dram_bytes_per_kernel(const Program& p, const MovePlan& plan) {
   const auto n = p.objects().size();
-  std::vector<bool> in_dram(n, false);
+  std::vector<bool> in_fast(n, false);
   // Persistent objects start where the end of the iteration leaves them: run twice.
   std::vector<std::uint64_t> bytes;
   for (int round = 0; round < 2; ++round) {
@@ -83,7 +83,7 @@ std::vector<std::uint64_t> dram_bytes_per_kernel(const Program& p, const AutotmP
       if (step.kind != ca::plan::StepKind::kernel) continue;
       const std::uint32_t k = step.index;
       for (const auto& m : plan.moves) {
-        if (m.kernel == k && m.to_dram && m.asynchronous) in_dram[m.object] = true;
+        if (m.kernel == k && m.to_fast && m.asynchronous) in_fast[m.object] = true;
       }
       const auto& args = p.kernels()[k].args;
       std::vector<bool> io(n);
@@ -91,15 +91,15 @@ std::vector<std::uint64_t> dram_bytes_per_kernel(const Program& p, const AutotmP
       for (std::size_t j = 0; j < args.size(); ++j) {
         if (io[args[j].object]) continue;
         io[args[j].object] = true;
-        in_dram[args[j].object] = plan.in_dram[k][j];
-        if (plan.in_dram[k][j]) total += p.objects()[args[j].object].bytes;
+        in_fast[args[j].object] = plan.in_fast[k][j];
+        if (plan.in_fast[k][j]) total += p.objects()[args[j].object].bytes;
       }
       for (std::size_t o = 0; o < n; ++o) {
-        if (alive[o] && !io[o] && in_dram[o]) total += p.objects()[o].bytes;
+        if (alive[o] && !io[o] && in_fast[o]) total += p.objects()[o].bytes;
       }
       bytes.push_back(total);
       for (const auto& m : plan.moves) {
-        if (m.kernel == k && !m.to_dram) in_dram[m.object] = false;
+        if (m.kernel == k && !m.to_fast) in_fast[m.object] = false;
       }
     }
   }
@@ -111,15 +111,15 @@ std::vector<std::uint64_t> dram_bytes_per_kernel(const Program& p, const AutotmP
 // the gap or right before the next use (around the iteration for a
 // persistent object). An asynchronous move in starts in PMM, one out in
 // DRAM, and neither overlaps a kernel that uses the object.
-void check_moves_explain_placement(const Program& p, const AutotmPlan& plan) {
+void check_moves_explain_placement(const Program& p, const MovePlan& plan) {
   const auto nk = static_cast<std::uint32_t>(p.kernels().size());
-  const auto find = [&](std::uint32_t o, std::uint32_t k, bool to_dram, bool async) {
-    return std::count_if(plan.moves.begin(), plan.moves.end(), [&](const AutotmMove& m) {
-      return m.object == o && m.kernel == k && m.to_dram == to_dram && m.asynchronous == async;
+  const auto find = [&](std::uint32_t o, std::uint32_t k, bool to_fast, bool async) {
+    return std::count_if(plan.moves.begin(), plan.moves.end(), [&](const TierMove& m) {
+      return m.object == o && m.kernel == k && m.to_fast == to_fast && m.asynchronous == async;
     });
   };
   const auto in_dram_at = [&](std::uint32_t o, std::uint32_t k) {
-    return static_cast<bool>(plan.in_dram[k][arg_of(p, o, k)]);
+    return static_cast<bool>(plan.in_fast[k][arg_of(p, o, k)]);
   };
   for (const auto& m : plan.moves) {
     if (!m.asynchronous) continue;
@@ -159,7 +159,7 @@ void check_moves_explain_placement(const Program& p, const AutotmPlan& plan) {
 // moves; a move out copies only when the PMM copy is stale (§3.6): the
 // object was written in DRAM, or created there, since its PMM copy was last
 // made valid.
-double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPlan& plan, bool write_once = false) {
+double simulated_seconds(const Program& p, const TierCosts& c, const MovePlan& plan, bool write_once = false) {
   const auto n = p.objects().size();
   std::vector<bool> pmm_valid(n, true);
   double total = 0;
@@ -168,29 +168,29 @@ double simulated_seconds(const Program& p, const AutotmCosts& c, const AutotmPla
     for (const auto& step : p.steps()) {
       if (step.kind == ca::plan::StepKind::create) {
         const std::uint32_t o = step.index;
-        if (!p.uses(o).empty()) pmm_valid[o] = !plan.in_dram[p.uses(o).front()][arg_of(p, o, p.uses(o).front())];
+        if (!p.uses(o).empty()) pmm_valid[o] = !plan.in_fast[p.uses(o).front()][arg_of(p, o, p.uses(o).front())];
       }
       if (step.kind != ca::plan::StepKind::kernel) continue;
       const std::uint32_t k = step.index;
-      double rho = c.dram_seconds[k];
+      double rho = c.fast_seconds[k];
       double beside = 0;
       double blocking = 0;
       const auto& args = p.kernels()[k].args;
       for (std::size_t j = 0; j < args.size(); ++j) {
-        if (!plan.in_dram[k][j]) rho += c.pmm_penalty[k][j];
+        if (!plan.in_fast[k][j]) rho += c.slow_penalty[k][j];
       }
       for (const auto& m : plan.moves) {
         if (m.kernel != k) continue;
         const double bytes = static_cast<double>(p.objects()[m.object].bytes);
-        if (m.to_dram) (m.asynchronous ? beside : blocking) += bytes / (c.to_dram_gbps * 1e9);
+        if (m.to_fast) (m.asynchronous ? beside : blocking) += bytes / (c.to_fast_gbps * 1e9);
       }
       for (std::size_t j = 0; j < args.size(); ++j) {
-        if (args[j].access == ca::Access::write) pmm_valid[args[j].object] = !plan.in_dram[k][j];
+        if (args[j].access == ca::Access::write) pmm_valid[args[j].object] = !plan.in_fast[k][j];
       }
       for (const auto& m : plan.moves) {
-        if (m.kernel != k || m.to_dram) continue;
+        if (m.kernel != k || m.to_fast) continue;
         const double bytes = static_cast<double>(p.objects()[m.object].bytes);
-        if (!pmm_valid[m.object] || !write_once) (m.asynchronous ? beside : blocking) += bytes / (c.to_pmm_gbps * 1e9);
+        if (!pmm_valid[m.object] || !write_once) (m.asynchronous ? beside : blocking) += bytes / (c.to_slow_gbps * 1e9);
         pmm_valid[m.object] = true;
       }
       total += std::max(rho, beside) + blocking;
@@ -238,9 +238,9 @@ Program random_autotm_program(test::Rng& rng, std::size_t n, std::size_t nk) {
   return Program(objects, kernels, steps);
 }
 
-AutotmCosts random_costs(test::Rng& rng, const Program& p, double copy_gbps) {
-  AutotmCosts costs = unit_costs(p, copy_gbps);
-  for (auto& row : costs.pmm_penalty) {
+TierCosts random_costs(test::Rng& rng, const Program& p, double copy_gbps) {
+  TierCosts costs = unit_costs(p, copy_gbps);
+  for (auto& row : costs.slow_penalty) {
     for (double& d : row) d = static_cast<double>(rng.between(0, 100)) / 100.0;
   }
   return costs;
@@ -266,7 +266,7 @@ Program gap_of_three(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uin
 }
 
 // Copies of `bytes` taking `seconds` each way.
-AutotmCosts unit_costs_with_copy(const Program& p, std::uint64_t bytes, double seconds) {
+TierCosts unit_costs_with_copy(const Program& p, std::uint64_t bytes, double seconds) {
   return unit_costs(p, static_cast<double>(bytes) / (seconds * 1e9));
 }
 
@@ -294,16 +294,16 @@ TEST_CASE("autotm: the static formulation puts one of two objects in DRAM when o
   o.dram_limit = 100;
   o.relative_gap = 0;
   o.max_retries = 0;  // the ILP's own optimum (the heap would round 100 bytes up to 128)
-  const AutotmPlan plan = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
+  const MovePlan plan = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
   CHECK(plan.optimal);
   CHECK(plan.moves.empty());
-  CHECK(plan.in_dram[0][0] != plan.in_dram[1][0]);  // exactly one in DRAM
+  CHECK(plan.in_fast[0][0] != plan.in_fast[1][0]);  // exactly one in DRAM
   CHECK(plan.modeled_seconds == doctest::Approx(3.0));  // 2 kernels + one PMM penalty
   // With room for both, both.
   o.dram_limit = 200;
-  const AutotmPlan roomy = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
-  CHECK(roomy.in_dram[0][0]);
-  CHECK(roomy.in_dram[1][0]);
+  const MovePlan roomy = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
+  CHECK(roomy.in_fast[0][0]);
+  CHECK(roomy.in_fast[1][0]);
   CHECK(roomy.modeled_seconds == doctest::Approx(2.0));
 }
 
@@ -315,10 +315,10 @@ TEST_CASE("autotm: the synchronous formulation moves when a move costs less than
   o.relative_gap = 0;
   o.max_retries = 0;
   // Copies at 1 GB/s: 100 bytes take 1e-7 s, far less than the 1 s penalty.
-  const AutotmPlan plan = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
+  const MovePlan plan = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
   CHECK(plan.optimal);
-  CHECK(plan.in_dram[0][0]);
-  CHECK(plan.in_dram[1][0]);
+  CHECK(plan.in_fast[0][0]);
+  CHECK(plan.in_fast[1][0]);
   // Each object in before its kernel and out after it (around the
   // iteration): four copies of 1e-7 s.
   CHECK(plan.moves.size() == 4);
@@ -328,12 +328,12 @@ TEST_CASE("autotm: the synchronous formulation moves when a move costs less than
   // copies stay valid and the moves out copy nothing.
   AutotmOptions once = o;
   once.write_once = true;
-  const AutotmPlan saving = ca::plan::autotm_plan(p, unit_costs(p, 1), once);
+  const MovePlan saving = ca::plan::autotm_plan(p, unit_costs(p, 1), once);
   CHECK(saving.moves.size() == 4);
   CHECK(saving.modeled_seconds == doctest::Approx(2.0 + 2 * 1e-7).epsilon(1e-9));
 
   // Copies so slow that a move costs more than the penalty: as static.
-  const AutotmPlan slow = ca::plan::autotm_plan(p, unit_costs(p, 1e-8), o);
+  const MovePlan slow = ca::plan::autotm_plan(p, unit_costs(p, 1e-8), o);
   CHECK(slow.moves.empty());
   CHECK(slow.modeled_seconds == doctest::Approx(3.0));
 }
@@ -350,25 +350,25 @@ TEST_CASE("autotm: the asynchronous formulation moves an object out and back in 
   // three kernels (with two, both moves would sit beside the two kernels
   // and free nothing).
   const Program p = gap_of_three(128, 128, 256, 128);
-  const AutotmCosts costs = unit_costs_with_copy(p, 128, 0.4);
+  const TierCosts costs = unit_costs_with_copy(p, 128, 0.4);
   AutotmOptions o;
   o.dram_limit = 256;
   o.relative_gap = 0;
 
   o.formulation = AutotmFormulation::asynchronous;
-  const AutotmPlan async = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan async = ca::plan::autotm_plan(p, costs, o);
   CHECK(async.optimal);
   // Everything in DRAM while it is used, the copies hidden: 5 kernels of 1 s.
   CHECK(async.modeled_seconds == doctest::Approx(5.0));
-  for (std::size_t k = 0; k < 5; ++k) CHECK(async.in_dram[k][0]);
+  for (std::size_t k = 0; k < 5; ++k) CHECK(async.in_fast[k][0]);
   REQUIRE(async.moves.size() == 2);
   CHECK(async.moves[0].object == 0);
   CHECK(async.moves[0].kernel == 1);
-  CHECK(!async.moves[0].to_dram);
+  CHECK(!async.moves[0].to_fast);
   CHECK(async.moves[0].asynchronous);
   CHECK(async.moves[1].object == 0);
   CHECK(async.moves[1].kernel == 3);
-  CHECK(async.moves[1].to_dram);
+  CHECK(async.moves[1].to_fast);
   CHECK(async.moves[1].asynchronous);
   for (std::uint64_t b : dram_bytes_per_kernel(p, async)) CHECK(b <= 256);
   CHECK(async.fits);
@@ -379,11 +379,11 @@ TEST_CASE("autotm: the asynchronous formulation moves an object out and back in 
   // written in DRAM, so the move copies) + 0.4 (in before kernel 4), cheaper
   // than C in PMM (6) or A in PMM (7).
   o.formulation = AutotmFormulation::synchronous;
-  const AutotmPlan sync = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan sync = ca::plan::autotm_plan(p, costs, o);
   CHECK(sync.optimal);
   CHECK(sync.modeled_seconds == doctest::Approx(5.8));
   CHECK(sync.moves.size() == 2);
-  for (const AutotmMove& m : sync.moves) CHECK(!m.asynchronous);
+  for (const TierMove& m : sync.moves) CHECK(!m.asynchronous);
   CHECK(async.modeled_seconds < sync.modeled_seconds);
 }
 
@@ -392,12 +392,12 @@ TEST_CASE("autotm: a kernel beside slower copies takes as long as the copies (th
   // so 5 + 0.2 + 0.2 = 5.4, ahead of C in PMM (6) and of blocking moves
   // (5 + 2.4). A sum instead of the max would make it 7.4, a free overlap 5.
   const Program p = gap_of_three(128, 128, 256, 128);
-  const AutotmCosts costs = unit_costs_with_copy(p, 128, 1.2);
+  const TierCosts costs = unit_costs_with_copy(p, 128, 1.2);
   AutotmOptions o;
   o.formulation = AutotmFormulation::asynchronous;
   o.dram_limit = 256;
   o.relative_gap = 0;
-  const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
   CHECK(plan.optimal);
   CHECK(plan.modeled_seconds == doctest::Approx(5.4));
   REQUIRE(plan.moves.size() == 2);
@@ -435,7 +435,7 @@ TEST_CASE("autotm: a move out of an object not written since its last move out c
       steps.push_back({StepKind::kernel, 2 * r});
     }
     const Program p(objects, kernels, steps);
-    const AutotmCosts costs = unit_costs_with_copy(p, 128, 0.1);
+    const TierCosts costs = unit_costs_with_copy(p, 128, 0.1);
     for (AutotmFormulation f : {AutotmFormulation::synchronous, AutotmFormulation::asynchronous}) {
       const std::string formulation = ca::plan::to_string(f);
       CAPTURE(formulation);
@@ -444,10 +444,10 @@ TEST_CASE("autotm: a move out of an object not written since its last move out c
       o.dram_limit = 256;
       o.relative_gap = 0;
       o.write_once = true;
-      const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+      const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
       CHECK(plan.optimal);
       CHECK(plan.modeled_seconds == doctest::Approx(2.0 * reads + 1 + 0.1 * (reads + 1)));
-      const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const AutotmMove& m) { return !m.to_dram; });
+      const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const TierMove& m) { return !m.to_fast; });
       CHECK(outs == reads);
       CHECK(plan.moves.size() == 2 * reads);
       CHECK(simulated_seconds(p, costs, plan, true) == doctest::Approx(plan.modeled_seconds));
@@ -463,17 +463,17 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
     const std::size_t nk = p.kernels().size();
     // Copies of 100-1000 bytes at 1e-9 GB/s: 0.1-1 s, as long as the
     // kernels; the asynchronous formulation has something to hide.
-    const AutotmCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
+    const TierCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
     const std::uint64_t limit = rng.between(1, 20) * 100;
     std::vector<double> modeled;
-    std::optional<AutotmPlan> static_plan;
+    std::optional<MovePlan> static_plan;
     for (AutotmFormulation f : all_formulations) {
       const std::string formulation = ca::plan::to_string(f);
       CAPTURE(formulation);
       AutotmOptions o = exact_options(f, limit);
       o.write_once = trial % 2 == 0;
       // The fragmentation loop only lowers limits: the plan keeps them all.
-      const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+      const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
       CAPTURE(plan.status);
       CHECK(plan.optimal);
       for (std::uint64_t b : dram_bytes_per_kernel(p, plan)) CHECK(b <= o.dram_limit);
@@ -481,18 +481,18 @@ TEST_CASE("autotm: every plan keeps the DRAM limit at every kernel on random pro
       for (std::size_t k = 0; k < nk; ++k) CHECK(plan.kernel_limits[k] <= o.dram_limit);
       if (f == AutotmFormulation::static_placement) CHECK(plan.moves.empty());
       if (f != AutotmFormulation::asynchronous) {
-        for (const AutotmMove& m : plan.moves) CHECK(!m.asynchronous);
+        for (const TierMove& m : plan.moves) CHECK(!m.asynchronous);
       }
       check_moves_explain_placement(p, plan);
       CHECK(simulated_seconds(p, costs, plan, o.write_once) == doctest::Approx(plan.modeled_seconds).epsilon(1e-9));
       const auto extents = ca::plan::autotm_dram_extents(p, plan, o.alignment);
-      CHECK(plan.dram_extent == *std::max_element(extents.begin(), extents.end()));
-      CHECK(plan.fits == (plan.dram_extent <= o.dram_limit));
+      CHECK(plan.fast_extent == *std::max_element(extents.begin(), extents.end()));
+      CHECK(plan.fits == (plan.fast_extent <= o.dram_limit));
       // Never worse than everything in PMM.
       double all_pmm = 0;
       for (std::size_t k = 0; k < nk; ++k) {
-        all_pmm += costs.dram_seconds[k];
-        for (double d : costs.pmm_penalty[k]) all_pmm += d;
+        all_pmm += costs.fast_seconds[k];
+        for (double d : costs.slow_penalty[k]) all_pmm += d;
       }
       CHECK(plan.modeled_seconds <= all_pmm + 1e-9);
       // Each formulation allows what the one before does (at the same
@@ -530,14 +530,14 @@ TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseco
   for (int trial = 0; trial < 12; ++trial) {
     CAPTURE(trial);
     const Program p = random_autotm_program(rng, rng.between(3, 8), rng.between(3, 10));
-    const AutotmCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
-    AutotmCosts tiny = costs;
-    for (double& s : tiny.dram_seconds) s *= 1e-6;
-    for (auto& row : tiny.pmm_penalty) {
+    const TierCosts costs = random_costs(rng, p, rng.percent(50) ? 0.001 : 1e-9);
+    TierCosts tiny = costs;
+    for (double& s : tiny.fast_seconds) s *= 1e-6;
+    for (auto& row : tiny.slow_penalty) {
       for (double& d : row) d *= 1e-6;
     }
-    tiny.to_dram_gbps *= 1e6;
-    tiny.to_pmm_gbps *= 1e6;
+    tiny.to_fast_gbps *= 1e6;
+    tiny.to_slow_gbps *= 1e6;
     const std::uint64_t limit = rng.between(1, 20) * 100;
     std::vector<double> modeled;
     for (AutotmFormulation f : all_formulations) {
@@ -545,8 +545,8 @@ TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseco
       CAPTURE(formulation);
       AutotmOptions o = exact_options(f, limit);
       o.max_retries = 0;
-      const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
-      const AutotmPlan small = ca::plan::autotm_plan(p, tiny, o);
+      const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
+      const MovePlan small = ca::plan::autotm_plan(p, tiny, o);
       CAPTURE(small.status);
       CHECK(small.optimal);
       CHECK(small.modeled_seconds == doctest::Approx(1e-6 * plan.modeled_seconds).epsilon(1e-6));
@@ -572,7 +572,7 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
                                            {StepKind::create, 3}, {StepKind::kernel, 1}, {StepKind::retire, 1},
                                            {StepKind::retire, 3}};
   const Program p(objects, kernels, steps);
-  const AutotmCosts costs = unit_costs(p, 1);
+  const TierCosts costs = unit_costs(p, 1);
   AutotmOptions o;
   o.formulation = AutotmFormulation::synchronous;
   o.dram_limit = 192;
@@ -580,7 +580,7 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
 
   // The first solve: everything in DRAM, 2 s, and 256 bytes on the heap.
   o.max_retries = 0;
-  const AutotmPlan first = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan first = ca::plan::autotm_plan(p, costs, o);
   CHECK(first.modeled_seconds == doctest::Approx(2.0));
   CHECK(first.retries == 0);
   CHECK(first.kernel_limits == std::vector<std::uint64_t>{192, 192});
@@ -590,11 +590,11 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
   // d goes to PMM there (3 s), and the heap fits.
   o.max_retries = 8;
   o.lower_by_overflow = false;
-  const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
   CHECK(plan.retries == 1);
   CHECK(plan.kernel_limits == std::vector<std::uint64_t>{192, 188});
   CHECK(plan.fits);
-  CHECK(plan.dram_extent <= 192);
+  CHECK(plan.fast_extent <= 192);
   const auto extents = ca::plan::autotm_dram_extents(p, plan, 64);
   CHECK(*std::max_element(extents.begin(), extents.end()) <= 192);
   CHECK(plan.modeled_seconds == doctest::Approx(3.0));
@@ -604,7 +604,7 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
   // Lowered by its overflow instead: 192 * 192 / 256 = 144 at kernel 1,
   // the same plan in one retry.
   o.lower_by_overflow = true;
-  const AutotmPlan by_overflow = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan by_overflow = ca::plan::autotm_plan(p, costs, o);
   CHECK(by_overflow.retries == 1);
   CHECK(by_overflow.kernel_limits == std::vector<std::uint64_t>{192, 144});
   CHECK(by_overflow.fits);
@@ -615,10 +615,10 @@ TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit he
   // (A limit of 200: lowered once to 199, it still lets all 192 bytes in.)
   o.max_retries = 1;
   o.dram_limit = 200;
-  const AutotmPlan short_of = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan short_of = ca::plan::autotm_plan(p, costs, o);
   CHECK(short_of.retries == 1);
   CHECK(!short_of.fits);
-  CHECK(short_of.dram_extent == 256);
+  CHECK(short_of.fast_extent == 256);
   test::check_contains(short_of.status, "still does not fit after 1 retries");
 }
 
@@ -636,7 +636,7 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
   // four times what the start took, measured here beside the same load.
   test::Rng rng(test::test_seed(29));
   const Program p = random_autotm_program(rng, 40, 160);
-  const AutotmCosts costs = random_costs(rng, p, 1e-9);
+  const TierCosts costs = random_costs(rng, p, 1e-9);
   AutotmOptions o;
   o.formulation = AutotmFormulation::asynchronous;
   o.dram_limit = 1500;
@@ -646,7 +646,7 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
   AutotmOptions start_options = o;
   start_options.time_limit_seconds = 0.001;
   const auto start_t0 = std::chrono::steady_clock::now();
-  const AutotmPlan start = ca::plan::autotm_plan(p, costs, start_options);
+  const MovePlan start = ca::plan::autotm_plan(p, costs, start_options);
   const double start_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_t0).count();
   CAPTURE(start.status);
   CAPTURE(start_wall);
@@ -654,7 +654,7 @@ TEST_CASE("autotm: the solver stops at the time limit with the best plan found")
   o.time_limit_seconds = std::max(1.0, 4 * start_wall);
   CAPTURE(o.time_limit_seconds);
   const auto t0 = std::chrono::steady_clock::now();
-  const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+  const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CAPTURE(plan.status);
   CAPTURE(plan.seconds);
@@ -678,11 +678,11 @@ TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack
   // tells apart).
   test::Rng rng(test::test_seed(31));
   const Program p = random_autotm_program(rng, 300, 1000);
-  const AutotmCosts costs = random_costs(rng, p, 1e-9);
+  const TierCosts costs = random_costs(rng, p, 1e-9);
   double all_pmm = 0;
   for (std::size_t k = 0; k < p.kernels().size(); ++k) {
-    all_pmm += costs.dram_seconds[k];
-    for (double d : costs.pmm_penalty[k]) all_pmm += d;
+    all_pmm += costs.fast_seconds[k];
+    for (double d : costs.slow_penalty[k]) all_pmm += d;
   }
   for (AutotmFormulation f : {AutotmFormulation::static_placement, AutotmFormulation::synchronous}) {
     const std::string formulation = ca::plan::to_string(f);
@@ -690,7 +690,7 @@ TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack
     AutotmOptions o = exact_options(f, 3000);
     o.time_limit_seconds = 0.001;
     o.max_retries = 0;
-    const AutotmPlan plan = ca::plan::autotm_plan(p, costs, o);
+    const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
     CAPTURE(plan.status);
     test::check_contains(plan.status, "no time left to solve");
     CHECK_FALSE(plan.optimal);
@@ -705,8 +705,8 @@ TEST_CASE("autotm: with no time to search, the plan is still the greedy knapsack
 
 TEST_CASE("autotm: bad input says what is wrong") {
   const Program p = two_kernels();
-  AutotmCosts short_costs = unit_costs(p, 1);
-  short_costs.dram_seconds.pop_back();
+  TierCosts short_costs = unit_costs(p, 1);
+  short_costs.fast_seconds.pop_back();
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autotm_plan(p, short_costs, {}); }),
                        "the costs cover 1 kernels, the program has 2");
   AutotmOptions o;
@@ -732,8 +732,8 @@ TEST_CASE("autotm: bad input says what is wrong") {
   o.alignment = 48;
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autotm_plan(p, unit_costs(p, 1), o); }),
                        "alignment 48 must be a power of two");
-  AutotmPlan wrong;
-  wrong.in_dram = {{true}};
+  MovePlan wrong;
+  wrong.in_fast = {{true}};
   test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autotm_dram_extents(p, wrong, 64); }),
                        "the plan places 1 kernels' arguments, the program has 2 kernels");
 }

@@ -256,8 +256,8 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   const auto shared_program = std::make_shared<const plan::Program>(program);
   const ca::CapacityPlanOptions o = capacity_plan_options({1.0}, {"all-fast"});
   const plan::MemoryBound memory_bound;
-  const plan::AutotmCosts costs =
-      plan::AutotmCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
+  const plan::TierCosts costs =
+      plan::TierCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
                                     {o.slow.read_gbps, o.slow.write_gbps});
   ca::policy::AutotmPolicyOptions follower = ca::policy::Registry::builtin().describe("redl").planned_options().value();
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
@@ -332,12 +332,12 @@ TEST_CASE("replay judge: the judge's runtime has the run's mover threads") {
   std::vector<plan::ProgramStep> steps;
   for (std::uint32_t k = 0; k < kernels.size(); ++k) steps.push_back({StepKind::kernel, k});
   const plan::Program program(objects, kernels, steps);
-  plan::AutotmPlan handmade;
-  handmade.in_dram = {{true}, {true}, {true}, {true}, {true}};
-  handmade.moves = {{.object = 0, .kernel = 1, .to_dram = false, .asynchronous = true},
-                    {.object = 1, .kernel = 2, .to_dram = true, .asynchronous = true},
-                    {.object = 1, .kernel = 4, .to_dram = false, .asynchronous = true},
-                    {.object = 0, .kernel = 4, .to_dram = true, .asynchronous = true}};
+  plan::MovePlan handmade;
+  handmade.in_fast = {{true}, {true}, {true}, {true}, {true}};
+  handmade.moves = {{.object = 0, .kernel = 1, .to_fast = false, .asynchronous = true},
+                    {.object = 1, .kernel = 2, .to_fast = true, .asynchronous = true},
+                    {.object = 1, .kernel = 4, .to_fast = false, .asynchronous = true},
+                    {.object = 0, .kernel = 4, .to_fast = true, .asynchronous = true}};
   const auto trace = std::make_shared<const ca::Trace>(program.to_trace(4));
   const auto shared_program = std::make_shared<const plan::Program>(program);
   const ca::CapacityPlanOptions o = capacity_plan_options({1.0}, {"all-fast"});

@@ -36,7 +36,7 @@ ca::TraceEvent copy(std::uint64_t object, ca::DeviceId from, ca::DeviceId to, st
 }  // namespace
 
 TEST_CASE("copy timeline: an asynchronous copy hides behind kernels that do not use its object") {
-  ca::CopyTimeline t(timeline_models);
+  ca::plan::CopyTimeline t(timeline_models);
   t.copy(copy(7, 1, 0, 1'000'000, /*async=*/true));  // 1 ms on the slow->fast channel
   const std::vector<std::uint64_t> other{3};
   t.kernel(other, 2e-3);
@@ -51,7 +51,7 @@ TEST_CASE("copy timeline: an asynchronous copy hides behind kernels that do not 
 }
 
 TEST_CASE("copy timeline: a kernel waits for the copy of its own argument") {
-  ca::CopyTimeline t(timeline_models);
+  ca::plan::CopyTimeline t(timeline_models);
   t.copy(copy(7, 1, 0, 1'000'000, /*async=*/true));
   const std::vector<std::uint64_t> mine{7};
   t.kernel(mine, 0.5e-3);
@@ -60,7 +60,7 @@ TEST_CASE("copy timeline: a kernel waits for the copy of its own argument") {
 }
 
 TEST_CASE("copy timeline: copies of one device pair queue on its channel; other pairs run beside") {
-  ca::CopyTimeline t(timeline_models, {}, /*mover_threads=*/3);  // a thread for each copy
+  ca::plan::CopyTimeline t(timeline_models, {}, /*mover_threads=*/3);  // a thread for each copy
   t.copy(copy(1, 1, 0, 1'000'000, true));
   t.copy(copy(2, 1, 0, 1'000'000, true));  // behind the first: lands at 2 ms
   t.copy(copy(3, 0, 1, 1'000'000, true));  // the other direction: lands at 1 ms
@@ -73,7 +73,7 @@ TEST_CASE("copy timeline: copies of one device pair queue on its channel; other 
 }
 
 TEST_CASE("copy timeline: synchronous copies and defrag moves are exposed on the compute timeline") {
-  ca::CopyTimeline t(timeline_models);
+  ca::plan::CopyTimeline t(timeline_models);
   t.copy(copy(1, 0, 1, 1'000'000, /*async=*/false));  // 1 ms
   CHECK(t.exposed_copy_seconds() == doctest::Approx(1e-3));
   ca::TraceEvent slide;
@@ -88,7 +88,7 @@ TEST_CASE("copy timeline: synchronous copies and defrag moves are exposed on the
 }
 
 TEST_CASE("copy timeline: one mover thread makes its copies one at a time, in the order issued") {
-  ca::CopyTimeline t(timeline_models);  // the timeline's default: one thread
+  ca::plan::CopyTimeline t(timeline_models);  // the timeline's default: one thread
   t.copy(copy(1, 0, 1, 1'000'000, true));  // a write-back: 0 to 1 ms
   t.copy(copy(2, 1, 0, 1'000'000, true));  // a copy in behind it on the same thread: 1 to 2 ms
   const std::vector<std::uint64_t> second{2};
@@ -120,7 +120,7 @@ std::vector<ca::DeviceUsage> two_devices(std::uint64_t fast_used) {
 }  // namespace
 
 TEST_CASE("copy timeline: a creation waits on the compute timeline while a landing write-back holds its room") {
-  ca::CopyTimeline t(timeline_models, two_devices(2'000'000));
+  ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000));
   t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
   t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
   // A new object of 1e6 bytes: the device is full until the write-back lands.
@@ -132,7 +132,7 @@ TEST_CASE("copy timeline: a creation waits on the compute timeline while a landi
 }
 
 TEST_CASE("copy timeline: a copy in waits for the room a landing write-back holds, the kernels do not") {
-  ca::CopyTimeline t(timeline_models, two_devices(2'000'000), /*mover_threads=*/2);
+  ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000), /*mover_threads=*/2);
   t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
   t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
   t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
@@ -148,7 +148,7 @@ TEST_CASE("copy timeline: a copy in waits for the room a landing write-back hold
 
 TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, holds nothing up") {
   SUBCASE("room to spare") {
-    ca::CopyTimeline t(timeline_models, two_devices(1'000'000));
+    ca::plan::CopyTimeline t(timeline_models, two_devices(1'000'000));
     t.copy(copy(1, 0, 1, 1'000'000, true));
     t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
     t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));  // 1e6 of 2e6 in use after
@@ -157,7 +157,7 @@ TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, 
     CHECK(t.exposed_copy_seconds() == 0.0);
   }
   SUBCASE("landed") {
-    ca::CopyTimeline t(timeline_models, two_devices(2'000'000));
+    ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000));
     t.copy(copy(1, 0, 1, 1'000'000, true));  // lands at 1 ms
     const std::vector<std::uint64_t> other{5};
     t.kernel(other, 1e-3);
@@ -167,7 +167,7 @@ TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, 
     CHECK(t.exposed_copy_seconds() == 0.0);
   }
   SUBCASE("another object's region") {
-    ca::CopyTimeline t(timeline_models, two_devices(2'000'000));
+    ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000));
     t.copy(copy(1, 0, 1, 1'000'000, true));
     t.free(room_event(ca::TraceKind::free, 3, 0, 1'000'000));  // not the one being written back
     t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
@@ -176,7 +176,7 @@ TEST_CASE("copy timeline: room that is free, or a source whose copy has landed, 
     CHECK(t.exposed_copy_seconds() == 0.0);
   }
   SUBCASE("no room given: no hold") {
-    ca::CopyTimeline t(timeline_models);
+    ca::plan::CopyTimeline t(timeline_models);
     t.copy(copy(1, 0, 1, 1'000'000, true));
     t.free(room_event(ca::TraceKind::free, 1, 0, 1'000'000));
     t.allocate(room_event(ca::TraceKind::allocate, 0, 0, 1'000'000));
@@ -198,7 +198,7 @@ ca::TraceEvent background_copy(std::uint64_t object, ca::DeviceId from, ca::Devi
 }  // namespace
 
 TEST_CASE("copy timeline: a copy in issued while a background write-back waits goes first, as on the mover") {
-  ca::CopyTimeline t(timeline_models);  // one mover thread
+  ca::plan::CopyTimeline t(timeline_models);  // one mover thread
   t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
   t.copy(background_copy(2, 0, 1, 1'000'000));  // queued behind it
   const std::vector<std::uint64_t> other{5};
@@ -214,7 +214,7 @@ TEST_CASE("copy timeline: a copy in issued while a background write-back waits g
 }
 
 TEST_CASE("copy timeline: a background write-back the mover reaches before the next copy is issued runs first") {
-  ca::CopyTimeline t(timeline_models);
+  ca::plan::CopyTimeline t(timeline_models);
   t.copy(copy(1, 1, 0, 1'000'000, true));       // 0 to 1 ms
   t.copy(background_copy(2, 0, 1, 1'000'000));  // the thread is free at 1 ms: 1 to 2 ms
   const std::vector<std::uint64_t> other{5};
@@ -227,7 +227,7 @@ TEST_CASE("copy timeline: a background write-back the mover reaches before the n
 }
 
 TEST_CASE("copy timeline: the room a queued background write-back's source holds frees when it lands") {
-  ca::CopyTimeline t(timeline_models, two_devices(2'000'000));
+  ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000));
   t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
   t.copy(background_copy(2, 0, 1, 1'000'000));  // queued
   t.free(room_event(ca::TraceKind::free, 2, 0, 1'000'000));  // its source, freed by the policy at once
@@ -242,7 +242,7 @@ TEST_CASE("copy timeline: the room a queued background write-back's source holds
 }
 
 TEST_CASE("copy timeline: background write-backs still queued at the end count in the iteration's end") {
-  ca::CopyTimeline t(timeline_models);
+  ca::plan::CopyTimeline t(timeline_models);
   t.copy(background_copy(1, 0, 1, 1'000'000));
   t.copy(background_copy(2, 0, 1, 1'000'000));
   CHECK(t.now() == 0.0);

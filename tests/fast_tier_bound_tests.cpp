@@ -17,7 +17,7 @@
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::AutotmCosts;
+using ca::plan::TierCosts;
 using ca::plan::FastTierBound;
 using ca::plan::Program;
 using test::autoswap::program_of;
@@ -27,14 +27,14 @@ namespace {
 using test::R, test::W;
 
 // Kernels of 1 s; penalties as given, by kernel, by argument.
-AutotmCosts penalty_costs(const std::vector<std::vector<double>>& penalties) {
-  AutotmCosts c;
+TierCosts penalty_costs(const std::vector<std::vector<double>>& penalties) {
+  TierCosts c;
   for (const std::vector<double>& row : penalties) {
-    c.dram_seconds.push_back(1.0);
-    c.pmm_penalty.push_back(row);
+    c.fast_seconds.push_back(1.0);
+    c.slow_penalty.push_back(row);
   }
-  c.to_pmm_gbps = 1;
-  c.to_dram_gbps = 1;
+  c.to_slow_gbps = 1;
+  c.to_fast_gbps = 1;
   return c;
 }
 
@@ -45,7 +45,7 @@ TEST_CASE("fast tier bound: each kernel at its cheapest with its own arguments w
   // A, C, D (1200 B); kernel 2 names B twice (300 B, once); kernel 3 C.
   const Program p = program_of({{400, false}, {300, false}, {300, false}, {500, false}},
                                {{{0, R}, {1, W}}, {{0, R}, {2, R}, {3, W}}, {{1, R}, {1, W}}, {{2, R}}});
-  const AutotmCosts c = penalty_costs({{0.1, 0.3}, {0.5, 0.2, 0.6}, {0.25, 0.25}, {0.3}});
+  const TierCosts c = penalty_costs({{0.1, 0.3}, {0.5, 0.2, 0.6}, {0.25, 0.25}, {0.3}});
 
   SUBCASE("800 B: kernel 1 leaves A (400 B, 0.5 s) out, not C and part of D as the cheapest per byte would") {
     const FastTierBound b = ca::plan::fast_tier_bound(p, c, 800);
@@ -96,7 +96,7 @@ TEST_CASE("fast tier bound: on a kernel time model, each choice priced by the mo
   // 700 B over: A and C, 0.49 s by the model; their penalties alone sum to
   // 0.25 s, which the bound on the costs takes.
   CHECK(ca::plan::fast_tier_bound(p, model, fast, slow, 500).seconds == doctest::Approx(1.49));
-  const AutotmCosts costs = AutotmCosts::from_model(p, model, fast, slow);
+  const TierCosts costs = TierCosts::from_model(p, model, fast, slow);
   CHECK(ca::plan::fast_tier_bound(p, costs, 500).seconds == doctest::Approx(1.25));
   test::check_contains(test::invalid_argument_of([&] {
                          (void)ca::plan::fast_tier_bound(p, model, fast, {0, 10}, 500);
@@ -129,15 +129,15 @@ TEST_CASE("fast tier bound: never above ReDL's modeled kernels on random program
   for (int i = 0; i < 200; ++i) {
     CAPTURE(i);
     const Program p = test::autoswap::random_program(rng, rng.between(3, 12), rng.between(3, 24), 1);
-    AutotmCosts c;
+    TierCosts c;
     for (const auto& kernel : p.kernels()) {
-      c.dram_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
+      c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
       std::vector<double> row;
       for (std::size_t a = 0; a < kernel.args.size(); ++a) row.push_back(static_cast<double>(rng.between(0, 100)) / 100);
-      c.pmm_penalty.push_back(std::move(row));
+      c.slow_penalty.push_back(std::move(row));
     }
-    c.to_pmm_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-    c.to_dram_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+    c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+    c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
     ca::plan::RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = 0;

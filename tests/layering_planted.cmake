@@ -8,6 +8,9 @@
 #   cross_layer_detail   `#include "cachedarrays/heap/detail/treap.hpp"` in
 #                        the manager's stats.hpp: a lower layer, as the
 #                        arrows allow, but that layer's private detail/;
+#   wrong_room           `#include "cachedarrays/plan/schedule/autotm.hpp"`
+#                        (plan's schedule room) in plan's program room:
+#                        the layer allows it, the rooms' arrows do not;
 #   tool_includes_bench  `#include "bench_support.hpp"`, found through an
 #                        include directory of bench/, in a tool;
 #   tool_includes_detail `#include <cachedarrays/manager/detail/copy_engine.hpp>`
@@ -30,6 +33,11 @@ elseif(CASE STREQUAL "cross_layer_detail")
   set(include "cachedarrays/heap/detail/treap.hpp")
   set(planted "#include \"${include}\"")
   set(says "includes ${include}, a detail/ header of the heap layer")
+elseif(CASE STREQUAL "wrong_room")
+  set(file include/cachedarrays/plan/program/fast_tier_bound.hpp)
+  set(include "cachedarrays/plan/schedule/autotm.hpp")
+  set(planted "#include \"${include}\"")
+  set(says "includes ${include} (plan's schedule room), but plan's program room may include only")
 elseif(CASE STREQUAL "tool_includes_bench")
   set(file ${tool})
   set(include "bench_support.hpp")
@@ -41,8 +49,8 @@ elseif(CASE STREQUAL "tool_includes_detail")
   set(planted "#include <${include}>")
   set(says "includes ${include}, a detail/ header")
 else()
-  message(FATAL_ERROR "CASE='${CASE}': expected wrong_include, cross_layer_detail, tool_includes_bench or "
-                      "tool_includes_detail")
+  message(FATAL_ERROR "CASE='${CASE}': expected wrong_include, cross_layer_detail, wrong_room, "
+                      "tool_includes_bench or tool_includes_detail")
 endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)

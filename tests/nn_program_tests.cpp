@@ -118,7 +118,7 @@ TEST_CASE("nn program: AutoSwap plans Inception v4's program under a limit it me
   config.width = 0.0625;
   const ca::plan::Program program = nn::dry_run_program([&] { return nn::build_model(config); });
   const ca::plan::MemoryBound model;
-  const ca::plan::AutotmCosts costs = ca::plan::AutotmCosts::from_model(program, model, {100, 100}, {30, 10});
+  const ca::plan::TierCosts costs = ca::plan::TierCosts::from_model(program, model, {100, 100}, {30, 10});
   ca::plan::AutoswapOptions options;
   options.score = ca::plan::AutoswapScore::doa;
   options.min_bytes = 0;

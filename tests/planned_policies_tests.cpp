@@ -34,9 +34,9 @@
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::AutotmCosts;
-using ca::plan::AutotmMove;
-using ca::plan::AutotmPlan;
+using ca::plan::TierCosts;
+using ca::plan::TierMove;
+using ca::plan::MovePlan;
 using ca::plan::Program;
 using ca::plan::StepKind;
 
@@ -64,15 +64,15 @@ Program persistent_program(const std::vector<std::uint64_t>& bytes,
 }
 
 // A plan with every argument in PMM and no moves: of the program's shape.
-AutotmPlan all_slow_plan(const Program& p) {
-  AutotmPlan plan;
-  for (const auto& k : p.kernels()) plan.in_dram.emplace_back(k.args.size(), false);
+MovePlan all_slow_plan(const Program& p) {
+  MovePlan plan;
+  for (const auto& k : p.kernels()) plan.in_fast.emplace_back(k.args.size(), false);
   return plan;
 }
 
 // A planner hook named `name` that returns `plan` whatever it is asked,
 // counting its calls.
-ca::policy::PlannerHook fixed_planner(std::string name, AutotmPlan plan, int* calls = nullptr) {
+ca::policy::PlannerHook fixed_planner(std::string name, MovePlan plan, int* calls = nullptr) {
   ca::policy::PlannerHook hook;
   hook.name = std::move(name);
   hook.description = "a plan written by hand";
@@ -96,14 +96,14 @@ std::unique_ptr<ca::policy::AutotmPolicy> hook_policy(ca::policy::PlannerHook pl
 
 using test::fragmenting_program;
 
-AutotmCosts unit_kernel_costs(const Program& p) {
-  AutotmCosts c;
+TierCosts unit_kernel_costs(const Program& p) {
+  TierCosts c;
   for (const auto& k : p.kernels()) {
-    c.dram_seconds.push_back(1.0);
-    c.pmm_penalty.emplace_back(k.args.size(), 1.0);
+    c.fast_seconds.push_back(1.0);
+    c.slow_penalty.emplace_back(k.args.size(), 1.0);
   }
-  c.to_pmm_gbps = 1;
-  c.to_dram_gbps = 1;
+  c.to_slow_gbps = 1;
+  c.to_fast_gbps = 1;
   return c;
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
   const Program p = test::autoswap::program_of(
       {{400 * MB, false}, {200 * MB, false}, {100 * MB, false}, {300 * MB, false}, {150 * MB, true}},
       {{{0, W}}, {{1, W}, {4, R}}, {{3, W}}, {{2, W}}, {{2, R}}, {{3, R}}, {{1, R}, {4, W}}, {{0, R}}});
-  const AutotmCosts costs = test::autoswap::costs_of(std::vector<double>(8, 1.0), 1.0, 2.0);
+  const TierCosts costs = test::autoswap::costs_of(std::vector<double>(8, 1.0), 1.0, 2.0);
   ca::plan::AutoswapOptions o;
   o.limit = 700 * MB;
   ca::plan::AutoswapPlan swaps = ca::plan::autoswap_plan(p, costs, o);
@@ -202,29 +202,29 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
   // picks are not.
   std::reverse(swaps.swaps.begin(), swaps.swaps.end());
 
-  const AutotmPlan plan = ca::policy::autoswap_executable(p, swaps);
-  REQUIRE(plan.in_dram.size() == p.kernels().size());
+  const MovePlan plan = ca::policy::autoswap_executable(p, swaps);
+  REQUIRE(plan.in_fast.size() == p.kernels().size());
   for (std::size_t k = 0; k < p.kernels().size(); ++k) {
     CAPTURE(k);
-    CHECK(plan.in_dram[k] == std::vector<bool>(p.kernels()[k].args.size(), true));
+    CHECK(plan.in_fast[k] == std::vector<bool>(p.kernels()[k].args.size(), true));
   }
   CHECK(plan.moves.size() == 2 * swaps.swaps.size());
   for (const ca::plan::AutoswapSwap& s : swaps.swaps) {
     const ca::plan::AutoswapCandidate& c = s.candidate;
     CAPTURE(c.object);
     CAPTURE(c.gap);
-    const AutotmMove out{c.object, c.out_kernel, false, true};
-    const AutotmMove in{c.object, s.in_kernel, true, true};
+    const TierMove out{c.object, c.out_kernel, false, true};
+    const TierMove in{c.object, s.in_kernel, true, true};
     CHECK(std::count(plan.moves.begin(), plan.moves.end(), out) == 1);
     CHECK(std::count(plan.moves.begin(), plan.moves.end(), in) == 1);
   }
-  for (const AutotmMove& m : plan.moves) {
+  for (const TierMove& m : plan.moves) {
     CHECK(m.asynchronous);
     CHECK(m.kernel < p.kernels().size());
     CHECK(m.object < p.objects().size());
   }
   CHECK(std::is_sorted(plan.moves.begin(), plan.moves.end(),
-                       [](const AutotmMove& a, const AutotmMove& b) { return a.kernel < b.kernel; }));
+                       [](const TierMove& a, const TierMove& b) { return a.kernel < b.kernel; }));
   CHECK(plan.modeled_seconds == doctest::Approx(swaps.iteration_seconds + swaps.overhead_seconds));
   CHECK(!plan.optimal);
   test::check_contains(plan.status, std::to_string(swaps.swaps.size()) + " swaps of " +
@@ -239,9 +239,9 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
   o.limit = 2000 * MB;
   const ca::plan::AutoswapPlan none = ca::plan::autoswap_plan(p, costs, o);
   REQUIRE(none.swaps.empty());
-  const AutotmPlan still = ca::policy::autoswap_executable(p, none);
+  const MovePlan still = ca::policy::autoswap_executable(p, none);
   CHECK(still.moves.empty());
-  CHECK(still.in_dram.size() == p.kernels().size());
+  CHECK(still.in_fast.size() == p.kernels().size());
   CHECK(still.modeled_seconds == doctest::Approx(8.0));
 }
 
@@ -249,7 +249,7 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
 
 TEST_CASE("planned policies: fit_to_heap lowers the limit by the overflow until AutoTM's plan fits the heap") {
   const Program p = fragmenting_program();
-  const AutotmCosts costs = unit_kernel_costs(p);
+  const TierCosts costs = unit_kernel_costs(p);
   const ca::policy::PlanRequest request{p, costs, 192, 64, silent};
   std::vector<std::uint64_t> limits;
   const auto autotm_at = [&](std::uint64_t limit) {
@@ -263,7 +263,7 @@ TEST_CASE("planned policies: fit_to_heap lowers the limit by the overflow until 
   };
 
   SUBCASE("with retries, the first plan that fits") {
-    const AutotmPlan plan = ca::policy::fit_to_heap(request, autotm_at, 5);
+    const MovePlan plan = ca::policy::fit_to_heap(request, autotm_at, 5);
     // The first plan (everything in DRAM) reaches 256 on the heap.
     REQUIRE(limits.size() >= 2);
     CHECK(limits.front() == 192);
@@ -271,9 +271,9 @@ TEST_CASE("planned policies: fit_to_heap lowers the limit by the overflow until 
     CHECK(plan.retries >= 1);
     CHECK(plan.retries == limits.size() - 1);
     CHECK(plan.fits);
-    CHECK(plan.dram_extent <= 192);
+    CHECK(plan.fast_extent <= 192);
     const auto extents = ca::plan::autotm_dram_extents(p, plan, 64);
-    CHECK(*std::max_element(extents.begin(), extents.end()) == plan.dram_extent);
+    CHECK(*std::max_element(extents.begin(), extents.end()) == plan.fast_extent);
     CHECK(plan.kernel_limits == std::vector<std::uint64_t>(p.kernels().size(), limits.back()));
     // Lowered by its overflow, at every kernel: 192 * 192 / 256; then one
     // of a, b, c and one of b, d are in PMM (4 s).
@@ -284,11 +284,11 @@ TEST_CASE("planned policies: fit_to_heap lowers the limit by the overflow until 
     CHECK(plan.seconds >= 0);
   }
   SUBCASE("with no retries, the plan as it is, saying it does not fit") {
-    const AutotmPlan plan = ca::policy::fit_to_heap(request, autotm_at, 0);
+    const MovePlan plan = ca::policy::fit_to_heap(request, autotm_at, 0);
     CHECK(limits == std::vector<std::uint64_t>{192});
     CHECK(plan.retries == 0);
     CHECK(!plan.fits);
-    CHECK(plan.dram_extent == 256);
+    CHECK(plan.fast_extent == 256);
     CHECK(plan.kernel_limits == std::vector<std::uint64_t>{192, 192});
     CHECK(plan.modeled_seconds == doctest::Approx(2.0));
     test::check_contains(plan.status, "reaches");
@@ -300,18 +300,18 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   // A planner that does not keep its limit: all in DRAM (256 on the heap),
   // then d alone in DRAM (128), then all in DRAM again; the limit is 100.
   const Program p = fragmenting_program();
-  const AutotmCosts costs = unit_kernel_costs(p);
+  const TierCosts costs = unit_kernel_costs(p);
   const ca::policy::PlanRequest request{p, costs, 100, 64, silent};
-  AutotmPlan all_dram;
-  all_dram.in_dram = {{true, true, true}, {true, true}};
+  MovePlan all_dram;
+  all_dram.in_fast = {{true, true, true}, {true, true}};
   all_dram.status = "all";
-  AutotmPlan d_only;
-  d_only.in_dram = {{false, false, false}, {false, true}};
+  MovePlan d_only;
+  d_only.in_fast = {{false, false, false}, {false, true}};
   d_only.status = "d";
   REQUIRE(ca::plan::autotm_dram_extents(p, all_dram, 64) == std::vector<std::uint64_t>{192, 256});
   REQUIRE(ca::plan::autotm_dram_extents(p, d_only, 64) == std::vector<std::uint64_t>{0, 128});
   std::vector<std::uint64_t> limits;
-  const AutotmPlan plan = ca::policy::fit_to_heap(
+  const MovePlan plan = ca::policy::fit_to_heap(
       request,
       [&](std::uint64_t limit) {
         limits.push_back(limit);
@@ -322,7 +322,7 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   CHECK(limits == std::vector<std::uint64_t>{100, 39, 30});
   CHECK(!plan.fits);
   CHECK(plan.retries == 1);
-  CHECK(plan.dram_extent == 128);
+  CHECK(plan.fast_extent == 128);
   CHECK(plan.kernel_limits == std::vector<std::uint64_t>{39, 39});
   CHECK(plan.status.starts_with("d;"));
   test::check_contains(plan.status, "reaches");
@@ -335,26 +335,26 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
           "planned to 95, 90 and 80% of the DRAM limit") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
-  const auto period_of = [](const AutotmPlan& plan) {
+  const auto period_of = [](const MovePlan& plan) {
     const std::size_t at = plan.status.find("periods of ");
     REQUIRE(at != std::string::npos);
     return static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + 11)));
   };
-  const auto ahead_of = [](const AutotmPlan& plan) {
+  const auto ahead_of = [](const MovePlan& plan) {
     const std::string said = "copies in issued up to ";
     const std::size_t at = plan.status.find(said);
     return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
-  const auto short_lived_of = [](const AutotmPlan& plan) {
+  const auto short_lived_of = [](const MovePlan& plan) {
     const std::string said = "short-lived up to ";
     const std::size_t at = plan.status.find(said);
     return at == std::string::npos ? 1u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
-  const auto by_cost_of = [](const AutotmPlan& plan) {
+  const auto by_cost_of = [](const MovePlan& plan) {
     return plan.status.find("room by slow-tier cost") != std::string::npos;
   };
   // The percentage of the DRAM limit the plan was made to (100: all of it).
-  const auto limit_of = [](const AutotmPlan& plan) {
+  const auto limit_of = [](const MovePlan& plan) {
     const std::string said = "planned to ";
     const std::size_t at = plan.status.rfind(said);
     return at == std::string::npos ? 100u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
@@ -364,7 +364,7 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
   for (int i = 0; i < 30; ++i) {
     CAPTURE(i);
     const Program p = test::autoswap::random_program(rng, rng.between(6, 14), rng.between(20, 40), 1);
-    const AutotmCosts costs = unit_kernel_costs(p);
+    const TierCosts costs = unit_kernel_costs(p);
     const std::uint64_t limit = std::max<std::uint64_t>(64, p.max_live() * rng.between(20, 60) / 100);
     // The model's own search, as the hook's first plan runs it.
     ca::plan::RedlOptions o;
@@ -377,18 +377,18 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     // This judge prefers long periods, then copies issued far ahead, then
     // long short-lived objects, then room by slow-tier cost, then a plan
     // made to less of the limit, whatever the model says.
-    const ca::policy::PlanJudge judge = [&](const AutotmPlan& plan) {
+    const ca::policy::PlanJudge judge = [&](const MovePlan& plan) {
       asked.emplace_back(period_of(plan), ahead_of(plan), short_lived_of(plan), by_cost_of(plan), limit_of(plan));
       const auto& [size, ahead, short_lived, by_cost, limit_pct] = asked.back();
       return -(10000.0 * size + 100.0 * ahead + short_lived + (by_cost ? 0.5 : 0.0) + 0.001 * (100 - limit_pct));
     };
-    const AutotmPlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
+    const MovePlan unjudged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent});
     CHECK(period_of(unjudged) == searched.period_layers);
     CHECK(ahead_of(unjudged) == 1);
     CHECK(short_lived_of(unjudged) == 1);
     CHECK(!by_cost_of(unjudged));
     CHECK(limit_of(unjudged) == 100);
-    const AutotmPlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
+    const MovePlan judged = hook.plan(ca::policy::PlanRequest{p, costs, limit, 64, silent, &judge});
     if (searched.search.size() < 2) {
       CHECK(asked.empty());  // one size tried: nothing to weigh
       continue;
@@ -450,15 +450,15 @@ TEST_CASE("planned policies: a planner's plan that is not of the program is refu
   // Two persistent objects of 64 KiB; three kernels: (0 w), (1 r), (0 r, 1 w).
   const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
                                                               {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
-  AutotmPlan plan = all_slow_plan(p);
+  MovePlan plan = all_slow_plan(p);
   std::string what;
   SUBCASE("a kernel too few") {
-    plan.in_dram.pop_back();
-    what = "in_dram has 2 kernels, the program 3";
+    plan.in_fast.pop_back();
+    what = "in_fast has 2 kernels, the program 3";
   }
   SUBCASE("an argument too few") {
-    plan.in_dram[2].pop_back();
-    what = "in_dram[2] has 1 arguments, the kernel 2";
+    plan.in_fast[2].pop_back();
+    what = "in_fast[2] has 1 arguments, the kernel 2";
   }
   SUBCASE("a move of an object past the program") {
     plan.moves.push_back({2, 0, true, true});
@@ -482,7 +482,7 @@ TEST_CASE("planned policies: a planner's plan that is not of the program is refu
   REQUIRE(policy != nullptr);
   CHECK(policy->counters().plans == 1);
   REQUIRE(policy->plan() != nullptr);
-  CHECK(policy->plan()->in_dram == all_slow_plan(p).in_dram);
+  CHECK(policy->plan()->in_fast == all_slow_plan(p).in_fast);
 }
 
 // ---- 5. DSMA: a copy ahead that no use promoted ------------------------------
@@ -497,14 +497,14 @@ void fill_words(ca::CachedArray<std::uint64_t>& a, std::uint64_t seed) {
 
 TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped when the plan moves its object out") {
   // Y (object 0) is written by kernels 0 and 3 and read by kernel 2, in
-  // DRAM; X (object 1) is read by kernel 1 from PMM (in_dram false: DSMA)
+  // DRAM; X (object 1) is read by kernel 1 from PMM (in_fast false: DSMA)
   // while a copy into DRAM, started beside kernel 0, is made ahead; the plan
   // then moves X out, synchronously after kernel 1 or beside kernel 2.
   constexpr std::uint64_t bytes = 256 * KiB;
   const Program p = persistent_program({bytes, bytes}, {{{0, bytes, W}}, {{1, bytes, R}}, {{0, bytes, R}},
                                                         {{0, bytes, W}}});
-  AutotmPlan plan;
-  plan.in_dram = {{true}, {false}, {true}, {true}};
+  MovePlan plan;
+  plan.in_fast = {{true}, {false}, {true}, {true}};
   plan.moves.push_back({1, 0, true, true});
   std::string how;
   SUBCASE("a synchronous move out after the read") {
@@ -596,8 +596,8 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
 TEST_CASE("planned policies: a rejected plan is not followed; the policy carries on as CA:LM") {
   const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
                                                               {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
-  AutotmPlan plan = all_slow_plan(p);
-  plan.in_dram.pop_back();
+  MovePlan plan = all_slow_plan(p);
+  plan.in_fast.pop_back();
   std::vector<std::string> log;
   auto owned = hook_policy(fixed_planner("test:shapeless", plan), &log);
   const ca::policy::AutotmPolicy& policy = *owned;

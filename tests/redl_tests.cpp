@@ -5,7 +5,7 @@
 // start of the previous period, DSMA when it is late, a wait when the late
 // use writes, and the copy out at the end; where a period's objects do not
 // all fit, the room by first use or by slow-tier cost; on random programs, a replay of
-// the AutotmPlan written here (not the planner's) keeps the limit at every
+// the MovePlan written here (not the planner's) keeps the limit at every
 // kernel and finds every move consistent (a copy in only of an object in
 // PMM, never beside its use, issued before the use it serves; a copy out
 // only of an object in DRAM), the DSMA arguments are exactly the late reads,
@@ -25,8 +25,8 @@
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::AutotmCosts;
-using ca::plan::AutotmPlan;
+using ca::plan::TierCosts;
+using ca::plan::MovePlan;
 using ca::plan::Program;
 using ca::plan::RedlOptions;
 using ca::plan::RedlPlan;
@@ -38,14 +38,14 @@ using test::R, test::W;
 using test::autoswap::program_of;
 using test::autoswap::Use;
 
-AutotmCosts flat_costs(const Program& p, double seconds, double penalty, double out_gbps, double in_gbps) {
-  AutotmCosts c;
+TierCosts flat_costs(const Program& p, double seconds, double penalty, double out_gbps, double in_gbps) {
+  TierCosts c;
   for (const auto& kernel : p.kernels()) {
-    c.dram_seconds.push_back(seconds);
-    c.pmm_penalty.emplace_back(kernel.args.size(), penalty);
+    c.fast_seconds.push_back(seconds);
+    c.slow_penalty.emplace_back(kernel.args.size(), penalty);
   }
-  c.to_pmm_gbps = out_gbps;
-  c.to_dram_gbps = in_gbps;
+  c.to_slow_gbps = out_gbps;
+  c.to_fast_gbps = in_gbps;
   return c;
 }
 
@@ -56,16 +56,16 @@ Program random_redl_program(test::Rng& rng, std::size_t n, std::size_t nk) {
 
 // Kernels of 0.1-1 s, PMM penalties of 0-1 s, copies of 100-1000 bytes
 // taking 0.02-5 s.
-AutotmCosts random_redl_costs(test::Rng& rng, const Program& p) {
-  AutotmCosts c;
+TierCosts random_redl_costs(test::Rng& rng, const Program& p) {
+  TierCosts c;
   for (const auto& kernel : p.kernels()) {
-    c.dram_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
+    c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
     std::vector<double> row;
     for (std::size_t a = 0; a < kernel.args.size(); ++a) row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
-    c.pmm_penalty.push_back(std::move(row));
+    c.slow_penalty.push_back(std::move(row));
   }
-  c.to_pmm_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-  c.to_dram_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+  c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+  c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
   return c;
 }
 
@@ -76,7 +76,7 @@ double sum(const std::vector<double>& v) {
 }
 
 // The plan as AutoTM's executor would run it, replayed here from the
-// program and the AutotmPlan alone (with the RedlPlan's times for the
+// program and the MovePlan alone (with the RedlPlan's times for the
 // copies): which objects are in DRAM at each kernel, the DRAM they take,
 // and whether every move and argument agrees with that.
 struct Replay {
@@ -84,14 +84,14 @@ struct Replay {
   std::vector<std::string> errors;
 };
 
-Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
+Replay replay(const Program& p, const MovePlan& a, const RedlPlan& r) {
   const std::size_t n = p.objects().size(), nk = p.kernels().size();
   Replay out;
   const auto fail = [&](const std::string& what) { out.errors.push_back(what); };
-  std::vector<std::vector<ca::plan::AutotmMove>> async_at(nk), out_after(nk);
+  std::vector<std::vector<ca::plan::TierMove>> async_at(nk), out_after(nk);
   for (const auto& m : a.moves) {
     if (m.asynchronous) async_at[m.kernel].push_back(m);
-    else if (!m.to_dram) out_after[m.kernel].push_back(m);
+    else if (!m.to_fast) out_after[m.kernel].push_back(m);
     else fail("a synchronous move in of object " + std::to_string(m.object) + " (ReDL makes none)");
   }
   std::vector<bool> created_in_dram(n, false);
@@ -99,7 +99,7 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
     if (p.uses(o).empty()) continue;
     const std::uint32_t k = p.uses(o).front();
     for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) {
-      if (p.kernels()[k].args[j].object == o) created_in_dram[o] = a.in_dram[k][j];
+      if (p.kernels()[k].args[j].object == o) created_in_dram[o] = a.in_fast[k][j];
     }
   }
   // The arrival of each object's last copy in (for one held at the start:
@@ -107,7 +107,7 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
   constexpr double never = -std::numeric_limits<double>::infinity();
   std::vector<double> last_in(n, never);
   for (const auto& m : r.moves) {
-    if (m.to_dram) last_in[m.object] = m.end - r.modeled_seconds;
+    if (m.to_fast) last_in[m.object] = m.end - r.modeled_seconds;
   }
   std::vector<bool> held(n, false);
   std::vector<double> arrival(n, never);
@@ -126,13 +126,13 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
       std::size_t mi = 0;
       for (const auto& m : async_at[k]) {
         if (check && is_arg(m.object)) fail("a move of object " + std::to_string(m.object) + " beside its use" + at);
-        if (m.to_dram) {
+        if (m.to_fast) {
           if (check && held[m.object]) fail("a move in of object " + std::to_string(m.object) + " already in DRAM" + at);
           held[m.object] = true;
           // Its time: the RedlMove at the same place in the list.
           for (; mi < r.moves.size(); ++mi) {
             const auto& rm = r.moves[mi];
-            if (rm.kernel == k && rm.object == m.object && rm.to_dram) break;
+            if (rm.kernel == k && rm.object == m.object && rm.to_fast) break;
           }
           if (mi < r.moves.size()) arrival[m.object] = r.moves[mi].end;
         } else if (check && !held[m.object]) {
@@ -142,19 +142,19 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
       for (std::size_t j = 0; j < args.size(); ++j) {
         const std::uint32_t o = args[j].object;
         if (!check) {
-          if (a.in_dram[k][j]) held[o] = true;  // the executor's synchronous move (first iteration only)
+          if (a.in_fast[k][j]) held[o] = true;  // the executor's synchronous move (first iteration only)
           continue;
         }
         const std::string arg = "argument " + std::to_string(j) + " (object " + std::to_string(o) + ")" + at;
-        if (a.in_dram[k][j] && !held[o]) fail(arg + " is in DRAM without a move");
-        if (a.in_dram[k][j] && arrival[o] > r.kernel_start[k] + 1e-12) fail(arg + " is in DRAM before it arrives");
-        if (!a.in_dram[k][j] && held[o]) {
+        if (a.in_fast[k][j] && !held[o]) fail(arg + " is in DRAM without a move");
+        if (a.in_fast[k][j] && arrival[o] > r.kernel_start[k] + 1e-12) fail(arg + " is in DRAM before it arrives");
+        if (!a.in_fast[k][j] && held[o]) {
           // DSMA: only a read, and only while the copy in is still going.
           if (!r.dsma[k][j]) fail(arg + " is in PMM while in DRAM, not marked DSMA");
           if (args[j].access != R) fail(arg + " is a DSMA write");
           if (!(arrival[o] > r.kernel_start[k])) fail(arg + " is DSMA but its copy arrived");
         }
-        if (r.dsma[k][j] && (a.in_dram[k][j] || !held[o])) fail(arg + " is marked DSMA without a copy in flight");
+        if (r.dsma[k][j] && (a.in_fast[k][j] || !held[o])) fail(arg + " is marked DSMA without a copy in flight");
       }
       if (check) {
         std::uint64_t b = 0;
@@ -162,7 +162,7 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
         out.bytes.push_back(b);
       }
       for (const auto& m : async_at[k]) {
-        if (!m.to_dram) held[m.object] = false;
+        if (!m.to_fast) held[m.object] = false;
       }
       for (const auto& m : out_after[k]) {
         if (check && !held[m.object]) fail("a synchronous move out of object " + std::to_string(m.object) + " not in DRAM" + at);
@@ -184,11 +184,11 @@ Replay replay(const Program& p, const AutotmPlan& a, const RedlPlan& r) {
 // one lane here): the mover's copies one at a time, each channel one copy at
 // a time (a synchronous write-back included), each copy its bytes over the
 // bandwidth, never before it is issued.
-void check_times(const Program& p, const AutotmCosts& c, const RedlPlan& r) {
+void check_times(const Program& p, const TierCosts& c, const RedlPlan& r) {
   double previous_end = 0;
   for (std::size_t k = 0; k < p.kernels().size(); ++k) {
-    double expected = c.dram_seconds[k];
-    for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) expected += r.in_dram[k][j] ? 0 : c.pmm_penalty[k][j];
+    double expected = c.fast_seconds[k];
+    for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) expected += r.in_fast[k][j] ? 0 : c.slow_penalty[k][j];
     CHECK(r.kernel_end[k] - r.kernel_start[k] == doctest::Approx(expected));
     CHECK(r.kernel_start[k] >= previous_end - 1e-12);
     previous_end = r.kernel_end[k];
@@ -198,7 +198,7 @@ void check_times(const Program& p, const AutotmCosts& c, const RedlPlan& r) {
   CHECK(r.modeled_seconds == doctest::Approx(r.all_fast_seconds + r.wait_seconds + [&] {
           double penalties = 0;
           for (std::size_t k = 0; k < p.kernels().size(); ++k) {
-            for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) penalties += r.in_dram[k][j] ? 0 : c.pmm_penalty[k][j];
+            for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) penalties += r.in_fast[k][j] ? 0 : c.slow_penalty[k][j];
           }
           return penalties;
         }()));
@@ -207,10 +207,10 @@ void check_times(const Program& p, const AutotmCosts& c, const RedlPlan& r) {
   double in_channel = lane, out_channel = lane;
   for (const auto& m : r.moves) {
     if (m.bytes == 0) continue;
-    const double gbps = m.to_dram ? c.to_dram_gbps : c.to_pmm_gbps;
+    const double gbps = m.to_fast ? c.to_fast_gbps : c.to_slow_gbps;
     CHECK(m.end - m.start == doctest::Approx(static_cast<double>(m.bytes) / (gbps * 1e9)));
     CHECK(m.start >= m.issue - 1e-12);
-    double& channel = m.to_dram ? in_channel : out_channel;
+    double& channel = m.to_fast ? in_channel : out_channel;
     CHECK(m.start >= channel - 1e-9);
     channel = m.end;
     if (m.asynchronous) {
@@ -280,7 +280,7 @@ TEST_CASE("redl: liveness counts the layers between the first and the last use; 
     CHECK(r.liveness[3].short_lived);
     CHECK(r.layers == 6);
     for (const auto& m : r.moves) CHECK(m.object != 3);
-    CHECK(r.in_dram[3][0]);
+    CHECK(r.in_fast[3][0]);
   }
 }
 
@@ -289,7 +289,7 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
   for (int i = 0; i < 60; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(3, 10), rng.between(3, 14));
-    const AutotmCosts c = random_redl_costs(rng, p);
+    const TierCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = p.max_live();
     o.min_bytes = rng.percent(50) ? 0 : 500;
@@ -297,10 +297,10 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
     const RedlPlan r = ca::plan::redl_plan(p, c, o);
     CHECK(r.moves.empty());
     CHECK(r.dsma_arguments == 0);
-    for (const auto& row : r.in_dram) {
+    for (const auto& row : r.in_fast) {
       for (const bool x : row) CHECK(x);
     }
-    CHECK(r.modeled_seconds == doctest::Approx(sum(c.dram_seconds)));
+    CHECK(r.modeled_seconds == doctest::Approx(sum(c.fast_seconds)));
     CHECK(r.modeled_seconds == doctest::Approx(r.all_fast_seconds));
     CHECK(r.wait_seconds == 0.0);
     CHECK(r.search.size() == 1);  // the median meets both constraints: the search stops there
@@ -334,18 +334,18 @@ TEST_CASE("redl: a copy in is issued at the start of the previous period (or fur
     CHECK(r.period_layers == 2);
     REQUIRE(r.moves.size() == 2);
     CHECK(r.moves[0].object == 1);
-    CHECK(r.moves[0].to_dram);
+    CHECK(r.moves[0].to_fast);
     CHECK(r.moves[0].asynchronous);
     CHECK(r.moves[0].kernel == 2);
     CHECK(r.moves[0].use == 4);
     CHECK(r.moves[0].issue == doctest::Approx(2.5));
     CHECK(r.moves[0].end == doctest::Approx(3.5));
     CHECK(r.moves[1].object == 1);
-    CHECK(!r.moves[1].to_dram);
+    CHECK(!r.moves[1].to_fast);
     CHECK(r.moves[1].kernel == 5);
     CHECK(r.moves[1].bytes == 0);
-    CHECK(!r.in_dram[0][0]);  // A
-    CHECK(r.in_dram[4][0]);   // B
+    CHECK(!r.in_fast[0][0]);  // A
+    CHECK(r.in_fast[4][0]);   // B
     CHECK(r.dsma_arguments == 0);
     CHECK(r.modeled_seconds == doctest::Approx(6.5));
     CHECK(r.all_fast_seconds == doctest::Approx(6.0));
@@ -360,7 +360,7 @@ TEST_CASE("redl: a copy in is issued at the start of the previous period (or fur
     const RedlPlan r = ca::plan::redl_plan(p, flat_costs(p, 1, 0.5, 1e-6, 0.4e-6), o);
     REQUIRE(r.moves.size() == 2);
     CHECK(r.moves[0].end == doctest::Approx(5.0));
-    CHECK(!r.in_dram[4][0]);
+    CHECK(!r.in_fast[4][0]);
     CHECK(r.dsma[4][0]);
     CHECK(r.dsma_arguments == 1);
     CHECK(r.kernel_start[4] == doctest::Approx(4.5));
@@ -377,10 +377,10 @@ TEST_CASE("redl: a copy in is issued at the start of the previous period (or fur
     const RedlPlan r = ca::plan::redl_plan(p, flat_costs(p, 1, 0.5, 1e-6, 0.4e-6), o);
     REQUIRE(!r.moves.empty());
     CHECK(r.moves[0].object == 1);
-    CHECK(r.moves[0].to_dram);
+    CHECK(r.moves[0].to_fast);
     CHECK(r.moves[0].kernel == 0);
     CHECK(r.moves[0].end <= r.kernel_start[4]);
-    CHECK(r.in_dram[4][0]);
+    CHECK(r.in_fast[4][0]);
     CHECK(r.dsma_arguments == 0);
     CHECK(r.modeled_seconds == doctest::Approx(6.5));
     CHECK(r.peak_fast_bytes <= 1000);
@@ -391,7 +391,7 @@ TEST_CASE("redl: a copy in is issued at the start of the previous period (or fur
     const Program p = make(W);
     const RedlPlan r = ca::plan::redl_plan(p, flat_costs(p, 1, 0.5, 1e-6, 0.4e-6), o);
     REQUIRE(r.moves.size() == 2);
-    CHECK(r.in_dram[4][0]);
+    CHECK(r.in_fast[4][0]);
     CHECK(!r.dsma[4][0]);
     CHECK(r.kernel_start[4] == doctest::Approx(5.0));
     CHECK(r.moves[1].bytes == 1000);
@@ -421,9 +421,9 @@ TEST_CASE("redl: Algorithm 1 leaves the shortest-lived objects in the slow tier 
   CHECK(r.liveness[0].short_lived);
   CHECK(r.liveness[1].short_lived);
   CHECK(r.idle_victims == objects_of({0}));
-  CHECK(!r.in_dram[0][0]);
-  CHECK(r.in_dram[0][1]);
-  CHECK(r.in_dram[1][0]);
+  CHECK(!r.in_fast[0][0]);
+  CHECK(r.in_fast[0][1]);
+  CHECK(r.in_fast[1][0]);
   CHECK(r.moves.empty());
   CHECK(r.periods.size() == 1);
   CHECK(r.periods[0].idle_region == 600);
@@ -437,8 +437,8 @@ TEST_CASE("redl: where a period's objects do not all fit, the room goes by first
   // after kernel 0. Periods of one kernel: period 3 needs A (a copy in)
   // and B (created), which do not both fit.
   const Program p = program_of({{6000, false}, {6000, false}}, {{{0, W}}, {}, {}, {{0, R}, {1, W}}, {{1, R}}});
-  AutotmCosts costs = flat_costs(p, 1, 0.5, 1e-5, 1e-5);
-  costs.pmm_penalty[3] = {0.2, 1.0};  // kernel 3 reads A from PMM for 0.2 s more, writes B there for 1 s more
+  TierCosts costs = flat_costs(p, 1, 0.5, 1e-5, 1e-5);
+  costs.slow_penalty[3] = {0.2, 1.0};  // kernel 3 reads A from PMM for 0.2 s more, writes B there for 1 s more
   RedlOptions o;
   o.fast_limit = 10000;
   o.kernel_limits = {10000, 0};
@@ -448,7 +448,7 @@ TEST_CASE("redl: where a period's objects do not all fit, the room goes by first
   const auto moves_in = [](const RedlPlan& r) {
     std::vector<std::uint32_t> in;
     for (const auto& m : r.moves) {
-      if (m.to_dram) in.push_back(m.object);
+      if (m.to_fast) in.push_back(m.object);
     }
     return in;
   };
@@ -456,8 +456,8 @@ TEST_CASE("redl: where a period's objects do not all fit, the room goes by first
   // The paper's order: A, first in kernel 3's arguments, is copied in; B
   // is written to PMM and read there by kernel 4.
   const RedlPlan first = ca::plan::redl_plan(p, costs, o);
-  CHECK(first.in_dram[3] == std::vector<bool>{true, false});
-  CHECK(!first.in_dram[4][0]);
+  CHECK(first.in_fast[3] == std::vector<bool>{true, false});
+  CHECK(!first.in_fast[4][0]);
   CHECK(moves_in(first) == objects_of({0}));
   CHECK(first.status.find("room by slow-tier cost") == std::string::npos);
 
@@ -466,8 +466,8 @@ TEST_CASE("redl: where a period's objects do not all fit, the room goes by first
   // is read in place and never copied in.
   o.room_by_slow_cost = true;
   const RedlPlan by_cost = ca::plan::redl_plan(p, costs, o);
-  CHECK(by_cost.in_dram[3] == std::vector<bool>{false, true});
-  CHECK(by_cost.in_dram[4][0]);
+  CHECK(by_cost.in_fast[3] == std::vector<bool>{false, true});
+  CHECK(by_cost.in_fast[4][0]);
   CHECK(moves_in(by_cost).empty());
   test::check_contains(by_cost.status, "room by slow-tier cost");
   CHECK(by_cost.modeled_seconds == doctest::Approx(first.modeled_seconds - 1.3));
@@ -484,7 +484,7 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(3, 12), rng.between(3, 24));
-    const AutotmCosts c = random_redl_costs(rng, p);
+    const TierCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = rng.percent(70) ? 0 : 400;
@@ -507,8 +507,8 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
     CAPTURE(o.fast_limit);
     CAPTURE(o.period_layers);
     const RedlPlan r = ca::plan::redl_plan(p, c, o);
-    const AutotmPlan a = ca::plan::redl_autotm_plan(r);
-    REQUIRE(a.in_dram.size() == p.kernels().size());
+    const MovePlan a = ca::plan::redl_autotm_plan(r);
+    REQUIRE(a.in_fast.size() == p.kernels().size());
     REQUIRE(a.moves.size() == r.moves.size());
 
     const Replay rep = replay(p, a, r);
@@ -527,7 +527,7 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
     // Every copy in is issued before the use it serves (in the next
     // iteration for one that wraps around).
     for (const auto& m : r.moves) {
-      if (!m.to_dram) continue;
+      if (!m.to_fast) continue;
       CHECK(m.asynchronous);
       if (m.wraps) {
         CHECK(m.use == p.uses(m.object).front());
@@ -543,7 +543,7 @@ TEST_CASE("redl: on random programs the plan keeps the limit, its moves are cons
     for (const auto& row : r.dsma) dsma += static_cast<std::uint32_t>(std::count(row.begin(), row.end(), true));
     CHECK(dsma == r.dsma_arguments);
     check_times(p, c, r);
-    for (const auto& m : r.moves) (m.to_dram ? moves_in : writes_back) += 1;
+    for (const auto& m : r.moves) (m.to_fast ? moves_in : writes_back) += 1;
     dsma_total += dsma;
     waited += r.wait_seconds > 0 ? 1 : 0;
   }
@@ -560,7 +560,7 @@ TEST_CASE("redl: the period search starts at the median and is never worse than 
   for (int i = 0; i < 80; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(4, 12), rng.between(6, 30));
-    const AutotmCosts c = random_redl_costs(rng, p);
+    const TierCosts c = random_redl_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 70) / 100);
     o.min_bytes = 0;
@@ -590,10 +590,10 @@ TEST_CASE("redl: the period search starts at the median and is never worse than 
 
 TEST_CASE("redl: bad options and costs say what is wrong and what is allowed") {
   const Program p = program_of({{100, true}, {200, false}}, {{{0, R}, {1, W}}, {{1, R}}});
-  const AutotmCosts c = flat_costs(p, 1, 0.5, 1, 1);
+  const TierCosts c = flat_costs(p, 1, 0.5, 1, 1);
   RedlOptions o;
   o.fast_limit = 1000;
-  const auto message = [&](RedlOptions bad, AutotmCosts costs) {
+  const auto message = [&](RedlOptions bad, TierCosts costs) {
     return test::invalid_argument_of([&] { (void)ca::plan::redl_plan(p, costs, bad); });
   };
   RedlOptions bad = o;
@@ -621,17 +621,17 @@ TEST_CASE("redl: bad options and costs say what is wrong and what is allowed") {
   bad = o;
   bad.alignment = 12;
   test::check_contains(message(bad, c), "power of two");
-  AutotmCosts wrong = c;
-  wrong.dram_seconds.pop_back();
+  TierCosts wrong = c;
+  wrong.fast_seconds.pop_back();
   test::check_contains(message(o, wrong), "one of each per kernel");
   wrong = c;
-  wrong.pmm_penalty[0].pop_back();
+  wrong.slow_penalty[0].pop_back();
   test::check_contains(message(o, wrong), "one per argument");
   wrong = c;
-  wrong.pmm_penalty[1][0] = -1;
+  wrong.slow_penalty[1][0] = -1;
   test::check_contains(message(o, wrong), "finite and >= 0");
   wrong = c;
-  wrong.to_dram_gbps = 0;
+  wrong.to_fast_gbps = 0;
   test::check_contains(message(o, wrong), "finite and > 0");
   RedlOptions zero;
   zero.kernels_per_layer = 0;

@@ -11,6 +11,16 @@ files directly in include/cachedarrays/ (and directly in src/); the
 umbrella header cachedarrays.hpp sits above every layer, so no layer may
 include it.
 
+The plan layer is itself a stack of rooms, and a file of a room includes
+its own room and the rooms below it:
+
+    program <- detail <- offsets <- schedule
+
+program holds what every planner shares (the program, its time models, the
+tier costs and the move plan), detail the private helpers of the planners
+above it, offsets the offset planners, and schedule the scheduling planners.
+(src/plan/plan.cpp compiles them all and belongs to no room.)
+
 A layer's detail/ folder is private to it: a file of another layer (or the
 umbrella) includes the layer's public headers, never cachedarrays/<layer>/
 .../detail/..., even where the arrows would allow the layer.
@@ -34,6 +44,8 @@ RANK = {"types": 0, "heap": 1, "manager": 2, "plan": 3, "policy": 4, "runtime": 
 UMBRELLA = "umbrella"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 ARROWS = "types <- heap <- manager <- plan <- policy <- runtime <- {sim, nn}"
+PLAN_ROOMS = {"program": 0, "detail": 1, "offsets": 2, "schedule": 3}
+ROOM_ARROWS = "program <- detail <- offsets <- schedule"
 
 
 def layer_of(parts):
@@ -92,6 +104,29 @@ def file_layer(path, root):
     return None
 
 
+def plan_room(path, root):
+    """The room of plan a library file lies in, or None (another layer, or
+    no room: src/plan/plan.cpp)."""
+    rel = path.relative_to(root).parts
+    below = rel[2:] if rel[:2] == ("include", "cachedarrays") else rel[1:] if rel[0] == "src" else ()
+    if len(below) > 2 and below[0] == "plan" and below[1] in PLAN_ROOMS:
+        return below[1]
+    return None
+
+
+def room_problem(include, path, root):
+    """The message for an include from one room of plan into a room above
+    it, or None."""
+    source = plan_room(path, root)
+    found = resolve(include, path, root)
+    target = plan_room(found, root) if source is not None and found is not None else None
+    if target is None or PLAN_ROOMS[target] <= PLAN_ROOMS[source]:
+        return None
+    below = [r for r in PLAN_ROOMS if PLAN_ROOMS[r] <= PLAN_ROOMS[source]]
+    return (f"includes {include} (plan's {target} room), but plan's {source} room may include only the rooms "
+            f"{', '.join(below)} (the rooms' arrows: {ROOM_ARROWS})")
+
+
 def in_detail(include, including_file, root):
     """Whether the include names a header in some detail/ folder of the library."""
     if "detail" in include.split("/")[:-1]:
@@ -117,6 +152,8 @@ def layer_problems(path, root):
         if not allowed(source, target):
             yield number, (f"includes {include} ({target} layer), "
                            f"but the {source} layer may include only: {may_include(source)}")
+        elif target == source == "plan" and room_problem(include, path, root):
+            yield number, room_problem(include, path, root)
         elif target != source and in_detail(include, path, root):
             yield number, (f"includes {include}, a detail/ header of the {target} layer, which is private "
                            f"to that layer; the {source} layer includes the {target} layer's public headers "
@@ -168,7 +205,8 @@ def main():
                 print(f"{where}: {message}")
                 violations += 1
     print(f"check_layers: {len(files)} library files and {len(tools)} tools, {violations} include(s) against "
-          f"the arrows {ARROWS}, the privacy of detail/, or the tools' public-only rule")
+          f"the arrows {ARROWS}, plan's rooms {ROOM_ARROWS}, the privacy of detail/, or the tools' "
+          "public-only rule")
     return 1 if violations else 0
 
 

@@ -31,7 +31,7 @@
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autoswap_bo.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
-#include "cachedarrays/plan/schedule/copy_channels.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
 #include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"

@@ -19,19 +19,19 @@
 
 namespace cachedarrays::policy {
 
-CACHEDARRAYS_INLINE plan::AutotmPlan autoswap_executable(const plan::Program& program,
+CACHEDARRAYS_INLINE plan::MovePlan autoswap_executable(const plan::Program& program,
                                                          const plan::AutoswapPlan& swaps) {
-  plan::AutotmPlan p;
+  plan::MovePlan p;
   const std::vector<plan::ProgramKernel>& kernels = program.kernels();
-  p.in_dram.resize(kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k) p.in_dram[k].assign(kernels[k].args.size(), true);
+  p.in_fast.resize(kernels.size());
+  for (std::size_t k = 0; k < kernels.size(); ++k) p.in_fast[k].assign(kernels[k].args.size(), true);
   for (const plan::AutoswapSwap& s : swaps.swaps) {
     const plan::AutoswapCandidate& c = s.candidate;
     p.moves.push_back({c.object, c.out_kernel, false, true});
     p.moves.push_back({c.object, s.in_kernel, true, true});
   }
   std::stable_sort(p.moves.begin(), p.moves.end(),
-                   [](const plan::AutotmMove& a, const plan::AutotmMove& b) { return a.kernel < b.kernel; });
+                   [](const plan::TierMove& a, const plan::TierMove& b) { return a.kernel < b.kernel; });
   p.modeled_seconds = swaps.iteration_seconds + swaps.overhead_seconds;
   p.optimal = false;
   p.status = std::to_string(swaps.swaps.size()) + " swaps of " + std::to_string(swaps.candidates) +
@@ -61,7 +61,7 @@ CACHEDARRAYS_INLINE PlannerHook autoswap_planner(plan::AutoswapScore score) {
                     result.weights[1], result.weights[2], result.weights[3]);
       weights = text;
     }
-    plan::AutotmPlan p = fit_to_heap(request, [&](std::uint64_t limit) {
+    plan::MovePlan p = fit_to_heap(request, [&](std::uint64_t limit) {
       options.limit = limit;
       return autoswap_executable(request.program, plan::autoswap_plan(request.program, request.costs, options));
     });

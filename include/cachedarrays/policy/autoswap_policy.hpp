@@ -35,7 +35,7 @@ namespace cachedarrays::policy {
 /// AutotmPolicy's executor: every object in the fast tier whenever a kernel
 /// uses it, each swap an asynchronous move out and back in. modeled_seconds
 /// is the iteration without swaps plus the modeled waits for copies in.
-[[nodiscard]] plan::AutotmPlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps);
+[[nodiscard]] plan::MovePlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps);
 
 /// AutoSwap's planner picking swaps by `score`, for
 /// AutotmPolicyOptions::planner; the hook is named as the policy of that

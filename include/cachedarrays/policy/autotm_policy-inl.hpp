@@ -39,22 +39,22 @@ CACHEDARRAYS_INLINE std::string autotm_seconds(double seconds) {
 // A plan from another planner is followed only if it is one of this
 // program's: the executor indexes by it without further checks.
 CACHEDARRAYS_INLINE void check_foreign_plan(const std::string& policy, const plan::Program& program,
-                                            const plan::AutotmPlan& plan) {
+                                            const plan::MovePlan& plan) {
   const auto bad = [&](const std::string& what) {
     throw invalid_argument(policy + ": its planner returned a plan that is not of this program: " + what);
   };
   const std::vector<plan::ProgramKernel>& kernels = program.kernels();
-  if (plan.in_dram.size() != kernels.size()) {
-    bad("in_dram has " + std::to_string(plan.in_dram.size()) + " kernels, the program " +
+  if (plan.in_fast.size() != kernels.size()) {
+    bad("in_fast has " + std::to_string(plan.in_fast.size()) + " kernels, the program " +
         std::to_string(kernels.size()));
   }
   for (std::size_t k = 0; k < kernels.size(); ++k) {
-    if (plan.in_dram[k].size() != kernels[k].args.size()) {
-      bad("in_dram[" + std::to_string(k) + "] has " + std::to_string(plan.in_dram[k].size()) +
+    if (plan.in_fast[k].size() != kernels[k].args.size()) {
+      bad("in_fast[" + std::to_string(k) + "] has " + std::to_string(plan.in_fast[k].size()) +
           " arguments, the kernel " + std::to_string(kernels[k].args.size()));
     }
   }
-  for (const plan::AutotmMove& m : plan.moves) {
+  for (const plan::TierMove& m : plan.moves) {
     if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
       bad("a move of object " + std::to_string(m.object) + " at kernel " + std::to_string(m.kernel) +
           " (the program has " + std::to_string(program.objects().size()) + " objects and " +
@@ -70,23 +70,23 @@ namespace detail {
 // fit_to_heap and fit_to_heap_by_kernel: the same loop, lowering the limit
 // everywhere by the online replay's overflow or, by_kernel, at each kernel
 // where the offline packing passes the heap by that kernel's own overflow.
-CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
-    const PlanRequest& request, const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>&)>& plan_at,
+CACHEDARRAYS_INLINE plan::MovePlan fit_loop(
+    const PlanRequest& request, const std::function<plan::MovePlan(const std::vector<std::uint64_t>&)>& plan_at,
     std::uint32_t max_retries, bool by_kernel) {
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::uint64_t> limits(request.program.kernels().size(), request.dram_limit);
   std::uint64_t limit = request.dram_limit;  // everywhere
-  std::optional<plan::AutotmPlan> best;
+  std::optional<plan::MovePlan> best;
   for (std::uint32_t retries = 0;; ++retries) {
-    plan::AutotmPlan p = plan_at(limits);
+    plan::MovePlan p = plan_at(limits);
     const std::vector<std::uint64_t> extents =
         by_kernel ? plan::autotm_dram_offsets(request.program, p, request.alignment).extents
                   : plan::autotm_dram_extents(request.program, p, request.alignment);
-    p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
-    p.fits = p.dram_extent <= request.dram_limit;
+    p.fast_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    p.fits = p.fast_extent <= request.dram_limit;
     p.retries = retries;
     p.kernel_limits = limits;
-    if (!best || (p.fits && !best->fits) || (!p.fits && !best->fits && p.dram_extent < best->dram_extent)) best = p;
+    if (!best || (p.fits && !best->fits) || (!p.fits && !best->fits && p.fast_extent < best->fast_extent)) best = p;
     if (p.fits || retries == max_retries) break;
     const auto lowered = [&](std::uint64_t l, std::uint64_t extent) {
       const double overflow = static_cast<double>(request.dram_limit) / static_cast<double>(extent);
@@ -97,7 +97,7 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
         if (extents[k] > request.dram_limit) limits[k] = lowered(limits[k], extents[k]);
       }
     } else {
-      limit = lowered(limit, p.dram_extent);
+      limit = lowered(limit, p.fast_extent);
       if (limit == 0) break;
       limits.assign(limits.size(), limit);
     }
@@ -118,8 +118,8 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
   }
   best->status += std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, Sekiyama et al.) "
                                          : "; the heap replay (AutoTM section 4.2) ") +
-                  (best->fits ? "fits in " + format_bytes(best->dram_extent)
-                              : "reaches " + format_bytes(best->dram_extent) + " of " +
+                  (best->fits ? "fits in " + format_bytes(best->fast_extent)
+                              : "reaches " + format_bytes(best->fast_extent) + " of " +
                                     format_bytes(request.dram_limit)) +
                   " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries") + where;
   return std::move(*best);
@@ -127,8 +127,8 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_loop(
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap(const PlanRequest& request,
-                                                 const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
+CACHEDARRAYS_INLINE plan::MovePlan fit_to_heap(const PlanRequest& request,
+                                                 const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
                                                  std::uint32_t max_retries) {
   return detail::fit_loop(
       request,
@@ -138,8 +138,8 @@ CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap(const PlanRequest& request,
       max_retries, /*by_kernel=*/false);
 }
 
-CACHEDARRAYS_INLINE plan::AutotmPlan fit_to_heap_by_kernel(
-    const PlanRequest& request, const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>&)>& plan_at,
+CACHEDARRAYS_INLINE plan::MovePlan fit_to_heap_by_kernel(
+    const PlanRequest& request, const std::function<plan::MovePlan(const std::vector<std::uint64_t>&)>& plan_at,
     std::uint32_t max_retries) {
   return detail::fit_loop(request, plan_at, max_retries, /*by_kernel=*/true);
 }
@@ -162,7 +162,7 @@ CACHEDARRAYS_INLINE AutotmPolicy::AutotmPolicy(AutotmPolicyOptions options) : op
 
 CACHEDARRAYS_INLINE std::string AutotmPolicy::plan_summary() const {
   if (!plan_) return {};
-  const plan::AutotmPlan& p = *plan_;
+  const plan::MovePlan& p = *plan_;
   // The planner's own modeled iteration beside the replay's figure tells
   // how far its model is from the run it plans.
   return fmt::format("plan {:.2f} s, {}{}, {} retr{}{}{}{}", p.seconds,
@@ -239,12 +239,12 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   // Online profiles are keyed by plan::profile_key, so they price the
   // program's kernels under those names; the plan itself is of the program.
   const bool profiled = !options_.time_model && program.profiles() != nullptr;
-  plan::AutotmCosts costs =
-      profiled ? plan::AutotmCosts::from_model(
+  plan::TierCosts costs =
+      profiled ? plan::TierCosts::from_model(
                      plan::profile_keyed(program),
                      *plan::online_time_model(*program.profiles(), options_.fast_tier, options_.slow_tier),
                      options_.fast_tier, options_.slow_tier)
-               : plan::AutotmCosts::from_model(program, options_.time_model ? *options_.time_model : memory_bound,
+               : plan::TierCosts::from_model(program, options_.time_model ? *options_.time_model : memory_bound,
                                                options_.fast_tier, options_.slow_tier);
   // The plan's copies go side by side as this runtime's mover makes them.
   costs.copy_lanes = std::max(1U, dm.mover_options().threads);
@@ -256,7 +256,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(name() + ": " + line); };
   if (!solver.progress) solver.progress = progress;
   all_dram_seconds_ = 0;
-  for (double s : costs.dram_seconds) all_dram_seconds_ += s;
+  for (double s : costs.fast_seconds) all_dram_seconds_ += s;
   const std::string how = options_.planner ? options_.planner->description
                                            : "AutoTM's ILP on Cbc, relative gap " +
                                                  std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
@@ -265,7 +265,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
       std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
       " (" + how + (profiled ? "; kernels priced by their online profiles" : "") + ")...");
   if (options_.planner) {
-    plan::AutotmPlan planned =
+    plan::MovePlan planned =
         options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress,
                                            options_.judge ? &options_.judge : nullptr});
     detail::check_foreign_plan(name(), program, planned);  // a plan refused is never followed
@@ -280,12 +280,12 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   out_after_.assign(nk, {});
   async_during_.assign(nk, {});
   std::uint64_t in = 0, out = 0, async = 0;
-  for (const plan::AutotmMove& m : plan_->moves) {
-    (m.to_dram ? in : out) += 1;
+  for (const plan::TierMove& m : plan_->moves) {
+    (m.to_fast ? in : out) += 1;
     if (m.asynchronous) {
       ++async;
       async_during_[m.kernel].push_back(m);
-    } else if (!m.to_dram) {
+    } else if (!m.to_fast) {
       out_after_[m.kernel].push_back(m.object);
     }
   }
@@ -299,7 +299,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
     if (!first) continue;
     const std::vector<plan::ProgramArg>& args = program.kernels()[*first].args;
     for (std::size_t j = 0; j < args.size(); ++j) {
-      if (args[j].object == o) created_in_dram_[o] = plan_->in_dram[*first][j];
+      if (args[j].object == o) created_in_dram_[o] = plan_->in_fast[*first][j];
     }
   }
   log(name() + ": " + plan_->status + " in " + detail::autotm_seconds(plan_->seconds) + ": modeled " +
@@ -506,7 +506,7 @@ CACHEDARRAYS_INLINE std::optional<bool> AutotmPolicy::planned_dram(Object& objec
     if (!id) return std::nullopt;
   }
   for (std::size_t j = 0; j < args.size(); ++j) {
-    if (args[j].object == *id) return plan_->in_dram[k][j];
+    if (args[j].object == *id) return plan_->in_fast[k][j];
   }
   return std::nullopt;
 }
@@ -612,10 +612,10 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_kernel_begin(const KernelPoint& kernel
   // next hook); asynchronous ones start now, beside it (§7.1).
   for (const std::uint32_t id : out_after_[kernel.index]) std::erase(deferred_in_, id);
   pending_out_.insert(pending_out_.end(), out_after_[kernel.index].begin(), out_after_[kernel.index].end());
-  for (const plan::AutotmMove& m : async_during_[kernel.index]) {
+  for (const plan::TierMove& m : async_during_[kernel.index]) {
     Object* object = bound_[m.object];
     if (object == nullptr || object->pinned()) continue;
-    if (m.to_dram) {
+    if (m.to_fast) {
       move_in_async(m.object, *object);
     } else {
       std::erase(deferred_in_, m.object);  // never brought in: it is where the plan wants it

@@ -66,13 +66,13 @@ namespace cachedarrays::policy {
 /// The seconds per iteration a candidate plan takes as the executor runs
 /// it, for a planner that weighs several (see AutotmPolicyOptions::judge);
 /// +infinity for a plan that cannot run.
-using PlanJudge = std::function<double(const plan::AutotmPlan&)>;
+using PlanJudge = std::function<double(const plan::MovePlan&)>;
 
 /// What a planner other than AutoTM's ILP is given (see
 /// AutotmPolicyOptions::planner). Its references live for the call only.
 struct PlanRequest {
   const plan::Program& program;    ///< the iteration's program to plan
-  const plan::AutotmCosts& costs;  ///< from the time model and the tiers' bandwidths
+  const plan::TierCosts& costs;  ///< from the time model and the tiers' bandwidths
   std::uint64_t dram_limit = 0;    ///< bytes of the fast tier the plan may use
   std::uint64_t alignment = 64;    ///< the fast heap's allocation alignment, in bytes
   const std::function<void(const std::string&)>& log;  ///< progress, one line each
@@ -84,7 +84,7 @@ struct PlanRequest {
 struct PlannerHook {
   std::string name;         ///< the policy's name, e.g. "autoswap:swdoa"
   std::string description;  ///< for the log, e.g. "AutoSwap's swap planner (score SWDOA)"
-  std::function<plan::AutotmPlan(const PlanRequest&)> plan;  ///< makes the plan; called once per program
+  std::function<plan::MovePlan(const PlanRequest&)> plan;  ///< makes the plan; called once per program
 };
 
 /// A planner that counts bytes against a limit, fitted to the fast heap as
@@ -94,21 +94,21 @@ struct PlannerHook {
 /// reach past request.dram_limit the limit is lowered by the overflow (at
 /// least 2%) and plan_at called again, at most `max_retries` times. Returns
 /// the first plan that fits, or else the one reaching least far, with
-/// dram_extent, fits, retries, seconds and a status that says so.
-[[nodiscard]] plan::AutotmPlan fit_to_heap(const PlanRequest& request,
-                                           const std::function<plan::AutotmPlan(std::uint64_t limit)>& plan_at,
+/// fast_extent, fits, retries, seconds and a status that says so.
+[[nodiscard]] plan::MovePlan fit_to_heap(const PlanRequest& request,
+                                           const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
                                            std::uint32_t max_retries = 5);
 /// The same loop for a planner that takes a limit per kernel (ReDL's
 /// RedlOptions::kernel_limits), judged by the plan's offline packing
 /// (plan::autotm_dram_offsets) instead of the online replay: only the
 /// kernels where the packing reaches past the heap have their limit
 /// lowered, each by its own overflow, so a plan that is too tight for the
-/// heap where it is fullest keeps the rest of it. dram_extent and fits are
+/// heap where it is fullest keeps the rest of it. fast_extent and fits are
 /// the packing's. The status also says at how many kernels, and to how low,
 /// the limit went.
-[[nodiscard]] plan::AutotmPlan fit_to_heap_by_kernel(
+[[nodiscard]] plan::MovePlan fit_to_heap_by_kernel(
     const PlanRequest& request,
-    const std::function<plan::AutotmPlan(const std::vector<std::uint64_t>& kernel_limits)>& plan_at,
+    const std::function<plan::MovePlan(const std::vector<std::uint64_t>& kernel_limits)>& plan_at,
     std::uint32_t max_retries);
 
 /// The options of an AutotmPolicy: the planner and the machine it plans for.
@@ -222,7 +222,7 @@ class AutotmPolicy final : public Policy {
   /// The counters so far.
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
   /// The plan being followed, or null before a program comes.
-  [[nodiscard]] const plan::AutotmPlan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
+  [[nodiscard]] const plan::MovePlan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
   /// What the plan cost, for a report: the planning seconds, the planner's
   /// modeled iteration over the costs' all-DRAM one ("own model ...x
   /// all-DRAM"), "optimal" or the solver's gap, the fragmentation retries,
@@ -281,10 +281,10 @@ class AutotmPolicy final : public Policy {
   DeviceId fast_ = 0;
   DeviceId slow_ = 1;
   std::shared_ptr<const plan::Program> program_;
-  std::optional<plan::AutotmPlan> plan_;
+  std::optional<plan::MovePlan> plan_;
   // From the plan, by kernel: moves out after it, and moves overlapping it.
   std::vector<std::vector<std::uint32_t>> out_after_;
-  std::vector<std::vector<plan::AutotmMove>> async_during_;
+  std::vector<std::vector<plan::TierMove>> async_during_;
   std::vector<std::uint32_t> creations_;  // program objects in creation order
   std::vector<bool> created_in_dram_;     // by program object: x at its first use
   // Which object each program object is now, and back (by object id).

@@ -43,7 +43,7 @@ class RedlJudgedSearch {
     options_.fast_limit = request.dram_limit;
   }
 
-  plan::AutotmPlan run() {
+  plan::MovePlan run() {
     best_ = fitted_at(0);
     if (request_.judge == nullptr || trials_.size() < 2) return best_;
     chosen_ = options_.period_layers;
@@ -89,7 +89,7 @@ class RedlJudgedSearch {
   // plan fragments the heap where it is fullest, so the limit is lowered
   // there only (fit_to_heap_by_kernel), not everywhere as AutoTM's loop
   // does.
-  plan::AutotmPlan fitted_at(std::uint32_t period_layers) {
+  plan::MovePlan fitted_at(std::uint32_t period_layers) {
     options_.period_layers = period_layers;
     return fit_to_heap_by_kernel(
         request_,
@@ -104,7 +104,7 @@ class RedlJudgedSearch {
         max_retries);
   }
 
-  void judge(plan::AutotmPlan candidate) {
+  void judge(plan::MovePlan candidate) {
     const double seconds = (*request_.judge)(candidate);
     judged_.push_back({options_.period_layers, options_.issue_periods, seconds, options_.short_lived_layers,
                        options_.room_by_slow_cost, headroom_});
@@ -167,7 +167,7 @@ class RedlJudgedSearch {
       for (const double h : headroom_judged) {
         headroom_ = h;
         options_.fast_limit = static_cast<std::uint64_t>(static_cast<double>(request_.dram_limit) * (1.0 - h));
-        plan::AutotmPlan candidate = fitted_at(f.period_layers);
+        plan::MovePlan candidate = fitted_at(f.period_layers);
         candidate.status += ", planned to " + limit_share(h);
         judge(std::move(candidate));
       }
@@ -201,7 +201,7 @@ class RedlJudgedSearch {
   std::vector<plan::RedlTrial> trials_;  // the period search's, by size tried
   std::uint32_t chosen_ = 0;             // the period size ReDL's model chose
   std::vector<Judged> judged_;
-  plan::AutotmPlan best_;
+  plan::MovePlan best_;
   double best_seconds_ = 0;
   double headroom_ = 0;  // of the plans judged next: the share of the DRAM limit left free
 };

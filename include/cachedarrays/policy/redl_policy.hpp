@@ -7,7 +7,7 @@
 //     the kernel the planner chose begins; write-backs under tension are
 //     moves out after the object's last use in the period;
 //   - DSMA: where the planner has a read find its object still on the way
-//     (in_dram false for that argument), the kernel reads the slow copy in
+//     (in_fast false for that argument), the kernel reads the slow copy in
 //     place; the copy goes on, and a later use promotes it. A plan that
 //     moves out an object whose copy in no use promoted drops that copy.
 // The plan is fitted to the fast heap by fit_to_heap_by_kernel (AutoTM's

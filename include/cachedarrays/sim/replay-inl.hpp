@@ -54,7 +54,7 @@ class Replayer final : public TraceWalker {
   }
 
   // The timeline once the walk is over (copies made at the end included).
-  const CopyTimeline& finish() {
+  const plan::CopyTimeline& finish() {
     feed_copies();
     return timeline_;
   }
@@ -151,7 +151,7 @@ class Replayer final : public TraceWalker {
   ReplayResult& result_;
   std::vector<std::unique_ptr<OpenKernel>> open_;
   Trace copies_;  // the target manager's events during the replay
-  CopyTimeline timeline_;
+  plan::CopyTimeline timeline_;
   Trace* saved_hook_;
   Stats before_;  // the target's counters when the replay began
 };
@@ -212,7 +212,7 @@ CACHEDARRAYS_INLINE ReplayResult replay(const Trace& trace, Runtime& target, con
   const plan::MemoryBound memory_bound;
   detail::Replayer replayer(trace, target, models, kernel_time != nullptr ? *kernel_time : memory_bound, result);
   replayer.run();
-  const CopyTimeline& timeline = replayer.finish();
+  const plan::CopyTimeline& timeline = replayer.finish();
   result.stats = target.stats().since(before);
   result.copy_seconds = timeline.copy_seconds();
   result.modeled_seconds = timeline.seconds();

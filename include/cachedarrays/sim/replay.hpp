@@ -17,7 +17,7 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
-#include "cachedarrays/plan/schedule/copy_channels.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 
 namespace cachedarrays {
 

@@ -53,7 +53,7 @@ CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> 
   }
   follower.judge = nullptr;
   return [trace = std::move(trace), program = std::move(program), machine = std::move(machine),
-          follower = std::move(follower)](const plan::AutotmPlan& candidate) {
+          follower = std::move(follower)](const plan::MovePlan& candidate) {
     policy::AutotmPolicyOptions options = follower;
     options.planner->plan = [&candidate](const policy::PlanRequest&) { return candidate; };
     try {

@@ -9,28 +9,28 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/program/move_plan.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::plan::detail {
 
 // Throws invalid_argument, prefixed `who`, when `plan` does not match
-// `program`: in_dram not shaped as the kernels' arguments, or a move outside
+// `program`: in_fast not shaped as the kernels' arguments, or a move outside
 // the program.
-inline void check_autotm_plan_shape(const Program& program, const AutotmPlan& plan, const std::string& who) {
+inline void check_autotm_plan_shape(const Program& program, const MovePlan& plan, const std::string& who) {
   const std::vector<ProgramKernel>& kernels = program.kernels();
-  if (plan.in_dram.size() != kernels.size()) {
-    throw invalid_argument(who + ": the plan places " + std::to_string(plan.in_dram.size()) +
+  if (plan.in_fast.size() != kernels.size()) {
+    throw invalid_argument(who + ": the plan places " + std::to_string(plan.in_fast.size()) +
                            " kernels' arguments, the program has " + std::to_string(kernels.size()) + " kernels");
   }
   for (std::size_t k = 0; k < kernels.size(); ++k) {
-    if (plan.in_dram[k].size() != kernels[k].args.size()) {
-      throw invalid_argument(who + ": the plan places " + std::to_string(plan.in_dram[k].size()) +
+    if (plan.in_fast[k].size() != kernels[k].args.size()) {
+      throw invalid_argument(who + ": the plan places " + std::to_string(plan.in_fast[k].size()) +
                              " arguments of kernel " + std::to_string(k) + ", which has " +
                              std::to_string(kernels[k].args.size()));
     }
   }
-  for (const AutotmMove& m : plan.moves) {
+  for (const TierMove& m : plan.moves) {
     if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
       throw invalid_argument(who + ": a move of object " + std::to_string(m.object) + " at kernel " +
                              std::to_string(m.kernel) + " is outside the program (" +
@@ -43,11 +43,11 @@ inline void check_autotm_plan_shape(const Program& program, const AutotmPlan& pl
 class AutotmDramWalk {
  public:
   // The plan must match the program (check_autotm_plan_shape).
-  AutotmDramWalk(const Program& program, const AutotmPlan& plan) : program_(program), plan_(plan) {
+  AutotmDramWalk(const Program& program, const MovePlan& plan) : program_(program), plan_(plan) {
     const std::size_t nk = program.kernels().size();
     moved_in_.resize(nk);
     moved_out_.resize(nk);
-    for (const AutotmMove& m : plan.moves) (m.to_dram ? moved_in_ : moved_out_)[m.kernel].push_back(m.object);
+    for (const TierMove& m : plan.moves) (m.to_fast ? moved_in_ : moved_out_)[m.kernel].push_back(m.object);
     // A created object is created where its first use wants it.
     created_in_dram_.assign(program.objects().size(), false);
     for (std::uint32_t o = 0; o < program.objects().size(); ++o) {
@@ -56,7 +56,7 @@ class AutotmDramWalk {
       const std::vector<ProgramArg>& args = program.kernels()[k].args;
       for (std::size_t j = 0; j < args.size(); ++j) {
         if (args[j].object == o) {
-          created_in_dram_[o] = plan.in_dram[k][j];
+          created_in_dram_[o] = plan.in_fast[k][j];
           break;
         }
       }
@@ -88,7 +88,7 @@ class AutotmDramWalk {
       }
       const std::vector<ProgramArg>& args = program_.kernels()[k].args;
       for (std::size_t j = 0; j < args.size(); ++j) {
-        if (plan_.in_dram[k][j] && !take(args[j].object, k)) return false;
+        if (plan_.in_fast[k][j] && !take(args[j].object, k)) return false;
       }
       running(k);
       // Moves out, synchronous or beside k, free their DRAM after it.
@@ -102,7 +102,7 @@ class AutotmDramWalk {
 
  private:
   const Program& program_;
-  const AutotmPlan& plan_;
+  const MovePlan& plan_;
   std::vector<std::vector<std::uint32_t>> moved_in_, moved_out_;  // by kernel
   std::vector<bool> created_in_dram_;
 };

@@ -185,7 +185,7 @@ CACHEDARRAYS_INLINE void autotm_measure(AutotmOffsets& result, const AutotmStayT
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE AutotmOffsets autotm_dram_offsets(const Program& program, const AutotmPlan& plan,
+CACHEDARRAYS_INLINE AutotmOffsets autotm_dram_offsets(const Program& program, const MovePlan& plan,
                                                       std::uint64_t alignment) {
   if (alignment < 8 || (alignment & (alignment - 1)) != 0) {
     throw invalid_argument("autotm_dram_offsets: alignment " + std::to_string(alignment) +

@@ -32,7 +32,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "cachedarrays/plan/program/move_plan.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::plan {
@@ -67,7 +67,7 @@ struct AutotmOffsets {
 /// multiple of `alignment` (a power of two >= 8: the fast heap's
 /// DeviceSpec::alignment). Throws invalid_argument for another alignment,
 /// and as autotm_dram_extents does for a plan that does not match the program.
-[[nodiscard]] AutotmOffsets autotm_dram_offsets(const Program& program, const AutotmPlan& plan,
+[[nodiscard]] AutotmOffsets autotm_dram_offsets(const Program& program, const MovePlan& plan,
                                                 std::uint64_t alignment);
 
 }  // namespace cachedarrays::plan

@@ -55,7 +55,7 @@ double least_cost_covering(std::vector<BoundObject>& objects, std::uint64_t exce
 // The bound, each kernel over the tier priced by `extra(k, objects,
 // excess)`: the least time its slow-tier arguments add.
 template <typename Extra>
-FastTierBound fast_tier_bound_by(const Program& program, const AutotmCosts& costs, std::uint64_t fast_bytes,
+FastTierBound fast_tier_bound_by(const Program& program, const TierCosts& costs, std::uint64_t fast_bytes,
                                  const Extra& extra) {
   FastTierBound bound;
   bound.fast_bytes = fast_bytes;
@@ -70,13 +70,13 @@ FastTierBound fast_tier_bound_by(const Program& program, const AutotmCosts& cost
                                      [&](const BoundObject& o) { return o.object == args[a].object; });
       if (same != objects.end()) {
         same->bytes = std::max(same->bytes, args[a].bytes);
-        same->penalty += costs.pmm_penalty[k][a];
+        same->penalty += costs.slow_penalty[k][a];
       } else {
-        objects.push_back({args[a].object, args[a].bytes, costs.pmm_penalty[k][a]});
+        objects.push_back({args[a].object, args[a].bytes, costs.slow_penalty[k][a]});
       }
     }
     for (const BoundObject& o : objects) bytes += o.bytes;
-    double seconds = costs.dram_seconds[k];
+    double seconds = costs.fast_seconds[k];
     bound.all_fast_seconds += seconds;
     if (bytes > fast_bytes) {
       ++bound.kernels_over;
@@ -91,7 +91,7 @@ FastTierBound fast_tier_bound_by(const Program& program, const AutotmCosts& cost
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const TierCosts& costs,
                                                   std::uint64_t fast_bytes) {
   costs.check(program, "fast_tier_bound");
   return detail::fast_tier_bound_by(
@@ -107,7 +107,7 @@ CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const 
 CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const KernelTimeModel& model,
                                                   const emulation::Bandwidth& fast, const emulation::Bandwidth& slow,
                                                   std::uint64_t fast_bytes) {
-  const AutotmCosts costs = AutotmCosts::from_model(program, model, fast, slow);
+  const TierCosts costs = TierCosts::from_model(program, model, fast, slow);
   std::vector<ArgTraffic> traffic;
   return detail::fast_tier_bound_by(
       program, costs, fast_bytes, [&](std::size_t k, std::vector<detail::BoundObject>& objects, std::uint64_t excess) {
@@ -122,7 +122,7 @@ CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const 
             const emulation::Bandwidth& tier = (subset >> i & 1u) != 0 ? slow : fast;
             traffic.push_back({a.bytes, a.access, a.access == Access::read ? tier.read_gbps : tier.write_gbps});
           }
-          return std::max(0.0, model.seconds(kernel.name, traffic) - costs.dram_seconds[k]);
+          return std::max(0.0, model.seconds(kernel.name, traffic) - costs.fast_seconds[k]);
         });
       });
 }

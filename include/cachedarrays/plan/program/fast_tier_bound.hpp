@@ -13,7 +13,7 @@
 // fully-connected layer's weights, gradient and momentum, meeting in one SGD
 // kernel, together pass a small tier).
 //
-// The cost model is AutotmCosts' (the planners'): a kernel's time in the
+// The cost model is TierCosts' (the planners'): a kernel's time in the
 // fast tier plus a penalty for each argument in the slow tier. For the
 // roofline (plan/program/roofline.hpp), whose time is a convex function of the
 // bytes on the slow tier, the penalty of several arguments together is at
@@ -31,9 +31,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/plan/program/tier_costs.hpp"
 
 namespace cachedarrays::plan {
 
@@ -42,7 +42,7 @@ namespace cachedarrays::plan {
 struct FastTierBound {
   std::uint64_t fast_bytes = 0;  ///< the size of the fast tier the bound is for
   double seconds = 0;           ///< the bound on one iteration
-  double all_fast_seconds = 0;  ///< every argument in the fast tier: sum of dram_seconds
+  double all_fast_seconds = 0;  ///< every argument in the fast tier: sum of fast_seconds
   std::uint32_t kernels_over = 0;    ///< kernels whose arguments together pass the tier
   std::uint64_t largest_excess = 0;  ///< the most bytes by which one kernel's arguments pass it
   std::vector<double> kernel_seconds;  ///< by kernel: its share of the bound
@@ -53,12 +53,12 @@ struct FastTierBound {
   }
 };
 
-/// The bound for `program` with `costs` (AutotmCosts::from_model or a
+/// The bound for `program` with `costs` (TierCosts::from_model or a
 /// profile) on a fast tier of `fast_bytes`. An argument named twice by one
 /// kernel is one object there (its bytes once, its penalties summed). Throws
 /// invalid_argument when the costs do not match the program (one time per
 /// kernel, one penalty per argument, each finite and >= 0).
-[[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const AutotmCosts& costs,
+[[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const TierCosts& costs,
                                             std::uint64_t fast_bytes);
 /// The same on a kernel time model with the tiers' bandwidths (as a replay
 /// on them charges): a kernel's subsets are priced by the model itself, not
@@ -66,7 +66,7 @@ struct FastTierBound {
 /// arguments that each hide under a kernel's compute time do not together
 /// (where the kernels over the tier are memory-bound, as on the bundled
 /// CNNs, the two agree). Throws invalid_argument for a bandwidth not > 0
-/// (AutotmCosts::from_model).
+/// (TierCosts::from_model).
 [[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const KernelTimeModel& model,
                                             const emulation::Bandwidth& fast, const emulation::Bandwidth& slow,
                                             std::uint64_t fast_bytes);

@@ -81,28 +81,28 @@ CACHEDARRAYS_INLINE std::vector<AutoswapLife> autoswap_lives(const Program& prog
   return lives;
 }
 
-CACHEDARRAYS_INLINE void autoswap_check_times(const Program& program, const AutotmCosts& costs, const char* who) {
+CACHEDARRAYS_INLINE void autoswap_check_times(const Program& program, const TierCosts& costs, const char* who) {
   const std::size_t nk = program.kernels().size();
-  if (costs.dram_seconds.size() != nk) {
-    throw invalid_argument(std::string(who) + ": the costs give " + std::to_string(costs.dram_seconds.size()) +
-                           " kernel times (dram_seconds), the program has " + std::to_string(nk) +
-                           " kernels; give one per kernel (AutotmCosts::from_model)");
+  if (costs.fast_seconds.size() != nk) {
+    throw invalid_argument(std::string(who) + ": the costs give " + std::to_string(costs.fast_seconds.size()) +
+                           " kernel times (fast_seconds), the program has " + std::to_string(nk) +
+                           " kernels; give one per kernel (TierCosts::from_model)");
   }
   for (std::size_t k = 0; k < nk; ++k) {
-    const double s = costs.dram_seconds[k];
+    const double s = costs.fast_seconds[k];
     if (!(s >= 0 && std::isfinite(s))) {
       throw invalid_argument(std::string(who) + ": kernel " + std::to_string(k) + " takes " + std::to_string(s) +
-                             " s (dram_seconds[" + std::to_string(k) + "]); a kernel time is finite and >= 0 s");
+                             " s (fast_seconds[" + std::to_string(k) + "]); a kernel time is finite and >= 0 s");
     }
   }
 }
 
-CACHEDARRAYS_INLINE void autoswap_check_bandwidths(const AutotmCosts& costs, const char* who) {
+CACHEDARRAYS_INLINE void autoswap_check_bandwidths(const TierCosts& costs, const char* who) {
   const auto ok = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
-  if (!ok(costs.to_pmm_gbps) || !ok(costs.to_dram_gbps)) {
-    throw invalid_argument(std::string(who) + ": swap-outs copy at to_pmm_gbps = " +
-                           std::to_string(costs.to_pmm_gbps) + " GB/s and swap-ins at to_dram_gbps = " +
-                           std::to_string(costs.to_dram_gbps) + " GB/s; both must be finite and > 0");
+  if (!ok(costs.to_slow_gbps) || !ok(costs.to_fast_gbps)) {
+    throw invalid_argument(std::string(who) + ": swap-outs copy at to_slow_gbps = " +
+                           std::to_string(costs.to_slow_gbps) + " GB/s and swap-ins at to_fast_gbps = " +
+                           std::to_string(costs.to_fast_gbps) + " GB/s; both must be finite and > 0");
   }
 }
 
@@ -156,7 +156,7 @@ CACHEDARRAYS_INLINE double autoswap_unrolled_start(const AutoswapTimeline& t, st
 // copy in's kernel as autoswap.hpp reads §IV-E.
 CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates_of(const Program& program,
                                                                          const AutoswapTimeline& t,
-                                                                         const AutotmCosts& costs,
+                                                                         const TierCosts& costs,
                                                                          const AutoswapOptions& options) {
   std::vector<AutoswapCandidate> out;
   const auto nk = static_cast<std::uint32_t>(program.kernels().size());
@@ -291,10 +291,10 @@ struct AutoswapRun {
 class AutoswapEngine {
  public:
   // `duplex`: the copies out on an engine of their own (AutoswapOptions::duplex).
-  AutoswapEngine(const AutoswapTimeline& t, const AutotmCosts& costs, const std::vector<AutoswapSwap>& swaps,
+  AutoswapEngine(const AutoswapTimeline& t, const TierCosts& costs, const std::vector<AutoswapSwap>& swaps,
                  std::span<const AutoswapSlot> slots, bool duplex)
       : t_(t),
-        seconds_(costs.dram_seconds),
+        seconds_(costs.fast_seconds),
         swaps_(swaps),
         nk_(static_cast<std::int64_t>(t.start.size())),
         idle_(duplex ? costs.channels(0) : costs.channels()),
@@ -521,7 +521,7 @@ struct AutoswapLoadBudget {
 class AutoswapOutBlocks {
  public:
   // `duplex`: the copies out have an engine of their own and block nothing.
-  AutoswapOutBlocks(const AutoswapTimeline& t, const AutotmCosts& costs, std::span<const AutoswapSlot> slots,
+  AutoswapOutBlocks(const AutoswapTimeline& t, const TierCosts& costs, std::span<const AutoswapSlot> slots,
                     const std::vector<AutoswapSwap>& swaps, bool duplex) {
     // Copies out hold up copies in only on one engine shared by both.
     if (duplex || costs.copy_lanes != 1) return;
@@ -579,7 +579,7 @@ class AutoswapOutBlocks {
 // else the earliest the load allows). The copies in that end an iteration
 // give way to the next iteration's first ones: the passes repeat with that
 // bound until no position moves.
-CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, const TierCosts& costs,
                                            std::span<const AutoswapSlot> slots,
                                            const std::vector<AutoswapSwap>& swaps, AutoswapLoadBudget& budget,
                                            std::vector<std::uint32_t>& issue, bool duplex) {
@@ -634,7 +634,7 @@ inline constexpr int autoswap_search_rounds = 16;  // autoswap.hpp says why the 
 // only if the engine then waits no longer and passes the limit by no more
 // than with each copy in at its latest; then single positions earlier while
 // one lowers the waits.
-CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const AutotmCosts& costs, std::uint64_t limit,
+CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const TierCosts& costs, std::uint64_t limit,
                                            bool duplex, AutoswapPlan& plan) {
   const auto nk = static_cast<std::uint32_t>(t.start.size());
   std::vector<AutoswapSlot> slots;
@@ -711,11 +711,11 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const Auto
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE AutoswapTimeline autoswap_timeline(const Program& program, const AutotmCosts& costs) {
+CACHEDARRAYS_INLINE AutoswapTimeline autoswap_timeline(const Program& program, const TierCosts& costs) {
   detail::autoswap_check_times(program, costs, "autoswap_timeline");
   AutoswapTimeline t;
   double now = 0;
-  for (const double seconds : costs.dram_seconds) {
+  for (const double seconds : costs.fast_seconds) {
     t.start.push_back(now);
     now += seconds;
     t.end.push_back(now);
@@ -727,7 +727,7 @@ CACHEDARRAYS_INLINE AutoswapTimeline autoswap_timeline(const Program& program, c
 }
 
 CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates(const Program& program,
-                                                                       const AutotmCosts& costs,
+                                                                       const TierCosts& costs,
                                                                        const AutoswapOptions& options) {
   detail::autoswap_check_times(program, costs, "autoswap_candidates");
   detail::autoswap_check_bandwidths(costs, "autoswap_candidates");
@@ -792,7 +792,7 @@ CACHEDARRAYS_INLINE std::vector<double> autoswap_bo_scores(std::span<const Autos
   return bo;
 }
 
-CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const TierCosts& costs,
                                                const AutoswapOptions& options) {
   detail::autoswap_check_times(program, costs, "autoswap_plan");
   detail::autoswap_check_bandwidths(costs, "autoswap_plan");

@@ -8,11 +8,11 @@
 // The model (§II, Definitions 2, 4 and 5): the memory load at a kernel is
 // the bytes of the objects alive while it runs (Program::live_bytes), the
 // peak load its maximum over the iteration, the memory load limit the peak
-// the user allows. Kernel k runs for costs.dram_seconds[k] (every object is
+// the user allows. Kernel k runs for costs.fast_seconds[k] (every object is
 // in the fast tier when a kernel uses it), one after the other: the kernel
 // timeline. A swap of an object of S bytes over the gap between its uses at
-// kernels a and b takes dt_out = S / to_pmm_gbps (GB/s) to copy out,
-// starting when a ends, and dt_in = S / to_dram_gbps to copy back, ending
+// kernels a and b takes dt_out = S / to_slow_gbps (GB/s) to copy out,
+// starting when a ends, and dt_in = S / to_fast_gbps to copy back, ending
 // when b starts (§IV-E: out right after the access, in "in advance" of the
 // next one).
 //
@@ -58,7 +58,7 @@
 //     it would add copies and remove no load. The load the selection brings
 //     under the limit is the paper's LOAD' (Fig. 7).
 //   - The schedule then puts the copies on the executor's copy channels
-//     (copy_channels.hpp: the mover's threads as lanes, AutotmCosts::
+//     (copy_channels.hpp: the mover's threads as lanes, TierCosts::
 //     copy_lanes; the paper's GPU has a stream each way:
 //     AutoswapOptions::duplex gives each direction an engine, and the copies
 //     in then ignore the copies out below). Each copy in issued at
@@ -144,7 +144,7 @@ struct AutoswapOptions {
   /// score is bo. The default ranks as SWDOA alone.
   AutoswapBoWeights bo_weights{0, 0, 0, 1};
   /// The copy engines of the schedule (§IV-E). false: the executor's mover,
-  /// AutotmCosts::copy_lanes threads taking copies in the order issued.
+  /// TierCosts::copy_lanes threads taking copies in the order issued.
   /// true: the copies out and the copies in each on an engine of their own,
   /// as the paper's GPU runs them (a CUDA stream each way over full-duplex
   /// PCIe); the copies in then need not avoid the copies out.
@@ -160,13 +160,13 @@ struct AutoswapTimeline {
   std::uint64_t peak = 0;           ///< the largest load: the peak load
 };
 
-/// The kernel timeline of `program`. From `costs` only dram_seconds (each
+/// The kernel timeline of `program`. From `costs` only fast_seconds (each
 /// kernel with every argument in the fast tier) and the copy bandwidths
-/// (to_pmm_gbps out, to_dram_gbps in) are read; AutotmCosts::from_model
+/// (to_slow_gbps out, to_fast_gbps in) are read; TierCosts::from_model
 /// makes them from a KernelTimeModel and the tiers' bandwidths. Throws
 /// invalid_argument for a count of kernel times other than the program's
 /// kernels or a time that is negative or not finite.
-[[nodiscard]] AutoswapTimeline autoswap_timeline(const Program& program, const AutotmCosts& costs);
+[[nodiscard]] AutoswapTimeline autoswap_timeline(const Program& program, const TierCosts& costs);
 
 /// One gap between two consecutive uses of an object (§IV-A).
 struct AutoswapCandidate {
@@ -197,7 +197,7 @@ struct AutoswapCandidate {
 
 /// The candidates in order of object, then gap (the limit is not read).
 /// Throws invalid_argument as autoswap_plan does for costs.
-[[nodiscard]] std::vector<AutoswapCandidate> autoswap_candidates(const Program& program, const AutotmCosts& costs,
+[[nodiscard]] std::vector<AutoswapCandidate> autoswap_candidates(const Program& program, const TierCosts& costs,
                                                                  const AutoswapOptions& options);
 
 /// The four scores of one candidate (§IV-B).
@@ -294,7 +294,7 @@ struct AutoswapPlan {
 /// invalid_argument for a limit of 0, costs that do not match the
 /// program (one kernel time per kernel, each >= 0 and finite), copy
 /// bandwidths not > 0, or (score bo) a weight outside [-1, 1].
-[[nodiscard]] AutoswapPlan autoswap_plan(const Program& program, const AutotmCosts& costs,
+[[nodiscard]] AutoswapPlan autoswap_plan(const Program& program, const TierCosts& costs,
                                          const AutoswapOptions& options);
 
 }  // namespace cachedarrays::plan

@@ -133,7 +133,7 @@ CACHEDARRAYS_INLINE double autoswap_bo_objective(const AutoswapPlan& plan, std::
                                      static_cast<double>(limit > 0 ? limit : 1);
 }
 
-CACHEDARRAYS_INLINE AutoswapBoResult autoswap_optimise_weights(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE AutoswapBoResult autoswap_optimise_weights(const Program& program, const TierCosts& costs,
                                                                AutoswapOptions base,
                                                                const AutoswapBoOptions& options) {
   detail::autoswap_bo_check(options);

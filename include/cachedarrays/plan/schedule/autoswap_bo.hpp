@@ -113,7 +113,7 @@ struct AutoswapBoResult {
 /// candidate filters; its score and bo_weights are not read. Throws
 /// invalid_argument for options outside the ranges above, naming the value
 /// and the range, and as autoswap_plan does for the program, costs and limit.
-[[nodiscard]] AutoswapBoResult autoswap_optimise_weights(const Program& program, const AutotmCosts& costs,
+[[nodiscard]] AutoswapBoResult autoswap_optimise_weights(const Program& program, const TierCosts& costs,
                                                          AutoswapOptions base, const AutoswapBoOptions& options);
 
 }  // namespace cachedarrays::plan

@@ -34,75 +34,6 @@ CACHEDARRAYS_INLINE const char* to_string(AutotmFormulation formulation) noexcep
   return "?";
 }
 
-CACHEDARRAYS_INLINE void AutotmCosts::check(const Program& program, std::string_view who) const {
-  const AutotmCosts& costs = *this;
-  const std::string at(who);
-  const std::vector<ProgramKernel>& kernels = program.kernels();
-  const auto bad = [](double s) { return !(s >= 0 && std::isfinite(s)); };
-  if (costs.dram_seconds.size() != kernels.size() || costs.pmm_penalty.size() != kernels.size()) {
-    throw invalid_argument(at + ": the costs give " + std::to_string(costs.dram_seconds.size()) +
-                           " kernel times and " + std::to_string(costs.pmm_penalty.size()) +
-                           " rows of PMM penalties, the program has " + std::to_string(kernels.size()) +
-                           " kernels; give one of each per kernel (AutotmCosts::from_model)");
-  }
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    if (bad(costs.dram_seconds[k])) {
-      throw invalid_argument(at + ": kernel " + std::to_string(k) + " takes " +
-                             std::to_string(costs.dram_seconds[k]) + " s (dram_seconds); a time is finite and >= 0");
-    }
-    if (costs.pmm_penalty[k].size() != kernels[k].args.size()) {
-      throw invalid_argument(at + ": kernel " + std::to_string(k) + " has " +
-                             std::to_string(kernels[k].args.size()) + " arguments but " +
-                             std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties; give one per argument");
-    }
-    for (std::size_t a = 0; a < kernels[k].args.size(); ++a) {
-      if (bad(costs.pmm_penalty[k][a])) {
-        throw invalid_argument(at + ": argument " + std::to_string(a) + " of kernel " + std::to_string(k) +
-                               " adds " + std::to_string(costs.pmm_penalty[k][a]) +
-                               " s in PMM (pmm_penalty); a penalty is finite and >= 0");
-      }
-    }
-  }
-  const auto ok = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
-  if (!ok(costs.to_pmm_gbps) || !ok(costs.to_dram_gbps)) {
-    throw invalid_argument(at + ": copies out go at to_pmm_gbps = " + std::to_string(costs.to_pmm_gbps) +
-                           " GB/s and copies in at to_dram_gbps = " + std::to_string(costs.to_dram_gbps) +
-                           " GB/s; both must be finite and > 0");
-  }
-  if (costs.copy_lanes == 0) {
-    throw invalid_argument(at + ": copy_lanes is 0; copies go on at least one lane (the mover's threads)");
-  }
-}
-
-CACHEDARRAYS_INLINE AutotmCosts AutotmCosts::from_model(const Program& program, const KernelTimeModel& model,
-                                                      const emulation::Bandwidth& dram,
-                                                      const emulation::Bandwidth& pmm) {
-  if (!(dram.read_gbps > 0 && dram.write_gbps > 0 && pmm.read_gbps > 0 && pmm.write_gbps > 0)) {
-    throw invalid_argument("AutotmCosts::from_model: every bandwidth must be > 0 GB/s");
-  }
-  AutotmCosts costs;
-  const CopyChannels channels({{"dram", dram.read_gbps, dram.write_gbps}, {"pmm", pmm.read_gbps, pmm.write_gbps}}, 1);
-  costs.to_pmm_gbps = channels.gbps(CopyChannels::fast, CopyChannels::slow);
-  costs.to_dram_gbps = channels.gbps(CopyChannels::slow, CopyChannels::fast);
-  const auto gbps = [](const emulation::Bandwidth& tier, Access access) {
-    return access == Access::read ? tier.read_gbps : tier.write_gbps;
-  };
-  for (const ProgramKernel& k : program.kernels()) {
-    std::vector<ArgTraffic> args;
-    for (const ProgramArg& a : k.args) args.push_back({a.bytes, a.access, gbps(dram, a.access)});
-    const double fast = model.seconds(k.name, args);
-    costs.dram_seconds.push_back(fast);
-    std::vector<double> penalty;
-    for (std::size_t j = 0; j < args.size(); ++j) {
-      args[j].gbps = gbps(pmm, k.args[j].access);
-      penalty.push_back(std::max(0.0, model.seconds(k.name, args) - fast));
-      args[j].gbps = gbps(dram, k.args[j].access);
-    }
-    costs.pmm_penalty.push_back(std::move(penalty));
-  }
-  return costs;
-}
-
 namespace detail {
 
 using AutotmTerms = std::vector<std::pair<int, double>>;
@@ -201,7 +132,7 @@ inline constexpr double autotm_time_unit = 1e6;
 // fragmentation loop only changes the right-hand sides of the DRAM rows.
 class AutotmIlpBuilder {
  public:
-  AutotmIlpBuilder(const Program& program, const AutotmCosts& costs, const AutotmOptions& options)
+  AutotmIlpBuilder(const Program& program, const TierCosts& costs, const AutotmOptions& options)
       : program_(program),
         costs_(costs),
         channels_(costs.channels()),
@@ -477,11 +408,11 @@ class AutotmIlpBuilder {
   void kernel_times() {
     AutotmModel& m = ilp_.model;
     for (std::uint32_t k = 0; k < nk_; ++k) {
-      double base = autotm_time_unit * costs_.dram_seconds[k];
+      double base = autotm_time_unit * costs_.fast_seconds[k];
       AutotmTerms rho;
       for (std::size_t j = 0; j < kernels_[k].args.size(); ++j) {
         const std::uint32_t o = kernels_[k].args[j].object;
-        const double delta = autotm_time_unit * costs_.pmm_penalty[k][j];
+        const double delta = autotm_time_unit * costs_.slow_penalty[k][j];
         base += delta;
         rho.emplace_back(ilp_.objects[o].x[use_of(o, k)], -delta);
       }
@@ -546,7 +477,7 @@ class AutotmIlpBuilder {
   }
 
   const Program& program_;
-  const AutotmCosts& costs_;
+  const TierCosts& costs_;
   CopyChannels channels_;  // a move's time: the executor's copy channels
   const AutotmOptions& options_;
   const std::vector<ProgramKernel>& kernels_;
@@ -561,15 +492,15 @@ class AutotmIlpBuilder {
 // off the changes of place (in program order: before a kernel, beside it,
 // after it).
 CACHEDARRAYS_INLINE void autotm_read_plan(const Program& program, const AutotmIlp& ilp,
-                                          const std::vector<double>& values, AutotmPlan& plan) {
+                                          const std::vector<double>& values, MovePlan& plan) {
   const auto on = [&](int c) { return c >= 0 && values[static_cast<std::size_t>(c)] > 0.5; };
   const std::vector<ProgramKernel>& kernels = program.kernels();
-  plan.in_dram.assign(kernels.size(), {});
+  plan.in_fast.assign(kernels.size(), {});
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     for (const ProgramArg& a : kernels[k].args) {
       const std::vector<std::uint32_t>& uses = program.uses(a.object);
       const auto i = std::lower_bound(uses.begin(), uses.end(), static_cast<std::uint32_t>(k)) - uses.begin();
-      plan.in_dram[k].push_back(on(ilp.objects[a.object].x[static_cast<std::size_t>(i)]));
+      plan.in_fast[k].push_back(on(ilp.objects[a.object].x[static_cast<std::size_t>(i)]));
     }
   }
   plan.moves.clear();
@@ -589,8 +520,8 @@ CACHEDARRAYS_INLINE void autotm_read_plan(const Program& program, const AutotmIl
       }
     }
   }
-  const auto phase = [](const AutotmMove& m) { return m.asynchronous ? 1 : m.to_dram ? 0 : 2; };
-  std::sort(plan.moves.begin(), plan.moves.end(), [&](const AutotmMove& a, const AutotmMove& b) {
+  const auto phase = [](const TierMove& m) { return m.asynchronous ? 1 : m.to_fast ? 0 : 2; };
+  std::sort(plan.moves.begin(), plan.moves.end(), [&](const TierMove& a, const TierMove& b) {
     return std::tuple(a.kernel, phase(a), a.object) < std::tuple(b.kernel, phase(b), b.object);
   });
 }
@@ -612,21 +543,21 @@ CACHEDARRAYS_INLINE void autotm_round(const AutotmModel& m, std::vector<double>&
 }
 
 // An ILP's columns set to a plan with synchronous moves only (a static or
-// synchronous plan of the same program): each use's place from in_dram,
+// synchronous plan of the same program): each use's place from in_fast,
 // what stays after it from the moves out, every gap component keeping that
 // place, and the continuous columns evaluated. A MIP start: for the
 // asynchronous ILP, which contains every synchronous plan, and for the
 // next solve of the fragmentation loop.
 CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program, const AutotmIlp& ilp,
-                                                         const AutotmPlan& plan) {
+                                                         const MovePlan& plan) {
   std::vector<double> start(ilp.model.objective.size(), 0.0);
   const auto set = [&](int c, bool on) {
     if (c >= 0) start[static_cast<std::size_t>(c)] = on ? 1 : 0;
   };
   std::vector<std::vector<bool>> out_after(ilp.objects.size());
   for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) out_after[o].assign(ilp.objects[o].x.size(), false);
-  for (const AutotmMove& move : plan.moves) {
-    if (move.to_dram || move.asynchronous) continue;
+  for (const TierMove& move : plan.moves) {
+    if (move.to_fast || move.asynchronous) continue;
     const std::vector<std::uint32_t>& uses = program.uses(move.object);
     const auto i = std::lower_bound(uses.begin(), uses.end(), move.kernel) - uses.begin();
     out_after[move.object][static_cast<std::size_t>(i)] = true;
@@ -639,7 +570,7 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program
       const std::uint32_t o = kernels[k].args[j].object;
       const std::vector<std::uint32_t>& uses = program.uses(o);
       const auto i = std::lower_bound(uses.begin(), uses.end(), k) - uses.begin();
-      x[o][static_cast<std::size_t>(i)] = plan.in_dram[k][j];
+      x[o][static_cast<std::size_t>(i)] = plan.in_fast[k][j];
     }
   }
   for (std::uint32_t o = 0; o < ilp.objects.size(); ++o) {
@@ -772,10 +703,10 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
 CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& program, const AutotmIlp& ilp,
                                                            const std::vector<std::uint64_t>& limits) {
   const AutotmModel& m = ilp.model;
-  AutotmPlan everything;  // every object in DRAM throughout: which columns that sets
-  everything.in_dram.resize(program.kernels().size());
-  for (std::size_t k = 0; k < everything.in_dram.size(); ++k) {
-    everything.in_dram[k].assign(program.kernels()[k].args.size(), true);
+  MovePlan everything;  // every object in DRAM throughout: which columns that sets
+  everything.in_fast.resize(program.kernels().size());
+  for (std::size_t k = 0; k < everything.in_fast.size(); ++k) {
+    everything.in_fast[k].assign(program.kernels()[k].args.size(), true);
   }
   const std::vector<double> all_in = autotm_start_from(program, ilp, everything);
   std::vector<std::vector<int>> in_columns = autotm_columns_of(ilp);
@@ -892,7 +823,7 @@ CACHEDARRAYS_INLINE MipProblem autotm_mip(const AutotmIlp& ilp, const std::vecto
 // whether it is optimal, in words too.
 CACHEDARRAYS_INLINE void autotm_judge_solve(const AutotmIlp& ilp, const MipOutcome& outcome,
                                             const std::vector<double>& solution, const AutotmOptions& options,
-                                            double seconds, AutotmPlan& plan) {
+                                            double seconds, MovePlan& plan) {
   const AutotmModel& m = ilp.model;
   double objective = 0;
   for (std::size_t c = 0; c < m.objective.size(); ++c) objective += m.objective[c] * solution[c];
@@ -912,11 +843,11 @@ CACHEDARRAYS_INLINE void autotm_judge_solve(const AutotmIlp& ilp, const MipOutco
 
 // One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
 // within `seconds`, from `start` (null: the model's, everything in PMM).
-CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const AutotmIlp& ilp,
+CACHEDARRAYS_INLINE MovePlan autotm_solve(const Program& program, const AutotmIlp& ilp,
                                             const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
                                             double seconds, const std::vector<double>* start_values = nullptr) {
   const MipProblem mip = autotm_mip(ilp, limits, start_values);
-  AutotmPlan plan;
+  MovePlan plan;
   // No time left (building a large ILP can take the whole budget): the
   // start is the plan. Given a token limit, Cbc's root alone can run many
   // times the whole budget past it.
@@ -954,7 +885,7 @@ CACHEDARRAYS_INLINE AutotmPlan autotm_solve(const Program& program, const Autotm
 // it).
 class AutotmDramReplay {
  public:
-  AutotmDramReplay(const Program& program, const AutotmPlan& plan, std::uint64_t capacity, std::uint64_t alignment)
+  AutotmDramReplay(const Program& program, const MovePlan& plan, std::uint64_t capacity, std::uint64_t alignment)
       : program_(program), plan_(plan), walk_(program, plan), heap_(capacity, alignment),
         held_(program.objects().size(), nullptr), ids_(program.objects().size()) {
     std::iota(ids_.begin(), ids_.end(), 0u);
@@ -1000,7 +931,7 @@ class AutotmDramReplay {
   }
 
   const Program& program_;
-  const AutotmPlan& plan_;
+  const MovePlan& plan_;
   AutotmDramWalk walk_;
   Heap heap_;
   std::vector<Heap::Block*> held_;  // by object: its DRAM block, null in PMM
@@ -1009,7 +940,7 @@ class AutotmDramReplay {
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const AutotmPlan& plan,
+CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const MovePlan& plan,
                                                                    std::uint64_t alignment) {
   if (alignment < 8 || (alignment & (alignment - 1)) != 0) {
     throw invalid_argument("autotm_dram_extents: alignment " + std::to_string(alignment) +

@@ -62,10 +62,12 @@
 #include <string_view>
 #include <vector>
 
+#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
+#include "cachedarrays/plan/program/move_plan.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
-#include "cachedarrays/plan/schedule/copy_channels.hpp"
+#include "cachedarrays/plan/program/tier_costs.hpp"
 
 namespace cachedarrays::plan {
 
@@ -77,42 +79,6 @@ enum class AutotmFormulation : std::uint8_t {
 };
 /// The formulation's name: "static", "synchronous" or "asynchronous".
 [[nodiscard]] const char* to_string(AutotmFormulation formulation) noexcept;
-
-/// The time side of the problem: each kernel's time all in DRAM and what
-/// each of its arguments adds in PMM, and the copy bandwidths.
-struct AutotmCosts {
-  std::vector<double> dram_seconds;              ///< by kernel: its time with every argument in DRAM
-  std::vector<std::vector<double>> pmm_penalty;  ///< by kernel, by argument: seconds added when it is in PMM
-  double to_pmm_gbps = 0;                        ///< bandwidth of DRAM -> PMM copies, GB/s
-  double to_dram_gbps = 0;                       ///< bandwidth of PMM -> DRAM copies, GB/s
-  /// Copies made side by side: the executor's mover threads
-  /// (MoverOptions::threads), each a lane of channels() (> 0).
-  unsigned copy_lanes = 1;
-
-  /// From a time model: dram_seconds with every argument at `dram`'s
-  /// bandwidth, pmm_penalty with one argument at `pmm`'s instead. The copy
-  /// bandwidths are the channels' (CopyChannels: the slower of the source's
-  /// read and the target's write). Throws invalid_argument for a bandwidth
-  /// not > 0.
-  [[nodiscard]] static AutotmCosts from_model(const Program& program, const KernelTimeModel& model,
-                                              const emulation::Bandwidth& dram, const emulation::Bandwidth& pmm);
-
-  /// The copy channels these bandwidths make (CopyChannels::two_tiers: DRAM
-  /// device 0, PMM device 1) with copy_lanes lanes: the one definition of a
-  /// copy's time and overlap that AutoTM's moves, AutoSwap's engine, ReDL's
-  /// simulator and the replay share.
-  [[nodiscard]] CopyChannels channels() const { return channels(copy_lanes); }
-  /// The same channels with `lanes` lanes instead (0: one engine each way,
-  /// as on a duplex link).
-  [[nodiscard]] CopyChannels channels(unsigned lanes) const {
-    return CopyChannels::two_tiers(to_pmm_gbps, to_dram_gbps, lanes);
-  }
-
-  /// Throws invalid_argument, prefixed by `who`, unless these are costs of
-  /// `program`: one time per kernel and one penalty per argument, each
-  /// finite and >= 0, and both copy bandwidths finite and > 0.
-  void check(const Program& program, std::string_view who) const;
-};
 
 /// What autotm_plan solves: the formulation, the DRAM limits, the solver's
 /// limits and the fragmentation loop.
@@ -175,55 +141,13 @@ struct AutotmOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/// One move of an object between the tiers.
-struct AutotmMove {
-  std::uint32_t object = 0;  ///< the program's object number
-  std::uint32_t kernel = 0;  ///< the kernel the move is made at (see to_dram)
-  /// Into DRAM (else out to PMM).
-  /// Synchronous: into DRAM just before `kernel`, out to PMM just after it.
-  /// Asynchronous: started when `kernel` begins, beside it; a move in has
-  /// its DRAM from then on, a move out frees its DRAM after `kernel`.
-  bool to_dram = true;
-  bool asynchronous = false;  ///< beside `kernel` (else blocking, before or after it)
-  /// Field-wise equality.
-  friend bool operator==(const AutotmMove&, const AutotmMove&) = default;
-};
-
-/// AutoTM's plan: where each argument is during each kernel, the moves, and
-/// how the solve and the fragmentation loop went.
-struct AutotmPlan {
-  /// By kernel, by argument (as program.kernels()[k].args): in DRAM during k.
-  std::vector<std::vector<bool>> in_dram;
-  std::vector<AutotmMove> moves;  ///< in program order
-  double modeled_seconds = 0;     ///< the objective: kernels plus blocking moves
-  bool optimal = false;           ///< proven within relative_gap
-  double gap = 0;                 ///< (objective - bound) / objective
-  double seconds = 0;             ///< wall time of the solve (every retry)
-  std::string status;             ///< how the solve went, for a person
-  /// @name Fragmentation loop
-  /// The fragmentation loop: solves after the first, the limits of the last
-  /// solve, and the replayed allocator's extent (highest byte allocated in
-  /// DRAM) at the worst kernel; fits = that extent is within dram_limit.
-  /// With max_retries = 0 nothing is replayed: dram_extent stays 0 and fits
-  /// true, unchecked (autotm_dram_extents replays any plan).
-  ///@{
-  std::uint32_t retries = 0;                 ///< solves after the first
-  std::vector<std::uint64_t> kernel_limits;  ///< by kernel: L_k of the last solve
-  std::uint64_t dram_extent = 0;             ///< the replayed heap's highest byte at the worst kernel
-  bool fits = true;                          ///< dram_extent <= dram_limit
-  ///@}
-  /// Candidate plans a judge weighed before this one was kept
-  /// (policy::AutotmPolicyOptions::judge; ReDL's period sizes); 0: none.
-  std::uint32_t judged = 0;
-};
-
 /// The plan, or the best incumbent when Cbc stops at the time limit (status
 /// says so, and when the fragmentation loop ran out of retries: the plan is
 /// still returned, and the executor defragments). Everything in PMM keeps
 /// any limit, so a plan always exists. Throws invalid_argument for costs
 /// that do not match the program or options out of range, and error when
 /// Cbc fails.
-[[nodiscard]] AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs, const AutotmOptions& options);
+[[nodiscard]] MovePlan autotm_plan(const Program& program, const TierCosts& costs, const AutotmOptions& options);
 
 /// The fragmentation loop's replay (§4.2): the plan's DRAM allocations and
 /// frees in program order (objects created into DRAM, moves in, moves out,
@@ -233,7 +157,7 @@ struct AutotmPlan {
 /// allocated while it runs (the later iteration's). Throws invalid_argument
 /// for an alignment that is not a power of two >= 8 or a plan that does not
 /// match the program.
-[[nodiscard]] std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const AutotmPlan& plan,
+[[nodiscard]] std::vector<std::uint64_t> autotm_dram_extents(const Program& program, const MovePlan& plan,
                                                              std::uint64_t alignment);
 
 }  // namespace cachedarrays::plan

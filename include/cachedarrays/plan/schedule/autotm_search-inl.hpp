@@ -27,23 +27,23 @@ namespace cachedarrays::plan {
 namespace detail {
 
 // Throws invalid_argument unless `costs` and `options` fit `program`.
-CACHEDARRAYS_INLINE void check_autotm_request(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE void check_autotm_request(const Program& program, const TierCosts& costs,
                                               const AutotmOptions& options) {
   const std::vector<ProgramKernel>& kernels = program.kernels();
   const std::size_t nk = kernels.size();
-  if (costs.dram_seconds.size() != nk || costs.pmm_penalty.size() != nk) {
-    throw invalid_argument("autotm_plan: the costs cover " + std::to_string(costs.dram_seconds.size()) +
+  if (costs.fast_seconds.size() != nk || costs.slow_penalty.size() != nk) {
+    throw invalid_argument("autotm_plan: the costs cover " + std::to_string(costs.fast_seconds.size()) +
                            " kernels, the program has " + std::to_string(nk));
   }
   for (std::size_t k = 0; k < nk; ++k) {
-    if (costs.pmm_penalty[k].size() != kernels[k].args.size()) {
+    if (costs.slow_penalty[k].size() != kernels[k].args.size()) {
       throw invalid_argument("autotm_plan: kernel " + std::to_string(k) + " has " +
                              std::to_string(kernels[k].args.size()) + " arguments but " +
-                             std::to_string(costs.pmm_penalty[k].size()) + " PMM penalties");
+                             std::to_string(costs.slow_penalty[k].size()) + " PMM penalties");
     }
   }
   if (options.formulation != AutotmFormulation::static_placement &&
-      !(costs.to_pmm_gbps > 0 && costs.to_dram_gbps > 0)) {
+      !(costs.to_slow_gbps > 0 && costs.to_fast_gbps > 0)) {
     throw invalid_argument(std::string("autotm_plan: the ") + to_string(options.formulation) +
                            " formulation needs copy bandwidths > 0 GB/s");
   }
@@ -80,7 +80,7 @@ CACHEDARRAYS_INLINE void check_autotm_request(const Program& program, const Auto
 // phase's last one all of it.
 class AutotmSearch {
  public:
-  AutotmSearch(const Program& program, const AutotmCosts& costs, const AutotmOptions& options)
+  AutotmSearch(const Program& program, const TierCosts& costs, const AutotmOptions& options)
       : program_(program),
         costs_(costs),
         options_(options),
@@ -89,11 +89,11 @@ class AutotmSearch {
         limits_(options.kernel_limits.empty() ? std::vector<std::uint64_t>(nk_, options.dram_limit)
                                               : options.kernel_limits) {}
 
-  AutotmPlan run() {
+  MovePlan run() {
     const bool asynchronous = options_.formulation == AutotmFormulation::asynchronous;
     const double limit = options_.time_limit_seconds;
     const double async_reserve = asynchronous ? std::min(options_.async_search_seconds, limit / 2) : 0.0;
-    AutotmPlan plan = options_.formulation == AutotmFormulation::static_placement
+    MovePlan plan = options_.formulation == AutotmFormulation::static_placement
                           ? static_plan(options_, limit, retries_)
                           : synchronous_plan(limit - async_reserve);
     if (asynchronous) plan = asynchronous_plan(std::move(plan), async_reserve);
@@ -128,17 +128,17 @@ class AutotmSearch {
   }
 
   // §4.2: the plan's DRAM allocations replayed on the heap's allocator.
-  void replay(AutotmPlan& p, std::vector<std::uint64_t>& extents) const {
+  void replay(MovePlan& p, std::vector<std::uint64_t>& extents) const {
     extents = autotm_dram_extents(program_, p, options_.alignment);
-    p.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
-    p.fits = p.dram_extent <= options_.dram_limit;
+    p.fast_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    p.fits = p.fast_extent <= options_.dram_limit;
   }
 
   // A plan that fits is taken over one the executor must defragment (§4.2:
   // a plan modeled slightly faster that reaches further past the heap
   // leaves objects without a hole and runs slower than the one that reaches
   // less far) unless it is modeled at over fits_worth more.
-  static bool better(const AutotmPlan& a, const AutotmPlan& b) {
+  static bool better(const MovePlan& a, const MovePlan& b) {
     if (a.fits == b.fits) return a.modeled_seconds < b.modeled_seconds;
     return a.fits ? a.modeled_seconds <= b.modeled_seconds * (1 + fits_worth)
                   : a.modeled_seconds * (1 + fits_worth) < b.modeled_seconds;
@@ -147,10 +147,10 @@ class AutotmSearch {
   // The best MIP start among `plans` that keeps `limits` (repaired if it
   // can be); none: the solve starts from everything in PMM.
   std::optional<std::vector<double>> start_for(const AutotmIlp& ilp, const std::vector<std::uint64_t>& limits,
-                                               const std::vector<const AutotmPlan*>& plans) const {
+                                               const std::vector<const MovePlan*>& plans) const {
     std::optional<std::vector<double>> start;
     double best_seconds = std::numeric_limits<double>::infinity();
-    for (const AutotmPlan* p : plans) {
+    for (const MovePlan* p : plans) {
       if (p == nullptr) continue;
       std::vector<double> values = autotm_start_from(program_, ilp, *p);
       if (!autotm_keeps_limits(ilp, values, limits) && !autotm_repair(ilp, values, limits)) continue;
@@ -163,11 +163,11 @@ class AutotmSearch {
     return start;
   }
 
-  AutotmPlan solve(const AutotmIlp& ilp, const AutotmOptions& solve_options, const std::vector<std::uint64_t>& limits,
-                   double deadline, bool last, const std::vector<const AutotmPlan*>& starts) const {
+  MovePlan solve(const AutotmIlp& ilp, const AutotmOptions& solve_options, const std::vector<std::uint64_t>& limits,
+                   double deadline, bool last, const std::vector<const MovePlan*>& starts) const {
     const double left = std::max(0.01, deadline - elapsed());
     const std::optional<std::vector<double>> start = start_for(ilp, limits, starts);
-    AutotmPlan solved =
+    MovePlan solved =
         autotm_solve(program_, ilp, limits, solve_options, last ? left : left / 2, start ? &*start : nullptr);
     progress(std::string("a ") + to_string(solve_options.formulation) + " solve" +
              (start ? "" : " (from everything in PMM)") + ": modeled " + mip_format_number(solved.modeled_seconds) +
@@ -175,18 +175,18 @@ class AutotmSearch {
     return solved;
   }
 
-  void replayed(AutotmPlan& p, std::vector<std::uint64_t>& extents) const {
+  void replayed(MovePlan& p, std::vector<std::uint64_t>& extents) const {
     replay(p, extents);
-    progress("the heap replay reaches " + std::to_string(p.dram_extent) + " bytes of " +
+    progress("the heap replay reaches " + std::to_string(p.fast_extent) + " bytes of " +
              std::to_string(options_.dram_limit) + (p.fits ? " (fits)" : " (fragments)"));
   }
 
   // The best of the solve and the seeds: a seed only when the solve did
   // worse, not when it returned the seed again (summed in another order: a
   // last digit apart), so that the plan says what the solve proved.
-  static AutotmPlan best_of(const AutotmPlan& solved, const std::vector<const AutotmPlan*>& seeds) {
-    AutotmPlan best = solved;
-    for (const AutotmPlan* seed : seeds) {
+  static MovePlan best_of(const MovePlan& solved, const std::vector<const MovePlan*>& seeds) {
+    MovePlan best = solved;
+    for (const MovePlan* seed : seeds) {
       if (seed == nullptr || !better(*seed, best)) continue;
       if (seed->fits == best.fits && seed->modeled_seconds >= best.modeled_seconds * (1 - 1e-9)) continue;
       best = *seed;
@@ -218,18 +218,18 @@ class AutotmSearch {
   // breaks a limit Cbc drops, and then, short of time, it may find nothing
   // better than everything in PMM. Returns the best plan it saw, the seeds
   // included.
-  AutotmPlan fragmentation_loop(const AutotmIlp& ilp, const AutotmOptions& solve_options,
+  MovePlan fragmentation_loop(const AutotmIlp& ilp, const AutotmOptions& solve_options,
                                 std::vector<std::uint64_t> limits, double deadline,
-                                const std::vector<const AutotmPlan*>& seeds, std::uint32_t& loop_retries) const {
+                                const std::vector<const MovePlan*>& seeds, std::uint32_t& loop_retries) const {
     loop_retries = 0;
-    AutotmPlan plan = solve(ilp, solve_options, limits, deadline, options_.max_retries == 0, seeds);
+    MovePlan plan = solve(ilp, solve_options, limits, deadline, options_.max_retries == 0, seeds);
     std::vector<std::uint64_t> extents;
     if (options_.max_retries > 0) replayed(plan, extents);
-    AutotmPlan best = best_of(plan, seeds);
+    MovePlan best = best_of(plan, seeds);
     if (options_.max_retries == 0) return best;
     while (loop_retries < options_.max_retries && lower_fragmented(extents, limits)) {
       ++loop_retries;
-      std::vector<const AutotmPlan*> starts{&plan, &best};
+      std::vector<const MovePlan*> starts{&plan, &best};
       starts.insert(starts.end(), seeds.begin(), seeds.end());
       plan = solve(ilp, solve_options, limits, deadline, loop_retries == options_.max_retries, starts);
       replayed(plan, extents);
@@ -240,9 +240,9 @@ class AutotmSearch {
 
   // The static loop's seed: the greedy knapsack (autotm_greedy_start),
   // replayed like any plan, so that it competes for the result too.
-  AutotmPlan greedy_plan(const AutotmIlp& static_ilp) const {
+  MovePlan greedy_plan(const AutotmIlp& static_ilp) const {
     const std::vector<double> values = autotm_greedy_start(program_, static_ilp, limits_);
-    AutotmPlan greedy;
+    MovePlan greedy;
     autotm_read_plan(program_, static_ilp, values, greedy);
     double total = static_ilp.constant;
     for (std::size_t c = 0; c < values.size(); ++c) total += static_ilp.model.objective[c] * values[c];
@@ -256,9 +256,9 @@ class AutotmSearch {
     return greedy;
   }
 
-  AutotmPlan static_plan(const AutotmOptions& fixed, double deadline, std::uint32_t& retries) const {
+  MovePlan static_plan(const AutotmOptions& fixed, double deadline, std::uint32_t& retries) const {
     const AutotmIlp ilp = build(fixed);
-    const AutotmPlan greedy = greedy_plan(ilp);
+    const MovePlan greedy = greedy_plan(ilp);
     return fragmentation_loop(ilp, fixed, limits_, deadline, {&greedy}, retries);
   }
 
@@ -269,15 +269,15 @@ class AutotmSearch {
   // static one. The static plan stays a candidate to the end: the
   // synchronous loop's retries, short of time, can return a plan modeled
   // slower than the static one.
-  AutotmPlan synchronous_plan(double deadline) {
+  MovePlan synchronous_plan(double deadline) {
     AutotmOptions fixed = options_;
     fixed.formulation = AutotmFormulation::static_placement;
     std::uint32_t static_retries = 0;
-    const AutotmPlan start = static_plan(fixed, options_.time_limit_seconds / 4, static_retries);
+    const MovePlan start = static_plan(fixed, options_.time_limit_seconds / 4, static_retries);
     AutotmOptions synchronous = options_;
     synchronous.formulation = AutotmFormulation::synchronous;
     const AutotmIlp ilp = build(synchronous);
-    AutotmPlan plan = fragmentation_loop(ilp, synchronous, limits_, deadline, {&start}, retries_);
+    MovePlan plan = fragmentation_loop(ilp, synchronous, limits_, deadline, {&start}, retries_);
     if (plan.modeled_seconds == start.modeled_seconds && plan.moves == start.moves) {
       retries_ = static_retries;
       plan.status += " (the static plan: the synchronous search found nothing better)";
@@ -288,10 +288,10 @@ class AutotmSearch {
   // §7.1 from the synchronous plan, which it contains: stopped early, the
   // search still returns a plan no worse. One that fragments where the
   // synchronous plan did not is not taken.
-  AutotmPlan asynchronous_plan(AutotmPlan plan, double reserve) const {
+  MovePlan asynchronous_plan(MovePlan plan, double reserve) const {
     const AutotmIlp async_ilp = build(options_);
     const std::vector<double> start = autotm_start_from(program_, async_ilp, plan);
-    AutotmPlan async = autotm_solve(program_, async_ilp, plan.kernel_limits, options_,
+    MovePlan async = autotm_solve(program_, async_ilp, plan.kernel_limits, options_,
                                     std::max(0.01, std::min(options_.time_limit_seconds - elapsed(), reserve)), &start);
     std::vector<std::uint64_t> extents;
     if (options_.max_retries > 0) replay(async, extents);
@@ -302,21 +302,21 @@ class AutotmSearch {
     return plan;
   }
 
-  void describe_fit(AutotmPlan& plan) const {
+  void describe_fit(MovePlan& plan) const {
     if (options_.max_retries == 0) return;
     plan.status += "; the heap replay (section 4.2) ";
     if (plan.fits) {
-      plan.status += "fits in " + std::to_string(plan.dram_extent) + " bytes after " + std::to_string(retries_) +
+      plan.status += "fits in " + std::to_string(plan.fast_extent) + " bytes after " + std::to_string(retries_) +
                      (retries_ == 1 ? " retry" : " retries");
     } else {
       plan.status += "still does not fit after " + std::to_string(retries_) + " retries (max_retries): it reaches " +
-                     std::to_string(plan.dram_extent) + " bytes of the limit of " +
+                     std::to_string(plan.fast_extent) + " bytes of the limit of " +
                      std::to_string(options_.dram_limit) + "; the executor must defragment";
     }
   }
 
   const Program& program_;
-  const AutotmCosts& costs_;
+  const TierCosts& costs_;
   const AutotmOptions& options_;
   std::chrono::steady_clock::time_point t0_;
   std::size_t nk_;
@@ -326,7 +326,7 @@ class AutotmSearch {
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE AutotmPlan autotm_plan(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE MovePlan autotm_plan(const Program& program, const TierCosts& costs,
                                            const AutotmOptions& options) {
   detail::check_autotm_request(program, costs, options);
   return detail::AutotmSearch(program, costs, options).run();

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace cachedarrays {
+namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room,
                                                 unsigned mover_threads)
@@ -177,4 +177,4 @@ CACHEDARRAYS_INLINE double CopyTimeline::seconds() const {
   return std::max(compute_, channels_.idle_at());
 }
 
-}  // namespace cachedarrays
+}  // namespace cachedarrays::plan

@@ -40,10 +40,10 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/manager/trace.hpp"
-#include "cachedarrays/plan/schedule/copy_channels.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/types.hpp"
 
-namespace cachedarrays {
+namespace cachedarrays::plan {
 
 /// The replay's overlap model: one compute timeline for kernels and
 /// synchronous copies, and the mover's threads beside it for asynchronous
@@ -157,7 +157,7 @@ class CopyTimeline {
   std::uint64_t issued_background_ = 0;
 };
 
-}  // namespace cachedarrays
+}  // namespace cachedarrays::plan
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
 #include "cachedarrays/plan/schedule/copy_timeline-inl.hpp"

@@ -130,7 +130,7 @@ struct RedlCarry {
 };
 
 struct RedlTiming {
-  std::vector<std::vector<bool>> in_dram, dsma;
+  std::vector<std::vector<bool>> in_fast, dsma;
   std::uint32_t dsma_arguments = 0;
   std::vector<double> start, end;
   std::vector<RedlMove> moves;
@@ -174,7 +174,7 @@ CACHEDARRAYS_INLINE void redl_check_layers(const Program& program, const RedlOpt
 // Algorithm 1's fast region.
 class RedlPlanner {
  public:
-  RedlPlanner(const Program& program, const AutotmCosts& costs, const RedlOptions& options)
+  RedlPlanner(const Program& program, const TierCosts& costs, const RedlOptions& options)
       : program_(program), costs_(costs), options_(options),
         nk_(static_cast<std::uint32_t>(program.kernels().size())) {
     layer_of_ = redl_layers(program, options);
@@ -193,9 +193,9 @@ class RedlPlanner {
     headroom_.resize(nk_);
     for (std::uint32_t k = 0; k < nk_; ++k) headroom_[k] = idle_bytes_[k] - limits_[k];
     for (std::uint32_t k = 0; k < nk_; ++k) {
-      all_fast_ += costs.dram_seconds[k];
-      double slow = costs.dram_seconds[k];
-      for (const double p : costs.pmm_penalty[k]) slow += p;
+      all_fast_ += costs.fast_seconds[k];
+      double slow = costs.fast_seconds[k];
+      for (const double p : costs.slow_penalty[k]) slow += p;
       all_slow_ += slow;
     }
   }
@@ -313,7 +313,7 @@ class RedlPlanner {
   }
 
   const Program& program_;
-  const AutotmCosts& costs_;
+  const TierCosts& costs_;
   const RedlOptions& options_;
   std::uint32_t nk_;
   std::vector<std::uint32_t> layer_of_, layer_first_;
@@ -649,7 +649,7 @@ class RedlPlacer {
       for (auto k = std::lower_bound(u.begin(), u.end(), begin); k != u.end() && *k < end; ++k) {
         const std::vector<ProgramArg>& args = program_.kernels()[*k].args;
         for (std::size_t a = 0; a < args.size(); ++a) {
-          if (args[a].object == o) per_byte[i] += p_.costs_.pmm_penalty[*k][a];
+          if (args[a].object == o) per_byte[i] += p_.costs_.slow_penalty[*k][a];
         }
       }
       per_byte[i] /= static_cast<double>(std::max<std::uint64_t>(1, objects_[o].bytes));
@@ -813,7 +813,7 @@ class RedlSimulator {
     const std::size_t nk = program_.kernels().size();
     Stays st = stays_from(in);
     RedlTiming t;
-    t.in_dram.resize(nk);
+    t.in_fast.resize(nk);
     t.dsma.resize(nk);
     t.start.resize(nk);
     t.end.resize(nk);
@@ -885,14 +885,14 @@ class RedlSimulator {
   // §III-D.2) at its PMM penalty while the copy goes on.
   double kernel_seconds(std::size_t k, double start, Stays& st, RedlTiming& t) const {
     const std::vector<ProgramArg>& args = program_.kernels()[k].args;
-    double seconds = costs_.dram_seconds[k];
-    t.in_dram[k].assign(args.size(), false);
+    double seconds = costs_.fast_seconds[k];
+    t.in_fast[k].assign(args.size(), false);
     t.dsma[k].assign(args.size(), false);
     for (std::size_t j = 0; j < args.size(); ++j) {
       const std::int64_t i = stay_of(k, args[j].object);
       const auto si = static_cast<std::size_t>(i);
       if (p_.idle_in_dram(args[j].object) || (i >= 0 && st.arrival[si] <= start)) {
-        t.in_dram[k][j] = true;
+        t.in_fast[k][j] = true;
         if (i >= 0) {
           st.promoted[si] = 1;
           if (args[j].access == Access::write) st.dirty[si] = 1;
@@ -903,7 +903,7 @@ class RedlSimulator {
         t.dsma[k][j] = true;
         ++t.dsma_arguments;
       }
-      seconds += costs_.pmm_penalty[k][j];
+      seconds += costs_.slow_penalty[k][j];
     }
     return seconds;
   }
@@ -936,7 +936,7 @@ class RedlSimulator {
       m.use = m.wraps ? u.front() : *next;
       return m;
     }
-    m.to_dram = false;
+    m.to_fast = false;
     m.bytes = out_bytes(i, st);
     if (m.bytes == 0) {
       m.start = m.end = start;
@@ -954,7 +954,7 @@ class RedlSimulator {
     RedlMove m;
     m.object = pl_.stays[i].object;
     m.kernel = static_cast<std::uint32_t>(k);
-    m.to_dram = false;
+    m.to_fast = false;
     m.asynchronous = false;
     m.bytes = out_bytes(i, st);
     m.issue = m.start = m.end = now;
@@ -988,7 +988,7 @@ class RedlSimulator {
 
   const RedlPlanner& p_;
   const Program& program_;
-  const AutotmCosts& costs_;
+  const TierCosts& costs_;
   const RedlPlacement& pl_;
 };
 
@@ -1113,8 +1113,8 @@ CACHEDARRAYS_INLINE void redl_describe_periods(const RedlPlanner& planner, const
   std::size_t period = 0;
   for (const RedlMove& m : e.timing.moves) {
     while (m.kernel >= starts[period + 1]) ++period;
-    if (m.to_dram) ++plan.periods[period].moves_in;
-    if (!m.to_dram) ++plan.periods[period].write_backs;
+    if (m.to_fast) ++plan.periods[period].moves_in;
+    if (!m.to_fast) ++plan.periods[period].write_backs;
   }
 }
 
@@ -1139,7 +1139,7 @@ CACHEDARRAYS_INLINE void redl_fast_bytes(const Program& program, const RedlPlann
 
 CACHEDARRAYS_INLINE std::string redl_status(const RedlPlan& plan, const RedlOptions& options) {
   std::uint32_t in = 0, out = 0;
-  for (const RedlMove& m : plan.moves) (m.to_dram ? in : out) += 1;
+  for (const RedlMove& m : plan.moves) (m.to_fast ? in : out) += 1;
   return "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(plan.layers) +
          " layers (" + std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") +
          " tried)" +
@@ -1157,12 +1157,12 @@ CACHEDARRAYS_INLINE std::string redl_status(const RedlPlan& plan, const RedlOpti
          " of " + std::to_string(options.fast_limit) + " fast bytes" +
          (options.alignment == 0 || plan.fits
               ? ""
-              : "; the best-fit heap reaches " + std::to_string(plan.dram_extent) + " bytes (fragmentation)");
+              : "; the best-fit heap reaches " + std::to_string(plan.fast_extent) + " bytes (fragmentation)");
 }
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts& costs, const RedlOptions& options) {
+CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const TierCosts& costs, const RedlOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   detail::redl_check_options(program, options);
   costs.check(program, "redl_plan");
@@ -1192,7 +1192,7 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
   plan.period_layers = e.period_layers;
   detail::redl_describe_periods(planner, e, plan);
   detail::redl_fast_bytes(program, planner, e, plan);
-  plan.in_dram = std::move(e.timing.in_dram);
+  plan.in_fast = std::move(e.timing.in_fast);
   plan.dsma = std::move(e.timing.dsma);
   plan.dsma_arguments = e.timing.dsma_arguments;
   plan.moves = std::move(e.timing.moves);
@@ -1202,30 +1202,30 @@ CACHEDARRAYS_INLINE RedlPlan redl_plan(const Program& program, const AutotmCosts
   plan.wait_seconds = e.timing.waits;
   if (options.alignment != 0) {
     const std::vector<std::uint64_t> extents = autotm_dram_extents(program, redl_autotm_plan(plan), options.alignment);
-    plan.dram_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
-    plan.fits = plan.dram_extent <= options.fast_limit;
+    plan.fast_extent = extents.empty() ? 0 : *std::max_element(extents.begin(), extents.end());
+    plan.fits = plan.fast_extent <= options.fast_limit;
   }
   plan.status = detail::redl_status(plan, options);
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }
 
-CACHEDARRAYS_INLINE AutotmPlan redl_autotm_plan(const RedlPlan& plan) {
-  AutotmPlan a;
-  a.in_dram = plan.in_dram;
-  for (const RedlMove& m : plan.moves) a.moves.push_back({m.object, m.kernel, m.to_dram, m.asynchronous});
+CACHEDARRAYS_INLINE MovePlan redl_autotm_plan(const RedlPlan& plan) {
+  MovePlan a;
+  a.in_fast = plan.in_fast;
+  for (const RedlMove& m : plan.moves) a.moves.push_back({m.object, m.kernel, m.to_fast, m.asynchronous});
   a.modeled_seconds = plan.modeled_seconds;
   a.optimal = false;
   a.gap = 0;
   a.seconds = plan.seconds;
   a.status = plan.status;
   a.kernel_limits = plan.kernel_limits;
-  a.dram_extent = plan.dram_extent;
+  a.fast_extent = plan.fast_extent;
   a.fits = plan.fits;
   return a;
 }
 
-CACHEDARRAYS_INLINE AutotmPlan redl_autotm_plan(const Program& program, const AutotmCosts& costs,
+CACHEDARRAYS_INLINE MovePlan redl_autotm_plan(const Program& program, const TierCosts& costs,
                                                 const RedlOptions& options) {
   return redl_autotm_plan(redl_plan(program, costs, options));
 }

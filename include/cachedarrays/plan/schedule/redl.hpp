@@ -8,7 +8,7 @@
 // period that uses them (Dynamic migration, §III-D, Fig. 6, Algorithm 2);
 // a kernel whose object has not arrived reads it in place from the slow tier
 // (DSMA, §III-D.2, Fig. 7). A pure algorithm over a program: the plan is
-// also given as an AutotmPlan, which AutoTM's executor
+// also given as an MovePlan, which AutoTM's executor
 // (policy/autotm_policy.hpp) runs.
 //
 // The model:
@@ -20,11 +20,11 @@
 //     forward and backward pass", Fig. 2's ">64"); long-lived: the rest.
 //   - Periods (§III-D.1): the iteration's layers cut into periods of
 //     `period_layers` layers from the first (the last may be shorter).
-//   - Kernel k runs costs.dram_seconds[k] plus pmm_penalty[k][a] for each
+//   - Kernel k runs costs.fast_seconds[k] plus slow_penalty[k][a] for each
 //     argument a in the slow tier during k. Copies go on the executor's copy
 //     channels (copy_channels.hpp: the mover's threads as lanes,
-//     AutotmCosts::copy_lanes), in the order issued: PMM -> DRAM at
-//     to_dram_gbps, DRAM -> PMM at to_pmm_gbps, a synchronous write-back on
+//     TierCosts::copy_lanes), in the order issued: PMM -> DRAM at
+//     to_fast_gbps, DRAM -> PMM at to_slow_gbps, a synchronous write-back on
 //     the compute thread beside the mover's copies; a copy out is free when the
 //     slow copy is still valid (the runtime keeps it linked after a copy in:
 //     nothing written since). The iteration repeats: the plan is the steady
@@ -75,8 +75,8 @@
 //      of t-1); a needed object that still does not fit stays in the slow
 //      tier for period t.
 //   3. DSMA (§III-D.2): a kernel that reads an object whose copy in has not
-//      arrived when the kernel starts reads it in place (in_dram = false,
-//      its pmm_penalty charged); the copy goes on and later uses find it.
+//      arrived when the kernel starts reads it in place (in_fast = false,
+//      its slow_penalty charged); the copy goes on and later uses find it.
 //   4. The period size (§III-D.1): given, or searched as the paper's
 //      iterated greedy does: the median of the layers first, then each
 //      round tries the median + r and - r (r = 1, 2, ...), three trials a
@@ -129,7 +129,7 @@
 //     retired in the iteration start in the slow tier, as AutoTM's replay
 //     has them.
 //   - The Profile Cache and the ILP of §III-B (a static placement for the
-//     kernels' inputs and outputs) are not here: AutotmCosts is the profile,
+//     kernels' inputs and outputs) are not here: TierCosts is the profile,
 //     and AutoTM's static formulation is that ILP.
 #pragma once
 
@@ -165,7 +165,7 @@ struct RedlOptions {
   std::uint32_t issue_periods = 1;
   /// Where a period's objects do not all fit, which get the room: false,
   /// the paper's order of first use in the period; true, the costliest in
-  /// the slow tier per byte first (by the costs' pmm_penalty), so that what
+  /// the slow tier per byte first (by the costs' slow_penalty), so that what
   /// stays there is what the kernels read cheapest from it.
   bool room_by_slow_cost = false;
   /// Long-lived objects under this are not migrated but held like short-lived
@@ -202,12 +202,12 @@ struct RedlLiveness {
 
 /// A copy of the plan, with where it falls on the modeled copy engine in the
 /// steady state (seconds from the iteration's start). `kernel` and the
-/// direction mean what AutotmMove's do: an asynchronous copy in or out is
+/// direction mean what TierMove's do: an asynchronous copy in or out is
 /// issued when `kernel` starts; a synchronous copy out follows `kernel`.
 struct RedlMove {
   std::uint32_t object = 0;  ///< the program's object number
   std::uint32_t kernel = 0;  ///< the kernel it is issued at (see above)
-  bool to_dram = true;       ///< a copy in (else a copy out)
+  bool to_fast = true;       ///< a copy in (else a copy out)
   bool asynchronous = true;  ///< beside `kernel` (else a synchronous copy out after it)
   std::uint64_t bytes = 0;  ///< 0: a copy out of a clean object, which only frees DRAM
   double issue = 0,  ///< when it is issued
@@ -248,8 +248,8 @@ struct RedlPlan {
   /// victims, and long-lived objects under min_bytes that found no room.
   std::vector<std::uint32_t> idle_victims;
   /// By kernel, by argument (as program.kernels()[k].args): in DRAM during k
-  /// (AutotmPlan's x).
-  std::vector<std::vector<bool>> in_dram;
+  /// (MovePlan's x).
+  std::vector<std::vector<bool>> in_fast;
   /// By kernel, by argument: the object's copy in has not arrived, and k
   /// reads it from the slow tier (DSMA).
   std::vector<std::vector<bool>> dsma;
@@ -259,14 +259,14 @@ struct RedlPlan {
       kernel_end;                    ///< by kernel: its end
   double modeled_seconds = 0;   ///< the iteration, waits included
   double wait_seconds = 0;      ///< kernels waiting for copies (late writes, copies out)
-  double all_fast_seconds = 0;  ///< every argument in DRAM: sum of dram_seconds
+  double all_fast_seconds = 0;  ///< every argument in DRAM: sum of fast_seconds
   double all_slow_seconds = 0;  ///< every argument in PMM
   std::vector<std::uint64_t> fast_bytes;  ///< DRAM occupancy by kernel (see the model)
   std::uint64_t peak_fast_bytes = 0;      ///< the peak of fast_bytes, <= fast_limit
   /// The best-fit replay's (autotm_dram_extents, with options.alignment)
   /// highest byte allocated; 0 when alignment is 0.
-  std::uint64_t dram_extent = 0;
-  /// Whether dram_extent is within fast_limit (true, unchecked, when
+  std::uint64_t fast_extent = 0;
+  /// Whether fast_extent is within fast_limit (true, unchecked, when
   /// alignment is 0).
   bool fits = true;
   double seconds = 0;  ///< wall time of the planning
@@ -278,14 +278,14 @@ struct RedlPlan {
 /// allowed) and costs that do not match the program (one time per kernel,
 /// one penalty per argument, each finite and >= 0; copy bandwidths finite
 /// and > 0).
-[[nodiscard]] RedlPlan redl_plan(const Program& program, const AutotmCosts& costs, const RedlOptions& options);
+[[nodiscard]] RedlPlan redl_plan(const Program& program, const TierCosts& costs, const RedlOptions& options);
 
-/// The plan as AutoTM's executor runs it: in_dram, the moves (asynchronous
+/// The plan as AutoTM's executor runs it: in_fast, the moves (asynchronous
 /// copies in and out, synchronous copies out), the modeled time, the limit
 /// for every kernel and the replay's extent.
-[[nodiscard]] AutotmPlan redl_autotm_plan(const RedlPlan& plan);
+[[nodiscard]] MovePlan redl_autotm_plan(const RedlPlan& plan);
 /// redl_autotm_plan(redl_plan(program, costs, options)); throws as redl_plan.
-[[nodiscard]] AutotmPlan redl_autotm_plan(const Program& program, const AutotmCosts& costs,
+[[nodiscard]] MovePlan redl_autotm_plan(const Program& program, const TierCosts& costs,
                                           const RedlOptions& options);
 
 }  // namespace cachedarrays::plan

@@ -3,12 +3,12 @@
 #pragma once
 
 #include "cachedarrays/config.hpp"
-#include "cachedarrays/plan/schedule/copy_channels.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 
 #include <algorithm>
 #include <utility>
 
-namespace cachedarrays {
+namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE CopyChannels::CopyChannels(std::size_t devices, std::vector<double> gbps, unsigned lanes)
     : devices_(devices),
@@ -79,4 +79,4 @@ CACHEDARRAYS_INLINE void CopyChannels::carry_over(double by) {
   for (double& f : lane_free_) f = std::max(0.0, f - by);
 }
 
-}  // namespace cachedarrays
+}  // namespace cachedarrays::plan

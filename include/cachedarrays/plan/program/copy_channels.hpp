@@ -28,14 +28,7 @@
 
 #include "cachedarrays/types.hpp"
 
-namespace cachedarrays {
-
-/// A device's bandwidths for modeled time, in GB/s (= bytes per ns).
-struct DeviceModel {
-  std::string name;         ///< the tier's name ("dram", "optane", ...), for messages and prices
-  double read_gbps = 0;     ///< read bandwidth, GB/s (> 0 to replay)
-  double write_gbps = 0;    ///< write bandwidth, GB/s (> 0 to replay)
-};
+namespace cachedarrays::plan {
 
 /// When a modeled copy starts and ends, in modeled seconds.
 struct CopySpan {
@@ -99,8 +92,8 @@ class CopyChannels {
   std::vector<double> lane_free_;     // by mover thread
 };
 
-}  // namespace cachedarrays
+}  // namespace cachedarrays::plan
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
-#include "cachedarrays/plan/schedule/copy_channels-inl.hpp"
+#include "cachedarrays/plan/program/copy_channels-inl.hpp"
 #endif

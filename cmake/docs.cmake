@@ -12,8 +12,8 @@ set(DOXYGEN_RECURSIVE YES)
 set(DOXYGEN_FILE_PATTERNS *.hpp *.dox *.md)
 set(DOXYGEN_EXCLUDE_PATTERNS */detail/* *-inl.hpp)
 set(DOXYGEN_EXCLUDE_SYMBOLS detail *::detail)
-set(DOXYGEN_STRIP_FROM_PATH ${PROJECT_SOURCE_DIR}/include)
-set(DOXYGEN_STRIP_FROM_INC_PATH ${PROJECT_SOURCE_DIR}/include)
+set(DOXYGEN_STRIP_FROM_PATH ${PROJECT_SOURCE_DIR}/include ${CACHEDARRAYS_GENERATED_INCLUDE_DIR})
+set(DOXYGEN_STRIP_FROM_INC_PATH ${PROJECT_SOURCE_DIR}/include ${CACHEDARRAYS_GENERATED_INCLUDE_DIR})
 set(DOXYGEN_EXTRACT_ALL NO)
 set(DOXYGEN_EXTRACT_STATIC YES)
 set(DOXYGEN_WARN_IF_UNDOCUMENTED YES)
@@ -29,6 +29,7 @@ set(DOXYGEN_MARKDOWN_SUPPORT YES)
 set(DOXYGEN_USE_MDFILE_AS_MAINPAGE ${PROJECT_SOURCE_DIR}/docs/api.md)
 # The headers' configuration macros as the compiled library sees them.
 set(DOXYGEN_PREDEFINED "CACHEDARRAYS_HAS_MPI")
-doxygen_add_docs(docs ${PROJECT_SOURCE_DIR}/include/cachedarrays ${PROJECT_SOURCE_DIR}/docs/api.md
+doxygen_add_docs(docs ${PROJECT_SOURCE_DIR}/include/cachedarrays
+  ${CACHEDARRAYS_GENERATED_INCLUDE_DIR}/cachedarrays/version.hpp ${PROJECT_SOURCE_DIR}/docs/api.md
   ${PROJECT_SOURCE_DIR}/docs/namespaces.dox
   COMMENT "API reference (Doxygen) into ${PROJECT_BINARY_DIR}/docs/html")

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -279,4 +280,23 @@ TEST_CASE("hw-cache: created in slow memory, filled into fast on every use, blin
   rt.manager().check_invariants(true);
   CHECK(ca::policy::Mode::parse("hw-cache").hardware_cache);
   CHECK(ca::policy::Mode::parse("hw-cache").name() == "hw-cache");
+}
+
+TEST_CASE("modes: the named changes set one switch each, and the named modes are the ones parse reads") {
+  namespace mode = ca::policy::mode;
+  using ca::policy::Mode;
+  CHECK(mode::LM.with_async_lookahead() == Mode::parse("ca-lma"));
+  CHECK(mode::LM.with_async_lookahead() != mode::LM);
+  CHECK(mode::LMPA.with_prefetch(false) == mode::LMA);
+  CHECK(mode::none.with_local_allocation().with_memory_optimisations() == mode::LM);
+  CHECK(mode::LM.with_offsets(ca::plan::OffsetPlanner::best_fit) == Mode::parse("ca-lm+best-fit"));
+  CHECK(mode::LM.with_offsets(ca::plan::OffsetPlanner::best_fit) != mode::LM);
+  const std::pair<Mode, const char*> named[] = {{mode::none, "ca"},     {mode::L, "ca-l"},       {mode::LM, "ca-lm"},
+                                                {mode::LMP, "ca-lmp"},  {mode::LMA, "ca-lma"},   {mode::LMPA, "ca-lmpa"},
+                                                {mode::hw_cache, "hw-cache"}};
+  for (const auto& [m, name] : named) {
+    CAPTURE(name);
+    CHECK(m.name() == name);
+    CHECK(Mode::parse(name) == m);
+  }
 }

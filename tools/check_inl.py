@@ -15,6 +15,12 @@ files, so whatever they define must exist once per program:
   - some header includes it under #ifdef CACHEDARRAYS_HEADER_ONLY, or
     header-only users never compile it.
 
+A declaring header (one that is no -inl file and lies in no detail/
+folder: what a program that includes cachedarrays.hpp reads) includes no
+operating-system header (<linux/...>, <sys/...>, <unistd.h>, ...): the
+calls that need one go out of line into the -inl file, so that a user's
+program does not get the OS's macros and names with the library's API.
+
 A function left without CACHEDARRAYS_INLINE is caught by linking two
 translation units (tests/header_only), not here. Prints one line per
 problem, naming file and line, and exits 1 if there is any.
@@ -35,6 +41,8 @@ INTERNAL_LINKAGE = re.compile(r"^(static\b|(const|constexpr)\b[^(]*[={])")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 IFDEF_HEADER_ONLY = re.compile(r"^\s*#\s*ifdef\s+CACHEDARRAYS_HEADER_ONLY\b")
 ENDIF = re.compile(r"^\s*#\s*endif\b")
+OS_HEADER = re.compile(r"^(linux|sys|asm|bits)/|^(unistd|fcntl|pthread|sched|signal|dlfcn|numa|numaif|"
+                       r"libpmem2?|hwloc)\.h$")
 
 
 def header_only_includes(headers):
@@ -70,6 +78,16 @@ def problems_in(text, include_name, wired):
                "header-only users never compile it")
 
 
+def os_header_problems(text, include_name):
+    """A declaring header's includes of operating-system headers."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = INCLUDE.match(line)
+        if m and OS_HEADER.search(m.group(1)):
+            yield (f"include/{include_name}:{number}: includes <{m.group(1)}>, an operating-system header, "
+                   "in a declaring header that programs read; declare the call here and define it in the "
+                   "-inl file, which includes the OS header")
+
+
 def self_test():
     """The rules catch planted per-translation-unit entities and pass clean code."""
     name = "cachedarrays/planted-inl.hpp"
@@ -95,6 +113,10 @@ def self_test():
             failures.append(f"planted line {line} not reported")
     if not any("no header includes it" in p for p in problems_in(clean, name, set())):
         failures.append("an -inl file no header includes was not reported")
+    declaring = "#pragma once\n#include <atomic>\n#include <linux/futex.h>\n#include <unistd.h>\n#include <vector>\n"
+    os_found = list(os_header_problems(declaring, "cachedarrays/planted.hpp"))
+    if [p.split(": ")[0] for p in os_found] != ["include/cachedarrays/planted.hpp:3", "include/cachedarrays/planted.hpp:4"]:
+        failures.append(f"the OS headers of a declaring header (lines 3 and 4) were not reported alone: {os_found}")
     for f in failures:
         print(f"check_inl self-test: {f}")
     print(f"check_inl self-test: {'FAILED' if failures else 'passed'}")
@@ -117,9 +139,13 @@ def main():
     problems = [problem for path in inl
                 for problem in problems_in(path.read_text(encoding="utf-8"),
                                            path.relative_to(include).as_posix(), wired)]
+    declaring = [p for p in files if p not in inl and "detail" not in p.relative_to(include).parts]
+    problems += [problem for path in declaring
+                 for problem in os_header_problems(path.read_text(encoding="utf-8"),
+                                                   path.relative_to(include).as_posix())]
     for p in problems:
         print(p)
-    print(f"check_inl: {len(inl)} -inl files, {len(problems)} problem(s)")
+    print(f"check_inl: {len(inl)} -inl files and {len(declaring)} declaring headers, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -1,5 +1,6 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
 #include "cachedarrays/runtime/pinned_kernel-inl.hpp"
+#include "cachedarrays/runtime/placement_lock-inl.hpp"
 #include "cachedarrays/runtime/environment-inl.hpp"
 #include "cachedarrays/runtime/memory_snapshot-inl.hpp"
 #include "cachedarrays/runtime/online_profiler-inl.hpp"

@@ -89,16 +89,57 @@ struct Mode {
   [[nodiscard]] static Mode parse(std::string_view name);
   /// The mode's canonical name, which parse() reads back ("ca-lm", "hw-cache", ...).
   [[nodiscard]] std::string name() const;
+
+  /// @name Named changes
+  /// This mode with one switch set (or cleared with `false`), so that a mode
+  /// reads as its letters: `mode::LM.with_async_lookahead()` is CA:LMA.
+  ///@{
+  /// With L set (or cleared).
+  [[nodiscard]] constexpr Mode with_local_allocation(bool on = true) const {
+    Mode m = *this;
+    m.local_allocation = on;
+    return m;
+  }
+  /// With M set (or cleared).
+  [[nodiscard]] constexpr Mode with_memory_optimisations(bool on = true) const {
+    Mode m = *this;
+    m.memory_optimisations = on;
+    return m;
+  }
+  /// With P set (or cleared).
+  [[nodiscard]] constexpr Mode with_prefetch(bool on = true) const {
+    Mode m = *this;
+    m.prefetch = on;
+    return m;
+  }
+  /// With A set (or cleared).
+  [[nodiscard]] constexpr Mode with_async_lookahead(bool on = true) const {
+    Mode m = *this;
+    m.async_lookahead = on;
+    return m;
+  }
+  /// +planner: new objects at `planner`'s offsets (online: none).
+  [[nodiscard]] constexpr Mode with_offsets(plan::OffsetPlanner planner) const {
+    Mode m = *this;
+    m.offsets = planner;
+    return m;
+  }
+  ///@}
+
+  /// Field-wise equality: the same switches and the same offset planner.
+  friend constexpr bool operator==(const Mode&, const Mode&) = default;
 };
 
+/// The modes with names of their own, spelt by their fields.
 namespace mode {
-inline constexpr Mode none{};                  ///< CA:∅, "ca": no switch set
-inline constexpr Mode L{true, false, false};   ///< CA:L, "ca-l"
-inline constexpr Mode LM{true, true, false};   ///< CA:LM, "ca-lm" (the default)
-inline constexpr Mode LMP{true, true, true};   ///< CA:LMP, "ca-lmp"
-inline constexpr Mode LMA{true, true, false, true};   ///< "ca-lma": LM with asynchronous lookahead
-inline constexpr Mode LMPA{true, true, true, true};   ///< "ca-lmpa": LMP with asynchronous lookahead
-inline constexpr Mode hw_cache{false, true, true, false, true};  ///< "hw-cache": the 2LM-like baseline
+inline constexpr Mode none{};                                                   ///< CA:∅, "ca": no switch set
+inline constexpr Mode L{.local_allocation = true};                              ///< CA:L, "ca-l"
+inline constexpr Mode LM = L.with_memory_optimisations();                       ///< CA:LM, "ca-lm" (the default)
+inline constexpr Mode LMP = LM.with_prefetch();                                 ///< CA:LMP, "ca-lmp"
+inline constexpr Mode LMA = LM.with_async_lookahead();                          ///< "ca-lma": LM with asynchronous lookahead
+inline constexpr Mode LMPA = LMP.with_async_lookahead();                        ///< "ca-lmpa": LMP with asynchronous lookahead
+/// "hw-cache": the 2LM-like baseline (M and P as a hardware cache behaves).
+inline constexpr Mode hw_cache{.memory_optimisations = true, .prefetch = true, .hardware_cache = true};
 }  // namespace mode
 
 /// How far the A modes look ahead: up to `kernels` kernels, and no more than

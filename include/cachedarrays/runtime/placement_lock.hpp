@@ -13,10 +13,7 @@
 // nanoseconds apart.
 #pragma once
 
-#include <immintrin.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "cachedarrays/config.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -41,7 +38,7 @@ class PlacementLock {
         // hint or one kernel's pins); past that, sleep rather than burn a
         // core the holder may need.
         if (spins < spin_limit) {
-          _mm_pause();
+          __builtin_ia32_pause();
         } else {
           sleep_while(seen);
         }
@@ -54,9 +51,7 @@ class PlacementLock {
     // A full barrier (a locked add): the load of sleepers_ below must not
     // pass the store, or a thread going to sleep just now could be missed.
     sequence_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) != 0) {
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&sequence_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-    }
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) wake_one();
   }
   /// The sequence now: odd while the lock is held, and one more at every
   /// lock and every unlock. `order` is the load's memory order.
@@ -68,13 +63,11 @@ class PlacementLock {
   // Sleeps while the sequence is still `held`; the kernel compares the word
   // and sleeps as one step, so an unlock in between is never missed (the
   // futex returns at once), and sleepers_ tells unlock that a wake is owed.
-  void sleep_while(std::uint32_t held) noexcept {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (sequence_.load(std::memory_order_seq_cst) == held) {
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&sequence_), FUTEX_WAIT_PRIVATE, held, nullptr, nullptr, 0);
-    }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  // Out of line, with the wake, in placement_lock-inl.hpp: both are the slow
+  // path, and the futex's OS headers stay out of the public headers.
+  void sleep_while(std::uint32_t held) noexcept;
+  // Wakes one thread sleeping in sleep_while.
+  void wake_one() noexcept;
 
   static constexpr int spin_limit = 128;
   std::atomic<std::uint32_t> sequence_{0};
@@ -86,3 +79,7 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
               "the futex sleeps on the atomic's own bytes");
 
 }  // namespace cachedarrays
+
+#ifdef CACHEDARRAYS_HEADER_ONLY
+#include "cachedarrays/runtime/placement_lock-inl.hpp"
+#endif

@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
             refresh = f"/usr/bin/python3 tools/render_results.py{option} render"
             print("\n".join(f"render_results: {f}" for f in findings))
             print(f"render_results: {len(findings)} file(s) stale; refresh them with `{refresh}` "
-                  f"and commit docs/results/")
+                  f"and commit them")
             return 1
         print(f"render_results: {_shown(args.results)} is up to date with its recorded figures")
     return 0

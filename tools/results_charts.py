@@ -82,7 +82,7 @@ def has_slowdown(rows) -> bool:
 def draw_slowdown(rows: list[dict]) -> plt.Figure:
     groups = _slowdown_groups(rows)
     keys = _in_order((r["kind"], r["model"]) for r in rows if (r["kind"], r["model"]) in groups)
-    policies = _in_order(r["policy"] for r in rows if r.get("slowdown_vs_all_fast") is not None)
+    policies = _in_order(r["policy"] for r in rows if r["policy"] in groups.get((r["kind"], r["model"]), {}))
     colours = _colours(policies)
     columns = min(3, len(keys))
     lines = math.ceil(len(keys) / columns)
@@ -308,6 +308,13 @@ def headline_worker_scaling(rows: list[dict]) -> str:
 
 # --- copy_bandwidth: copyto against memcpy and a non-temporal copy -------
 
+def _bytes(n: int) -> str:
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
 def draw_copy_bandwidth(figures: dict) -> plt.Figure:
     rows = figures["rows"]
     directions = _in_order(r["direction"] for r in rows)
@@ -325,6 +332,9 @@ def draw_copy_bandwidth(figures: dict) -> plt.Figure:
                 ax.plot([r["bytes"] for r in chosen], [r[key] for r in chosen], marker="o", markersize=3,
                         color=colour, label=label)
             ax.set_xscale("log", base=2)
+            sizes = [r["bytes"] for r in chosen]
+            ax.set_xticks(sizes, [_bytes(b) for b in sizes], fontsize="small")
+            ax.minorticks_off()
             ax.set_title(f"{direction}, {t} thread{'s' if t > 1 else ''}", fontsize="medium")
             ax.set_ylabel("GB/s")
             ax.grid(alpha=0.3)

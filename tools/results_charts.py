@@ -375,6 +375,44 @@ def headline_training(ours: dict, pytorch: dict) -> str:
             f"trainer, {100 * b['test_accuracy']:.2f}% with PyTorch on the same recipe.")
 
 
+# --- model_accuracy: the replay's time against the measured one -----------
+
+# The model's goal: modeled within this fraction of measured (docs/benchmarks.md).
+MODEL_TOLERANCE = 0.15
+
+
+def draw_model_accuracy(rows: list[dict]) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = [f"{r['policy']} at {100 * r['fast_fraction']:.0f}%" for r in rows]
+    ratios = [r["ratio"] for r in rows]
+    low = [r["ratio"] - r.get("ratio_low", r["ratio"]) for r in rows]
+    high = [r.get("ratio_high", r["ratio"]) - r["ratio"] for r in rows]
+    ax.axhspan(1 - MODEL_TOLERANCE, 1 + MODEL_TOLERANCE, color="tab:green", alpha=0.12,
+               label=f"goal: within ±{100 * MODEL_TOLERANCE:.0f}%")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.errorbar(range(len(rows)), ratios, yerr=[low, high], fmt="o", color="tab:blue", capsize=3,
+                label="modeled ÷ measured (median, range over rounds)")
+    ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize="small")
+    ax.set_ylabel("modeled ÷ measured")
+    models = _in_order(r["model"] for r in rows)
+    ax.set_title(", ".join(models), fontsize="medium")
+    ax.grid(axis="y", alpha=0.3)
+    # Room below the lowest whisker for the legend.
+    bottom = min(1 - MODEL_TOLERANCE, min(r - d for r, d in zip(ratios, low)))
+    top = max(1 + MODEL_TOLERANCE, max(r + d for r, d in zip(ratios, high)))
+    ax.set_ylim(bottom - 0.15, top + 0.03)
+    ax.legend(fontsize="small", loc="lower left", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def headline_model_accuracy(rows: list[dict]) -> str:
+    within = sum(1 for r in rows if abs(r["ratio"] - 1) <= MODEL_TOLERANCE)
+    ratios = [r["ratio"] for r in rows]
+    return (f"The replay's iteration time is within ±{100 * MODEL_TOLERANCE:.0f}% of the measured median in {within} "
+            f"of {len(rows)} runs (modeled ÷ measured from {min(ratios):.2f} to {max(ratios):.2f}).")
+
+
 # --- which recorded files are headlines ----------------------------------
 
 CHARTS = (
@@ -395,6 +433,9 @@ CHARTS = (
           "Workers: speedup over one", draw_worker_scaling, headline_worker_scaling),
     Chart("copy_bandwidth", ("copy_bandwidth",),
           "copyto against memcpy and a non-temporal copy", draw_copy_bandwidth, headline_copy_bandwidth),
+    Chart("model_accuracy", ("model_accuracy",),
+          "The time model against the measurement", draw_model_accuracy, headline_model_accuracy,
+          lambda rows: isinstance(rows, list) and all("ratio" in r for r in rows)),
     Chart("training_accuracy", ("vit_fashion_mnist_20_epochs_flip", "vit_fashion_mnist_20_epochs_flip_pytorch"),
           "Training: test accuracy per epoch beside PyTorch", draw_training, headline_training),
 )

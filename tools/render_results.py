@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The measured figures as data: benchmark JSON in, docs/results/README.md out.
+"""The measured figures as data: benchmark JSON in, docs/results/ out.
 
-Two steps, so that a figure is never typed by hand:
+Three steps, so that a figure is never typed by hand and never stale:
 
   record  wraps one benchmark's JSON output (the file its --json or --plots
           flag wrote) with the machine it ran on -- CPU model, ISA, cores,
@@ -9,13 +9,23 @@ Two steps, so that a figure is never typed by hand:
           it, into docs/results/data/<name>.json; the machine the benchmark
           itself reported (its JSON's "machine": CPU, ISA, cores, the copy
           path it chose) is kept beside it and shown on the page;
-  render  writes docs/results/README.md from every file in docs/results/data/:
-          per benchmark, the machine and the command, then its figures as
-          tables (a list of rows is one table; an object's scalar fields are
-          one table and each list of rows inside it another).
+  render  writes docs/results/ from every file in docs/results/data/: a
+          page per benchmark, <name>.md, with the machine and the command,
+          then its figures as tables (a list of rows is one table; an
+          object's scalar fields are one table and each list of rows inside
+          it another); the headline charts, charts/<chart>.png
+          (tools/results_charts.py); and the summary, README.md, that leads
+          with each headline's number and chart and links every page
+          (tools/results_pages.py);
+  check   renders into a temporary folder and compares with docs/results/
+          byte for byte, naming each stale page or chart (the ctest
+          results.rendered).
 
     tools/render_results.py record hint_overhead build/hint.json -- build/bench/hint_overhead --json build/hint.json
-    tools/render_results.py render
+    /usr/bin/python3 tools/render_results.py render
+
+render and check draw with Debian's matplotlib (python3-matplotlib), so run
+them with /usr/bin/python3; record needs no matplotlib.
 
 `tools/run_benchmarks.sh` runs the benchmarks and records each in turn.
 """
@@ -29,14 +39,11 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
-
-# Columns longer than this are cut in tables: a note belongs in the JSON.
-MAX_CELL = 60
-
 
 def _read_first(path: str, pattern: str) -> str | None:
     try:
@@ -120,131 +127,106 @@ def record(name: str, output: Path, command: list[str], results: Path = RESULTS)
     return target
 
 
-def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
-            return f"{value:.3g}"
-        return f"{value:.4g}"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value, separators=(",", ":"))
-    else:
-        text = str(value)
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
-
-
-def _is_rows(value) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
-
-
-def _rows_table(rows: list[dict]) -> list[str]:
-    columns: list[str] = []
-    for row in rows:
-        for key, value in row.items():
-            if key not in columns and not _is_rows(value) and not isinstance(value, dict):
-                columns.append(key)
-    # What names a row (model, policy, instance: text) before what it measured.
-    def is_text(column: str) -> bool:
-        return any(isinstance(row.get(column), str) for row in rows)
-    columns.sort(key=lambda c: not is_text(c))
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")
-    return lines
-
-
-def _object_tables(obj: dict, title: str) -> list[str]:
-    lines: list[str] = []
-    scalars = {k: v for k, v in obj.items() if not _is_rows(v) and not isinstance(v, dict)}
-    if scalars:
-        lines += ["| field | value |", "|---|---|"]
-        lines += [f"| {k} | {_cell(v)} |" for k, v in scalars.items()]
-        lines.append("")
-    for key, value in obj.items():
-        if _is_rows(value):
-            lines += [f"#### {title} · {key}", ""] + _rows_table(value) + [""]
-        elif isinstance(value, dict):
-            lines += [f"#### {title} · {key}", ""] + _object_tables(value, f"{title} · {key}")
-    return lines
-
-
-def render(results: Path = RESULTS) -> Path:
+def _documents(results: Path) -> list[dict]:
     documents = []
     for path in sorted((results / "data").glob("*.json")):
         try:
             documents.append(json.loads(path.read_text(encoding="utf-8")))
         except json.JSONDecodeError as e:
             raise SystemExit(f"render_results: {path}: not JSON ({e})")
-    out = [
-        "# Measured results",
-        "",
-        "Rendered by `tools/render_results.py render` from `docs/results/data/*.json`; do not edit by hand.",
-        "Each benchmark's JSON is recorded with the machine it ran on (`tools/run_benchmarks.sh` runs them",
-        "and records each). What each benchmark measures and what its columns mean: "
-        "[docs/benchmarks.md](../benchmarks.md).",
-        "A figure marked *emulated* ran with an emulated slow tier; *modeled* figures come from the replay",
-        "under the kernel time models, not from a run.",
-        "",
-    ]
-    if not documents:
-        out.append("No benchmark has been recorded yet.")
-    out += ["| benchmark | machine | date |", "|---|---|---|"]
+    return documents
+
+
+def _rendered(folder: Path) -> list[Path]:
+    """The files render writes in a results folder: every page beside data/
+    and every chart."""
+    return sorted(list(folder.glob("*.md")) + list((folder / "charts").glob("*.png")))
+
+
+def render(results: Path = RESULTS, out: Path | None = None) -> Path:
+    """Writes the pages and charts of the figures in results/data/ into out
+    (default: results itself), and removes a page or chart there that no
+    recorded file renders any more."""
+    # Imported here, so that recording a benchmark needs no matplotlib.
+    import results_charts
+    import results_pages
+
+    out = out or results
+    documents = _documents(results)
+    figures = {d["benchmark"]: d["figures"] for d in documents}
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(_rendered(out))
+    drawn = results_charts.draw_charts(figures, out / "charts")
+    written = {out / "charts" / filename for _, filename, _ in drawn}
     for d in documents:
-        m = d["machine"]
-        out.append(f"| [{d['benchmark']}](#{d['benchmark'].replace('.', '').lower()}) | "
-                   f"{m['cpu']}, {m['isa']}, {m['cores']} cores | {m['date']} |")
-    out.append("")
-    for d in documents:
-        m = d["machine"]
-        out += [
-            f"## {d['benchmark']}",
-            "",
-            f"- command: `{d['command']}`",
-            f"- machine: {m['cpu']} ({m['isa']}), {m['cores']} cores, {m['memory_gib']} GiB, "
-            f"Linux {m['kernel']}, oneDNN {m['onednn']}",
-            f"- measured: {m['date']} at commit {m['commit']}",
-        ]
-        reported = m.get("reported")
-        if reported:
-            out.append(f"- as the benchmark saw it: {reported.get('cpu', '?')} ({reported.get('vendor', '?')}), "
-                       f"{reported.get('isa', '?')}, {reported.get('cores', '?')} cores online; "
-                       f"copy path {reported.get('copy_path', '?')}")
-        out += [
-            "",
-        ]
-        figures = d["figures"]
-        if _is_rows(figures):
-            out += _rows_table(figures) + [""]
-        elif isinstance(figures, dict):
-            out += _object_tables(figures, d["benchmark"])
-        else:
-            out += [f"`{_cell(figures)}`", ""]
-    target = results / "README.md"
-    results.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
-    return target
+        charts = [(chart.title, filename) for chart, filename, _ in drawn if d["benchmark"] in chart.data]
+        page = out / f"{d['benchmark']}.md"
+        page.write_text(results_pages.benchmark_page(d, charts), encoding="utf-8")
+        written.add(page)
+    headlines = [(chart.title, sentence, filename, chart.data) for chart, filename, sentence in drawn]
+    summary = out / "README.md"
+    summary.write_text(results_pages.summary_page(documents, headlines), encoding="utf-8")
+    written.add(summary)
+    for stale in sorted(before - written):
+        stale.unlink()
+    return summary
+
+
+def check(results: Path = RESULTS) -> list[str]:
+    """Renders into a temporary folder and compares, byte for byte, with the
+    pages and charts in results; returns one line per file that differs, is
+    missing or should not be there."""
+    with tempfile.TemporaryDirectory(prefix="render_results.") as scratch:
+        fresh = Path(scratch)
+        render(results, fresh)
+        want = {p.relative_to(fresh): p.read_bytes() for p in _rendered(fresh)}
+        have = {p.relative_to(results): p.read_bytes() for p in _rendered(results)}
+    findings = []
+    for name in sorted(set(want) | set(have)):
+        shown = _shown(results / name)
+        if name not in have:
+            findings.append(f"{shown}: missing (the recorded figures render it)")
+        elif name not in want:
+            findings.append(f"{shown}: stale (no recorded figure renders it any more)")
+        elif want[name] != have[name]:
+            findings.append(f"{shown}: stale (it differs from what the recorded figures render)")
+    return findings
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=RESULTS,
-                        help="the results folder (default docs/results): data/ inside it, README.md beside")
+                        help="the results folder (default docs/results): data/ inside it, the pages beside")
     sub = parser.add_subparsers(dest="step", required=True)
     rec = sub.add_parser("record", help="wrap one benchmark's JSON with this machine into docs/results/data/")
     rec.add_argument("name", help="the benchmark's name in the results (e.g. hint_overhead)")
     rec.add_argument("output", type=Path, help="the JSON file the benchmark wrote")
     rec.add_argument("command", nargs=argparse.REMAINDER, help="-- the command that wrote it")
-    sub.add_parser("render", help="write docs/results/README.md from docs/results/data/*.json")
+    sub.add_parser("render", help="write docs/results/ (pages and charts) from docs/results/data/*.json")
+    sub.add_parser("check", help="fail naming each page or chart in docs/results/ that render would change")
     args = parser.parse_args(argv)
     if args.step == "record":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         print(f"render_results: recorded {record(args.name, args.output, command, args.results)}")
+    elif args.step == "render":
+        print(f"render_results: wrote {render(args.results)} and the pages and charts beside it")
     else:
-        print(f"render_results: wrote {render(args.results)}")
+        findings = check(args.results)
+        if findings:
+            option = "" if args.results.resolve() == RESULTS else f" --results {args.results}"
+            refresh = f"/usr/bin/python3 tools/render_results.py{option} render"
+            print("\n".join(f"render_results: {f}" for f in findings))
+            print(f"render_results: {len(findings)} file(s) stale; refresh them with `{refresh}` "
+                  f"and commit them")
+            return 1
+        print(f"render_results: {_shown(args.results)} is up to date with its recorded figures")
     return 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmarks under bench/ and the default train_cnn, and records
 # each one's JSON, with the machine it ran on, into docs/results/data/; then
-# renders docs/results/README.md from them (tools/render_results.py).
+# renders docs/results/ from them (tools/render_results.py: the summary with
+# the headline charts, and a page per benchmark).
 #   bash tools/run_benchmarks.sh [BUILD_DIR] [--quick | --full]
 # BUILD_DIR (default build) must have the benchmarks built in Release:
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"
@@ -81,4 +82,5 @@ case "$form" in
     run paper_reproduction "$scratch/reproduction.json" "$bench/paper_reproduction" \
       --profile-cache "$scratch/profiles.json" --json "$scratch/reproduction.json" ;;
 esac
-python3 tools/render_results.py render
+# The charts are drawn with Debian's matplotlib (python3-matplotlib).
+/usr/bin/python3 tools/render_results.py render

@@ -27,14 +27,12 @@ struct CountedState : ca::PolicyState {
 };
 
 // First touch, plus a state per object that records the object's id.
-class StatefulPolicy final : public ca::policy::Policy {
+class StatefulPolicy final : public test::FastDevicePolicy {
  public:
   explicit StatefulPolicy(int& live) : live_(live) {}
   [[nodiscard]] std::string name() const override { return "stateful"; }
   [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* region = manager().allocate(0, object.bytes());
-    if (region == nullptr) return false;
-    manager().setprimary(object, *region);
+    if (!FastDevicePolicy::place(object)) return false;
     auto state = std::make_unique<CountedState>(live_);
     state->id = object.id();
     object.set_policy_state(std::move(state));

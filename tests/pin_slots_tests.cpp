@@ -205,17 +205,11 @@ namespace {
 // Places every object on the fast device and throws, while asked, from its
 // answer to how a read's hint may be delivered: the runtime asks it after
 // the argument is pinned.
-class ThrowingDeliveryPolicy final : public ca::policy::Policy {
+class ThrowingDeliveryPolicy final : public test::FastDevicePolicy {
  public:
   bool throwing = false;
   [[nodiscard]] std::string name() const override { return "test-throwing-delivery"; }
   [[nodiscard]] bool follows_kernels() const override { return false; }
-  [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* r = manager().allocate(0, object.bytes());
-    if (r == nullptr) return false;
-    manager().setprimary(object, *r);
-    return true;
-  }
   [[nodiscard]] ca::HintDelivery read_hint_delivery(const ca::Object& /*object*/) const override {
     if (throwing) throw std::runtime_error("test: read_hint_delivery failed");
     return ca::HintDelivery::under_lock;

@@ -25,19 +25,13 @@ struct Call {
 };
 
 // First-touch placement, recording every hook.
-class HookRecordingPolicy final : public ca::policy::Policy {
+class HookRecordingPolicy final : public test::FastDevicePolicy {
  public:
   std::vector<Call> calls;
   bool throw_at_begin = false;
   bool follows = true;
 
   [[nodiscard]] std::string name() const override { return "test-recording"; }
-  [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* r = manager().allocate(0, object.bytes());
-    if (r == nullptr) return false;
-    manager().setprimary(object, *r);
-    return true;
-  }
   void on_iteration_begin(std::uint64_t iteration) override { calls.push_back({"iteration", iteration, 0, {}, {}, false}); }
   void on_kernel_begin(const ca::policy::KernelPoint& k) override {
     record("begin", k);

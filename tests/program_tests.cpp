@@ -32,17 +32,11 @@ std::string refusal_message(const std::function<void()>& f) {
 }
 
 // A policy that keeps the program it is given (first-touch placement).
-class ProgramKeeper final : public ca::policy::Policy {
+class ProgramKeeper final : public test::FastDevicePolicy {
  public:
   std::shared_ptr<const Program> program;
   int programs_given = 0;
   [[nodiscard]] std::string name() const override { return "test-program-keeper"; }
-  [[nodiscard]] bool place(ca::Object& object) override {
-    ca::Region* r = manager().allocate(0, object.bytes());
-    if (r == nullptr) return false;
-    manager().setprimary(object, *r);
-    return true;
-  }
   void on_program(std::shared_ptr<const Program> p) override {
     program = std::move(p);
     ++programs_given;

@@ -45,6 +45,19 @@ inline std::vector<ca::DeviceSpec> two_tiers(std::uint64_t fast_bytes = 1 << 20,
   return {ca::dram(fast_bytes, "fast"), ca::dax_file({}, slow_bytes, "slow")};
 }
 
+// The base of a test's own policy: every new object goes to the fast device
+// and is refused when it is full, so that the test's policy says only what
+// it is there to test.
+class FastDevicePolicy : public ca::policy::Policy {
+ public:
+  [[nodiscard]] bool place(ca::Object& object) override {
+    ca::Region* region = manager().allocate(fast_device, object.bytes());
+    if (region == nullptr) return false;
+    manager().setprimary(object, *region);
+    return true;
+  }
+};
+
 // The byte at position i of a pattern identified by `seed`.
 inline std::byte pattern_byte(std::uint64_t seed, std::uint64_t i) {
   std::uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);

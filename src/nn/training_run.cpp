@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,16 @@ namespace {
 // When the process started, near enough (the library's static
 // initialisation): a user's wait for each epoch includes the setup.
 const std::chrono::steady_clock::time_point training_process_start = std::chrono::steady_clock::now();
+
+// The threads OpenMP starts with when the program sets none: OMP_NUM_THREADS
+// (its first number), or else the machine's hardware threads.
+int openmp_default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 // fit()'s options for the run, its hooks aside.
 FitOptions training_fit_options(const TrainingOptions& o, const TrainingProcess& process) {
@@ -227,7 +239,9 @@ TrainingReport report_of(const TrainingOptions& o, const TrainingProcess& proces
 
 }  // namespace
 
-TrainingReport run_training(TrainingOptions o, const TrainingProcess& process) {
+TrainingReport run_training(TrainingOptions o, const TrainingProcess& caller) {
+  TrainingProcess process = caller;
+  if (process.compute_threads <= 0) process.compute_threads = openmp_default_threads();
   detail::prepare_training(o, process);
   const int ranks = process.communicator != nullptr ? process.communicator->size() : 1;
   const DataSplits data = detail::open_training_data(o);

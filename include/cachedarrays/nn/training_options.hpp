@@ -64,7 +64,10 @@ struct TrainingOptions {
   /// The data set (open_data): fashion-mnist[:DIR], mnist:..., cifar10:...
   /// or synthetic.
   std::string data = "fashion-mnist";
-  int threads = 0;  ///< oneDNN's threads (0: all cores, shared among the ranks of a machine)
+  /// oneDNN's threads (0: all cores, shared among the ranks of a machine).
+  /// The program applies it (omp_set_num_threads), as train_cnn does:
+  /// OpenMP is the program's, and this library does not link it.
+  int threads = 0;
   unsigned mover_threads = MoverOptions{}.threads;  ///< threads of the asynchronous mover
   double bucket_mib = 4;  ///< data parallel: the gradient buckets' size in MiB
   std::string trace_path;  ///< record the last iteration to this .json or .csv file (empty: none)

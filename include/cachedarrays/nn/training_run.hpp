@@ -52,7 +52,9 @@ struct TrainingProcess {
   /// tests, writes checkpoints and the JSON.
   Communicator* communicator = nullptr;
   int local_ranks = 1;      ///< ranks on this machine: they share its cores and its slow-tier file's name
-  int compute_threads = 1;  ///< oneDNN's threads as the caller set them (omp_get_max_threads())
+  /// oneDNN's threads as the caller set them (omp_get_max_threads()); 0:
+  /// OpenMP's default, OMP_NUM_THREADS or else the machine's hardware threads.
+  int compute_threads = 0;
   /// The judge of a planner that weighs candidate plans; empty: such a
   /// planner weighs them by its own model.
   PlanJudgeMaker judge;

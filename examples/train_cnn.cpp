@@ -33,6 +33,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>

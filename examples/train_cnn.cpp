@@ -211,7 +211,7 @@ int train(const nn::TrainingOptions& options, nn::TrainingProcess process) {
   // After MPI's start, which may install handlers of its own.
   const nn::StopSignals stop("train_cnn", process.communicator != nullptr ? nn::StopSignals::Output::dropped
                                                                           : nn::StopSignals::Output::kept);
-  process.stop = &stop;
+  process.stop_requested = stop.stop_requested();
   const nn::TrainingReport report = nn::run_training(options, process);
   nn::print_training_report(report);
   nn::write_training_json(report, options.json_path);

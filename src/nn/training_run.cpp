@@ -16,6 +16,7 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/data_parallel.hpp"
 #include "cachedarrays/nn/models.hpp"
+#include "cachedarrays/nn/stop_signals.hpp"
 #include "cachedarrays/nn/trainer.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
@@ -59,7 +60,7 @@ FitOptions training_fit_options(const TrainingOptions& o, const TrainingProcess&
   fit.checkpoint = o.checkpoint;
   fit.resume = o.resume;
   fit.model = model_identity(o.model);
-  if (process.stop != nullptr) fit.stop_requested = process.stop->stop_requested();
+  fit.stop_requested = process.stop_requested;
   return fit;
 }
 
@@ -148,9 +149,10 @@ void train_epochs(Runtime& rt, Trainer& trainer, const DataSplits& data, const T
   fit.after_step = [&](const FitStep& s) {
     seconds.push_back(s.seconds);
     losses.push_back(s.loss);
-    // Once signalled, the checkpoint comes first: mpirun, signalled, stops
-    // reading the ranks' output, and a redrawn bar would wait for it.
-    if (process.stop == nullptr || process.stop->received() == 0) bar.update(s, o.epochs, o.model.batch);
+    // Once a stop is asked for, the checkpoint comes first: mpirun,
+    // signalled, stops reading the ranks' output, and a redrawn bar would
+    // wait for it.
+    if (!process.stop_requested || process.stop_requested() == 0) bar.update(s, o.epochs, o.model.batch);
   };
   fit.after_epoch = [&](const FitEpoch& e) {
     const Stats delta = rt.stats().since(epoch_start);

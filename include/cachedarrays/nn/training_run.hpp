@@ -8,7 +8,7 @@
 // a command line and the report.
 //
 // The process around the run is the caller's: oneDNN's threads (OpenMP,
-// which this library does not link), MPI, the signal handlers and, for a
+// which this library does not link), MPI, the stop requests and, for a
 // planner that weighs candidate plans, the judge (sim/replay_judge.hpp, a
 // layer beside this one).
 #pragma once
@@ -24,7 +24,6 @@
 #include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/nn/communicator.hpp"
 #include "cachedarrays/nn/fit.hpp"
-#include "cachedarrays/nn/stop_signals.hpp"
 #include "cachedarrays/nn/training_options.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
@@ -58,8 +57,11 @@ struct TrainingProcess {
   /// The judge of a planner that weighs candidate plans; empty: such a
   /// planner weighs them by its own model.
   PlanJudgeMaker judge;
-  /// The stop requests the run answers at every step boundary (null: none).
-  const StopSignals* stop = nullptr;
+  /// Asked before every step, as FitOptions::stop_requested is: not 0 ends
+  /// the run at that step boundary, its checkpoint written (empty: it runs
+  /// to its end). For example StopSignals::stop_requested(), as train_cnn
+  /// passes it.
+  std::function<int()> stop_requested;
 };
 
 /// One epoch of the run, as the report's table and JSON show it.

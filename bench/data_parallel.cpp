@@ -146,9 +146,54 @@ std::vector<std::string> worker_arguments(const Options& o, const std::string& j
 
 // ---- 1. the worker: one rank under mpirun ------------------------------------
 
-// Trains o.warmup + o.iterations steps of the model on this rank's shard of
-// a synthetic global batch (the same batches for any rank count) and returns
-// rank 0's figures of the timed steps.
+// The timed steps of a worker and what the trainer and the runtime had
+// counted when they began.
+struct TimedSteps {
+  std::vector<double> seconds;
+  double waiting_before = 0;
+  nn::GradientBuckets::Counters counters_before;
+  ca::Stats stats_before;
+};
+
+// Runs o.warmup + o.iterations steps on this rank's shard of a synthetic
+// global batch (the same batches for any rank count), printing each.
+TimedSteps run_steps(const Options& o, const nn::ModelConfig& shard, int rank, const std::string& who, ca::Runtime& rt,
+                     nn::Trainer& trainer) {
+  const nn::GradientBuckets* buckets = trainer.gradient_buckets();
+  const auto data = nn::synthetic_dataset({shard.channels, shard.image_size, shard.image_size}, shard.classes, o.seed);
+  const auto image_floats = static_cast<std::size_t>(shard.channels * shard.image_size * shard.image_size);
+  std::vector<float> images(static_cast<std::size_t>(o.model.batch) * image_floats);
+  std::vector<float> labels(static_cast<std::size_t>(o.model.batch));
+  const auto first = static_cast<std::size_t>(rank * shard.batch);
+  const auto count = static_cast<std::size_t>(shard.batch);
+  const std::span<const float> my_images = std::span<const float>(images).subspan(first * image_floats, count * image_floats);
+  const std::span<const float> my_labels = std::span<const float>(labels).subspan(first, count);
+
+  TimedSteps t;
+  t.stats_before = rt.stats();
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    const bool timed = i >= o.warmup;
+    if (i == o.warmup) {
+      t.waiting_before = trainer.seconds_waiting();
+      if (buckets != nullptr) t.counters_before = buckets->counters();
+      t.stats_before = rt.stats();
+    }
+    data->next_batch(images, labels);  // the whole global batch: the same data for any rank count
+    float loss = 0;
+    const double s = bench::seconds_of([&] {
+      loss = trainer.step(my_images, my_labels);
+      rt.collect();
+    });
+    if (timed) t.seconds.push_back(s);
+    fmt::print("{} iteration {:>2}/{} {:<8} {:.3f} s  loss {:.4f}\n", who, i + 1, o.warmup + o.iterations,
+               timed ? "(timed)" : "(warm-up)", s, loss);
+    std::fflush(stdout);
+  }
+  return t;
+}
+
+// Trains the model on this rank's tiers (run_steps) and returns rank 0's
+// figures of the timed steps.
 nlohmann::json run_worker(const Options& o, nn::MpiCommunicator& mpi) {
   omp_set_num_threads(o.threads);
   const int ranks = mpi.size();
@@ -181,46 +226,18 @@ nlohmann::json run_worker(const Options& o, nn::MpiCommunicator& mpi) {
              buckets != nullptr ? fmt::format(", {} gradient buckets", buckets->bucket_count()) : std::string());
   std::fflush(stdout);
 
-  const auto data = nn::synthetic_dataset({shard.channels, shard.image_size, shard.image_size}, shard.classes, o.seed);
-  const auto image_floats = static_cast<std::size_t>(shard.channels * shard.image_size * shard.image_size);
-  std::vector<float> images(static_cast<std::size_t>(o.model.batch) * image_floats);
-  std::vector<float> labels(static_cast<std::size_t>(o.model.batch));
-  const auto first = static_cast<std::size_t>(rank * shard.batch);
-  const auto count = static_cast<std::size_t>(shard.batch);
-  const std::span<const float> my_images = std::span<const float>(images).subspan(first * image_floats, count * image_floats);
-  const std::span<const float> my_labels = std::span<const float>(labels).subspan(first, count);
-
-  std::vector<double> seconds;
-  double waiting_before = 0;
-  nn::GradientBuckets::Counters counters_before;
-  ca::Stats stats_before = rt.stats();
-  for (int i = 0; i < o.warmup + o.iterations; ++i) {
-    const bool timed = i >= o.warmup;
-    if (i == o.warmup) {
-      waiting_before = trainer.seconds_waiting();
-      if (buckets != nullptr) counters_before = buckets->counters();
-      stats_before = rt.stats();
-    }
-    data->next_batch(images, labels);  // the whole global batch: the same data for any rank count
-    float loss = 0;
-    const double s = bench::seconds_of([&] {
-      loss = trainer.step(my_images, my_labels);
-      rt.collect();
-    });
-    if (timed) seconds.push_back(s);
-    fmt::print("{} iteration {:>2}/{} {:<8} {:.3f} s  loss {:.4f}\n", who, i + 1, o.warmup + o.iterations,
-               timed ? "(timed)" : "(warm-up)", s, loss);
-    std::fflush(stdout);
-  }
+  const TimedSteps steps = run_steps(o, shard, rank, who, rt, trainer);
+  const std::vector<double>& seconds = steps.seconds;
+  const nn::GradientBuckets::Counters& counters_before = steps.counters_before;
 
   double step_seconds = 0;
   for (double s : seconds) step_seconds += s;
   const double median = bench::median(seconds);
-  const double waiting = trainer.seconds_waiting() - waiting_before;
+  const double waiting = trainer.seconds_waiting() - steps.waiting_before;
   nn::GradientBuckets::Counters c;
   if (buckets != nullptr) c = buckets->counters();
-  const auto steps = static_cast<double>(o.iterations);
-  const ca::Stats traffic = rt.stats().since(stats_before);
+  const auto timed_steps = static_cast<double>(o.iterations);
+  const ca::Stats traffic = rt.stats().since(steps.stats_before);
   return {{"ranks", ranks},
           {"per_rank_batch", shard.batch},
           {"global_batch", o.model.batch},
@@ -238,10 +255,10 @@ nlohmann::json run_worker(const Options& o, nn::MpiCommunicator& mpi) {
           {"seconds_waiting", waiting},
           {"comm_share", step_seconds > 0 ? waiting / step_seconds : 0.0},
           {"bucket_count", buckets != nullptr ? buckets->bucket_count() : 0},
-          {"buckets_per_step", static_cast<double>(c.buckets - counters_before.buckets) / steps},
-          {"bytes_summed_per_step", static_cast<double>(c.bytes - counters_before.bytes) / steps},
-          {"fast_to_slow_bytes_per_step", static_cast<double>(traffic.bytes_copied[0][1]) / steps},
-          {"slow_to_fast_bytes_per_step", static_cast<double>(traffic.bytes_copied[1][0]) / steps},
+          {"buckets_per_step", static_cast<double>(c.buckets - counters_before.buckets) / timed_steps},
+          {"bytes_summed_per_step", static_cast<double>(c.bytes - counters_before.bytes) / timed_steps},
+          {"fast_to_slow_bytes_per_step", static_cast<double>(traffic.bytes_copied[0][1]) / timed_steps},
+          {"slow_to_fast_bytes_per_step", static_cast<double>(traffic.bytes_copied[1][0]) / timed_steps},
           {"processor", mpi.processor_name()}};
 }
 

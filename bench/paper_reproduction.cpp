@@ -853,7 +853,8 @@ struct Options {
   double plan_seconds = 0;  // 0: AutotmOptions' default
 };
 
-void add_options(CLI::App& app, Options& o) {
+// What runs: the configurations, budgets, policies and repetitions.
+void add_selection_options(CLI::App& app, Options& o) {
   app.add_flag("--quick", o.quick, "tiny models, budgets 100%, 20% and 0%, one paper configuration (DenseNet-264 unless --models leaves it out) (a smoke test, not a measurement)");
   app.add_flag("--autotm", o.autotm,
                "AutoTM's comparison (AutoTM): budgets of its PMM:DRAM ratios 8:1, 4:1, 1:1 (11%, 20%, 50%), the "
@@ -894,6 +895,10 @@ void add_options(CLI::App& app, Options& o) {
                  "2lm:m both, auto emulated only)")
       ->check(CLI::IsMember(measurable_policies()))
       ->delimiter(',');
+}
+
+// How the runs are made and modeled, and where their rows go.
+void add_machine_options(CLI::App& app, Options& o) {
   app.add_option("--json", o.json_path, "write the rows as JSON to this file");
   app.add_option("--profile-cache", o.profile_cache,
                  "the kernel profile cache file (nn::profile_model): measured once per machine, then loaded")
@@ -940,6 +945,11 @@ void add_options(CLI::App& app, Options& o) {
                  "python3-matplotlib); the JSON goes there too unless --json is given");
 }
 
+void add_options(CLI::App& app, Options& o) {
+  add_selection_options(app, o);
+  add_machine_options(app, o);
+}
+
 // The compute rate of the paper's machine for the roofline of the modeled
 // rows: --paper-gflops when given; else this machine's rate measured on the
 // profile of the first family's small model (plan::compute_rate), per core,
@@ -962,6 +972,41 @@ PaperMachine paper_machine(const Options& o) {
                       "times the paper's {} cores",
                       here.flops_per_second * here.cores / 1e9, here.cores, here.kernels, label(c),
                       here.measured ? "measured into" : "from", o.profile_cache, paper_cores)};
+}
+
+// AutoTM's paper configurations, modeled: Table 1's conventional networks
+// at the ratios, then the large ones at the AutoTM machine's DRAM (192 GB
+// per socket) against 2LM. Inception v4 at its paper's 299x299, the others
+// at 224x224.
+void autotm_paper_rows(const Options& o, const std::vector<double>& fractions, const std::vector<std::string>& policies,
+                       const ca::plan::KernelTimeModel& kernel_time, std::vector<Row>& rows) {
+  const auto paper_config = [](const std::string& family, int depth, std::int64_t batch) {
+    return nn::ModelConfig{.family = family, .depth = depth, .batch = batch, .image_size = family == "inception" ? 299 : 224};
+  };
+  const auto wanted = [&](const std::string& family) {
+    return std::find(o.families.begin(), o.families.end(), family) != o.families.end();
+  };
+  for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
+           {"inception", 4, 1024}, {"resnet", 200, 512}, {"densenet", 264, 512}, {"vgg", 19, 2048}}) {
+    if (!wanted(family)) continue;
+    modeled(paper_config(family, depth, batch), fractions, 1300 * gb, std::nullopt, policies, kernel_time,
+            o.plan_seconds, o.mover_threads, rows);
+  }
+  if (wanted("inception")) {
+    // Figure 1: Inception v4 b1472, at 4:1 (its text names no DRAM size:
+    // "a small fraction of DRAM"), with every policy that plans ahead.
+    const std::size_t first = rows.size();
+    modeled(paper_config("inception", 4, 1472), {autotm_figure1_fraction}, 1300 * gb, std::nullopt,
+            !o.policies.empty() ? policies : figure1_policy_names(), kernel_time, o.plan_seconds, o.mover_threads,
+            rows);
+    for (std::size_t i = first; i < rows.size(); ++i) rows[i].figure1 = true;
+  }
+  for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
+           {"inception", 4, 6144}, {"vgg", 416, 128}, {"resnet", 200, 2560}}) {
+    if (!wanted(family)) continue;
+    modeled(paper_config(family, depth, batch), {}, 1300 * gb, 192 * gb, policies, kernel_time, o.plan_seconds,
+            o.mover_threads, rows);
+  }
 }
 
 std::vector<Row> run(const Options& o, const PaperMachine& paper) {
@@ -999,36 +1044,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
   }
   if (o.no_paper) return rows;
   if (o.autotm) {
-    // Table 1's conventional networks at the ratios, then the large ones
-    // at the AutoTM machine's DRAM (192 GB per socket) against 2LM.
-    // Inception v4 at its paper's 299x299, the others at 224x224.
-    const auto paper_config = [](const std::string& family, int depth, std::int64_t batch) {
-      return nn::ModelConfig{.family = family, .depth = depth, .batch = batch, .image_size = family == "inception" ? 299 : 224};
-    };
-    const auto wanted = [&](const std::string& family) {
-      return std::find(o.families.begin(), o.families.end(), family) != o.families.end();
-    };
-    for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
-             {"inception", 4, 1024}, {"resnet", 200, 512}, {"densenet", 264, 512}, {"vgg", 19, 2048}}) {
-      if (!wanted(family)) continue;
-      modeled(paper_config(family, depth, batch), fractions, 1300 * gb, std::nullopt, policies, kernel_time,
-              o.plan_seconds, o.mover_threads, rows);
-    }
-    if (wanted("inception")) {
-      // Figure 1: Inception v4 b1472, at 4:1 (its text names no DRAM size:
-      // "a small fraction of DRAM"), with every policy that plans ahead.
-      const std::size_t first = rows.size();
-      modeled(paper_config("inception", 4, 1472), {autotm_figure1_fraction}, 1300 * gb, std::nullopt,
-              !o.policies.empty() ? policies : figure1_policy_names(), kernel_time, o.plan_seconds, o.mover_threads,
-              rows);
-      for (std::size_t i = first; i < rows.size(); ++i) rows[i].figure1 = true;
-    }
-    for (const auto& [family, depth, batch] : std::vector<std::tuple<std::string, int, std::int64_t>>{
-             {"inception", 4, 6144}, {"vgg", 416, 128}, {"resnet", 200, 2560}}) {
-      if (!wanted(family)) continue;
-      modeled(paper_config(family, depth, batch), {}, 1300 * gb, 192 * gb, policies, kernel_time, o.plan_seconds,
-              o.mover_threads, rows);
-    }
+    autotm_paper_rows(o, fractions, policies, kernel_time, rows);
     return rows;
   }
   bool one_paper_configuration_run = false;

@@ -531,150 +531,182 @@ class Period {
     return l;
   }
 
+  // Creates, reads or rewrites one of the thread's arrays, or reads a shared one.
+  // Returns false when it found nothing to do.
+  bool array_op(ThreadState& me, std::uint64_t c, const std::string& who, const char*& op) {
+    std::vector<Tracked>& mine = me.mine;
+    Rng& rng = me.rng;
+    const auto own = [&]() -> Tracked& { return mine[rng.below(mine.size())]; };
+    const auto shared_index = [&] { return static_cast<std::size_t>(rng.below(shared_.size())); };
+    if (mine.size() < 3 || (c < 130 && mine.size() < options_.private_arrays)) {
+      op = "create+fill";
+      try {
+        mine.push_back(create(random_words(rng, fast_words() / 4), ++me.next_seed));
+      } catch (const ca::out_of_memory&) {
+        counters_.out_of_memory.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (c < 230) {
+      op = "read";
+      Tracked& a = own();
+      (void)check(a.array.read().span(), a.seed, a.array, who, op);
+    } else if (c < 290) {
+      op = "read shared";
+      SharedArray& s = *shared_[shared_index()];
+      std::shared_lock lock(s.mutex);
+      (void)check(s.t.array.read().span(), s.t.seed, s.t.array, who, op);
+    } else {
+      op = "rewrite (write())";
+      Tracked& a = own();
+      const std::uint64_t seed = ++me.next_seed;
+      auto w = a.array.write();
+      if (check(w.span(), a.seed, a.array, who, op)) fill(w.span(), seed);
+      a.seed = seed;
+    }
+    return true;
+  }
+
+  // A kernel over the thread's arrays (one of them shared), or a clone by a kernel.
+  // Returns false when it found nothing to do.
+  bool kernel_op(ThreadState& me, std::uint64_t c, const std::string& who, const char*& op) {
+    std::vector<Tracked>& mine = me.mine;
+    Rng& rng = me.rng;
+    const auto own = [&]() -> Tracked& { return mine[rng.below(mine.size())]; };
+    const auto shared_index = [&] { return static_cast<std::size_t>(rng.below(shared_.size())); };
+    if (c < 470) {
+      op = "kernel(reads(a, shared), writes(b))";
+      Tracked& a = own();
+      Tracked& b = own();
+      if (&a == &b) return false;
+      SharedArray& s = *shared_[shared_index()];
+      std::shared_lock lock(s.mutex);
+      const std::uint64_t seed = ++me.next_seed;
+      rt_.kernel(ca::reads(a.array, s.t.array), ca::writes(b.array),
+                 [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y, std::span<std::uint64_t> z) {
+                   if (check(x, a.seed, a.array, who, op) && check(y, s.t.seed, s.t.array, who, op)) fill(z, seed);
+                 });
+      b.seed = seed;
+    } else if (c < 520) {
+      op = "kernel(writes(a)) in place";
+      Tracked& a = own();
+      const std::uint64_t seed = ++me.next_seed;
+      rt_.kernel(ca::writes(a.array), [&](std::span<std::uint64_t> x) {
+        if (check(x, a.seed, a.array, who, op)) fill(x, seed);
+      });
+      a.seed = seed;
+    } else if (c < 560) {
+      op = "kernel(reads(a), writes(b, c))";
+      Tracked& a = own();
+      Tracked& b = own();
+      Tracked& d = own();
+      if (&a == &b || &a == &d || &b == &d) return false;
+      const std::uint64_t seed_b = ++me.next_seed, seed_d = ++me.next_seed;
+      rt_.kernel(ca::reads(a.array), ca::writes(b.array, d.array),
+                 [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y, std::span<std::uint64_t> z) {
+                   if (!check(x, a.seed, a.array, who, op)) return;
+                   fill(y, seed_b);
+                   fill(z, seed_d);
+                 });
+      b.seed = seed_b;
+      d.seed = seed_d;
+    } else {  // c < 590
+      op = "clone (create, kernel copy)";
+      if (mine.size() >= options_.private_arrays) return false;
+      const std::size_t from = rng.below(mine.size());
+      Tracked copy;
+      try {
+        copy.array = rt_.array<std::uint64_t>(mine[from].array.size());
+        counters_.array_created();
+      } catch (const ca::out_of_memory&) {
+        counters_.out_of_memory.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      Tracked& a = mine[from];
+      rt_.kernel(ca::reads(a.array), ca::writes(copy.array),
+                 [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y) {
+                   if (check(x, a.seed, a.array, who, op)) std::copy(x.begin(), x.end(), y.begin());
+                 });
+      copy.seed = a.seed;
+      mine.push_back(std::move(copy));
+    }
+    return true;
+  }
+
+  // A kernel over shared arrays, a hint, a collect, a retire, a snapshot, or an array too large.
+  // Returns false when it found nothing to do.
+  bool hint_or_shared_op(ThreadState& me, std::uint64_t c, const std::string& who, const char*& op) {
+    std::vector<Tracked>& mine = me.mine;
+    Rng& rng = me.rng;
+    const auto own = [&]() -> Tracked& { return mine[rng.below(mine.size())]; };
+    const auto shared_index = [&] { return static_cast<std::size_t>(rng.below(shared_.size())); };
+    if (c < 640) {
+      op = "kernel(reads(shared, shared))";
+      const std::size_t i = shared_index(), j = shared_index();
+      TwoShared lock = lock_shared(i, j);
+      Tracked &s1 = shared_[i]->t, &s2 = shared_[j]->t;
+      rt_.kernel(ca::reads(s1.array, s2.array),
+                 [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y) {
+                   (void)(check(x, s1.seed, s1.array, who, op) && check(y, s2.seed, s2.array, who, op));
+                 });
+    } else if (c < 660) {
+      op = "rewrite shared (kernel(writes(shared)), exclusive)";
+      SharedArray& s = *shared_[shared_index()];
+      std::unique_lock lock(s.mutex);
+      const std::uint64_t seed = ++me.next_seed;
+      rt_.kernel(ca::writes(s.t.array), [&](std::span<std::uint64_t> x) {
+        if (check(x, s.t.seed, s.t.array, who, op)) fill(x, seed);
+      });
+      s.t.seed = seed;
+    } else if (c < 780) {
+      Tracked& a = own();
+      switch (rng.below(4)) {
+        case 0: op = "will_read"; a.array.will_read(); break;
+        case 1: op = "will_write"; a.array.will_write(); break;
+        case 2: op = "will_use"; a.array.will_use(); break;
+        default: op = "archive"; a.array.archive(); break;
+      }
+    } else if (c < 830) {
+      SharedArray& s = *shared_[shared_index()];
+      std::shared_lock lock(s.mutex);
+      switch (rng.below(3)) {
+        case 0: op = "will_read shared"; s.t.array.will_read(); break;
+        case 1: op = "will_use shared"; s.t.array.will_use(); break;
+        default: op = "archive shared"; s.t.array.archive(); break;
+      }
+    } else if (c < 840) {
+      op = "collect";
+      rt_.collect();
+    } else if (c < 990) {
+      op = "retire";
+      const std::size_t i = rng.below(mine.size());
+      drop(mine[i], rng.below(2) == 0);  // retire(), or the handle dropped
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (c < 995) {
+      op = "snapshot+stats";
+      (void)rt_.snapshot(16);
+      (void)rt_.stats();
+    } else {
+      op = "create larger than every tier";
+      try {
+        auto huge = rt_.array<std::uint64_t>((options_.fast_mib + options_.slow_mib) * MiB / 8 + 1);
+        fail(who, op, "an array larger than every tier was created");
+      } catch (const ca::out_of_memory&) {
+        // The answer expected: not counted with the creates that found no room.
+      }
+    }
+    return true;
+  }
+
   void free_op(unsigned t) {
     ThreadState& me = threads_[t];
     const std::string who = "thread " + std::to_string(t);
     const char* op = "?";
     try {
-      std::vector<Tracked>& mine = me.mine;
-      Rng& rng = me.rng;
-      const auto own = [&]() -> Tracked& { return mine[rng.below(mine.size())]; };
-      const auto shared_index = [&] { return static_cast<std::size_t>(rng.below(shared_.size())); };
-      const std::uint64_t c = rng.below(1000);
-      if (mine.size() < 3 || (c < 130 && mine.size() < options_.private_arrays)) {
-        op = "create+fill";
-        try {
-          mine.push_back(create(random_words(rng, fast_words() / 4), ++me.next_seed));
-        } catch (const ca::out_of_memory&) {
-          counters_.out_of_memory.fetch_add(1, std::memory_order_relaxed);
-        }
-      } else if (c < 230) {
-        op = "read";
-        Tracked& a = own();
-        (void)check(a.array.read().span(), a.seed, a.array, who, op);
-      } else if (c < 290) {
-        op = "read shared";
-        SharedArray& s = *shared_[shared_index()];
-        std::shared_lock lock(s.mutex);
-        (void)check(s.t.array.read().span(), s.t.seed, s.t.array, who, op);
-      } else if (c < 360) {
-        op = "rewrite (write())";
-        Tracked& a = own();
-        const std::uint64_t seed = ++me.next_seed;
-        auto w = a.array.write();
-        if (check(w.span(), a.seed, a.array, who, op)) fill(w.span(), seed);
-        a.seed = seed;
-      } else if (c < 470) {
-        op = "kernel(reads(a, shared), writes(b))";
-        Tracked& a = own();
-        Tracked& b = own();
-        if (&a == &b) return;
-        SharedArray& s = *shared_[shared_index()];
-        std::shared_lock lock(s.mutex);
-        const std::uint64_t seed = ++me.next_seed;
-        rt_.kernel(ca::reads(a.array, s.t.array), ca::writes(b.array),
-                   [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y, std::span<std::uint64_t> z) {
-                     if (check(x, a.seed, a.array, who, op) && check(y, s.t.seed, s.t.array, who, op)) fill(z, seed);
-                   });
-        b.seed = seed;
-      } else if (c < 520) {
-        op = "kernel(writes(a)) in place";
-        Tracked& a = own();
-        const std::uint64_t seed = ++me.next_seed;
-        rt_.kernel(ca::writes(a.array), [&](std::span<std::uint64_t> x) {
-          if (check(x, a.seed, a.array, who, op)) fill(x, seed);
-        });
-        a.seed = seed;
-      } else if (c < 560) {
-        op = "kernel(reads(a), writes(b, c))";
-        Tracked& a = own();
-        Tracked& b = own();
-        Tracked& d = own();
-        if (&a == &b || &a == &d || &b == &d) return;
-        const std::uint64_t seed_b = ++me.next_seed, seed_d = ++me.next_seed;
-        rt_.kernel(ca::reads(a.array), ca::writes(b.array, d.array),
-                   [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y, std::span<std::uint64_t> z) {
-                     if (!check(x, a.seed, a.array, who, op)) return;
-                     fill(y, seed_b);
-                     fill(z, seed_d);
-                   });
-        b.seed = seed_b;
-        d.seed = seed_d;
-      } else if (c < 590) {
-        op = "clone (create, kernel copy)";
-        if (mine.size() >= options_.private_arrays) return;
-        const std::size_t from = rng.below(mine.size());
-        Tracked copy;
-        try {
-          copy.array = rt_.array<std::uint64_t>(mine[from].array.size());
-          counters_.array_created();
-        } catch (const ca::out_of_memory&) {
-          counters_.out_of_memory.fetch_add(1, std::memory_order_relaxed);
-          return;
-        }
-        Tracked& a = mine[from];
-        rt_.kernel(ca::reads(a.array), ca::writes(copy.array),
-                   [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y) {
-                     if (check(x, a.seed, a.array, who, op)) std::copy(x.begin(), x.end(), y.begin());
-                   });
-        copy.seed = a.seed;
-        mine.push_back(std::move(copy));
-      } else if (c < 640) {
-        op = "kernel(reads(shared, shared))";
-        const std::size_t i = shared_index(), j = shared_index();
-        TwoShared lock = lock_shared(i, j);
-        Tracked &s1 = shared_[i]->t, &s2 = shared_[j]->t;
-        rt_.kernel(ca::reads(s1.array, s2.array),
-                   [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y) {
-                     (void)(check(x, s1.seed, s1.array, who, op) && check(y, s2.seed, s2.array, who, op));
-                   });
-      } else if (c < 660) {
-        op = "rewrite shared (kernel(writes(shared)), exclusive)";
-        SharedArray& s = *shared_[shared_index()];
-        std::unique_lock lock(s.mutex);
-        const std::uint64_t seed = ++me.next_seed;
-        rt_.kernel(ca::writes(s.t.array), [&](std::span<std::uint64_t> x) {
-          if (check(x, s.t.seed, s.t.array, who, op)) fill(x, seed);
-        });
-        s.t.seed = seed;
-      } else if (c < 780) {
-        Tracked& a = own();
-        switch (rng.below(4)) {
-          case 0: op = "will_read"; a.array.will_read(); break;
-          case 1: op = "will_write"; a.array.will_write(); break;
-          case 2: op = "will_use"; a.array.will_use(); break;
-          default: op = "archive"; a.array.archive(); break;
-        }
-      } else if (c < 830) {
-        SharedArray& s = *shared_[shared_index()];
-        std::shared_lock lock(s.mutex);
-        switch (rng.below(3)) {
-          case 0: op = "will_read shared"; s.t.array.will_read(); break;
-          case 1: op = "will_use shared"; s.t.array.will_use(); break;
-          default: op = "archive shared"; s.t.array.archive(); break;
-        }
-      } else if (c < 840) {
-        op = "collect";
-        rt_.collect();
-      } else if (c < 990) {
-        op = "retire";
-        const std::size_t i = rng.below(mine.size());
-        drop(mine[i], rng.below(2) == 0);  // retire(), or the handle dropped
-        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
-      } else if (c < 995) {
-        op = "snapshot+stats";
-        (void)rt_.snapshot(16);
-        (void)rt_.stats();
-      } else {
-        op = "create larger than every tier";
-        try {
-          auto huge = rt_.array<std::uint64_t>((options_.fast_mib + options_.slow_mib) * MiB / 8 + 1);
-          fail(who, op, "an array larger than every tier was created");
-        } catch (const ca::out_of_memory&) {
-          // The answer expected: not counted with the creates that found no room.
-        }
-      }
-      counters_.ops.fetch_add(1, std::memory_order_relaxed);
+      const std::uint64_t c = me.rng.below(1000);
+      // A thread with too few arrays creates one whatever it drew.
+      const bool counted = me.mine.size() < 3 || c < 360 ? array_op(me, c, who, op)
+                           : c < 590                       ? kernel_op(me, c, who, op)
+                                                           : hint_or_shared_op(me, c, who, op);
+      if (counted) counters_.ops.fetch_add(1, std::memory_order_relaxed);
     } catch (const std::exception& e) {
       fail(who, op, e.what());
     }

@@ -67,6 +67,49 @@ struct Options {
 
 double gb(std::uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
+// Measures the footprints of one reference model, prints its row of
+// `table`, notes it in `over` when it misses the goal, and returns it as JSON.
+nlohmann::json measure_reference(const Reference& r, const Options& o, const ca::plan::OffsetPlanner& planner,
+                                 const bench::Table& table, std::vector<std::string>& over) {
+  nn::ModelConfig config;
+  config.family = r.family;
+  config.depth = r.depth;
+  config.image_size = r.image_size;
+  config.batch = o.quick ? r.batch / 16 : r.batch;
+  const double paper = r.paper_gb * static_cast<double>(config.batch) / static_cast<double>(r.batch);
+  const auto build = [&] { return nn::build_model(config); };
+  std::uint64_t online = 0;
+  nn::PlannedFootprint planned;
+  const double seconds = bench::seconds_of([&] {
+    online = nn::measure_footprint(build);
+    planned = nn::measure_planned_footprint(build, nn::dry_run_program(build), planner);
+  });
+  const std::string model = nn::model_name(config);
+  table.print_row({model, std::to_string(config.batch), fmt::format("{:.1f}", paper), r.source,
+                   fmt::format("{:.1f}", gb(online)), fmt::format("{:.2f}", gb(online) / paper),
+                   fmt::format("{:.1f}", gb(planned.footprint)), fmt::format("{:.2f}", gb(planned.footprint) / paper),
+                   fmt::format("{:.1f}", gb(planned.lower_bound)),
+                   fmt::format("{:.4f}", static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound)),
+                   fmt::format("{:.1f}", seconds)});
+  const nlohmann::json row = {{"model", model},
+                              {"batch", config.batch},
+                              {"paper_bytes", paper * 1e9},
+                              {"source", r.source},
+                              {"online_bytes", online},
+                              {"planner", o.planner},
+                              {"planned_bytes", planned.footprint},
+                              {"lower_bound_bytes", planned.lower_bound},
+                              {"online_ratio", gb(online) / paper},
+                              {"planned_ratio", gb(planned.footprint) / paper},
+                              {"seconds", seconds}};
+  const double ratio = gb(planned.footprint) / paper;
+  if (ratio > goal_ratio) {
+    over.push_back(fmt::format("{} b{} ({:.2f}x; max-live {:.2f}x)", model, config.batch, ratio,
+                               gb(planned.lower_bound) / paper));
+  }
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,45 +141,7 @@ int main(int argc, char** argv) {
   table.print_rule();
   nlohmann::json rows = nlohmann::json::array();
   std::vector<std::string> over;  // rows above the goal
-  for (const Reference& r : references) {
-    nn::ModelConfig config;
-    config.family = r.family;
-    config.depth = r.depth;
-    config.image_size = r.image_size;
-    config.batch = o.quick ? r.batch / 16 : r.batch;
-    const double paper = r.paper_gb * static_cast<double>(config.batch) / static_cast<double>(r.batch);
-    const auto build = [&] { return nn::build_model(config); };
-    double seconds = 0;
-    std::uint64_t online = 0;
-    nn::PlannedFootprint planned;
-    seconds = bench::seconds_of([&] {
-      online = nn::measure_footprint(build);
-      planned = nn::measure_planned_footprint(build, nn::dry_run_program(build), planner);
-    });
-    const std::string model = nn::model_name(config);
-    table.print_row({model, std::to_string(config.batch), fmt::format("{:.1f}", paper), r.source,
-                     fmt::format("{:.1f}", gb(online)), fmt::format("{:.2f}", gb(online) / paper),
-                     fmt::format("{:.1f}", gb(planned.footprint)), fmt::format("{:.2f}", gb(planned.footprint) / paper),
-                     fmt::format("{:.1f}", gb(planned.lower_bound)),
-                     fmt::format("{:.4f}", static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound)),
-                     fmt::format("{:.1f}", seconds)});
-    rows.push_back({{"model", model},
-                    {"batch", config.batch},
-                    {"paper_bytes", paper * 1e9},
-                    {"source", r.source},
-                    {"online_bytes", online},
-                    {"planner", o.planner},
-                    {"planned_bytes", planned.footprint},
-                    {"lower_bound_bytes", planned.lower_bound},
-                    {"online_ratio", gb(online) / paper},
-                    {"planned_ratio", gb(planned.footprint) / paper},
-                    {"seconds", seconds}});
-    const double ratio = gb(planned.footprint) / paper;
-    if (ratio > goal_ratio) {
-      over.push_back(fmt::format("{} b{} ({:.2f}x; max-live {:.2f}x)", model, config.batch, ratio,
-                                 gb(planned.lower_bound) / paper));
-    }
-  }
+  for (const Reference& r : references) rows.push_back(measure_reference(r, o, planner, table, over));
   // Where max-live (the floor of any placement) is over the goal too, the
   // graph keeps more than the paper's framework did, and no planner can
   // close the gap; the notes say what differs between the frameworks.

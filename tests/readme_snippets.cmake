@@ -1,5 +1,6 @@
-# cmake -P: the README shows examples/quickstart.cpp and the user guide's
-# page on policies shows examples/custom_policy.cpp, each verbatim, so their
+# cmake -P: the README shows examples/quickstart.cpp and
+# examples/training_run.cpp, and the user guide's page on policies shows
+# examples/custom_policy.cpp, each verbatim, so their
 # code is compiled and run as a test and cannot rot. PAIRS is a list of
 # DOCUMENT=EXAMPLE; fails naming the page that no longer matches its example.
 foreach(pair IN LISTS PAIRS)

@@ -804,7 +804,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   add_options(app, options);
-  std::string footer = "Environment (the defaults of the flags above; a flag wins):";
+  std::string footer = "Environment (what a flag above also sets is its default; the flag wins):";
   for (const ca::EnvironmentVariable& v : ca::environment_variables()) {
     footer += fmt::format("\n  {:<27} {} ({})", v.name, v.meaning, v.allowed);
   }

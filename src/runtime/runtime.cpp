@@ -5,4 +5,5 @@
 #include "cachedarrays/runtime/online_profiler-inl.hpp"
 #include "cachedarrays/runtime/program_tiers-inl.hpp"
 #include "cachedarrays/runtime/runtime-inl.hpp"
+#include "cachedarrays/runtime/snapshot_directory-inl.hpp"
 #include "cachedarrays/runtime/unlocked_access-inl.hpp"

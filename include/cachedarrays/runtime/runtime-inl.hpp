@@ -22,6 +22,7 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 #include "cachedarrays/runtime/program_tiers.hpp"
 
 namespace cachedarrays {
@@ -37,15 +38,24 @@ CACHEDARRAYS_INLINE void inject_handler_fault([[maybe_unused]] const char* handl
   }
 }
 
+// The process's settings for the heaps and the copy engine, from its
+// environment, before the devices are reserved: a bad CACHEDARRAYS_COPY is
+// better refused here, where the user configures, than from the first copy
+// (perhaps on the mover's thread).
+CACHEDARRAYS_INLINE std::vector<DeviceSpec> with_process_environment(std::vector<DeviceSpec> devices) {
+  apply_process_environment(read_process_environment(process_environment));
+  return devices;
+}
+
 }  // namespace detail
 
 CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy,
                                      MoverOptions mover, std::filesystem::path trace_file)
-    : manager_(std::move(devices), std::move(mover)),
+    : manager_(detail::with_process_environment(std::move(devices)), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
   adopt_policy_answers();
-  read_snapshot_environment();
+  apply_environment(read_runtime_environment(process_environment));
   if (!trace_file.empty()) {
     const std::filesystem::path extension = trace_file.extension();
     if (extension != ".json" && extension != ".csv") {
@@ -123,7 +133,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     // The memory snapshot after: it lists the objects that filled the
     // tiers, not the one that found no room.
-    SnapshotWritten snapshot = write_out_of_memory_snapshot(bytes);
+    SnapshotDirectory::Written snapshot = write_out_of_memory_snapshot(bytes);
     throw out_of_memory(bytes, std::move(devices), std::move(snapshot.path), snapshot.failure);
   }
   return object;
@@ -540,37 +550,6 @@ CACHEDARRAYS_INLINE void Runtime::adopt_policy_answers() {
 
 // ---- memory snapshots (runtime/memory_snapshot.hpp) ---------------------------
 
-namespace detail {
-
-// Numbers the out_of_memory snapshots of the whole process, so that two
-// runtimes never pick the same file name.
-CACHEDARRAYS_INLINE std::uint64_t next_snapshot_number() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-// A name no file in `directory` has yet (a pid of an earlier run may recur).
-CACHEDARRAYS_INLINE std::filesystem::path fresh_snapshot_path(const std::filesystem::path& directory) {
-  for (;;) {
-    std::filesystem::path path = directory / ("cachedarrays-oom-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(next_snapshot_number()) + ".json");
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return path;
-  }
-}
-
-// Why `directory` cannot be a snapshot directory, or empty when it can.
-CACHEDARRAYS_INLINE std::string snapshot_directory_problem(const std::filesystem::path& directory) {
-  std::error_code ec;
-  if (std::filesystem::exists(directory, ec) && !std::filesystem::is_directory(directory, ec)) {
-    return "'" + directory.string() +
-           "' exists and is not a directory; give a directory (created when first needed)";
-  }
-  return {};
-}
-
-}  // namespace detail
-
 CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot(std::size_t trace_events) const {
   std::lock_guard guard(placement_);
   return snapshot_locked(SnapshotReason::request, 0, trace_events);
@@ -589,45 +568,22 @@ CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reaso
   return s;
 }
 
-CACHEDARRAYS_INLINE Runtime::SnapshotWritten Runtime::write_out_of_memory_snapshot(
+CACHEDARRAYS_INLINE SnapshotDirectory::Written Runtime::write_out_of_memory_snapshot(
     std::uint64_t requested_bytes) const {
-  if (snapshot_directory_.empty()) return {};
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(snapshot_directory_, ec);
-    if (ec) {
-      return {{}, "cannot create the snapshot directory '" + snapshot_directory_.string() + "': " + ec.message()};
-    }
-    const std::filesystem::path path = detail::fresh_snapshot_path(snapshot_directory_);
-    const MemorySnapshot snapshot =
-        snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
-    write_memory_snapshot(snapshot, path);
-    return {path.string(), {}};
-  } catch (const std::exception& e) {
-    return {{}, "writing it into '" + snapshot_directory_.string() + "' failed: " + e.what()};
-  } catch (...) {
-    return {{}, "writing it failed with an unknown exception"};
-  }
+  return snapshot_directory_.write([&] {
+    return snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
+  });
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_snapshot_directory(std::filesystem::path directory) {
-  if (!directory.empty()) {
-    if (std::string problem = detail::snapshot_directory_problem(directory); !problem.empty()) {
-      throw invalid_argument("cachedarrays: set_snapshot_directory: " + problem +
-                             ", or an empty path for no snapshots");
-    }
-    // Absolute, so that the path in a message still leads to the file after
-    // the program changed its working directory.
-    std::error_code ec;
-    if (std::filesystem::path absolute = std::filesystem::absolute(directory, ec); !ec) directory = std::move(absolute);
-  }
+  directory = SnapshotDirectory::checked(std::move(directory));
   std::lock_guard guard(placement_);
-  snapshot_directory_ = std::move(directory);
+  snapshot_directory_.set(std::move(directory));
 }
 
 CACHEDARRAYS_INLINE std::filesystem::path Runtime::snapshot_directory() const {
   std::lock_guard guard(placement_);
-  return snapshot_directory_;
+  return snapshot_directory_.path();
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_leak_report(std::ostream* out) {
@@ -635,32 +591,10 @@ CACHEDARRAYS_INLINE void Runtime::set_leak_report(std::ostream* out) {
   leak_report_ = out;
 }
 
-CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
-  // An empty value counts as unset, as `VAR= program` is usually meant.
-  if (const char* dir = std::getenv("CACHEDARRAYS_SNAPSHOT_DIR"); dir != nullptr && *dir != '\0') {
-    if (std::string problem = detail::snapshot_directory_problem(dir); !problem.empty()) {
-      throw invalid_argument("cachedarrays: CACHEDARRAYS_SNAPSHOT_DIR: " + problem +
-                             ", or unset the variable for no snapshots");
-    }
-    set_snapshot_directory(dir);
-  }
-  if (const char* report = std::getenv("CACHEDARRAYS_LEAK_REPORT"); report != nullptr && *report != '\0') {
-    const std::string value = report;
-    if (value != "0" && value != "1") {
-      throw invalid_argument("cachedarrays: CACHEDARRAYS_LEAK_REPORT='" + value +
-                             "' is not allowed; use 1 (report the arrays still alive when a Runtime is destroyed, "
-                             "on stderr) or 0 (no report)");
-    }
-    set_leak_report(value == "1" ? &std::cerr : nullptr);
-  }
-  if (const char* out = std::getenv("CACHEDARRAYS_PROGRAM_OUT"); out != nullptr && *out != '\0') {
-    if (std::filesystem::path(out).extension() != ".json") {
-      throw invalid_argument(std::string("cachedarrays: CACHEDARRAYS_PROGRAM_OUT='") + out +
-                             "' is not allowed; give a file ending in .json (the program of an iteration, with its "
-                             "kernels' online profiles), or unset the variable");
-    }
-    set_program_output(out);
-  }
+CACHEDARRAYS_INLINE void Runtime::apply_environment(const RuntimeEnvironment& env) {
+  if (env.snapshot_dir) set_snapshot_directory(*env.snapshot_dir);
+  if (env.leak_report) set_leak_report(*env.leak_report ? &std::cerr : nullptr);
+  if (env.program_out) set_program_output(*env.program_out);
 }
 
 CACHEDARRAYS_INLINE void Runtime::report_leaks() const noexcept {

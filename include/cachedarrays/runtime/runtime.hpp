@@ -31,6 +31,7 @@
 #include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/memory_snapshot.hpp"
 #include "cachedarrays/runtime/online_profiler.hpp"
+#include "cachedarrays/runtime/snapshot_directory.hpp"
 
 namespace cachedarrays {
 
@@ -39,6 +40,7 @@ class CachedArray;
 template <typename T, Access A>
 class ScopedAccess;
 class PinnedKernel;
+struct RuntimeEnvironment;
 
 /// The library's entry point: owns the heaps (through the DataManager), the
 /// placement policy and the stats, makes arrays (array()) and runs kernels
@@ -70,10 +72,15 @@ class Runtime {
 
   /// Reserves every device now. Without a policy, first-touch is used
   /// (fastest device with room; never moves). `mover` configures the
-  /// threads that make the policy's asynchronous copies. Reads
-  /// CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
-  /// CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
-  /// none); throws invalid_argument naming the variable for a bad value.
+  /// threads that make the policy's asynchronous copies. Reads the
+  /// environment through runtime/environment.hpp: first the process's
+  /// settings for the heaps and the copy engine (apply_process_environment:
+  /// CACHEDARRAYS_COPY, CACHEDARRAYS_NT_ISA, TMPDIR), then its own
+  /// (read_runtime_environment: CACHEDARRAYS_SNAPSHOT_DIR as
+  /// set_snapshot_directory, CACHEDARRAYS_LEAK_REPORT 1 as
+  /// set_leak_report(&std::cerr), CACHEDARRAYS_PROGRAM_OUT as
+  /// set_program_output); throws invalid_argument naming the variable for a
+  /// bad value.
   /// `trace_file`, when given: every event is recorded from now on
   /// (start_trace) and written there when the runtime is destroyed
   /// (Trace::save; it must end in .json or .csv, else invalid_argument; a
@@ -327,18 +334,12 @@ class Runtime {
   void start_program_recording();
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
-  // Where an out_of_memory's snapshot went, for its message: the file, or
-  // why there is none (empty both: no snapshot directory).
-  struct SnapshotWritten {
-    std::string path;
-    std::string failure;
-  };
   [[nodiscard]] MemorySnapshot snapshot_locked(SnapshotReason reason, std::uint64_t requested_bytes,
                                                std::size_t trace_events) const;
-  // Never throws what it meets writing: the out_of_memory is the error to
-  // report, the snapshot only explains it.
-  SnapshotWritten write_out_of_memory_snapshot(std::uint64_t requested_bytes) const;
-  void read_snapshot_environment();
+  // Where an out_of_memory's snapshot went, for its message.
+  SnapshotDirectory::Written write_out_of_memory_snapshot(std::uint64_t requested_bytes) const;
+  // What read_runtime_environment read, applied as the setters would.
+  void apply_environment(const RuntimeEnvironment& env);
   void report_leaks() const noexcept;
   [[nodiscard]] std::uint64_t ns_since_start() const noexcept {
     return static_cast<std::uint64_t>(
@@ -419,7 +420,7 @@ class Runtime {
   std::uint64_t kernel_index_ = 0;
   // The clock of snapshots' ages.
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::filesystem::path snapshot_directory_;
+  SnapshotDirectory snapshot_directory_;
   std::ostream* leak_report_ = nullptr;
   std::filesystem::path trace_file_;  // written at destruction when not empty
   std::filesystem::path program_output_;  // program_ written there at destruction when not empty

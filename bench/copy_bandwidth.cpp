@@ -36,6 +36,7 @@
 #include <cachedarrays/heap/device_spec.hpp>
 #include <cachedarrays/manager/copy_path.hpp>
 #include <cachedarrays/manager/data_manager.hpp>
+#include <cachedarrays/runtime/environment.hpp>
 
 #include "bench_support.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
@@ -418,6 +419,14 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  try {
+    // CACHEDARRAYS_COPY and _NT_ISA, which no Runtime reads here: the
+    // benchmark copies through a bare DataManager.
+    ca::apply_process_environment();
+  } catch (const ca::error& e) {
+    fmt::print(stderr, "copy_bandwidth: {}\n", e.what());
+    return EXIT_FAILURE;
+  }
   bench::print_machine_line();
 
   if (options.quick) options.max_bytes = std::min(options.max_bytes, 16 * MiB);

@@ -17,6 +17,7 @@
 
 #include <cachedarrays/error.hpp>
 #include <cachedarrays/manager/copy_path.hpp>
+#include <cachedarrays/runtime/environment.hpp>
 
 namespace cachedarrays::bench {
 
@@ -54,6 +55,9 @@ inline MachineReport read_machine_report() {
   m.isa = __builtin_cpu_supports("avx512f") ? "avx512f" : __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
   m.cores = sysconf(_SC_NPROCESSORS_ONLN);
   try {
+    // The copy engine's settings from CACHEDARRAYS_COPY and _NT_ISA, which a
+    // benchmark of a bare DataManager makes no Runtime to read.
+    apply_process_environment();
     const CopyPathReport& copy = copy_path_report();
     m.copy_path = copy.summary();
   } catch (const error& e) {

@@ -174,7 +174,7 @@ void add_run_options(CLI::App& app, nn::TrainingOptions& o) {
 
 // The help's footer: the environment variables, which set the flags' defaults.
 std::string environment_footer() {
-  std::string footer = "Environment (the defaults of the flags above; a flag wins):";
+  std::string footer = "Environment (what a flag above also sets is its default; the flag wins):";
   for (const ca::EnvironmentVariable& v : ca::environment_variables()) {
     footer += fmt::format("\n  {:<27} {} ({})", v.name, v.meaning, v.allowed);
   }

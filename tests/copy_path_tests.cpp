@@ -159,32 +159,45 @@ TEST_CASE("calibrate_copy_paths: no budget, no copies, and it says so") {
   CHECK(c.band(CopyBand::large).path == CopyPath::nontemporal);
 }
 
+namespace {
+
+// An environment holding only CACHEDARRAYS_COPY=`value` (unset: nullopt).
+ca::EnvironmentLookup copy_variable(std::optional<std::string> value) {
+  return [value](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "CACHEDARRAYS_COPY") return value;
+    return std::nullopt;
+  };
+}
+
+}  // namespace
+
 TEST_CASE("CACHEDARRAYS_COPY: auto, nt and memcpy are read; anything else is refused by name") {
-  CHECK(detail::parse_copy_mode(std::nullopt) == detail::CopyMode::automatic);
-  CHECK(detail::parse_copy_mode("") == detail::CopyMode::automatic);
-  CHECK(detail::parse_copy_mode("auto") == detail::CopyMode::automatic);
-  CHECK(detail::parse_copy_mode("nt") == detail::CopyMode::nontemporal);
-  CHECK(detail::parse_copy_mode("memcpy") == detail::CopyMode::memcpy);
-  for (const std::string_view bad : {"NT", "avx2", "fast", "memcpy "}) {
+  CHECK_FALSE(ca::read_process_environment(copy_variable(std::nullopt)).copy.has_value());
+  CHECK(ca::read_process_environment(copy_variable("auto")).copy == ca::CopyMode::automatic);
+  CHECK(ca::read_process_environment(copy_variable("nt")).copy == ca::CopyMode::nontemporal);
+  CHECK(ca::read_process_environment(copy_variable("memcpy")).copy == ca::CopyMode::memcpy);
+  for (const std::string bad : {"NT", "avx2", "fast", "memcpy "}) {
     try {
-      static_cast<void>(detail::parse_copy_mode(bad));
-      FAIL("no exception for '", std::string(bad), "'");
+      static_cast<void>(ca::read_process_environment(copy_variable(bad)));
+      FAIL("no exception for '", bad, "'");
     } catch (const ca::invalid_argument& e) {
       const std::string what = e.what();
       INFO(what);
       CHECK(contains(what, "CACHEDARRAYS_COPY"));
-      CHECK(contains(what, "'" + std::string(bad) + "'"));
+      CHECK(contains(what, "'" + bad + "'"));
       CHECK(contains(what, "auto, nt, memcpy"));
     }
   }
 }
 
-TEST_CASE("CACHEDARRAYS_COPY: a bad value is refused when a DataManager is made") {
+TEST_CASE("CACHEDARRAYS_COPY: a bad value is refused when a Runtime is made") {
   const test::ScopedEnv env("CACHEDARRAYS_COPY", std::string("fastest"));
   CHECK_THROWS_WITH_AS(ca::check_copy_environment(), doctest::Contains("CACHEDARRAYS_COPY='fastest'"),
                        ca::invalid_argument);
-  CHECK_THROWS_WITH_AS(ca::DataManager({ca::dram(1 << 20)}), doctest::Contains("allowed: auto, nt, memcpy"),
+  CHECK_THROWS_WITH_AS(ca::Runtime({ca::dram(1 << 20)}), doctest::Contains("allowed: auto, nt, memcpy"),
                        ca::invalid_argument);
+  // The manager reads no environment: a bare DataManager takes the process's setting.
+  CHECK_NOTHROW(ca::DataManager({ca::dram(1 << 20)}));
 }
 
 TEST_CASE("CACHEDARRAYS_COPY=nt or memcpy forces that store in every band, measuring nothing") {
@@ -196,11 +209,9 @@ TEST_CASE("CACHEDARRAYS_COPY=nt or memcpy forces that store in every band, measu
       CHECK(c.band(band).why == "forced");
     }
   }
-  // The good values pass the check a DataManager makes.
+  // The good values pass the check a Runtime makes.
   for (const char* good : {"auto", "nt", "memcpy"}) {
-    const test::ScopedEnv env("CACHEDARRAYS_COPY", std::string(good));
-    CHECK_NOTHROW(ca::check_copy_environment());
-    CHECK(detail::copy_mode_from_environment() == detail::parse_copy_mode(good));
+    CHECK_NOTHROW(ca::check_copy_environment(copy_variable(good)));
   }
 }
 

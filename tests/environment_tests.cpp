@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "cachedarrays/cachedarrays.hpp"
@@ -116,12 +118,145 @@ TEST_CASE("environment: a bad value names the variable, the value and what is al
                        "CACHEDARRAYS_FAST_BYTES is set too");
   test::check_contains(environment_refusal({{"CACHEDARRAYS_SLOW_PATH", "/dev/shm/x"}, {"CACHEDARRAYS_SLOW_NODE", "1"}}),
                        "CACHEDARRAYS_SLOW_PATH is set too");
-  // The table documents every variable it checks.
+  // The table documents every variable it checks: the library's own are
+  // prefixed, and the standard ones it also reads are few and named.
+  const std::set<std::string> standard = {"TMPDIR",   "HOME",     "XDG_CACHE_HOME", "OMPI_COMM_WORLD_SIZE",
+                                          "PMI_SIZE", "PMI_RANK", "PMIX_RANK"};
   for (const ca::EnvironmentVariable& v : ca::environment_variables()) {
     CAPTURE(v.name);
-    CHECK(std::string(v.name).rfind("CACHEDARRAYS_", 0) == 0);
+    CHECK((std::string(v.name).rfind("CACHEDARRAYS_", 0) == 0 || standard.count(v.name) == 1));
     CHECK(std::string(v.allowed).size() > 3);
   }
+}
+
+TEST_CASE("environment: the Runtime's own variables, each bad value refused by name") {
+  const test::ScratchPath dir("env-snapshots");
+  std::filesystem::create_directories(dir.path);
+  SUBCASE("unset or empty") {
+    const ca::RuntimeEnvironment env = ca::read_runtime_environment(
+        environment({{"CACHEDARRAYS_SNAPSHOT_DIR", ""}, {"CACHEDARRAYS_LEAK_REPORT", ""}}));
+    CHECK_FALSE(env.snapshot_dir.has_value());
+    CHECK_FALSE(env.leak_report.has_value());
+    CHECK_FALSE(env.program_out.has_value());
+  }
+  SUBCASE("good values") {
+    const ca::RuntimeEnvironment env = ca::read_runtime_environment(
+        environment({{"CACHEDARRAYS_SNAPSHOT_DIR", dir.path.string()},
+                     {"CACHEDARRAYS_LEAK_REPORT", "0"},
+                     {"CACHEDARRAYS_PROGRAM_OUT", "run.json"}}));
+    CHECK(env.snapshot_dir == dir.path);
+    CHECK(env.leak_report == false);
+    CHECK(env.program_out == std::filesystem::path("run.json"));
+    CHECK(ca::read_runtime_environment(environment({{"CACHEDARRAYS_LEAK_REPORT", "1"}})).leak_report == true);
+  }
+  SUBCASE("bad values") {
+    const test::ScratchPath file("env-snapshot-file");
+    std::ofstream(file.path) << "not a directory";
+    const auto refusal = [](std::map<std::string, std::string> values) {
+      return test::invalid_argument_of([&] { (void)ca::read_runtime_environment(environment(std::move(values))); });
+    };
+    const std::string not_directory = refusal({{"CACHEDARRAYS_SNAPSHOT_DIR", file.path.string()}});
+    test::check_contains(not_directory, "CACHEDARRAYS_SNAPSHOT_DIR");
+    test::check_contains(not_directory, "is not a directory");
+    const std::string leak = refusal({{"CACHEDARRAYS_LEAK_REPORT", "yes"}});
+    test::check_contains(leak, "CACHEDARRAYS_LEAK_REPORT='yes'");
+    test::check_contains(leak, "use 1");
+    const std::string program = refusal({{"CACHEDARRAYS_PROGRAM_OUT", "run.csv"}});
+    test::check_contains(program, "CACHEDARRAYS_PROGRAM_OUT='run.csv'");
+    test::check_contains(program, ".json");
+  }
+}
+
+TEST_CASE("environment: the copy engine's and the heaps' process settings") {
+  SUBCASE("unset") {
+    const ca::ProcessEnvironment env = ca::read_process_environment(environment({}));
+    CHECK_FALSE(env.copy.has_value());
+    CHECK_FALSE(env.nt_isa.has_value());
+    CHECK_FALSE(env.tmpdir.has_value());
+  }
+  SUBCASE("good values") {
+    const ca::ProcessEnvironment env = ca::read_process_environment(environment(
+        {{"CACHEDARRAYS_COPY", "memcpy"}, {"CACHEDARRAYS_NT_ISA", "avx2"}, {"TMPDIR", "/var/tmp"}}));
+    CHECK(env.copy == ca::CopyMode::memcpy);
+    CHECK(env.nt_isa == ca::StreamIsa::avx2);
+    CHECK(env.tmpdir == std::filesystem::path("/var/tmp"));
+    CHECK(ca::read_process_environment(environment({{"CACHEDARRAYS_NT_ISA", "sse2"}})).nt_isa ==
+          ca::StreamIsa::sse2);
+    CHECK(ca::read_process_environment(environment({{"CACHEDARRAYS_NT_ISA", "avx512"}})).nt_isa ==
+          ca::StreamIsa::avx512);
+  }
+  SUBCASE("bad values") {
+    const auto refusal = [](std::map<std::string, std::string> values) {
+      return test::invalid_argument_of([&] { (void)ca::read_process_environment(environment(std::move(values))); });
+    };
+    const std::string copy = refusal({{"CACHEDARRAYS_COPY", "fastest"}});
+    test::check_contains(copy, "CACHEDARRAYS_COPY='fastest'");
+    test::check_contains(copy, "allowed: auto, nt, memcpy");
+    const std::string isa = refusal({{"CACHEDARRAYS_NT_ISA", "avx1024"}});
+    test::check_contains(isa, "CACHEDARRAYS_NT_ISA='avx1024'");
+    test::check_contains(isa, "allowed: avx512, avx2, sse2");
+  }
+  SUBCASE("applied: unset ones leave the settings as they are") {
+    const ca::CopyMode mode = ca::copy_mode();
+    const ca::StreamIsa isa = ca::stream_isa_cap();
+    const std::filesystem::path fallback = ca::dax_fallback_directory();
+    ca::apply_process_environment(ca::read_process_environment(environment({})));
+    CHECK(ca::copy_mode() == mode);
+    CHECK(ca::stream_isa_cap() == isa);
+    CHECK(ca::dax_fallback_directory() == fallback);
+    ca::apply_process_environment(ca::read_process_environment(environment({{"TMPDIR", "/var/tmp"}})));
+    CHECK(ca::dax_fallback_directory() == std::filesystem::path("/var/tmp"));
+    ca::set_dax_fallback_directory(fallback);
+  }
+}
+
+TEST_CASE("environment: the trainer's variables") {
+  CHECK_FALSE(ca::mpi_timeout_from_environment(environment({})).has_value());
+  CHECK(ca::mpi_timeout_from_environment(environment({{"CACHEDARRAYS_MPI_TIMEOUT", "2.5"}})) == 2.5);
+  for (const char* bad : {"soon", "0", "-3", "5s"}) {
+    CAPTURE(bad);
+    const std::string message = test::invalid_argument_of(
+        [&] { (void)ca::mpi_timeout_from_environment(environment({{"CACHEDARRAYS_MPI_TIMEOUT", bad}})); });
+    test::check_contains(message, std::string("CACHEDARRAYS_MPI_TIMEOUT='") + bad + "'");
+    test::check_contains(message, "a number above 0");
+  }
+  CHECK_FALSE(ca::launched_by_mpi_environment(environment({})));
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    CAPTURE(launcher);
+    CHECK(ca::launched_by_mpi_environment(environment({{launcher, "2"}})));
+  }
+  CHECK_FALSE(ca::fashion_mnist_dir_from_environment(environment({})).has_value());
+  CHECK(ca::fashion_mnist_dir_from_environment(environment({{"CACHEDARRAYS_FASHION_MNIST_DIR", "/data/fm"}})) ==
+        std::filesystem::path("/data/fm"));
+  CHECK_FALSE(ca::user_cache_directory(environment({})).has_value());
+  CHECK(ca::user_cache_directory(environment({{"HOME", "/users/u"}})) ==
+        std::filesystem::path("/users/u/.cache/cachedarrays"));
+  CHECK(ca::user_cache_directory(environment({{"HOME", "/users/u"}, {"XDG_CACHE_HOME", "/cache"}})) ==
+        std::filesystem::path("/cache/cachedarrays"));
+}
+
+TEST_CASE("environment: docs/guide/configuration.md lists exactly the variables environment_variables() does") {
+  std::ifstream in(std::filesystem::path(CACHEDARRAYS_DOCS_DIR) / "guide" / "configuration.md");
+  REQUIRE(in.good());
+  // A table row whose first cell is a variable: | `NAME` | ...
+  const std::regex row(R"(^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|)");
+  std::set<std::string> documented;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) documented.insert(m[1]);
+  }
+  std::set<std::string> listed;
+  for (const ca::EnvironmentVariable& v : ca::environment_variables()) listed.insert(v.name);
+  for (const std::string& name : listed) {
+    CAPTURE(name);
+    CHECK_MESSAGE(documented.count(name) == 1, "read by the library, missing from docs/guide/configuration.md");
+  }
+  for (const std::string& name : documented) {
+    CAPTURE(name);
+    CHECK_MESSAGE(listed.count(name) == 1, "in docs/guide/configuration.md, not in environment_variables()");
+  }
+  CHECK(listed.size() == ca::environment_variables().size());  // each listed once
 }
 
 TEST_CASE("environment: the devices and the runtime it describes") {

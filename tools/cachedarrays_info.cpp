@@ -21,6 +21,7 @@
 #include <cachedarrays/error.hpp>
 #include <cachedarrays/heap/discover.hpp>
 #include <cachedarrays/manager/copy_path.hpp>
+#include <cachedarrays/runtime/environment.hpp>
 #include <cachedarrays/types.hpp>
 
 #include "support/copy_path_json.hpp"
@@ -176,6 +177,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    // The copy engine's settings (CACHEDARRAYS_COPY, _NT_ISA), whose choice
+    // the report prints; no Runtime is made here to read them.
+    ca::apply_process_environment();
     const std::vector<ca::MemoryTier> tiers = ca::discover_tiers(discover_options(options));
     if (options.json) {
       fmt::print("{}\n", json_report(tiers, options).dump(2));

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/dax_directory.hpp"
 #include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/heap/discover.hpp"
 #include "cachedarrays/manager/copy_path.hpp"
+#include "cachedarrays/manager/copy_settings.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fence.hpp"

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 
 namespace cachedarrays::nn {
 
@@ -23,19 +25,6 @@ std::string mpi_error_string(int code) {
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<std::size_t>(length));
-}
-
-// CACHEDARRAYS_MPI_TIMEOUT (seconds) over the option.
-std::chrono::duration<double> timeout_from_environment(std::chrono::duration<double> fallback) {
-  const char* text = std::getenv("CACHEDARRAYS_MPI_TIMEOUT");
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(seconds > 0)) {
-    throw invalid_argument(std::string("CACHEDARRAYS_MPI_TIMEOUT='") + text +
-                           "': expected the seconds a rank waits for the others, a number above 0");
-  }
-  return std::chrono::duration<double>(seconds);
 }
 
 }  // namespace
@@ -58,16 +47,13 @@ struct MpiCommunicator::Impl {
   void wait_for(MpiCommunicator& self, MPI_Request& request, const std::string& what) const;
 };
 
-bool MpiCommunicator::launched_by_mpi() {
-  // Open MPI's mpirun, MPICH/Hydra and Slurm's PMI, and PMIx launchers.
-  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
-    if (std::getenv(variable) != nullptr) return true;
-  }
-  return false;
-}
+bool MpiCommunicator::launched_by_mpi() { return launched_by_mpi_environment(); }
 
 MpiCommunicator::MpiCommunicator(MpiOptions options) : impl_(std::make_unique<Impl>()), options_(options) {
-  options_.timeout = timeout_from_environment(options_.timeout);
+  // CACHEDARRAYS_MPI_TIMEOUT (seconds) over the option.
+  if (const std::optional<double> seconds = mpi_timeout_from_environment()) {
+    options_.timeout = std::chrono::duration<double>(*seconds);
+  }
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (initialised == 0) {

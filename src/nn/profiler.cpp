@@ -16,6 +16,7 @@
 #include "cachedarrays/plan/program/kernel_signature.hpp"
 #include "cachedarrays/plan/program/profiled_time.hpp"
 #include "cachedarrays/policy/registry.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 
 namespace cachedarrays::nn {
 
@@ -145,12 +146,7 @@ plan::KernelProfiles measure_profiles(const std::function<Graph()>& build, const
 }
 
 std::string default_profile_cache() {
-  std::filesystem::path dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    dir = std::filesystem::path(xdg) / "cachedarrays";
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    dir = std::filesystem::path(home) / ".cache" / "cachedarrays";
-  }
+  std::filesystem::path dir = user_cache_directory().value_or(std::filesystem::path{});
   std::error_code ec;
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (dir.empty() || ec) dir = ".";

@@ -65,6 +65,4 @@ CACHEDARRAYS_INLINE const CopyPathReport& copy_path_report() {
   return report;
 }
 
-CACHEDARRAYS_INLINE void check_copy_environment() { static_cast<void>(detail::copy_mode_from_environment()); }
-
 }  // namespace cachedarrays

@@ -44,15 +44,10 @@ struct CopyPathReport {
 };
 
 /// The choice, made now if no copy has made it yet (in auto mode that
-/// measures for a few milliseconds). Thread-safe. Throws invalid_argument
-/// for a bad CACHEDARRAYS_COPY.
+/// measures for a few milliseconds), in the mode CACHEDARRAYS_COPY gave
+/// (apply_process_environment, runtime/environment.hpp). Thread-safe.
 [[nodiscard]] const CopyPathReport& copy_path_report();
 
-/// Checks CACHEDARRAYS_COPY without making the choice: throws
-/// invalid_argument naming the variable, its value and the allowed values
-/// (auto, nt, memcpy) for a bad one. Every DataManager calls it when it is
-/// made, so a bad value shows up at once rather than at the first copy.
-void check_copy_environment();
 
 }  // namespace cachedarrays
 

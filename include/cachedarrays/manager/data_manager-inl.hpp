@@ -20,7 +20,6 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/heap/heap.hpp"
-#include "cachedarrays/manager/copy_path.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 #include "cachedarrays/manager/detail/copy_path.hpp"
 
@@ -34,10 +33,6 @@ CACHEDARRAYS_INLINE std::string object_name(const Object& object) { return "obje
 
 CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices, MoverOptions mover)
     : mover_(std::move(mover)) {
-  // The stores every copy uses are chosen once per process, at the first
-  // copy; a bad CACHEDARRAYS_COPY is better refused here, where the user
-  // configures, than from that copy (perhaps on the mover's thread).
-  check_copy_environment();
   if (devices.empty()) {
     throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
                            "{cachedarrays::dram(1 << 30)}");

@@ -13,8 +13,10 @@
 #include <system_error>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/dax_directory.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/policy/registry.hpp"
+#include "cachedarrays/runtime/snapshot_directory.hpp"
 #include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
@@ -37,8 +39,7 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
       {"CACHEDARRAYS_TRACE", "record a trace (runtime_from_environment: of the whole run, written when the runtime "
                               "is destroyed; train_cnn: of the last iteration)",
        "a file ending in .json (Chrome trace) or .csv"},
-      // Read by every Runtime when it is made (runtime-inl.hpp), not by
-      // read_environment: listed here so that the table is whole.
+      // Read by every Runtime when it is made (read_runtime_environment).
       {"CACHEDARRAYS_SNAPSHOT_DIR", "write a memory snapshot (JSON) here before an out_of_memory is thrown",
        "an existing directory, or a path where one can be made"},
       {"CACHEDARRAYS_LEAK_REPORT", "print the objects still alive when a Runtime is destroyed", "1 (stderr) or 0"},
@@ -46,6 +47,27 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
        "write the program of an iteration, with its kernels' online profiles, when a Runtime is destroyed "
        "(Runtime::set_program_output; cachedarrays-plan --program reads it)",
        "a file ending in .json"},
+      // Read by every Runtime when it is made, for the copy engine and the
+      // heaps of the whole process (read_process_environment).
+      {"CACHEDARRAYS_COPY", "which stores the copy engine's copies use",
+       "auto, nt, memcpy (auto measures which copy is faster on this CPU, nt and memcpy force one)"},
+      {"CACHEDARRAYS_NT_ISA", "cap the vector width of the copy engine's streaming copies",
+       "avx512, avx2, sse2"},
+      {"TMPDIR", "where a DAX heap with no path makes its file when /dev/shm is missing",
+       "a directory (one that does not exist is passed over for /tmp)"},
+      // Read by the trainer (nn).
+      {"CACHEDARRAYS_MPI_TIMEOUT", "the seconds an MPI rank waits for the others before it ends the job",
+       "a number above 0 (default 600)"},
+      {"OMPI_COMM_WORLD_SIZE", "set by Open MPI's mpirun: the trainer runs data-parallel over MPI", "any value"},
+      {"PMI_SIZE", "set by MPICH/Hydra and Slurm's PMI: the trainer runs data-parallel over MPI", "any value"},
+      {"PMI_RANK", "set by MPICH/Hydra and Slurm's PMI: the trainer runs data-parallel over MPI", "any value"},
+      {"PMIX_RANK", "set by PMIx launchers: the trainer runs data-parallel over MPI", "any value"},
+      {"CACHEDARRAYS_FASHION_MNIST_DIR", "where the trainer's Fashion-MNIST files are",
+       "a directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] "
+       "(default /usr/share/datasets/fashion-mnist)"},
+      {"XDG_CACHE_HOME", "the trainer's kernel-profile cache goes into its cachedarrays/", "a directory"},
+      {"HOME", "without XDG_CACHE_HOME, the trainer's kernel-profile cache goes into its .cache/cachedarrays/",
+       "a directory"},
   };
   return variables;
 }
@@ -151,6 +173,105 @@ CACHEDARRAYS_INLINE EnvironmentSettings read_environment(const EnvironmentLookup
     env.trace = std::filesystem::path(*v);
   }
   return env;
+}
+
+CACHEDARRAYS_INLINE RuntimeEnvironment read_runtime_environment(const EnvironmentLookup& lookup) {
+  RuntimeEnvironment env;
+  if (auto v = lookup("CACHEDARRAYS_SNAPSHOT_DIR")) {
+    if (std::string problem = SnapshotDirectory::problem(*v); !problem.empty()) {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_SNAPSHOT_DIR: " + problem +
+                             ", or unset the variable for no snapshots");
+    }
+    env.snapshot_dir = std::filesystem::path(*v);
+  }
+  if (auto v = lookup("CACHEDARRAYS_LEAK_REPORT")) {
+    if (*v != "0" && *v != "1") {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_LEAK_REPORT='" + *v +
+                             "' is not allowed; use 1 (report the arrays still alive when a Runtime is destroyed, "
+                             "on stderr) or 0 (no report)");
+    }
+    env.leak_report = *v == "1";
+  }
+  if (auto v = lookup("CACHEDARRAYS_PROGRAM_OUT")) {
+    if (std::filesystem::path(*v).extension() != ".json") {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_PROGRAM_OUT='" + *v +
+                             "' is not allowed; give a file ending in .json (the program of an iteration, with its "
+                             "kernels' online profiles), or unset the variable");
+    }
+    env.program_out = std::filesystem::path(*v);
+  }
+  return env;
+}
+
+CACHEDARRAYS_INLINE ProcessEnvironment read_process_environment(const EnvironmentLookup& lookup) {
+  ProcessEnvironment env;
+  if (auto v = lookup("CACHEDARRAYS_COPY")) {
+    if (*v == "auto") {
+      env.copy = CopyMode::automatic;
+    } else if (*v == "nt") {
+      env.copy = CopyMode::nontemporal;
+    } else if (*v == "memcpy") {
+      env.copy = CopyMode::memcpy;
+    } else {
+      throw invalid_argument("cachedarrays: CACHEDARRAYS_COPY='" + *v +
+                             "' is not allowed; allowed: auto, nt, memcpy (auto measures which copy is faster on "
+                             "this CPU, nt and memcpy force one)");
+    }
+  }
+  if (auto v = lookup("CACHEDARRAYS_NT_ISA")) {
+    if (*v == "avx512") {
+      env.nt_isa = StreamIsa::avx512;
+    } else if (*v == "avx2") {
+      env.nt_isa = StreamIsa::avx2;
+    } else if (*v == "sse2") {
+      env.nt_isa = StreamIsa::sse2;
+    } else {
+      detail::bad_environment("CACHEDARRAYS_NT_ISA", *v, "not a vector path of the streaming copies");
+    }
+  }
+  if (auto v = lookup("TMPDIR")) env.tmpdir = std::filesystem::path(*v);
+  return env;
+}
+
+CACHEDARRAYS_INLINE void apply_process_environment(const ProcessEnvironment& env) {
+  if (env.copy) set_copy_mode(*env.copy);
+  if (env.nt_isa) set_stream_isa_cap(*env.nt_isa);
+  if (env.tmpdir) set_dax_fallback_directory(*env.tmpdir);
+}
+
+CACHEDARRAYS_INLINE void check_copy_environment(const EnvironmentLookup& lookup) {
+  static_cast<void>(read_process_environment(lookup));
+}
+
+CACHEDARRAYS_INLINE std::optional<double> mpi_timeout_from_environment(const EnvironmentLookup& lookup) {
+  const std::optional<std::string> text = lookup("CACHEDARRAYS_MPI_TIMEOUT");
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  const double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(seconds > 0)) {
+    throw invalid_argument("CACHEDARRAYS_MPI_TIMEOUT='" + *text +
+                           "': expected the seconds a rank waits for the others, a number above 0");
+  }
+  return seconds;
+}
+
+CACHEDARRAYS_INLINE bool launched_by_mpi_environment(const EnvironmentLookup& lookup) {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (lookup(variable)) return true;
+  }
+  return false;
+}
+
+CACHEDARRAYS_INLINE std::optional<std::filesystem::path> fashion_mnist_dir_from_environment(
+    const EnvironmentLookup& lookup) {
+  if (auto v = lookup("CACHEDARRAYS_FASHION_MNIST_DIR")) return std::filesystem::path(*v);
+  return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE std::optional<std::filesystem::path> user_cache_directory(const EnvironmentLookup& lookup) {
+  if (auto xdg = lookup("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "cachedarrays";
+  if (auto home = lookup("HOME")) return std::filesystem::path(*home) / ".cache" / "cachedarrays";
+  return std::nullopt;
 }
 
 CACHEDARRAYS_INLINE std::vector<DeviceSpec> devices_from_environment(const RuntimeDefaults& defaults,

@@ -45,4 +45,10 @@ CACHEDARRAYS_INLINE std::vector<plan::ProgramTier> program_tiers(const std::vect
   return tiers;
 }
 
+CACHEDARRAYS_INLINE std::vector<plan::ProgramTier> program_tiers(const DataManager& manager) {
+  std::vector<DeviceSpec> devices;
+  for (DeviceId d = 0; d < manager.device_count(); ++d) devices.push_back(manager.spec(d));
+  return program_tiers(devices);
+}
+
 }  // namespace cachedarrays

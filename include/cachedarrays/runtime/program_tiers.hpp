@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cachedarrays/heap/device_spec.hpp"
+#include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/plan/program/program_tier.hpp"
 
 namespace cachedarrays {
@@ -23,6 +24,9 @@ namespace cachedarrays {
 ///     its name, with every figure 0 (not known), since nothing here
 ///     measured it.
 [[nodiscard]] std::vector<plan::ProgramTier> program_tiers(const std::vector<DeviceSpec>& devices);
+/// program_tiers of `manager`'s devices, fastest first: the tiers a
+/// runtime's program ran on.
+[[nodiscard]] std::vector<plan::ProgramTier> program_tiers(const DataManager& manager);
 
 }  // namespace cachedarrays
 

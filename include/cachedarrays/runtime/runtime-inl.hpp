@@ -22,6 +22,7 @@
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/policy/first_touch.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 #include "cachedarrays/runtime/program_tiers.hpp"
 
 namespace cachedarrays {
@@ -37,15 +38,24 @@ CACHEDARRAYS_INLINE void inject_handler_fault([[maybe_unused]] const char* handl
   }
 }
 
+// The process's settings for the heaps and the copy engine, from its
+// environment, before the devices are reserved: a bad CACHEDARRAYS_COPY is
+// better refused here, where the user configures, than from the first copy
+// (perhaps on the mover's thread).
+CACHEDARRAYS_INLINE std::vector<DeviceSpec> with_process_environment(std::vector<DeviceSpec> devices) {
+  apply_process_environment(read_process_environment(process_environment));
+  return devices;
+}
+
 }  // namespace detail
 
 CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::unique_ptr<policy::Policy> policy,
                                      MoverOptions mover, std::filesystem::path trace_file)
-    : manager_(std::move(devices), std::move(mover)),
+    : manager_(detail::with_process_environment(std::move(devices)), std::move(mover)),
       policy_(policy != nullptr ? std::move(policy) : std::make_unique<policy::FirstTouch>()) {
   policy_->attach(manager_);
   adopt_policy_answers();
-  read_snapshot_environment();
+  apply_environment(read_runtime_environment(process_environment));
   if (!trace_file.empty()) {
     const std::filesystem::path extension = trace_file.extension();
     if (extension != ".json" && extension != ".csv") {
@@ -61,7 +71,12 @@ CACHEDARRAYS_INLINE Runtime::Runtime(std::vector<DeviceSpec> devices, std::uniqu
 // before the manager, which frees whatever objects are still alive — after
 // the leak report has named them.
 CACHEDARRAYS_INLINE Runtime::~Runtime() {
-  if (leak_report_ != nullptr) report_leaks();
+  if (leak_report_.wanted()) {
+    leak_report_.write([&] {
+      std::lock_guard guard(placement_);
+      return snapshot_locked(SnapshotReason::request, 0, 0);
+    });
+  }
   if (!trace_file_.empty() && trace_ != nullptr) {
     try {
       trace_->save(trace_file_.string(), device_names());
@@ -69,32 +84,16 @@ CACHEDARRAYS_INLINE Runtime::~Runtime() {
       std::fprintf(stderr, "cachedarrays: the trace was not written: %s\n", e.what());
     }
   }
-  if (!program_output_.empty()) {
-    if (program_ == nullptr) {
-      std::fprintf(stderr,
-                   "cachedarrays: no program was written to %s: none was recorded (record_program needs two "
-                   "begin_iteration calls, one at the top of each iteration)\n",
-                   program_output_.string().c_str());
-    } else {
-      try {
-        program_->save(program_output_.string());
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "cachedarrays: the program was not written: %s\n", e.what());
-      }
-    }
-  }
+  recorder_.write_output(program_.get());
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_program_output(std::filesystem::path path) {
-  if (!path.empty() && path.extension() != ".json") {
-    throw invalid_argument("cachedarrays: program output '" + path.string() +
-                           "' must end in .json (plan::Program JSON), or be empty for none");
-  }
+  path = ProgramRecorder::checked_output(std::move(path));
   bool record = false;
   {
     const Lock guard(*this);
-    program_output_ = std::move(path);
-    record = !program_output_.empty() && program_ == nullptr && !program_recording_.pending;
+    recorder_.set_output(std::move(path));
+    record = !recorder_.output().empty() && program_ == nullptr && !recorder_.pending();
   }
   if (record) record_program();
 }
@@ -123,7 +122,7 @@ CACHEDARRAYS_INLINE Object& Runtime::create_object(std::uint64_t bytes) {
     manager_.destroy(object);
     // The memory snapshot after: it lists the objects that filled the
     // tiers, not the one that found no room.
-    SnapshotWritten snapshot = write_out_of_memory_snapshot(bytes);
+    SnapshotDirectory::Written snapshot = write_out_of_memory_snapshot(bytes);
     throw out_of_memory(bytes, std::move(devices), std::move(snapshot.path), snapshot.failure);
   }
   return object;
@@ -146,7 +145,7 @@ CACHEDARRAYS_INLINE Trace& Runtime::start_trace() {
   trace_->set_initial_occupancy(std::move(occupancy));
   set_recording(trace_.get());
   manager_.set_trace(recording_);
-  program_recording_.own_trace = false;
+  recorder_.trace_kept();
   return *trace_;
 }
 
@@ -162,8 +161,8 @@ CACHEDARRAYS_INLINE void Runtime::record_program() {
 }
 
 CACHEDARRAYS_INLINE void Runtime::start_program_recording() {
-  program_recording_ = {.pending = true, .own_trace = recording_ == nullptr};
-  if (program_recording_.own_trace) {
+  recorder_.start(recording_ == nullptr);
+  if (recorder_.own_trace()) {
     trace_ = std::make_unique<Trace>();
     set_recording(trace_.get());
     manager_.set_trace(recording_);
@@ -177,97 +176,20 @@ CACHEDARRAYS_INLINE void Runtime::set_program(plan::Program program) {
 
 CACHEDARRAYS_INLINE void Runtime::install_program(std::shared_ptr<const plan::Program> program) {
   program_ = std::move(program);
-  // A program that brings its profiles (saved with them) is not timed again.
-  profiling_state_.armed = program_ != nullptr && program_->profiles() == nullptr && profiling_state_.iterations > 0;
-  profiling_state_.active = false;
-  profiling_.store(false, std::memory_order_relaxed);
-  profiler_.start(nullptr);
+  profiling_.program_installed(program_.get());
   policy_->on_program(program_);
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_profile_iterations(std::uint32_t iterations) {
   const Lock guard(*this);
-  profiling_state_.iterations = iterations;
+  profiling_.set_iterations(iterations);
 }
-
-CACHEDARRAYS_INLINE void Runtime::advance_profiling(bool planned) {
-  Profiling& p = profiling_state_;
-  if (p.active && profiling()) ++p.done;  // a planned iteration was timed to its end
-  if (p.active && p.done >= p.iterations) {
-    p.active = false;
-    if (!profiler_.empty()) {
-      // The slow tier as the profiles' slow times were derived (profile_kernel).
-      const std::optional<EmulationProfile>& emulated = manager_.spec(manager_.device_count() - 1).emulation;
-      plan::Program profiled = *program_;
-      // Profiles are measured on this runtime's tiers: a program given
-      // without tiers (a dry run's) carries them from here on.
-      if (profiled.tiers().empty()) profiled.set_tiers(tiers());
-      // The kernels ran on the program's own threads, as many as it used.
-      profiled.set_profiles(profiler_.profiles({.cpu = {},
-                                                .cores = std::max(1U, std::thread::hardware_concurrency()),
-                                                .onednn = {},
-                                                .slow_tier = emulated ? emulated->name : std::string("bandwidth model")}));
-      profiler_.start(nullptr);
-      program_ = std::make_shared<const plan::Program>(std::move(profiled));
-      policy_->on_profiles(program_);
-    }
-  }
-  if (p.armed) {
-    p.armed = false;
-    p.active = true;
-    p.done = 0;
-    profiler_.start(program_);
-  }
-  profiling_.store(p.active && planned, std::memory_order_relaxed);
-}
-
-namespace detail {
-
-// The tiers' bandwidths a kernel's slow-tier cost is read from when the slow
-// tier is not emulated: the published DDR4 and Optane figures, the ones
-// AutotmPolicy prices such tiers with.
-CACHEDARRAYS_INLINE std::pair<emulation::Bandwidth, emulation::Bandwidth> profile_bandwidths() {
-  return {emulation::published::ddr4_six_channel, emulation::published::optane_six_dimms};
-}
-
-}  // namespace detail
 
 CACHEDARRAYS_INLINE void Runtime::profile_kernel(const char* name, std::uint64_t index,
                                                  std::span<Object* const> objects, std::span<const Access> accesses,
                                                  double seconds, double emulated_ns) {
   const Lock guard(*this);
-  if (!profiling()) return;  // the iteration ended meanwhile
-  const DeviceId slow = manager_.device_count() - 1;
-  const std::optional<EmulationProfile>& emulated = manager_.spec(slow).emulation;
-  double paid = 0;      // the slow-tier cost inside `seconds`
-  double all_slow = 0;  // what every argument would pay in the slow tier
-  std::uint64_t bytes = 0;
-  if (emulated) {
-    // The emulated tier's cost is computed, not measured: the charge waited
-    // out, and for all arguments the charge each would pay there.
-    paid = emulated_ns * 1e-9;
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-      all_slow += emulation::kernel_extra_ns(*emulated, objects[i]->bytes(), accesses[i]) * 1e-9;
-    }
-  } else {
-    // A real slow tier's cost is inside the measured time and cannot be
-    // told apart from the kernel's own: it is read off the tiers'
-    // bandwidths, as the roofline reads memory time (bytes over each tier's
-    // bandwidth, less the same bytes over the fast tier's).
-    const auto [fast_bw, slow_bw] = detail::profile_bandwidths();
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-      const bool write = accesses[i] == Access::write;
-      const double b = static_cast<double>(objects[i]->bytes());
-      const double extra = std::max(0.0, b / (write ? slow_bw.write_gbps : slow_bw.read_gbps) -
-                                              b / (write ? fast_bw.write_gbps : fast_bw.read_gbps)) *
-                           1e-9;
-      all_slow += extra;
-      if (manager_.device(*manager_.getprimary(*objects[i])) != 0) paid += extra;
-    }
-  }
-  for (const Object* o : objects) bytes += o->bytes();
-  const double fast_seconds = std::max(0.0, seconds - paid);
-  profiler_.add(index, name, objects.size(), bytes, fast_seconds, fast_seconds + all_slow);
+  profiling_.add(name, index, objects, accesses, seconds, emulated_ns, manager_);
 }
 
 CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() const {
@@ -275,35 +197,23 @@ CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> Runtime::program() cons
   return program_;
 }
 
-CACHEDARRAYS_INLINE std::vector<plan::ProgramTier> Runtime::tiers() const {
-  std::vector<DeviceSpec> devices;
-  for (DeviceId d = 0; d < manager_.device_count(); ++d) devices.push_back(manager_.spec(d));
-  return program_tiers(devices);
-}
-
 CACHEDARRAYS_INLINE void Runtime::finish_program_recording() {
-  ProgramRecording& r = program_recording_;
-  if (!r.pending || r.first == 0 || iteration_ != r.first + 1 || recording_ == nullptr) return;
-  r.pending = false;
-  std::shared_ptr<const plan::Program> program;
-  try {
-    plan::Program recorded = plan::Program::from_trace(*recording_, r.first);
-    // The tiers it ran on, so that a model elsewhere prices it at them.
-    recorded.set_tiers(tiers());
-    program = std::make_shared<const plan::Program>(std::move(recorded));
-  } catch (...) {
-    if (r.own_trace) {
-      set_recording(nullptr);
-      manager_.set_trace(nullptr);
-      trace_.reset();
-    }
-    throw;
-  }
-  if (r.own_trace) {  // the trace was only for the program: drop it
+  if (!recorder_.due(iteration_) || recording_ == nullptr) return;
+  const bool own_trace = recorder_.own_trace();
+  const auto drop_own_trace = [&] {
+    if (!own_trace) return;  // the trace was only for the program: drop it
     set_recording(nullptr);
     manager_.set_trace(nullptr);
     trace_.reset();
+  };
+  std::shared_ptr<const plan::Program> program;
+  try {
+    program = recorder_.finish(*recording_, program_tiers(manager_));
+  } catch (...) {
+    drop_own_trace();
+    throw;
   }
+  drop_own_trace();
   install_program(std::move(program));
 }
 
@@ -339,15 +249,15 @@ CACHEDARRAYS_INLINE void Runtime::begin_iteration(bool planned) {
   unlocked_kernels_base_ = unlocked_kernels_.sum(0);
   // A policy that wants a program and was given none records the first
   // iteration's, as record_program() would.
-  if (planned && !program_asked_ && program_ == nullptr && !program_recording_.pending &&
-      policy_->records_program()) {
-    start_program_recording();
-  }
-  program_asked_ = true;
+  if (recorder_.ask_once(planned, program_ != nullptr) && policy_->records_program()) start_program_recording();
   // The program recorded by record_program: its iteration has just ended.
   finish_program_recording();
-  advance_profiling(planned);
-  if (program_recording_.pending && program_recording_.first == 0) program_recording_.first = iteration_;
+  // The profiles of the program's kernels, once its last timed iteration ended.
+  if (std::shared_ptr<const plan::Program> profiled = profiling_.advance(planned, program_, manager_)) {
+    program_ = std::move(profiled);
+    policy_->on_profiles(program_);
+  }
+  recorder_.iteration_begun(iteration_);
   if (recording_ != nullptr) recording_->record({.kind = TraceKind::iteration, .object = iteration_});
   detail::inject_handler_fault("on_iteration_begin");
   if (planned) {
@@ -540,37 +450,6 @@ CACHEDARRAYS_INLINE void Runtime::adopt_policy_answers() {
 
 // ---- memory snapshots (runtime/memory_snapshot.hpp) ---------------------------
 
-namespace detail {
-
-// Numbers the out_of_memory snapshots of the whole process, so that two
-// runtimes never pick the same file name.
-CACHEDARRAYS_INLINE std::uint64_t next_snapshot_number() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-// A name no file in `directory` has yet (a pid of an earlier run may recur).
-CACHEDARRAYS_INLINE std::filesystem::path fresh_snapshot_path(const std::filesystem::path& directory) {
-  for (;;) {
-    std::filesystem::path path = directory / ("cachedarrays-oom-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(next_snapshot_number()) + ".json");
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return path;
-  }
-}
-
-// Why `directory` cannot be a snapshot directory, or empty when it can.
-CACHEDARRAYS_INLINE std::string snapshot_directory_problem(const std::filesystem::path& directory) {
-  std::error_code ec;
-  if (std::filesystem::exists(directory, ec) && !std::filesystem::is_directory(directory, ec)) {
-    return "'" + directory.string() +
-           "' exists and is not a directory; give a directory (created when first needed)";
-  }
-  return {};
-}
-
-}  // namespace detail
-
 CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot(std::size_t trace_events) const {
   std::lock_guard guard(placement_);
   return snapshot_locked(SnapshotReason::request, 0, trace_events);
@@ -589,87 +468,33 @@ CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reaso
   return s;
 }
 
-CACHEDARRAYS_INLINE Runtime::SnapshotWritten Runtime::write_out_of_memory_snapshot(
+CACHEDARRAYS_INLINE SnapshotDirectory::Written Runtime::write_out_of_memory_snapshot(
     std::uint64_t requested_bytes) const {
-  if (snapshot_directory_.empty()) return {};
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(snapshot_directory_, ec);
-    if (ec) {
-      return {{}, "cannot create the snapshot directory '" + snapshot_directory_.string() + "': " + ec.message()};
-    }
-    const std::filesystem::path path = detail::fresh_snapshot_path(snapshot_directory_);
-    const MemorySnapshot snapshot =
-        snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
-    write_memory_snapshot(snapshot, path);
-    return {path.string(), {}};
-  } catch (const std::exception& e) {
-    return {{}, "writing it into '" + snapshot_directory_.string() + "' failed: " + e.what()};
-  } catch (...) {
-    return {{}, "writing it failed with an unknown exception"};
-  }
+  return snapshot_directory_.write([&] {
+    return snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
+  });
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_snapshot_directory(std::filesystem::path directory) {
-  if (!directory.empty()) {
-    if (std::string problem = detail::snapshot_directory_problem(directory); !problem.empty()) {
-      throw invalid_argument("cachedarrays: set_snapshot_directory: " + problem +
-                             ", or an empty path for no snapshots");
-    }
-    // Absolute, so that the path in a message still leads to the file after
-    // the program changed its working directory.
-    std::error_code ec;
-    if (std::filesystem::path absolute = std::filesystem::absolute(directory, ec); !ec) directory = std::move(absolute);
-  }
+  directory = SnapshotDirectory::checked(std::move(directory));
   std::lock_guard guard(placement_);
-  snapshot_directory_ = std::move(directory);
+  snapshot_directory_.set(std::move(directory));
 }
 
 CACHEDARRAYS_INLINE std::filesystem::path Runtime::snapshot_directory() const {
   std::lock_guard guard(placement_);
-  return snapshot_directory_;
+  return snapshot_directory_.path();
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_leak_report(std::ostream* out) {
   std::lock_guard guard(placement_);
-  leak_report_ = out;
+  leak_report_.set(out);
 }
 
-CACHEDARRAYS_INLINE void Runtime::read_snapshot_environment() {
-  // An empty value counts as unset, as `VAR= program` is usually meant.
-  if (const char* dir = std::getenv("CACHEDARRAYS_SNAPSHOT_DIR"); dir != nullptr && *dir != '\0') {
-    if (std::string problem = detail::snapshot_directory_problem(dir); !problem.empty()) {
-      throw invalid_argument("cachedarrays: CACHEDARRAYS_SNAPSHOT_DIR: " + problem +
-                             ", or unset the variable for no snapshots");
-    }
-    set_snapshot_directory(dir);
-  }
-  if (const char* report = std::getenv("CACHEDARRAYS_LEAK_REPORT"); report != nullptr && *report != '\0') {
-    const std::string value = report;
-    if (value != "0" && value != "1") {
-      throw invalid_argument("cachedarrays: CACHEDARRAYS_LEAK_REPORT='" + value +
-                             "' is not allowed; use 1 (report the arrays still alive when a Runtime is destroyed, "
-                             "on stderr) or 0 (no report)");
-    }
-    set_leak_report(value == "1" ? &std::cerr : nullptr);
-  }
-  if (const char* out = std::getenv("CACHEDARRAYS_PROGRAM_OUT"); out != nullptr && *out != '\0') {
-    if (std::filesystem::path(out).extension() != ".json") {
-      throw invalid_argument(std::string("cachedarrays: CACHEDARRAYS_PROGRAM_OUT='") + out +
-                             "' is not allowed; give a file ending in .json (the program of an iteration, with its "
-                             "kernels' online profiles), or unset the variable");
-    }
-    set_program_output(out);
-  }
-}
-
-CACHEDARRAYS_INLINE void Runtime::report_leaks() const noexcept {
-  try {
-    std::lock_guard guard(placement_);
-    (void)write_leak_report(snapshot_locked(SnapshotReason::request, 0, 0), *leak_report_);
-  } catch (...) {
-    // A destructor cannot report a failure to report; the runtime still goes.
-  }
+CACHEDARRAYS_INLINE void Runtime::apply_environment(const RuntimeEnvironment& env) {
+  if (env.snapshot_dir) set_snapshot_directory(*env.snapshot_dir);
+  if (env.leak_report) set_leak_report(*env.leak_report ? &std::cerr : nullptr);
+  if (env.program_out) set_program_output(*env.program_out);
 }
 
 }  // namespace cachedarrays

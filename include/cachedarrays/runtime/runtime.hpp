@@ -1,7 +1,12 @@
 // The Runtime owns the heaps (through the DataManager), the policy and the
-// stats; there is no global instance, so a program or a test may build as
-// many as it likes (docs/design.md "The user's view"). All manager state sits
-// behind one lock, and hints from any thread are safe. Reads of objects that
+// stats, the lock and the trace; there is no global instance, so a program
+// or a test may build as many as it likes (docs/design.md "The user's
+// view"). It hands the rest to named collaborators, each in a file of its
+// own: the program's recording and output (ProgramRecorder), its kernels'
+// online profiles (KernelProfiling), the out_of_memory snapshots
+// (SnapshotDirectory) and the leak report (LeakReport); the environment it
+// reads is read in runtime/environment.hpp. All manager state sits behind
+// one lock, and hints from any thread are safe. Reads of objects that
 // do not move skip the lock (docs/design.md "Reads that skip the lock"): one
 // lock taken by every read would make threads reading their own arrays
 // slower together than one of them alone.
@@ -30,7 +35,10 @@
 #include "cachedarrays/policy/policy.hpp"
 #include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/memory_snapshot.hpp"
-#include "cachedarrays/runtime/online_profiler.hpp"
+#include "cachedarrays/runtime/kernel_profiling.hpp"
+#include "cachedarrays/runtime/leak_report.hpp"
+#include "cachedarrays/runtime/program_recorder.hpp"
+#include "cachedarrays/runtime/snapshot_directory.hpp"
 
 namespace cachedarrays {
 
@@ -39,6 +47,7 @@ class CachedArray;
 template <typename T, Access A>
 class ScopedAccess;
 class PinnedKernel;
+struct RuntimeEnvironment;
 
 /// The library's entry point: owns the heaps (through the DataManager), the
 /// placement policy and the stats, makes arrays (array()) and runs kernels
@@ -70,10 +79,15 @@ class Runtime {
 
   /// Reserves every device now. Without a policy, first-touch is used
   /// (fastest device with room; never moves). `mover` configures the
-  /// threads that make the policy's asynchronous copies. Reads
-  /// CACHEDARRAYS_SNAPSHOT_DIR (set_snapshot_directory) and
-  /// CACHEDARRAYS_LEAK_REPORT (1: set_leak_report(&std::cerr); 0 or empty:
-  /// none); throws invalid_argument naming the variable for a bad value.
+  /// threads that make the policy's asynchronous copies. Reads the
+  /// environment through runtime/environment.hpp: first the process's
+  /// settings for the heaps and the copy engine (apply_process_environment:
+  /// CACHEDARRAYS_COPY, CACHEDARRAYS_NT_ISA, TMPDIR), then its own
+  /// (read_runtime_environment: CACHEDARRAYS_SNAPSHOT_DIR as
+  /// set_snapshot_directory, CACHEDARRAYS_LEAK_REPORT 1 as
+  /// set_leak_report(&std::cerr), CACHEDARRAYS_PROGRAM_OUT as
+  /// set_program_output); throws invalid_argument naming the variable for a
+  /// bad value.
   /// `trace_file`, when given: every event is recorded from now on
   /// (start_trace) and written there when the runtime is destroyed
   /// (Trace::save; it must end in .json or .csv, else invalid_argument; a
@@ -165,7 +179,7 @@ class Runtime {
   /// nn trainer's, whose signatures have measured profiles) are not timed.
   void set_profile_iterations(std::uint32_t iterations);
   /// set_profile_iterations's default: a median of three runs per kernel.
-  static constexpr std::uint32_t default_profile_iterations = 3;
+  static constexpr std::uint32_t default_profile_iterations = KernelProfiling::default_iterations;
   /// Where program() is written as JSON (plan::Program::save) when the
   /// runtime is destroyed — with its online profiles once they are measured
   /// — for cachedarrays-plan --program; empty: nowhere (the default, unless
@@ -261,15 +275,13 @@ class Runtime {
   template <typename... Args>
   void run_kernel(const char* name, Args&&... groups_then_callable);
   // Whether kernel() kernels are timed now (one relaxed load).
-  [[nodiscard]] bool profiling() const noexcept { return profiling_.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool profiling() const noexcept { return profiling_.on(); }
   // A timed kernel() ran `seconds` from before its pins to the end of its
   // callable, waiting out `emulated_ns` of them: hands its two times to the
-  // profiler. Its arguments are still pinned.
+  // profiler (KernelProfiling::add) under the lock. Its arguments are still
+  // pinned.
   void profile_kernel(const char* name, std::uint64_t index, std::span<Object* const> objects,
                       std::span<const Access> accesses, double seconds, double emulated_ns);
-  // At a begin_iteration: counts a profiled iteration that ended, hands
-  // over the profiles after the last, and starts timing for a new program.
-  void advance_profiling(bool planned);
   // Marks the end of the kernel `acquire_all` began (for the trace and
   // Policy::on_kernel_end).
   void end_kernel(const char* kernel, std::uint64_t index, std::span<Object* const> objects,
@@ -321,25 +333,16 @@ class Runtime {
   // (follows_kernels, whether reads may skip the lock), and every object's
   // read delivery, asked anew.
   void adopt_policy_answers();
-  // This runtime's devices as a program's tiers (program_tiers).
-  [[nodiscard]] std::vector<plan::ProgramTier> tiers() const;
   // Under the lock: record_program's work.
   void start_program_recording();
   void record(TraceKind kind, const Object& object, std::uint8_t detail = 0);
 
-  // Where an out_of_memory's snapshot went, for its message: the file, or
-  // why there is none (empty both: no snapshot directory).
-  struct SnapshotWritten {
-    std::string path;
-    std::string failure;
-  };
   [[nodiscard]] MemorySnapshot snapshot_locked(SnapshotReason reason, std::uint64_t requested_bytes,
                                                std::size_t trace_events) const;
-  // Never throws what it meets writing: the out_of_memory is the error to
-  // report, the snapshot only explains it.
-  SnapshotWritten write_out_of_memory_snapshot(std::uint64_t requested_bytes) const;
-  void read_snapshot_environment();
-  void report_leaks() const noexcept;
+  // Where an out_of_memory's snapshot went, for its message.
+  SnapshotDirectory::Written write_out_of_memory_snapshot(std::uint64_t requested_bytes) const;
+  // What read_runtime_environment read, applied as the setters would.
+  void apply_environment(const RuntimeEnvironment& env);
   [[nodiscard]] std::uint64_t ns_since_start() const noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_).count());
@@ -356,16 +359,10 @@ class Runtime {
     recording_on_.store(trace != nullptr, std::memory_order_release);
   }
 
-  struct ProgramRecording {
-    bool pending = false;     // record_program() was called and no program made yet
-    bool own_trace = false;   // the trace was started for the program alone
-    std::uint64_t first = 0;  // the iteration recorded (0: not begun yet)
-  };
-
-  // The lock, whose sequence also tells a read that pins without it whether
-  // a holder ran meanwhile: one that finds it even and unchanged after its
-  // pins knows that none did, and every later holder sees its pins (both
-  // sides store before they load, seq_cst).
+  // What a Runtime owns. The lock, whose sequence also tells a read that
+  // pins without it whether a holder ran meanwhile: one that finds it even
+  // and unchanged after its pins knows that none did, and every later holder
+  // sees its pins (both sides store before they load, seq_cst).
   alignas(128) mutable PlacementLock placement_;
   // Objects whose deferred will_read waits for the next Lock, newest first
   // (through Object::next_deferred_).
@@ -382,47 +379,39 @@ class Runtime {
   // How often Lock was taken and how long it was held (Stats::lock);
   // written by the lock's holder.
   LockCounters lock_counters_;
+  // The heaps and objects (the mechanism) and the policy, destroyed first.
   DataManager manager_;
   std::unique_ptr<policy::Policy> policy_;
   // policy_->name(), kept apart so that policy_name() needs neither the
   // runtime's lock (a caller may hold it) nor policy_, which a switch replaces.
   mutable std::mutex policy_name_mutex_;
   std::string policy_name_;
-  std::unique_ptr<Trace> trace_;
-  Trace* recording_ = nullptr;  // trace_ while recording, else null
-  // recording_ != nullptr, readable without the lock: a kernel's end takes
-  // the lock only when it has something to do (a policy following kernels,
-  // or a trace to record it in).
-  std::atomic<bool> recording_on_{false};
   // policy_->follows_kernels(), asked when the policy comes; read without
   // the lock at a kernel's end.
   std::atomic<bool> kernel_hooks_{true};
   // The policy's answers_version() when its answers were last cached.
   std::uint64_t policy_answers_version_ = 0;
-  // Whether the first begin_iteration asked the policy for a recorded program.
-  bool program_asked_ = false;
-  ProgramRecording program_recording_;
-  std::shared_ptr<const plan::Program> program_;
-  // The online profiles of program_'s kernels (set_profile_iterations).
-  struct Profiling {
-    std::uint32_t iterations = default_profile_iterations;  // to time per program
-    bool armed = false;      // a program without profiles came: time from the next planned iteration
-    bool active = false;     // timing program_'s iterations
-    std::uint32_t done = 0;  // of them ended
-  };
-  Profiling profiling_state_;
-  OnlineProfiler profiler_;
-  // profiling_state_.active in a planned iteration, readable without the
-  // lock: kernel() times a kernel only while it is set.
-  std::atomic<bool> profiling_{false};
+  // Where the program is: iterations begun, kernels begun in this one, and
+  // the clock of snapshots' ages.
   std::uint64_t iteration_ = 0;
   std::uint64_t kernel_index_ = 0;
-  // The clock of snapshots' ages.
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::filesystem::path snapshot_directory_;
-  std::ostream* leak_report_ = nullptr;
-  std::filesystem::path trace_file_;  // written at destruction when not empty
-  std::filesystem::path program_output_;  // program_ written there at destruction when not empty
+  // The trace: the recording, trace_ while it records (else null), whether
+  // it records, readable without the lock (a kernel's end takes the lock
+  // only when it has something to do), and its file, written at destruction
+  // when not empty.
+  std::unique_ptr<Trace> trace_;
+  Trace* recording_ = nullptr;
+  std::atomic<bool> recording_on_{false};
+  std::filesystem::path trace_file_;
+  // The program given or recorded, and the collaborators: its recording and
+  // output, its kernels' online profiles, the out_of_memory snapshots and the
+  // leak report.
+  std::shared_ptr<const plan::Program> program_;
+  ProgramRecorder recorder_;
+  KernelProfiling profiling_;
+  SnapshotDirectory snapshot_directory_;
+  LeakReport leak_report_;
 };
 
 }  // namespace cachedarrays

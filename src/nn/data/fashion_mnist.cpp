@@ -6,13 +6,13 @@
 
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/nn/data.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 #include "nn/data/dataset_support.hpp"
 
 namespace cachedarrays::nn {
 
 namespace {
 
-constexpr const char* dir_variable = "CACHEDARRAYS_FASHION_MNIST_DIR";
 constexpr const char* package_dir = "/usr/share/datasets/fashion-mnist";
 
 // What a person can do about a missing file; tests look for this sentence.
@@ -32,8 +32,7 @@ std::filesystem::path required_file(const std::filesystem::path& dir, const std:
 }  // namespace
 
 std::filesystem::path default_fashion_mnist_dir() {
-  const char* dir = std::getenv(dir_variable);  // NOLINT(concurrency-mt-unsafe): read only
-  return dir != nullptr && *dir != '\0' ? std::filesystem::path(dir) : std::filesystem::path(package_dir);
+  return fashion_mnist_dir_from_environment().value_or(std::filesystem::path(package_dir));
 }
 
 std::unique_ptr<Dataset> fashion_mnist_dataset(Split split, const std::filesystem::path& dir) {

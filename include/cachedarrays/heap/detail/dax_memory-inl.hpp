@@ -28,7 +28,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -37,6 +36,7 @@
 
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/dax_directory.hpp"
 #include "cachedarrays/heap/detail/bad_blocks.hpp"
 #include "cachedarrays/heap/detail/heap_memory.hpp"
 #include "cachedarrays/types.hpp"
@@ -64,12 +64,12 @@ CACHEDARRAYS_INLINE bool directory_exists(const fs::path& path) {
 }
 
 // /dev/shm is memory-backed, so the stand-in slow tier costs no disk I/O;
-// $TMPDIR and /tmp are the fallbacks where it is missing (containers, macOS).
+// the fallback directory ($TMPDIR) and /tmp are the fallbacks where it is
+// missing (containers, macOS).
 CACHEDARRAYS_INLINE fs::path default_dax_directory() {
   if (directory_exists("/dev/shm")) return "/dev/shm";
-  if (const char* tmpdir = std::getenv("TMPDIR");
-      tmpdir != nullptr && *tmpdir != '\0' && directory_exists(tmpdir)) {
-    return tmpdir;
+  if (fs::path fallback = dax_fallback_directory(); !fallback.empty() && directory_exists(fallback)) {
+    return fallback;
   }
   return "/tmp";
 }

@@ -19,11 +19,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "cachedarrays/config.hpp"
+#include "cachedarrays/manager/copy_settings.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 #include "cachedarrays/manager/detail/copy_path.hpp"
 
@@ -136,17 +136,14 @@ struct StreamPath {
   std::string_view name;
 };
 
-// The widest path this CPU supports, capped by CACHEDARRAYS_NT_ISA
-// (avx512, avx2 or sse2) so that tests and benchmarks can exercise the
-// narrower paths on a machine that has the wider ones.
+// The widest path this CPU supports, capped by stream_isa_cap().
 CACHEDARRAYS_INLINE StreamPath choose_stream_path() noexcept {
   __builtin_cpu_init();
-  const char* cap_env = std::getenv("CACHEDARRAYS_NT_ISA");
-  const std::string_view cap = cap_env == nullptr ? std::string_view{"avx512"} : cap_env;
-  if (cap == "avx512" && __builtin_cpu_supports("avx512f")) {
+  const StreamIsa cap = stream_isa_cap();
+  if (cap == StreamIsa::avx512 && __builtin_cpu_supports("avx512f")) {
     return {blocks_avx512, vectors_avx512, sizeof(__m512i), "avx512"};
   }
-  if ((cap == "avx512" || cap == "avx2") && __builtin_cpu_supports("avx2")) {
+  if ((cap == StreamIsa::avx512 || cap == StreamIsa::avx2) && __builtin_cpu_supports("avx2")) {
     return {blocks_avx2, vectors_avx2, sizeof(__m256i), "avx2"};
   }
   return {blocks_sse2, vectors_sse2, sizeof(__m128i), "sse2"};

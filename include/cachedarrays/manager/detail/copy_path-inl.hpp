@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -247,24 +246,9 @@ CACHEDARRAYS_INLINE std::string_view copy_mode_name(CopyMode mode) noexcept {
   return "?";
 }
 
-CACHEDARRAYS_INLINE CopyMode parse_copy_mode(std::optional<std::string_view> value) {
-  if (!value || value->empty() || *value == "auto") return CopyMode::automatic;
-  if (*value == "nt") return CopyMode::nontemporal;
-  if (*value == "memcpy") return CopyMode::memcpy;
-  throw invalid_argument(fmt::format("cachedarrays: {}='{}' is not allowed; allowed: {} (auto measures which "
-                                     "copy is faster on this CPU, nt and memcpy force one)",
-                                     copy_mode_variable, *value, copy_mode_allowed));
-}
-
-CACHEDARRAYS_INLINE CopyMode copy_mode_from_environment() {
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): only read; nothing here sets the environment
-  const char* value = std::getenv(copy_mode_variable);
-  return parse_copy_mode(value == nullptr ? std::nullopt : std::optional<std::string_view>(value));
-}
-
 CACHEDARRAYS_INLINE CopyDecision make_copy_decision() {
   CopyDecision decision;
-  decision.mode = copy_mode_from_environment();
+  decision.mode = copy_mode();
   switch (decision.mode) {
     case CopyMode::nontemporal:
       decision.choice = forced_copy_paths(CopyPath::nontemporal, "forced by CACHEDARRAYS_COPY=nt");
@@ -285,8 +269,8 @@ CACHEDARRAYS_INLINE CopyDecision make_copy_decision() {
 
 CACHEDARRAYS_INLINE const CopyDecision& process_copy_decision() {
   // A function-local static: made once, by the first caller, while any
-  // other caller waits; an exception (a bad CACHEDARRAYS_COPY) leaves it
-  // unmade, to be tried again by the next call.
+  // other caller waits; an exception leaves it unmade, to be tried again by
+  // the next call.
   static const CopyDecision decision = make_copy_decision();
   return decision;
 }

@@ -10,9 +10,10 @@
 // function of the timings (choose_copy_paths), so that it can be tested
 // without a machine that behaves one way or the other.
 //
-// CACHEDARRAYS_COPY=auto|nt|memcpy overrides it: auto measures (the
-// default), nt and memcpy force one kind of store in every band without
-// measuring. Copies into real persistent memory keep libpmem whatever is
+// The process's copy mode (manager/copy_settings.hpp, which the runtime
+// layer sets from CACHEDARRAYS_COPY=auto|nt|memcpy) overrides it: auto
+// measures (the default), nt and memcpy force one kind of store in every
+// band without measuring. Copies into real persistent memory keep libpmem whatever is
 // chosen. A detail header, installed because header-only users compile the
 // engine (copy_path-inl.hpp).
 #pragma once
@@ -24,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "cachedarrays/manager/copy_settings.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 
 namespace cachedarrays::detail {
@@ -109,23 +111,13 @@ inline constexpr double copy_calibration_budget_seconds = 0.02;
 // 0 times nothing.
 [[nodiscard]] CopyTimings calibrate_copy_paths(double budget_seconds = copy_calibration_budget_seconds);
 
-// CACHEDARRAYS_COPY.
-enum class CopyMode : std::uint8_t { automatic, nontemporal, memcpy };
-inline constexpr const char* copy_mode_variable = "CACHEDARRAYS_COPY";
-inline constexpr const char* copy_mode_allowed = "auto, nt, memcpy";
+// CopyMode's name as CACHEDARRAYS_COPY spells it: "auto", "nt", "memcpy".
 [[nodiscard]] std::string_view copy_mode_name(CopyMode mode) noexcept;
-// The mode a value of CACHEDARRAYS_COPY names (unset or empty: automatic);
-// throws invalid_argument naming the variable, the value and the allowed
-// values for anything else.
-[[nodiscard]] CopyMode parse_copy_mode(std::optional<std::string_view> value);
-// parse_copy_mode of this process's environment, read now.
-[[nodiscard]] CopyMode copy_mode_from_environment();
 
 // What this process copies with: made once, at the first copy that needs
-// it (or the first report), from CACHEDARRAYS_COPY and, in auto mode, the
-// calibration. Thread-safe; a thread that asks while another calibrates
-// waits for it. Throws invalid_argument for a bad CACHEDARRAYS_COPY (and
-// then again at every call: nothing is kept).
+// it (or the first report), from copy_mode() (manager/copy_settings.hpp)
+// and, in auto mode, the calibration. Thread-safe; a thread that asks while
+// another calibrates waits for it.
 struct CopyDecision {
   CopyMode mode = CopyMode::automatic;
   CopyTimings timings;  // empty unless mode is automatic

@@ -121,7 +121,7 @@ TEST_CASE("environment: a bad value names the variable, the value and what is al
   // The table documents every variable it checks: the library's own are
   // prefixed, and the standard ones it also reads are few and named.
   const std::set<std::string> standard = {"TMPDIR",   "HOME",     "XDG_CACHE_HOME", "OMPI_COMM_WORLD_SIZE",
-                                          "PMI_SIZE", "PMI_RANK", "PMIX_RANK"};
+                                          "PMI_SIZE", "PMI_RANK", "PMIX_RANK",      "OMP_NUM_THREADS"};
   for (const ca::EnvironmentVariable& v : ca::environment_variables()) {
     CAPTURE(v.name);
     CHECK((std::string(v.name).rfind("CACHEDARRAYS_", 0) == 0 || standard.count(v.name) == 1));
@@ -228,6 +228,13 @@ TEST_CASE("environment: the trainer's variables") {
   CHECK_FALSE(ca::fashion_mnist_dir_from_environment(environment({})).has_value());
   CHECK(ca::fashion_mnist_dir_from_environment(environment({{"CACHEDARRAYS_FASHION_MNIST_DIR", "/data/fm"}})) ==
         std::filesystem::path("/data/fm"));
+  CHECK_FALSE(ca::openmp_threads_from_environment(environment({})).has_value());
+  CHECK(ca::openmp_threads_from_environment(environment({{"OMP_NUM_THREADS", "3"}})) == 3);
+  CHECK(ca::openmp_threads_from_environment(environment({{"OMP_NUM_THREADS", "8,4"}})) == 8);  // nested levels
+  for (const char* unusable : {"0", "-2", "many", ",4"}) {
+    CAPTURE(unusable);
+    CHECK_FALSE(ca::openmp_threads_from_environment(environment({{"OMP_NUM_THREADS", unusable}})).has_value());
+  }
   CHECK_FALSE(ca::user_cache_directory(environment({})).has_value());
   CHECK(ca::user_cache_directory(environment({{"HOME", "/users/u"}})) ==
         std::filesystem::path("/users/u/.cache/cachedarrays"));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 #include "cachedarrays/policy/planned_placement.hpp"
+#include "cachedarrays/runtime/environment.hpp"
 #include "cachedarrays/runtime/runtime.hpp"
 #include "nn/progress_bar.hpp"
 #include "nn/training_setup.hpp"
@@ -36,10 +38,7 @@ const std::chrono::steady_clock::time_point training_process_start = std::chrono
 // The threads OpenMP starts with when the program sets none: OMP_NUM_THREADS
 // (its first number), or else the machine's hardware threads.
 int openmp_default_threads() {
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const std::optional<int> threads = openmp_threads_from_environment()) return *threads;
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 

@@ -65,6 +65,8 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
       {"CACHEDARRAYS_FASHION_MNIST_DIR", "where the trainer's Fashion-MNIST files are",
        "a directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] "
        "(default /usr/share/datasets/fashion-mnist)"},
+      {"OMP_NUM_THREADS", "the trainer's compute threads when the program sets none (OpenMP's default)",
+       "a number above 0, or a list whose first is"},
       {"XDG_CACHE_HOME", "the trainer's kernel-profile cache goes into its cachedarrays/", "a directory"},
       {"HOME", "without XDG_CACHE_HOME, the trainer's kernel-profile cache goes into its .cache/cachedarrays/",
        "a directory"},
@@ -266,6 +268,17 @@ CACHEDARRAYS_INLINE std::optional<std::filesystem::path> fashion_mnist_dir_from_
     const EnvironmentLookup& lookup) {
   if (auto v = lookup("CACHEDARRAYS_FASHION_MNIST_DIR")) return std::filesystem::path(*v);
   return std::nullopt;
+}
+
+CACHEDARRAYS_INLINE std::optional<int> openmp_threads_from_environment(const EnvironmentLookup& lookup) {
+  const std::optional<std::string> value = lookup("OMP_NUM_THREADS");
+  if (!value) return std::nullopt;
+  // OpenMP reads a list of levels ("8,4"); the first is the program's own.
+  int threads = 0;
+  const char* first = value->data();
+  const auto [end, error] = std::from_chars(first, first + value->size(), threads);
+  if (error != std::errc() || end == first || threads <= 0) return std::nullopt;
+  return threads;
 }
 
 CACHEDARRAYS_INLINE std::optional<std::filesystem::path> user_cache_directory(const EnvironmentLookup& lookup) {

@@ -119,6 +119,10 @@ void check_copy_environment(const EnvironmentLookup& lookup = process_environmen
 /// are, or nullopt when unset.
 [[nodiscard]] std::optional<std::filesystem::path> fashion_mnist_dir_from_environment(
     const EnvironmentLookup& lookup = process_environment);
+/// OMP_NUM_THREADS's first number (OpenMP's own default for the threads a
+/// program computes with, "8" or "8,4"), or nullopt when it is unset or does
+/// not start with a number above 0 (OpenMP then uses the hardware threads).
+[[nodiscard]] std::optional<int> openmp_threads_from_environment(const EnvironmentLookup& lookup = process_environment);
 /// The user's cache directory for cachedarrays: $XDG_CACHE_HOME/cachedarrays,
 /// else $HOME/.cache/cachedarrays, else nullopt (neither is set).
 [[nodiscard]] std::optional<std::filesystem::path> user_cache_directory(

@@ -255,3 +255,59 @@ TEST_CASE("copy timeline: background write-backs still queued at the end count i
   CHECK(t.exposed_copy_seconds() == doctest::Approx(1e-3));
   CHECK(t.seconds() == doctest::Approx(3e-3));
 }
+
+// The planners' side of the timeline: the same channels, lanes and waits
+// through copies of known bytes and kernels of known seconds.
+TEST_CASE("copy timeline: a planner's copies and kernels run as the trace events of the same copies do") {
+  const std::vector<std::uint64_t> mine{7};
+  const std::vector<std::uint64_t> other{3};
+  ca::plan::CopyTimeline events(timeline_models);
+  events.copy(copy(7, 1, 0, 1'000'000, true));
+  events.kernel(other, 0.5e-3);
+  events.copy(copy(8, 1, 0, 1'000'000, false));
+  events.kernel(mine, 0.2e-3);
+  ca::plan::CopyTimeline planned(ca::plan::CopyChannels(timeline_models, 1), /*objects=*/10);
+  const ca::plan::CopySpan in = planned.copy_async(1, 0, 1'000'000, 7);
+  CHECK(in.start == 0.0);
+  CHECK(in.end == doctest::Approx(1e-3));
+  CHECK(planned.run_kernel(other, 0.5e-3) == 0.0);
+  // The synchronous copy shares the slow->fast channel: it starts at 1 ms.
+  const ca::plan::CopySpan sync = planned.copy_sync(1, 0, 1'000'000, 8);
+  CHECK(sync.start == doctest::Approx(1e-3));
+  CHECK(planned.run_kernel(mine, 0.2e-3) == doctest::Approx(2e-3));
+  CHECK(planned.seconds() == doctest::Approx(events.seconds()));
+  CHECK(planned.exposed_copy_seconds() == doctest::Approx(events.exposed_copy_seconds()));
+  CHECK(planned.copy_seconds() == doctest::Approx(events.copy_seconds()));
+}
+
+TEST_CASE("copy timeline: a planner's copy waits for its earliest start, a lane and its channel") {
+  ca::plan::CopyTimeline t(ca::plan::CopyChannels(timeline_models, 1), 4);
+  CHECK(t.copy_async(0, 1, 1'000'000, 0, /*earliest=*/2e-3).start == doctest::Approx(2e-3));
+  // One lane: the next copy, on the other channel, waits for it.
+  CHECK(t.mover_start(1, 0) == doctest::Approx(3e-3));
+  CHECK(t.copy_async(1, 0, 1'000'000, 1).end == doctest::Approx(4e-3));
+  CHECK(t.landed(1) == doctest::Approx(4e-3));
+  CHECK(t.landed(2) == 0.0);
+  CHECK(t.wait_until(2.5e-3) == doctest::Approx(2.5e-3));
+  CHECK(t.wait_until(1e-3) == doctest::Approx(2.5e-3));  // a wait for the past waits for nothing
+  CHECK(t.exposed_copy_seconds() == doctest::Approx(2.5e-3));
+  // The next iteration finds the copies 2.5 ms later still running.
+  t.carry_over(2.5e-3);
+  CHECK(t.now() == 0.0);
+  CHECK(t.landed(1) == doctest::Approx(1.5e-3));
+  CHECK(t.mover_start(0, 1) == doctest::Approx(1.5e-3));
+  // Reset: idle again, as made.
+  t.reset();
+  CHECK(t.landed(1) == 0.0);
+  CHECK(t.mover_start(1, 0) == 0.0);
+  CHECK(t.seconds() == 0.0);
+}
+
+TEST_CASE("copy timeline: without a lane limit each channel is its own engine") {
+  ca::plan::CopyTimeline t(ca::plan::CopyChannels(timeline_models, 0));
+  CHECK(t.copy_async(0, 1, 1'000'000, 100).start == 0.0);  // an id past the dense ones: kept all the same
+  CHECK(t.copy_async(1, 0, 1'000'000, 101).start == 0.0);
+  CHECK(t.copy_async(1, 0, 1'000'000, 102).start == doctest::Approx(1e-3));
+  const std::vector<std::uint64_t> both{100, 102};
+  CHECK(t.run_kernel(both, 0) == doctest::Approx(2e-3));
+}

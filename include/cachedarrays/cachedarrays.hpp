@@ -35,6 +35,7 @@
 #include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
+#include "cachedarrays/plan/schedule/plan_timing.hpp"
 #include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"
 #include "cachedarrays/policy/auto_policy.hpp"

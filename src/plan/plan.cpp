@@ -22,4 +22,5 @@
 #include "cachedarrays/plan/schedule/autotm_search-inl.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline-inl.hpp"
 #include "cachedarrays/plan/schedule/lookahead-inl.hpp"
+#include "cachedarrays/plan/schedule/plan_timing-inl.hpp"
 #include "cachedarrays/plan/schedule/redl-inl.hpp"

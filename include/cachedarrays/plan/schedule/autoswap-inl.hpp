@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/plan/schedule/copy_timeline.hpp"
 
 namespace cachedarrays::plan {
 
@@ -279,6 +280,14 @@ struct AutoswapRun {
   std::vector<bool> pressed;
 };
 
+// The objects a timeline of these swaps keeps densely: those below the
+// largest swapped one.
+CACHEDARRAYS_INLINE std::size_t autoswap_objects(const std::vector<AutoswapSwap>& swaps) {
+  std::size_t n = 0;
+  for (const AutoswapSwap& s : swaps) n = std::max<std::size_t>(n, s.candidate.object + std::size_t{1});
+  return n;
+}
+
 // §IV-E on one copy engine over two iterations (the first from an idle
 // engine, its wrapping swaps' copies out taken as done); the second, the
 // steady state, is reported. Per kernel boundary, in the paper's order: the
@@ -287,7 +296,9 @@ struct AutoswapRun {
 // precedes its own copy out (it is issued at a later boundary, or after it
 // at the same one). Built once for a plan's swaps and run for each choice
 // of issue positions the schedule tries: the copies out and the uses keep
-// their boundaries, so only the copies in are ordered anew.
+// their boundaries, so only the copies in are ordered anew. The kernels and
+// copies run on the shared CopyTimeline (copy_timeline.hpp), one timeline
+// reset for each run: the planner's clock is the replay's.
 class AutoswapEngine {
  public:
   // `duplex`: the copies out on an engine of their own (AutoswapOptions::duplex).
@@ -297,7 +308,7 @@ class AutoswapEngine {
         seconds_(costs.fast_seconds),
         swaps_(swaps),
         nk_(static_cast<std::int64_t>(t.start.size())),
-        idle_(duplex ? costs.channels(0) : costs.channels()),
+        timeline_(duplex ? costs.channels(0) : costs.channels(), autoswap_objects(swaps)),
         duplex_(duplex) {
     for (std::size_t s = 0; s < swaps.size(); ++s) {
       for (std::int64_t r = -1; r <= 1; ++r) {
@@ -387,29 +398,29 @@ class AutoswapEngine {
   }
 
   // Two iterations of boundaries: at each, the copies out, then the copies
-  // in, then the kernel once its copies in have landed. Returns when the
-  // second iteration starts.
+  // in, then the kernel once the copies in flight of its swapped objects
+  // (their copies in) have landed. Returns when the second iteration starts.
   double simulate(AutoswapRun& run) {
-    now_ = 0;
-    channels_ = idle_;
+    timeline_.reset();
     last_in_ = inst_.size();
     double iteration_start = 0;
     std::size_t o = 0, u = 0;
     for (std::int64_t b = 0; b < 2 * nk_; ++b) {
-      if (b == nk_) iteration_start = now_;
+      const double now = timeline_.now();
+      if (b == nk_) iteration_start = now;
       for (; o < outs_.size() && inst_[outs_[o]].out_at == b; ++o) copy_out(inst_[outs_[o]], run);
       const auto bi = static_cast<std::size_t>(b);
       for (std::size_t i = first_in_[bi]; i < first_in_[bi + 1]; ++i) copy_in(ins_[i], run);
-      double ready = now_;
+      using_.clear();
       for (; u < uses_.size() && inst_[uses_[u]].use_at == b; ++u) {
         const Instance& x = inst_[uses_[u]];
         if (!x.active) continue;
-        if (x.in_end > now_) run.pressed[x.swap] = true;
-        ready = std::max(ready, x.in_end);
+        if (x.in_end > now) run.pressed[x.swap] = true;
+        using_.push_back(swaps_[x.swap].candidate.object);
       }
-      if (b >= nk_) run.waits[static_cast<std::size_t>(b - nk_)] = ready - now_;
-      kernel_start_[bi] = ready;
-      now_ = ready + seconds_[static_cast<std::size_t>(b % nk_)];
+      const double start = timeline_.run_kernel(using_, seconds_[static_cast<std::size_t>(b % nk_)]);
+      if (b >= nk_) run.waits[static_cast<std::size_t>(b - nk_)] = start - now;
+      kernel_start_[bi] = start;
     }
     return iteration_start;
   }
@@ -418,19 +429,21 @@ class AutoswapEngine {
   // no earlier than `not_before`: a copy in never starts before its own
   // copy out has ended (on one engine the order already sees to it). A copy
   // in that engine was still busy with was pressed.
-  CopySpan queue(DeviceId src, DeviceId dst, double length, double not_before, AutoswapRun& run) {
-    if (channels_.mover_start(CopyChannels::slow, CopyChannels::fast, now_) > now_ && last_in_ < inst_.size()) {
+  CopySpan queue(DeviceId src, DeviceId dst, const AutoswapSwap& swap, double not_before, AutoswapRun& run) {
+    const double now = timeline_.now();
+    if (timeline_.mover_start(CopyChannels::slow, CopyChannels::fast) > now && last_in_ < inst_.size()) {
       run.pressed[inst_[last_in_].swap] = true;
     }
-    return channels_.run_on_mover(src, dst, length, std::max(now_, not_before));
+    return timeline_.copy_async(src, dst, swap.candidate.bytes, swap.candidate.object, not_before);
   }
 
   void copy_out(Instance& x, AutoswapRun& run) {
     if (!x.active) return;
-    const double seconds = swaps_[x.swap].candidate.out_seconds;
+    const AutoswapSwap& swap = swaps_[x.swap];
     // Duplex: on an engine of its own, holding up no copy in.
-    const CopySpan span = duplex_ ? channels_.run_on_mover(CopyChannels::fast, CopyChannels::slow, seconds, now_)
-                                  : queue(CopyChannels::fast, CopyChannels::slow, seconds, now_, run);
+    const CopySpan span = duplex_ ? timeline_.copy_async(CopyChannels::fast, CopyChannels::slow,
+                                                         swap.candidate.bytes, swap.candidate.object)
+                                  : queue(CopyChannels::fast, CopyChannels::slow, swap, 0, run);
     x.out_start = span.start;
     x.out_end = span.end;
     if (!duplex_) last_in_ = inst_.size();
@@ -438,12 +451,11 @@ class AutoswapEngine {
 
   void copy_in(std::size_t j, AutoswapRun& run) {
     Instance& x = inst_[j];
-    x.in_issue = now_;
-    const CopySpan span = queue(CopyChannels::slow, CopyChannels::fast, swaps_[x.swap].candidate.in_seconds,
-                                x.out_end, run);
+    x.in_issue = timeline_.now();
+    const CopySpan span = queue(CopyChannels::slow, CopyChannels::fast, swaps_[x.swap], x.out_end, run);
     x.in_start = span.start;
     x.in_end = span.end;
-    if (x.in_start > now_) run.pressed[x.swap] = true;
+    if (x.in_start > x.in_issue) run.pressed[x.swap] = true;
     last_in_ = j;
   }
 
@@ -488,12 +500,11 @@ class AutoswapEngine {
   std::vector<std::size_t> first_in_, next_in_, ins_;  // the copies in bucketed by boundary
   std::vector<double> kernel_start_;
   std::vector<std::int64_t> freed_;
-  CopyChannels idle_;  // the copy engines, idle: each run starts from them
+  std::vector<std::uint64_t> using_;  // a kernel's swapped objects, reused
+  // The kernels and the copy engines: reset for each run.
+  CopyTimeline timeline_;
   bool duplex_ = false;
-  // A run's state: the compute timeline, the engines, and the copy in the
-  // engine of the copies in is busy with (inst_.size(): none).
-  double now_ = 0;
-  CopyChannels channels_ = idle_;
+  // The copy in the engine of the copies in is busy with (inst_.size(): none).
   std::size_t last_in_ = 0;
 };
 
@@ -533,12 +544,14 @@ class AutoswapOutBlocks {
       for (std::uint32_t r = 0; r < 3; ++r) issued.emplace_back(r * nk + slots[s].after + 1, s);
     }
     std::sort(issued.begin(), issued.end());
-    CopyChannels engine = costs.channels(1);
+    // The copies out alone on the shared timeline, each issued when its
+    // kernel starts on the static timeline (no kernel runs on this one).
+    CopyTimeline engine(costs.channels(1), autoswap_objects(swaps));
     std::vector<std::pair<double, double>> busy;
     for (const auto& [at, s] : issued) {
       const double when = t.seconds * static_cast<double>(at / nk) + t.start[at % nk];
-      const CopySpan copy =
-          engine.run_on_mover(CopyChannels::fast, CopyChannels::slow, swaps[s].candidate.out_seconds, when);
+      const AutoswapCandidate& c = swaps[s].candidate;
+      const CopySpan copy = engine.copy_async(CopyChannels::fast, CopyChannels::slow, c.bytes, c.object, when);
       if (at > nk && at <= 2 * nk) {
         for (int shift = -3; shift <= 0; ++shift) {
           busy.emplace_back(copy.start + shift * t.seconds, copy.end + shift * t.seconds);

@@ -13,23 +13,44 @@ namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room,
                                                 unsigned mover_threads)
-    : channels_(models, std::max(1U, mover_threads)), room_(std::move(room)) {
+    : channels_(models, std::max(1U, mover_threads)), idle_(channels_), room_given_(room), room_(std::move(room)) {
   landing_.resize(room_.size());
 }
 
-CACHEDARRAYS_INLINE double CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
-                                                    std::uint64_t object, double earliest) {
-  const double end = channels_.run_on_mover(src, dst, channels_.seconds(src, dst, bytes), earliest).end;
-  double& ready = ready_at_[object];
-  ready = std::max(ready, end);
-  return end;
+CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(CopyChannels channels, std::size_t objects)
+    : channels_(channels), idle_(std::move(channels)), dense_ready_(objects, 0.0) {}
+
+CACHEDARRAYS_INLINE void CopyTimeline::reset() {
+  channels_ = idle_;
+  compute_ = exposed_ = copying_ = 0;
+  ready_at_.clear();
+  std::fill(dense_ready_.begin(), dense_ready_.end(), 0.0);
+  room_ = room_given_;
+  for (std::vector<Landing>& l : landing_) l.clear();
+  leaving_.clear();
+  wait_ = {};
+  queued_.clear();
+  queued_for_.clear();
+  issued_background_ = 0;
+}
+
+CACHEDARRAYS_INLINE double& CopyTimeline::ready_slot(std::uint64_t object) {
+  return object < dense_ready_.size() ? dense_ready_[object] : ready_at_[object];
+}
+
+CACHEDARRAYS_INLINE CopySpan CopyTimeline::run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                        std::uint64_t object, double earliest) {
+  const CopySpan span = channels_.run_on_mover(src, dst, channels_.seconds(src, dst, bytes), earliest);
+  double& ready = ready_slot(object);
+  ready = std::max(ready, span.end);
+  return span;
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::start_background_through(std::uint64_t seq) {
   while (!queued_.empty() && queued_.front().seq <= seq) {
     const Queued q = queued_.front();
     queued_.pop_front();
-    const double end = run_on_mover(q.src, q.dst, q.bytes, q.object, std::max(q.issued, q.room));
+    const double end = run_on_mover(q.src, q.dst, q.bytes, q.object, std::max(q.issued, q.room)).end;
     if (const auto it = queued_for_.find(q.object); it != queued_for_.end() && it->second == q.seq) {
       queued_for_.erase(it);
     }
@@ -56,6 +77,7 @@ CACHEDARRAYS_INLINE void CopyTimeline::start_background(double before) {
 
 CACHEDARRAYS_INLINE double CopyTimeline::ready(std::uint64_t object) {
   if (const auto it = queued_for_.find(object); it != queued_for_.end()) start_background_through(it->second);
+  if (object < dense_ready_.size()) return dense_ready_[object];
   const auto it = ready_at_.find(object);
   return it == ready_at_.end() ? 0.0 : it->second;
 }
@@ -145,7 +167,7 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
       return;
     }
     start_background(compute_);
-    const double end = run_on_mover(e.device, dst, e.bytes, e.object, std::max(compute_, room));
+    const double end = run_on_mover(e.device, dst, e.bytes, e.object, std::max(compute_, room)).end;
     if (!room_.empty()) leaving_[e.object] = {e.device, end, 0};
     return;
   }
@@ -160,12 +182,69 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   compute_ = end;
 }
 
-CACHEDARRAYS_INLINE void CopyTimeline::kernel(std::span<const std::uint64_t> objects, double seconds) {
+CACHEDARRAYS_INLINE double CopyTimeline::run_kernel(std::span<const std::uint64_t> objects, double seconds) {
   settle_wait();
   double start = compute_;
   for (std::uint64_t o : objects) start = std::max(start, ready(o));
   exposed_ += start - compute_;
   compute_ = start + seconds;
+  return start;
+}
+
+CACHEDARRAYS_INLINE CopySpan CopyTimeline::copy_async(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                      std::uint64_t object, double earliest) {
+  // As a trace's asynchronous copy: issued now, after a pending wait for room.
+  settle_wait();
+  start_background(compute_);
+  copying_ += channels_.seconds(src, dst, bytes);
+  const CopySpan span = run_on_mover(src, dst, bytes, object, std::max(compute_, earliest));
+  if (!room_.empty()) leaving_[object] = {src, span.end, 0};
+  return span;
+}
+
+CACHEDARRAYS_INLINE CopySpan CopyTimeline::copy_sync(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                     std::uint64_t object) {
+  // As a trace's synchronous copy: the object's copy in flight first.
+  settle_wait();
+  start_background(compute_);
+  copying_ += channels_.seconds(src, dst, bytes);
+  const double settled = ready(object);
+  const CopySpan span =
+      channels_.run_on_caller(src, dst, channels_.seconds(src, dst, bytes), std::max(compute_, settled));
+  exposed_ += span.end - compute_;
+  compute_ = span.end;
+  return span;
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::wait_until(double at) {
+  settle_wait();
+  if (at > compute_) {
+    exposed_ += at - compute_;
+    compute_ = at;
+  }
+  return compute_;
+}
+
+CACHEDARRAYS_INLINE double CopyTimeline::landed(std::uint64_t object) { return ready(object); }
+
+CACHEDARRAYS_INLINE double CopyTimeline::mover_start(DeviceId src, DeviceId dst, double earliest) const {
+  return channels_.mover_start(src, dst, std::max(compute_, earliest));
+}
+
+CACHEDARRAYS_INLINE void CopyTimeline::carry_over(double by) {
+  compute_ = std::max(0.0, compute_ - by);
+  channels_.carry_over(by);
+  for (double& r : dense_ready_) r -= by;
+  for (auto& [object, r] : ready_at_) r -= by;
+  for (std::vector<Landing>& landing : landing_) {
+    for (Landing& l : landing) l.at -= by;
+  }
+  for (auto& [object, l] : leaving_) l.end -= by;
+  for (Queued& q : queued_) {
+    q.issued -= by;
+    q.room -= by;
+  }
+  wait_.until -= by;
 }
 
 CACHEDARRAYS_INLINE double CopyTimeline::seconds() const {

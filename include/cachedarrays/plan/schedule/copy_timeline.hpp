@@ -27,6 +27,16 @@
 // (AutotmPolicy puts such a move off, it does not wait), anything else
 // (a creation, a synchronous copy) waits on the compute timeline, as the
 // policies' make_room settles the write-backs in flight.
+//
+// The planners drive the same timeline (AutoSwap's engine, ReDL's
+// simulator, plan_timing.hpp's time of any MovePlan): copies of known bytes
+// on the mover or the compute thread, kernels that wait for their objects'
+// copies, and waits of their own rules (what a kernel waits for stays each
+// planner's: design.md "What is known ahead"), so that a planner's estimate
+// and the replay charge one plan on one clock. A planner numbers its
+// objects densely and names how many, so their copies' ends are kept in a
+// vector, and reuses one timeline across runs (reset), allocating nothing
+// on its hot path.
 // Modeled figures: label them as such.
 #pragma once
 
@@ -58,6 +68,15 @@ class CopyTimeline {
   /// (MoverOptions::threads; 0 counts as 1).
   explicit CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room = {},
                         unsigned mover_threads = 1);
+  /// A planner's timeline on `channels` as they are (their lanes: 0, one
+  /// engine per channel), with no hold of landing sources. Objects below
+  /// `objects` (a planner's dense numbering) keep their copies' ends in a
+  /// vector; any other id works too, in a map.
+  explicit CopyTimeline(CopyChannels channels, std::size_t objects = 0);
+
+  /// Back to the state it was made in (idle channels, time 0, the room as
+  /// given), keeping its buffers: a planner reruns one timeline.
+  void reset();
 
   /// A copy event of a trace (TraceKind::copy): its detail says who makes
   /// it (trace_copy_async: issued to the mover at the current compute time;
@@ -68,7 +87,7 @@ class CopyTimeline {
   void copy(const TraceEvent& event);
   /// A kernel of `seconds` on `objects` (trace ids): it waits for their
   /// copies in flight, then runs.
-  void kernel(std::span<const std::uint64_t> objects, double seconds);
+  void kernel(std::span<const std::uint64_t> objects, double seconds) { (void)run_kernel(objects, seconds); }
   /// A TraceKind::allocate event of the target, in order with its copies:
   /// the bytes its device now holds; when landing sources leave no room, the
   /// allocation waits for them to land (an asynchronous copy into the device
@@ -79,6 +98,43 @@ class CopyTimeline {
   /// region whose object's asynchronous copy out of it has not landed is held
   /// until it does. Ignored without room.
   void free(const TraceEvent& event);
+
+  /// @name The planners' side
+  /// Copies of known bytes between devices, kernels of known seconds, and
+  /// the compute timeline's waits, on the same channels, lanes and per-object
+  /// copy ends as the trace events above.
+  ///@{
+  /// An asynchronous copy of `bytes` of `object` on the mover, issued at the
+  /// current compute time and starting no earlier than `earliest`; its span.
+  CopySpan copy_async(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest = 0);
+  /// A synchronous copy of `bytes` of `object` by the compute thread: after
+  /// the object's copies in flight, on its channel, no lane; the compute
+  /// timeline waits for it. Its span.
+  CopySpan copy_sync(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object);
+  /// A kernel of `seconds` on `objects`: it waits for their copies in
+  /// flight, then runs. When it starts.
+  double run_kernel(std::span<const std::uint64_t> objects, double seconds);
+  /// The compute timeline waits until `at` (the time counts as exposed copy
+  /// time: a planner's own rule of what a kernel waits for); the new now().
+  double wait_until(double at);
+  /// The compute timeline runs `seconds` of work that waits for nothing.
+  void run(double seconds) noexcept { compute_ += seconds; }
+  /// When the copies issued so far of `object` land (0: none).
+  [[nodiscard]] double landed(std::uint64_t object);
+  /// When a copy on the mover issued now would start, no earlier than
+  /// `earliest`: once its channel and a lane are free.
+  [[nodiscard]] double mover_start(DeviceId src, DeviceId dst, double earliest = 0) const;
+  /// The seconds a copy of `bytes` takes on channel src -> dst alone.
+  [[nodiscard]] double copy_seconds(DeviceId src, DeviceId dst, std::uint64_t bytes) const {
+    return channels_.seconds(src, dst, bytes);
+  }
+  /// The next iteration, starting at 0, as this one leaves it: every time
+  /// (the compute timeline, the channels and lanes, the objects' copy ends)
+  /// `by` seconds earlier, the channels and lanes not before 0.
+  void carry_over(double by);
+  /// When the channels are next all idle.
+  [[nodiscard]] double channels_idle() const { return channels_.idle_at(); }
+  ///@}
 
   /// Where the compute timeline is, in modeled seconds: the end of the last
   /// kernel or synchronous copy.
@@ -103,8 +159,8 @@ class CopyTimeline {
   };
 
   // A copy on the mover thread that frees first, after what its channel
-  // already carries, no earlier than `earliest`; returns its end.
-  double run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest);
+  // already carries, no earlier than `earliest`; returns its span.
+  CopySpan run_on_mover(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest);
   // Starts, in order, the queued background copies a mover thread would
   // take before `before` (when a copy issued then would go first).
   void start_background(double before);
@@ -143,7 +199,14 @@ class CopyTimeline {
     double until = 0;
   };
 
+  // Where an object's last copy's end is kept: the dense vector below
+  // `objects`, else the map.
+  double& ready_slot(std::uint64_t object);
+
   CopyChannels channels_;
+  CopyChannels idle_;                   // the channels as made: reset() returns to them
+  std::vector<DeviceUsage> room_given_;  // the room as given: reset() returns to it
+  std::vector<double> dense_ready_;     // by planner object: its last copy's end
   double compute_ = 0;
   double exposed_ = 0;
   double copying_ = 0;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/plan/schedule/copy_timeline.hpp"
 
 namespace cachedarrays::plan {
 namespace detail {
@@ -124,7 +125,7 @@ struct RedlPlacement {
 // What carries from one iteration into the next: the copy engine's backlog
 // and, by object, the state of the stays that wrap around.
 struct RedlCarry {
-  CopyChannels engine;          // the copy engine, as the iteration leaves it
+  CopyTimeline timeline;        // the kernels and the copy engine, as the iteration leaves them
   std::vector<double> arrival;  // seconds from the iteration's start
   std::vector<char> promoted, dirty;
 };
@@ -781,13 +782,15 @@ class RedlSimulator {
   // to the next repeats (or eight have run).
   [[nodiscard]] RedlTiming run() const {
     const std::size_t n = program_.objects().size();
-    RedlCarry carry{costs_.channels(), std::vector<double>(n, -std::numeric_limits<double>::infinity()),
-                    std::vector<char>(n, 0), std::vector<char>(n, 0)};
+    RedlCarry carry{CopyTimeline(costs_.channels(), n),
+                    std::vector<double>(n, -std::numeric_limits<double>::infinity()), std::vector<char>(n, 0),
+                    std::vector<char>(n, 0)};
     RedlTiming timing;
     for (int i = 0; i < 8; ++i) {
-      RedlCarry next{carry.engine, {}, {}, {}};
+      RedlCarry next{carry.timeline, {}, {}, {}};
       timing = iteration(carry, next);
-      const bool same = close(next.engine.idle_at(), carry.engine.idle_at()) && next.promoted == carry.promoted &&
+      const bool same = close(next.timeline.channels_idle(), carry.timeline.channels_idle()) &&
+                        next.promoted == carry.promoted &&
                         next.dirty == carry.dirty &&
                         std::equal(next.arrival.begin(), next.arrival.end(), carry.arrival.begin(), close);
       carry = std::move(next);
@@ -817,26 +820,30 @@ class RedlSimulator {
     t.dsma.resize(nk);
     t.start.resize(nk);
     t.end.resize(nk);
-    double now = 0, stall = 0;
-    CopyChannels engine = in.engine;
+    double stall = 0;
+    // The shared clock (copy_timeline.hpp); ReDL's own rules say what a
+    // kernel waits for (kernel_start), and which copies it issues when.
+    CopyTimeline timeline = in.timeline;
     for (std::size_t k = 0; k < nk; ++k) {
-      const double start = kernel_start(k, st, now, stall);
+      const double now = timeline.now();
+      const double start = timeline.wait_until(kernel_start(k, st, now, stall));
       t.waits += start - now;
       t.start[k] = start;
       const double seconds = kernel_seconds(k, start, st, t);
-      for (const std::uint32_t i : pl_.issued[k]) t.moves.push_back(issued_move(k, i, start, st, engine, stall));
-      now = t.end[k] = start + seconds;
+      for (const std::uint32_t i : pl_.issued[k]) t.moves.push_back(issued_move(k, i, st, timeline, stall));
+      timeline.run(seconds);
+      t.end[k] = timeline.now();
       for (const std::uint32_t i : pl_.sync_after[k]) {
-        RedlMove m = write_back_after(k, i, now, st, engine);
+        RedlMove m = write_back_after(k, i, st, timeline);
         t.waits += m.end - m.issue;
-        now = m.end;
         t.moves.push_back(m);
       }
     }
-    const double final_time = std::max(now, stall);
+    const double now = timeline.now();
+    const double final_time = timeline.wait_until(stall);
     t.waits += final_time - now;
     t.seconds = final_time;
-    carry_out(st, engine, final_time, out);
+    carry_out(st, timeline, final_time, out);
     return t;
   }
 
@@ -916,17 +923,17 @@ class RedlSimulator {
   // The asynchronous move of stay i issued as kernel k starts: its copy in,
   // or the write-back that ends it (the executor frees its DRAM at the
   // next kernel once it lands: `stall`).
-  RedlMove issued_move(std::size_t k, std::uint32_t i, double start, Stays& st, CopyChannels& engine,
-                       double& stall) const {
+  RedlMove issued_move(std::size_t k, std::uint32_t i, Stays& st, CopyTimeline& timeline, double& stall) const {
     constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
     const RedlStay& s = pl_.stays[i];
+    const double start = timeline.now();
     RedlMove m;
     m.object = s.object;
     m.kernel = static_cast<std::uint32_t>(k);
     m.issue = start;
     if (s.begin == RedlBegin::moved && s.from == k) {
       m.bytes = p_.objects_[s.object].bytes;
-      const CopySpan copy = engine.run_on_mover(slow, fast, engine.seconds(slow, fast, m.bytes), start);
+      const CopySpan copy = timeline.copy_async(slow, fast, m.bytes, s.object);
       m.start = copy.start;
       m.end = copy.end;
       st.arrival[i] = m.end;
@@ -942,15 +949,16 @@ class RedlSimulator {
       m.start = m.end = start;
       return m;
     }
-    const CopySpan copy = engine.run_on_mover(fast, slow, engine.seconds(fast, slow, m.bytes), start);
+    const CopySpan copy = timeline.copy_async(fast, slow, m.bytes, s.object);
     m.start = copy.start;
     m.end = copy.end;
     stall = std::max(stall, m.end);
     return m;
   }
 
-  // The synchronous write-back of stay i after kernel k, which ends at `now`.
-  RedlMove write_back_after(std::size_t k, std::uint32_t i, double now, const Stays& st, CopyChannels& engine) const {
+  // The synchronous write-back of stay i after kernel k, which has ended.
+  RedlMove write_back_after(std::size_t k, std::uint32_t i, const Stays& st, CopyTimeline& timeline) const {
+    const double now = timeline.now();
     RedlMove m;
     m.object = pl_.stays[i].object;
     m.kernel = static_cast<std::uint32_t>(k);
@@ -961,7 +969,7 @@ class RedlSimulator {
     if (m.bytes > 0) {
       // By the compute thread, as the executor makes it: on the channel, no lane.
       constexpr DeviceId fast = CopyChannels::fast, slow = CopyChannels::slow;
-      const CopySpan copy = engine.run_on_caller(fast, slow, engine.seconds(fast, slow, m.bytes), now);
+      const CopySpan copy = timeline.copy_sync(fast, slow, m.bytes, m.object);
       m.start = copy.start;
       m.end = copy.end;
     }
@@ -970,10 +978,10 @@ class RedlSimulator {
 
   // What the next iteration finds: the engine's backlog and the stays that
   // wrap around, their times from its start.
-  void carry_out(const Stays& st, const CopyChannels& engine, double final_time, RedlCarry& out) const {
+  void carry_out(const Stays& st, const CopyTimeline& timeline, double final_time, RedlCarry& out) const {
     const std::size_t n = program_.objects().size();
-    out.engine = engine;
-    out.engine.carry_over(final_time);
+    out.timeline = timeline;
+    out.timeline.carry_over(final_time);
     out.arrival.assign(n, -std::numeric_limits<double>::infinity());
     out.promoted.assign(n, 0);
     out.dirty.assign(n, 0);

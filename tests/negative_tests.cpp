@@ -124,7 +124,7 @@ TEST_CASE("negative: reading or writing a retired array") {
   CHECK_THROWS_AS(a.retire(), ca::retired_error);
   auto b = rt.array<int>(10);
   auto c = std::move(b);
-  CHECK_THROWS_AS((void)b.read(), ca::retired_error);  // NOLINT: use after move is the point
+  CHECK_THROWS_AS((void)b.read(), ca::retired_error);  // NOLINT(bugprone-use-after-move): the use after the move is the point
   CHECK_THROWS_AS(rt.kernel(ca::reads(a), [](std::span<const int>) {}), ca::retired_error);
 }
 

@@ -151,7 +151,7 @@ TEST_CASE("runtime: destroying the handle retires the object and frees its memor
     auto a = rt.array<std::byte>(100'000);
     CHECK(rt.usage()[0].bytes_used >= 100'000);
     auto b = std::move(a);
-    CHECK(a.retired());  // NOLINT: checking the moved-from state is the point
+    CHECK(a.retired());  // NOLINT(bugprone-use-after-move): checking the moved-from state is the point
     CHECK(!b.retired());
     ca::CachedArray<std::byte> c;
     c = std::move(b);

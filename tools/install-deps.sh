@@ -36,6 +36,7 @@ if [ "$profile" = all ]; then
     libopenmpi-dev openmpi-bin  # MPI: data-parallel training over ranks (nn/mpi_communicator.hpp, mpirun)
     python3-matplotlib  # tools/plot_*.py (run by /usr/bin/python3) and their tests
     clang libclang-rt-dev  # libFuzzer: the fuzz targets (fuzz/) that tools/test.sh runs
+    clang-format     # the layout CI checks (tools/check_format.sh, .clang-format)
     doxygen          # the API reference (cmake/docs.cmake), built and checked by tools/test.sh
   )
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this and nothing else):
+#  0. the layout: every C++ file as clang-format lays it out (.clang-format);
 #  1. a warnings-as-errors build of everything, and every ctest test
 #     (unit, property, stress, examples, quick benchmarks, install/consumer);
 #  2. the API reference: Doxygen over the public headers, every warning
@@ -77,6 +78,10 @@ stage "dependencies" 15
 bash tools/install-deps.sh
 stage_end
 
+stage "format (clang-format, .clang-format)" 10
+bash tools/check_format.sh
+stage_end
+
 # From here the sanitizers' Clang build compiles beside the stages, taking
 # only what they leave idle (the GCC build's configure and its last targets
 # leave a core idle, the suite much more).
@@ -112,7 +117,7 @@ stage_end
 background "thread sanitizer: build" \
   "source tools/ci_builds.sh && configure_build thread build-thread && cmake --build build-thread -j$jobs --target cachedarrays_tests"
 
-stage "address and undefined-behaviour sanitizers: the suite" 420
+stage "address and undefined-behaviour sanitizers: the suite" 410
 # The suite's own test times, measured above, order this run: the longest
 # tests start first, so that none runs alone on one core at the end.
 # CTest's own cost file carries the tests named without a space; the doctest
@@ -120,7 +125,9 @@ stage "address and undefined-behaviour sanitizers: the suite" 420
 mkdir -p build-sanitize/Testing/Temporary
 cp build-test/Testing/Temporary/CTestCostData.txt build-sanitize/Testing/Temporary/
 /usr/bin/python3 tools/ctest_costs.py build-test/suite-junit.xml build-sanitize/tests/measured_costs.cmake
-ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.'
+# The checks of the tree's text (label `tree`) run none of the library's
+# code: the suite above ran them.
+ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E '^(install|fuzz)\.' -LE '^tree$'
 stage_end
 
 stage "fuzzing (libFuzzer, the sanitizers' build)" 50

@@ -55,7 +55,7 @@ class ScopedAccess {
   /// Element `i` (unchecked, as std::span's).
   [[nodiscard]] element_type& operator[](std::size_t i) const noexcept { return span_[i]; }
   /// The access as a span, to pass where a span is expected.
-  operator std::span<element_type>() const noexcept { return span_; }  // NOLINT: view conversion
+  operator std::span<element_type>() const noexcept { return span_; }  // NOLINT(google-explicit-constructor): a view converts implicitly, as std::span does
 
  private:
   template <typename>

@@ -41,8 +41,8 @@
 //
 //   app_policies [--apps LIST] [--fractions LIST] [--policies LIST] [--size test|bench]
 //                [--iterations N] [--profile-iterations N] [--rounds R] [--json FILE] [--app-dir DIR]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -50,8 +50,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -79,10 +79,9 @@ const std::vector<std::string> all_apps = [] {
   names.push_back(rest);
   return names;
 }();
-const std::vector<std::string> all_policies{"all-fast", "first-touch",   "all-slow",     "2lm:m",  "ca",
-                                            "ca-l",     "ca-lm",         "ca-lmp",       "ca-lma", "ca-lmpa",
-                                            "hw-cache", "autotm-sync",   "autotm-static", "autoswap:aoa", "redl",
-                                            "auto"};
+const std::vector<std::string> all_policies{
+    "all-fast", "first-touch", "all-slow",    "2lm:m",         "ca",           "ca-l", "ca-lm", "ca-lmp", "ca-lma",
+    "ca-lmpa",  "hw-cache",    "autotm-sync", "autotm-static", "autoswap:aoa", "redl", "auto"};
 // all-fast's fast tier: the whole footprint, with room for the heap's holes.
 constexpr double all_fast_fraction = 1.1;
 constexpr const char* emulation_profile = "optane";
@@ -102,9 +101,7 @@ struct Options {
 
 // The all-fast reference (its descriptor says so), which runs with the
 // whole footprint in the fast tier.
-bool is_all_fast(const std::string& policy) {
-  return ca::policy::Registry::builtin().describe(policy).baseline();
-}
+bool is_all_fast(const std::string& policy) { return ca::policy::Registry::builtin().describe(policy).baseline(); }
 
 using Run = ca::tools::AppRun;
 
@@ -123,9 +120,9 @@ struct Row {
   double fraction = 0;
   std::vector<double> round_seconds;
   std::vector<std::vector<double>> round_iterations;  // each round's timed iterations
-  std::string failure;  // empty: every round verified
-  std::uint64_t fast_bytes = 0;           // the fast tier the app made
-  std::optional<double> modeled_seconds;  // the model's prediction (see the file comment)
+  std::string failure;                                // empty: every round verified
+  std::uint64_t fast_bytes = 0;                       // the fast tier the app made
+  std::optional<double> modeled_seconds;              // the model's prediction (see the file comment)
   [[nodiscard]] std::optional<double> seconds() const {
     if (!failure.empty() || round_seconds.empty()) return std::nullopt;
     return bench::median(round_seconds);
@@ -140,7 +137,8 @@ struct Row {
     for (const std::vector<double>& t : round_iterations) {
       if (t.empty()) continue;
       const std::size_t n = t.size() >= 2 * last_iterations ? last_iterations : t.size();
-      rounds.push_back(std::accumulate(t.end() - static_cast<std::ptrdiff_t>(n), t.end(), 0.0) / static_cast<double>(n));
+      rounds.push_back(std::accumulate(t.end() - static_cast<std::ptrdiff_t>(n), t.end(), 0.0) /
+                       static_cast<double>(n));
     }
     if (rounds.empty()) return std::nullopt;
     return bench::median(rounds);
@@ -242,7 +240,8 @@ std::optional<Oracle> oracle_of(const Group& g) {
 
 std::string choices_text(const Oracle& oracle) {
   std::string text;
-  for (const auto& [phase, policy] : oracle.choices) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", phase, policy);
+  for (const auto& [phase, policy] : oracle.choices)
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", phase, policy);
   return text;
 }
 
@@ -292,10 +291,9 @@ void print_table(const std::string& app, double fraction, const std::vector<Row>
     const std::optional<double> s = r.seconds();
     table.print_row({r.policy, s ? fmt::format("{:.4f}", *s) : "-", ratio(s, all_fast), ratio(s, baseline),
                      r.modeled_seconds ? fmt::format("{:.4f}", *r.modeled_seconds) : "-", ratio(r.modeled_seconds, s),
-                     !r.failure.empty()                                        ? "failed: " + r.failure
-                     : ca::policy::Registry::builtin().describe(r.policy).measures_candidates()
-                         ? last_note(r, rows)
-                         : ""});
+                     !r.failure.empty()                                                         ? "failed: " + r.failure
+                     : ca::policy::Registry::builtin().describe(r.policy).measures_candidates() ? last_note(r, rows)
+                                                                                                : ""});
   }
   if (oracle != nullptr) {
     table.print_row({"oracle", fmt::format("{:.4f}", oracle->seconds), ratio(oracle->seconds, all_fast),
@@ -374,8 +372,8 @@ Group measure(const Options& o, const std::string& app, double fraction, const f
   for (int round = 0; round < o.rounds; ++round) {
     for (Row& row : g.rows) {
       const Run run = run_app(o, app, row.policy, is_all_fast(row.policy) ? all_fast_fraction : fraction, scratch);
-      const std::string where = fmt::format("[{}/{}] {} at {:.0f}% {} (round {})", ++progress.done, progress.total,
-                                            app, 100 * fraction, row.policy, round + 1);
+      const std::string where = fmt::format("[{}/{}] {} at {:.0f}% {} (round {})", ++progress.done, progress.total, app,
+                                            100 * fraction, row.policy, round + 1);
       if (!run.report) {
         if (row.failure.empty()) row.failure = run.failure;
         fmt::print(stderr, "{}: failed: {}\n", where, run.failure);
@@ -421,7 +419,8 @@ std::string model_rows(Group& g, double plan_seconds) {
   const ca::policy::Registry registry = ca::policy::Registry::builtin();
   std::map<std::uint64_t, std::vector<Row*>> by_fast_tier;
   for (Row& r : g.rows) {
-    if (r.fast_bytes != 0 && !registry.describe(r.policy).measures_candidates()) by_fast_tier[r.fast_bytes].push_back(&r);
+    if (r.fast_bytes != 0 && !registry.describe(r.policy).measures_candidates())
+      by_fast_tier[r.fast_bytes].push_back(&r);
   }
   for (const auto& [fast_bytes, rows] : by_fast_tier) {
     std::vector<std::string> policies;
@@ -444,7 +443,9 @@ struct Results {
     if (oracle) {
       nlohmann::json choices = nlohmann::json::array();
       for (const auto& [phase, policy] : oracle->choices) choices.push_back({{"phase", phase}, {"policy", policy}});
-      oracles.push_back({{"app", g.app}, {"fast_fraction", g.fraction}, {"seconds_per_iteration", oracle->seconds},
+      oracles.push_back({{"app", g.app},
+                         {"fast_fraction", g.fraction},
+                         {"seconds_per_iteration", oracle->seconds},
                          {"phases", choices}});
     }
     for (const Row& r : g.rows) {
@@ -479,12 +480,14 @@ struct Results {
 void print_preamble(const Options& o, const ca::EmulationProfile& slow) {
   fmt::print("{}\n", bench::machine_line(bench::machine_report()));
   fmt::print("slow tier: {}\n", ca::emulation::describe(slow));
-  fmt::print("apps at --size {}, {} timed iterations per run after a warm-up, a recorded one and {} profiled; "
-             "median over {} round{}\n",
-             o.size, o.iterations, o.profile_iterations, o.rounds, o.rounds == 1 ? "" : "s");
-  fmt::print("bound: max(all-fast, least slow-tier bytes / emulated bandwidth): of the bytes the iteration's kernels "
-             "touch, those beyond the fast tier cross to the slow tier once, priced at the read bandwidth while "
-             "objects only read last, then at the write bandwidth; latency ignored, copies fully overlapped\n");
+  fmt::print(
+      "apps at --size {}, {} timed iterations per run after a warm-up, a recorded one and {} profiled; "
+      "median over {} round{}\n",
+      o.size, o.iterations, o.profile_iterations, o.rounds, o.rounds == 1 ? "" : "s");
+  fmt::print(
+      "bound: max(all-fast, least slow-tier bytes / emulated bandwidth): of the bytes the iteration's kernels "
+      "touch, those beyond the fast tier cross to the slow tier once, priced at the read bandwidth while "
+      "objects only read last, then at the write bandwidth; latency ignored, copies fully overlapped\n");
 }
 
 }  // namespace

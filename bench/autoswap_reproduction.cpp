@@ -44,12 +44,12 @@
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/trainer.hpp>
+#include <cachedarrays/plan/program/roofline.hpp>
 #include <cachedarrays/plan/schedule/autoswap.hpp>
 #include <cachedarrays/plan/schedule/autoswap_bo.hpp>
-#include <cachedarrays/plan/program/roofline.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -86,10 +86,10 @@ struct PaperModel {
 };
 
 const std::vector<PaperModel> paper_models = {
-    {"resnet", 18, 1452, 1152, 20.7, 359 / 1.83},  {"resnet", 34, 2824, 2124, 24.8, 684 / 1.85},
-    {"resnet", 50, 4418, 2906, 34.2, 993 / 1.88},  {"resnet", 101, 8367, 5658, 32.4, 2086 / 1.97},
-    {"vgg", 11, 389, 284, 27.0, 76 / 1.75},        {"vgg", 13, 509, 360, 29.3, 94 / 1.71},
-    {"vgg", 16, 647, 447, 30.9, 122 / 1.73},       {"vgg", 19, 785, 561, 28.5, 162 / 1.94},
+    {"resnet", 18, 1452, 1152, 20.7, 359 / 1.83}, {"resnet", 34, 2824, 2124, 24.8, 684 / 1.85},
+    {"resnet", 50, 4418, 2906, 34.2, 993 / 1.88}, {"resnet", 101, 8367, 5658, 32.4, 2086 / 1.97},
+    {"vgg", 11, 389, 284, 27.0, 76 / 1.75},       {"vgg", 13, 509, 360, 29.3, 94 / 1.71},
+    {"vgg", 16, 647, 447, 30.9, 122 / 1.73},      {"vgg", 19, 785, 561, 28.5, 162 / 1.94},
 };
 
 std::string name_of(const PaperModel& p) { return fmt::format("{}-{}", p.family, p.depth); }
@@ -121,8 +121,9 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
-  CLI::App app{"SmartPool/AutoSwap Table II and Fig. 9, modeled: the memory-load limit each priority score "
-               "reaches without overhead"};
+  CLI::App app{
+      "SmartPool/AutoSwap Table II and Fig. 9, modeled: the memory-load limit each priority score "
+      "reaches without overhead"};
   Options o;
   std::vector<std::string> valid;
   for (const PaperModel& p : paper_models) valid.push_back(name_of(p));
@@ -206,7 +207,11 @@ double roofline_iteration(const plan::Program& program, double flops_per_second,
 // The VGGs in cifar.torch's form (ModelConfig::cifar: batch norm, a 512-wide
 // classifier), the paper's; --vgg-form torchvision keeps torchvision's.
 nn::ModelConfig config_of(const PaperModel& p, std::int64_t batch, std::int64_t image_size, const Options& o) {
-  return {.family = p.family, .depth = p.depth, .batch = batch, .image_size = image_size, .classes = 10,
+  return {.family = p.family,
+          .depth = p.depth,
+          .batch = batch,
+          .image_size = image_size,
+          .classes = 10,
           .cifar = p.family == "vgg" && o.vgg_form == "cifar"};
 }
 
@@ -214,8 +219,8 @@ nn::ModelConfig config_of(const PaperModel& p, std::int64_t batch, std::int64_t 
 // the roofline iteration falls as the rate grows, so bisect on its logarithm.
 Machine paper_machine(const Options& o) {
   Machine m;
-  m.fast = o.fast_gbps > 0 ? ca::emulation::Bandwidth{o.fast_gbps, o.fast_gbps}
-                           : ca::emulation::published::ddr4_six_channel;
+  m.fast =
+      o.fast_gbps > 0 ? ca::emulation::Bandwidth{o.fast_gbps, o.fast_gbps} : ca::emulation::published::ddr4_six_channel;
   m.pcie_gbps = o.pcie_gbps;
   if (o.gflops > 0) {
     m.flops_per_second = o.gflops * 1e9;
@@ -228,17 +233,18 @@ Machine paper_machine(const Options& o) {
   const double target = vgg16.iteration_ms / 1e3;
   double lo = 1e9, hi = 1e15;  // FLOP/s
   if (roofline_iteration(program, hi, m.fast) > target) {
-    throw std::runtime_error(fmt::format("vgg-16's memory-bound kernels alone take longer than the paper's {:.1f} ms "
-                                         "at {} / {} GB/s; give --gflops or a faster --fast-gbps",
-                                         vgg16.iteration_ms, m.fast.read_gbps, m.fast.write_gbps));
+    throw std::runtime_error(
+        fmt::format("vgg-16's memory-bound kernels alone take longer than the paper's {:.1f} ms "
+                    "at {} / {} GB/s; give --gflops or a faster --fast-gbps",
+                    vgg16.iteration_ms, m.fast.read_gbps, m.fast.write_gbps));
   }
   for (int i = 0; i < 100; ++i) {
     const double mid = std::sqrt(lo * hi);
     (roofline_iteration(program, mid, m.fast) > target ? lo : hi) = mid;
   }
   m.flops_per_second = hi;
-  m.rate_source = fmt::format("fitted: vgg-16 b100 32x32 takes the paper's {:.1f} ms (Table I: 122 ms / 1.73)",
-                              vgg16.iteration_ms);
+  m.rate_source =
+      fmt::format("fitted: vgg-16 b100 32x32 takes the paper's {:.1f} ms (Table I: 122 ms / 1.73)", vgg16.iteration_ms);
   return m;
 }
 
@@ -279,12 +285,12 @@ Workload workload(const PaperModel& paper, std::int64_t batch, std::int64_t imag
 // One plan under a limit and what it costs.
 struct Probe {
   std::uint64_t limit = 0;
-  bool fits = false;             // LOAD' within the limit
+  bool fits = false;  // LOAD' within the limit
   std::uint64_t scheduled_peak = 0;
-  double overhead = 0;           // of the iteration
+  double overhead = 0;  // of the iteration
   std::size_t swaps = 0;
   plan::AutoswapBoWeights weights{};  // bo only
-  bool pass = false;             // fits, the scheduled peak too, overhead within the threshold
+  bool pass = false;                  // fits, the scheduled peak too, overhead within the threshold
 };
 
 Probe probe(const Workload& w, plan::AutoswapScore score, std::uint64_t limit, const Options& o) {
@@ -388,17 +394,20 @@ void print_header(const Options& o, const Machine& m) {
              m.pcie_gbps,
              o.one_engine ? "one copy engine for both directions (--one-engine)"
                           : "a copy engine each way (the paper's CUDA stream per direction)");
-  fmt::print("  \"without overhead\": modeled waits <= {:.1f}% of the iteration, the limit held by LOAD' and by the "
-             "serialized copies\n",
-             100 * o.threshold);
-  fmt::print("  batch {}, {}x{} images, 10 classes (CIFAR-10, as the paper); torchvision's layers (nn/models.hpp); "
-             "MB = 2^20 B\n\n",
-             o.batch, o.image_size, o.image_size);
+  fmt::print(
+      "  \"without overhead\": modeled waits <= {:.1f}% of the iteration, the limit held by LOAD' and by the "
+      "serialized copies\n",
+      100 * o.threshold);
+  fmt::print(
+      "  batch {}, {}x{} images, 10 classes (CIFAR-10, as the paper); torchvision's layers (nn/models.hpp); "
+      "MB = 2^20 B\n\n",
+      o.batch, o.image_size, o.image_size);
 }
 
 void print_table2(const std::vector<TableRow>& rows, const Options& o) {
-  fmt::print("Table II: maximum memory load reduction without overhead (modeled: BO; paper: BO, measured at batch "
-             "100)\n");
+  fmt::print(
+      "Table II: maximum memory load reduction without overhead (modeled: BO; paper: BO, measured at batch "
+      "100)\n");
   bench::Table t({{"model", 22, bench::Align::left},
                   {"peak MB", 8},
                   {"paper", 6},
@@ -416,21 +425,22 @@ void print_table2(const std::vector<TableRow>& rows, const Options& o) {
   for (const TableRow& r : rows) {
     const Workload& w = *r.workload;
     const Probe& bo = r.lowest.back().bisected;
-    t.print_row({label(w), fmt::format("{:.0f}", mb(w.timeline.peak)), fmt::format("{:.0f}", w.paper->load_mb),
-                 fmt::format("{:.0f}", mb(w.load_min)), fmt::format("{:.0f}", mb(bo.limit)),
-                 fmt::format("{:.0f}", w.paper->reduced_mb),
-                 fmt::format("{:.1f}%", 100 * reduction(bo.limit, w.timeline.peak)),
-                 fmt::format("{:.1f}%", w.paper->reduction_pct), fmt::format("{:.1f}", 1e3 * w.timeline.seconds),
-                 fmt::format("{:.1f}", w.paper->iteration_ms), std::to_string(w.candidates),
-                 fmt::format("{:.1f}", r.seconds)});
+    t.print_row(
+        {label(w), fmt::format("{:.0f}", mb(w.timeline.peak)), fmt::format("{:.0f}", w.paper->load_mb),
+         fmt::format("{:.0f}", mb(w.load_min)), fmt::format("{:.0f}", mb(bo.limit)),
+         fmt::format("{:.0f}", w.paper->reduced_mb), fmt::format("{:.1f}%", 100 * reduction(bo.limit, w.timeline.peak)),
+         fmt::format("{:.1f}%", w.paper->reduction_pct), fmt::format("{:.1f}", 1e3 * w.timeline.seconds),
+         fmt::format("{:.1f}", w.paper->iteration_ms), std::to_string(w.candidates), fmt::format("{:.1f}", r.seconds)});
   }
-  fmt::print("  peak: autoswap_timeline's; load_min: the LOAD' peak with every candidate swapped (§VI-B.1); limit: the "
-             "lowest BO passes at, by bisection;\n  iter: the modeled iteration without swaps, paper: Table I's with "
-             "SmartPool; cands: §IV-A's candidate gaps; s: planning time of the row (5 scores)\n");
+  fmt::print(
+      "  peak: autoswap_timeline's; load_min: the LOAD' peak with every candidate swapped (§VI-B.1); limit: the "
+      "lowest BO passes at, by bisection;\n  iter: the modeled iteration without swaps, paper: Table I's with "
+      "SmartPool; cands: §IV-A's candidate gaps; s: planning time of the row (5 scores)\n");
   if (o.resnet_equivalent_size > 0 && o.resnet_equivalent_size != o.image_size) {
-    fmt::print("  the {}px ResNet rows: torchvision's stem (7x7/2 conv, 3x3/2 max pool) brings {}px images to the "
-               "{}px feature maps of a CIFAR ResNet without it, which the paper's loads imply\n",
-               o.resnet_equivalent_size, o.resnet_equivalent_size, o.resnet_equivalent_size / 4);
+    fmt::print(
+        "  the {}px ResNet rows: torchvision's stem (7x7/2 conv, 3x3/2 max pool) brings {}px images to the "
+        "{}px feature maps of a CIFAR ResNet without it, which the paper's loads imply\n",
+        o.resnet_equivalent_size, o.resnet_equivalent_size, o.resnet_equivalent_size / 4);
   }
   fmt::print("\nReduction without overhead by priority score (modeled; limit MB, reduction, overhead at it):\n");
   std::vector<bench::Column> columns{{"model", 22, bench::Align::left}};
@@ -453,9 +463,10 @@ void print_table2(const std::vector<TableRow>& rows, const Options& o) {
     }
     per.print_row(cells);
   }
-  fmt::print("  bisection assumes the overhead grows as the limit falls; a scan at {}% steps of the peak found lower "
-             "passing limits for:{}\n",
-             o.quick ? 5 : 1, scan_notes.empty() ? " none" : "");
+  fmt::print(
+      "  bisection assumes the overhead grows as the limit falls; a scan at {}% steps of the peak found lower "
+      "passing limits for:{}\n",
+      o.quick ? 5 : 1, scan_notes.empty() ? " none" : "");
   for (const std::string& n : scan_notes) fmt::print("    {}\n", n);
   fmt::print("\n");
 }
@@ -480,26 +491,35 @@ void print_fig9(const Workload& w, const std::vector<Fig9Row>& rows) {
     }
     t.print_row(cells);
   }
-  fmt::print("  * the serialized copies pass the limit (scheduled peak > limit; the paper would delay kernels, "
-             "LOAD'')\n");
-  fmt::print("  paper (VGG16, 647 -> 280 MB): the four scores within 3% of each other, all under 20%; BO never above "
-             "the best of them, 0 down to 447 MB (69% of the peak)\n\n");
+  fmt::print(
+      "  * the serialized copies pass the limit (scheduled peak > limit; the paper would delay kernels, "
+      "LOAD'')\n");
+  fmt::print(
+      "  paper (VGG16, 647 -> 280 MB): the four scores within 3% of each other, all under 20%; BO never above "
+      "the best of them, 0 down to 447 MB (69% of the peak)\n\n");
 }
 
 nlohmann::json probe_json(const Probe& p, std::uint64_t peak) {
-  nlohmann::json j{{"limit_bytes", p.limit},         {"reduction", reduction(p.limit, peak)},
-                   {"fits", p.fits},                 {"scheduled_peak_bytes", p.scheduled_peak},
-                   {"overhead_fraction", p.overhead}, {"swaps", p.swaps},
+  nlohmann::json j{{"limit_bytes", p.limit},
+                   {"reduction", reduction(p.limit, peak)},
+                   {"fits", p.fits},
+                   {"scheduled_peak_bytes", p.scheduled_peak},
+                   {"overhead_fraction", p.overhead},
+                   {"swaps", p.swaps},
                    {"pass", p.pass}};
   return j;
 }
 
 nlohmann::json to_json(const Options& o, const Results& results) {
   const Machine& m = results.machine;
-  nlohmann::json machine{{"flops_per_second", m.flops_per_second}, {"rate_source", m.rate_source},
-                         {"fast_read_gbps", m.fast.read_gbps},     {"fast_write_gbps", m.fast.write_gbps},
-                         {"pcie_gbps", m.pcie_gbps},               {"threshold", o.threshold},
-                         {"copy_engines", o.one_engine ? 1 : 2},  {"modeled", true}};
+  nlohmann::json machine{{"flops_per_second", m.flops_per_second},
+                         {"rate_source", m.rate_source},
+                         {"fast_read_gbps", m.fast.read_gbps},
+                         {"fast_write_gbps", m.fast.write_gbps},
+                         {"pcie_gbps", m.pcie_gbps},
+                         {"threshold", o.threshold},
+                         {"copy_engines", o.one_engine ? 1 : 2},
+                         {"modeled", true}};
   nlohmann::json rows = nlohmann::json::array();
   for (const TableRow& r : results.table) {
     const Workload& w = *r.workload;

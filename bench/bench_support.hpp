@@ -72,8 +72,8 @@ inline CpuSample cpu_sample() {
   std::string cpu;
   unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
   if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu") {
-    t.machine_busy = static_cast<double>(user + nice + system + irq + softirq + steal) /
-                     static_cast<double>(::sysconf(_SC_CLK_TCK));
+    t.machine_busy =
+        static_cast<double>(user + nice + system + irq + softirq + steal) / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
   const auto seconds = [](const ::rusage& u) {
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +

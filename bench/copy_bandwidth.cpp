@@ -16,12 +16,12 @@
 //
 //   copy_bandwidth [--max-bytes 1GiB] [--quick] [--json FILE] [--tuning-sweep]
 //                  [--statistic best|median]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -180,8 +180,8 @@ class Regions {
   ca::Region* take(ca::DeviceId device, std::uint64_t bytes, std::uint64_t seed) {
     ca::Region* region = manager_.allocate(device, bytes);
     if (region == nullptr) {
-      throw std::runtime_error(fmt::format("copy_bandwidth: no room for {} on {}", human(bytes),
-                                           manager_.spec(device).display_name()));
+      throw std::runtime_error(
+          fmt::format("copy_bandwidth: no room for {} on {}", human(bytes), manager_.spec(device).display_name()));
     }
     std::byte* p = manager_.pointer(*region);
     std::uint64_t word = seed * 0x9E3779B97F4A7C15ull;
@@ -214,8 +214,7 @@ void verify_copyto(ca::DataManager& manager, ca::Region& dst, const ca::Region& 
   }
 }
 
-std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uint64_t>& sizes,
-                            const Effort& effort) {
+std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uint64_t>& sizes, const Effort& effort) {
   std::vector<Row> rows;
   const bench::Table table({{"direction", 11, bench::Align::left},
                             {"size", 8},
@@ -239,8 +238,7 @@ std::vector<Row> run_copyto(ca::DataManager& manager, const std::vector<std::uin
                                         static_cast<std::size_t>(threads));
         const bench::CpuSample start = bench::cpu_sample();
         const std::vector<double> gbps = measure(
-            {[&] { manager.copyto(dst, src); },
-             [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_memcpy); },
+            {[&] { manager.copyto(dst, src); }, [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_memcpy); },
              [&] { split_copy(threads, dst_ptr, src_ptr, bytes, plain_nontemporal); }},
             bytes, effort);
         const double ratio = gbps[0] / std::max(gbps[1], gbps[2]);
@@ -275,14 +273,12 @@ void run_tuning_sweep(ca::DataManager& manager, const std::vector<std::uint64_t>
       std::byte* dst = manager.pointer(regions.get(fast ? dram_device : dax_device, 1));
       const std::byte* src = manager.pointer(regions.get(dram_device, 0));
       std::vector<std::function<void()>> variants;
-      variants.emplace_back([=] {
-        detail::copy_bytes(dst, src, bytes, where, detail::CopyTuning{.max_threads = 1});
-      });
+      variants.emplace_back([=] { detail::copy_bytes(dst, src, bytes, where, detail::CopyTuning{.max_threads = 1}); });
       for (const std::uint64_t chunk : chunks) {
         variants.emplace_back([=] {
-          detail::copy_bytes(dst, src, bytes, where,
-                             detail::CopyTuning{
-                                 .parallel_threshold = 0, .chunk_bytes = chunk, .max_threads = 2, .split = true});
+          detail::copy_bytes(
+              dst, src, bytes, where,
+              detail::CopyTuning{.parallel_threshold = 0, .chunk_bytes = chunk, .max_threads = 2, .split = true});
         });
       }
       const std::vector<double> gbps = measure(variants, bytes, effort);
@@ -367,11 +363,13 @@ void print_setup(ca::DataManager& manager, const Options& o, const Effort& effor
   fmt::print("  non-temporal vector path: {}; CopyTuning defaults: parallel_threshold {}, chunk_bytes {}\n",
              detail::nontemporal_path(), human(defaults.parallel_threshold), human(defaults.chunk_bytes));
   print_copy_path();
-  fmt::print("  GB/s = 1e9 bytes/s, the {} of >= {} samples and >= {:.0f} ms per variant; "
-             "variants interleaved sample by sample\n",
-             o.statistic, effort.min_samples, effort.min_seconds * 1e3);
-  fmt::print("  ratio = copyto / max(memcpy, NT); other% = CPU share other processes used during the row "
-             "(a 2-thread row needs the second core free)\n\n");
+  fmt::print(
+      "  GB/s = 1e9 bytes/s, the {} of >= {} samples and >= {:.0f} ms per variant; "
+      "variants interleaved sample by sample\n",
+      o.statistic, effort.min_samples, effort.min_seconds * 1e3);
+  fmt::print(
+      "  ratio = copyto / max(memcpy, NT); other% = CPU share other processes used during the row "
+      "(a 2-thread row needs the second core free)\n\n");
 }
 
 // The rows of at least goal_bytes, where copyto should reach goal_ratio of
@@ -445,16 +443,15 @@ int main(int argc, char** argv) {
 
   // Room for the largest size twice on DRAM and once on DAX, plus slack for
   // the allocator's alignment.
-  const std::uint64_t largest =
-      std::max(sizes.back(), sweep_sizes.empty() ? std::uint64_t{0} : sweep_sizes.back());
+  const std::uint64_t largest = std::max(sizes.back(), sweep_sizes.empty() ? std::uint64_t{0} : sweep_sizes.back());
   ca::DataManager manager({ca::dram(2 * largest + 4 * MiB, "dram"), ca::dax_file({}, largest + 4 * MiB, "dax")});
   print_setup(manager, options, effort);
 
   const std::vector<Row> rows = run_copyto(manager, sizes, effort);
   if (options.sweep) run_tuning_sweep(manager, sweep_sizes, effort);
   print_goal(rows);
-  const nlohmann::json document = {
-      {"copy_path", ca::tools::copy_path_json<nlohmann::json>(ca::copy_path_report())}, {"rows", to_json(rows)}};
+  const nlohmann::json document = {{"copy_path", ca::tools::copy_path_json<nlohmann::json>(ca::copy_path_report())},
+                                   {"rows", to_json(rows)}};
   if (!options.json_path.empty() && !bench::write_json(options.json_path, document, "copy_bandwidth")) {
     return EXIT_FAILURE;
   }

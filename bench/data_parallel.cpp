@@ -25,10 +25,10 @@
 #error "data_parallel needs cachedarrays::nn built with MPI (CACHEDARRAYS_WITH_MPI)"
 #endif
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -92,23 +92,32 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--depth", m.depth, "measured: network depth")->capture_default_str();
   app.add_option("--width", m.width, "measured: channel multiplier (1 = the published network)")->capture_default_str();
-  app.add_option("--image-size", m.image_size, "measured: square image side")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--image-size", m.image_size, "measured: square image side")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--classes", m.classes, "measured: output classes")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch", m.batch, "measured: global batch, the same for 1 and 2 ranks (split evenly over the ranks)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", o.warmup, "measured: untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--iterations", o.iterations, "measured: timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "measured: untimed iterations first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", o.iterations, "measured: timed iterations")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--fast-fraction", o.fast_fraction, "measured: each rank's fast tier as a fraction of its footprint")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 64.0));
   const auto registry = ca::policy::Registry::builtin();
-  app.add_option("--policy", o.policy, "measured: placement policy: " + fmt::format("{}", fmt::join(registry.names(), ", ")))
+  app.add_option("--policy", o.policy,
+                 "measured: placement policy: " + fmt::format("{}", fmt::join(registry.names(), ", ")))
       ->capture_default_str();
   app.add_option("--bucket-mib", o.bucket_mib, "gradient bucket size in MiB (measured, and the model's buckets)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--threads", o.threads, "measured: oneDNN threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "measured: oneDNN threads per rank")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--rounds", o.rounds,
                  "measured: run 1 and 2 ranks alternately this many times and keep each one's best median "
                  "(steadier on a shared machine)")
@@ -133,13 +142,35 @@ void add_options(CLI::App& app, Options& o) {
 // The options a worker needs, as its command line.
 std::vector<std::string> worker_arguments(const Options& o, const std::string& json_path) {
   const nn::ModelConfig& m = o.model;
-  std::vector<std::string> a = {"--worker", "--json", json_path, "--model", m.family, "--depth", std::to_string(m.depth),
-                                "--width", fmt::format("{}", m.width), "--image-size", std::to_string(m.image_size),
-                                "--classes", std::to_string(m.classes), "--batch", std::to_string(m.batch),
-                                "--warmup", std::to_string(o.warmup), "--iterations", std::to_string(o.iterations),
-                                "--fast-fraction", fmt::format("{}", o.fast_fraction), "--policy", o.policy,
-                                "--bucket-mib", fmt::format("{}", o.bucket_mib), "--threads", std::to_string(o.threads),
-                                "--seed", std::to_string(o.seed)};
+  std::vector<std::string> a = {"--worker",
+                                "--json",
+                                json_path,
+                                "--model",
+                                m.family,
+                                "--depth",
+                                std::to_string(m.depth),
+                                "--width",
+                                fmt::format("{}", m.width),
+                                "--image-size",
+                                std::to_string(m.image_size),
+                                "--classes",
+                                std::to_string(m.classes),
+                                "--batch",
+                                std::to_string(m.batch),
+                                "--warmup",
+                                std::to_string(o.warmup),
+                                "--iterations",
+                                std::to_string(o.iterations),
+                                "--fast-fraction",
+                                fmt::format("{}", o.fast_fraction),
+                                "--policy",
+                                o.policy,
+                                "--bucket-mib",
+                                fmt::format("{}", o.bucket_mib),
+                                "--threads",
+                                std::to_string(o.threads),
+                                "--seed",
+                                std::to_string(o.seed)};
   if (!o.slow_path.empty()) a.insert(a.end(), {"--slow-path", o.slow_path});
   return a;
 }
@@ -166,7 +197,8 @@ TimedSteps run_steps(const Options& o, const nn::ModelConfig& shard, int rank, c
   std::vector<float> labels(static_cast<std::size_t>(o.model.batch));
   const auto first = static_cast<std::size_t>(rank * shard.batch);
   const auto count = static_cast<std::size_t>(shard.batch);
-  const std::span<const float> my_images = std::span<const float>(images).subspan(first * image_floats, count * image_floats);
+  const std::span<const float> my_images =
+      std::span<const float>(images).subspan(first * image_floats, count * image_floats);
   const std::span<const float> my_labels = std::span<const float>(labels).subspan(first, count);
 
   TimedSteps t;
@@ -208,8 +240,8 @@ nlohmann::json run_worker(const Options& o, nn::MpiCommunicator& mpi) {
 
   // Each rank its own tiers, sized as train_cnn sizes them.
   const std::uint64_t footprint = nn::measure_footprint(build, options);
-  const std::uint64_t fast_bytes =
-      std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(std::llround(o.fast_fraction * static_cast<double>(footprint))));
+  const std::uint64_t fast_bytes = std::max<std::uint64_t>(
+      4096, static_cast<std::uint64_t>(std::llround(o.fast_fraction * static_cast<double>(footprint))));
   const std::uint64_t slow_bytes = footprint + footprint / 2 + (64ull << 20);
   std::filesystem::path slow_path = o.slow_path;
   if (!slow_path.empty() && !std::filesystem::is_directory(slow_path)) slow_path += fmt::format(".rank{}", rank);
@@ -219,11 +251,12 @@ nlohmann::json run_worker(const Options& o, nn::MpiCommunicator& mpi) {
   nn::Trainer trainer(&rt, build(), options);           // rank 0's parameters on every rank
   const nn::GradientBuckets* buckets = trainer.gradient_buckets();
   const std::string who = fmt::format("[{} rank{}]", ranks, ranks > 1 ? "s" : "");
-  fmt::print("{} {}, {} per rank ({} parameters); footprint {} per rank, fast tier {}, policy {}, {} oneDNN "
-             "thread(s) per rank{}\n",
-             who, nn::describe(o.model), shard.batch, trainer.graph().parameter_count(), ca::format_bytes(footprint),
-             ca::format_bytes(fast_bytes), rt.policy_name(), omp_get_max_threads(),
-             buckets != nullptr ? fmt::format(", {} gradient buckets", buckets->bucket_count()) : std::string());
+  fmt::print(
+      "{} {}, {} per rank ({} parameters); footprint {} per rank, fast tier {}, policy {}, {} oneDNN "
+      "thread(s) per rank{}\n",
+      who, nn::describe(o.model), shard.batch, trainer.graph().parameter_count(), ca::format_bytes(footprint),
+      ca::format_bytes(fast_bytes), rt.policy_name(), omp_get_max_threads(),
+      buckets != nullptr ? fmt::format(", {} gradient buckets", buckets->bucket_count()) : std::string());
   std::fflush(stdout);
 
   const TimedSteps steps = run_steps(o, shard, rank, who, rt, trainer);
@@ -331,17 +364,18 @@ nlohmann::json run_ranks(const Options& o, const std::string& mpirun, bool open_
   const int status = run_command(argv);
   const double others = bench::others_busy_cores(before, bench::cpu_sample());
   if (status != 0) {
-    throw ca::error(fmt::format("the {}-rank run ({}) exited with status {}; its messages are above", ranks, mpirun,
-                                status));
+    throw ca::error(
+        fmt::format("the {}-rank run ({}) exited with status {}; its messages are above", ranks, mpirun, status));
   }
   std::ifstream in(json_path);
   nlohmann::json row = nlohmann::json::parse(in);
   row.erase("machine");  // the same machine as this run's, which the whole JSON names once
   row["others_busy_cores"] = others;
   if (others > 0.1) {
-    fmt::print("warning: other processes kept {:.2f} of {} cores busy during the {}-rank run: its figures are "
-               "disturbed (run on an idle machine; --rounds N keeps each rank count's best median)\n",
-               others, std::thread::hardware_concurrency(), ranks);
+    fmt::print(
+        "warning: other processes kept {:.2f} of {} cores busy during the {}-rank run: its figures are "
+        "disturbed (run on an idle machine; --rounds N keeps each rank count's best median)\n",
+        others, std::thread::hardware_concurrency(), ranks);
   }
   return row;
 }
@@ -389,12 +423,13 @@ std::vector<nlohmann::json> measure(const Options& o) {
 
 void print_measured(const std::vector<nlohmann::json>& rows) {
   const unsigned cores = std::thread::hardware_concurrency();
-  fmt::print("\nMEASURED on this machine ({} cores): {}, global batch {}, {} timed iterations (median), each rank "
-             "its own tiers: fast DRAM {:.0f}% of its footprint, slow a DAX file under /dev/shm; policy {}\n",
-             cores, rows.front().at("model").get<std::string>(), rows.front().at("global_batch").get<std::int64_t>(),
-             rows.front().at("iterations").get<int>(),
-             100.0 * rows.front().at("fast_bytes").get<double>() / rows.front().at("footprint_bytes").get<double>(),
-             rows.front().at("policy").get<std::string>());
+  fmt::print(
+      "\nMEASURED on this machine ({} cores): {}, global batch {}, {} timed iterations (median), each rank "
+      "its own tiers: fast DRAM {:.0f}% of its footprint, slow a DAX file under /dev/shm; policy {}\n",
+      cores, rows.front().at("model").get<std::string>(), rows.front().at("global_batch").get<std::int64_t>(),
+      rows.front().at("iterations").get<int>(),
+      100.0 * rows.front().at("fast_bytes").get<double>() / rows.front().at("footprint_bytes").get<double>(),
+      rows.front().at("policy").get<std::string>());
   const bench::Table table({{"ranks", 5},
                             {"per-rank batch", 14},
                             {"threads/rank", 12},
@@ -408,24 +443,26 @@ void print_measured(const std::vector<nlohmann::json>& rows) {
   table.print_header();
   table.print_rule();
   for (const nlohmann::json& r : rows) {
-    table.print_row({std::to_string(r.at("ranks").get<int>()), std::to_string(r.at("per_rank_batch").get<std::int64_t>()),
-                     std::to_string(r.at("threads_per_rank").get<int>()),
-                     fmt::format("{:.1f}", r.at("images_per_s").get<double>()),
-                     fmt::format("{:.3f}", r.at("median_seconds").get<double>()),
-                     fmt::format("{:.1f}%", 100.0 * r.at("comm_share").get<double>()),
-                     fmt::format("{:.1f}", r.at("buckets_per_step").get<double>()),
-                     fmt::format("{:.2f}", r.at("bytes_summed_per_step").get<double>() / mib),
-                     fmt::format("{:.2f} cores", r.at("others_busy_cores").get<double>())});
+    table.print_row(
+        {std::to_string(r.at("ranks").get<int>()), std::to_string(r.at("per_rank_batch").get<std::int64_t>()),
+         std::to_string(r.at("threads_per_rank").get<int>()), fmt::format("{:.1f}", r.at("images_per_s").get<double>()),
+         fmt::format("{:.3f}", r.at("median_seconds").get<double>()),
+         fmt::format("{:.1f}%", 100.0 * r.at("comm_share").get<double>()),
+         fmt::format("{:.1f}", r.at("buckets_per_step").get<double>()),
+         fmt::format("{:.2f}", r.at("bytes_summed_per_step").get<double>() / mib),
+         fmt::format("{:.2f} cores", r.at("others_busy_cores").get<double>())});
   }
   const double ratio = rows.back().at("images_per_s").get<double>() / rows.front().at("images_per_s").get<double>();
   fmt::print("  ratio 2-rank / 1-rank images/s: {:.2f}x (baseline: the 1-rank run of this same invocation)\n", ratio);
   fmt::print("  others busy: cores other processes kept busy during the run (0 on an idle machine)\n");
-  fmt::print("  comm share: rank 0's seconds blocked on the other ranks (gradient buckets, loss and running "
-             "statistics: sums not hidden behind the backward pass, and load imbalance) over its step seconds\n");
-  fmt::print("  NOTE: this machine has {} cores; both ranks run on them side by side and share its memory "
-             "bandwidth, and their sums go through shared memory. The 2-rank figure shows what the data-parallel "
-             "machinery costs and what two ranks on one {}-core machine give, not the scaling of two machines.\n",
-             cores, cores);
+  fmt::print(
+      "  comm share: rank 0's seconds blocked on the other ranks (gradient buckets, loss and running "
+      "statistics: sums not hidden behind the backward pass, and load imbalance) over its step seconds\n");
+  fmt::print(
+      "  NOTE: this machine has {} cores; both ranks run on them side by side and share its memory "
+      "bandwidth, and their sums go through shared memory. The 2-rank figure shows what the data-parallel "
+      "machinery costs and what two ranks on one {}-core machine give, not the scaling of two machines.\n",
+      cores, cores);
 }
 
 // ---- 2. the model: DenseNet-264 at the paper's configuration -----------------
@@ -445,7 +482,8 @@ class FlopCounter final : public nn::KernelObserver {
 };
 
 struct PaperNetwork {
-  nn::ModelConfig config{.family = "densenet", .depth = 264, .batch = 1536, .image_size = 224, .classes = 1000, .width = 1};
+  nn::ModelConfig config{
+      .family = "densenet", .depth = 264, .batch = 1536, .image_size = 224, .classes = 1000, .width = 1};
   std::int64_t parameters = 0;
   double flops = 0;           // of one training iteration on one machine
   double backward_flops = 0;  // of its backward kernels
@@ -554,8 +592,10 @@ std::vector<std::string> model_assumptions(const PaperNetwork& n, const Options&
   };
 }
 
-void print_model(const PaperNetwork& n, const std::vector<ModelRow>& rows, const std::vector<std::string>& assumptions) {
-  fmt::print("\nMODELED (on paper, nothing run): data-parallel DenseNet-264 at the paper's configuration, K machines\n");
+void print_model(const PaperNetwork& n, const std::vector<ModelRow>& rows,
+                 const std::vector<std::string>& assumptions) {
+  fmt::print(
+      "\nMODELED (on paper, nothing run): data-parallel DenseNet-264 at the paper's configuration, K machines\n");
   const bench::Table table({{"network", 23, bench::Align::left},
                             {"K", 2},
                             {"global batch", 12},
@@ -616,9 +656,10 @@ nlohmann::json to_json(const std::vector<nlohmann::json>& measured, int rounds, 
 }
 
 int driver_main(const Options& o) {
-  fmt::print("data_parallel: data-parallel training over MPI, measured with 1 and 2 ranks on this {}-core "
-             "machine, and modeled for DenseNet-264 on up to 8 machines\n",
-             std::thread::hardware_concurrency());
+  fmt::print(
+      "data_parallel: data-parallel training over MPI, measured with 1 and 2 ranks on this {}-core "
+      "machine, and modeled for DenseNet-264 on up to 8 machines\n",
+      std::thread::hardware_concurrency());
   std::vector<nlohmann::json> measured;
   if (o.measured) {
     measured = measure(o);

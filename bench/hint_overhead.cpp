@@ -29,8 +29,8 @@
 // at either size.
 //
 //   hint_overhead [--quick] [--json FILE]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -176,9 +176,8 @@ AccessTimes measure_access(const Effort& e) {
     keep(w.data());
   });
   t.hint_ns = ns_per_call(e.iterations, e.runs, [&] { x.will_read(); });
-  t.kernel1_ns = ns_per_call(e.iterations, e.runs, [&] {
-    rt.kernel(ca::reads(x), [](std::span<const float> a) { keep(a.data()); });
-  });
+  t.kernel1_ns = ns_per_call(e.iterations, e.runs,
+                             [&] { rt.kernel(ca::reads(x), [](std::span<const float> a) { keep(a.data()); }); });
   t.kernel3_ns = ns_per_call(e.iterations, e.runs, [&] { empty_kernel3(rt, x, y, z); });
   {
     ca::Runtime locked{{ca::dram(64ull << 20, "dram"), ca::dax_file({}, 64ull << 20, "dax")},
@@ -385,7 +384,7 @@ void report_threads(const std::vector<ThreadRow>& rows) {
   table.print_header();
   table.print_rule();
   for (const ThreadRow& row : rows) {
-    const char* goal = row.threads != 2                         ? ""
+    const char* goal = row.threads != 2                       ? ""
                        : row.work == ThreadWork::write_kernel ? ">= 1.8"
                        : row.shared                           ? ">= 1.5"
                                                               : ">= 1.8";
@@ -396,10 +395,10 @@ void report_threads(const std::vector<ThreadRow>& rows) {
 }
 
 void report(bool quick, const Effort& e, const AccessTimes& a, const AllocateTimes& m) {
-  fmt::print("hint_overhead{}: {} calls x {} runs (median); allocate+free: {} batches of {}, "
-             "{} live regions of {}..{} B\n\n",
-             quick ? " --quick" : "", e.iterations, e.runs, e.batches, e.batch, m.live_regions, min_region,
-             max_region);
+  fmt::print(
+      "hint_overhead{}: {} calls x {} runs (median); allocate+free: {} batches of {}, "
+      "{} live regions of {}..{} B\n\n",
+      quick ? " --quick" : "", e.iterations, e.runs, e.batches, e.batch, m.live_regions, min_region, max_region);
   const bench::Table table({{"measurement", 34, bench::Align::left},
                             {"ns/op", 9},
                             {"goal", 7},
@@ -451,13 +450,14 @@ void report_goals(const AccessTimes& a, const AllocateTimes& m, const std::vecto
   }
   for (const std::uint64_t bytes : {4096ull, 256ull * 1024}) {
     if (const ThreadRow* r = two_threads(threads, ThreadWork::write_kernel, false, bytes)) {
-      line(fmt::format("2 threads writing, {} arrays / one thread", ca::format_bytes(bytes)).c_str(), r->vs_one, ">=",
-           Goals::two_threads_writing, r->vs_one >= Goals::two_threads_writing);
+      line(fmt::format("2 threads writing, {} arrays / one thread", ca::format_bytes(bytes)).c_str(), r->vs_one,
+           ">=", Goals::two_threads_writing, r->vs_one >= Goals::two_threads_writing);
     }
   }
 }
 
-nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m, const std::vector<ThreadRow>& threads) {
+nlohmann::json to_json(bool quick, const AccessTimes& a, const AllocateTimes& m,
+                       const std::vector<ThreadRow>& threads) {
   nlohmann::json thread_rows = nlohmann::json::array();
   for (const ThreadRow& r : threads) {
     thread_rows.push_back({{"work", r.work == ThreadWork::read_guard ? "read_guard" : "write_kernel"},

@@ -7,8 +7,8 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,10 +22,10 @@
 namespace cachedarrays::bench {
 
 struct MachineReport {
-  std::string cpu;     // /proc/cpuinfo's model name
-  std::string vendor;  // "GenuineIntel", "AuthenticAMD", ...
-  std::string isa;     // avx512f, avx2, sse2: the widest the CPU supports
-  long cores = 0;      // online
+  std::string cpu;        // /proc/cpuinfo's model name
+  std::string vendor;     // "GenuineIntel", "AuthenticAMD", ...
+  std::string isa;        // avx512f, avx2, sse2: the widest the CPU supports
+  long cores = 0;         // online
   std::string copy_path;  // CopyPathReport::summary(), or why there is none
 };
 

@@ -23,8 +23,8 @@
 //
 //   model_accuracy [--quick] [--models LIST] [--cases LIST] [--iterations N] [--rounds N]
 //                  [--profile-cache FILE] [--json FILE]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -69,9 +69,9 @@ Case parse_case(const std::string& text) {
 struct Row {
   std::string model;
   Case c;
-  std::vector<double> measured;  // one per round
+  std::vector<double> measured;                         // one per round
   double profiled = 0, roofline = 0, memory_bound = 0;  // modeled seconds
-  double exposed_copy_seconds = 0;                     // modeled, the profiled model's
+  double exposed_copy_seconds = 0;                      // modeled, the profiled model's
   // The profiled replay's breakdown: kernel time, and the bytes copied by
   // the compute thread (synchronous), by the mover, and slid by defrag.
   double kernel_seconds = 0;
@@ -188,15 +188,17 @@ void run_model(const nn::ModelConfig& config, const std::vector<Case>& cases, co
 }
 
 void report(const Options& o, const std::vector<Row>& rows) {
-  fmt::print("measured: wall time of one training iteration on this machine (median over {} interleaved rounds of "
-             "the median of {} iterations), slow tier emulated as {}\n",
-             o.rounds, o.iterations, ca::emulation::describe(*ca::emulation::profile("optane")));
-  fmt::print("modeled: the dry-run trace replayed at this machine's bandwidths (measured DRAM, emulated Optane), "
-             "copies on the copy timeline; not measurements.\n"
-             "         profiled = measured kernel profiles (AutoTM 3.5), roofline = max(FLOPs / rate, bytes / "
-             "bandwidth) uncalibrated, memory-bound = bytes / bandwidth\n"
-             "         the profiled replay per iteration: kernels (s), bytes copied by the compute thread (sync), by "
-             "the mover (async), slid by defrag\n");
+  fmt::print(
+      "measured: wall time of one training iteration on this machine (median over {} interleaved rounds of "
+      "the median of {} iterations), slow tier emulated as {}\n",
+      o.rounds, o.iterations, ca::emulation::describe(*ca::emulation::profile("optane")));
+  fmt::print(
+      "modeled: the dry-run trace replayed at this machine's bandwidths (measured DRAM, emulated Optane), "
+      "copies on the copy timeline; not measurements.\n"
+      "         profiled = measured kernel profiles (AutoTM 3.5), roofline = max(FLOPs / rate, bytes / "
+      "bandwidth) uncalibrated, memory-bound = bytes / bandwidth\n"
+      "         the profiled replay per iteration: kernels (s), bytes copied by the compute thread (sync), by "
+      "the mover (async), slid by defrag\n");
   fmt::print("ratio = modeled / measured, median [lowest-highest over rounds]; goal: within ±{:.0f}%\n\n",
              100 * tolerance);
   const bench::Table table({{"model", 17, bench::Align::left},
@@ -227,8 +229,7 @@ void report(const Options& o, const std::vector<Row>& rows) {
     const Accuracy a = accuracy(r.profiled, r.measured);
     ++counted;
     if (a.verdict == "within") ++within;
-    table.print_row({r.model, r.c.policy, fraction, fmt::format("{:.4f}", measured),
-                     fmt::format("{:.4f}", r.profiled),
+    table.print_row({r.model, r.c.policy, fraction, fmt::format("{:.4f}", measured), fmt::format("{:.4f}", r.profiled),
                      fmt::format("{:.2f}x [{:.2f}-{:.2f}]", a.median, a.low, a.high), a.verdict,
                      fmt::format("{:.4f}", r.exposed_copy_seconds), fmt::format("{:.4f}", r.roofline),
                      fmt::format("{:.2f}x", r.roofline / measured), fmt::format("{:.4f}", r.memory_bound),

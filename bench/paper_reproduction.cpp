@@ -37,10 +37,10 @@
 //                      [--fractions LIST] [--policies LIST] [--iterations N] [--rounds N] [--batch N]
 //                      [--image-size N] [--width X] [--json FILE] [--plots DIR]
 //                      [--profile-cache FILE] [--paper-gflops X]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -60,12 +60,12 @@
 
 #include <cachedarrays/cachedarrays.hpp>
 #include <cachedarrays/manager/emulation.hpp>
-#include <cachedarrays/sim/replay.hpp>
-#include <cachedarrays/sim/simulate_2lm.hpp>
 #include <cachedarrays/nn/data.hpp>
 #include <cachedarrays/nn/models.hpp>
 #include <cachedarrays/nn/profiler.hpp>
 #include <cachedarrays/nn/trainer.hpp>
+#include <cachedarrays/sim/replay.hpp>
+#include <cachedarrays/sim/simulate_2lm.hpp>
 
 #include "bench_support.hpp"
 #include "training_runs.hpp"
@@ -169,7 +169,8 @@ void modeled(const nn::ModelConfig& config, std::vector<double> fractions, std::
   fmt::print(stderr, "modeled {}: footprint {}, recording a dry run...\n", label(config), ca::format_bytes(footprint));
   // The steady state (sim/replay.hpp steady_window) is what the modeled
   // rows report, as the emulated rows measure iterations after a warm-up.
-  const ca::Trace trace = nn::dry_run_trace([&] { return nn::build_model(config); }, trainer, nn::steady_trace_iterations);
+  const ca::Trace trace =
+      nn::dry_run_trace([&] { return nn::build_model(config); }, trainer, nn::steady_trace_iterations);
   const ca::plan::Program program = ca::plan::Program::from_trace(trace, nn::steady_trace_iteration);
   if (paper_dram) fractions.push_back(static_cast<double>(*paper_dram) / static_cast<double>(footprint));
   ca::CapacityPlanOptions options;
@@ -266,8 +267,10 @@ void emulated(const nn::ModelConfig& config, const std::vector<double>& fraction
   if (lookahead_profiles != nullptr) {  // the A modes' window from the kernel profiles in this cache file
     ca::plan::LookaheadChoice choice;
     lookahead = bench::profiled_lookahead(setup, *lookahead_profiles, &choice);
-    fmt::print(stderr, "  lookahead of the A modes from the kernel profiles: {} kernels ({} kernels' copies longer "
-                       "than any window)\n", choice.kernels, choice.uncovered);
+    fmt::print(stderr,
+               "  lookahead of the A modes from the kernel profiles: {} kernels ({} kernels' copies longer "
+               "than any window)\n",
+               choice.kernels, choice.uncovered);
   }
   // One run (bench::measure_training) added to the row's rounds.
   const ca::policy::Registry registry = ca::policy::Registry::builtin();
@@ -326,7 +329,10 @@ std::string verdict(double median, double low, double high, double goal, bool at
   const bool meets = at_most ? high <= goal : low >= goal;
   const bool misses = at_most ? low > goal : high < goal;
   return fmt::format("{:.2f}x [{:.2f}-{:.2f}] ({} {:.2f})", median, low, high,
-                     meets ? "meets" : misses ? "misses" : "not decided", goal);
+                     meets    ? "meets"
+                     : misses ? "misses"
+                              : "not decided",
+                     goal);
 }
 
 // other's time over base's, round by round (both ran in every round), against
@@ -334,7 +340,8 @@ std::string verdict(double median, double low, double high, double goal, bool at
 std::string ratio_over_rounds(const Row* other, const Row& base, double goal) {
   if (other == nullptr || other->round_seconds.size() != base.round_seconds.size()) return "-";
   std::vector<double> ratios;
-  for (std::size_t r = 0; r < base.round_seconds.size(); ++r) ratios.push_back(other->round_seconds[r] / base.round_seconds[r]);
+  for (std::size_t r = 0; r < base.round_seconds.size(); ++r)
+    ratios.push_back(other->round_seconds[r] / base.round_seconds[r]);
   return verdict(bench::median(ratios), *std::min_element(ratios.begin(), ratios.end()),
                  *std::max_element(ratios.begin(), ratios.end()), goal, false);
 }
@@ -361,9 +368,10 @@ std::string modeled_verdict(double ratio, double goal, bool at_most) {
 void print_goals(const std::vector<Row>& rows) {
   const std::vector<std::string> models = models_of(rows, [](const Row& r) { return r.kind == "emulated"; });
   if (models.empty()) return;
-  fmt::print("\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured; ratios as median "
-             "[spread over rounds]):\n",
-             100 * goal_fraction);
+  fmt::print(
+      "\ngoals at a fast tier of {:.0f}% of the footprint (emulated Optane, measured; ratios as median "
+      "[spread over rounds]):\n",
+      100 * goal_fraction);
   const bench::Table table({{"model", 20, bench::Align::left},
                             {"best CA", 8, bench::Align::left},
                             {"seconds", 10},
@@ -439,13 +447,15 @@ void print_planner_goals(const std::vector<Row>& rows, const std::string& kind) 
     }
   }
   if (out_of_reach) {
-    fmt::print("  out of reach: first-touch itself is within 1.2x of all-fast there, and no policy is faster than "
-               "all-fast\n");
+    fmt::print(
+        "  out of reach: first-touch itself is within 1.2x of all-fast there, and no policy is faster than "
+        "all-fast\n");
   }
   if (table) {
-    fmt::print("  papers: ReDL at most 9.6% slower than fast-only with fast memory at 20% of the peak, 20% better than "
-               "first-touch on average; AutoSwap cuts the memory load 20.7-34.2% at no overhead (its Table II: "
-               "bench/autoswap_reproduction)\n");
+    fmt::print(
+        "  papers: ReDL at most 9.6% slower than fast-only with fast memory at 20% of the peak, 20% better than "
+        "first-touch on average; AutoSwap cuts the memory load 20.7-34.2% at no overhead (its Table II: "
+        "bench/autoswap_reproduction)\n");
   }
 }
 
@@ -474,15 +484,12 @@ void print(const std::vector<Row>& rows) {
                             {"note", 0, bench::Align::left, 2}});
   table.print_header();
   for (const Row& r : rows) {
-    table.print_row({r.kind, r.model, r.policy, fmt::format("{:.0f}%", 100 * r.fast_fraction),
-                     ca::format_bytes(r.fast_bytes), r.seconds ? fmt::format("{:.4f}", *r.seconds) : "-",
-                     r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-",
-                     r.seconds && r.round_seconds.size() > 1
-                         ? fmt::format("{:.2f}-{:.2f}", r.slowdown_low, r.slowdown_high)
-                         : "-",
-                     r.seconds ? fmt::format("{:.4f}", r.exposed_copy_seconds) : "-", ca::format_bytes(r.fast_read),
-                     ca::format_bytes(r.fast_written), ca::format_bytes(r.slow_read),
-                     ca::format_bytes(r.slow_written), r.note});
+    table.print_row(
+        {r.kind, r.model, r.policy, fmt::format("{:.0f}%", 100 * r.fast_fraction), ca::format_bytes(r.fast_bytes),
+         r.seconds ? fmt::format("{:.4f}", *r.seconds) : "-", r.seconds ? fmt::format("{:.2f}x", r.slowdown) : "-",
+         r.seconds && r.round_seconds.size() > 1 ? fmt::format("{:.2f}-{:.2f}", r.slowdown_low, r.slowdown_high) : "-",
+         r.seconds ? fmt::format("{:.4f}", r.exposed_copy_seconds) : "-", ca::format_bytes(r.fast_read),
+         ca::format_bytes(r.fast_written), ca::format_bytes(r.slow_read), ca::format_bytes(r.slow_written), r.note});
   }
 }
 
@@ -554,8 +561,9 @@ void print_paper(const std::vector<Row>& rows) {
   if (lines.empty()) return;  // none of the policies it compares ran
   fmt::print("\nthe paper's configurations at 180 GB DRAM + 1300 GB NVRAM, modeled, beside the paper's figures:\n");
   for (const std::string& line : lines) fmt::print("{}\n", line);
-  fmt::print("  paper: CA:LM 1.4-2.03x faster than 2LM; LM cuts DenseNet-264's NVRAM writes from ~1100 GB to "
-             "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
+  fmt::print(
+      "  paper: CA:LM 1.4-2.03x faster than 2LM; LM cuts DenseNet-264's NVRAM writes from ~1100 GB to "
+      "~350 GB; all-NVRAM 3-4x slower than all-DRAM\n");
 }
 
 // AutoTM's comparison (AutoTM, section 6): its ratios of PMM to DRAM
@@ -564,7 +572,7 @@ void print_paper(const std::vector<Row>& rows) {
 // formulation against 2LM on the large networks, the footprint expansion
 // and the fragmentation retries, each beside the paper's figure.
 const std::vector<std::pair<std::string, double>> autotm_ratios{{"8:1", 1.0 / 9}, {"4:1", 0.2}, {"1:1", 0.5}};
-const std::vector<std::string> autotm_policies{"all-fast", "first-touch", "2lm:m",       "2lm",         "ca-lm",
+const std::vector<std::string> autotm_policies{"all-fast", "first-touch",   "2lm:m",       "2lm",         "ca-lm",
                                                "ca-lma",   "autotm-static", "autotm-sync", "autotm-async"};
 // Figure 1 (Inception v4 b1472): all-PMM, first-touch NUMA and AutoTM
 // against all-DRAM, and beside them ours and the other planners. Its DRAM
@@ -618,8 +626,7 @@ void print_autotm_large(const std::vector<Row>& rows) {
     };
     const Row* two_lm = find("2lm");
     if (two_lm == nullptr) continue;
-    std::string line =
-        fmt::format("  {:<22} at {} of DRAM (modeled):", model, ca::format_bytes(two_lm->fast_bytes));
+    std::string line = fmt::format("  {:<22} at {} of DRAM (modeled):", model, ca::format_bytes(two_lm->fast_bytes));
     for (const std::string policy : {"autotm-static", "autotm-sync", "autotm-async", "ca-lm", "ca-lma"}) {
       if (const Row* r = find(policy)) {
         line += fmt::format(" {} {:.2f}x faster than 2LM;", policy, *two_lm->seconds / *r->seconds);
@@ -628,8 +635,9 @@ void print_autotm_large(const std::vector<Row>& rows) {
     fmt::print("{}\n", line);
   }
   if (!large.empty()) {
-    fmt::print("  paper: AutoTM synchronous 1.23x faster than 2LM on VGG-416, over 2x on ResNet-200, almost 2x on "
-               "Inception v4 b6144 (static about as fast as 2LM)\n");
+    fmt::print(
+        "  paper: AutoTM synchronous 1.23x faster than 2LM on VGG-416, over 2x on ResNet-200, almost 2x on "
+        "Inception v4 b6144 (static about as fast as 2LM)\n");
   }
   // The goal on Inception v4 b6144: the best planner at least 1.9x faster
   // than 2LM, as the paper's synchronous formulation ("almost 2x").
@@ -717,8 +725,10 @@ void print_autotm_table3(const std::vector<Row>& rows) {
     return r.kind == "modeled" && !r.paper_budget && !r.figure1 && r.model.rfind("inception-v4 b1024", 0) == 0;
   });
   for (const std::string& model : models) {
-    fmt::print("\nAutoTM's Table 3, {}: solve seconds (solves) at each PMM:DRAM ratio, ours (Cbc) beside the "
-               "paper's (Gurobi, gap 0.01), and the footprint expansion:\n", model);
+    fmt::print(
+        "\nAutoTM's Table 3, {}: solve seconds (solves) at each PMM:DRAM ratio, ours (Cbc) beside the "
+        "paper's (Gurobi, gap 0.01), and the footprint expansion:\n",
+        model);
     std::vector<bench::Column> columns{{"formulation", 14, bench::Align::left}};
     for (const auto& [ratio, fraction] : autotm_ratios) {
       columns.push_back({ratio + " ours", 24, bench::Align::left, 2});
@@ -744,8 +754,8 @@ void print_autotm_table3(const std::vector<Row>& rows) {
           const auto solves = autotm_solves(r.note);
           const std::size_t gap = r.note.find("gap ");
           const std::string quality = r.note.find("optimal") != std::string::npos ? "optimal"
-                                      : gap != std::string::npos ? r.note.substr(gap, 9)
-                                                                 : "";
+                                      : gap != std::string::npos                  ? r.note.substr(gap, 9)
+                                                                                  : "";
           ours = solves ? fmt::format("{:.1f} ({}) {}", solves->first, solves->second, quality)
                         : (r.note.empty() ? "-" : r.note.substr(0, 24));
         }
@@ -792,8 +802,8 @@ void print_autotm(const std::vector<Row>& rows) {
         int n = 0;
         for (const std::string& model : models) {
           for (const Row& r : rows) {
-            if (r.kind != kind || r.paper_budget || r.figure1 || r.model != model || r.policy != policy || !at(r, fraction) ||
-                !r.seconds) {
+            if (r.kind != kind || r.paper_budget || r.figure1 || r.model != model || r.policy != policy ||
+                !at(r, fraction) || !r.seconds) {
               continue;
             }
             log_sum += std::log(r.slowdown);
@@ -804,24 +814,27 @@ void print_autotm(const std::vector<Row>& rows) {
           }
         }
         any = any || n > 0;
-        cells.push_back(n == static_cast<int>(models.size()) && n > 0 ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / n) - 1))
+        cells.push_back(n == static_cast<int>(models.size()) && n > 0
+                            ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / n) - 1))
                         : n > 0 ? fmt::format("({}/{})", n, models.size())
                                 : "-");
       }
       if (!any) continue;
       double log_sum = 0;
       for (double x : replaced) log_sum += std::log(x);
-      cells.push_back(replaced.size() == 2 * models.size()
-                          ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / static_cast<double>(replaced.size())) - 1))
-                          : "-");
+      cells.push_back(
+          replaced.size() == 2 * models.size()
+              ? fmt::format("{:+.1f}%", 100 * (std::exp(log_sum / static_cast<double>(replaced.size())) - 1))
+              : "-");
       cells.push_back(fmt::format("{:.2f}%", 100 * expansion));
       cells.push_back(plans.size() > 160 ? plans.substr(0, 157) + "..." : plans);
       table.print_row(cells);
     }
   }
-  fmt::print("  paper (measured on Optane DC, Inception v4, ResNet-200, DenseNet-264, VGG-19): AutoTM loses a "
-             "geometric mean 27.7% replacing 50-80% of DRAM, first-touch NUMA 71.9%; footprint expansion at most "
-             "3.83%; at most 5 solves (fragmentation retries)\n");
+  fmt::print(
+      "  paper (measured on Optane DC, Inception v4, ResNet-200, DenseNet-264, VGG-19): AutoTM loses a "
+      "geometric mean 27.7% replacing 50-80% of DRAM, first-touch NUMA 71.9%; footprint expansion at most "
+      "3.83%; at most 5 solves (fragmentation retries)\n");
   print_autotm_large(rows);
   print_autotm_figure1(rows);
   print_autotm_table3(rows);
@@ -833,7 +846,7 @@ struct Options {
   bool no_emulated = false;
   bool no_paper = false;
   std::vector<std::string> families{"resnet", "densenet", "vgg", "inception"};  // "vit" when named
-  std::vector<double> fractions;  // empty: the default sweep
+  std::vector<double> fractions;                                                // empty: the default sweep
   int iterations = 2;
   int rounds = 3;
   std::int64_t batch = 0;  // 0: the default of the family (and of --quick)
@@ -855,7 +868,9 @@ struct Options {
 
 // What runs: the configurations, budgets, policies and repetitions.
 void add_selection_options(CLI::App& app, Options& o) {
-  app.add_flag("--quick", o.quick, "tiny models, budgets 100%, 20% and 0%, one paper configuration (DenseNet-264 unless --models leaves it out) (a smoke test, not a measurement)");
+  app.add_flag("--quick", o.quick,
+               "tiny models, budgets 100%, 20% and 0%, one paper configuration (DenseNet-264 unless --models leaves it "
+               "out) (a smoke test, not a measurement)");
   app.add_flag("--autotm", o.autotm,
                "AutoTM's comparison (AutoTM): budgets of its PMM:DRAM ratios 8:1, 4:1, 1:1 (11%, 20%, 50%), the "
                "policies all-fast, first-touch, 2LM, CA:LM, CA:LMA and autotm-static/-sync/-async, its Table 1 "
@@ -880,8 +895,9 @@ void add_selection_options(CLI::App& app, Options& o) {
                  "reported; quick 1)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--batch", o.batch, "emulated runs: images per iteration (default resnet 32, inception 8, "
-                                     "others 16; quick 4)")
+  app.add_option("--batch", o.batch,
+                 "emulated runs: images per iteration (default resnet 32, inception 8, "
+                 "others 16; quick 4)")
       ->check(CLI::PositiveNumber);
   app.add_option("--image-size", o.image_size,
                  "emulated runs: image side (default 96 for resnet and inception, 64 otherwise; quick 32, "
@@ -912,7 +928,8 @@ void add_machine_options(CLI::App& app, Options& o) {
                  "(ca::MoverPriority)")
       ->check(CLI::IsMember({"normal", "idle"}))
       ->capture_default_str();
-  app.add_option("--mover-threads", o.mover_threads, "the asynchronous mover's threads (ca::MoverOptions), in the emulated runs and the modeled replays")
+  app.add_option("--mover-threads", o.mover_threads,
+                 "the asynchronous mover's threads (ca::MoverOptions), in the emulated runs and the modeled replays")
       ->check(CLI::Range(1U, 64U))
       ->capture_default_str();
   app.add_option("--lookahead", o.lookahead,
@@ -968,10 +985,11 @@ PaperMachine paper_machine(const Options& o) {
   const nn::ModelConfig c = bench::small_config(o.families.front(), o.quick, o.batch, o.image_size, o.width);
   const bench::RatePerCore here = bench::rate_per_core(c, o.profile_cache);
   return {here.flops_per_second * paper_cores,
-          fmt::format("this machine's measured {:.1f} GFLOP/s on {} cores ({} profiled kernels, {}; profiles {} {}) per core "
-                      "times the paper's {} cores",
-                      here.flops_per_second * here.cores / 1e9, here.cores, here.kernels, label(c),
-                      here.measured ? "measured into" : "from", o.profile_cache, paper_cores)};
+          fmt::format(
+              "this machine's measured {:.1f} GFLOP/s on {} cores ({} profiled kernels, {}; profiles {} {}) per core "
+              "times the paper's {} cores",
+              here.flops_per_second * here.cores / 1e9, here.cores, here.kernels, label(c),
+              here.measured ? "measured into" : "from", o.profile_cache, paper_cores)};
 }
 
 // AutoTM's paper configurations, modeled: Table 1's conventional networks
@@ -981,7 +999,8 @@ PaperMachine paper_machine(const Options& o) {
 void autotm_paper_rows(const Options& o, const std::vector<double>& fractions, const std::vector<std::string>& policies,
                        const ca::plan::KernelTimeModel& kernel_time, std::vector<Row>& rows) {
   const auto paper_config = [](const std::string& family, int depth, std::int64_t batch) {
-    return nn::ModelConfig{.family = family, .depth = depth, .batch = batch, .image_size = family == "inception" ? 299 : 224};
+    return nn::ModelConfig{
+        .family = family, .depth = depth, .batch = batch, .image_size = family == "inception" ? 299 : 224};
   };
   const auto wanted = [&](const std::string& family) {
     return std::find(o.families.begin(), o.families.end(), family) != o.families.end();
@@ -1017,14 +1036,17 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
     fractions = o.quick ? std::vector<double>{1.0, goal_fraction, 0.0}
                         : std::vector<double>{1.0, 0.75, 0.5, 0.25, goal_fraction, 0.1, 0.0};
   }
-  std::vector<std::string> policies = !o.policies.empty() ? o.policies : o.autotm ? autotm_policies : ca::quick_policies();
+  std::vector<std::string> policies = !o.policies.empty() ? o.policies
+                                      : o.autotm          ? autotm_policies
+                                                          : ca::quick_policies();
   if (std::find(policies.begin(), policies.end(), "all-fast") == policies.end()) {
     policies.insert(policies.begin(), "all-fast");
   }
   // Modeled rows: kernels take the roofline of the paper's machine (its
   // compute rate, its DDR4), copies the published bandwidths.
   std::optional<ca::plan::Roofline> roofline;
-  if (o.kernel_model == "roofline") roofline.emplace(paper.flops_per_second, ca::emulation::published::ddr4_six_channel);
+  if (o.kernel_model == "roofline")
+    roofline.emplace(paper.flops_per_second, ca::emulation::published::ddr4_six_channel);
   const ca::plan::MemoryBound memory_bound;
   const ca::plan::KernelTimeModel& kernel_time =
       roofline ? static_cast<const ca::plan::KernelTimeModel&>(*roofline) : memory_bound;
@@ -1039,8 +1061,7 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
                o.lookahead == "profiled" ? &o.profile_cache : nullptr, o.profile_cache, o.judge == "replay", rows);
     }
     modeled(c, fractions, 4 * nn::measure_footprint([&] { return nn::build_model(c); }, bench::trainer_options_for(c)),
-            std::nullopt, policies,
-            kernel_time, o.plan_seconds, o.mover_threads, rows);
+            std::nullopt, policies, kernel_time, o.plan_seconds, o.mover_threads, rows);
   }
   if (o.no_paper) return rows;
   if (o.autotm) {
@@ -1065,24 +1086,30 @@ std::vector<Row> run(const Options& o, const PaperMachine& paper) {
 }
 
 void report(const Options& o, const PaperMachine& paper, const std::vector<Row>& rows) {
-  fmt::print("emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
-             "iterations), kernels on {} oneDNN thread{} of {} cores, slow tier emulated as {}\n",
-             o.quick ? 1 : o.rounds, o.iterations, omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
-             std::thread::hardware_concurrency(),
-             o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
-  fmt::print("          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
-  fmt::print("modeled: replay / 2LM model of the paper's machine, not measurements: DRAM {} / {} GB/s, Optane {} / {} "
-             "GB/s (read / write);\n         {}\n\n",
-             dram_model.read_gbps, dram_model.write_gbps, optane_model.read_gbps, optane_model.write_gbps,
-             o.kernel_model == "roofline"
-                 ? fmt::format("kernels on the roofline max(FLOPs / {:.0f} GFLOP/s, bytes / bandwidth), the rate {}",
-                               paper.flops_per_second / 1e9, paper.how)
-                 : std::string("kernels memory-bound: bytes / bandwidth (--kernel-model memory-bound)"));
+  fmt::print(
+      "emulated: measured wall time on this machine (median over {} interleaved rounds of the median of {} "
+      "iterations), kernels on {} oneDNN thread{} of {} cores, slow tier emulated as {}\n",
+      o.quick ? 1 : o.rounds, o.iterations, omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
+      std::thread::hardware_concurrency(),
+      o.no_emulated ? "(not run)" : ca::emulation::describe(*ca::emulation::profile("optane")));
+  fmt::print(
+      "          2lm:m = one emulated-Optane device in memory mode, its DRAM cache the size of the fast budget\n");
+  fmt::print(
+      "modeled: replay / 2LM model of the paper's machine, not measurements: DRAM {} / {} GB/s, Optane {} / {} "
+      "GB/s (read / write);\n         {}\n\n",
+      dram_model.read_gbps, dram_model.write_gbps, optane_model.read_gbps, optane_model.write_gbps,
+      o.kernel_model == "roofline"
+          ? fmt::format("kernels on the roofline max(FLOPs / {:.0f} GFLOP/s, bytes / bandwidth), the rate {}",
+                        paper.flops_per_second / 1e9, paper.how)
+          : std::string("kernels memory-bound: bytes / bandwidth (--kernel-model memory-bound)"));
   print(rows);
   print_goals(rows);
   print_planner_goals(rows, "emulated");
   print_planner_goals(rows, "modeled");
-  if (o.autotm) print_autotm(rows); else print_paper(rows);
+  if (o.autotm)
+    print_autotm(rows);
+  else
+    print_paper(rows);
 }
 
 // The JSON (into --plots' directory unless --json names a file) and the
@@ -1103,8 +1130,10 @@ bool write_outputs(const Options& o, const std::vector<Row>& rows) {
                                             shell_quote(json_path) + " " + shell_quote(o.plots_dir) + " 2>&1");
   fmt::print("{}", out);
   if (status != 0) {
-    fmt::print(stderr, "paper_reproduction: the plot script failed (exit {}); it needs Debian's "
-                       "python3-matplotlib for /usr/bin/python3\n", status);
+    fmt::print(stderr,
+               "paper_reproduction: the plot script failed (exit {}); it needs Debian's "
+               "python3-matplotlib for /usr/bin/python3\n",
+               status);
     return false;
   }
   return true;

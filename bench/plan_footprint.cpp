@@ -29,9 +29,9 @@
 //   plan_footprint [--quick] [--data DIR | --instances FILE...] [--models LIST] [--batch N]
 //                  [--image-size N] [--classes N] [--no-models] [--mip-seconds S]
 //                  [--mip-max-pairs N] [--search-seconds S] [--json FILE]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -88,8 +88,8 @@ struct Published {
   std::string model;
   double ratio;
 };
-const std::vector<Published> table_i{{"resnet-18", 1.003}, {"resnet-34", 1.001}, {"resnet-50", 1.003},
-                                     {"resnet-101", 1.0005}, {"vgg-11", 1.013},  {"vgg-13", 1.016},
+const std::vector<Published> table_i{{"resnet-18", 1.003},   {"resnet-34", 1.001}, {"resnet-50", 1.003},
+                                     {"resnet-101", 1.0005}, {"vgg-11", 1.013},    {"vgg-13", 1.016},
                                      {"vgg-16", 1.012},      {"vgg-19", 1.011}};
 
 struct Result {
@@ -131,8 +131,8 @@ struct Options {
   bool no_models = false;
   std::string data_dir = CACHEDARRAYS_DSA_DATA_DIR;
   std::vector<std::string> instances;
-  std::vector<std::string> models{"resnet-18", "resnet-34", "resnet-50",    "resnet-101",  "vgg-11",
-                                  "vgg-13",    "vgg-16",    "vgg-19",       "densenet-121", "densenet-264"};
+  std::vector<std::string> models{"resnet-18", "resnet-34", "resnet-50", "resnet-101",   "vgg-11",
+                                  "vgg-13",    "vgg-16",    "vgg-19",    "densenet-121", "densenet-264"};
   std::int64_t batch = 100;
   std::int64_t image_size = 224;
   std::int64_t classes = 1000;
@@ -371,8 +371,8 @@ std::string fits(const Row& r) {
   if (!r.capacity) return "-";
   std::vector<std::string> within;
   for (const Footprint& f : footprints(r)) {
-    const bool search_fits = f.planner == "search" && r.search.at_capacity &&
-                             r.search.at_capacity->status == plan::SearchStatus::found;
+    const bool search_fits =
+        f.planner == "search" && r.search.at_capacity && r.search.at_capacity->status == plan::SearchStatus::found;
     if (f.bytes <= *r.capacity || search_fits) within.push_back(f.abbreviation);
   }
   return within.empty() ? "none" : fmt::format("{}", fmt::join(within, ","));
@@ -468,11 +468,12 @@ void print_times(const std::vector<Row>& rows, const Options& o) {
     cells.push_back(mip ? mip->status : "skipped: " + r.mip.skipped);
     table.print_row(cells);
   }
-  fmt::print("\npairs: of buffers alive together, the MIP's binaries. MIP limit {} s per instance (--mip-seconds); "
-             "its time includes the heuristics that give its warm start. search s: the least footprint's search, "
-             "probes: the capacities it tried, at capacity: the search at the instance's capacity; limit {} s each "
-             "(--search-seconds).\n",
-             o.mip_seconds, o.search_seconds);
+  fmt::print(
+      "\npairs: of buffers alive together, the MIP's binaries. MIP limit {} s per instance (--mip-seconds); "
+      "its time includes the heuristics that give its warm start. search s: the least footprint's search, "
+      "probes: the capacities it tried, at capacity: the search at the instance's capacity; limit {} s each "
+      "(--search-seconds).\n",
+      o.mip_seconds, o.search_seconds);
 }
 
 nlohmann::json to_json(const std::vector<Row>& rows) {
@@ -510,12 +511,12 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
       if (r.search.at_capacity) {
         const plan::SearchResult& a = *r.search.at_capacity;
         j["fits_capacity"] = f.bytes <= *r.capacity || a.status == plan::SearchStatus::found;
-        j["capacity_search"] = {{"status", plan::to_string(a.status)},
-                                {"seconds", a.seconds},
-                                {"nodes", a.nodes},
-                                {"footprint_bytes", a.status == plan::SearchStatus::found
-                                                        ? nlohmann::json(a.plan.footprint)
-                                                        : nlohmann::json(nullptr)}};
+        j["capacity_search"] = {
+            {"status", plan::to_string(a.status)},
+            {"seconds", a.seconds},
+            {"nodes", a.nodes},
+            {"footprint_bytes",
+             a.status == plan::SearchStatus::found ? nlohmann::json(a.plan.footprint) : nlohmann::json(nullptr)}};
       }
     }
     return j;
@@ -537,8 +538,9 @@ nlohmann::json to_json(const std::vector<Row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Offset planners against max-live: best-fit offset lines (Sekiyama et al.), SmartPool, "
-               "Sekiyama et al.'s exact MIP (Cbc) and a MiniMalloc-style exact search"};
+  CLI::App app{
+      "Offset planners against max-live: best-fit offset lines (Sekiyama et al.), SmartPool, "
+      "Sekiyama et al.'s exact MIP (Cbc) and a MiniMalloc-style exact search"};
   Options options;
   add_options(app, options);
   CLI11_PARSE(app, argc, argv);

@@ -20,8 +20,8 @@
 //   sampler_order --samples 2000 --batch 128 --crop-padding 2 --flip --image-size 28
 //   epoch 0: 1302 ...
 //   epoch 0 pixels: 0 0 28 27 ...
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <span>
@@ -65,27 +65,32 @@ int main(int argc, char** argv) {
   int crop_padding = 0;
   bool flip = false;
   std::int64_t side = 1;
-  CLI::App app{"nn::BatchSampler's training order (the sample indices of each epoch's whole batches) and "
-               "augmentation"};
+  CLI::App app{
+      "nn::BatchSampler's training order (the sample indices of each epoch's whole batches) and "
+      "augmentation"};
   app.add_option("--seed", seed, "the sampler's seed (train_cnn --seed)")->capture_default_str();
   app.add_option("--samples", samples, "samples in an epoch (the training set, or --train-limit)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   app.add_option("--batch", batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--epochs", epochs, "epochs to print, from epoch 0")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--epochs", epochs, "epochs to print, from epoch 0")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--crop-padding", crop_padding, "augmentation, as train_cnn's: random crop after padding by N")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--flip", flip, "augmentation, as train_cnn's: mirror left-right with probability 1/2");
-  app.add_option("--image-size", side, "side of the stand-in images (the pixels line needs it at least as large "
-                                       "as --crop-padding)")
+  app.add_option("--image-size", side,
+                 "side of the stand-in images (the pixels line needs it at least as large "
+                 "as --crop-padding)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
   CLI11_PARSE(app, argc, argv);
   try {
     const bool augmenting = crop_padding > 0 || flip;
     const IndexDataset data(samples, side);
-    nn::BatchSampler sampler(data, {.batch = batch, .seed = seed, .crop_padding = crop_padding, .horizontal_flip = flip});
+    nn::BatchSampler sampler(data,
+                             {.batch = batch, .seed = seed, .crop_padding = crop_padding, .horizontal_flip = flip});
     std::vector<float> images(static_cast<std::size_t>(batch * side * side));
     std::vector<float> labels(static_cast<std::size_t>(batch));
     std::vector<float> pixels;

@@ -24,10 +24,10 @@
 // name: the kernel plus the bookkeeping (hints, pinning, descriptor keys,
 // allocation) that follows it. Run with DNNL_VERBOSE=1 for oneDNN's own
 // time per primitive.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -161,8 +161,8 @@ void print_profile(const std::string& model, const KernelTimer& timer, double st
   std::vector<std::pair<double, std::string>> by_time;
   for (const auto& [name, s] : timer.seconds()) by_time.emplace_back(s, name);
   std::sort(by_time.rbegin(), by_time.rend());
-  fmt::print("\nprofile of one iteration of {} ({:.1f} ms): wall time from a kernel's start to the next one's\n",
-             model, 1e3 * step_seconds);
+  fmt::print("\nprofile of one iteration of {} ({:.1f} ms): wall time from a kernel's start to the next one's\n", model,
+             1e3 * step_seconds);
   const bench::Table table({{"kernel", 40, bench::Align::left}, {"calls", 6}, {"ms", 10}, {"share", 7}}, "  ");
   table.print_header();
   for (const auto& [s, name] : by_time) {
@@ -189,8 +189,10 @@ Measurement run_ours(const std::string& name, const Settings& s, bool first_roun
   Measurement m;
   m.parameters = trainer.graph().parameter_count();
 
-  const auto dataset = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
-  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
+  const auto dataset =
+      nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 1);
+  std::vector<float> images(
+      static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   const auto one_step = [&] {
     dataset->next_batch(images, labels);  // not timed: PyTorch reuses one batch
@@ -212,11 +214,13 @@ Measurement run_ours(const std::string& name, const Settings& s, bool first_roun
   }
   fmt::print("  ours    {:<9} footprint {}, fast tier {}, iterations (ms): {}\n", name, ca::format_bytes(footprint),
              ca::format_bytes(fast_bytes),
-             fmt::join([&] {
-               std::vector<std::string> v;
-               for (double x : seconds) v.push_back(fmt::format("{:.1f}", 1e3 * x));
-               return v;
-             }(), " "));
+             fmt::join(
+                 [&] {
+                   std::vector<std::string> v;
+                   for (double x : seconds) v.push_back(fmt::format("{:.1f}", 1e3 * x));
+                   return v;
+                 }(),
+                 " "));
 
   if (s.profile && first_round) {
     KernelTimer timer(config.batch);
@@ -264,11 +268,14 @@ PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threa
   r.torch_version = j.at("torch_version").get<std::string>();
   r.mkldnn = j.at("mkldnn").get<bool>();
   r.mkldnn_version = j.value("mkldnn_version", "");
-  fmt::print("  PyTorch {:<9} iterations (ms): {}\n", model, fmt::join([&] {
-               std::vector<std::string> v;
-               for (double x : j.at("seconds")) v.push_back(fmt::format("{:.1f}", 1e3 * x));
-               return v;
-             }(), " "));
+  fmt::print("  PyTorch {:<9} iterations (ms): {}\n", model,
+             fmt::join(
+                 [&] {
+                   std::vector<std::string> v;
+                   for (double x : j.at("seconds")) v.push_back(fmt::format("{:.1f}", 1e3 * x));
+                   return v;
+                 }(),
+                 " "));
   return r;
 }
 
@@ -277,9 +284,10 @@ PyTorchResult run_pytorch(const std::string& model, const Settings& s, int threa
 // machine makes the figures swing several-fold (on either side).
 void warn_if_disturbed(double others, const char* when) {
   if (others > 0.1) {
-    fmt::print("  warning: other processes kept {:.2f} cores busy {}: the figures are noisy (run on an idle "
-               "machine; --rounds N keeps each side's least disturbed median)\n",
-               others, when);
+    fmt::print(
+        "  warning: other processes kept {:.2f} cores busy {}: the figures are noisy (run on an idle "
+        "machine; --rounds N keeps each side's least disturbed median)\n",
+        others, when);
   }
 }
 
@@ -295,7 +303,9 @@ void add_options(CLI::App& app, Options& o) {
   Settings& s = o.settings;
   app.add_option("--batch", s.batch, "images per iteration")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--image-size", s.image_size, "square image side")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--classes", s.classes, "output classes (both sides)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--classes", s.classes, "output classes (both sides)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--channels", s.channels, "image channels (both sides; Fashion-MNIST has 1)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -305,7 +315,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--iterations", s.iterations, "timed iterations (the median is reported)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", s.warmup, "untimed iterations first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", s.warmup, "untimed iterations first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--models,--model", o.models, "networks, e.g. resnet18,resnet50 or vit (patch 4, dim 128, 6 blocks)")
       ->delimiter(',')
       ->capture_default_str();
@@ -415,8 +427,7 @@ void report(const std::vector<Row>& rows, const Settings& s, const Setup& setup)
                      fmt::format("{:.2f}", r.ours.images_per_s),
                      r.pytorch ? fmt::format("{:.2f}", r.pytorch->m.images_per_s) : "n/a",
                      r.pytorch ? fmt::format("{:.2f}x", r.ours.images_per_s / r.pytorch->m.images_per_s) : "n/a",
-                     std::to_string(r.ours.parameters),
-                     r.pytorch ? std::to_string(r.pytorch->m.parameters) : "n/a"});
+                     std::to_string(r.ours.parameters), r.pytorch ? std::to_string(r.pytorch->m.parameters) : "n/a"});
   }
   fmt::print("ratio = ours / PyTorch images/s (goal >= 1.0){}\n",
              s.rounds > 1 ? fmt::format("; best median of {} rounds per side", s.rounds) : "");

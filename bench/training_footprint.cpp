@@ -22,8 +22,8 @@
 #include <cachedarrays/nn/planned_footprint.hpp>
 #include <cachedarrays/nn/trainer.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -85,12 +85,12 @@ nlohmann::json measure_reference(const Reference& r, const Options& o, const ca:
     planned = nn::measure_planned_footprint(build, nn::dry_run_program(build), planner);
   });
   const std::string model = nn::model_name(config);
-  table.print_row({model, std::to_string(config.batch), fmt::format("{:.1f}", paper), r.source,
-                   fmt::format("{:.1f}", gb(online)), fmt::format("{:.2f}", gb(online) / paper),
-                   fmt::format("{:.1f}", gb(planned.footprint)), fmt::format("{:.2f}", gb(planned.footprint) / paper),
-                   fmt::format("{:.1f}", gb(planned.lower_bound)),
-                   fmt::format("{:.4f}", static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound)),
-                   fmt::format("{:.1f}", seconds)});
+  table.print_row(
+      {model, std::to_string(config.batch), fmt::format("{:.1f}", paper), r.source, fmt::format("{:.1f}", gb(online)),
+       fmt::format("{:.2f}", gb(online) / paper), fmt::format("{:.1f}", gb(planned.footprint)),
+       fmt::format("{:.2f}", gb(planned.footprint) / paper), fmt::format("{:.1f}", gb(planned.lower_bound)),
+       fmt::format("{:.4f}", static_cast<double>(planned.footprint) / static_cast<double>(planned.lower_bound)),
+       fmt::format("{:.1f}", seconds)});
   const nlohmann::json row = {{"model", model},
                               {"batch", config.batch},
                               {"paper_bytes", paper * 1e9},
@@ -104,8 +104,8 @@ nlohmann::json measure_reference(const Reference& r, const Options& o, const ca:
                               {"seconds", seconds}};
   const double ratio = gb(planned.footprint) / paper;
   if (ratio > goal_ratio) {
-    over.push_back(fmt::format("{} b{} ({:.2f}x; max-live {:.2f}x)", model, config.batch, ratio,
-                               gb(planned.lower_bound) / paper));
+    over.push_back(
+        fmt::format("{} b{} ({:.2f}x; max-live {:.2f}x)", model, config.batch, ratio, gb(planned.lower_bound) / paper));
   }
   return row;
 }
@@ -124,8 +124,10 @@ int main(int argc, char** argv) {
   bench::print_machine_line();
 
   const ca::plan::OffsetPlanner planner = ca::plan::parse_offset_planner(o.planner);
-  fmt::print("training footprint per iteration, 224x224 (inception-v4 299x299), 1000 classes (dry runs on virtual heaps; GB = 10^9 B){}\n",
-             o.quick ? "; --quick: batches / 16, paper figures scaled by the same" : "");
+  fmt::print(
+      "training footprint per iteration, 224x224 (inception-v4 299x299), 1000 classes (dry runs on virtual heaps; GB = "
+      "10^9 B){}\n",
+      o.quick ? "; --quick: batches / 16, paper figures scaled by the same" : "");
   bench::Table table({{"model", 13, bench::Align::left},
                       {"batch", 5},
                       {"paper GB", 9},
@@ -147,11 +149,13 @@ int main(int argc, char** argv) {
   // close the gap; the notes say what differs between the frameworks.
   fmt::print("\ngoal: {} footprint at most {:.2f}x the paper's: {}\n", o.planner, goal_ratio,
              over.empty() ? std::string("met by every row") : "missed by " + fmt::format("{}", fmt::join(over, ", ")));
-  fmt::print("  below 1.00x (DenseNet): this trainer recomputes DenseNet's concatenations in the backward pass "
-             "(memory-efficient DenseNet), the papers' frameworks keep them\n");
-  fmt::print("  below 1.00x (Inception v4): this trainer keeps only the convolutions' outputs and the "
-             "concatenations, and recomputes every batch norm and ReLU and the average-pool branches' pools in the "
-             "backward pass; nGraph (AutoTM) keeps them\n");
+  fmt::print(
+      "  below 1.00x (DenseNet): this trainer recomputes DenseNet's concatenations in the backward pass "
+      "(memory-efficient DenseNet), the papers' frameworks keep them\n");
+  fmt::print(
+      "  below 1.00x (Inception v4): this trainer keeps only the convolutions' outputs and the "
+      "concatenations, and recomputes every batch norm and ReLU and the average-pool branches' pools in the "
+      "backward pass; nGraph (AutoTM) keeps them\n");
   if (!o.json_path.empty()) {
     if (!bench::write_json(o.json_path, rows, "training_footprint")) return 1;
     fmt::print("wrote {}\n", o.json_path);

@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,8 +65,8 @@ inline nn::ProfilerOptions profiler_options_for(const nn::ModelConfig& config) {
 // default (of --quick when `quick`).
 inline nn::ModelConfig small_config(const std::string& family, bool quick, std::int64_t batch = 0,
                                     std::int64_t image_size = 0, double width = 0) {
-  const std::map<std::string, int> small_depth{{"resnet", 18}, {"densenet", 121}, {"vgg", 16}, {"inception", 4},
-                                               {"vit", 6}};
+  const std::map<std::string, int> small_depth{
+      {"resnet", 18}, {"densenet", 121}, {"vgg", 16}, {"inception", 4}, {"vit", 6}};
   // The ViT is the one Fashion-MNIST trains (models.hpp TransformerShape's
   // defaults), at the batch the accuracy runs use.
   if (family == "vit") {
@@ -88,7 +88,11 @@ inline nn::ModelConfig small_config(const std::string& family, bool quick, std::
   c.family = family;
   c.depth = small_depth.at(family);
   c.batch = batch > 0 ? batch : quick ? 4 : family == "resnet" ? 32 : inception ? 8 : 16;
-  c.image_size = image_size > 0 ? image_size : inception ? (quick ? 75 : 96) : quick ? 32 : family == "resnet" ? 96 : 64;
+  c.image_size = image_size > 0       ? image_size
+                 : inception          ? (quick ? 75 : 96)
+                 : quick              ? 32
+                 : family == "resnet" ? 96
+                                      : 64;
   c.classes = 10;
   c.width = width > 0 ? width : quick ? 0.25 : inception ? 0.5 : 1.0;
   return c;
@@ -119,8 +123,8 @@ struct TrainingSetup {
 // (policy::profiled_lookahead), the slow tier emulated as Optane.
 inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const std::string& profile_cache,
                                             plan::LookaheadChoice* choice = nullptr) {
-  const plan::KernelProfiles profiles =
-      nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache, profiler_options_for(setup.config));
+  const plan::KernelProfiles profiles = nn::profile_model([&] { return nn::build_model(setup.config); }, profile_cache,
+                                                          profiler_options_for(setup.config));
   const EmulationProfile optane = *emulation::profile("optane");
   return policy::profiled_lookahead(setup.program, profiles, {optane.dram_read_gbps, optane.dram_write_gbps},
                                     {optane.read_gbps, optane.write_gbps}, choice);
@@ -135,19 +139,18 @@ inline policy::Lookahead profiled_lookahead(const TrainingSetup& setup, const st
 // by a replay of a dry run of `config` on tiers of those sizes
 // (sim/replay_judge.hpp), with the plan's own tier bandwidths and kernel
 // time model and `mover_threads` copies side by side.
-inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescriptor& planned,
-                                                     const nn::ModelConfig& config,
-                                                     std::shared_ptr<const plan::KernelTimeModel> time_model,
-                                                     const std::string& profile_cache, double plan_seconds = 0,
-                                                     std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt,
-                                                     unsigned mover_threads = MoverOptions{}.threads) {
+inline std::unique_ptr<policy::Policy> autotm_policy(
+    const policy::PolicyDescriptor& planned, const nn::ModelConfig& config,
+    std::shared_ptr<const plan::KernelTimeModel> time_model, const std::string& profile_cache, double plan_seconds = 0,
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> judge_on = std::nullopt,
+    unsigned mover_threads = MoverOptions{}.threads) {
   policy::AutotmPolicyOptions options;
   if (time_model) {
     options = planned.planned_options().value();
     options.time_model = std::move(time_model);
   } else {
-    options = nn::autotm_policy_options(planned, [&] { return nn::build_model(config); }, profile_cache,
-                                        profiler_options_for(config));
+    options = nn::autotm_policy_options(
+        planned, [&] { return nn::build_model(config); }, profile_cache, profiler_options_for(config));
   }
   if (plan_seconds > 0) options.solver.time_limit_seconds = plan_seconds;
   options.log = [](const std::string& line) {
@@ -155,8 +158,8 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescrip
   };
   if (judge_on && options.planner) {
     const auto build = [&] { return nn::build_model(config); };
-    const auto trace =
-        std::make_shared<const Trace>(nn::dry_run_trace(build, trainer_options_for(config), nn::steady_trace_iterations));
+    const auto trace = std::make_shared<const Trace>(
+        nn::dry_run_trace(build, trainer_options_for(config), nn::steady_trace_iterations));
     const auto program =
         std::make_shared<const plan::Program>(plan::Program::from_trace(*trace, nn::steady_trace_iteration));
     options.judge = replay_judge(
@@ -169,9 +172,9 @@ inline std::unique_ptr<policy::Policy> autotm_policy(const policy::PolicyDescrip
 struct MeasuredRun {
   double seconds = 0;       // the median of the timed iterations
   double mean_seconds = 0;  // their mean: what they cost in all, a chooser's trials included
-  Stats stats;         // over all the timed iterations
+  Stats stats;              // over all the timed iterations
   int iterations = 0;
-  std::string note;    // an AutoTM plan's summary (AutotmPolicy::plan_summary), or what auto chose
+  std::string note;  // an AutoTM plan's summary (AutotmPolicy::plan_summary), or what auto chose
   // Copy time per iteration the compute threads waited for: synchronous
   // copies to or from the emulated tier plus waits at the mover's fences.
   [[nodiscard]] double exposed_copy_seconds() const {
@@ -194,8 +197,7 @@ struct MeasuredRun {
 inline MeasuredRun measure_training(const TrainingSetup& setup, const std::string& policy, std::uint64_t fast,
                                     int iterations, const MoverOptions& mover = {},
                                     std::optional<policy::Lookahead> lookahead = std::nullopt,
-                                    const std::string& profile_cache = nn::default_profile_cache(),
-                                    bool judge = true) {
+                                    const std::string& profile_cache = nn::default_profile_cache(), bool judge = true) {
   const policy::PolicyDescriptor described = policy::Registry::builtin().describe(policy);
   if (described.modeled_only()) {
     throw invalid_argument("measure_training: '" + policy + "' is modeled only; it cannot be measured");

@@ -10,8 +10,8 @@
 //
 //   worker_scaling [--workers LIST] [--fraction F] [--size test|bench] [--iterations N]
 //                  [--rounds R] [--json FILE] [--app-dir DIR]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -74,8 +74,12 @@ Options parse(int argc, char** argv) {
   cli.add_option("--size", o.size, "the app's size: test (a few MiB) or bench")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();
-  cli.add_option("--iterations", o.iterations, "timed iterations per run")->check(CLI::Range(1, 100000))->capture_default_str();
-  cli.add_option("--rounds", o.rounds, "interleaved rounds of every configuration")->check(CLI::Range(1, 1000))->capture_default_str();
+  cli.add_option("--iterations", o.iterations, "timed iterations per run")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cli.add_option("--rounds", o.rounds, "interleaved rounds of every configuration")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cli.add_option("--json", o.json, "where to write the results")->capture_default_str();
   cli.add_option("--app-dir", o.app_dir, "where app_blocks is")->capture_default_str();
   try {
@@ -101,8 +105,7 @@ std::vector<Cell> measure(const Options& o, const fs::path& scratch) {
                  c.workers == 1 ? "" : "s");
       if (!c.failure.empty()) continue;
       const ca::tools::AppRun run = ca::tools::run_app(
-          exe,
-          {"--size", o.size, "--iterations", std::to_string(o.iterations), "--workers", std::to_string(c.workers)},
+          exe, {"--size", o.size, "--iterations", std::to_string(o.iterations), "--workers", std::to_string(c.workers)},
           {.policy = c.setting.policy, .fast_fraction = c.setting.fraction, .emulation = emulation_profile}, scratch);
       if (run.report) {
         c.seconds.push_back((*run.report)["seconds_per_iteration"].get<double>());
@@ -171,9 +174,10 @@ nlohmann::json report(const Options& o, const std::vector<Cell>& cells) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   bench::print_machine_line();
-  fmt::print("worker_scaling: app_blocks --size {}, {} timed iterations per run, {} interleaved round{}; slow tier "
-             "emulated ({}); the speedup is each round's one-worker time over its N-worker time, median and range\n\n",
-             o.size, o.iterations, o.rounds, o.rounds == 1 ? "" : "s", emulation_profile);
+  fmt::print(
+      "worker_scaling: app_blocks --size {}, {} timed iterations per run, {} interleaved round{}; slow tier "
+      "emulated ({}); the speedup is each round's one-worker time over its N-worker time, median and range\n\n",
+      o.size, o.iterations, o.rounds, o.rounds == 1 ? "" : "s", emulation_profile);
   const fs::path scratch = fs::temp_directory_path() / fmt::format("worker_scaling.{}", ::getpid());
   fs::create_directories(scratch);
   const std::vector<Cell> cells = measure(o, scratch);

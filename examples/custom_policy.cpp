@@ -44,7 +44,10 @@ int main() {
   // A little pipeline: each stage reads the previous array and writes the next.
   std::vector<ca::CachedArray<float>> stages;
   stages.push_back(rt.array<float>(1 << 20));
-  { auto w = stages[0].write(); std::fill(w.begin(), w.end(), 1.0f); }
+  {
+    auto w = stages[0].write();
+    std::fill(w.begin(), w.end(), 1.0f);
+  }
   stages[0].archive();
   for (int i = 1; i < 6; ++i) {
     stages.push_back(rt.array<float>(1 << 20));
@@ -57,7 +60,7 @@ int main() {
   const ca::Stats stats = rt.stats();
   fmt::print("policy {}: last stage holds {} (expected 32)\n{}\n", rt.policy_name(), last, stats);
   // Every stage was written in fast memory and written back once when archived.
-  const bool ok = last == 32.0f && stats.policy.prefetches == 6 && stats.policy.writebacks == 6 &&
-                  rt.usage()[0].bytes_used == 0;
+  const bool ok =
+      last == 32.0f && stats.policy.prefetches == 6 && stats.policy.writebacks == 6 && rt.usage()[0].bytes_used == 0;
   return ok ? 0 : 1;
 }

@@ -17,7 +17,7 @@ int main() {
                  std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)};
   for (ca::DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("{}\n", rt.manager().describe(d));
 
-  const std::size_t n = 6 << 20;  // 24 MiB of floats per array: two fit in fast memory
+  const std::size_t n = 6 << 20;                  // 24 MiB of floats per array: two fit in fast memory
   ca::CachedArray<float> x = rt.array<float>(n);  // placed by the policy (L: in fast memory)
   {
     auto w = x.write();  // will_write + pin; the primary is marked dirty

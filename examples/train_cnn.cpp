@@ -31,10 +31,10 @@
 #include <cachedarrays/nn/mpi_communicator.hpp>
 #endif
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <omp.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -76,9 +76,15 @@ void add_model_options(CLI::App& app, nn::TrainingOptions& o) {
   app.add_option("--weight-decay", o.weight_decay,
                  "SGD's L2 penalty (default 1e-4) or AdamW's decoupled weight decay of the weights (default 0.05)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--batch", model.batch, "images per iteration (under mpirun: in all, split evenly over the ranks)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--image-size", model.image_size, "square image side (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--classes", model.classes, "output classes (synthetic data; a data set has its own)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch", model.batch, "images per iteration (under mpirun: in all, split evenly over the ranks)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--image-size", model.image_size, "square image side (synthetic data; a data set has its own)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--classes", model.classes, "output classes (synthetic data; a data set has its own)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--width", model.width, "channel multiplier (1 = the published network)")->capture_default_str();
 }
 
@@ -113,9 +119,10 @@ void add_training_options(CLI::App& app, nn::TrainingOptions& o) {
   app.add_flag("--plain-parameters", o.plain_parameters,
                "keep weights plain instead of in the layout most of their oneDNN primitives use (the same losses; "
                "each primitive then reorders its weights, or its gradient, every iteration)");
-  app.add_option("--checkpoint", o.checkpoint,
-                 "save parameters, the optimizer's state, running statistics and the data position to FILE after every epoch "
-                 "(crash-safely: a new file, flushed, then renamed; libpmem flushes on a DAX mount)");
+  app.add_option(
+      "--checkpoint", o.checkpoint,
+      "save parameters, the optimizer's state, running statistics and the data position to FILE after every epoch "
+      "(crash-safely: a new file, flushed, then renamed; libpmem flushes on a DAX mount)");
   app.add_flag("--resume", o.resume, "continue from --checkpoint FILE where the run that wrote it was");
 }
 
@@ -131,10 +138,12 @@ void add_run_options(CLI::App& app, nn::TrainingOptions& o) {
       ->excludes(fast_bytes_opt);
   app.add_option("--slow-path", o.slow_path, "DAX file or directory for the slow tier (default: a file under /dev/shm)")
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the parameters, the data order and augmentation, and the synthetic data")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the parameters, the data order and augmentation, and the synthetic data")
+      ->capture_default_str();
   app.add_option("--data", o.data,
                  "fashion-mnist[:DIR] (Debian's dataset-fashion-mnist) | mnist:DIR | mnist:IMAGES,LABELS | "
-                 "cifar10:DIR | cifar10:FILE | synthetic (random images and labels, as the paper)")->capture_default_str();
+                 "cifar10:DIR | cifar10:FILE | synthetic (random images and labels, as the paper)")
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "oneDNN threads (0: all cores, shared evenly among the ranks on a machine)")
       ->capture_default_str();
   app.add_option("--mover-threads", o.mover_threads,
@@ -146,14 +155,14 @@ void add_run_options(CLI::App& app, nn::TrainingOptions& o) {
                  "summed while the backward pass goes on")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lr", o.learning_rate,
-                 "learning rate at the start of the schedule (default: SGD 0.1, AdamW 1e-3)")
+  app.add_option("--lr", o.learning_rate, "learning rate at the start of the schedule (default: SGD 0.1, AdamW 1e-3)")
       ->check(CLI::PositiveNumber);
   app.add_option("--slow-emulation", o.slow_emulation, "make the slow tier as slow as: optane, optane-1dimm, cxl, none")
       ->capture_default_str();
   app.add_option("--profile-cache", o.profile_cache,
                  "profile the model's kernels into FILE (once per machine): the autotm-* policies plan from the "
-                 "profiles (default FILE: kernel_profiles.json in $XDG_CACHE_HOME/cachedarrays or ~/.cache/cachedarrays); with ca-lma / ca-lmpa the policy "
+                 "profiles (default FILE: kernel_profiles.json in $XDG_CACHE_HOME/cachedarrays or "
+                 "~/.cache/cachedarrays); with ca-lma / ca-lmpa the policy "
                  "chooses how far it looks ahead from them (ca::policy::profiled_lookahead) instead of a fixed "
                  "32 kernels");
   app.add_option("--planner", o.planner,
@@ -197,9 +206,9 @@ void set_threads(int threads, int local_ranks) {
 // modeled with the profiles and the tiers' bandwidths; the judge replays the
 // run's machine, its mover included.
 ca::policy::PlanJudge replay_judge(const nn::PlanJudgeInputs& in, const ca::policy::AutotmPolicyOptions& options) {
-  return ca::replay_judge(
-      in.trace, in.program,
-      ca::ReplayJudgeMachine::as_planned(in.fast_bytes, in.slow_bytes, options, in.mover_threads), options);
+  return ca::replay_judge(in.trace, in.program,
+                          ca::ReplayJudgeMachine::as_planned(in.fast_bytes, in.slow_bytes, options, in.mover_threads),
+                          options);
 }
 
 // Trains, prints the report and writes its JSON; returns the exit status:
@@ -209,8 +218,8 @@ int train(const nn::TrainingOptions& options, nn::TrainingProcess process) {
   process.compute_threads = omp_get_max_threads();
   process.judge = replay_judge;
   // After MPI's start, which may install handlers of its own.
-  const nn::StopSignals stop("train_cnn", process.communicator != nullptr ? nn::StopSignals::Output::dropped
-                                                                          : nn::StopSignals::Output::kept);
+  const nn::StopSignals stop(
+      "train_cnn", process.communicator != nullptr ? nn::StopSignals::Output::dropped : nn::StopSignals::Output::kept);
   process.stop_requested = stop.stop_requested();
   const nn::TrainingReport report = nn::run_training(options, process);
   nn::print_training_report(report);

@@ -28,9 +28,7 @@ struct Tracked {
   std::uint32_t seed = 0;  // element i holds seed * 2654435761 + i
 };
 
-std::uint32_t expected(std::uint32_t seed, std::size_t i) {
-  return seed * 2654435761u + static_cast<std::uint32_t>(i);
-}
+std::uint32_t expected(std::uint32_t seed, std::size_t i) { return seed * 2654435761u + static_cast<std::uint32_t>(i); }
 
 void fill(std::span<std::uint32_t> data, std::uint32_t seed) {
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = expected(seed, i);

@@ -437,8 +437,8 @@ TEST_CASE("async copy: a background copy not yet started is dropped when its dat
 
   SUBCASE("destroyed: nothing is copied, both regions go") {
     ca::Object& dead = test::make_object(dm, fast_device, 64 * 1024, 2);
-    ca::Fence fence = dm.copyto_async(linked_region(dm, dead, slow_device), *dm.getprimary(dead),
-                                      ca::CopyPriority::background);
+    ca::Fence fence =
+        dm.copyto_async(linked_region(dm, dead, slow_device), *dm.getprimary(dead), ca::CopyPriority::background);
     dm.destroy(dead);
     CHECK(fence.ready());
     CHECK(dm.usage(slow_device).live_regions == 1);  // first's primary only

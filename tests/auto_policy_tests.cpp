@@ -43,8 +43,7 @@ struct AutoRun {
     auto policy = std::make_unique<ca::policy::AutoPolicy>(std::move(options));
     chooser = policy.get();
     rt = std::make_unique<ca::Runtime>(
-        test::two_tiers(test::SwitchedProgram::footprint / 3, 3 * test::SwitchedProgram::footprint),
-        std::move(policy));
+        test::two_tiers(test::SwitchedProgram::footprint / 3, 3 * test::SwitchedProgram::footprint), std::move(policy));
     rt->set_profile_iterations(1);
     program = std::make_unique<test::SwitchedProgram>(*rt);
   }
@@ -155,14 +154,14 @@ TEST_CASE("auto policy: without a model it tries the candidates in the order giv
   run.program->check_weights();
 }
 
-TEST_CASE("auto policy: the model ranks the candidates on a thread of its own; the in-place one it puts close is "
-          "tried too") {
+TEST_CASE(
+    "auto policy: the model ranks the candidates on a thread of its own; the in-place one it puts close is "
+    "tried too") {
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "ca-lmp"}, 1);
   // What the model was given, checked once it has answered (its own thread
   // makes no assertion).
   auto given = std::make_shared<std::pair<std::size_t, std::uint64_t>>();
-  o.model = [given](const ca::plan::Program& program, const std::vector<std::string>& candidates,
-                    std::uint64_t fast) {
+  o.model = [given](const ca::plan::Program& program, const std::vector<std::string>& candidates, std::uint64_t fast) {
     *given = {program.kernels().size(), fast};
     const std::map<std::string, double> modeled{
         {"ca-lm", 3.0}, {"ca-lma", 2.0}, {"ca-lmp", 1.0}, {"first-touch", 1.2}, {"all-slow", 1.1}};
@@ -287,8 +286,9 @@ TEST_CASE("auto policy: the planners, modeled after the trials began, are tried 
   run.program->check_weights();
 }
 
-TEST_CASE("auto policy: a planner whose plan would stall the program waits until the plan is a small share of the run "
-          "(model thread)") {
+TEST_CASE(
+    "auto policy: a planner whose plan would stall the program waits until the plan is a small share of the run "
+    "(model thread)") {
   ca::policy::AutoPolicyOptions o = options_of({"ca-lm", "ca-lma", "redl"}, 2);
   o.plan_share = 0.001;  // a plan of at least 0.05 s waits until the run has lasted 50 s (of the test's clock)
   constexpr double plan_cpu_seconds = 0.05;
@@ -371,7 +371,8 @@ TEST_CASE("auto policy: a planner whose plan would stall the program waits until
   CHECK(*redl_began >= plan_cpu_seconds / 0.001);
   CHECK(d.chosen == "redl");
   bool waited = false;
-  for (const std::string& line : run.lines) waited = waited || line.find("redl waits until its plan") != std::string::npos;
+  for (const std::string& line : run.lines)
+    waited = waited || line.find("redl waits until its plan") != std::string::npos;
   CHECK(waited);
   run.program->check_weights();
 }
@@ -529,13 +530,14 @@ TEST_CASE("auto policy: a change far beyond noise right after a decision decides
   // The program enters another phase: ca-lma's iterations take 3x its trial's.
   const auto deciding_again = [&] {
     return std::any_of(run.lines.begin(), run.lines.end(), [](const std::string& line) {
-      return line.find("slower than its trial") != std::string::npos && line.find("deciding again") != std::string::npos;
+      return line.find("slower than its trial") != std::string::npos &&
+             line.find("deciding again") != std::string::npos;
     });
   };
   run.cost["ca-lma"] = 1.5;
-  run.run(3);  // an iteration is timed when the next begins: two seen
+  run.run(3);                     // an iteration is timed when the next begins: two seen
   CHECK_FALSE(deciding_again());  // two such iterations are not yet a change
-  run.run(1);  // the third is: 6 iterations into a window of 10
+  run.run(1);                     // the third is: 6 iterations into a window of 10
   CHECK(deciding_again());
   run.run_until_decided(2, 40);
   CHECK(run.decision().decisions == 2);
@@ -646,18 +648,18 @@ TEST_CASE("auto policy: the registry's auto ranks by the replay; no model replay
   program.iteration();
   REQUIRE(rt.program() != nullptr);
   std::string errors;
-  const std::vector<std::optional<double>> modeled =
-      ca::model_policies(*rt.program(), {"first-touch", "all-slow"}, test::SwitchedProgram::footprint / 3, 1.0,
-                         [&](const std::string& policy, const std::string& why) { errors += policy + ": " + why + "; "; });
+  const std::vector<std::optional<double>> modeled = ca::model_policies(
+      *rt.program(), {"first-touch", "all-slow"}, test::SwitchedProgram::footprint / 3, 1.0,
+      [&](const std::string& policy, const std::string& why) { errors += policy + ": " + why + "; "; });
   CAPTURE(errors);
   REQUIRE(modeled.size() == 2);
   REQUIRE(modeled[0].has_value());
   REQUIRE(modeled[1].has_value());
   CHECK(*modeled[0] > 0);
   CHECK(*modeled[1] >= *modeled[0]);  // all in the slow tier is never faster than some in the fast one
-  CHECK_THROWS_AS((void)ca::model_point(ca::saved_program(*rt.program()).trace, *rt.program(), 1 << 20, "auto", 0.5,
-                                        {}),
-                  ca::invalid_argument);
+  CHECK_THROWS_AS(
+      (void)ca::model_point(ca::saved_program(*rt.program()).trace, *rt.program(), 1 << 20, "auto", 0.5, {}),
+      ca::invalid_argument);
 }
 
 TEST_CASE("auto policy: reader threads read on through its trials and switches, every byte intact") {

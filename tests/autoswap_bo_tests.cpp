@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "autoswap_programs.hpp"
+#include "cachedarrays/plan/detail/gaussian_process.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autoswap_bo.hpp"
-#include "cachedarrays/plan/detail/gaussian_process.hpp"
-#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -37,8 +37,8 @@ using ca::plan::AutoswapOptions;
 using ca::plan::AutoswapPlan;
 using ca::plan::AutoswapScore;
 using ca::plan::AutoswapScores;
-using ca::plan::TierCosts;
 using ca::plan::Program;
+using ca::plan::TierCosts;
 using test::autoswap::costs_of;
 using test::autoswap::program_of;
 using test::autoswap::random_program;
@@ -59,11 +59,12 @@ AutoswapCase random_case(test::Rng& rng, std::size_t min_objects, std::size_t ma
                          std::size_t max_kernels) {
   Program p = random_program(rng, rng.between(min_objects, max_objects), rng.between(min_kernels, max_kernels));
   std::vector<double> seconds;
-  for (std::size_t k = 0; k < p.kernels().size(); ++k) seconds.push_back(static_cast<double>(rng.between(1, 100)) / 100);
+  for (std::size_t k = 0; k < p.kernels().size(); ++k)
+    seconds.push_back(static_cast<double>(rng.between(1, 100)) / 100);
   // 100-1000 bytes at 1-20 kB/s: copies of 5 ms to 1 s, as long as kernels
   // (10 ms to 1 s).
   TierCosts costs = costs_of(std::move(seconds), static_cast<double>(rng.between(1, 20)) * 1e-6,
-                               static_cast<double>(rng.between(1, 20)) * 1e-6);
+                             static_cast<double>(rng.between(1, 20)) * 1e-6);
   AutoswapOptions o;
   o.min_bytes = 0;
   o.across_peak_only = rng.percent(70);
@@ -308,8 +309,8 @@ TEST_CASE("autoswap bo: the optimised weights are never worse than the best sing
     for (const AutoswapScore single : ca::plan::autoswap_bo_terms) {
       AutoswapOptions o = c.options;
       o.score = single;
-      best_single = std::min(best_single, ca::plan::autoswap_bo_objective(
-                                              ca::plan::autoswap_plan(c.program, c.costs, o), o.limit, 1000));
+      best_single = std::min(
+          best_single, ca::plan::autoswap_bo_objective(ca::plan::autoswap_plan(c.program, c.costs, o), o.limit, 1000));
     }
     CHECK(r.plan.fits);
     CHECK(r.best_objective <= best_single);
@@ -377,8 +378,12 @@ TEST_CASE("autoswap bo: a plan over the limit, by LOAD' or by its serialized cop
   // by kernel 5; C (2000 MB) used by kernels 2 and 3. The load peaks at
   // 4000 MB at kernels 2 and 3, where C is used: 2000 MB is the least.
   const Program p = program_of({{1000 * MB, false}, {1000 * MB, false}, {2000 * MB, false}},
-                               {{{0, ca::Access::write}, {1, ca::Access::write}}, {}, {{2, ca::Access::write}},
-                                {{2, ca::Access::read}}, {}, {{0, ca::Access::read}, {1, ca::Access::read}}});
+                               {{{0, ca::Access::write}, {1, ca::Access::write}},
+                                {},
+                                {{2, ca::Access::write}},
+                                {{2, ca::Access::read}},
+                                {},
+                                {{0, ca::Access::read}, {1, ca::Access::read}}});
   const TierCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
   AutoswapOptions o;
   o.limit = 1000 * MB;
@@ -423,7 +428,9 @@ TEST_CASE("autoswap bo: bad weights and options say which value is wrong and wha
   o.score = AutoswapScore::doa;
   CHECK_NOTHROW((void)ca::plan::autoswap_plan(c.program, c.costs, o));
   const std::vector<AutoswapScores> s{{1, 2, 3, 4}};
-  test::check_contains(test::invalid_argument_of([&] { (void)ca::plan::autoswap_bo_scores(s, {-1.25, 0, 0, 0}); }),
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)ca::plan::autoswap_bo_scores(s, {-1.25, 0, 0, 0});
+                       }),
                        "autoswap_bo_scores: bo_weights[0] (a, the weight of aoa in equation (3)) is -1.250000");
 
   const auto message = [&](auto&& change) {
@@ -441,10 +448,13 @@ TEST_CASE("autoswap bo: bad weights and options say which value is wrong and wha
                        "acquisition_samples = 0; allowed: >= 1");
   test::check_contains(message([](AutoswapBoOptions& bo) { bo.length_scale = 0; }),
                        "length_scale = 0.000000; allowed: finite and > 0");
-  test::check_contains(message([](AutoswapBoOptions& bo) { bo.noise = -1; }), "noise = -1.000000; allowed: finite and > 0");
-  test::check_contains(message([](AutoswapBoOptions& bo) { bo.xi = -0.5; }), "xi = -0.500000; allowed: finite and >= 0");
-  test::check_contains(message([](AutoswapBoOptions& bo) { bo.excess_penalty = std::numeric_limits<double>::infinity(); }),
-                       "excess_penalty = inf; allowed: finite and >= 0");
+  test::check_contains(message([](AutoswapBoOptions& bo) { bo.noise = -1; }),
+                       "noise = -1.000000; allowed: finite and > 0");
+  test::check_contains(message([](AutoswapBoOptions& bo) { bo.xi = -0.5; }),
+                       "xi = -0.500000; allowed: finite and >= 0");
+  test::check_contains(
+      message([](AutoswapBoOptions& bo) { bo.excess_penalty = std::numeric_limits<double>::infinity(); }),
+      "excess_penalty = inf; allowed: finite and >= 0");
   // The plan's own checks: a limit of 0.
   AutoswapOptions no_limit = c.options;
   no_limit.limit = 0;

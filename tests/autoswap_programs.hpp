@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "test_support.hpp"
 
 namespace test {

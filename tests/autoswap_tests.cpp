@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "autoswap_programs.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -39,8 +39,8 @@ using ca::plan::AutoswapPlan;
 using ca::plan::AutoswapScore;
 using ca::plan::AutoswapScores;
 using ca::plan::AutoswapTimeline;
-using ca::plan::TierCosts;
 using ca::plan::Program;
+using ca::plan::TierCosts;
 using test::autoswap::costs_of;
 using test::autoswap::program_of;
 using test::autoswap::random_program;
@@ -398,8 +398,7 @@ TEST_CASE("autoswap: duplex engines let a copy in run beside a copy out; on one 
 TEST_CASE("autoswap: a persistent object's last gap wraps around to its first use in the next iteration") {
   // W (100 MB, persistent) is read by kernel 1 only; H (200 MB) is used by
   // kernels 3 and 4. Six kernels of 1 s, copies at 10 GB/s (0.01 s).
-  const Program p = program_of({{100 * MB, true}, {200 * MB, false}},
-                               {{}, {{0, R}}, {}, {{1, W}}, {{1, R}}, {}});
+  const Program p = program_of({{100 * MB, true}, {200 * MB, false}}, {{}, {{0, R}}, {}, {{1, W}}, {{1, R}}, {}});
   const TierCosts costs = costs_of(std::vector<double>(6, 1.0), 10.0, 10.0);
   const auto c = ca::plan::autoswap_candidates(p, costs, {});
   const AutoswapCandidate& w = candidate_of(c, 0);
@@ -506,9 +505,7 @@ std::vector<Gap> expected_gaps(const Program& p, const TierCosts& costs, const A
   return gaps;
 }
 
-Gap gap_of(const AutoswapCandidate& c) {
-  return {c.object, c.gap, c.after, c.before, c.in_kernel, c.wraps, c.absent};
-}
+Gap gap_of(const AutoswapCandidate& c) { return {c.object, c.gap, c.after, c.before, c.in_kernel, c.wraps, c.absent}; }
 
 // The load after taking these gaps' swaps, and its peak.
 std::vector<std::uint64_t> load_after(const Program& p, const std::vector<Gap>& taken) {
@@ -538,7 +535,7 @@ TEST_CASE("autoswap: on random programs the plan's load is what its swaps give, 
     for (std::size_t k = 0; k < nk; ++k) seconds.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
     // 100-1000 bytes at 1-20 kB/s: copies of 5 ms to 1 s, as long as kernels.
     const TierCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 20)) * 1e-6,
-                                       static_cast<double>(rng.between(1, 20)) * 1e-6);
+                                     static_cast<double>(rng.between(1, 20)) * 1e-6);
     AutoswapOptions o;
     o.min_bytes = rng.percent(50) ? 0 : 400;
     o.across_peak_only = rng.percent(70);
@@ -598,8 +595,8 @@ TEST_CASE("autoswap: on random programs the plan's load is what its swaps give, 
       std::vector<std::uint64_t> current = t.load;
       std::vector<bool> picked(candidates.size());
       for (const auto& s : plan.swaps) {
-        const std::vector<AutoswapScores> sc = ca::plan::autoswap_scores(
-            t, candidates, score == AutoswapScore::swdoa ? current : t.load);
+        const std::vector<AutoswapScores> sc =
+            ca::plan::autoswap_scores(t, candidates, score == AutoswapScore::swdoa ? current : t.load);
         std::size_t index = 0;
         while (gap_of(candidates[index]) != gap_of(s.candidate)) ++index;
         for (std::size_t j = 0; j < candidates.size(); ++j) {
@@ -854,8 +851,9 @@ TEST_CASE("autoswap: where the load forbids the earlier copy in, it stays at its
   CHECK(both.overhead_seconds == near(9e-3));
 }
 
-TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no longer than the latest issues, "
-          "and no copy in issued one kernel earlier would wait less") {
+TEST_CASE(
+    "autoswap: on random programs the schedule is the engine's, waits no longer than the latest issues, "
+    "and no copy in issued one kernel earlier would wait less") {
   test::Rng rng(test::test_seed(43));
   int moved = 0, relieved = 0, tried = 0;
   for (int trial = 0; trial < 200; ++trial) {
@@ -869,7 +867,7 @@ TEST_CASE("autoswap: on random programs the schedule is the engine's, waits no l
     // Copies of 10 ms to 1 s, the limit a third of the peak or more: many
     // swaps, their copies busy on the engine.
     const TierCosts costs = costs_of(seconds, static_cast<double>(rng.between(1, 10)) * 1e-6,
-                                       static_cast<double>(rng.between(1, 10)) * 1e-6);
+                                     static_cast<double>(rng.between(1, 10)) * 1e-6);
     AutoswapOptions o;
     o.min_bytes = 0;
     o.across_peak_only = rng.percent(50);

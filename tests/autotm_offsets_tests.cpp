@@ -13,20 +13,20 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
+#include "autoswap_programs.hpp"
 #include "cachedarrays/plan/offsets/autotm_offsets.hpp"
 #include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
-#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::TierMove;
 using ca::plan::AutotmOffsets;
-using ca::plan::MovePlan;
 using ca::plan::AutotmStay;
+using ca::plan::MovePlan;
 using ca::plan::Program;
 using ca::plan::StepKind;
+using ca::plan::TierMove;
 
 namespace {
 
@@ -93,7 +93,8 @@ TEST_CASE("autotm offsets: the stays of a plan packed ahead fit where the online
   // 6; d taken at 7; kernel 1 at 8; b and d freed at 9 and 10.
   REQUIRE(packed.stays.size() == 4);
   const auto stay = [&](std::uint32_t object) {
-    return *std::find_if(packed.stays.begin(), packed.stays.end(), [&](const AutotmStay& s) { return s.object == object; });
+    return *std::find_if(packed.stays.begin(), packed.stays.end(),
+                         [&](const AutotmStay& s) { return s.object == object; });
   };
   CHECK((stay(0).start == 1 && stay(0).end == 5 && stay(0).kernel == 0));
   CHECK((stay(1).start == 2 && stay(1).end == 9 && stay(1).kernel == 0));
@@ -116,8 +117,11 @@ TEST_CASE("autotm offsets: a persistent object the iteration's end leaves in DRA
   // kernel 0 and in before kernel 2; X (128 bytes) lives for kernel 1 only.
   std::vector<ca::plan::ProgramObject> objects{{64, true}, {128, false}};
   std::vector<ca::plan::ProgramKernel> kernels{{"k0", {{0, 64, R}}}, {"k1", {{1, 128, W}}}, {"k2", {{0, 64, R}}}};
-  std::vector<ca::plan::ProgramStep> steps{{StepKind::kernel, 0}, {StepKind::create, 1}, {StepKind::kernel, 1},
-                                           {StepKind::retire, 1}, {StepKind::kernel, 2}};
+  std::vector<ca::plan::ProgramStep> steps{{StepKind::kernel, 0},
+                                           {StepKind::create, 1},
+                                           {StepKind::kernel, 1},
+                                           {StepKind::retire, 1},
+                                           {StepKind::kernel, 2}};
   const Program p(objects, kernels, steps);
   MovePlan plan = all_in_dram(p);
   plan.moves = {TierMove{0, 0, false, false}, TierMove{0, 2, true, false}};
@@ -204,7 +208,7 @@ TEST_CASE("autotm offsets: random plans pack without two stays held at once shar
     }
     for (int m = 0; m < 6; ++m) {
       plan.moves.push_back(TierMove{static_cast<std::uint32_t>(rng() % objects.size()),
-                                      static_cast<std::uint32_t>(rng() % nk), rng() % 2 == 0, rng() % 2 == 0});
+                                    static_cast<std::uint32_t>(rng() % nk), rng() % 2 == 0, rng() % 2 == 0});
     }
     const AutotmOffsets packed = ca::plan::autotm_dram_offsets(p, plan, 64);
     check_packing(packed, 64);
@@ -245,7 +249,8 @@ TEST_CASE("autotm offsets: ReDL's fitting loop judges a plan by its packing, Aut
   CHECK(by_kernel.fast_extent == 192);
   CHECK(by_kernel.retries == 0);
   test::check_contains(by_kernel.status, "offline packing");
-  const MovePlan uniform = ca::policy::fit_to_heap(request, [&](std::uint64_t) { return all_in_dram(p); }, 0);
+  const MovePlan uniform = ca::policy::fit_to_heap(
+      request, [&](std::uint64_t) { return all_in_dram(p); }, 0);
   CHECK(!uniform.fits);
   CHECK(uniform.fast_extent == 256);
 }

@@ -82,7 +82,8 @@ void four_kernel_iteration(ca::Runtime& rt, std::vector<ca::CachedArray<std::byt
       if (seen == nullptr) return;
       auto guard = rt.lock();
       const ca::DataManager& dm = rt.manager();
-      seen->in_fast.push_back({dm.device(*dm.getprimary(in.object())) == 0, dm.device(*dm.getprimary(out.object())) == 0});
+      seen->in_fast.push_back(
+          {dm.device(*dm.getprimary(in.object())) == 0, dm.device(*dm.getprimary(out.object())) == 0});
       seen->fast_bytes.push_back(dm.usage(0).bytes_used);
     });
   }
@@ -140,7 +141,8 @@ TEST_CASE("autotm policy: in a steady iteration the arguments are where the sync
   for (std::uint64_t i = 0; i < 4; ++i) CHECK(holds(a[i], i));
   s->rt->manager().check_invariants(true);
   // The solve was reported.
-  CHECK(std::any_of(s->log.begin(), s->log.end(), [](const std::string& l) { return l.find("modeled") != std::string::npos; }));
+  CHECK(std::any_of(s->log.begin(), s->log.end(),
+                    [](const std::string& l) { return l.find("modeled") != std::string::npos; }));
 }
 
 TEST_CASE("autotm policy: the static plan places once and copies nothing in a steady iteration") {
@@ -196,8 +198,8 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
   CHECK(plan->modeled_seconds == doctest::Approx(80e-3));
   // The summary sets the plan's own modeled time against all-DRAM's.
   CHECK(s->policy->plan_summary().find("own model 1.00x all-DRAM") != std::string::npos);
-  const auto async_moves = std::count_if(plan->moves.begin(), plan->moves.end(),
-                                         [](const ca::plan::TierMove& m) { return m.asynchronous; });
+  const auto async_moves =
+      std::count_if(plan->moves.begin(), plan->moves.end(), [](const ca::plan::TierMove& m) { return m.asynchronous; });
   CHECK(async_moves >= 8);
   CHECK(delta.async.copies > 0);
   CHECK(in_fast == plan->in_fast);
@@ -206,8 +208,9 @@ TEST_CASE("autotm policy: the asynchronous plan moves beside the kernels, on the
   s->rt->manager().check_invariants(true);
 }
 
-TEST_CASE("autotm policy: an iteration that departs from the program falls back to CA:LM with one warning; one begun "
-          "as unplanned (a test pass) is no departure") {
+TEST_CASE(
+    "autotm policy: an iteration that departs from the program falls back to CA:LM with one warning; one begun "
+    "as unplanned (a test pass) is no departure") {
   auto s = autotm_runtime(AutotmFormulation::synchronous, 10, 0);
   auto a = four_arrays(*s->rt);
   auto other = s->rt->array<std::byte>(300 * KiB);
@@ -275,8 +278,8 @@ TEST_CASE("autotm policy: without a program it is CA:LM, and a planner that cann
   options.solver.time_limit_seconds = 0;
   options.log = [](const std::string&) {};
   ca::Runtime rt(test::two_tiers(1 << 20, 8 << 20), std::make_unique<ca::policy::AutotmPolicy>(std::move(options)));
-  CHECK_THROWS_WITH_AS(rt.set_program(*s->rt->program()),
-                       doctest::Contains("time_limit_seconds"), ca::invalid_argument);
+  CHECK_THROWS_WITH_AS(rt.set_program(*s->rt->program()), doctest::Contains("time_limit_seconds"),
+                       ca::invalid_argument);
 }
 
 namespace {
@@ -347,17 +350,17 @@ struct OutBesideK1 {
     fill(b, 2);
   }
   static std::unique_ptr<ca::Runtime> make(HeldMover& mover, ca::policy::AutotmPolicy*& policy) {
-    ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
-        "a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
-          ca::plan::MovePlan plan;
-          for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
-            plan.in_fast.emplace_back(k.args.size(), true);
-          }
-          const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
-          plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
-          plan.status = "by hand";
-          return plan;
-        }});
+    ca::policy::AutotmPolicyOptions options = hand_planned(
+        ca::policy::PlannerHook{"a-out-beside-k1", "A moved out beside k1", [](const ca::policy::PlanRequest& request) {
+                                  ca::plan::MovePlan plan;
+                                  for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
+                                    plan.in_fast.emplace_back(k.args.size(), true);
+                                  }
+                                  const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
+                                  plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
+                                  plan.status = "by hand";
+                                  return plan;
+                                }});
     auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
     policy = owned.get();
     return std::make_unique<ca::Runtime>(test::two_tiers(1 << 20, 8 << 20), std::move(owned), mover.options());
@@ -505,20 +508,21 @@ struct CInBesideK2 {
   }
   static std::unique_ptr<ca::Runtime> make(bool a_out, std::uint64_t dram_limit, ca::MoverOptions mover,
                                            ca::policy::AutotmPolicy*& policy) {
-    ca::policy::AutotmPolicyOptions options = hand_planned(ca::policy::PlannerHook{
-        "c-in-beside-k2", "C in beside k2", [a_out](const ca::policy::PlanRequest& request) {
-          ca::plan::MovePlan plan;
-          for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
-            plan.in_fast.emplace_back(k.args.size(), true);
-          }
-          const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
-          const std::uint32_t object_c = request.program.kernels().at(4).args.at(0).object;
-          if (a_out) plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
-          plan.moves.push_back({object_c, 2, /*to_fast=*/true, /*asynchronous=*/true});
-          plan.moves.push_back({object_c, 4, /*to_fast=*/false, /*asynchronous=*/false});
-          plan.status = "by hand";
-          return plan;
-        }});
+    ca::policy::AutotmPolicyOptions options = hand_planned(
+        ca::policy::PlannerHook{"c-in-beside-k2", "C in beside k2", [a_out](const ca::policy::PlanRequest& request) {
+                                  ca::plan::MovePlan plan;
+                                  for (const ca::plan::ProgramKernel& k : request.program.kernels()) {
+                                    plan.in_fast.emplace_back(k.args.size(), true);
+                                  }
+                                  const std::uint32_t object_a = request.program.kernels().at(0).args.at(0).object;
+                                  const std::uint32_t object_c = request.program.kernels().at(4).args.at(0).object;
+                                  if (a_out)
+                                    plan.moves.push_back({object_a, 1, /*to_fast=*/false, /*asynchronous=*/true});
+                                  plan.moves.push_back({object_c, 2, /*to_fast=*/true, /*asynchronous=*/true});
+                                  plan.moves.push_back({object_c, 4, /*to_fast=*/false, /*asynchronous=*/false});
+                                  plan.status = "by hand";
+                                  return plan;
+                                }});
     options.dram_limit = dram_limit;
     auto owned = std::make_unique<ca::policy::AutotmPolicy>(std::move(options));
     policy = owned.get();
@@ -585,11 +589,11 @@ TEST_CASE("autotm policy: a planned move in whose DRAM a landing write-back hold
   });
   ca::policy::AutotmPolicy& policy = *s.policy;
   CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
-  CHECK(mover.valves() == 0);  // nothing waited for the held write-back
+  CHECK(mover.valves() == 0);                                // nothing waited for the held write-back
   CHECK(a_landing_at_k2);
   CHECK(!s.c_in_fast_at[0]);  // put off...
   CHECK(policy.counters().deferred_in == before.deferred_in + 1);
-  CHECK(s.c_in_fast_at[1]);   // ...and issued at the next kernel, A's DRAM free
+  CHECK(s.c_in_fast_at[1]);  // ...and issued at the next kernel, A's DRAM free
   CHECK(s.c_in_fast_at[2]);
   CHECK(holds(s.a, 1));
   CHECK(holds(s.b, 2));
@@ -619,10 +623,10 @@ TEST_CASE("autotm policy: a planned move in that finds no hole is put off to a l
   });
   ca::policy::AutotmPolicy& policy = *s.policy;
   CHECK(policy.counters().departures == before.departures);  // the iteration followed the plan
-  CHECK(filled >= 8);            // A and B's 512 KiB left, and no more
-  CHECK(!s.c_in_fast_at[0]);     // no hole: put off...
+  CHECK(filled >= 8);                                        // A and B's 512 KiB left, and no more
+  CHECK(!s.c_in_fast_at[0]);                                 // no hole: put off...
   CHECK(policy.counters().deferred_in == before.deferred_in + 1);
-  CHECK(s.c_in_fast_at[1]);      // ...and issued at the next kernel, which has one
+  CHECK(s.c_in_fast_at[1]);  // ...and issued at the next kernel, which has one
   CHECK(s.c_in_fast_at[2]);
   CHECK(holds(s.a, 1));
   CHECK(holds(s.b, 2));

@@ -23,12 +23,12 @@
 #include "wall_clock.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::TierCosts;
 using ca::plan::AutotmFormulation;
-using ca::plan::TierMove;
 using ca::plan::AutotmOptions;
 using ca::plan::MovePlan;
 using ca::plan::Program;
+using ca::plan::TierCosts;
+using ca::plan::TierMove;
 
 namespace {
 
@@ -147,7 +147,7 @@ void check_moves_explain_placement(const Program& p, const MovePlan& plan) {
         if (out > 0) here = false;
       }
       const bool during_next = in_dram_at(o, next);
-      if (here) CHECK(during_next);                                            // it did not leave
+      if (here) CHECK(during_next);                                                  // it did not leave
       CHECK(find(o, next, true, false) == static_cast<long>(!here && during_next));  // it came in, only then
     }
   }
@@ -297,7 +297,7 @@ TEST_CASE("autotm: the static formulation puts one of two objects in DRAM when o
   const MovePlan plan = ca::plan::autotm_plan(p, unit_costs(p, 1), o);
   CHECK(plan.optimal);
   CHECK(plan.moves.empty());
-  CHECK(plan.in_fast[0][0] != plan.in_fast[1][0]);  // exactly one in DRAM
+  CHECK(plan.in_fast[0][0] != plan.in_fast[1][0]);      // exactly one in DRAM
   CHECK(plan.modeled_seconds == doctest::Approx(3.0));  // 2 kernels + one PMM penalty
   // With room for both, both.
   o.dram_limit = 200;
@@ -447,7 +447,8 @@ TEST_CASE("autotm: a move out of an object not written since its last move out c
       const MovePlan plan = ca::plan::autotm_plan(p, costs, o);
       CHECK(plan.optimal);
       CHECK(plan.modeled_seconds == doctest::Approx(2.0 * reads + 1 + 0.1 * (reads + 1)));
-      const auto outs = std::count_if(plan.moves.begin(), plan.moves.end(), [](const TierMove& m) { return !m.to_fast; });
+      const auto outs =
+          std::count_if(plan.moves.begin(), plan.moves.end(), [](const TierMove& m) { return !m.to_fast; });
       CHECK(outs == reads);
       CHECK(plan.moves.size() == 2 * reads);
       CHECK(simulated_seconds(p, costs, plan, true) == doctest::Approx(plan.modeled_seconds));
@@ -557,7 +558,8 @@ TEST_CASE("autotm: plans do not depend on the unit of time (kernels of microseco
   }
 }
 
-TEST_CASE("autotm: the fragmentation loop lowers the limit where the best-fit heap does not fit, until it does (§4.2)") {
+TEST_CASE(
+    "autotm: the fragmentation loop lowers the limit where the best-fit heap does not fit, until it does (§4.2)") {
   // a, b, c (64 bytes each) are created for kernel 0; a and c are retired
   // after it, and d (128 bytes) is created for kernel 1 beside b. The ILP
   // counts 192 bytes at each kernel, the limit; but on the heap b sits

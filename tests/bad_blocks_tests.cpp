@@ -58,9 +58,7 @@ struct PlantedQuery {
   }
 };
 
-BadBlockReport scanned(std::vector<BadBlock> blocks) {
-  return {BadBlockScan::scanned, std::move(blocks), {}};
-}
+BadBlockReport scanned(std::vector<BadBlock> blocks) { return {BadBlockScan::scanned, std::move(blocks), {}}; }
 
 // Four blocks inside an 8 MiB heap, one beyond it.
 std::vector<BadBlock> four_inside_eight_mib() {
@@ -71,8 +69,7 @@ void check_refusal(const std::string& message, const std::string& file) {
   check_contains(message, "device 'slow' (dax)");
   check_contains(message, file);
   check_contains(message, "4 bad blocks");
-  check_contains(message,
-                 "byte 4096 (512 bytes), byte 1048576 (4096 bytes), byte 2097152 (512 bytes) and 1 more");
+  check_contains(message, "byte 4096 (512 bytes), byte 1048576 (4096 bytes), byte 2097152 (512 bytes) and 1 more");
   check_contains(message, "SIGBUS");
   check_contains(message, "ndctl clear-errors");
   check_contains(message, "another file");
@@ -134,8 +131,7 @@ TEST_CASE("bad blocks: a heap file with bad blocks inside its capacity is refuse
 
 TEST_CASE("bad blocks: only those inside the capacity count, clipped to it") {
   const std::vector<BadBlock> blocks{{0, 0}, {100, 50}, {8 * MiB - 512, 4096}, {8 * MiB, 512}, {20 * MiB, 1}};
-  CHECK(ca::detail::bad_blocks_within(blocks, 8 * MiB) ==
-        std::vector<BadBlock>{{100, 50}, {8 * MiB - 512, 512}});
+  CHECK(ca::detail::bad_blocks_within(blocks, 8 * MiB) == std::vector<BadBlock>{{100, 50}, {8 * MiB - 512, 512}});
   CHECK(ca::detail::bad_blocks_within(blocks, 100).empty());
   CHECK(ca::detail::bad_blocks_within({{~std::uint64_t{0} - 1, ~std::uint64_t{0}}}, 8 * MiB).empty());
 
@@ -164,16 +160,13 @@ TEST_CASE("bad blocks: none found, or not checked, maps the heap and says so") {
     CHECK(planted.asked_sizes.size() == 1);
   }
   SUBCASE("the query failed: mapped, and the description says why it was not checked") {
-    PlantedQuery planted{{BadBlockScan::failed, {}, "pmem2_badblock_context_new: Permission denied (-13)"},
-                         {}};
+    PlantedQuery planted{{BadBlockScan::failed, {}, "pmem2_badblock_context_new: Permission denied (-13)"}, {}};
     const auto memory = ca::detail::make_dax_memory(spec, planted.query());
     REQUIRE(memory != nullptr);
-    check_contains(memory->description(),
-                   "; bad blocks not checked: pmem2_badblock_context_new: Permission denied");
+    check_contains(memory->description(), "; bad blocks not checked: pmem2_badblock_context_new: Permission denied");
   }
   SUBCASE("not applicable: mapped, described as before") {
-    PlantedQuery planted{
-        {BadBlockScan::not_applicable, {}, "pmem2_source_numa_node: unknown region (-100026)"}, {}};
+    PlantedQuery planted{{BadBlockScan::not_applicable, {}, "pmem2_source_numa_node: unknown region (-100026)"}, {}};
     const auto memory = ca::detail::make_dax_memory(spec, planted.query());
     REQUIRE(memory != nullptr);
     CHECK_FALSE(test::contains(memory->description(), "bad blocks"));

@@ -462,20 +462,19 @@ TEST_CASE("allocator: allocate_at on a taken, partly taken or outside range retu
     const char* what;
   };
   const std::uint64_t max = ~std::uint64_t{0};
-  for (const Ask& ask : std::vector<Ask>{
-           {0, 64, "inside a live block"},
-           {512, 256, "exactly a live block"},
-           {192, 128, "a live block's end and the hole's start"},
-           {448, 128, "the hole's end and a live block's start"},
-           {256, 320, "the whole hole and more"},
-           {256, 257, "one byte more than the hole, once rounded up"},
-           {960, 128, "a live block's end and the free end of the heap"},
-           {64 * 32, 64, "starting at the end of the heap"},
-           {64 * 31, 128, "running past the end of the heap"},
-           {64 * 31, max, "a size that overflows"},
-           {max - 63, 64, "an offset past the heap whose end overflows"},
-           {1024 + 32, 64, "an unaligned offset in a free block"},
-           {1024, 0, "zero bytes"}}) {
+  for (const Ask& ask : std::vector<Ask>{{0, 64, "inside a live block"},
+                                         {512, 256, "exactly a live block"},
+                                         {192, 128, "a live block's end and the hole's start"},
+                                         {448, 128, "the hole's end and a live block's start"},
+                                         {256, 320, "the whole hole and more"},
+                                         {256, 257, "one byte more than the hole, once rounded up"},
+                                         {960, 128, "a live block's end and the free end of the heap"},
+                                         {64 * 32, 64, "starting at the end of the heap"},
+                                         {64 * 31, 128, "running past the end of the heap"},
+                                         {64 * 31, max, "a size that overflows"},
+                                         {max - 63, 64, "an offset past the heap whose end overflows"},
+                                         {1024 + 32, 64, "an unaligned offset in a free block"},
+                                         {1024, 0, "zero bytes"}}) {
     INFO(ask.what << ": [" << ask.offset << ", +" << ask.bytes << ")");
     CHECK(a.try_allocate_at(ask.offset, ask.bytes, tag(9)) == nullptr);
     CHECK(layout_of(a) == before);

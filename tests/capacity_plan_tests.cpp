@@ -28,9 +28,7 @@ plan::Program two_layer_program() {
   using plan::StepKind;
   std::vector<plan::ProgramObject> objects{
       {64 * KiB, true}, {64 * KiB, true}, {512 * KiB, false}, {512 * KiB, false}, {512 * KiB, false}};
-  const auto arg = [&](std::uint32_t o, ca::Access access) {
-    return plan::ProgramArg{o, objects[o].bytes, access};
-  };
+  const auto arg = [&](std::uint32_t o, ca::Access access) { return plan::ProgramArg{o, objects[o].bytes, access}; };
   std::vector<plan::ProgramKernel> kernels{
       {"fwd0", {arg(0, ca::Access::read), arg(2, ca::Access::write)}},
       {"fwd1", {arg(1, ca::Access::read), arg(2, ca::Access::read), arg(3, ca::Access::write)}},
@@ -39,11 +37,19 @@ plan::Program two_layer_program() {
       {ca::scoped_access_kernel(ca::Access::read), {arg(0, ca::Access::read)}},
   };
   std::vector<plan::ProgramStep> steps{
-      {StepKind::create, 2},  {StepKind::kernel, 0},  {StepKind::create, 3},
-      {StepKind::kernel, 1},  {StepKind::hint, 2, ca::Hint::archive},
-      {StepKind::create, 4},  {StepKind::kernel, 2},  {StepKind::retire, 3},
-      {StepKind::hint, 2, ca::Hint::will_read},       {StepKind::kernel, 3},
-      {StepKind::retire, 2},  {StepKind::retire, 4},  {StepKind::kernel, 4},
+      {StepKind::create, 2},
+      {StepKind::kernel, 0},
+      {StepKind::create, 3},
+      {StepKind::kernel, 1},
+      {StepKind::hint, 2, ca::Hint::archive},
+      {StepKind::create, 4},
+      {StepKind::kernel, 2},
+      {StepKind::retire, 3},
+      {StepKind::hint, 2, ca::Hint::will_read},
+      {StepKind::kernel, 3},
+      {StepKind::retire, 2},
+      {StepKind::retire, 4},
+      {StepKind::kernel, 4},
       {StepKind::collect, 0},
   };
   return plan::Program(objects, kernels, steps);
@@ -108,9 +114,8 @@ TEST_CASE("Program::to_trace: a closed iteration repeats, each iteration the pro
   CHECK(test::invalid_argument_of([&] { (void)kept.to_trace(2); }).find("object 1 is created and not retired") !=
         std::string::npos);
   CHECK(plan::Program::from_trace(kept.to_trace(1)) == kept);  // once is fine
-  const plan::Program dropped(objects, kernels,
-                              {{StepKind::create, 1}, {StepKind::kernel, 0}, {StepKind::retire, 1},
-                               {StepKind::retire, 0}});
+  const plan::Program dropped(
+      objects, kernels, {{StepKind::create, 1}, {StepKind::kernel, 0}, {StepKind::retire, 1}, {StepKind::retire, 0}});
   CHECK(dropped.unrepeatable() == std::optional<std::string>{"persistent object 0 is retired"});
 }
 
@@ -256,9 +261,8 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   const auto shared_program = std::make_shared<const plan::Program>(program);
   const ca::CapacityPlanOptions o = capacity_plan_options({1.0}, {"all-fast"});
   const plan::MemoryBound memory_bound;
-  const plan::TierCosts costs =
-      plan::TierCosts::from_model(program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps},
-                                    {o.slow.read_gbps, o.slow.write_gbps});
+  const plan::TierCosts costs = plan::TierCosts::from_model(
+      program, memory_bound, {o.fast.read_gbps, o.fast.write_gbps}, {o.slow.read_gbps, o.slow.write_gbps});
   ca::policy::AutotmPolicyOptions follower = ca::policy::Registry::builtin().describe("redl").planned_options().value();
   follower.fast_tier = {o.fast.read_gbps, o.fast.write_gbps};
   follower.slow_tier = {o.slow.read_gbps, o.slow.write_gbps};
@@ -287,34 +291,36 @@ TEST_CASE("replay judge: a plan is judged by replaying a policy that follows it;
   CHECK(judge(redl_at(program.max_live() / 3)) > everything_in_dram * 1.05);
   CHECK(machine.mover_threads == ca::MoverOptions{}.threads);  // the runtime's default
   // The capacity planner has ReDL's candidates judged so.
-  const ca::CapacityPlan capacity = ca::plan_capacity(*trace, program, ca::replayed_footprint(*trace),
-                                                      capacity_plan_options({0.4}, {"redl"}));
+  const ca::CapacityPlan capacity =
+      ca::plan_capacity(*trace, program, ca::replayed_footprint(*trace), capacity_plan_options({0.4}, {"redl"}));
   REQUIRE(capacity.points.size() == 1);
   CHECK(capacity.points[0].policy == "redl");
   test::check_contains(capacity.points[0].note, "judged");
 
   // AutoTM's ILP takes no judge; empty tiers and bad bandwidths are named.
   test::check_contains(test::invalid_argument_of([&] {
-                         (void)ca::replay_judge(trace, shared_program, machine,
-                                                ca::policy::Registry::builtin().describe("autotm-sync").planned_options().value());
+                         (void)ca::replay_judge(
+                             trace, shared_program, machine,
+                             ca::policy::Registry::builtin().describe("autotm-sync").planned_options().value());
                        }),
                        "no planner hook");
   test::check_contains(test::invalid_argument_of([&] {
                          (void)ca::replay_judge(trace, shared_program, {0, 1 << 24, o.fast, o.slow, nullptr}, follower);
                        }),
                        "fast tier has 0 bytes");
-  test::check_contains(test::invalid_argument_of([&] {
-                         (void)ca::replay_judge(trace, shared_program, {1 << 24, 1 << 24, o.fast, {"optane", 0, 10}, nullptr},
-                                                follower);
-                       }),
-                       "tier 'optane' reads at 0");
+  test::check_contains(
+      test::invalid_argument_of([&] {
+        (void)ca::replay_judge(trace, shared_program, {1 << 24, 1 << 24, o.fast, {"optane", 0, 10}, nullptr}, follower);
+      }),
+      "tier 'optane' reads at 0");
   ca::ReplayJudgeMachine no_mover = machine;
   no_mover.mover_threads = 0;
   test::check_contains(
       test::invalid_argument_of([&] { (void)ca::replay_judge(trace, shared_program, no_mover, follower); }),
       "the mover has 0 threads");
-  test::check_contains(test::invalid_argument_of([&] { (void)ca::replay_judge(nullptr, shared_program, machine, follower); }),
-                       "must not be null");
+  test::check_contains(
+      test::invalid_argument_of([&] { (void)ca::replay_judge(nullptr, shared_program, machine, follower); }),
+      "must not be null");
 }
 
 TEST_CASE("replay judge: the judge's runtime has the run's mover threads") {

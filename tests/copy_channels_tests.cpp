@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "cachedarrays/manager/trace.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
-#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
 
 namespace ca = cachedarrays;

@@ -33,8 +33,8 @@ constexpr std::byte dst_guard{0x5A};
 constexpr std::byte src_surround{0xC3};  // what a read past the source would copy
 constexpr std::uint64_t npos = ~std::uint64_t{0};
 
-constexpr std::array<CopyDestination, 3> all_destinations = {
-    CopyDestination::fast, CopyDestination::slow, CopyDestination::persistent};
+constexpr std::array<CopyDestination, 3> all_destinations = {CopyDestination::fast, CopyDestination::slow,
+                                                             CopyDestination::persistent};
 
 const char* name(CopyDestination where) {
   switch (where) {
@@ -103,14 +103,19 @@ class CopyCase {
   std::byte* dst_ = nullptr;
 };
 
-void check_copy(std::uint64_t bytes, std::uint64_t src_offset, std::uint64_t dst_offset,
-                CopyDestination where, const CopyTuning& tuning) {
+void check_copy(std::uint64_t bytes, std::uint64_t src_offset, std::uint64_t dst_offset, CopyDestination where,
+                const CopyTuning& tuning) {
   CopyCase c(bytes, src_offset, dst_offset, bytes + 31 * src_offset + dst_offset);
   copy_bytes(c.dst(), c.src(), bytes, where, tuning);
-  INFO("destination ", name(where), ", ", bytes, " bytes, src offset ", src_offset, ", dst offset ",
-       dst_offset, ", threshold ", tuning.parallel_threshold, ", chunk ", tuning.chunk_bytes, ", path ",
-       !tuning.path ? "measured" : *tuning.path == CopyPath::memcpy ? "memcpy" : "nt", ", split ",
-       !tuning.split ? "measured" : *tuning.split ? "yes" : "no");
+  INFO("destination ", name(where), ", ", bytes, " bytes, src offset ", src_offset, ", dst offset ", dst_offset,
+       ", threshold ", tuning.parallel_threshold, ", chunk ", tuning.chunk_bytes, ", path ",
+       !tuning.path                       ? "measured"
+       : *tuning.path == CopyPath::memcpy ? "memcpy"
+                                          : "nt",
+       ", split ",
+       !tuning.split   ? "measured"
+       : *tuning.split ? "yes"
+                       : "no");
   CHECK(c.first_wrong_byte() == npos);
   CHECK(c.first_touched_guard() == npos);
 }
@@ -189,8 +194,8 @@ TEST_CASE("copy_bytes: every store path, split or not, copies exactly at every d
   // copy of many chunks; ends misaligned against each other.
   const std::uint64_t k = small_tuning.chunk_bytes;
   const std::array<std::array<std::uint64_t, 2>, 4> offsets = {{{0, 0}, {1, 63}, {37, 5}, {32, 32}}};
-  const std::array<std::uint64_t, 10> sizes = {0, 1, 255, 256, 257, 4097, 64 * 1024 - 3, 5 * k + 7, 20 * k + 129,
-                                               (std::uint64_t{1} << 20) + 333};
+  const std::array<std::uint64_t, 10> sizes = {
+      0, 1, 255, 256, 257, 4097, 64 * 1024 - 3, 5 * k + 7, 20 * k + 129, (std::uint64_t{1} << 20) + 333};
   for (const CopyDestination where : all_destinations) {
     for (const CopyPath path : {CopyPath::memcpy, CopyPath::nontemporal}) {
       for (const bool split : {false, true}) {

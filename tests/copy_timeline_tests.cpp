@@ -89,8 +89,8 @@ TEST_CASE("copy timeline: synchronous copies and defrag moves are exposed on the
 
 TEST_CASE("copy timeline: one mover thread makes its copies one at a time, in the order issued") {
   ca::plan::CopyTimeline t(timeline_models);  // the timeline's default: one thread
-  t.copy(copy(1, 0, 1, 1'000'000, true));  // a write-back: 0 to 1 ms
-  t.copy(copy(2, 1, 0, 1'000'000, true));  // a copy in behind it on the same thread: 1 to 2 ms
+  t.copy(copy(1, 0, 1, 1'000'000, true));     // a write-back: 0 to 1 ms
+  t.copy(copy(2, 1, 0, 1'000'000, true));     // a copy in behind it on the same thread: 1 to 2 ms
   const std::vector<std::uint64_t> second{2};
   t.kernel(second, 0);
   CHECK(t.exposed_copy_seconds() == doctest::Approx(2e-3));
@@ -198,7 +198,7 @@ ca::TraceEvent background_copy(std::uint64_t object, ca::DeviceId from, ca::Devi
 }  // namespace
 
 TEST_CASE("copy timeline: a copy in issued while a background write-back waits goes first, as on the mover") {
-  ca::plan::CopyTimeline t(timeline_models);  // one mover thread
+  ca::plan::CopyTimeline t(timeline_models);    // one mover thread
   t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
   t.copy(background_copy(2, 0, 1, 1'000'000));  // queued behind it
   const std::vector<std::uint64_t> other{5};
@@ -228,8 +228,8 @@ TEST_CASE("copy timeline: a background write-back the mover reaches before the n
 
 TEST_CASE("copy timeline: the room a queued background write-back's source holds frees when it lands") {
   ca::plan::CopyTimeline t(timeline_models, two_devices(2'000'000));
-  t.copy(copy(1, 1, 0, 1'000'000, true));       // a copy in: 0 to 1 ms
-  t.copy(background_copy(2, 0, 1, 1'000'000));  // queued
+  t.copy(copy(1, 1, 0, 1'000'000, true));                    // a copy in: 0 to 1 ms
+  t.copy(background_copy(2, 0, 1, 1'000'000));               // queued
   t.free(room_event(ca::TraceKind::free, 2, 0, 1'000'000));  // its source, freed by the policy at once
   const std::vector<std::uint64_t> other{5};
   t.kernel(other, 0.5e-3);

@@ -251,7 +251,11 @@ TEST_CASE("manager: evictfrom over a pinned object throws before changing anythi
   for (int i = 0; i < 4; ++i) objects.push_back(&test::make_object(dm, fast_device, 8 * 1024, i));
   dm.pin(*objects[2], ca::Access::read);
   int calls = 0;
-  CHECK_THROWS_AS(dm.evictfrom(fast_device, 0, 32 * 1024, [&](ca::Region&) { ++calls; return false; }),
+  CHECK_THROWS_AS(dm.evictfrom(fast_device, 0, 32 * 1024,
+                               [&](ca::Region&) {
+                                 ++calls;
+                                 return false;
+                               }),
                   ca::pinned_error);
   CHECK(calls == 0);
   ca::DataManager::unpin(*objects[2], ca::Access::read);
@@ -367,8 +371,8 @@ TEST_CASE("manager: allocate_at places a region at a planned offset; a taken ran
   test::fill(dm.pointer(*r), 1000, 3);
   const ca::DeviceUsage before = dm.usage(fast_device);
   const ca::Stats stats_before = dm.stats();
-  CHECK(dm.try_allocate_at(fast_device, 8192, 64) == nullptr);         // its first bytes
-  CHECK(dm.try_allocate_at(fast_device, 8192 - 64, 128) == nullptr);   // straddles its start
+  CHECK(dm.try_allocate_at(fast_device, 8192, 64) == nullptr);          // its first bytes
+  CHECK(dm.try_allocate_at(fast_device, 8192 - 64, 128) == nullptr);    // straddles its start
   CHECK(dm.try_allocate_at(fast_device, 8192 + 960, 4096) == nullptr);  // straddles its end
   CHECK(dm.try_allocate_at(fast_device, 4096, 60 * 1024) == nullptr);   // covers it
   CHECK_THROWS_AS(dm.allocate_at(fast_device, 8192 + 512, 64), ca::invalid_operation);

@@ -16,8 +16,8 @@
 #include "cachedarrays/plan/offsets/dsa_problem.hpp"
 #include "cachedarrays/plan/offsets/dsa_search.hpp"
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
-#include "dsa_test_support.hpp"
 #include "dsa_instances.hpp"
+#include "dsa_test_support.hpp"
 #include "test_support.hpp"
 #include "wall_clock.hpp"
 
@@ -136,9 +136,9 @@ TEST_CASE("dsa search: on small random instances the minimum is the MIP's proven
   INFO("seed " << rng.seed());
   int above_max_live = 0;
   for (int round = 0; round < 40; ++round) {
-    const DsaProblem p = small_search_problem(rng, rng.between(2, 10), rng.percent(50) ? 1 : 1000,
-                                              rng.percent(30) ? 64 : 1, 12,
-                                              static_cast<std::uint32_t>(rng.between(3, 8)));
+    const DsaProblem p =
+        small_search_problem(rng, rng.between(2, 10), rng.percent(50) ? 1 : 1000, rng.percent(30) ? 64 : 1, 12,
+                             static_cast<std::uint32_t>(rng.between(3, 8)));
     INFO("round " << round << ": " << p.to_csv() << "alignment " << p.alignment());
     // Time limits that only guard against a hang (wall_clock.hpp): both
     // answers must be proven, however slow or loaded this machine is.

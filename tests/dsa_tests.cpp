@@ -17,8 +17,8 @@
 #include "cachedarrays/error.hpp"
 #include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/plan/offsets/dsa_problem.hpp"
-#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
+#include "cachedarrays/plan/program/program.hpp"
 #include "dsa_instances.hpp"
 #include "test_support.hpp"
 
@@ -97,8 +97,7 @@ TEST_CASE("dsa: a malformed problem is refused naming the buffer and what is wro
   check_contains(invalid_argument_of([] { (void)DsaProblem({{8, 3, 3}}); }), "buffer 0 starts at 3 and ends at 3");
   check_contains(invalid_argument_of([] { (void)DsaProblem({{8, 5, 2}}); }), "start must be before end");
   check_contains(invalid_argument_of([] { (void)DsaProblem({{8, 0, 1}}, 0); }), "alignment 0");
-  check_contains(invalid_argument_of([] { (void)DsaProblem({{1ull << 62, 0, 1}, {1ull << 62, 0, 1}}); }),
-                 "buffer 1");
+  check_contains(invalid_argument_of([] { (void)DsaProblem({{1ull << 62, 0, 1}, {1ull << 62, 0, 1}}); }), "buffer 1");
 }
 
 TEST_CASE("dsa: check_plan passes a valid plan and names two buffers that overlap") {
@@ -122,10 +121,14 @@ TEST_CASE("dsa: check_plan passes a valid plan and names two buffers that overla
   // The same offset, the same time.
   check_contains(invalid_argument_of([&] { ca::plan::check_plan(p, {{0, 0, 100, 200}, 230}); }), "buffers 0 and 1");
   check_contains(invalid_argument_of([&] { ca::plan::check_plan(p, {{0, 100, 0}, 150}); }), "3 offsets for 4");
-  check_contains(invalid_argument_of([&] { ca::plan::check_plan(p, {{0, 100, 0, 70}, 200}); }),
+  check_contains(invalid_argument_of([&] {
+                   ca::plan::check_plan(p, {{0, 100, 0, 70}, 200});
+                 }),
                  "the footprint says 200 bytes but the buffers reach 150");
   const DsaProblem aligned = four_buffers(64);
-  check_contains(invalid_argument_of([&] { ca::plan::check_plan(aligned, {{0, 100, 0, 70}, 150}); }),
+  check_contains(invalid_argument_of([&] {
+                   ca::plan::check_plan(aligned, {{0, 100, 0, 70}, 150});
+                 }),
                  "not a multiple of the alignment 64");
   CHECK_NOTHROW(ca::plan::check_plan(aligned, {{0, 128, 0, 192}, 222}));
 }
@@ -203,7 +206,8 @@ TEST_CASE("dsa: CSV in MiniMalloc's format — read, written back, columns in an
   CHECK(p.buffers() == four_buffers().buffers());
   CHECK(p.alignment() == 1);
   CHECK(DsaProblem::from_csv_text(p.to_csv()).buffers() == p.buffers());
-  CHECK(DsaProblem::from_csv_text("size,end,buffer,start\n100,4,x,0\n").buffers() == std::vector<DsaBuffer>{{100, 0, 4}});
+  CHECK(DsaProblem::from_csv_text("size,end,buffer,start\n100,4,x,0\n").buffers() ==
+        std::vector<DsaBuffer>{{100, 0, 4}});
   CHECK(DsaProblem::from_csv_text("buffer,start,end,size\n", 64).size() == 0);
 
   const test::ScratchPath scratch("instance.csv");
@@ -249,7 +253,9 @@ TEST_CASE("dsa: a malformed CSV line is refused naming its line and column") {
 
 // ---- the planners ------------------------------------------------------------
 
-TEST_CASE("offset planners: best-fit follows Sekiyama et al. §3.2 — longest lifetime at the lowest line, lifting when none fits") {
+TEST_CASE(
+    "offset planners: best-fit follows Sekiyama et al. §3.2 — longest lifetime at the lowest line, lifting when none "
+    "fits") {
   // a [0, 10) goes first at 0 (the longest lifetime); then the line over
   // [0, 10) at 10 takes b (tie with c broken by index), and the lower line
   // over [5, 10) takes c at 10.
@@ -304,15 +310,16 @@ TEST_CASE_TEMPLATE("offset planners: valid plans at or above max-live on random 
     CHECK(plan.footprint <= stacked);
     // Buffers alive all the time together leave nothing to share: exactly
     // their sum (aligned but the top one).
-    if (std::all_of(p.buffers().begin(), p.buffers().end(),
-                    [&](const DsaBuffer& b) { return b.start == p.buffers()[0].start && b.end == p.buffers()[0].end; })) {
+    if (std::all_of(p.buffers().begin(), p.buffers().end(), [&](const DsaBuffer& b) {
+          return b.start == p.buffers()[0].start && b.end == p.buffers()[0].end;
+        })) {
       CHECK(plan.footprint > stacked - p.alignment());
     }
   }
 }
 
-TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on the MiniMalloc instances",
-                   Planner, BestFit, SmartPoolBestFit, SmartPoolFirstFit) {
+TEST_CASE_TEMPLATE("offset planners: valid plans within a bound of max-live on the MiniMalloc instances", Planner,
+                   BestFit, SmartPoolBestFit, SmartPoolFirstFit) {
   const std::filesystem::path dir = test::dsa_instances_dir();
   REQUIRE(std::filesystem::is_directory(dir));
   // These instances are built tight (max-live equals the capacity for most,
@@ -344,9 +351,9 @@ TEST_CASE("dsa: the MiniMalloc instances' max-live is the one their README gives
   // exclusive (read as inclusive, as MiniMalloc's converter reads a column
   // named "end", A's max-live would be 1704960, past the capacity the
   // instance is solvable in).
-  const std::vector<std::tuple<char, std::size_t, std::uint64_t>> table{
-      {'A', 154, 1048576}, {'B', 170, 1048576}, {'C', 203, 1039360},
-      {'D', 213, 986112},  {'E', 215, 1048576}, {'F', 296, 1048576}};
+  const std::vector<std::tuple<char, std::size_t, std::uint64_t>> table{{'A', 154, 1048576}, {'B', 170, 1048576},
+                                                                        {'C', 203, 1039360}, {'D', 213, 986112},
+                                                                        {'E', 215, 1048576}, {'F', 296, 1048576}};
   for (const auto& [letter, buffers, max_live] : table) {
     const DsaProblem p = DsaProblem::from_csv((dir / (std::string(1, letter) + ".1048576.csv")).string());
     CHECK(p.size() == buffers);

@@ -67,8 +67,9 @@ TEST_CASE("emulation: accesses are counted per device and charged through the st
 }
 
 TEST_CASE("virtual devices: allocation and policies work, copies are counted but never made") {
-  ca::Runtime rt({ca::virtual_device(std::uint64_t{1} << 40, "fast"), ca::virtual_device(std::uint64_t{1} << 41, "slow")},
-                 ca::policy::Registry::builtin().make("ca-lm"));
+  ca::Runtime rt(
+      {ca::virtual_device(std::uint64_t{1} << 40, "fast"), ca::virtual_device(std::uint64_t{1} << 41, "slow")},
+      ca::policy::Registry::builtin().make("ca-lm"));
   CHECK(rt.manager().is_virtual(0));
   CHECK(rt.manager().describe(0).find("no memory") != std::string::npos);
   // Terabytes of arrays, far more than the machine has: nothing is touched.

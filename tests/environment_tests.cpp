@@ -140,10 +140,10 @@ TEST_CASE("environment: the Runtime's own variables, each bad value refused by n
     CHECK_FALSE(env.program_out.has_value());
   }
   SUBCASE("good values") {
-    const ca::RuntimeEnvironment env = ca::read_runtime_environment(
-        environment({{"CACHEDARRAYS_SNAPSHOT_DIR", dir.path.string()},
-                     {"CACHEDARRAYS_LEAK_REPORT", "0"},
-                     {"CACHEDARRAYS_PROGRAM_OUT", "run.json"}}));
+    const ca::RuntimeEnvironment env =
+        ca::read_runtime_environment(environment({{"CACHEDARRAYS_SNAPSHOT_DIR", dir.path.string()},
+                                                  {"CACHEDARRAYS_LEAK_REPORT", "0"},
+                                                  {"CACHEDARRAYS_PROGRAM_OUT", "run.json"}}));
     CHECK(env.snapshot_dir == dir.path);
     CHECK(env.leak_report == false);
     CHECK(env.program_out == std::filesystem::path("run.json"));
@@ -175,13 +175,12 @@ TEST_CASE("environment: the copy engine's and the heaps' process settings") {
     CHECK_FALSE(env.tmpdir.has_value());
   }
   SUBCASE("good values") {
-    const ca::ProcessEnvironment env = ca::read_process_environment(environment(
-        {{"CACHEDARRAYS_COPY", "memcpy"}, {"CACHEDARRAYS_NT_ISA", "avx2"}, {"TMPDIR", "/var/tmp"}}));
+    const ca::ProcessEnvironment env = ca::read_process_environment(
+        environment({{"CACHEDARRAYS_COPY", "memcpy"}, {"CACHEDARRAYS_NT_ISA", "avx2"}, {"TMPDIR", "/var/tmp"}}));
     CHECK(env.copy == ca::CopyMode::memcpy);
     CHECK(env.nt_isa == ca::StreamIsa::avx2);
     CHECK(env.tmpdir == std::filesystem::path("/var/tmp"));
-    CHECK(ca::read_process_environment(environment({{"CACHEDARRAYS_NT_ISA", "sse2"}})).nt_isa ==
-          ca::StreamIsa::sse2);
+    CHECK(ca::read_process_environment(environment({{"CACHEDARRAYS_NT_ISA", "sse2"}})).nt_isa == ca::StreamIsa::sse2);
     CHECK(ca::read_process_environment(environment({{"CACHEDARRAYS_NT_ISA", "avx512"}})).nt_isa ==
           ca::StreamIsa::avx512);
   }
@@ -215,8 +214,9 @@ TEST_CASE("environment: the trainer's variables") {
   CHECK(ca::mpi_timeout_from_environment(environment({{"CACHEDARRAYS_MPI_TIMEOUT", "2.5"}})) == 2.5);
   for (const char* bad : {"soon", "0", "-3", "5s"}) {
     CAPTURE(bad);
-    const std::string message = test::invalid_argument_of(
-        [&] { (void)ca::mpi_timeout_from_environment(environment({{"CACHEDARRAYS_MPI_TIMEOUT", bad}})); });
+    const std::string message = test::invalid_argument_of([&] {
+      (void)ca::mpi_timeout_from_environment(environment({{"CACHEDARRAYS_MPI_TIMEOUT", bad}}));
+    });
     test::check_contains(message, std::string("CACHEDARRAYS_MPI_TIMEOUT='") + bad + "'");
     test::check_contains(message, "a number above 0");
   }
@@ -283,16 +283,17 @@ TEST_CASE("environment: the devices and the runtime it describes") {
   SUBCASE("sizes, a fraction, a node and emulation from the environment") {
     auto devices = ca::devices_from_environment(
         defaults, ca::read_environment(environment({{"CACHEDARRAYS_FAST_FRACTION", "0.25"},
-                                                     {"CACHEDARRAYS_SLOW_BYTES", "32MiB"},
-                                                     {"CACHEDARRAYS_FAST_NODE", "0"},
-                                                     {"CACHEDARRAYS_EMULATION", "optane"}})));
+                                                    {"CACHEDARRAYS_SLOW_BYTES", "32MiB"},
+                                                    {"CACHEDARRAYS_FAST_NODE", "0"},
+                                                    {"CACHEDARRAYS_EMULATION", "optane"}})));
     CHECK(devices[0].capacity == (10u << 20) / 4);
     CHECK(devices[0].numa_node == 0);
     CHECK(devices[1].capacity == 32u << 20);
     REQUIRE(devices[1].emulation.has_value());
     CHECK(devices[1].emulation->name == "optane");
     devices = ca::devices_from_environment(
-        defaults, ca::read_environment(environment({{"CACHEDARRAYS_FAST_BYTES", "2MiB"}, {"CACHEDARRAYS_SLOW_NODE", "3"}})));
+        defaults,
+        ca::read_environment(environment({{"CACHEDARRAYS_FAST_BYTES", "2MiB"}, {"CACHEDARRAYS_SLOW_NODE", "3"}})));
     CHECK(devices[0].capacity == 2u << 20);
     CHECK(devices[1].kind == ca::DeviceKind::numa);
     CHECK(devices[1].numa_node == 3);
@@ -311,8 +312,8 @@ TEST_CASE("environment: the devices and the runtime it describes") {
   }
   SUBCASE("the runtime has the policy the environment names, and the tiers") {
     ca::Runtime rt = ca::runtime_from_environment(
-        defaults, ca::read_environment(environment({{"CACHEDARRAYS_POLICY", "first-touch"},
-                                                    {"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
+        defaults, ca::read_environment(
+                      environment({{"CACHEDARRAYS_POLICY", "first-touch"}, {"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
     CHECK(rt.policy().name() == "first-touch");
     CHECK(rt.manager().capacity(0) == 1u << 20);
     CHECK(rt.manager().capacity(1) == 4u << 20);
@@ -324,8 +325,8 @@ TEST_CASE("environment: the devices and the runtime it describes") {
     const test::ScratchPath trace("environment-trace.csv");
     {
       ca::Runtime rt = ca::runtime_from_environment(
-          defaults, ca::read_environment(environment({{"CACHEDARRAYS_TRACE", trace.path.string()},
-                                                      {"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
+          defaults, ca::read_environment(environment(
+                        {{"CACHEDARRAYS_TRACE", trace.path.string()}, {"CACHEDARRAYS_SLOW_BYTES", "4MiB"}})));
       REQUIRE(rt.trace() != nullptr);
       auto a = rt.array<float>(1024);
       a.retire();
@@ -340,8 +341,7 @@ TEST_CASE("environment: the devices and the runtime it describes") {
 }
 
 TEST_CASE("runtime: a trace file must end in .json or .csv") {
-  test::check_contains(test::invalid_argument_of([] {
-                         ca::Runtime rt({ca::dram(1 << 20)}, nullptr, {}, "/dev/shm/trace.txt");
-                       }),
-                       "trace file '/dev/shm/trace.txt' must end in .json (Chrome trace) or .csv");
+  test::check_contains(
+      test::invalid_argument_of([] { ca::Runtime rt({ca::dram(1 << 20)}, nullptr, {}, "/dev/shm/trace.txt"); }),
+      "trace file '/dev/shm/trace.txt' must end in .json (Chrome trace) or .csv");
 }

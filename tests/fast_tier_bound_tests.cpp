@@ -11,15 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "autoswap_programs.hpp"
 #include "cachedarrays/plan/program/fast_tier_bound.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"
-#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::TierCosts;
 using ca::plan::FastTierBound;
 using ca::plan::Program;
+using ca::plan::TierCosts;
 using test::autoswap::program_of;
 
 namespace {
@@ -65,8 +65,8 @@ TEST_CASE("fast tier bound: each kernel at its cheapest with its own arguments w
   }
   SUBCASE("200 B: B named twice leaves the tier once, at both its penalties") {
     const FastTierBound b = ca::plan::fast_tier_bound(p, c, 200);
-    CHECK(b.kernel_seconds[0] == doctest::Approx(1.4));   // 500 B over: A and B
-    CHECK(b.kernel_seconds[2] == doctest::Approx(1.5));   // 100 B over: B, 0.25 + 0.25
+    CHECK(b.kernel_seconds[0] == doctest::Approx(1.4));  // 500 B over: A and B
+    CHECK(b.kernel_seconds[2] == doctest::Approx(1.5));  // 100 B over: B, 0.25 + 0.25
     CHECK(b.kernel_seconds[3] == doctest::Approx(1.3));
     CHECK(b.kernels_over == 4);
   }
@@ -133,7 +133,8 @@ TEST_CASE("fast tier bound: never above ReDL's modeled kernels on random program
     for (const auto& kernel : p.kernels()) {
       c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
       std::vector<double> row;
-      for (std::size_t a = 0; a < kernel.args.size(); ++a) row.push_back(static_cast<double>(rng.between(0, 100)) / 100);
+      for (std::size_t a = 0; a < kernel.args.size(); ++a)
+        row.push_back(static_cast<double>(rng.between(0, 100)) / 100);
       c.slow_penalty.push_back(std::move(row));
     }
     c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
@@ -162,7 +163,8 @@ TEST_CASE("fast tier bound: costs not of the program are refused, naming the bou
   test::check_contains(
       test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, penalty_costs({{0.1}}), 50); }),
       "fast_tier_bound: the costs give 1 kernel times");
-  test::check_contains(
-      test::invalid_argument_of([&] { (void)ca::plan::fast_tier_bound(p, penalty_costs({{0.1}, {-1}}), 50); }),
-      "a penalty is finite and >= 0");
+  test::check_contains(test::invalid_argument_of([&] {
+                         (void)ca::plan::fast_tier_bound(p, penalty_costs({{0.1}, {-1}}), 50);
+                       }),
+                       "a penalty is finite and >= 0");
 }

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/heap/detail/heap_memory.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
+#include "cachedarrays/manager/stats.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -41,9 +41,7 @@ void check_usable(const HeapMemory& memory, std::uint64_t requested, std::uint64
   CHECK_FALSE(memory.description().empty());
   auto* bytes = reinterpret_cast<unsigned char*>(memory.base());
   const std::uint64_t n = memory.capacity();
-  const auto pattern = [](std::uint64_t i) {
-    return static_cast<unsigned char>(i * 31 + i / 4093);
-  };
+  const auto pattern = [](std::uint64_t i) { return static_cast<unsigned char>(i * 31 + i / 4093); };
   for (std::uint64_t i = 0; i < n; ++i) bytes[i] = pattern(i);
   std::uint64_t wrong = 0;
   for (std::uint64_t i = 0; i < n; ++i) {

@@ -255,9 +255,9 @@ TEST_CASE("profiled time: the measured ends, and between them the share of memor
 
 TEST_CASE("compute_rate: FLOPs over fast seconds of the compute-dense kernels only") {
   plan::KernelProfiles p(here);
-  p.set("conv a", {1e-3, 0, 2'000'000, 10'000, 10'000});    // 100 FLOPs/byte, 2 GFLOP/s
-  p.set("conv b", {3e-3, 0, 2'000'000, 10'000, 10'000});    // 100 FLOPs/byte
-  p.set("relu", {1e-3, 0, 1'000, 4'000, 4'000});           // memory-bound: left out
+  p.set("conv a", {1e-3, 0, 2'000'000, 10'000, 10'000});  // 100 FLOPs/byte, 2 GFLOP/s
+  p.set("conv b", {3e-3, 0, 2'000'000, 10'000, 10'000});  // 100 FLOPs/byte
+  p.set("relu", {1e-3, 0, 1'000, 4'000, 4'000});          // memory-bound: left out
   CHECK(plan::compute_rate(p) == doctest::Approx(4e6 / 4e-3));
   CHECK_THROWS_AS((void)plan::compute_rate(two_kernel_profiles()), ca::invalid_argument);
 }

@@ -29,7 +29,9 @@ class ListeningPolicy final : public cachedarrays::policy::Policy {
     manager().setprimary(object, *r);
     return true;
   }
-  void will_read(cachedarrays::Object& object) override { heard.push_back("will_read #" + std::to_string(object.id())); }
+  void will_read(cachedarrays::Object& object) override {
+    heard.push_back("will_read #" + std::to_string(object.id()));
+  }
   void will_write(cachedarrays::Object& object) override {
     heard.push_back("will_write #" + std::to_string(object.id()));
   }

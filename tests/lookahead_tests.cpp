@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/policy/profiled_lookahead.hpp"
 
 namespace ca = cachedarrays;

@@ -651,8 +651,8 @@ TEST_CASE("memory snapshot: the leak report names what a destroyed runtime still
   INFO("report:\n" << r);
   CHECK(contains(r, "leak report: 3 objects (53.00 KiB) still alive"));
   CHECK(contains(r, "policy 'first-touch'"));
-  CHECK(contains(r, "#" + std::to_string(big_id) +
-                        " 48.00 KiB on device 0 'fast', made in iteration 0 (1 iteration and "));
+  CHECK(contains(
+      r, "#" + std::to_string(big_id) + " 48.00 KiB on device 0 'fast', made in iteration 0 (1 iteration and "));
   CHECK(contains(r, "last hint will_write"));
   CHECK(contains(r, "#" + std::to_string(small_id) + " 4.00 KiB on device 0 'fast'"));
   CHECK(contains(r, "last hint archive"));

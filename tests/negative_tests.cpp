@@ -54,11 +54,13 @@ using test::MiB;
 TEST_CASE("negative: zero and overflowing sizes") {
   ca::Runtime rt(test::two_tiers());
   auto keep = rt.array<int>(1000);
-  { auto w = keep.write(); std::fill(w.begin(), w.end(), 42); }
+  {
+    auto w = keep.write();
+    std::fill(w.begin(), w.end(), 42);
+  }
   CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.array<float>(0); }), "0 elements"));
-  CHECK(contains(expected_message<ca::invalid_argument>([&] {
-                   (void)rt.array<double>(std::numeric_limits<std::size_t>::max() / 4);
-                 }),
+  CHECK(contains(expected_message<ca::invalid_argument>(
+                     [&] { (void)rt.array<double>(std::numeric_limits<std::size_t>::max() / 4); }),
                  "overflows"));
   CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.manager().allocate(0, 0); }), "0 bytes"));
   CHECK(contains(expected_message<ca::invalid_argument>([&] { (void)rt.manager().create_object(0); }), "0 bytes"));
@@ -86,8 +88,14 @@ TEST_CASE("negative: every tier full raises out_of_memory naming each device, ot
   ca::Runtime rt(test::two_tiers(64 * 1024, 128 * 1024));
   auto a = rt.array<std::byte>(60 * 1024);
   auto b = rt.array<std::byte>(100 * 1024);
-  { auto w = a.write(); test::fill(w.data(), w.size(), 1); }
-  { auto w = b.write(); test::fill(w.data(), w.size(), 2); }
+  {
+    auto w = a.write();
+    test::fill(w.data(), w.size(), 1);
+  }
+  {
+    auto w = b.write();
+    test::fill(w.data(), w.size(), 2);
+  }
   const auto before = rt.usage();
   std::string m;
   try {
@@ -124,7 +132,8 @@ TEST_CASE("negative: reading or writing a retired array") {
   CHECK_THROWS_AS(a.retire(), ca::retired_error);
   auto b = rt.array<int>(10);
   auto c = std::move(b);
-  CHECK_THROWS_AS((void)b.read(), ca::retired_error);  // NOLINT(bugprone-use-after-move): the use after the move is the point
+  CHECK_THROWS_AS((void)b.read(),
+                  ca::retired_error);  // NOLINT(bugprone-use-after-move): the use after the move is the point
   CHECK_THROWS_AS(rt.kernel(ca::reads(a), [](std::span<const int>) {}), ca::retired_error);
 }
 
@@ -135,10 +144,9 @@ TEST_CASE("negative: evicting, freeing, moving or retiring a pinned object") {
   auto access = a.read();
   ca::Object& o = a.object();
   ca::Region* primary = dm.getprimary(o);
-  CHECK(contains(expected_message<ca::pinned_error>([&] {
-                   dm.evictfrom(0, 0, 64 * 1024, [](ca::Region&) { return true; });
-                 }),
-                 "pinned"));
+  CHECK(contains(
+      expected_message<ca::pinned_error>([&] { dm.evictfrom(0, 0, 64 * 1024, [](ca::Region&) { return true; }); }),
+      "pinned"));
   CHECK_THROWS_AS(a.retire(), ca::pinned_error);
   CHECK_THROWS_AS(dm.destroy(o), ca::pinned_error);
   ca::Region* other = dm.allocate(1, o.bytes());
@@ -260,8 +268,7 @@ TEST_CASE("negative: using a freed region") {
 // ---- bad device specs ----------------------------------------------------------
 
 TEST_CASE("negative: capacity 0 is an invalid argument naming the device") {
-  for (const auto& spec :
-       {ca::dram(0, "fast0"), ca::dax_file({}, 0, "slow0"), ca::numa_node(0, 0, "far0")}) {
+  for (const auto& spec : {ca::dram(0, "fast0"), ca::dax_file({}, 0, "slow0"), ca::numa_node(0, 0, "far0")}) {
     const std::string message = thrown_message<ca::invalid_argument>(spec);
     check_contains(message, spec.display_name());
     check_contains(message, "capacity");
@@ -375,8 +382,7 @@ TEST_CASE("negative: dax heap in a place where no file can be created, even by r
 TEST_CASE("negative: dax heap whose parent is a file, not a directory") {
   ScratchPath scratch("parent-file");
   { std::ofstream out(scratch.path); }
-  const std::string message =
-      thrown_message<ca::heap_error>(ca::dax_file(scratch.path / "heap", 8 * MiB));
+  const std::string message = thrown_message<ca::heap_error>(ca::dax_file(scratch.path / "heap", 8 * MiB));
   check_contains(message, scratch.path.string() + " is not a directory");
 }
 

@@ -66,7 +66,8 @@ TEST_CASE("nn batch_norm: forward matches a naive reference in plain and blocked
     CHECK(op.kind() == "batch_norm");
     const auto c = static_cast<std::size_t>(d[1]);
     std::vector<float> x = test::random_values(count(d), 1, 2.0f);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] += static_cast<float>((i / static_cast<std::size_t>(d[2] * d[3])) % c);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] += static_cast<float>((i / static_cast<std::size_t>(d[2] * d[3])) % c);
     const std::vector<float> w = test::random_values(c, 2);
     const std::vector<float> b = test::random_values(c, 3);
     const Reference want = reference_batch_norm(d, x, w, b);

@@ -49,7 +49,6 @@ std::set<std::string> entries(const fs::path& dir) {
 
 fs::path temporary_of(const fs::path& path) { return nn::checkpoint_temporary_path(path); }
 
-
 // ---- checkpoints ------------------------------------------------------------
 
 nn::Checkpoint small_checkpoint() {
@@ -284,12 +283,12 @@ TEST_CASE("nn checkpoint: only the temporary files of dead processes of this hos
   TempDir dir;
   const fs::path file = dir.path() / "run.ckpt";
   nn::save_checkpoint(file, small_checkpoint());
-  const std::string ours = temporary_of(file).filename().string();  // run.ckpt.tmp-<host>.<our pid>
+  const std::string ours = temporary_of(file).filename().string();      // run.ckpt.tmp-<host>.<our pid>
   const std::string host_prefix = ours.substr(0, ours.rfind('.') + 1);  // run.ckpt.tmp-<host>.
   const std::string dead = std::to_string(dead_pid());
   const std::string alive = std::to_string(::getppid());
   const std::set<std::string> stale = {host_prefix + dead, "run.ckpt.tmp-" + dead, ours};
-  const std::set<std::string> kept = {host_prefix + alive,                 // a live process may be saving
+  const std::set<std::string> kept = {host_prefix + alive,                  // a live process may be saving
                                       "run.ckpt.tmp-another-host." + dead,  // its process is not ours to know
                                       "run.ckpt.tmp-" + dead + "x",         // not a process id
                                       "other.ckpt.tmp-" + dead,             // another checkpoint's

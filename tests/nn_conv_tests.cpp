@@ -41,8 +41,13 @@ nn::Dims y_dims(const Conv2dCase& c) {
 // The op of a one-node graph built by nn::conv2d.
 nn::Op& build_conv(nn::Graph& g, const Conv2dCase& c) {
   nn::conv2d(g, "conv", g.input("x", x_dims(c)),
-             {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad, .bias = c.bias,
-              .kernel_width = c.kw, .padding_width = c.pw});
+             {.out_channels = c.out,
+              .kernel = c.k,
+              .stride = c.stride,
+              .padding = c.pad,
+              .bias = c.bias,
+              .kernel_width = c.kw,
+              .padding_width = c.pw});
   return *g.nodes().back().op;
 }
 
@@ -76,11 +81,11 @@ TEST_CASE("nn conv: forward matches a naive reference") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
   const Conv2dCase cases[] = {
-      {2, 3, 6, 6, 4, 3, 1, 1, true},     // same padding, bias
-      {2, 3, 6, 6, 4, 3, 2, 0, false},    // strided, no padding
-      {1, 16, 5, 7, 8, 3, 2, 1, true},    // non-square image, odd output
-      {2, 4, 4, 4, 16, 1, 1, 0, false},   // 1x1
-      {1, 2, 3, 3, 3, 5, 1, 1, true},     // kernel larger than the image, fits with padding
+      {2, 3, 6, 6, 4, 3, 1, 1, true},    // same padding, bias
+      {2, 3, 6, 6, 4, 3, 2, 0, false},   // strided, no padding
+      {1, 16, 5, 7, 8, 3, 2, 1, true},   // non-square image, odd output
+      {2, 4, 4, 4, 16, 1, 1, 0, false},  // 1x1
+      {1, 2, 3, 3, 3, 5, 1, 1, true},    // kernel larger than the image, fits with padding
   };
   for (const Conv2dCase& c : cases) {
     CAPTURE(c.c);
@@ -113,8 +118,8 @@ TEST_CASE("nn conv: a blocked input gives the same result as a plain one") {
   const auto w = test::random_values(count(w_dims(c)), 5, 0.2f);
   const auto b = test::random_values(16, 6);
   const std::vector<float> want = reference_conv(c, x, w, b);
-  for (const auto tag : {memory::format_tag::nchw, memory::format_tag::nhwc, memory::format_tag::nChw16c,
-                         memory::format_tag::nChw8c}) {
+  for (const auto tag :
+       {memory::format_tag::nchw, memory::format_tag::nhwc, memory::format_tag::nChw16c, memory::format_tag::nChw8c}) {
     CAPTURE(static_cast<int>(tag));
     const std::vector<nn::Tensor> ins{tensor(ctx, memory::desc(x_dims(c), memory::data_type::f32, tag), x),
                                       tensor(ctx, nn::plain_desc(w_dims(c)), w), tensor(ctx, nn::plain_desc({16}), b)};
@@ -226,8 +231,9 @@ TEST_CASE("nn conv: a fused ReLU gives the values and gradients of conv then ReL
   const nn::ValueId x = g.input("x", x_dims(c));
   const nn::ValueId conv_out = nn::conv2d(g, "conv", x, {c.out, c.k, c.stride, c.pad, c.bias});
   nn::relu(g, "relu", conv_out);
-  nn::conv2d(g, "fused", x, {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad,
-                             .bias = c.bias, .relu = true});
+  nn::conv2d(
+      g, "fused", x,
+      {.out_channels = c.out, .kernel = c.k, .stride = c.stride, .padding = c.pad, .bias = c.bias, .relu = true});
   nn::Op& conv = *g.nodes()[0].op;
   nn::Op& relu = *g.nodes()[1].op;
   nn::Op& fused = *g.nodes()[2].op;
@@ -282,8 +288,9 @@ TEST_CASE("nn conv: a fused ReLU gives the values and gradients of conv then ReL
   CHECK_THROWS_AS(fused.backward(ctx, ins, none, grad_outs, saved, need, grads), ca::invalid_operation);
 }
 
-TEST_CASE("nn conv: backward gives the weight gradient in the weights' layout and the bias gradient plain, and "
-          "reads no output or bias") {
+TEST_CASE(
+    "nn conv: backward gives the weight gradient in the weights' layout and the bias gradient plain, and "
+    "reads no output or bias") {
   auto rt = test::gradcheck_runtime();
   nn::Context ctx(&rt);
   const Conv2dCase c{2, 16, 6, 6, 32, 3, 1, 1, true};  // channels that make oneDNN pick blocked layouts
@@ -302,7 +309,7 @@ TEST_CASE("nn conv: backward gives the weight gradient in the weights' layout an
   const std::vector<nn::Tensor> grad_outs{
       tensor(ctx, memory::desc(y_dims(c), memory::data_type::f32, memory::format_tag::nhwc), r)};
   const nn::Tensor bias_value = ins[2];
-  ins[2].reset();  // backward must not need the bias
+  ins[2].reset();   // backward must not need the bias
   outs[0].reset();  // nor the output
   std::vector<nn::Tensor> grads(3);
   const bool need[] = {true, true, true};
@@ -372,11 +379,10 @@ TEST_CASE("nn conv: builder adds weight and bias parameters") {
 TEST_CASE("nn conv: builder shapes a rectangular weight [out, in, height, width] with its fan-in") {
   nn::Graph g;
   const nn::ValueId x = g.input("x", {2, 3, 9, 9});
-  const nn::ValueId y = nn::conv2d(g, "row", x, {.out_channels = 16, .kernel = 1, .kernel_width = 7,
-                                                 .padding_width = 3});
+  const nn::ValueId y =
+      nn::conv2d(g, "row", x, {.out_channels = 16, .kernel = 1, .kernel_width = 7, .padding_width = 3});
   CHECK(g.value(y).dims == nn::Dims{2, 16, 9, 9});
-  const nn::ValueId z = nn::conv2d(g, "column", y, {.out_channels = 8, .kernel = 7, .stride = 2,
-                                                    .kernel_width = 1});
+  const nn::ValueId z = nn::conv2d(g, "column", y, {.out_channels = 8, .kernel = 7, .stride = 2, .kernel_width = 1});
   CHECK(g.value(z).dims == nn::Dims{2, 8, 2, 5});  // (9 - 7) / 2 + 1 rows, (9 - 1) / 2 + 1 columns
   const auto params = g.values_with_role(nn::ValueRole::parameter);
   REQUIRE(params.size() == 2);

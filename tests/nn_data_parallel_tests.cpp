@@ -127,7 +127,8 @@ ca::Runtime runtime_for(const nn::ModelConfig& m, double fraction, const nn::Tra
 // on tiers whose fast one holds `fraction` of the footprint.
 struct MirroredTrainer {
   MirroredTrainer(const nn::ModelConfig& m, std::uint64_t bucket_bytes, double fraction = 2.0)
-      : options(with_mirror(mirror, bucket_bytes)), runtime(runtime_for(m, fraction, options)),
+      : options(with_mirror(mirror, bucket_bytes)),
+        runtime(runtime_for(m, fraction, options)),
         trainer(&runtime, nn::build_model(m), options) {}
   static nn::TrainerOptions with_mirror(MirrorCommunicator& mirror, std::uint64_t bucket_bytes) {
     nn::TrainerOptions options;
@@ -200,7 +201,8 @@ TEST_CASE("data parallel: with every rank equal, training is bit for bit the sin
       CHECK(mirror.waits == static_cast<int>(mirror.started.size()));
       CHECK(mirror.progress_calls > 0);
       rt_dp.manager().check_invariants(true);
-      if (fraction < 1) CHECK(rt_dp.stats().bytes_copied[0][1] > 0);  // gradients and buckets went through the slow tier
+      if (fraction < 1)
+        CHECK(rt_dp.stats().bytes_copied[0][1] > 0);  // gradients and buckets went through the slow tier
     }
   }
 }
@@ -215,14 +217,16 @@ TEST_CASE("data parallel: buckets hold every parameter once, in the order the ba
     std::uint64_t bytes = 0;
     const std::vector<nn::ValueId> members = buckets.bucket_members(i);
     REQUIRE_FALSE(members.empty());
-    for (nn::ValueId p : members) bytes += static_cast<std::uint64_t>(nn::element_count(g.value(p).dims)) * sizeof(float);
+    for (nn::ValueId p : members)
+      bytes += static_cast<std::uint64_t>(nn::element_count(g.value(p).dims)) * sizeof(float);
     CAPTURE(i);
     CHECK((bytes <= dp.options.data_parallel.bucket_bytes || members.size() == 1));
     order.insert(order.end(), members.begin(), members.end());
   }
   std::vector<nn::ValueId> parameters = g.values_with_role(nn::ValueRole::parameter);
   CHECK(order.size() == parameters.size());
-  CHECK(std::set<nn::ValueId>(order.begin(), order.end()) == std::set<nn::ValueId>(parameters.begin(), parameters.end()));
+  CHECK(std::set<nn::ValueId>(order.begin(), order.end()) ==
+        std::set<nn::ValueId>(parameters.begin(), parameters.end()));
   // Backward order: the first consumer's node index never increases.
   int previous = static_cast<int>(g.nodes().size());
   for (nn::ValueId p : order) {

@@ -208,7 +208,6 @@ void check_same_samples(const nn::Dataset& a, const nn::Dataset& b) {
   }
 }
 
-
 constexpr const char* fashion_variable = "CACHEDARRAYS_FASHION_MNIST_DIR";
 constexpr std::string_view fashion_remedy =
     "install Debian's dataset-fashion-mnist package (apt-get install dataset-fashion-mnist) or set "

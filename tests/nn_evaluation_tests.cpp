@@ -186,8 +186,9 @@ TEST_CASE("nn evaluation: accuracy counts only the valid samples, and a trained 
   CHECK(some.correct == 3);
   const auto wrong = trainer.evaluate(images, labels);
   CHECK(wrong.correct == 3);
-  CHECK(test::invalid_argument_message([&] { (void)trainer.evaluate(images, labels, images_per_batch + 1); })
-            .find("at most the batch size") != std::string::npos);
+  CHECK(test::invalid_argument_message([&] {
+          (void)trainer.evaluate(images, labels, images_per_batch + 1);
+        }).find("at most the batch size") != std::string::npos);
   // Training goes on after an evaluation.
   CHECK(std::isfinite(trainer.step(images, labels)));
 }
@@ -233,8 +234,8 @@ TEST_CASE("nn evaluation: a state that does not fit the model is refused and cha
         std::string::npos);
   auto missing = changed;
   missing.erase(missing.begin() + 1);
-  CHECK(test::invalid_argument_message([&] { trainer.load_state(missing); })
-            .find("no tensor 'bn.weight.momentum'") != std::string::npos);
+  CHECK(test::invalid_argument_message([&] { trainer.load_state(missing); }).find("no tensor 'bn.weight.momentum'") !=
+        std::string::npos);
   auto unknown = changed;
   unknown.push_back({"conv9.weight", {1}, {0.0f}});
   CHECK(test::invalid_argument_message([&] { trainer.load_state(unknown); }).find("'conv9.weight'") !=
@@ -279,11 +280,12 @@ TEST_CASE("nn evaluation: learning-rate schedules") {
 
   for (const char* bad : {"linear", "step", "step:0:0.1", "step:2", "step:2:x", "step:2:-1"}) {
     CAPTURE(bad);
-    const std::string message = test::invalid_argument_message([&] { (void)nn::LearningRateSchedule::parse(bad, 0.1f); });
+    const std::string message =
+        test::invalid_argument_message([&] { (void)nn::LearningRateSchedule::parse(bad, 0.1f); });
     CHECK(message.find("step:EPOCHS:GAMMA") != std::string::npos);
   }
-  CHECK(test::invalid_argument_message([] { (void)nn::LearningRateSchedule::parse("cosine", 0.0f); })
-            .find("above 0") != std::string::npos);
+  CHECK(test::invalid_argument_message([] { (void)nn::LearningRateSchedule::parse("cosine", 0.0f); }).find("above 0") !=
+        std::string::npos);
 }
 
 namespace {
@@ -371,8 +373,9 @@ TEST_CASE("nn fit: a run stopped and resumed from its checkpoint ends bit for bi
   CHECK(last.batch == 0);
 }
 
-TEST_CASE("nn fit: a stop request ends the run at the next step boundary, where its checkpoint lets a resume go on "
-          "bit for bit") {
+TEST_CASE(
+    "nn fit: a stop request ends the run at the next step boundary, where its checkpoint lets a resume go on "
+    "bit for bit") {
   const test::ScratchPath dir("nn-fit-stop");
   std::filesystem::create_directories(dir.path);
   const auto data = nn::open_data("synthetic", {image_channels, side, side}, 2, 3);
@@ -515,14 +518,15 @@ TEST_CASE("nn fit: what cannot be resumed or trained is refused before any step"
   o.checkpoint = dir.path / "missing.ckpt";
   CHECK(!test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); }).empty());
   o.checkpoint.clear();
-  CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); })
-            .find("--checkpoint") != std::string::npos);
+  CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); }).find("--checkpoint") !=
+        std::string::npos);
   o = fit_options();
   o.train.batch = images_per_batch + 1;
-  CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); })
-            .find("batches of 8") != std::string::npos);
+  CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *data.train, nullptr, o); }).find("batches of 8") !=
+        std::string::npos);
   const auto other = nn::open_data("synthetic", {3, side, side}, 2, 3);
-  CHECK(test::invalid_argument_message([&] { (void)nn::fit(trainer, *other.train, nullptr, fit_options()); })
-            .find("3x4x4 images but the model takes 2x4x4") != std::string::npos);
+  CHECK(test::invalid_argument_message([&] {
+          (void)nn::fit(trainer, *other.train, nullptr, fit_options());
+        }).find("3x4x4 images but the model takes 2x4x4") != std::string::npos);
   CHECK(steps == 0);
 }

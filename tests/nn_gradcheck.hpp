@@ -23,7 +23,7 @@ struct GradCheckOptions {
   float eps = 1e-2f;
   float rtol = 5e-2f;
   float atol = 5e-3f;
-  int samples_per_input = 24;   // elements perturbed per input
+  int samples_per_input = 24;     // elements perturbed per input
   std::vector<bool> skip_inputs;  // e.g. labels: no gradient
   std::uint64_t seed = 7;
 };

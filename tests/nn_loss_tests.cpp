@@ -157,8 +157,9 @@ TEST_CASE("nn softmax_cross_entropy: output_dims validation and the dry run") {
   CHECK(labels.find("softmax_cross_entropy 'ce'") != std::string::npos);
   CHECK(labels.find("[4]") != std::string::npos);
   CHECK(labels.find("[5]") != std::string::npos);
-  const std::string rank = invalid_argument_message(
-      [&] { nn::softmax_cross_entropy(g, "ce", g.input("img", {4, 10, 1, 1}), g.label("y2", {4})); });
+  const std::string rank = invalid_argument_message([&] {
+    nn::softmax_cross_entropy(g, "ce", g.input("img", {4, 10, 1, 1}), g.label("y2", {4}));
+  });
   CHECK(rank.find("[N, K]") != std::string::npos);
   CHECK(rank.find("[4, 10, 1, 1]") != std::string::npos);
   CHECK_FALSE(invalid_argument_message([&] { nn::softmax_cross_entropy(g, "ce", z, g.label("y3", {4, 1})); }).empty());

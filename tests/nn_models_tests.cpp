@@ -88,9 +88,9 @@ struct Published {
 
 TEST_CASE("nn models: ImageNet configurations have torchvision's parameter counts") {
   const std::vector<Published> published = {
-      {"resnet", 18, 11'689'512},  {"resnet", 34, 21'797'672},   {"resnet", 50, 25'557'032},
-      {"resnet", 101, 44'549'160}, {"resnet", 152, 60'192'808},  {"vgg", 11, 132'863'336},
-      {"vgg", 13, 133'047'848},    {"vgg", 16, 138'357'544},     {"vgg", 19, 143'667'240},
+      {"resnet", 18, 11'689'512},   {"resnet", 34, 21'797'672},    {"resnet", 50, 25'557'032},
+      {"resnet", 101, 44'549'160},  {"resnet", 152, 60'192'808},   {"vgg", 11, 132'863'336},
+      {"vgg", 13, 133'047'848},     {"vgg", 16, 138'357'544},      {"vgg", 19, 143'667'240},
       {"densenet", 121, 7'978'856}, {"densenet", 169, 14'149'480}, {"densenet", 201, 20'013'928},
   };
   for (const Published& p : published) {
@@ -111,8 +111,8 @@ TEST_CASE("nn models: the paper's large networks build fast, with only shapes") 
     int depth;
     std::int64_t batch;
   };
-  for (const Large& l : {Large{"densenet", 264, 1536}, Large{"resnet", 200, 2048}, Large{"vgg", 416, 256},
-                         Large{"vgg", 116, 320}}) {
+  for (const Large& l :
+       {Large{"densenet", 264, 1536}, Large{"resnet", 200, 2048}, Large{"vgg", 416, 256}, Large{"vgg", 116, 320}}) {
     const std::string name = std::string(l.family) + "-" + std::to_string(l.depth);
     CAPTURE(name);
     nn::ModelConfig config = imagenet_model(l.family, l.depth);
@@ -313,14 +313,14 @@ TEST_CASE("nn models: Inception v4 is timm's inception_v4, with its rectangular 
   // Mixed-4a's 1x7 and 7x1: [out, in, height, width].
   CHECK(parameter_dims(g, "features.4.branch1.1.conv.weight") == nn::Dims{64, 64, 1, 7});
   CHECK(parameter_dims(g, "features.4.branch1.2.conv.weight") == nn::Dims{64, 64, 7, 1});
-  CHECK(parameter_dims(g, "features.5.conv.conv.weight") == nn::Dims{192, 192, 3, 3});  // Mixed-5a
+  CHECK(parameter_dims(g, "features.5.conv.conv.weight") == nn::Dims{192, 192, 3, 3});      // Mixed-5a
   CHECK(parameter_dims(g, "features.6.branch3.1.conv.weight") == nn::Dims{96, 384, 1, 1});  // the first Inception-A
   CHECK(parameter_dims(g, "features.10.branch0.conv.weight") == nn::Dims{384, 384, 3, 3});  // Reduction-A
   CHECK(parameter_dims(g, "features.10.branch1.2.conv.weight") == nn::Dims{256, 224, 3, 3});
   CHECK(parameter_dims(g, "features.11.branch1.1.conv.weight") == nn::Dims{224, 192, 1, 7});  // the first Inception-B
   CHECK(parameter_dims(g, "features.11.branch2.1.conv.weight") == nn::Dims{192, 192, 7, 1});
-  CHECK(parameter_dims(g, "features.17.branch2.4.conv.weight") == nn::Dims{256, 224, 1, 7});  // the last
-  CHECK(parameter_dims(g, "features.18.branch1.2.conv.weight") == nn::Dims{320, 256, 7, 1});  // Reduction-B
+  CHECK(parameter_dims(g, "features.17.branch2.4.conv.weight") == nn::Dims{256, 224, 1, 7});   // the last
+  CHECK(parameter_dims(g, "features.18.branch1.2.conv.weight") == nn::Dims{320, 256, 7, 1});   // Reduction-B
   CHECK(parameter_dims(g, "features.21.branch1_1a.conv.weight") == nn::Dims{256, 384, 1, 3});  // the last Inception-C
   CHECK(parameter_dims(g, "features.21.branch1_1b.conv.weight") == nn::Dims{256, 384, 3, 1});
   CHECK(parameter_dims(g, "features.21.branch2_1.conv.weight") == nn::Dims{448, 384, 3, 1});
@@ -435,7 +435,8 @@ TEST_CASE("nn models: tiny versions of every model build and share the training-
   check_training_graph(nn::build_model(mnist), mnist);
 }
 
-TEST_CASE("nn models: a tiny version of each family trains: sensible loss, a gradient for every parameter, the loss falls") {
+TEST_CASE(
+    "nn models: a tiny version of each family trains: sensible loss, a gradient for every parameter, the loss falls") {
   ca::Runtime rt({ca::dram(256 << 20, "fast"), ca::dax_file({}, 256 << 20, "slow")});
   // Plain SGD, so that a parameter changes only if its gradient is nonzero.
   // 64x64 images: at 32x32 the last stages are 1x1, and a batch norm over
@@ -523,7 +524,7 @@ TEST_CASE("nn models: ViT-B/16 and ViT-L/16 have timm's parameter counts, names 
   CHECK(parameter_dims(g, "blocks.5.mlp.fc2.weight") == nn::Dims{768, 3072});
   CHECK(parameter_dims(g, "norm.bias") == nn::Dims{768});
   CHECK(parameter_dims(g, "head.weight") == nn::Dims{1000, 768});
-  CHECK(find_parameter(g, "blocks.12.norm1.weight") == nullptr);  // 12 blocks
+  CHECK(find_parameter(g, "blocks.12.norm1.weight") == nullptr);      // 12 blocks
   CHECK(g.values_with_role(nn::ValueRole::parameter).size() == 152);  // timm's state_dict: 4 + 12 x 12 + 4
   // Weight decay: the matrices and the patch convolution, not biases,
   // LayerNorms or the embeddings.

@@ -55,13 +55,22 @@ TEST_CASE("nn batch_norm: output_dims validation") {
   nn::batch_norm(g, "bn", g.input("x", {4, 3, 5, 5}));
   const nn::Op& op = *g.nodes().back().op;
   CHECK(op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}, {3}}) == std::vector<nn::Dims>{{4, 3, 5, 5}});
-  check_rejected([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {4}, {3}}); },
-                 {"batch_norm 'bn'", "weight", "[4]", "[4, 3, 5, 5]"});
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}, {3, 1}}); }),
+  check_rejected(
+      [&] {
+        (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {4}, {3}});
+      },
+      {"batch_norm 'bn'", "weight", "[4]", "[4, 3, 5, 5]"});
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}, {3, 1}});
+                 }),
                  "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}}); }),
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 5, 5}, {3}});
+                 }),
                  "takes 3 inputs"));
-  CHECK_FALSE(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 25}, {3}, {3}}); }).empty());
+  CHECK_FALSE(invalid_argument_message([&] {
+                (void)op.output_dims(std::vector<nn::Dims>{{4, 3, 25}, {3}, {3}});
+              }).empty());
 }
 
 TEST_CASE("nn concat: output_dims validation") {
@@ -103,48 +112,63 @@ TEST_CASE("nn conv: output_dims validation") {
   nn::conv2d(h, "conv", h.input("x", {2, 3, 6, 6}), {4, 3, 1, 1, true});
   const nn::Op& op = *h.nodes().back().op;
   CHECK(op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {4}}) == std::vector<nn::Dims>{{2, 4, 6, 6}});
-  check_rejected([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 6, 6}, {4, 3, 3, 3}, {4}}); },
-                 {"conv 'conv'", "[4, 3, 3, 3]", "[2, 5, 6, 6]", "[4, 5, 3, 3]"});
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {5}}); }),
+  check_rejected(
+      [&] {
+        (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 6, 6}, {4, 3, 3, 3}, {4}});
+      },
+      {"conv 'conv'", "[4, 3, 3, 3]", "[2, 5, 6, 6]", "[4, 5, 3, 3]"});
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}, {5}});
+                 }),
                  "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}}); }),
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 3, 3}});
+                 }),
                  "takes 3 inputs"));
 }
 
-TEST_CASE("nn conv: rectangular kernels: a bad kernel_width or padding_width, or a kernel longer than the padded "
-          "input along either axis, is refused by name") {
+TEST_CASE(
+    "nn conv: rectangular kernels: a bad kernel_width or padding_width, or a kernel longer than the padded "
+    "input along either axis, is refused by name") {
   nn::Graph g;
   const nn::ValueId x = g.input("x", {2, 3, 6, 6});
   // The message shows the value given, not the square default it falls back to.
   check_rejected([&] { nn::conv2d(g, "w", x, {.out_channels = 4, .kernel = 1, .kernel_width = -1}); },
                  {"conv 'w'", "kernel_width -1", "kernel_width at least 0"});
-  check_rejected([&] { nn::conv2d(g, "p", x, {.out_channels = 4, .kernel = 1, .kernel_width = 7,
-                                              .padding_width = -2}); },
-                 {"conv 'p'", "kernel_width 7", "padding_width -2", "padding_width at least -1"});
+  check_rejected(
+      [&] { nn::conv2d(g, "p", x, {.out_channels = 4, .kernel = 1, .kernel_width = 7, .padding_width = -2}); },
+      {"conv 'p'", "kernel_width 7", "padding_width -2", "padding_width at least -1"});
   // 1x9 over a width of 6 + 2 * 1; 9x1 over a height of 6 + 2 * 1.
-  check_rejected([&] { nn::conv2d(g, "wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 9,
-                                                 .padding_width = 1}); },
-                 {"conv 'wide'", "[1, 9]", "[2, 3, 6, 6]", "padding 0x1"});
-  check_rejected([&] { nn::conv2d(g, "tall", x, {.out_channels = 4, .kernel = 9, .padding = 1,
-                                                 .kernel_width = 1, .padding_width = 0}); },
-                 {"conv 'tall'", "[9, 1]", "padding 1x0"});
+  check_rejected(
+      [&] { nn::conv2d(g, "wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 9, .padding_width = 1}); },
+      {"conv 'wide'", "[1, 9]", "[2, 3, 6, 6]", "padding 0x1"});
+  check_rejected(
+      [&] {
+        nn::conv2d(g, "tall", x, {.out_channels = 4, .kernel = 9, .padding = 1, .kernel_width = 1, .padding_width = 0});
+      },
+      {"conv 'tall'", "[9, 1]", "padding 1x0"});
   // The padding of the other axis does not help.
-  check_rejected([&] { nn::conv2d(g, "across", x, {.out_channels = 4, .kernel = 1, .padding = 2, .kernel_width = 9,
-                                                   .padding_width = 0}); },
-                 {"conv 'across'", "[1, 9]", "padding 2x0"});
+  check_rejected(
+      [&] {
+        nn::conv2d(g, "across", x,
+                   {.out_channels = 4, .kernel = 1, .padding = 2, .kernel_width = 9, .padding_width = 0});
+      },
+      {"conv 'across'", "[1, 9]", "padding 2x0"});
   CHECK(g.nodes().empty());
   CHECK(g.parameter_count() == 0);  // no stray parameters
   // Just fitting: 8x1 over 6 + 2 * 1 rows, 1x10 over 6 + 2 * 2 columns.
-  CHECK(g.value(nn::conv2d(g, "fits_tall", x, {.out_channels = 4, .kernel = 8, .padding = 1, .kernel_width = 1,
-                                               .padding_width = 0}))
+  CHECK(g.value(nn::conv2d(g, "fits_tall", x,
+                           {.out_channels = 4, .kernel = 8, .padding = 1, .kernel_width = 1, .padding_width = 0}))
             .dims == nn::Dims{2, 4, 1, 6});
-  CHECK(g.value(nn::conv2d(g, "fits_wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 10,
-                                               .padding_width = 2}))
+  CHECK(g.value(nn::conv2d(g, "fits_wide", x, {.out_channels = 4, .kernel = 1, .kernel_width = 10, .padding_width = 2}))
             .dims == nn::Dims{2, 4, 6, 1});
   // The op checks the weight's height and width in that order.
   const nn::Op& op = *g.nodes().front().op;
-  check_rejected([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 1, 8}}); },
-                 {"conv 'fits_tall'", "[4, 3, 1, 8]", "[4, 3, 8, 1]", "kernel height, kernel width"});
+  check_rejected(
+      [&] {
+        (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 6, 6}, {4, 3, 1, 8}});
+      },
+      {"conv 'fits_tall'", "[4, 3, 1, 8]", "[4, 3, 8, 1]", "kernel height, kernel width"});
 }
 
 TEST_CASE("nn relu: output_dims validation") {
@@ -155,8 +179,9 @@ TEST_CASE("nn relu: output_dims validation") {
   const std::string two = invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2}, {2}}); });
   CHECK(two.find("relu 'r'") != std::string::npos);
   CHECK(two.find("1 input") != std::string::npos);
-  const std::string rank =
-      invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{1, 1, 1, 1, 1, 1}}); });
+  const std::string rank = invalid_argument_message([&] {
+    (void)op.output_dims(std::vector<nn::Dims>{{1, 1, 1, 1, 1, 1}});
+  });
   CHECK(rank.find("rank 6") != std::string::npos);
 }
 
@@ -170,8 +195,9 @@ TEST_CASE("nn add: output_dims validation") {
   CHECK(mismatch.find("[2, 3, 4, 5]") != std::string::npos);
   CHECK(g.nodes().empty());
   nn::add(g, "ok", a, a);
-  const std::string one = invalid_argument_message(
-      [&] { (void)g.nodes().back().op->output_dims(std::vector<nn::Dims>{{2, 3, 4, 4}}); });
+  const std::string one = invalid_argument_message([&] {
+    (void)g.nodes().back().op->output_dims(std::vector<nn::Dims>{{2, 3, 4, 4}});
+  });
   CHECK(one.find("2 inputs") != std::string::npos);
 }
 
@@ -187,14 +213,22 @@ TEST_CASE("nn linear: output_dims validation") {
   nn::linear(g, "fc", g.input("x", {2, 8, 2, 2}), 10);
   const nn::Op& op = *g.nodes().back().op;
   CHECK(op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 8, 2, 2}, {10}}) == std::vector<nn::Dims>{{2, 10}});
-  check_rejected([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 4, 2, 2}, {10, 8, 2, 2}, {10}}); },
-                 {"linear 'fc'", "[10, 8, 2, 2]", "[2, 4, 2, 2]", "[10, 4, 2, 2]"});
+  check_rejected(
+      [&] {
+        (void)op.output_dims(std::vector<nn::Dims>{{2, 4, 2, 2}, {10, 8, 2, 2}, {10}});
+      },
+      {"linear 'fc'", "[10, 8, 2, 2]", "[2, 4, 2, 2]", "[10, 4, 2, 2]"});
   // A flattened weight does not fit a 4-d source: the weight keeps its spatial dims.
-  CHECK_FALSE(
-      invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 32}, {10}}); }).empty());
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 8, 2, 2}, {9}}); }),
+  CHECK_FALSE(invalid_argument_message([&] {
+                (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 32}, {10}});
+              }).empty());
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}, {10, 8, 2, 2}, {9}});
+                 }),
                  "bias"));
-  CHECK(contains(invalid_argument_message([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}}); }),
+  CHECK(contains(invalid_argument_message([&] {
+                   (void)op.output_dims(std::vector<nn::Dims>{{2, 8, 2, 2}});
+                 }),
                  "takes 3 inputs"));
 }
 

@@ -47,7 +47,8 @@ TrainingRun train_planned(const nn::ModelConfig& config, const std::string& poli
   rt.set_program(program);
   nn::Trainer trainer(&rt, nn::build_model(config), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 5);
-  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
+  std::vector<float> images(
+      static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   TrainingRun run;
   for (int i = 0; i < iterations; ++i) {
@@ -128,8 +129,8 @@ TEST_CASE("nn planned: a program of another batch size is left behind, and train
   const TrainingRun reference = train_planned(config, "all-fast", 4 * online, right);
   for (double fraction : {1.0, 0.3}) {
     CAPTURE(fraction);
-    const TrainingRun run = train_planned(
-        config, "ca-lm+best-fit", static_cast<std::uint64_t>(fraction * static_cast<double>(online)), stale);
+    const TrainingRun run = train_planned(config, "ca-lm+best-fit",
+                                          static_cast<std::uint64_t>(fraction * static_cast<double>(online)), stale);
     CHECK(same_bits(run.losses, reference.losses));
     CHECK(run.counters.unplanned > 0);  // the stale plan's sizes do not match
     CHECK(run.counters.plans >= 2);     // the first iteration re-planned what it saw

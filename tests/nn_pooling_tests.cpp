@@ -80,7 +80,7 @@ TEST_CASE("nn max_pool / avg_pool: forward matches a naive reference") {
   nn::Context ctx(&rt);
   const nn::Dims dims{2, 3, 7, 6};
   const std::vector<float> x = test::random_values(252, 21);
-  const PoolCase cases[] = {{true, 2, 2, 0}, {true, 3, 2, 1}, {true, 3, 1, 1}, {false, 2, 2, 0},
+  const PoolCase cases[] = {{true, 2, 2, 0},  {true, 3, 2, 1},  {true, 3, 1, 1}, {false, 2, 2, 0},
                             {false, 3, 2, 1}, {false, 3, 3, 0}, {true, 6, 1, 0}};
   for (const PoolCase& c : cases) {
     CAPTURE(c.max);
@@ -89,8 +89,10 @@ TEST_CASE("nn max_pool / avg_pool: forward matches a naive reference") {
     CAPTURE(c.padding);
     nn::Graph g;
     const nn::ValueId in = g.input("x", dims);
-    if (c.max) nn::max_pool(g, "pool", in, c.kernel, c.stride, c.padding);
-    else nn::avg_pool(g, "pool", in, c.kernel, c.stride, c.padding);
+    if (c.max)
+      nn::max_pool(g, "pool", in, c.kernel, c.stride, c.padding);
+    else
+      nn::avg_pool(g, "pool", in, c.kernel, c.stride, c.padding);
     nn::Op& op = *g.nodes().back().op;
     CHECK(op.kind() == (c.max ? "max_pool" : "avg_pool"));
     const std::vector<float> want = reference_pool(x, dims, c.max, c.kernel, c.stride, c.padding);
@@ -144,8 +146,10 @@ TEST_CASE("nn max_pool / avg_pool: backward needs no activation and keeps the so
     CAPTURE(max);
     nn::Graph g;
     const nn::ValueId in = g.input("x", dims);
-    if (max) nn::max_pool(g, "pool", in, 2, 2);
-    else nn::avg_pool(g, "pool", in, 2, 2);
+    if (max)
+      nn::max_pool(g, "pool", in, 2, 2);
+    else
+      nn::avg_pool(g, "pool", in, 2, 2);
     nn::Op& op = *g.nodes().back().op;
     CHECK(op.backward_reads_inputs(1) == std::vector<bool>{false});
     CHECK(op.backward_reads_outputs(1) == std::vector<bool>{false});
@@ -197,7 +201,8 @@ TEST_CASE("nn global_avg_pool: forward matches the mean over H and W; shape vali
   std::vector<float> want(6);
   for (std::size_t nc = 0; nc < 6; ++nc) {
     want[nc] = std::accumulate(x.begin() + static_cast<std::ptrdiff_t>(nc * 20),
-                               x.begin() + static_cast<std::ptrdiff_t>(nc * 20 + 20), 0.0f) / 20;
+                               x.begin() + static_cast<std::ptrdiff_t>(nc * 20 + 20), 0.0f) /
+               20;
   }
   for (const memory::desc& desc : {nn::plain_desc(dims), blocked(dims)}) {
     const std::vector<nn::Tensor> ins{tensor(ctx, desc, x)};
@@ -224,8 +229,10 @@ TEST_CASE("nn max_pool / avg_pool: forward and backward twice create no new prim
   for (const bool max : {true, false}) {
     nn::Graph g;
     const nn::ValueId in = g.input("x", dims);
-    if (max) nn::max_pool(g, "pool", in, 3, 2, 1);
-    else nn::avg_pool(g, "pool", in, 3, 2, 1);
+    if (max)
+      nn::max_pool(g, "pool", in, 3, 2, 1);
+    else
+      nn::avg_pool(g, "pool", in, 3, 2, 1);
     nn::Op& op = *g.nodes().back().op;
     const std::vector<nn::Tensor> ins{tensor(ctx, blocked(dims), test::random_values(1152, 27))};
     const std::vector<nn::Tensor> grad_outs{tensor(ctx, nn::plain_desc({2, 16, 3, 3}), test::random_values(288, 28))};

@@ -135,9 +135,9 @@ TEST_CASE("nn kernel signature: a trace records every kernel under its signature
   }
   std::set<std::string> kinds;
   for (const std::string& name : trace.names()) kinds.emplace(plan::kernel_kind(name));
-  for (const char* kind : {"conv", "conv_backward_data", "conv_backward_weights", "batch_norm", "batch_norm_backward",
-                           "relu", "relu_backward", "add", "max_pool", "global_avg_pool", "linear", "sgd", "reorder",
-                           "softmax_cross_entropy"}) {
+  for (const char* kind :
+       {"conv", "conv_backward_data", "conv_backward_weights", "batch_norm", "batch_norm_backward", "relu",
+        "relu_backward", "add", "max_pool", "global_avg_pool", "linear", "sgd", "reorder", "softmax_cross_entropy"}) {
     CAPTURE(kind);
     CHECK(kinds.contains(kind));
   }
@@ -224,13 +224,11 @@ TEST_CASE("nn profiler: an AutoTM policy's options plan from the model's profile
   args[1].gbps = autotm.slow_tier.write_gbps;
   CHECK(autotm.time_model->seconds(signature, args) == doctest::Approx(p->slow_seconds));
 
-  test::check_contains(test::invalid_argument_of([&] {
-                         (void)nn::autotm_policy_options("ca-lm", build, file.path.string(), options);
-                       }),
-                       "'ca-lm' is not a policy that plans ahead (autotm-static");
+  test::check_contains(
+      test::invalid_argument_of([&] { (void)nn::autotm_policy_options("ca-lm", build, file.path.string(), options); }),
+      "'ca-lm' is not a policy that plans ahead (autotm-static");
   options.slow_tier = "none";
-  test::check_contains(test::invalid_argument_of([&] {
-                         (void)nn::autotm_policy_options("autotm-sync", build, file.path.string(), options);
-                       }),
+  test::check_contains(test::invalid_argument_of(
+                           [&] { (void)nn::autotm_policy_options("autotm-sync", build, file.path.string(), options); }),
                        "must be emulated");
 }

@@ -51,8 +51,8 @@ TEST_CASE("nn program: the dry run's program is the program a real run records")
                    ca::policy::Registry::builtin().make("ca-lm"));
     nn::Trainer trainer(&rt, build(), options);
     auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);
-    std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size *
-                                                       config.image_size));
+    std::vector<float> images(
+        static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
     std::vector<float> labels(static_cast<std::size_t>(config.batch));
     for (int i = 0; i < 3; ++i) {
       // The first iteration: it is the steady one already (a kernel's
@@ -83,7 +83,8 @@ TEST_CASE("nn program: each kernel's oneDNN scratchpad is its own, made before i
   const std::size_t objects = program.objects().size();
   std::vector<int> writers(objects, 0), readers(objects, 0);
   for (const ca::plan::ProgramKernel& kernel : program.kernels()) {
-    for (const ca::plan::ProgramArg& arg : kernel.args) ++(arg.access == ca::Access::read ? readers : writers)[arg.object];
+    for (const ca::plan::ProgramArg& arg : kernel.args)
+      ++(arg.access == ca::Access::read ? readers : writers)[arg.object];
   }
   // The objects created right before a kernel that uses them and retired
   // right after it.

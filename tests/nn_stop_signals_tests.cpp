@@ -28,7 +28,8 @@ TEST_CASE("nn stop signals: SIGTERM and SIGINT are recorded as a stop request, t
   // were installed, so a failure here is a failed check, not a dead test run.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  struct sigaction old_term {}, old_int {};
+  struct sigaction old_term {
+  }, old_int{};
   ::sigaction(SIGTERM, &ignore, &old_term);
   ::sigaction(SIGINT, &ignore, &old_int);
   {
@@ -38,8 +39,8 @@ TEST_CASE("nn stop signals: SIGTERM and SIGINT are recorded as a stop request, t
     const auto asked = stop.stop_requested();
     CHECK(stop.received() == 0);
     CHECK(asked() == 0);
-    CHECK(test::message_of<cachedarrays::error>([] { nn::StopSignals second("again"); })
-              .find("another one is alive") != std::string::npos);
+    CHECK(test::message_of<cachedarrays::error>([] { nn::StopSignals second("again"); }).find("another one is alive") !=
+          std::string::npos);
     ::raise(SIGINT);
     CHECK(stop.received() == SIGINT);
     CHECK(asked() == SIGINT);

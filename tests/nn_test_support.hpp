@@ -97,7 +97,12 @@ inline cachedarrays::nn::ModelConfig imagenet_model(const std::string& family, i
 // shrink anything less to nothing).
 inline cachedarrays::nn::ModelConfig tiny_model(const std::string& family, int depth) {
   const std::int64_t image_size = cachedarrays::nn::canonical_model({.family = family}).family == "inception" ? 75 : 32;
-  return {.family = family, .depth = depth, .batch = 2, .image_size = image_size, .channels = 3, .classes = 10,
+  return {.family = family,
+          .depth = depth,
+          .batch = 2,
+          .image_size = image_size,
+          .channels = 3,
+          .classes = 10,
           .width = 0.125};
 }
 

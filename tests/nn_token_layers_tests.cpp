@@ -54,8 +54,8 @@ std::vector<nn::Tensor> run_backward(nn::Context& ctx, nn::Op& op, std::size_t i
 }
 
 // timm's qkv.reshape(N, T, 3, H, Dh).permute(2, 0, 3, 1, 4)[s], by loops.
-std::vector<float> reference_head_slice(const std::vector<float>& qkv, std::int64_t n, std::int64_t t,
-                                        std::int64_t d, std::int64_t heads, std::int64_t s) {
+std::vector<float> reference_head_slice(const std::vector<float>& qkv, std::int64_t n, std::int64_t t, std::int64_t d,
+                                        std::int64_t heads, std::int64_t s) {
   const std::int64_t dh = d / heads;
   std::vector<float> y;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -266,8 +266,9 @@ TEST_CASE("nn token layers: patch_tokens backward hands back dx and the class to
   nn::patch_tokens(g, "patch_embed", g.input("x", dims), cls);
   CHECK_FALSE(g.value(cls).weight_decay);  // timm keeps cls_token out of weight decay
   nn::Op& op = only_op(g);
-  (void)run_forward(ctx, op, {tensor(ctx, test::blocked(dims), test::random_values(count(dims), 62)),
-                              tensor(ctx, nn::plain_desc({1, 1, 4}), test::random_values(4, 63))});
+  (void)run_forward(ctx, op,
+                    {tensor(ctx, test::blocked(dims), test::random_values(count(dims), 62)),
+                     tensor(ctx, nn::plain_desc({1, 1, 4}), test::random_values(4, 63))});
   const nn::Dims y_dims{3, 5, 4};
   const std::vector<float> r = test::random_values(count(y_dims), 64);
   const std::vector<nn::Tensor> grads = run_backward(ctx, op, 2, 1, {tensor(ctx, nn::plain_desc(y_dims), r)});
@@ -457,17 +458,21 @@ TEST_CASE("nn token layers: refusals name the layer and the shapes") {
   using test::check_contains, test::invalid_argument_of;
   nn::Graph g;
   SUBCASE("split_heads") {
-    const std::string not_qkv =
-        invalid_argument_of([&] { nn::split_heads(g, "blocks.0.attn", g.input("qkv", {2, 3, 7}), 1); });
+    const std::string not_qkv = invalid_argument_of([&] {
+      nn::split_heads(g, "blocks.0.attn", g.input("qkv", {2, 3, 7}), 1);
+    });
     check_contains(not_qkv, "split_heads 'blocks.0.attn' needs");
     check_contains(not_qkv, "[2, 3, 7]");
     check_contains(invalid_argument_of([&] { nn::split_heads(g, "a", g.input("flat", {2, 24}), 2); }), "[2, 24]");
-    const std::string heads =
-        invalid_argument_of([&] { nn::split_heads(g, "blocks.1.attn", g.input("x", {2, 3, 24}), 3); });
+    const std::string heads = invalid_argument_of([&] {
+      nn::split_heads(g, "blocks.1.attn", g.input("x", {2, 3, 24}), 3);
+    });
     check_contains(heads, "split_heads 'blocks.1.attn'");
     check_contains(heads, "D = 8");
     check_contains(heads, "not divisible by 3 heads");
-    check_contains(invalid_argument_of([&] { nn::split_heads(g, "a", g.input("y", {2, 3, 24}), 0); }),
+    check_contains(invalid_argument_of([&] {
+                     nn::split_heads(g, "a", g.input("y", {2, 3, 24}), 0);
+                   }),
                    "needs at least 1 head, got 0");
     CHECK(g.nodes().empty());
   }
@@ -477,38 +482,43 @@ TEST_CASE("nn token layers: refusals name the layer and the shapes") {
     check_contains(rank, "[2, 3, 4]");
   }
   SUBCASE("patch_tokens") {
-    const std::string rank =
-        invalid_argument_of([&] { nn::patch_tokens(g, "patch_embed", g.input("x", {2, 8, 4})); });
+    const std::string rank = invalid_argument_of([&] { nn::patch_tokens(g, "patch_embed", g.input("x", {2, 8, 4})); });
     check_contains(rank, "patch_tokens 'patch_embed' needs a feature map");
     check_contains(rank, "[2, 8, 4]");
     const nn::ValueId cls = g.parameter("cls_token", {1, 1, 7}, nn::Init::zeros);
-    const std::string token =
-        invalid_argument_of([&] { nn::patch_tokens(g, "patch_embed", g.input("y", {2, 8, 2, 2}), cls); });
+    const std::string token = invalid_argument_of([&] {
+      nn::patch_tokens(g, "patch_embed", g.input("y", {2, 8, 2, 2}), cls);
+    });
     check_contains(token, "patch_tokens 'patch_embed': the class token has shape [1, 1, 7]");
     check_contains(token, "needs [1, 1, 8]");
     CHECK(g.value(cls).weight_decay);  // a refused layer changes nothing
   }
   SUBCASE("position_embedding") {
-    const std::string rank =
-        invalid_argument_of([&] { nn::position_embedding(g, "pos_embed", g.input("x", {2, 8})); });
+    const std::string rank = invalid_argument_of([&] { nn::position_embedding(g, "pos_embed", g.input("x", {2, 8})); });
     check_contains(rank, "position_embedding 'pos_embed' needs tokens");
     check_contains(rank, "[2, 8]");
     CHECK(g.values_with_role(nn::ValueRole::parameter).empty());  // refused before its parameter
     nn::position_embedding(g, "pos_embed", g.input("y", {2, 5, 8}));
     const nn::Op& op = only_op(g);
-    const std::string emb =
-        invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 8}, {1, 4, 8}}); });
+    const std::string emb = invalid_argument_of([&] {
+      (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 8}, {1, 4, 8}});
+    });
     check_contains(emb, "the embedding has shape [1, 4, 8]");
     check_contains(emb, "need [1, 5, 8]");
-    check_contains(invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 8}}); }),
+    check_contains(invalid_argument_of([&] {
+                     (void)op.output_dims(std::vector<nn::Dims>{{2, 5, 8}});
+                   }),
                    "takes 2 inputs");
   }
   SUBCASE("select_token") {
-    const std::string range =
-        invalid_argument_of([&] { nn::select_token(g, "head_token", g.input("x", {2, 5, 8}), 5); });
+    const std::string range = invalid_argument_of([&] {
+      nn::select_token(g, "head_token", g.input("x", {2, 5, 8}), 5);
+    });
     check_contains(range, "select_token 'head_token': token index 5 is out of range");
     check_contains(range, "[2, 5, 8]");
-    check_contains(invalid_argument_of([&] { nn::select_token(g, "t", g.input("y", {2, 5, 8}), -1); }),
+    check_contains(invalid_argument_of([&] {
+                     nn::select_token(g, "t", g.input("y", {2, 5, 8}), -1);
+                   }),
                    "select_token 't' needs a token index of at least 0, got -1");
     check_contains(invalid_argument_of([&] { nn::select_token(g, "t", g.input("z", {2, 8})); }), "[2, 8]");
   }
@@ -542,10 +552,8 @@ TEST_CASE("nn token layers: a shape-only pass runs every op and names its kernel
   nn::merge_heads(g, "attn.merge_heads", heads[0]);
   nn::select_token(g, "head_token", pos);
   const std::vector<std::vector<std::string>> want{
-      {"patch_tokens", "patch_tokens_backward"},
-      {"position_embedding", "position_embedding_backward"},
-      {"split_heads", "split_heads_backward"},
-      {"merge_heads", "merge_heads_backward"},
+      {"patch_tokens", "patch_tokens_backward"}, {"position_embedding", "position_embedding_backward"},
+      {"split_heads", "split_heads_backward"},   {"merge_heads", "merge_heads_backward"},
       {"select_token", "select_token_backward"},
   };
   REQUIRE(g.nodes().size() == want.size());

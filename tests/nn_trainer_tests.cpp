@@ -9,8 +9,8 @@
 #include <memory>
 #include <random>
 #include <span>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/cachedarrays.hpp"
@@ -82,7 +82,8 @@ std::vector<float> train(const nn::ModelConfig& config, std::unique_ptr<ca::poli
   rt.set_program(nn::dry_run_program(build, options));
   nn::Trainer trainer(&rt, build(), options);
   auto data = nn::synthetic_dataset({config.channels, config.image_size, config.image_size}, config.classes, 3);
-  std::vector<float> images(static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
+  std::vector<float> images(
+      static_cast<std::size_t>(config.batch * config.channels * config.image_size * config.image_size));
   std::vector<float> labels(static_cast<std::size_t>(config.batch));
   std::vector<float> losses;
   for (int i = 0; i < iterations; ++i) {
@@ -273,8 +274,9 @@ TEST_CASE("nn trainer: placement never changes arithmetic — bit-identical loss
   }
 }
 
-TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the second iteration on, losses "
-          "bit-identical") {
+TEST_CASE(
+    "nn trainer: the policies that plan ahead follow their plan from the second iteration on, losses "
+    "bit-identical") {
   // AutoTM's, AutoSwap's and ReDL's. The program is the dry run's steady
   // iteration, which the first real one already is: no departure.
   const std::vector<float> reference = train(tiny("resnet", 18), "all-fast", 4.0, 4);
@@ -287,10 +289,9 @@ TEST_CASE("nn trainer: the policies that plan ahead follow their plan from the s
     options.solver.time_limit_seconds = 5;
     options.log = [](const std::string&) {};
     ca::policy::AutotmPolicy::Counters counters;
-    const std::vector<float> losses = train(tiny("resnet", 18), std::make_unique<ca::policy::AutotmPolicy>(options),
-                                            0.2, 4, nullptr, [&](const ca::policy::Policy& p) {
-                                              counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters();
-                                            });
+    const std::vector<float> losses = train(
+        tiny("resnet", 18), std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 4, nullptr,
+        [&](const ca::policy::Policy& p) { counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters(); });
     REQUIRE(losses.size() == reference.size());
     CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
     CHECK(counters.plans == 1);
@@ -333,16 +334,15 @@ int check_every_policy_bit_identical(const nn::ModelConfig& config, int iteratio
 // policy `policy` (a plan of at most 1 s), with the losses `reference` of
 // its 3 all-fast steps bit for bit, one plan and no departure from it;
 // returns the policy's counters.
-ca::policy::AutotmPolicy::Counters check_planned_bit_identical(const nn::ModelConfig& config,
-                                                              const std::string& policy,
-                                                              const std::vector<float>& reference) {
+ca::policy::AutotmPolicy::Counters check_planned_bit_identical(const nn::ModelConfig& config, const std::string& policy,
+                                                               const std::vector<float>& reference) {
   ca::policy::AutotmPolicyOptions options = ca::policy::Registry::builtin().describe(policy).planned_options().value();
   options.solver.time_limit_seconds = 1;
   options.log = [](const std::string&) {};
   ca::policy::AutotmPolicy::Counters counters;
-  const std::vector<float> losses =
-      train(config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3, nullptr,
-            [&](const ca::policy::Policy& p) { counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters(); });
+  const std::vector<float> losses = train(
+      config, std::make_unique<ca::policy::AutotmPolicy>(options), 0.2, 3, nullptr,
+      [&](const ca::policy::Policy& p) { counters = dynamic_cast<const ca::policy::AutotmPolicy&>(p).counters(); });
   REQUIRE(losses.size() == reference.size());
   CHECK(std::memcmp(losses.data(), reference.data(), sizeof(float) * losses.size()) == 0);
   CHECK(counters.plans == 1);
@@ -353,15 +353,16 @@ ca::policy::AutotmPolicy::Counters check_planned_bit_identical(const nn::ModelCo
 
 }  // namespace
 
-TEST_CASE("nn trainer: placement never changes arithmetic in Inception v4 — bit-identical losses under every policy "
-          "at 20%, 50% and 100%") {
+TEST_CASE(
+    "nn trainer: placement never changes arithmetic in Inception v4 — bit-identical losses under every policy "
+    "at 20%, 50% and 100%") {
   // Rectangular kernels, n-input concatenations and padding-excluding
   // average pools, which ResNet and DenseNet have none of.
   // Its 149 kernels make it the longest of these runs: under a sanitizer,
   // which checks memory accesses rather than arithmetic, the 20% budget
   // alone, where every policy moves the most.
-  const std::vector<double> fractions = test::sanitized_build ? std::vector<double>{0.2}
-                                                              : std::vector<double>{0.2, 0.5, 1.0};
+  const std::vector<double> fractions =
+      test::sanitized_build ? std::vector<double>{0.2} : std::vector<double>{0.2, 0.5, 1.0};
   CHECK(check_every_policy_bit_identical(tiny_inception(), 2, fractions) > 10);  // the registry's policies were all run
 }
 
@@ -385,16 +386,18 @@ TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan Inception v4 and follow th
   }
 }
 
-TEST_CASE("nn trainer: placement never changes arithmetic in a ViT trained with AdamW — bit-identical losses under "
-          "every policy at 20%, 50% and 100%") {
+TEST_CASE(
+    "nn trainer: placement never changes arithmetic in a ViT trained with AdamW — bit-identical losses under "
+    "every policy at 20%, 50% and 100%") {
   // Attention, LayerNorm, GELU, token-wise linear layers and AdamW's two
   // moments per parameter, archived after each update: none of them is in
   // a CNN.
   CHECK(check_every_policy_bit_identical(tiny_vit(), 3) > 10);
 }
 
-TEST_CASE("nn trainer: AutoTM, AutoSwap and ReDL plan a ViT trained with AdamW and follow their plan, losses "
-          "bit-identical") {
+TEST_CASE(
+    "nn trainer: AutoTM, AutoSwap and ReDL plan a ViT trained with AdamW and follow their plan, losses "
+    "bit-identical") {
   const nn::ModelConfig config = tiny_vit();
   const std::vector<float> reference = train(config, "all-fast", 4.0, 3);
   for (const std::string policy : {"autotm-sync", "autotm-static", "autoswap:doa", "redl"}) {
@@ -571,8 +574,9 @@ TEST_CASE("nn trainer: recomputed DenseNet concatenations give the losses of kep
   }
 }
 
-TEST_CASE("nn trainer: updating each parameter in the backward pass is the update at the end, with gradients alive "
-          "for one backward step") {
+TEST_CASE(
+    "nn trainer: updating each parameter in the backward pass is the update at the end, with gradients alive "
+    "for one backward step") {
   for (const char* family : {"resnet", "densenet"}) {
     const auto& captured_family = family;  // Clang 14 cannot capture a binding
     CAPTURE(captured_family);
@@ -630,7 +634,7 @@ TEST_CASE("nn trainer: updating each parameter in the backward pass is the updat
     CAPTURE(batched.widest_gap);
     CHECK(interleaved.count == probe.values_with_role(nn::ValueRole::parameter).size());
     CHECK(interleaved.count == batched.count);
-    CHECK(batched.first > batched.last_other);       // at the end: after every other kernel
+    CHECK(batched.first > batched.last_other);          // at the end: after every other kernel
     CHECK(interleaved.first < interleaved.last_other);  // in the backward pass
     CHECK(interleaved.widest_gap <= 8);
     CHECK(batched.widest_gap > 8);
@@ -640,8 +644,9 @@ TEST_CASE("nn trainer: updating each parameter in the backward pass is the updat
   }
 }
 
-TEST_CASE("nn trainer: parameters kept in their primitives' layout train bit for bit as plain ones, with fewer "
-          "reorders") {
+TEST_CASE(
+    "nn trainer: parameters kept in their primitives' layout train bit for bit as plain ones, with fewer "
+    "reorders") {
   // DenseNet's channel counts (a growth of 4 at this width) are no multiple
   // of oneDNN's blocks: most of its weights would be padded in the blocked
   // layouts, so they stay plain, and the footprint must not grow.

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cachedarrays/nn/transformer_layers.hpp"
@@ -78,9 +78,7 @@ FlopsRecorder record_kernels(nn::Op& op, const std::vector<nn::Dims>& dims) {
 }
 
 // The ValueInfo of input `i` of the graph's last node.
-const nn::ValueInfo& input_info(const nn::Graph& g, std::size_t i) {
-  return g.value(g.nodes().back().inputs.at(i));
-}
+const nn::ValueInfo& input_info(const nn::Graph& g, std::size_t i) { return g.value(g.nodes().back().inputs.at(i)); }
 
 }  // namespace
 
@@ -381,8 +379,8 @@ TEST_CASE("nn transformer layers: matmul gradient check of a and b, batched, wit
     nn::matmul(g, "mm", g.input("a", c.a), g.input("b", c.b), c.transpose_b, c.scale);
     test::GradCheckOptions o;
     o.samples_per_input = 8;
-    test::gradcheck(last_op(g), {c.a, c.b},
-                    {test::random_values(count(c.a), 22), test::random_values(count(c.b), 23)}, o);
+    test::gradcheck(last_op(g), {c.a, c.b}, {test::random_values(count(c.a), 22), test::random_values(count(c.b), 23)},
+                    o);
   }
 }
 
@@ -420,14 +418,19 @@ TEST_CASE("nn transformer layers: shapes and options the layers cannot take are 
     CHECK(g.values_with_role(nn::ValueRole::parameter).empty());
     nn::layer_norm(g, "ln", x3);
     const nn::Op& op = last_op(g);
-    const std::string weight =
-        invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {7}, {8}}); });
+    const std::string weight = invalid_argument_of([&] {
+      (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {7}, {8}});
+    });
     check_contains(weight, "layer_norm 'ln'");
     check_contains(weight, "weight");
     check_contains(weight, "[7]");
-    check_contains(invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {8}, {1}}); }),
+    check_contains(invalid_argument_of([&] {
+                     (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {8}, {1}});
+                   }),
                    "bias");
-    check_contains(invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}}); }),
+    check_contains(invalid_argument_of([&] {
+                     (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}});
+                   }),
                    "takes 3 inputs");
   }
   SUBCASE("gelu and softmax") {
@@ -438,7 +441,9 @@ TEST_CASE("nn transformer layers: shapes and options the layers cannot take are 
                      (void)last_op(g).output_dims(std::vector<nn::Dims>{{1, 1, 1, 1, 1, 1}});
                    }),
                    "gelu 'act' needs an input of rank 1 to 5, got [1, 1, 1, 1, 1, 1]");
-    check_contains(invalid_argument_of([&] { (void)last_op(g).output_dims(std::vector<nn::Dims>{{2}, {2}}); }),
+    check_contains(invalid_argument_of([&] {
+                     (void)last_op(g).output_dims(std::vector<nn::Dims>{{2}, {2}});
+                   }),
                    "takes 1 input");
   }
   SUBCASE("token_linear") {
@@ -448,11 +453,14 @@ TEST_CASE("nn transformer layers: shapes and options the layers cannot take are 
     CHECK(g.values_with_role(nn::ValueRole::parameter).empty());
     nn::token_linear(g, "fc", x3, 4);
     const nn::Op& op = last_op(g);
-    const std::string weight =
-        invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {4, 7}, {4}}); });
+    const std::string weight = invalid_argument_of([&] {
+      (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {4, 7}, {4}});
+    });
     check_contains(weight, "token_linear 'fc'");
     check_contains(weight, "[4, 8]");
-    check_contains(invalid_argument_of([&] { (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {4, 8}, {3}}); }),
+    check_contains(invalid_argument_of([&] {
+                     (void)op.output_dims(std::vector<nn::Dims>{{2, 3, 8}, {4, 8}, {3}});
+                   }),
                    "bias");
   }
   SUBCASE("matmul") {
@@ -461,8 +469,9 @@ TEST_CASE("nn transformer layers: shapes and options the layers cannot take are 
     check_contains(k, "matmul 'scores'");
     check_contains(k, "K = 4");
     check_contains(k, "K = 5");
-    const std::string kt =
-        invalid_argument_of([&] { nn::matmul(g, "scores_t", a, g.input("bt", {2, 2, 4, 5}), true); });
+    const std::string kt = invalid_argument_of([&] {
+      nn::matmul(g, "scores_t", a, g.input("bt", {2, 2, 4, 5}), true);
+    });
     check_contains(kt, "matmul 'scores_t'");
     check_contains(kt, "transpose_b");
     check_contains(kt, "K = 5");
@@ -598,11 +607,14 @@ TEST_CASE("nn transformer layers: a kernel may not view a tensor through a large
   const nn::Tensor small = ctx.make_plain({2, 3});
   const nn::Tensor dst = ctx.make_plain({2, 4});
   const dnnl::memory::desc larger = nn::plain_desc({2, 4});
-  const auto* prim = ctx.cached<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>("test.relu", [&] {
-                      const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training,
-                                                          dnnl::algorithm::eltwise_relu, larger);
-                      return dnnl::eltwise_forward::primitive_desc(d, ctx.attr(), ctx.engine());
-                    }).second;
+  const auto* prim = ctx.cached<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>(
+                            "test.relu",
+                            [&] {
+                              const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training,
+                                                                  dnnl::algorithm::eltwise_relu, larger);
+                              return dnnl::eltwise_forward::primitive_desc(d, ctx.attr(), ctx.engine());
+                            })
+                         .second;
   const std::string message = test::invalid_argument_of([&] {
     ctx.execute("relu", *prim, dnnl::memory::desc(), {nn::in(DNNL_ARG_SRC, small, larger), nn::out(DNNL_ARG_DST, dst)});
   });

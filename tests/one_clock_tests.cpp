@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "autoswap_programs.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/plan_timing.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"
-#include "autoswap_programs.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -46,7 +46,8 @@ TierCosts random_costs(test::Rng& rng, const Program& p) {
   for (const auto& kernel : p.kernels()) {
     c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
     std::vector<double> row;
-    for (std::size_t a = 0; a < kernel.args.size(); ++a) row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
+    for (std::size_t a = 0; a < kernel.args.size(); ++a)
+      row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
     c.slow_penalty.push_back(std::move(row));
   }
   c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;

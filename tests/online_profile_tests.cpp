@@ -87,9 +87,10 @@ TEST_CASE("online profiles: a named kernel is traced and recorded under its name
 }
 
 TEST_CASE("online profiles: a named kernel is keyed by its name, an unnamed one by its place and argument sizes") {
-  const ca::plan::Program program(
-      {{100, true}, {200, true}}, {{"stencil", {{0, 100, ca::Access::read}}}, {"kernel", {{0, 100, ca::Access::read}, {1, 200, ca::Access::write}}}},
-      {{ca::plan::StepKind::kernel, 0}, {ca::plan::StepKind::kernel, 1}});
+  const ca::plan::Program program({{100, true}, {200, true}},
+                                  {{"stencil", {{0, 100, ca::Access::read}}},
+                                   {"kernel", {{0, 100, ca::Access::read}, {1, 200, ca::Access::write}}}},
+                                  {{ca::plan::StepKind::kernel, 0}, {ca::plan::StepKind::kernel, 1}});
   CHECK(ca::plan::profile_key(program, 0) == "stencil");
   CHECK(ca::plan::profile_key(program, 1) == "kernel#1(100r,200w)");
   CHECK_THROWS_AS((void)ca::plan::profile_key(program, 2), ca::invalid_argument);
@@ -309,7 +310,8 @@ TEST_CASE("online profiles: a planner policy plans again from them once they arr
 // named by the keys of their profiles, the tiers it ran on as the replay's
 // device models, and repeated for the steady state only when its iteration
 // can repeat.
-TEST_CASE("saved program: kernels keyed as their profiles, the tiers it ran on as device models, repeats only if it can") {
+TEST_CASE(
+    "saved program: kernels keyed as their profiles, the tiers it ran on as device models, repeats only if it can") {
   ca::Runtime rt({ca::dram(fast_tier_size, "fast"), emulated_slow(8 << 20)});
   auto a = arrays(rt);
   const ca::plan::Program& program = record_profiled(rt, a);

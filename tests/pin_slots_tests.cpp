@@ -218,7 +218,8 @@ class ThrowingDeliveryPolicy final : public test::FastDevicePolicy {
 
 }  // namespace
 
-TEST_CASE("unlocked pins: locked accesses pin in the thread's slots, and a policy that throws after the pin leaves none") {
+TEST_CASE(
+    "unlocked pins: locked accesses pin in the thread's slots, and a policy that throws after the pin leaves none") {
   auto owned = std::make_unique<ThrowingDeliveryPolicy>();
   ThrowingDeliveryPolicy* policy = owned.get();
   ca::Runtime rt{{ca::dram(1 << 20, "fast"), ca::dram(1 << 20, "slow")}, std::move(owned)};

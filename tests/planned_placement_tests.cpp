@@ -36,8 +36,7 @@ using Script = std::vector<Step>;
 // holes and needs 256 KiB in all (or a defrag); a plan puts B at the
 // bottom and A and C, never alive together, above it: 192 KiB, max-live.
 Script fragmenting() {
-  return {{true, 0, 64 * KiB}, {true, 1, 64 * KiB}, {false, 0, 0},
-          {true, 2, 128 * KiB}, {false, 1, 0}, {false, 2, 0}};
+  return {{true, 0, 64 * KiB}, {true, 1, 64 * KiB}, {false, 0, 0}, {true, 2, 128 * KiB}, {false, 1, 0}, {false, 2, 0}};
 }
 
 // Its DSA problem, in the time of creations and retirements.
@@ -87,13 +86,11 @@ void run_iteration(ca::Runtime& rt, const Script& script, std::uint64_t seed,
       if (offsets != nullptr) {
         auto guard = rt.lock();
         const ca::Region* r = rt.manager().getprimary(live[s.object]->object());
-        (*offsets)[s.object] =
-            rt.manager().device(*r) == 0 ? std::optional(rt.manager().offset(*r)) : std::nullopt;
+        (*offsets)[s.object] = rt.manager().device(*r) == 0 ? std::optional(rt.manager().offset(*r)) : std::nullopt;
       }
     } else {
-      rt.kernel(ca::reads(*live[s.object]), [&](std::span<const std::byte> d) {
-        CHECK(test::holds(d.data(), d.size(), seed + s.object));
-      });
+      rt.kernel(ca::reads(*live[s.object]),
+                [&](std::span<const std::byte> d) { CHECK(test::holds(d.data(), d.size(), seed + s.object)); });
       live[s.object].reset();  // retire
     }
   }
@@ -271,7 +268,7 @@ TEST_CASE("planned placement: a taken slot sends its object above the plan, not 
   const ca::policy::PlannedPlacement::Counters c = placement_of(rt).counters();
   CHECK(c.collisions == 1);  // B alone: A and C have their slot above B's
   CHECK(c.above == 1);
-  CHECK(c.unplanned == 3);   // the first iteration's only
+  CHECK(c.unplanned == 3);                            // the first iteration's only
   CHECK(offsets[1] >= placement_of(rt).footprint());  // above the plan, not in A's or C's slot
   CHECK(offsets[0] == 64 * KiB);
   CHECK(offsets[2] == 64 * KiB);

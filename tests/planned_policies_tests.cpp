@@ -23,22 +23,22 @@
 #include <utility>
 #include <vector>
 
+#include "autoswap_programs.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/policy/autoswap_policy.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 #include "cachedarrays/policy/redl_policy.hpp"
 #include "cachedarrays/policy/registry.hpp"
-#include "autoswap_programs.hpp"
 #include "test_kernel_models.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::TierCosts;
-using ca::plan::TierMove;
 using ca::plan::MovePlan;
 using ca::plan::Program;
 using ca::plan::StepKind;
+using ca::plan::TierCosts;
+using ca::plan::TierMove;
 
 namespace {
 
@@ -165,8 +165,8 @@ TEST_CASE("planned policies: every planned name gives options of its planner, an
 
 TEST_CASE("planned policies: a name that is not planned gives no options and no planner") {
   const auto registry = ca::policy::Registry::builtin();
-  for (const char* name : {"autoswap:", "autoswap:xyz", "autoswap", "autoswap:swdoa ", "Autoswap:doa", "redl2",
-                           "red", "", "ca-lm", "autotm", "autotm-", "planned"}) {
+  for (const char* name : {"autoswap:", "autoswap:xyz", "autoswap", "autoswap:swdoa ", "Autoswap:doa", "redl2", "red",
+                           "", "ca-lm", "autotm", "autotm-", "planned"}) {
     const auto& captured_name = name;  // Clang 14 cannot capture a binding
     CAPTURE(captured_name);
     const std::optional<ca::policy::PolicyDescriptor> d = registry.try_describe(name);
@@ -188,8 +188,8 @@ TEST_CASE("planned policies: autoswap_executable makes each swap two asynchronou
   // and a persistent E (150 MB) used by kernels 1 and 6: the load peaks at
   // 1150 MB. At a limit of 700 MB A, B and E swap (and the peak stays at
   // 750 MB: C and D have no gap to swap over).
-  using test::autoswap::Use;
   using test::MB;
+  using test::autoswap::Use;
   const Program p = test::autoswap::program_of(
       {{400 * MB, false}, {200 * MB, false}, {100 * MB, false}, {300 * MB, false}, {150 * MB, true}},
       {{{0, W}}, {{1, W}, {4, R}}, {{3, W}}, {{2, W}}, {{2, R}}, {{3, R}}, {{1, R}, {4, W}}, {{0, R}}});
@@ -329,10 +329,11 @@ TEST_CASE("planned policies: fit_to_heap returns the plan reaching least far whe
   test::check_contains(plan.status, "after 1 retry");
 }
 
-TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
-          "then the 3 judged fastest with copies issued further ahead, then the 3 fastest plans with longer "
-          "short-lived objects; once with room by first use, once by slow-tier cost; then the 3 fastest of all "
-          "planned to 95, 90 and 80% of the DRAM limit") {
+TEST_CASE(
+    "planned policies: ReDL with a judge keeps the plan judged fastest: the model's best 16 period sizes, "
+    "then the 3 judged fastest with copies issued further ahead, then the 3 fastest plans with longer "
+    "short-lived objects; once with room by first use, once by slow-tier cost; then the 3 fastest of all "
+    "planned to 95, 90 and 80% of the DRAM limit") {
   test::Rng rng(test::test_seed(83));
   CAPTURE(rng.seed());
   const auto period_of = [](const MovePlan& plan) {
@@ -357,7 +358,8 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
   const auto limit_of = [](const MovePlan& plan) {
     const std::string said = "planned to ";
     const std::size_t at = plan.status.rfind(said);
-    return at == std::string::npos ? 100u : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
+    return at == std::string::npos ? 100u
+                                   : static_cast<std::uint32_t>(std::stoul(plan.status.substr(at + said.size())));
   };
   const ca::policy::PlannerHook hook = ca::policy::redl_planner("redl").value();
   int judged_runs = 0;
@@ -397,9 +399,8 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
     // The model's choice first, then the sizes it rates next, 16 in all,
     // each with its copies issued one period ahead (the paper's).
     std::vector<ca::plan::RedlTrial> by_model = searched.search;
-    std::stable_sort(by_model.begin(), by_model.end(), [](const auto& a, const auto& b) {
-      return a.modeled_seconds < b.modeled_seconds;
-    });
+    std::stable_sort(by_model.begin(), by_model.end(),
+                     [](const auto& a, const auto& b) { return a.modeled_seconds < b.modeled_seconds; });
     std::vector<std::uint32_t> rated{searched.period_layers};
     for (const ca::plan::RedlTrial& t : by_model) {
       if (rated.size() < 16 && t.period_layers != searched.period_layers) rated.push_back(t.period_layers);
@@ -448,8 +449,8 @@ TEST_CASE("planned policies: ReDL with a judge keeps the plan judged fastest: th
 
 TEST_CASE("planned policies: a planner's plan that is not of the program is refused, naming the policy") {
   // Two persistent objects of 64 KiB; three kernels: (0 w), (1 r), (0 r, 1 w).
-  const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
-                                                              {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
+  const Program p = persistent_program({64 * KiB, 64 * KiB},
+                                       {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}}, {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
   MovePlan plan = all_slow_plan(p);
   std::string what;
   SUBCASE("a kernel too few") {
@@ -489,9 +490,7 @@ TEST_CASE("planned policies: a planner's plan that is not of the program is refu
 
 namespace {
 
-void fill_words(ca::CachedArray<std::uint64_t>& a, std::uint64_t seed) {
-  test::fill_words(a.write(), seed);
-}
+void fill_words(ca::CachedArray<std::uint64_t>& a, std::uint64_t seed) { test::fill_words(a.write(), seed); }
 
 }  // namespace
 
@@ -501,8 +500,8 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
   // while a copy into DRAM, started beside kernel 0, is made ahead; the plan
   // then moves X out, synchronously after kernel 1 or beside kernel 2.
   constexpr std::uint64_t bytes = 256 * KiB;
-  const Program p = persistent_program({bytes, bytes}, {{{0, bytes, W}}, {{1, bytes, R}}, {{0, bytes, R}},
-                                                        {{0, bytes, W}}});
+  const Program p =
+      persistent_program({bytes, bytes}, {{{0, bytes, W}}, {{1, bytes, R}}, {{0, bytes, R}}, {{0, bytes, W}}});
   MovePlan plan;
   plan.in_fast = {{true}, {false}, {true}, {true}};
   plan.moves.push_back({1, 0, true, true});
@@ -594,8 +593,8 @@ TEST_CASE("planned policies: a copy made ahead that no use promoted is dropped w
 // AutotmPolicy::make_plan must not keep a refused plan: the next iteration
 // would follow it and index past its own tables.
 TEST_CASE("planned policies: a rejected plan is not followed; the policy carries on as CA:LM") {
-  const Program p = persistent_program({64 * KiB, 64 * KiB}, {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}},
-                                                              {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
+  const Program p = persistent_program({64 * KiB, 64 * KiB},
+                                       {{{0, 64 * KiB, W}}, {{1, 64 * KiB, R}}, {{0, 64 * KiB, R}, {1, 64 * KiB, W}}});
   MovePlan plan = all_slow_plan(p);
   plan.in_fast.pop_back();
   std::vector<std::string> log;
@@ -609,9 +608,7 @@ TEST_CASE("planned policies: a rejected plan is not followed; the policy carries
   CHECK(policy.counters().plans == 0);
   for (std::uint64_t i = 0; i < 2; ++i) {
     rt.begin_iteration();
-    rt.kernel(ca::writes(a), [&](std::span<std::uint64_t> x) {
-      test::fill_words(x, i);
-    });
+    rt.kernel(ca::writes(a), [&](std::span<std::uint64_t> x) { test::fill_words(x, i); });
     rt.kernel(ca::reads(b), [](std::span<const std::uint64_t>) {});
     rt.kernel(ca::reads(a), ca::writes(b), [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> y) {
       std::copy(x.begin(), x.end(), y.begin());

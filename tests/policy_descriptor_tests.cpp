@@ -40,10 +40,10 @@ TEST_CASE("policy descriptors: every built-in one has a summary; the paper's hav
 TEST_CASE("policy descriptors: the registry's order is the capacity planner's, the planned policies last") {
   const policy::Registry registry = policy::Registry::builtin();
   const std::vector<std::string> expected{
-      "all-fast",      "all-slow",    "first-touch",  "hw-cache",     "2lm:m",        "ca",
-      "ca-l",          "ca-lm",       "ca-lmp",       "ca-lma",       "ca-lmpa",      "planned",
-      "planned-a",     "2lm",         "autotm-static", "autotm-sync", "autotm-async", "autoswap:doa",
-      "autoswap:aoa",  "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo", "redl"};
+      "all-fast",     "all-slow",      "first-touch",    "hw-cache",    "2lm:m",        "ca",
+      "ca-l",         "ca-lm",         "ca-lmp",         "ca-lma",      "ca-lmpa",      "planned",
+      "planned-a",    "2lm",           "autotm-static",  "autotm-sync", "autotm-async", "autoswap:doa",
+      "autoswap:aoa", "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo", "redl"};
   // auto first (the default), then the policies it picks among, which are
   // what a model replays.
   std::vector<std::string> registered{"auto"};
@@ -56,14 +56,14 @@ TEST_CASE("policy descriptors: the registry's order is the capacity planner's, t
 
 TEST_CASE("policy descriptors: which built-in policies need a program, look ahead, take a plan, use the mover") {
   const policy::Registry registry = policy::Registry::builtin();
-  const std::set<std::string> programmed{"auto",          "ca-lma",        "ca-lmpa",      "planned",      "planned-a",
-                                         "autotm-static", "autotm-sync",  "autotm-async", "autoswap:doa",
-                                         "autoswap:aoa",  "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo",
-                                         "redl"};
+  const std::set<std::string> programmed{
+      "auto",         "ca-lma",       "ca-lmpa",      "planned",       "planned-a",      "autotm-static", "autotm-sync",
+      "autotm-async", "autoswap:doa", "autoswap:aoa", "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo",   "redl"};
   const std::set<std::string> lookahead{"ca-lma", "ca-lmpa", "planned-a"};
   const std::set<std::string> offsets{"ca-lm", "ca-lmp", "ca-lma", "ca-lmpa", "planned", "planned-a"};
-  const std::set<std::string> mover{"auto",         "ca-lma",       "ca-lmpa",      "planned-a",      "autotm-async", "autoswap:doa",
-                                    "autoswap:aoa", "autoswap:wdoa", "autoswap:swdoa", "autoswap:bo",  "redl"};
+  const std::set<std::string> mover{"auto",           "ca-lma",       "ca-lmpa",      "planned-a",
+                                    "autotm-async",   "autoswap:doa", "autoswap:aoa", "autoswap:wdoa",
+                                    "autoswap:swdoa", "autoswap:bo",  "redl"};
   for (const policy::PolicyDescriptor& d : registry.descriptors()) {
     CAPTURE(d.name());
     CHECK(d.needs_program() == programmed.contains(d.name()));
@@ -152,9 +152,8 @@ TEST_CASE("policy descriptors: a policy registered by name and factory needs not
   CHECK(registry.make("mine")->name() == "first-touch");
   CHECK(registry.descriptors().back().name() == "mine");
   CHECK_THROWS_AS(registry.add(policy::PolicyDescriptor(policy::PolicyFacts{
-                      .name = "ca-lm", .factory = [](const policy::PolicyOptions&) {
-                        return std::make_unique<policy::FirstTouch>();
-                      }})),
+                      .name = "ca-lm",
+                      .factory = [](const policy::PolicyOptions&) { return std::make_unique<policy::FirstTouch>(); }})),
                   ca::invalid_argument);
   CHECK_THROWS_AS(policy::PolicyDescriptor(policy::PolicyFacts{.name = "no-factory"}), ca::invalid_argument);
 }

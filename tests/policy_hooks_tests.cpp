@@ -32,7 +32,9 @@ class HookRecordingPolicy final : public test::FastDevicePolicy {
   bool follows = true;
 
   [[nodiscard]] std::string name() const override { return "test-recording"; }
-  void on_iteration_begin(std::uint64_t iteration) override { calls.push_back({"iteration", iteration, 0, {}, {}, false}); }
+  void on_iteration_begin(std::uint64_t iteration) override {
+    calls.push_back({"iteration", iteration, 0, {}, {}, false});
+  }
   void on_kernel_begin(const ca::policy::KernelPoint& k) override {
     record("begin", k);
     if (throw_at_begin) throw std::runtime_error("hook failed");
@@ -76,9 +78,8 @@ TEST_CASE("policy hooks: kernels are numbered within each iteration, arguments p
     seen.push_back(c.what + " " + std::to_string(c.iteration) + ":" + std::to_string(c.index));
     if (c.what != "iteration") CHECK(c.all_pinned);
   }
-  CHECK(seen == std::vector<std::string>{"iteration 1:0", "begin 1:0", "end 1:0", "begin 1:1", "begin 1:2",
-                                         "end 1:2", "iteration 2:0", "begin 2:0", "end 2:0", "begin 2:1",
-                                         "begin 2:2", "end 2:2"});
+  CHECK(seen == std::vector<std::string>{"iteration 1:0", "begin 1:0", "end 1:0", "begin 1:1", "begin 1:2", "end 1:2",
+                                         "iteration 2:0", "begin 2:0", "end 2:0", "begin 2:1", "begin 2:2", "end 2:2"});
   CHECK(policy.calls[1].objects == std::vector<std::uint64_t>{ida, idb});
   CHECK(policy.calls[1].accesses == std::vector<A>{A::read, A::write});
   CHECK(policy.calls[4].objects == std::vector<std::uint64_t>{idb, ida});
@@ -93,8 +94,9 @@ TEST_CASE("policy hooks: a throwing on_kernel_begin fails the kernel and leaves 
   auto b = rt.array<int>(8);
   policy.throw_at_begin = true;
   bool ran = false;
-  CHECK_THROWS_WITH_AS(rt.kernel(ca::reads(a), ca::writes(b), [&](std::span<const int>, std::span<int>) { ran = true; }),
-                       "hook failed", std::runtime_error);
+  CHECK_THROWS_WITH_AS(
+      rt.kernel(ca::reads(a), ca::writes(b), [&](std::span<const int>, std::span<int>) { ran = true; }), "hook failed",
+      std::runtime_error);
   CHECK_FALSE(ran);
   CHECK_FALSE(a.object().pinned());
   CHECK_FALSE(b.object().pinned());

@@ -41,7 +41,10 @@ TEST_CASE("lookahead: an object larger than the byte budget is copied ahead alon
   auto rt = lookahead_runtime();
   auto small = rt->array<std::byte>(4 * KiB);
   auto big = rt->array<std::byte>(400 * KiB);  // more than the 256 KiB budget
-  { auto w = big.write(); std::fill(w.begin(), w.end(), std::byte{7}); }
+  {
+    auto w = big.write();
+    std::fill(w.begin(), w.end(), std::byte{7});
+  }
   {
     // Fill fast memory until the big array is evicted to the slow tier;
     // the fillers die at the end of the scope, leaving fast memory free.
@@ -89,7 +92,8 @@ struct FarIteration {
   template <typename F, typename G>
   void run(F&& after_writes, G&& before_temporary) {
     rt.begin_iteration();
-    for (auto& a : far) rt.kernel(ca::writes(a), [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{3}); });
+    for (auto& a : far)
+      rt.kernel(ca::writes(a), [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{3}); });
     after_writes();
     for (int k = 0; k < 4; ++k) read_kernel(rt, small);
     if (temporary > 0) {

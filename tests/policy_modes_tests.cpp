@@ -259,7 +259,7 @@ TEST_CASE("hw-cache: created in slow memory, filled into fast on every use, blin
   for (int i = 0; i < 4; ++i) {
     arrays.push_back(rt.array<std::byte>(64 * KiB));
     CHECK(where(arrays.back()) == slow_device);  // like NVRAM behind the cache
-    write_pattern(arrays.back(), i);      // write-allocate: a fill
+    write_pattern(arrays.back(), i);             // write-allocate: a fill
     CHECK(where(arrays.back()) == fast_device);
   }
   CHECK(rt.stats().policy.prefetches == 4);
@@ -291,9 +291,9 @@ TEST_CASE("modes: the named changes set one switch each, and the named modes are
   CHECK(mode::none.with_local_allocation().with_memory_optimisations() == mode::LM);
   CHECK(mode::LM.with_offsets(ca::plan::OffsetPlanner::best_fit) == Mode::parse("ca-lm+best-fit"));
   CHECK(mode::LM.with_offsets(ca::plan::OffsetPlanner::best_fit) != mode::LM);
-  const std::pair<Mode, const char*> named[] = {{mode::none, "ca"},     {mode::L, "ca-l"},       {mode::LM, "ca-lm"},
-                                                {mode::LMP, "ca-lmp"},  {mode::LMA, "ca-lma"},   {mode::LMPA, "ca-lmpa"},
-                                                {mode::hw_cache, "hw-cache"}};
+  const std::pair<Mode, const char*> named[] = {
+      {mode::none, "ca"},    {mode::L, "ca-l"},       {mode::LM, "ca-lm"},         {mode::LMP, "ca-lmp"},
+      {mode::LMA, "ca-lma"}, {mode::LMPA, "ca-lmpa"}, {mode::hw_cache, "hw-cache"}};
   for (const auto& [m, name] : named) {
     CAPTURE(name);
     CHECK(m.name() == name);

@@ -250,12 +250,12 @@ std::uint64_t training_loop_footprint() {
 }  // namespace
 
 // One tag type per registered policy; doctest names each case "...<name>".
-#define POLICY_TAG(Tag, policy_name)                    \
-  namespace policy_suite {                              \
-  struct Tag {                                          \
-    static constexpr const char* name = policy_name;    \
-  };                                                    \
-  }                                                     \
+#define POLICY_TAG(Tag, policy_name)                 \
+  namespace policy_suite {                           \
+  struct Tag {                                       \
+    static constexpr const char* name = policy_name; \
+  };                                                 \
+  }                                                  \
   TYPE_TO_STRING_AS(policy_name, policy_suite::Tag)
 POLICY_TAG(FirstTouch, "first-touch");
 POLICY_TAG(AllFast, "all-fast");
@@ -298,8 +298,8 @@ TEST_CASE("policy suite: every registered policy has its own cases") {
   CHECK(tagged == registered);
 }
 
-TEST_CASE_TEMPLATE_DEFINE("policy suite: hint storms with a fast tier of 1-10% of the working set lose no data",
-                          P, hint_storms) {
+TEST_CASE_TEMPLATE_DEFINE("policy suite: hint storms with a fast tier of 1-10% of the working set lose no data", P,
+                          hint_storms) {
   const std::uint64_t seed = test::test_seed(2024);
   for (double fraction : {0.01, 0.05, 0.10}) {
     if (is_single_tier(P::name) && fraction != 0.10) continue;  // placement ignores the budget

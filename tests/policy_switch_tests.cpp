@@ -11,10 +11,10 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <utility>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "switched_program.hpp"
@@ -165,8 +165,9 @@ class FailsToAdopt final : public ca::policy::Policy {
 
 }  // namespace
 
-TEST_CASE("policy switch: every ordered pair of built-in policies, switched between iterations, keeps every byte "
-          "where it lies") {
+TEST_CASE(
+    "policy switch: every ordered pair of built-in policies, switched between iterations, keeps every byte "
+    "where it lies") {
   const std::vector<std::string> names = ca::policy::Registry::builtin().names();
   REQUIRE(names.size() > 10);
   // all-fast needs the whole footprint in fast memory: its pairs run in a
@@ -189,7 +190,7 @@ TEST_CASE("policy switch: every ordered pair of built-in policies, switched betw
   for (std::size_t i = 1; i < walk.size(); ++i) pairs.emplace(walk[i - 1], walk[i]);
   for (std::size_t i = 1; i < star.size(); ++i) pairs.emplace(star[i - 1], star[i]);
   CHECK(walk.size() == others.size() * others.size() + 1);  // each pair once
-  CHECK(pairs.size() == names.size() * names.size());        // and every pair
+  CHECK(pairs.size() == names.size() * names.size());       // and every pair
   check_walk(walk, test::SwitchedProgram::footprint / 3);
   check_walk(star, 2 * test::SwitchedProgram::footprint);
 }

@@ -90,14 +90,10 @@ TEST_CASE("program: from a trace, objects named persistent first, then by creati
   REQUIRE(p.kernels().size() == 2);
   CHECK(p.kernels()[0].args == std::vector<ProgramArg>{{0, 64, ca::Access::read}, {2, 128, ca::Access::write}});
   CHECK(p.kernels()[1].args == std::vector<ProgramArg>{{2, 128, ca::Access::read}, {3, 32, ca::Access::write}});
-  const std::vector<ProgramStep> steps{{StepKind::create, 2},
-                                       {StepKind::kernel, 0},
-                                       {StepKind::hint, 0, ca::Hint::archive},
-                                       {StepKind::create, 3},
-                                       {StepKind::kernel, 1},
-                                       {StepKind::retire, 2},
-                                       {StepKind::retire, 1},
-                                       {StepKind::collect}};
+  const std::vector<ProgramStep> steps{
+      {StepKind::create, 2}, {StepKind::kernel, 0}, {StepKind::hint, 0, ca::Hint::archive},
+      {StepKind::create, 3}, {StepKind::kernel, 1}, {StepKind::retire, 2},
+      {StepKind::retire, 1}, {StepKind::collect}};
   CHECK(p.steps() == steps);
   // Every iteration after the first is the same program; the last one runs
   // to the end of the trace.
@@ -197,8 +193,9 @@ TEST_CASE("program: JSON round trip, files, and errors that name the field") {
   CHECK(error(R"({"format":"cachedarrays-program","version":2})").find("version") != std::string::npos);
   const std::string head = R"({"format":"cachedarrays-program","version":1,)";
   CHECK(error(head + R"("kernels":[],"steps":[]})").find("objects: is missing") != std::string::npos);
-  CHECK(error(head + R"("objects":[{"bytes":-1,"persistent":true}],"kernels":[],"steps":[]})")
-            .find("objects[0].bytes") != std::string::npos);
+  CHECK(
+      error(head + R"("objects":[{"bytes":-1,"persistent":true}],"kernels":[],"steps":[]})").find("objects[0].bytes") !=
+      std::string::npos);
   CHECK(error(head + R"("objects":[{"bytes":4}],"kernels":[],"steps":[]})").find("objects[0].persistent") !=
         std::string::npos);
   CHECK(error(head + R"("objects":[{"bytes":4,"persistent":true}],"kernels":[{"name":"k","args":[[0,4,"x"]]}],)"
@@ -220,22 +217,23 @@ TEST_CASE("program: from_json refuses objects not numbered as a program numbers 
   const std::string head = R"({"format":"cachedarrays-program","version":1,)";
   const std::string k01 = R"("kernels":[{"name":"k","args":[[0,4,"r"],[1,4,"w"]]}],)";
   // Canonical: persistent 0 and 1 used in that order, then object 2 created.
-  const std::string good = head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
-                                  R"({"bytes":8,"persistent":false}],)" +
+  const std::string good = head +
+                           R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
+                           R"({"bytes":8,"persistent":false}],)" +
                            k01 + R"("steps":[["kernel",0],["create",2],["retire",2]]})";
   const Program p = Program::from_json(good);
   CHECK_FALSE(p.naming_problem().has_value());
   CHECK(Program::from_trace(p.to_trace()) == p);
 
-  const std::string unused = error(head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
-                                          R"({"bytes":4,"persistent":true}],)" +
+  const std::string unused = error(head +
+                                   R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true},)"
+                                   R"({"bytes":4,"persistent":true}],)" +
                                    k01 + R"("steps":[["kernel",0]]})");
   test::check_contains(unused, "persistent object 2 is never used by the iteration");
   test::check_contains(unused, "leaves out persistent objects it never uses");
-  test::check_contains(
-      error(head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true}],)"
-                   R"("kernels":[{"name":"k","args":[[1,4,"r"],[0,4,"w"]]}],"steps":[["kernel",0]]})"),
-      "persistent object 1 is first used before persistent object 0");
+  test::check_contains(error(head + R"("objects":[{"bytes":4,"persistent":true},{"bytes":4,"persistent":true}],)"
+                                    R"("kernels":[{"name":"k","args":[[1,4,"r"],[0,4,"w"]]}],"steps":[["kernel",0]]})"),
+                       "persistent object 1 is first used before persistent object 0");
   test::check_contains(
       error(head + R"("objects":[{"bytes":4,"persistent":false},{"bytes":4,"persistent":true}],)"
                    R"("kernels":[{"name":"k","args":[[1,4,"r"]]}],"steps":[["create",0],["kernel",0]]})"),
@@ -329,8 +327,8 @@ TEST_CASE("program: the tiers a program ran on — recorded, saved, read back, a
   CHECK(tiers[1] == tier("optane", "slow", 4.0, 1.5, 300, true));
   // Without an emulated tier nothing gives DRAM's bandwidth, and a NUMA node
   // or a DAX file on a real file system is not known.
-  const std::vector<ca::plan::ProgramTier> plain =
-      ca::program_tiers({ca::dram(1 << 20, "fast"), ca::dax_file("/mnt/pmem0", 1 << 20, "pmem"), ca::numa_node(1, 1 << 20)});
+  const std::vector<ca::plan::ProgramTier> plain = ca::program_tiers(
+      {ca::dram(1 << 20, "fast"), ca::dax_file("/mnt/pmem0", 1 << 20, "pmem"), ca::numa_node(1, 1 << 20)});
   CHECK(plain[0] == tier("dram", "fast", 0, 0, 0, false));
   CHECK_FALSE(plain[0].bandwidths_known());
   CHECK(plain[1] == tier("pmem", "pmem", 0, 0, 0, false));
@@ -355,9 +353,7 @@ TEST_CASE("program: the tiers a program ran on — recorded, saved, read back, a
   CHECK(Program::from_json(without.to_json()).tiers().empty());
 
   Program bad = p;
-  test::check_contains(refusal_message([&] {
-                         bad.set_tiers({tier("optane", "slow", -1, 1, 0, true)});
-                       }),
+  test::check_contains(refusal_message([&] { bad.set_tiers({tier("optane", "slow", -1, 1, 0, true)}); }),
                        "tier 0 ('optane'): read_gbps is -1");
   CHECK(bad.tiers() == tiers);  // a refused set changes nothing
   std::string text = p.to_json();

@@ -86,12 +86,11 @@ void Harness::check_object(const ModelObject& m, bool contents) {
       continue;
     }
     if (valid != m.valid(d)) REQUIRE(dm_.isvalid(*r) == m.valid(d));  // landed since the first call
-    if (m.valid(d)) REQUIRE(c.seed == m.seed);  // the model's own consistency
+    if (m.valid(d)) REQUIRE(c.seed == m.seed);                        // the model's own consistency
     // A stale copy keeps the older contents it was given: nothing but a
     // copyto may change a region's bytes.
     if (contents && c.seed) {
-      REQUIRE_MESSAGE(first_mismatch(dm_.pointer(*r), m.bytes, *c.seed) == m.bytes,
-                      "a secondary lost its contents");
+      REQUIRE_MESSAGE(first_mismatch(dm_.pointer(*r), m.bytes, *c.seed) == m.bytes, "a secondary lost its contents");
     }
   }
   if (contents) {
@@ -194,9 +193,7 @@ void Harness::check_step(std::uint64_t step) {
 Snapshot Harness::snapshot() const {
   Snapshot s;
   for (ca::DeviceId d = 0; d < 2; ++d) {
-    dm_.for_each_region(d, [&](ca::Region& r) {
-      s.emplace_back(&r, dm_.offset(r), dm_.parent(r), dm_.isdirty(r));
-    });
+    dm_.for_each_region(d, [&](ca::Region& r) { s.emplace_back(&r, dm_.offset(r), dm_.parent(r), dm_.isdirty(r)); });
   }
   return s;
 }
@@ -224,19 +221,31 @@ void Harness::run(std::uint64_t ops) {
     void (Harness::*apply)();
   };
   std::array<Operation, 25> operations{{
-      {"create", 14, &Harness::op_create}, {"write", 9, &Harness::op_write}, {"clean", 2, &Harness::op_clean},
-      {"read", 9, &Harness::op_read}, {"copy_link", 6, &Harness::op_copy_link},
+      {"create", 14, &Harness::op_create},
+      {"write", 9, &Harness::op_write},
+      {"clean", 2, &Harness::op_clean},
+      {"read", 9, &Harness::op_read},
+      {"copy_link", 6, &Harness::op_copy_link},
       {"copy_link_async", 5, &Harness::op_copy_link_async},
-      {"setprimary", 5, &Harness::op_setprimary}, {"stale_setprimary", 2, &Harness::op_stale_setprimary},
-      {"setprimary_join", 2, &Harness::op_setprimary_join}, {"evict_down", 4, &Harness::op_evict_down},
-      {"evict_up", 2, &Harness::op_evict_up}, {"prefetch", 8, &Harness::op_prefetch},
-      {"unlink", 5, &Harness::op_unlink}, {"relink", 2, &Harness::op_relink},
-      {"loose_alloc", 2, &Harness::op_loose_alloc}, {"loose_free", 2, &Harness::op_loose_free},
-      {"overwrite", 3, &Harness::op_overwrite}, {"evictfrom_fast", 2, &Harness::op_evictfrom_fast},
-      {"evictfrom_slow", 1, &Harness::op_evictfrom_slow}, {"defrag", 1, &Harness::op_defrag_either},
+      {"setprimary", 5, &Harness::op_setprimary},
+      {"stale_setprimary", 2, &Harness::op_stale_setprimary},
+      {"setprimary_join", 2, &Harness::op_setprimary_join},
+      {"evict_down", 4, &Harness::op_evict_down},
+      {"evict_up", 2, &Harness::op_evict_up},
+      {"prefetch", 8, &Harness::op_prefetch},
+      {"unlink", 5, &Harness::op_unlink},
+      {"relink", 2, &Harness::op_relink},
+      {"loose_alloc", 2, &Harness::op_loose_alloc},
+      {"loose_free", 2, &Harness::op_loose_free},
+      {"overwrite", 3, &Harness::op_overwrite},
+      {"evictfrom_fast", 2, &Harness::op_evictfrom_fast},
+      {"evictfrom_slow", 1, &Harness::op_evictfrom_slow},
+      {"defrag", 1, &Harness::op_defrag_either},
       {"make_hole", 1, &Harness::op_make_hole},
-      {"pinned", 2, &Harness::op_pinned}, {"torn_copy", 1, &Harness::op_torn_copy},
-      {"errors", 2, &Harness::op_errors}, {"destroy", 0, &Harness::op_destroy},
+      {"pinned", 2, &Harness::op_pinned},
+      {"torn_copy", 1, &Harness::op_torn_copy},
+      {"errors", 2, &Harness::op_errors},
+      {"destroy", 0, &Harness::op_destroy},
   }};
   Operation& create = operations.front();
   Operation& destroy = operations.back();

@@ -128,7 +128,7 @@ struct Loose {
   ca::DeviceId device = fast_device;
   std::uint64_t bytes = 0;
   std::optional<std::uint64_t> seed;
-  std::uint64_t epoch = 0;        // the contents' epoch if it was copied from an object
+  std::uint64_t epoch = 0;  // the contents' epoch if it was copied from an object
   bool dirty = false;
   std::uint64_t from_object = 0;  // the object it was unlinked from, or 0
 };
@@ -229,10 +229,10 @@ class Harness {
  public:
   // What the run exercised, reported at the end and checked to be non-zero.
   struct Counts {
-    std::uint64_t creates = 0, failed_creates = 0, evicts = 0, evicts_refused = 0, prefetches = 0,
-                  prefetch_room = 0, evictfrom_cleared = 0, evictfrom_declined = 0, defrags = 0,
-                  defrag_moves = 0, holes_made = 0, hole_moves = 0, pinned_refusals = 0, expected_errors = 0, destroys = 0,
-                  relinks = 0, relinked_valid = 0, async_copies = 0, async_in_flight_at_check = 0;
+    std::uint64_t creates = 0, failed_creates = 0, evicts = 0, evicts_refused = 0, prefetches = 0, prefetch_room = 0,
+                  evictfrom_cleared = 0, evictfrom_declined = 0, defrags = 0, defrag_moves = 0, holes_made = 0,
+                  hole_moves = 0, pinned_refusals = 0, expected_errors = 0, destroys = 0, relinks = 0,
+                  relinked_valid = 0, async_copies = 0, async_in_flight_at_check = 0;
   } counts;
 };
 

@@ -17,8 +17,8 @@ namespace property {
 bool Harness::do_evict(ModelObject& m, ca::DeviceId from, ca::DeviceId to) {
   const Copy& y = m.copies[to];
   const bool allocated = !y.present;
-  const bool movable = m.primary == from && !m.object->pinned() &&
-                       (!allocated || dm_.usage(to).largest_free_block >= round_up(m.bytes));
+  const bool movable =
+      m.primary == from && !m.object->pinned() && (!allocated || dm_.usage(to).largest_free_block >= round_up(m.bytes));
   const bool write_back = allocated || !m.valid(to);
   const ca::policy::EvictOutcome out = ca::policy::evict(dm_, *m.object, from, to);
   REQUIRE(out.moved == movable);
@@ -36,7 +36,10 @@ void Harness::op_evict(ca::DeviceId from, ca::DeviceId to) {
   ModelObject* m = pick([from](const ModelObject& x) { return x.primary == from; }, 4);
   if (m == nullptr) m = pick();
   if (m == nullptr) return;
-  if (do_evict(*m, from, to)) ++counts.evicts; else ++counts.evicts_refused;
+  if (do_evict(*m, from, to))
+    ++counts.evicts;
+  else
+    ++counts.evicts_refused;
 }
 
 // Listing 2 through policy::prefetch. An object whose primary is slow may
@@ -158,7 +161,10 @@ void Harness::op_defrag(ca::DeviceId d, bool pinned) {
     if (offsets[&r] == dm_.offset(r)) return;
     REQUIRE(dm_.offset(r) < offsets[&r]);  // slid towards the start
     ++changed;
-    if (ca::Object* o = dm_.parent(r)) touch(model_of(*o)); else check_loose(&r, loose_.at(&r), true);
+    if (ca::Object* o = dm_.parent(r))
+      touch(model_of(*o));
+    else
+      check_loose(&r, loose_.at(&r), true);
   });
   REQUIRE(changed == moved);
   const ca::DeviceUsage u = dm_.usage(d);
@@ -187,7 +193,10 @@ void Harness::op_make_hole() {
     ++changed;
     ca::Object* o = dm_.parent(r);
     REQUIRE_FALSE((o != nullptr && dm_.getprimary(*o) == &r && o->pinned()));
-    if (o != nullptr) touch(model_of(*o)); else check_loose(&r, loose_.at(&r), true);
+    if (o != nullptr)
+      touch(model_of(*o));
+    else
+      check_loose(&r, loose_.at(&r), true);
   });
   REQUIRE(changed == moved);
   if (had_hole) REQUIRE((made && moved == 0));

@@ -94,7 +94,10 @@ void Harness::op_copy_link() {
     ca::Region* r = dm_.allocate(e, m->bytes);
     if (r == nullptr) return;
     dm_.copyto(*r, p);
-    if (rng_.percent(50)) dm_.link(p, *r); else dm_.link(*r, p);
+    if (rng_.percent(50))
+      dm_.link(p, *r);
+    else
+      dm_.link(*r, p);
     REQUIRE(dm_.parent(*r) == m->object);
   }
   m->copies[e] = {true, m->epoch, m->seed, false};
@@ -198,12 +201,18 @@ void Harness::op_unlink() {
   if (how == 0) {
     dm_.free(*s);
   } else {
-    if (rng_.percent(50)) dm_.unlink(p, *s); else dm_.unlink(*s, p);
+    if (rng_.percent(50))
+      dm_.unlink(p, *s);
+    else
+      dm_.unlink(*s, p);
     REQUIRE(dm_.parent(*s) == nullptr);
     REQUIRE(dm_.getlinked(p, e) == nullptr);
     REQUIRE_FALSE(dm_.isvalid(*s));
     const Copy& c = m->copies[e];
-    if (how == 1 || loose_.size() >= 24) dm_.free(*s); else loose_[s] = {e, m->bytes, c.seed, c.epoch, c.dirty, m->object->id()};
+    if (how == 1 || loose_.size() >= 24)
+      dm_.free(*s);
+    else
+      loose_[s] = {e, m->bytes, c.seed, c.epoch, c.dirty, m->object->id()};
   }
   m->copies[e] = {};
   touch(*m);
@@ -223,7 +232,10 @@ void Harness::op_relink() {
     ModelObject& m = it->second;
     if (m.copies[l.device].present) continue;
     ca::Region* region = r;
-    if (rng_.percent(50)) dm_.link(primary(m), *region); else dm_.link(*region, primary(m));
+    if (rng_.percent(50))
+      dm_.link(primary(m), *region);
+    else
+      dm_.link(*region, primary(m));
     m.copies[l.device] = {true, l.epoch, l.seed, l.dirty};
     ++counts.relinks;
     if (m.valid(l.device)) ++counts.relinked_valid;
@@ -272,7 +284,10 @@ void Harness::op_overwrite() {
     fill_pattern(dm_.pointer(*src), m->bytes, seed);
     dm_.copyto(p, *src);
     bump(*m, seed);
-    if (rng_.percent(50) || loose_.size() >= 24) dm_.free(*src); else loose_[src] = {d, m->bytes, seed};
+    if (rng_.percent(50) || loose_.size() >= 24)
+      dm_.free(*src);
+    else
+      loose_[src] = {d, m->bytes, seed};
   }
   touch(*m);
 }

@@ -26,16 +26,13 @@ void Harness::op_pinned() {
       const std::uint64_t bytes = rng_.between(at - start + 1, std::min(capacity - start, at - start + 512 * KiB));
       const Snapshot before = snapshot();
       bool called = false;
-      CHECK_THROWS_AS(dm_.evictfrom(d, start, bytes, [&](ca::Region&) { return called = true; }),
-                      ca::pinned_error);
+      CHECK_THROWS_AS(dm_.evictfrom(d, start, bytes, [&](ca::Region&) { return called = true; }), ca::pinned_error);
       REQUIRE_FALSE(called);
       REQUIRE(snapshot() == before);
       ++counts.pinned_refusals;
       break;
     }
-    case 1:
-      op_defrag(d, /*pinned=*/true);
-      break;
+    case 1: op_defrag(d, /*pinned=*/true); break;
     default: {  // moves and frees are refused or declined
       const Snapshot before = snapshot();
       REQUIRE_FALSE(ca::policy::evict(dm_, o, d, 1 - d).moved);
@@ -147,7 +144,10 @@ void Harness::op_errors() {
       CHECK(dm_.allocate(fast_device, fast_capacity + 1) == nullptr);  // too big is "full", not an error
       break;
     case 6: {  // evictfrom outside the heap
-      const auto never = [](ca::Region&) -> bool { FAIL("evictfrom called back for a bad range"); return false; };
+      const auto never = [](ca::Region&) -> bool {
+        FAIL("evictfrom called back for a bad range");
+        return false;
+      };
       CHECK_THROWS_AS(dm_.evictfrom(fast_device, 0, 0, never), ca::invalid_argument);
       CHECK_THROWS_AS(dm_.evictfrom(fast_device, fast_capacity, 64, never), ca::invalid_argument);
       CHECK_THROWS_AS(dm_.evictfrom(fast_device, fast_capacity - 64, 128, never), ca::invalid_argument);

@@ -35,11 +35,11 @@ TEST_CASE("property: random data-manager operations keep every byte and every in
                   << c.evicts_refused << " refused), " << c.prefetches << " prefetches (" << c.prefetch_room
                   << " made room), evictfrom " << c.evictfrom_cleared << " cleared / " << c.evictfrom_declined
                   << " declined, " << c.defrags << " defrags moving " << c.defrag_moves << " regions, " << c.holes_made
-                  << " holes made moving " << c.hole_moves << " regions, "
-                  << c.relinks << " relinks (" << c.relinked_valid << " valid again), " << c.pinned_refusals
-                  << " pinned refusals, " << c.expected_errors << " expected errors, " << c.async_copies
-                  << " asynchronous copies (" << c.async_in_flight_at_check << " seen in flight by a check, "
-                  << stats.async.fence_waits << " waited for); allocations that found "
+                  << " holes made moving " << c.hole_moves << " regions, " << c.relinks << " relinks ("
+                  << c.relinked_valid << " valid again), " << c.pinned_refusals << " pinned refusals, "
+                  << c.expected_errors << " expected errors, " << c.async_copies << " asynchronous copies ("
+                  << c.async_in_flight_at_check << " seen in flight by a check, " << stats.async.fence_waits
+                  << " waited for); allocations that found "
                   << "the heap full: fast " << stats.devices[fast_device].failed_allocations << " of "
                   << stats.devices[fast_device].allocations + stats.devices[fast_device].failed_allocations << ", slow "
                   << stats.devices[slow_device].failed_allocations << " of "
@@ -81,7 +81,7 @@ TEST_CASE("property: the content checks catch a changed byte") {
   dm.pointer(*s)[999] ^= std::byte{1};
   dm.pointer(p)[3] ^= std::byte{0x80};
   CHECK(first_mismatch(dm.pointer(p), 1000, 42) == 3);
-  CHECK(first_mismatch(dm.pointer(p), 997, 42) == 3);  // a tail shorter than a word too
+  CHECK(first_mismatch(dm.pointer(p), 997, 42) == 3);        // a tail shorter than a word too
   CHECK(first_mismatch(dm.pointer(p) + 8, 992, 42) != 992);  // a shifted pattern is not the pattern
 }
 

@@ -20,16 +20,16 @@
 #include <utility>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/redl.hpp"
 #include "autoswap_programs.hpp"
+#include "cachedarrays/plan/schedule/redl.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
-using ca::plan::TierCosts;
 using ca::plan::MovePlan;
 using ca::plan::Program;
 using ca::plan::RedlOptions;
 using ca::plan::RedlPlan;
+using ca::plan::TierCosts;
 
 namespace {
 
@@ -61,7 +61,8 @@ TierCosts random_redl_costs(test::Rng& rng, const Program& p) {
   for (const auto& kernel : p.kernels()) {
     c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
     std::vector<double> row;
-    for (std::size_t a = 0; a < kernel.args.size(); ++a) row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
+    for (std::size_t a = 0; a < kernel.args.size(); ++a)
+      row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
     c.slow_penalty.push_back(std::move(row));
   }
   c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
@@ -90,9 +91,12 @@ Replay replay(const Program& p, const MovePlan& a, const RedlPlan& r) {
   const auto fail = [&](const std::string& what) { out.errors.push_back(what); };
   std::vector<std::vector<ca::plan::TierMove>> async_at(nk), out_after(nk);
   for (const auto& m : a.moves) {
-    if (m.asynchronous) async_at[m.kernel].push_back(m);
-    else if (!m.to_fast) out_after[m.kernel].push_back(m);
-    else fail("a synchronous move in of object " + std::to_string(m.object) + " (ReDL makes none)");
+    if (m.asynchronous)
+      async_at[m.kernel].push_back(m);
+    else if (!m.to_fast)
+      out_after[m.kernel].push_back(m);
+    else
+      fail("a synchronous move in of object " + std::to_string(m.object) + " (ReDL makes none)");
   }
   std::vector<bool> created_in_dram(n, false);
   for (std::uint32_t o = 0; o < n; ++o) {
@@ -127,7 +131,8 @@ Replay replay(const Program& p, const MovePlan& a, const RedlPlan& r) {
       for (const auto& m : async_at[k]) {
         if (check && is_arg(m.object)) fail("a move of object " + std::to_string(m.object) + " beside its use" + at);
         if (m.to_fast) {
-          if (check && held[m.object]) fail("a move in of object " + std::to_string(m.object) + " already in DRAM" + at);
+          if (check && held[m.object])
+            fail("a move in of object " + std::to_string(m.object) + " already in DRAM" + at);
           held[m.object] = true;
           // Its time: the RedlMove at the same place in the list.
           for (; mi < r.moves.size(); ++mi) {
@@ -165,7 +170,8 @@ Replay replay(const Program& p, const MovePlan& a, const RedlPlan& r) {
         if (!m.to_fast) held[m.object] = false;
       }
       for (const auto& m : out_after[k]) {
-        if (check && !held[m.object]) fail("a synchronous move out of object " + std::to_string(m.object) + " not in DRAM" + at);
+        if (check && !held[m.object])
+          fail("a synchronous move out of object " + std::to_string(m.object) + " not in DRAM" + at);
         held[m.object] = false;
       }
     }
@@ -198,7 +204,8 @@ void check_times(const Program& p, const TierCosts& c, const RedlPlan& r) {
   CHECK(r.modeled_seconds == doctest::Approx(r.all_fast_seconds + r.wait_seconds + [&] {
           double penalties = 0;
           for (std::size_t k = 0; k < p.kernels().size(); ++k) {
-            for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j) penalties += r.in_fast[k][j] ? 0 : c.slow_penalty[k][j];
+            for (std::size_t j = 0; j < p.kernels()[k].args.size(); ++j)
+              penalties += r.in_fast[k][j] ? 0 : c.slow_penalty[k][j];
           }
           return penalties;
         }()));
@@ -227,9 +234,9 @@ std::vector<std::uint32_t> objects_of(const std::vector<std::uint32_t>& v) { ret
 TEST_CASE("redl: liveness counts the layers between the first and the last use; short-lived is at most one") {
   // P persistent, used by kernels 0 and 5; X by 0 and 1; Y by 1 and 2; Z by
   // 3; Q persistent, used by 2 and retired after it.
-  const Program p = program_of({{100, true}, {100, false}, {100, false}, {100, false}, {100, true}},
-                               {{{0, R}, {1, W}}, {{1, R}, {2, W}}, {{2, R}, {4, R}}, {{3, W}}, {}, {{0, W}}},
-                               {{4, 2}});
+  const Program p =
+      program_of({{100, true}, {100, false}, {100, false}, {100, false}, {100, true}},
+                 {{{0, R}, {1, W}}, {{1, R}, {2, W}}, {{2, R}, {4, R}}, {{3, W}}, {}, {{0, W}}}, {{4, 2}});
   SUBCASE("a layer is a kernel") {
     const auto l = ca::plan::redl_liveness(p, {});
     REQUIRE(l.size() == 5);
@@ -309,7 +316,9 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
   }
 }
 
-TEST_CASE("redl: a copy in is issued at the start of the previous period (or further ahead, if asked); late, a read is DSMA and a write waits") {
+TEST_CASE(
+    "redl: a copy in is issued at the start of the previous period (or further ahead, if asked); late, a read is DSMA "
+    "and a write waits") {
   // Six kernels of 1 s (0.5 s more per argument in PMM). A (1000 B,
   // persistent) is read by kernel 0, B (1000 B, persistent) used by kernel
   // 4; the fast tier holds one of them. Periods of two kernels: [0,2),
@@ -430,7 +439,8 @@ TEST_CASE("redl: Algorithm 1 leaves the shortest-lived objects in the slow tier 
   CHECK(r.modeled_seconds == doctest::Approx(2.5));
 }
 
-TEST_CASE("redl: where a period's objects do not all fit, the room goes by first use, or by slow-tier cost when asked") {
+TEST_CASE(
+    "redl: where a period's objects do not all fit, the room goes by first use, or by slow-tier cost when asked") {
   // Five kernels of 1 s. A (6000 B) is written by kernel 0 and read by
   // kernel 3; B (6000 B) is written by kernel 3 and read by kernel 4. The
   // fast tier holds one of them, and nothing during kernel 1: A goes out
@@ -478,7 +488,8 @@ TEST_CASE("redl: where a period's objects do not all fit, the room goes by first
   }
 }
 
-TEST_CASE("redl: on random programs the plan keeps the limit, its moves are consistent and DSMA is exactly the late reads") {
+TEST_CASE(
+    "redl: on random programs the plan keeps the limit, its moves are consistent and DSMA is exactly the late reads") {
   test::Rng rng(2024);
   std::uint32_t moves_in = 0, writes_back = 0, dsma_total = 0, waited = 0, lowered = 0;
   for (int i = 0; i < 300; ++i) {
@@ -582,7 +593,8 @@ TEST_CASE("redl: the period search starts at the median and is never worse than 
     // Round r tries median + r, then median - r.
     for (std::size_t j = 1; j < searched.search.size(); ++j) {
       const auto d = static_cast<std::int64_t>(searched.search[j].period_layers) - static_cast<std::int64_t>(median);
-      const auto prev = static_cast<std::int64_t>(searched.search[j - 1].period_layers) - static_cast<std::int64_t>(median);
+      const auto prev =
+          static_cast<std::int64_t>(searched.search[j - 1].period_layers) - static_cast<std::int64_t>(median);
       CHECK(std::abs(d) >= std::abs(prev));
     }
   }

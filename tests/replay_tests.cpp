@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/program/kernel_signature.hpp"
-#include "cachedarrays/plan/program/roofline.hpp"
-#include "cachedarrays/sim/replay.hpp"
 #include "cachedarrays/nn/data.hpp"
 #include "cachedarrays/nn/models.hpp"
 #include "cachedarrays/nn/trainer.hpp"
+#include "cachedarrays/plan/program/kernel_signature.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/sim/replay.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;

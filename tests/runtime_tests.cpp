@@ -102,8 +102,14 @@ TEST_CASE("runtime: kernel hands resolved spans in order and emits one hint per 
   auto x = rt.array<float>(1000);
   auto w = rt.array<float>(1000);
   auto y = rt.array<float>(1000);
-  { auto s = x.write(); std::fill(s.begin(), s.end(), 2.0f); }
-  { auto s = w.write(); std::fill(s.begin(), s.end(), 3.0f); }
+  {
+    auto s = x.write();
+    std::fill(s.begin(), s.end(), 2.0f);
+  }
+  {
+    auto s = w.write();
+    std::fill(s.begin(), s.end(), 3.0f);
+  }
   log.clear();
   rt.kernel(ca::reads(x, w), ca::writes(y),
             [&](std::span<const float> a, std::span<const float> b, std::span<float> c) {

@@ -159,14 +159,12 @@ struct Tally {  // what the threads did, for the report and the stats check
   std::atomic<std::uint64_t> created{0}, retired{0}, kernels{0}, reads{0}, hints{0}, out_of_memory{0};
 };
 
-void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, int index,
-            std::uint64_t iterations, Failures& failures, Tally& tally) {
+void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, int index, std::uint64_t iterations,
+            Failures& failures, Tally& tally) {
   test::SplitMixRng rng{seed * 1000003 + static_cast<std::uint64_t>(index)};  // one per thread
   std::vector<Private> mine;
   std::uint64_t next_seed = (static_cast<std::uint64_t>(index) + 1) << 40;
-  const auto fail = [&](const std::string& what) {
-    failures.add("thread " + std::to_string(index) + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { failures.add("thread " + std::to_string(index) + ": " + what); };
   try {
     for (std::uint64_t it = 0; it < iterations; ++it) {
       const std::uint64_t op = rng.below(100);
@@ -187,9 +185,9 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
         const Shared& s = shared[rng.below(shared.size())];  // shared arrays are only read
         const std::uint64_t new_seed = ++next_seed;
         rt.kernel(ca::reads(a.array, s.array), ca::writes(b.array),
-                  [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y,
-                      std::span<std::uint64_t> z) {
-                    if (!words_hold(x, a.seed)) fail("kernel input array #" + std::to_string(a.array.id()) + " changed");
+                  [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> y, std::span<std::uint64_t> z) {
+                    if (!words_hold(x, a.seed))
+                      fail("kernel input array #" + std::to_string(a.array.id()) + " changed");
                     if (!words_hold(y, s.seed)) fail("shared array #" + std::to_string(s.array.id()) + " changed");
                     fill_words(z, new_seed);
                   });
@@ -233,7 +231,9 @@ void worker(ca::Runtime& rt, std::vector<Shared>& shared, std::uint64_t seed, in
             on_shared ? shared[rng.below(shared.size())].array : mine[rng.below(mine.size())].array;
         switch (rng.below(4)) {
           case 0: a.will_read(); break;
-          case 1: if (!on_shared) a.will_write(); break;
+          case 1:
+            if (!on_shared) a.will_write();
+            break;
           case 2: a.archive(); break;
           default: a.will_use(); break;
         }
@@ -304,10 +304,9 @@ void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_b
 
   const ca::Stats stats = rt.stats();
   MESSAGE(rt.policy_name() << ": " << tally.created.load() << " arrays created, " << tally.kernels.load()
-                           << " kernels, " << tally.reads.load() << " reads, " << tally.hints.load()
-                           << " hints, " << tally.out_of_memory.load() << " out_of_memory; "
-                           << stats.total_bytes_copied() << " bytes copied between tiers, "
-                           << stats.devices[0].evictions << " evictions from DRAM");
+                           << " kernels, " << tally.reads.load() << " reads, " << tally.hints.load() << " hints, "
+                           << tally.out_of_memory.load() << " out_of_memory; " << stats.total_bytes_copied()
+                           << " bytes copied between tiers, " << stats.devices[0].evictions << " evictions from DRAM");
   {
     auto lock = rt.lock();
     REQUIRE_NOTHROW(rt.manager().check_invariants(true));
@@ -347,9 +346,7 @@ void run_stress(std::unique_ptr<ca::policy::Policy> policy, std::uint64_t dram_b
 
 }  // namespace
 
-TEST_CASE("stress: four threads share a runtime under first-touch") {
-  run_stress(nullptr, 8 * MiB);
-}
+TEST_CASE("stress: four threads share a runtime under first-touch") { run_stress(nullptr, 8 * MiB); }
 
 TEST_CASE("stress: four threads share a runtime whose policy moves data on every hint") {
   run_stress(std::make_unique<MovingPolicy>(), 1 * MiB);  // small: evictfrom runs often

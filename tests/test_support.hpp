@@ -208,8 +208,7 @@ inline std::unique_ptr<ca::policy::Policy> policy_with_quick_plans(const std::st
 
 // An object placed on `device` and filled with pattern `seed`, as a policy
 // and a write access would do.
-inline ca::Object& make_object(ca::DataManager& dm, ca::DeviceId device, std::uint64_t bytes,
-                               std::uint64_t seed) {
+inline ca::Object& make_object(ca::DataManager& dm, ca::DeviceId device, std::uint64_t bytes, std::uint64_t seed) {
   ca::Object& object = dm.create_object(bytes);
   ca::Region* region = dm.allocate(device, bytes);
   if (region == nullptr) {

@@ -90,7 +90,10 @@ TEST_CASE("trace: the Chrome JSON parses and has one occupancy counter track per
   std::size_t rows = 0;
   std::size_t initial = 0;
   while (std::getline(lines, line)) {
-    if (line.find(",initial,") != std::string::npos) ++initial; else ++rows;
+    if (line.find(",initial,") != std::string::npos)
+      ++initial;
+    else
+      ++rows;
   }
   CHECK(initial == 2);
   CHECK(rows == t.events().size());
@@ -109,8 +112,10 @@ TEST_CASE("trace: a dry run of a model emits exactly the events of a real run") 
   const std::uint64_t slow = 2 * footprint;
   const auto events = [&](bool real) {
     std::vector<ca::DeviceSpec> devices;
-    if (real) devices = {ca::dram(fast, "fast"), ca::dax_file({}, slow, "slow")};
-    else devices = {ca::virtual_device(fast, "fast"), ca::virtual_device(slow, "slow")};
+    if (real)
+      devices = {ca::dram(fast, "fast"), ca::dax_file({}, slow, "slow")};
+    else
+      devices = {ca::virtual_device(fast, "fast"), ca::virtual_device(slow, "slow")};
     ca::Runtime rt(devices, ca::policy::Registry::builtin().make("ca-lmp"));
     nn::Trainer trainer(&rt, nn::build_model(config), {}, /*run_kernels=*/real);
     const ca::Trace& t = rt.start_trace();

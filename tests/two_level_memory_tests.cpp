@@ -51,7 +51,10 @@ class NaiveCache {
         c.dram_bytes_written += line_;
         slot = {true, tag, write};
       }
-      if (write) c.dram_bytes_written += line_; else c.dram_bytes_read += line_;
+      if (write)
+        c.dram_bytes_written += line_;
+      else
+        c.dram_bytes_read += line_;
     }
   }
 
@@ -110,8 +113,8 @@ TEST_CASE("2lm: a write miss allocates the line and leaves it dirty") {
   ca::TwoLevelMemory m(4 * line_size);
   m.access(64, 64, true);
   CHECK(counts(m) == Counts{0, 1, 0});
-  CHECK(m.counters().nvram_bytes_read == 64);      // write-allocate fills
-  CHECK(m.counters().dram_bytes_written == 128);   // fill + the write
+  CHECK(m.counters().nvram_bytes_read == 64);     // write-allocate fills
+  CHECK(m.counters().dram_bytes_written == 128);  // fill + the write
   m.access(64 + 256, 64, true);
   CHECK(counts(m) == Counts{0, 1, 1});
 }

@@ -74,7 +74,10 @@ TEST_CASE("unlocked reads: an unneeded will_read is never delivered") {
 TEST_CASE("unlocked reads: an object that moves is asked about anew, and its reads take the lock meanwhile") {
   test::Listening l(ca::HintDelivery::deferred, ca::HintDelivery::under_lock);
   auto a = l.rt.array<float>(256);
-  { auto w = a.write(); w[3] = 7.0f; }
+  {
+    auto w = a.write();
+    w[3] = 7.0f;
+  }
   REQUIRE(a.object().read_hint_delivery() == ca::HintDelivery::deferred);
   {
     auto guard = l.rt.lock();
@@ -120,8 +123,8 @@ TEST_CASE("unlocked reads: the counters count them, and a trace makes reads take
 TEST_CASE("unlocked reads: CA:LM defers reads of fast objects and needs none of slow ones; LMP moves them") {
   for (const bool prefetch : {false, true}) {
     CAPTURE(prefetch);
-    ca::Runtime rt{test::two_tiers(1 << 20, 8 << 20),
-                   std::make_unique<ca::policy::CachedArraysPolicy>(prefetch ? ca::policy::mode::LMP : ca::policy::mode::LM)};
+    ca::Runtime rt{test::two_tiers(1 << 20, 8 << 20), std::make_unique<ca::policy::CachedArraysPolicy>(
+                                                          prefetch ? ca::policy::mode::LMP : ca::policy::mode::LM)};
     auto a = rt.array<float>(1024);
     CHECK(a.object().read_hint_delivery() == ca::HintDelivery::deferred);
     {
@@ -129,8 +132,7 @@ TEST_CASE("unlocked reads: CA:LM defers reads of fast objects and needs none of 
       REQUIRE(ca::policy::evict(rt.manager(), a.object(), 0, 1).moved);
     }
     a.archive();  // a locked hint: the policy is asked about the slow place
-    CHECK(a.object().read_hint_delivery() ==
-          (prefetch ? ca::HintDelivery::under_lock : ca::HintDelivery::unneeded));
+    CHECK(a.object().read_hint_delivery() == (prefetch ? ca::HintDelivery::under_lock : ca::HintDelivery::unneeded));
     { auto r = a.read(); }
     const ca::DeviceId device = [&] {
       auto guard = rt.lock();

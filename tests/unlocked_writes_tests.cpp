@@ -29,12 +29,18 @@ TEST_CASE("unlocked writes: a write to a dirty primary skips the lock, and its w
   test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
   // The first write dirties the primary: under the lock, heard at once.
-  { auto w = a.write(); w[0] = 1.0f; }
+  {
+    auto w = a.write();
+    w[0] = 1.0f;
+  }
   REQUIRE(l.policy->heard == std::vector<std::string>{write_of(a)});
   CHECK(a.object().write_hint_delivery() == ca::HintDelivery::deferred);
   l.policy->heard.clear();
   for (int i = 0; i < 5; ++i) {
-    { auto w = a.write(); w[1] = static_cast<float>(i); }
+    {
+      auto w = a.write();
+      w[1] = static_cast<float>(i);
+    }
     l.rt.kernel(ca::writes(a), [i](std::span<float> x) { x[2] = static_cast<float>(i); });
   }
   CHECK(l.policy->heard.empty());  // nothing under the lock yet
@@ -58,7 +64,10 @@ TEST_CASE("unlocked writes: a policy that asks for every will_write under the lo
 TEST_CASE("unlocked writes: a valid copy sends the write through the lock, which makes the copy stale") {
   test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
-  { auto w = a.write(); w[0] = 1.0f; }  // dirty, and no other region: writable without the lock
+  {
+    auto w = a.write();
+    w[0] = 1.0f;
+  }  // dirty, and no other region: writable without the lock
   ca::Region* copy = nullptr;
   {
     auto guard = l.rt.lock();
@@ -73,7 +82,10 @@ TEST_CASE("unlocked writes: a valid copy sends the write through the lock, which
     CHECK_FALSE(dm.writable_unlocked(a.object()));
   }
   l.policy->heard.clear();
-  { auto w = a.write(); w[0] = 2.0f; }
+  {
+    auto w = a.write();
+    w[0] = 2.0f;
+  }
   // Under the lock: heard at once, and the copy of the old contents no longer counts.
   CHECK(l.policy->heard == std::vector<std::string>{write_of(a)});
   {
@@ -95,7 +107,10 @@ TEST_CASE("unlocked writes: a clean primary, a copy in flight or a policy that s
     auto guard = rt.lock();
     CHECK_FALSE(rt.manager().writable_unlocked(a.object()));  // clean: a write must dirty it and version it
   }
-  { auto w = a.write(); w[0] = 1.0f; }
+  {
+    auto w = a.write();
+    w[0] = 1.0f;
+  }
   {
     auto guard = rt.lock();
     ca::DataManager& dm = rt.manager();
@@ -119,8 +134,14 @@ TEST_CASE("unlocked writes: a clean primary, a copy in flight or a policy that s
 TEST_CASE("unlocked writes: a deferred will_write reaches the policy before the lock holder's own work") {
   test::Listening l(ca::HintDelivery::under_lock, ca::HintDelivery::deferred);
   auto a = l.rt.array<float>(256);
-  { auto w = a.write(); w[0] = 1.0f; }
-  { auto w = a.write(); w[0] = 2.0f; }  // skips the lock: deferred
+  {
+    auto w = a.write();
+    w[0] = 1.0f;
+  }
+  {
+    auto w = a.write();
+    w[0] = 2.0f;
+  }  // skips the lock: deferred
   l.policy->heard.clear();
   {
     auto guard = l.rt.lock();  // delivers it before anything moves
@@ -136,7 +157,10 @@ TEST_CASE("unlocked writes: a deferred will_write reaches the policy before the 
 TEST_CASE("unlocked writes: the counters count them") {
   ca::Runtime rt{test::two_tiers(), std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LM)};
   auto a = rt.array<float>(1024);
-  { auto w = a.write(); w[0] = 1.0f; }
+  {
+    auto w = a.write();
+    w[0] = 1.0f;
+  }
   rt.begin_iteration();
   const ca::Stats before = rt.stats();
   for (int i = 0; i < 10; ++i) {
@@ -149,8 +173,9 @@ TEST_CASE("unlocked writes: the counters count them") {
   CHECK(rt.kernels_in_iteration() == 10);
 }
 
-TEST_CASE("unlocked writes: writers on several threads beside a thread forcing evictions, each array ending as its last "
-          "writer left it") {
+TEST_CASE(
+    "unlocked writes: writers on several threads beside a thread forcing evictions, each array ending as its last "
+    "writer left it") {
   // A fast tier of a quarter of the arrays: the evicting thread's archives
   // and accesses keep moving arrays out and in while the writers write
   // their own arrays, mostly without the lock.

@@ -6,9 +6,9 @@
 // since they decide how fast data moves between those tiers.
 //
 //   cachedarrays-info [--topology FILE.xml] [--json]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -22,8 +22,8 @@
 // Runtime recorded carries the tiers it ran on (plan::Program::tiers): it is
 // modeled on those, copies included, unless --slow-tier names a published one.
 //   cachedarrays-plan --model resnet --depth 50 --batch 256 --save-program resnet50.json
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -34,9 +34,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
-#include <string>
 #include <vector>
 
 #include <unistd.h>
@@ -63,7 +63,7 @@ struct Options {
   std::string program;  // a program JSON instead of a model
   std::vector<double> fractions{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
   std::vector<std::string> policies;  // empty: quick_policies(); "all": all_policies()
-  std::string slow_tier;  // empty: the program's tiers, else optane
+  std::string slow_tier;              // empty: the program's tiers, else optane
   std::string prices_file;
   double gflops = 0;  // 0: this machine's per-core rate times --cores
   int cores = 28;
@@ -79,8 +79,8 @@ struct Options {
   std::string fast_bytes;    // one fast-tier size in bytes ("64M"), instead of --fractions
   double fast_fraction = 0;  // one fast-tier size as a share of the footprint, instead of --fractions
   bool quiet = false;
-  std::string vit_size;           // a named ViT: B16, L16, ...
-  std::string optimizer;          // empty: AdamW for a ViT, SGD for the CNNs
+  std::string vit_size;   // a named ViT: B16, L16, ...
+  std::string optimizer;  // empty: AdamW for a ViT, SGD for the CNNs
 };
 
 // "64M", "1.5G", "4096": bytes, with an optional K/M/G/T suffix (powers of
@@ -95,11 +95,16 @@ std::uint64_t parse_bytes(const std::string& text) {
   }
   std::string suffix = text.substr(end);
   double scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "T" || suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!suffix.empty()) end = 0;
+  if (suffix == "K" || suffix == "k")
+    scale = 1024.0;
+  else if (suffix == "M" || suffix == "m")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty())
+    end = 0;
   if (end == 0 || !(value > 0)) {
     throw ca::invalid_argument("--fast-bytes '" + text +
                                "' is not a size; give bytes > 0, optionally with K, M, G or T (powers of 1024)");
@@ -171,8 +176,9 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
   for (const ca::plan::FastTierBound& b : plan.bounds) bound_cells.push_back(fmt::format("{:.2f}x", b.slowdown()));
   matrix.print_rule();
   matrix.print_row(bound_cells);
-  fmt::print("lower bound: no placement is faster; each kernel at its cheapest with its own arguments within the fast "
-             "tier, copies free (kernels whose arguments pass it:");
+  fmt::print(
+      "lower bound: no placement is faster; each kernel at its cheapest with its own arguments within the fast "
+      "tier, copies free (kernels whose arguments pass it:");
   for (const ca::plan::FastTierBound& b : plan.bounds) fmt::print(" {}", b.kernels_over);
   fmt::print(")\n");
   // The fastest policy at every size, its traffic and what its memory costs.
@@ -188,9 +194,10 @@ void print_tables(const ca::CapacityPlan& plan, const Options& o, const ca::Memo
                          {"vs all-DRAM", 11}},
                         "  ");
   const double all_dram = prices.cost(fast.name, plan.footprint);
-  fmt::print("\nthe fastest policy at each size; traffic per iteration; {} at ${:.2f}/GB, {} at ${:.2f}/GB (slow "
-             "tier: its peak):\n",
-             fast.name, prices.dollars_per_gb(fast.name), slow.name, prices.dollars_per_gb(slow.name));
+  fmt::print(
+      "\nthe fastest policy at each size; traffic per iteration; {} at ${:.2f}/GB, {} at ${:.2f}/GB (slow "
+      "tier: its peak):\n",
+      fast.name, prices.dollars_per_gb(fast.name), slow.name, prices.dollars_per_gb(slow.name));
   best.print_header();
   best.print_rule();
   for (std::size_t f = 0; f < o.fractions.size(); ++f) {
@@ -257,8 +264,9 @@ std::string plot_script() {
 // quick_policies, "all" all_policies), the fractions in order, once each.
 void settle(Options& o) {
   if (o.model.family.empty() == o.program.empty()) {
-    throw ca::invalid_argument("give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
-                               "one of them");
+    throw ca::invalid_argument(
+        "give a bundled model (--model FAMILY --depth N) or a program (--program FILE), "
+        "one of them");
   }
   if (!o.model.family.empty()) {
     // "inception-v4" names family "inception" at depth 4: the labels, the
@@ -313,7 +321,7 @@ nn::TrainerOptions trainer_options(const Options& o) {
 struct VitCount {
   std::int64_t parameters = 0;
   std::uint64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
-  std::uint64_t activation_bytes = 0;  // all blocks
+  std::uint64_t activation_bytes = 0;                            // all blocks
   std::vector<std::pair<std::string, std::uint64_t>> per_block;  // one block's, by layer
   [[nodiscard]] std::uint64_t total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
@@ -326,16 +334,17 @@ VitCount count_vit(const nn::ModelConfig& m, const std::string& optimizer) {
   const auto heads = static_cast<std::uint64_t>(m.vit.heads);
   const auto hidden = static_cast<std::uint64_t>(std::llround(static_cast<double>(d) * m.vit.mlp_ratio));
   const auto p = static_cast<std::uint64_t>(m.vit.patch);
-  const std::uint64_t patches = (static_cast<std::uint64_t>(m.image_size) / p) * (static_cast<std::uint64_t>(m.image_size) / p);
+  const std::uint64_t patches =
+      (static_cast<std::uint64_t>(m.image_size) / p) * (static_cast<std::uint64_t>(m.image_size) / p);
   const std::uint64_t t = patches + 1;  // the class token
   const auto c = static_cast<std::uint64_t>(m.channels);
   const auto classes = static_cast<std::uint64_t>(m.classes);
   const auto blocks = static_cast<std::uint64_t>(m.depth);
   VitCount v;
-  const std::uint64_t per_block_parameters = 2 * (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (hidden * d + hidden) +
-                                             (d * hidden + d);
-  const std::uint64_t parameters = (c * p * p * d + d) + d + t * d + blocks * per_block_parameters + 2 * d +
-                                   (d * classes + classes);
+  const std::uint64_t per_block_parameters =
+      2 * (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (hidden * d + hidden) + (d * hidden + d);
+  const std::uint64_t parameters =
+      (c * p * p * d + d) + d + t * d + blocks * per_block_parameters + 2 * d + (d * classes + classes);
   v.parameters = static_cast<std::int64_t>(parameters);
   v.parameter_bytes = 4 * parameters;
   v.gradient_bytes = 4 * parameters;
@@ -377,7 +386,9 @@ std::string describe_tier(const ca::plan::ProgramTier& t) {
 // program ran on when it carries them, else the published Optane.
 Machine machine(const Options& o, const std::vector<ca::plan::ProgramTier>& program_tiers) {
   Machine m{o.prices_file.empty() ? ca::MemoryPrices::defaults() : ca::MemoryPrices::load(o.prices_file),
-            tier_model("dram"), tier_model(o.slow_tier.empty() ? "optane" : o.slow_tier), {},
+            tier_model("dram"),
+            tier_model(o.slow_tier.empty() ? "optane" : o.slow_tier),
+            {},
             "published figures (--slow-tier)"};
   const auto recorded = ca::tier_models(program_tiers);
   if (o.slow_tier.empty() && recorded) {
@@ -385,8 +396,9 @@ Machine machine(const Options& o, const std::vector<ca::plan::ProgramTier>& prog
     m.tiers_from = "the tiers the program ran on: " + describe_tier(program_tiers.front()) + "; " +
                    describe_tier(program_tiers.back());
   } else if (o.slow_tier.empty() && !o.program.empty()) {
-    m.tiers_from = "published figures: the program carries no tiers with bandwidths (recorded before programs "
-                   "carried them, or on a tier nothing measured); --slow-tier picks one";
+    m.tiers_from =
+        "published figures: the program carries no tiers with bandwidths (recorded before programs "
+        "carried them, or on a tier nothing measured); --slow-tier picks one";
   }
   (void)m.prices.dollars_per_gb(m.fast.name);  // a missing price fails now, not after the replays
   (void)m.prices.dollars_per_gb(m.slow.name);
@@ -464,19 +476,19 @@ ca::CapacityPlan replay_all(const Options& o, const Iteration& it, const Machine
                it.program.kernels().size(), o.policies.size(), o.fractions.size());
   }
   const bool tty = ::isatty(STDERR_FILENO) != 0;
-  const ca::CapacityPlan plan = ca::plan_capacity(
-      it.trace, it.program, it.footprint, options,
-      [&](const ca::CapacityPoint& p, std::size_t done, std::size_t total) {
-        if (o.quiet) return;
-        const std::string line =
-            fmt::format("[{:>4}/{}] {:5.1f} s  {:<14} at {:>3.0f}%: {}", done, total, elapsed(), p.policy,
-                        100 * p.fraction, p.seconds ? fmt::format("{:.3f} s", *p.seconds) : p.note);
-        if (tty) {
-          fmt::print(stderr, "\r{:<78}", line);
-        } else {
-          fmt::print(stderr, "{}\n", line);
-        }
-      });
+  const ca::CapacityPlan plan =
+      ca::plan_capacity(it.trace, it.program, it.footprint, options,
+                        [&](const ca::CapacityPoint& p, std::size_t done, std::size_t total) {
+                          if (o.quiet) return;
+                          const std::string line = fmt::format(
+                              "[{:>4}/{}] {:5.1f} s  {:<14} at {:>3.0f}%: {}", done, total, elapsed(), p.policy,
+                              100 * p.fraction, p.seconds ? fmt::format("{:.3f} s", *p.seconds) : p.note);
+                          if (tty) {
+                            fmt::print(stderr, "\r{:<78}", line);
+                          } else {
+                            fmt::print(stderr, "{}\n", line);
+                          }
+                        });
   if (tty && !o.quiet) fmt::print(stderr, "\n");
   return plan;
 }
@@ -503,11 +515,12 @@ void print_report(const Options& o, const Iteration& it, const Machine& m, const
              ca::format_bytes(it.footprint), gb(it.footprint), plan.all_fast_seconds);
   if (o.model.family == "vit") {
     const VitCount v = count_vit(o.model, o.optimizer);
-    fmt::print("independent count ({} parameters, {}): parameters {} + gradients {} + {} {} + activations {} = {}; "
-               "the dry run's footprint is {:.2f}x it\n",
-               v.parameters, o.optimizer, gb(v.parameter_bytes), gb(v.gradient_bytes),
-               o.optimizer == "adamw" ? "two moments" : "momentum", gb(v.optimizer_bytes), gb(v.activation_bytes),
-               gb(v.total()), static_cast<double>(it.footprint) / static_cast<double>(v.total()));
+    fmt::print(
+        "independent count ({} parameters, {}): parameters {} + gradients {} + {} {} + activations {} = {}; "
+        "the dry run's footprint is {:.2f}x it\n",
+        v.parameters, o.optimizer, gb(v.parameter_bytes), gb(v.gradient_bytes),
+        o.optimizer == "adamw" ? "two moments" : "momentum", gb(v.optimizer_bytes), gb(v.activation_bytes),
+        gb(v.total()), static_cast<double>(it.footprint) / static_cast<double>(v.total()));
     fmt::print("  activations kept for the backward pass, each of {} blocks:\n", o.model.depth);
     for (const auto& [what, bytes] : v.per_block) fmt::print("    {:>10}  {}\n", gb(bytes), what);
   }
@@ -518,13 +531,14 @@ void print_report(const Options& o, const Iteration& it, const Machine& m, const
   print_tables(plan, o, m.prices, m.fast, m.slow);
   if (!o.fast_bytes.empty() || o.fast_fraction > 0) print_one_size(plan, o, it);
   if (answer.found) {
-    fmt::print("\nanswer: {} of {} ({:.0f}% of the footprint) with {}: {:.2f}x all-fast; memory {} ({} {} + {} {}) "
-               "against {} all-{}: {:.0f}% {}\n",
-               gb(answer.fast_bytes), m.fast.name, 100 * answer.fraction, answer.policy, answer.slowdown,
-               dollars(answer.cost_dollars), gb(answer.fast_bytes), m.fast.name, gb(answer.slow_bytes), m.slow.name,
-               dollars(answer.all_fast_cost_dollars), m.fast.name,
-               100 * std::abs(1 - answer.cost_dollars / answer.all_fast_cost_dollars),
-               answer.cost_dollars <= answer.all_fast_cost_dollars ? "less" : "more");
+    fmt::print(
+        "\nanswer: {} of {} ({:.0f}% of the footprint) with {}: {:.2f}x all-fast; memory {} ({} {} + {} {}) "
+        "against {} all-{}: {:.0f}% {}\n",
+        gb(answer.fast_bytes), m.fast.name, 100 * answer.fraction, answer.policy, answer.slowdown,
+        dollars(answer.cost_dollars), gb(answer.fast_bytes), m.fast.name, gb(answer.slow_bytes), m.slow.name,
+        dollars(answer.all_fast_cost_dollars), m.fast.name,
+        100 * std::abs(1 - answer.cost_dollars / answer.all_fast_cost_dollars),
+        answer.cost_dollars <= answer.all_fast_cost_dollars ? "less" : "more");
   } else {
     fmt::print("\nno answer: {}\n", answer.reason);
   }
@@ -552,9 +566,12 @@ Json independent_count_json(const Options& o) {
   const VitCount v = count_vit(o.model, o.optimizer);
   Json by_layer = Json::array();
   for (const auto& [what, bytes] : v.per_block) by_layer.push_back(Json{{"kept", what}, {"bytes_per_block", bytes}});
-  return Json{{"parameters", v.parameters},         {"parameter_bytes", v.parameter_bytes},
-              {"gradient_bytes", v.gradient_bytes}, {"optimizer_state_bytes", v.optimizer_bytes},
-              {"activation_bytes", v.activation_bytes}, {"total_bytes", v.total()},
+  return Json{{"parameters", v.parameters},
+              {"parameter_bytes", v.parameter_bytes},
+              {"gradient_bytes", v.gradient_bytes},
+              {"optimizer_state_bytes", v.optimizer_bytes},
+              {"activation_bytes", v.activation_bytes},
+              {"total_bytes", v.total()},
               {"activations_by_layer", by_layer}};
 }
 
@@ -604,10 +621,9 @@ int write_outputs(const Options& o, const Json& doc) {
     fmt::print("wrote {}\n", json_path);
   }
   if (!o.png.empty()) {
-    const auto [out, status] = ca::tools::capture(fmt::format("/usr/bin/python3 {} {} -o {} 2>&1",
-                                                              ca::tools::shell_quote(plot_script()),
-                                                              ca::tools::shell_quote(json_path),
-                                                              ca::tools::shell_quote(o.png)));
+    const auto [out, status] =
+        ca::tools::capture(fmt::format("/usr/bin/python3 {} {} -o {} 2>&1", ca::tools::shell_quote(plot_script()),
+                                       ca::tools::shell_quote(json_path), ca::tools::shell_quote(o.png)));
     if (status != 0) {
       fmt::print(stderr, "cachedarrays-plan: drawing {} failed (needs /usr/bin/python3 with matplotlib): {}", o.png,
                  out);
@@ -627,7 +643,8 @@ int run(Options& o) {
   const Iteration it = load_iteration(o);
   Machine m = machine(o, it.tiers);
   if (!o.fast_bytes.empty()) {
-    o.fractions = {static_cast<double>(parse_bytes(o.fast_bytes)) / static_cast<double>(std::max<std::uint64_t>(1, it.footprint))};
+    o.fractions = {static_cast<double>(parse_bytes(o.fast_bytes)) /
+                   static_cast<double>(std::max<std::uint64_t>(1, it.footprint))};
   } else if (o.fast_fraction > 0) {
     o.fractions = {o.fast_fraction};
   }
@@ -652,24 +669,33 @@ int run(Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"cachedarrays-plan: how much fast memory (DRAM) does a training iteration need, with which policy, "
-               "at what memory cost? Every policy replayed at a range of fast-tier sizes on a modeled machine "
-               "(roofline kernels, the tiers' published bandwidths): modeled, not measured."};
+  CLI::App app{
+      "cachedarrays-plan: how much fast memory (DRAM) does a training iteration need, with which policy, "
+      "at what memory cost? Every policy replayed at a range of fast-tier sizes on a modeled machine "
+      "(roofline kernels, the tiers' published bandwidths): modeled, not measured."};
   std::vector<std::string> model_names = nn::model_families();
   model_names.push_back("inception-v4");
   app.add_option("--model", o.model.family,
                  "a bundled model: resnet, densenet, vgg (with --depth), inception (inception-v4; depth 4) or vit "
                  "(with --size, or --patch/--dim/--depth/--heads/--mlp-ratio)")
       ->check(CLI::IsMember(model_names));
-  app.add_option("--size", o.vit_size, "vit: a size of the ViT paper: " + fmt::format("{}", fmt::join(nn::vit_sizes(), ", ")));
-  app.add_option("--patch", o.model.vit.patch, "vit: the patch side")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--dim", o.model.vit.dim, "vit: features per token")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--heads", o.model.vit.heads, "vit: attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--size", o.vit_size,
+                 "vit: a size of the ViT paper: " + fmt::format("{}", fmt::join(nn::vit_sizes(), ", ")));
+  app.add_option("--patch", o.model.vit.patch, "vit: the patch side")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dim", o.model.vit.dim, "vit: features per token")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--heads", o.model.vit.heads, "vit: attention heads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--mlp-ratio", o.model.vit.mlp_ratio, "vit: the MLP's hidden features per token feature")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", o.optimizer, "sgd or adamw, whose state the iteration holds (default: adamw for vit, "
-                                             "sgd for the CNNs)")
+  app.add_option("--optimizer", o.optimizer,
+                 "sgd or adamw, whose state the iteration holds (default: adamw for vit, "
+                 "sgd for the CNNs)")
       ->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_option("--depth", o.model.depth,
                  "its depth (resnet 18..200, densenet 121..264, vgg 11..416, inception 4 and the default; vit: its "
@@ -680,23 +706,25 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->each([&](const std::string&) { o.image_size_given = true; });
   app.add_option("--classes", o.model.classes, "its class count")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--width", o.model.width, "its channel multiplier")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option("--width", o.model.width, "its channel multiplier")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--program", o.program,
                  "a program JSON of one iteration (plan::Program::save; Runtime::record_program) instead of a model; "
                  "with online profiles (CACHEDARRAYS_PROGRAM_OUT) its kernels are priced by them, else kernels the "
                  "roofline does not know by name are modeled memory-bound")
       ->check(CLI::ExistingFile);
   app.add_option("--fractions", o.fractions, "fast-tier sizes to try, as shares of the footprint")
-      ->delimiter(',')->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--fast-bytes", o.fast_bytes,
                  "one fast-tier size in bytes (K, M, G, T: powers of 1024) instead of --fractions: prints the lower "
                  "bound and every policy's modeled seconds there (default policies: all)");
   app.add_option("--fast-fraction", o.fast_fraction,
                  "one fast-tier size as a share of the footprint instead of --fractions, reported as --fast-bytes")
       ->check(CLI::PositiveNumber);
-  std::string policies_help = "policies to compare, comma-separated, or 'all' (adds the planned policies, whose "
-                              "plans of paper-sized programs take minutes; --plan-seconds bounds each); default:";
+  std::string policies_help =
+      "policies to compare, comma-separated, or 'all' (adds the planned policies, whose "
+      "plans of paper-sized programs take minutes; --plan-seconds bounds each); default:";
   for (const std::string& p : ca::quick_policies()) policies_help += " " + p;
   app.add_option("--policies", o.policies, policies_help)->delimiter(',');
   app.add_option("--slow-tier", o.slow_tier,
@@ -713,11 +741,13 @@ int main(int argc, char** argv) {
                  "a small ResNet's convolutions times --cores)")
       ->check(CLI::PositiveNumber);
   app.add_option("--cores", o.cores, "cores of the modeled machine when --gflops is not given (the paper's socket)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--profile-cache", o.profile_cache, "kernel profiles for the compute rate (measured once)")
       ->capture_default_str();
   app.add_option("--within", o.within, "the answer's bound on the slowdown against all-fast")
-      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 100.0));
   app.add_option("--plan-seconds", o.plan_seconds, "time limit of each planned policy's plan (default: theirs)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "replays side by side (default: every core)");

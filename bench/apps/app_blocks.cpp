@@ -245,23 +245,20 @@ struct Blocks {
       const ca::CachedArray<float>& block = now.blocks[b];
       auto next_state = ca::writes(next.blocks[b], next.first_rows[b], next.last_rows[b]);
       if (b == 0) {
-        rt.kernel("jacobi-edge", ca::reads(block, now.first_rows[b + 1]), next_state,
-                  [&](std::span<const float> in, std::span<const float> below, std::span<float> out,
-                      std::span<float> first, std::span<float> last) {
-                    jacobi_block(c, none, in, below, out, first, last);
-                  });
+        rt.kernel(
+            "jacobi-edge", ca::reads(block, now.first_rows[b + 1]), next_state,
+            [&](std::span<const float> in, std::span<const float> below, std::span<float> out, std::span<float> first,
+                std::span<float> last) { jacobi_block(c, none, in, below, out, first, last); });
       } else if (b + 1 == blocks) {
-        rt.kernel("jacobi-edge", ca::reads(now.last_rows[b - 1], block), next_state,
-                  [&](std::span<const float> above, std::span<const float> in, std::span<float> out,
-                      std::span<float> first, std::span<float> last) {
-                    jacobi_block(c, above, in, none, out, first, last);
-                  });
+        rt.kernel(
+            "jacobi-edge", ca::reads(now.last_rows[b - 1], block), next_state,
+            [&](std::span<const float> above, std::span<const float> in, std::span<float> out, std::span<float> first,
+                std::span<float> last) { jacobi_block(c, above, in, none, out, first, last); });
       } else {
         rt.kernel("jacobi", ca::reads(now.last_rows[b - 1], block, now.first_rows[b + 1]), next_state,
                   [&](std::span<const float> above, std::span<const float> in, std::span<const float> below,
-                      std::span<float> out, std::span<float> first, std::span<float> last) {
-                    jacobi_block(c, above, in, below, out, first, last);
-                  });
+                      std::span<float> out, std::span<float> first,
+                      std::span<float> last) { jacobi_block(c, above, in, below, out, first, last); });
       }
       now.blocks[b].archive();
       next.blocks[b].archive();

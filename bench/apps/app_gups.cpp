@@ -71,7 +71,8 @@ struct Gups {
   void iteration(ca::Runtime& rt, Arrays& a, int index) const {
     for (std::size_t k = 0; k < kernels; ++k) {
       const auto [i, stream] = kernel_of(index, k);
-      rt.kernel("gups-update", ca::writes(a.table[i]), [&, s = stream](std::span<std::uint64_t> t) { update(t, s, updates); });
+      rt.kernel("gups-update", ca::writes(a.table[i]),
+                [&, s = stream](std::span<std::uint64_t> t) { update(t, s, updates); });
     }
   }
 

@@ -3,9 +3,9 @@
 // in each app's translation unit.
 #include "app_main.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -61,21 +61,24 @@ void write_report(const std::string& path, const Report& r) {
   for (const std::string& p : r.phases) phases += (phases.empty() ? "" : ", ") + json_string(p);
   fmt::print(f,
              "{{\"app\": {}, \"policy\": {}, \"emulation\": {}, \"fast_fraction\": {}, \"fast_bytes\": {}, "
-             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"phases\": [{}], \"iterations\": {}, \"footprint_bytes\": {}, "
+             "\"seconds_per_iteration\": {}, \"seconds\": [{}], \"phases\": [{}], \"iterations\": {}, "
+             "\"footprint_bytes\": {}, "
              "\"copied_in_bytes_per_iteration\": {}, \"written_back_bytes_per_iteration\": {}, "
              "\"served_in_place_per_iteration\": {}, \"verified\": {}, \"error\": {}, \"program\": {}}}\n",
              json_string(r.app), json_string(r.policy), json_string(r.emulation), r.fast_fraction, r.fast_bytes,
              r.seconds.empty() ? 0.0 : median(r.seconds), seconds, phases, r.seconds.size(), r.footprint,
-             r.copied_in_bytes, r.written_back_bytes, r.served_in_place, r.error.empty() ? "true" : "false", json_string(r.error), r.program_json);
+             r.copied_in_bytes, r.written_back_bytes, r.served_in_place, r.error.empty() ? "true" : "false",
+             json_string(r.error), r.program_json);
   if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
 }
 
-std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description,
-                                     int& exit_code, const std::function<void(CLI::App&)>& add_app_flags) {
+std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description, int& exit_code,
+                                     const std::function<void(CLI::App&)>& add_app_flags) {
   Options o;
-  CLI::App cli{fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
-                           "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
-                           name, description)};
+  CLI::App cli{
+      fmt::format("{}: {}. The policy and the fast tier come from CACHEDARRAYS_POLICY and "
+                  "CACHEDARRAYS_FAST_FRACTION (or _FAST_BYTES; default half the footprint).",
+                  name, description)};
   cli.add_option("--size", o.size, "test: a few MiB; bench: hundreds of MiB")
       ->check(CLI::IsMember({"test", "bench"}))
       ->capture_default_str();
@@ -84,7 +87,8 @@ std::optional<Options> parse_options(int argc, char** argv, const char* name, co
                  "then price kernels by bytes alone)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cli.add_option("--iterations", o.iterations, "timed iterations, after a warm-up, a recorded one and the profiled ones")
+  cli.add_option("--iterations", o.iterations,
+                 "timed iterations, after a warm-up, a recorded one and the profiled ones")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cli.add_option("--json", o.json, "write the run (with the recorded program) to this JSON file");
@@ -103,9 +107,10 @@ void print_report(const char* name, const Report& r) {
   const std::string emulated = r.emulation == "none" ? "" : fmt::format(" (emulated {})", r.emulation);
   fmt::print("{}: policy {}, fast {:.0f}% ({}), {:.4f} s/iteration (median of {}), verified{}\n", name, r.policy,
              100 * r.fast_fraction, format_bytes(r.fast_bytes), detail::median(r.seconds), r.seconds.size(), emulated);
-  fmt::print("{}: per iteration, copied into fast memory {}, written back {}, {:.1f} moves declined (served in place)\n",
-             name, format_bytes(static_cast<std::uint64_t>(r.copied_in_bytes)),
-             format_bytes(static_cast<std::uint64_t>(r.written_back_bytes)), r.served_in_place);
+  fmt::print(
+      "{}: per iteration, copied into fast memory {}, written back {}, {:.1f} moves declined (served in place)\n", name,
+      format_bytes(static_cast<std::uint64_t>(r.copied_in_bytes)),
+      format_bytes(static_cast<std::uint64_t>(r.written_back_bytes)), r.served_in_place);
 }
 
 }  // namespace cachedarrays::apps::detail

@@ -123,8 +123,8 @@ void write_report(const std::string& path, const Report& r);
 
 // The flags, or nullopt with the exit status CLI11 gives (help, a bad flag).
 // `add_app_flags`, when set, declares the app's own flags on the same parser.
-std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description,
-                                     int& exit_code, const std::function<void(CLI::App&)>& add_app_flags = {});
+std::optional<Options> parse_options(int argc, char** argv, const char* name, const char* description, int& exit_code,
+                                     const std::function<void(CLI::App&)>& add_app_flags = {});
 
 // The Flags of a Workload that declares flags of its own; NoFlags otherwise.
 struct NoFlags {};
@@ -133,7 +133,7 @@ struct FlagsOf {
   using type = NoFlags;
 };
 template <typename Workload>
-  requires requires { typename Workload::Flags; }
+requires requires { typename Workload::Flags; }
 struct FlagsOf<Workload> {
   using type = typename Workload::Flags;
 };

@@ -17,14 +17,12 @@ namespace detail {
 CACHEDARRAYS_INLINE std::string out_of_memory_message(std::uint64_t requested, const std::vector<DeviceUsage>& devices,
                                                       const std::string& snapshot_path,
                                                       const std::string& snapshot_failure) {
-  std::string message = "cachedarrays: out of memory: cannot place an object of " +
-                        format_bytes(requested) + " (" + std::to_string(requested) +
-                        " bytes); no device has a free block that large:";
+  std::string message = "cachedarrays: out of memory: cannot place an object of " + format_bytes(requested) + " (" +
+                        std::to_string(requested) + " bytes); no device has a free block that large:";
   for (const DeviceUsage& d : devices) {
-    message += "\n  device " + std::to_string(d.device) + " '" + d.name + "': capacity " +
-               format_bytes(d.capacity) + ", in use " + format_bytes(d.bytes_used) + " in " +
-               std::to_string(d.live_regions) + " regions, free " + format_bytes(d.bytes_free()) +
-               ", largest free block " + format_bytes(d.largest_free_block);
+    message += "\n  device " + std::to_string(d.device) + " '" + d.name + "': capacity " + format_bytes(d.capacity) +
+               ", in use " + format_bytes(d.bytes_used) + " in " + std::to_string(d.live_regions) + " regions, free " +
+               format_bytes(d.bytes_free()) + ", largest free block " + format_bytes(d.largest_free_block);
   }
   message += "\nRetire arrays the program no longer needs, or give the runtime larger devices.";
   if (!snapshot_path.empty()) {

@@ -89,12 +89,12 @@ class invariant_violation : public error {
 /// One device's occupancy (DataManager::usage), as an out_of_memory
 /// reports it for the moment an allocation failed.
 struct DeviceUsage {
-  DeviceId device = 0;                    ///< The device's number.
-  std::string name;                       ///< DeviceSpec::display_name().
-  std::uint64_t capacity = 0;             ///< The heap's size in bytes.
-  std::uint64_t bytes_used = 0;           ///< Bytes in live blocks, alignment padding included.
-  std::uint64_t largest_free_block = 0;   ///< Bytes of the largest free block: the largest allocation that fits now.
-  std::uint64_t live_regions = 0;         ///< Regions allocated and not freed.
+  DeviceId device = 0;                   ///< The device's number.
+  std::string name;                      ///< DeviceSpec::display_name().
+  std::uint64_t capacity = 0;            ///< The heap's size in bytes.
+  std::uint64_t bytes_used = 0;          ///< Bytes in live blocks, alignment padding included.
+  std::uint64_t largest_free_block = 0;  ///< Bytes of the largest free block: the largest allocation that fits now.
+  std::uint64_t live_regions = 0;        ///< Regions allocated and not freed.
   /// One past the highest byte taken: what is free above it is one block.
   std::uint64_t extent = 0;
   /// capacity - bytes_used: free bytes, possibly in many holes.

@@ -56,11 +56,8 @@ CACHEDARRAYS_INLINE std::optional<std::uint64_t> parse_bytes(std::string_view te
   std::string lower(unit);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static constexpr std::pair<std::string_view, double> units[] = {
-      {"", 1.0},          {"b", 1.0},
-      {"k", 0x1p10},      {"kib", 0x1p10}, {"kb", 1e3},
-      {"m", 0x1p20},      {"mib", 0x1p20}, {"mb", 1e6},
-      {"g", 0x1p30},      {"gib", 0x1p30}, {"gb", 1e9},
-      {"t", 0x1p40},      {"tib", 0x1p40}, {"tb", 1e12},
+      {"", 1.0},   {"b", 1.0},    {"k", 0x1p10},   {"kib", 0x1p10}, {"kb", 1e3},   {"m", 0x1p20},   {"mib", 0x1p20},
+      {"mb", 1e6}, {"g", 0x1p30}, {"gib", 0x1p30}, {"gb", 1e9},     {"t", 0x1p40}, {"tib", 0x1p40}, {"tb", 1e12},
   };
   for (const auto& [name, scale] : units) {
     if (lower != name) continue;

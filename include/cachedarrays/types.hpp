@@ -20,9 +20,9 @@ inline constexpr DeviceId max_devices = 8;
 
 /// A device's bandwidths for modeled time, in GB/s (= bytes per ns).
 struct DeviceModel {
-  std::string name;         ///< the tier's name ("dram", "optane", ...), for messages and prices
-  double read_gbps = 0;     ///< read bandwidth, GB/s (> 0 to replay)
-  double write_gbps = 0;    ///< write bandwidth, GB/s (> 0 to replay)
+  std::string name;       ///< the tier's name ("dram", "optane", ...), for messages and prices
+  double read_gbps = 0;   ///< read bandwidth, GB/s (> 0 to replay)
+  double write_gbps = 0;  ///< write bandwidth, GB/s (> 0 to replay)
 };
 
 /// How a kernel or scoped access uses an object: `read` leaves the object's

@@ -65,14 +65,11 @@ std::string advice(int err, const fs::path& path) {
       return "; does the directory " + quoted_path(directory_of(path)) + " exist? Create it or give another path";
     case EACCES:
     case EPERM:
-    case EROFS:
-      return "; the directory " + quoted_path(directory_of(path)) + " must be writable";
+    case EROFS: return "; the directory " + quoted_path(directory_of(path)) + " must be writable";
     case ENOSPC:
     case EDQUOT:
-    case EFBIG:
-      return "; free space there (the checkpoint must fit beside the previous one until the rename)";
-    default:
-      return "";
+    case EFBIG: return "; free space there (the checkpoint must fit beside the previous one until the rename)";
+    default: return "";
   }
 }
 
@@ -228,9 +225,9 @@ void CheckpointTemporaryFile::publish() {
   if (!has_name_) link_name();
   if (::rename(name_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
-    throw error(save_prefix(target_) + "renaming " + quoted_path(name_) + " over it failed: " + std::strerror(err) +
-                (err == EISDIR ? "; " + quoted_path(target_) + " is a directory: give a file name"
-                               : advice(err, target_)));
+    throw error(
+        save_prefix(target_) + "renaming " + quoted_path(name_) + " over it failed: " + std::strerror(err) +
+        (err == EISDIR ? "; " + quoted_path(target_) + " is a directory: give a file name" : advice(err, target_)));
   }
   unregister_name();
   has_name_ = false;  // it is the checkpoint now: no longer ours to remove

@@ -13,7 +13,9 @@
 namespace cachedarrays::nn {
 
 Context::Context(Runtime* runtime, bool run_kernels)
-    : runtime_(runtime), run_kernels_(run_kernels && runtime != nullptr), engine_(dnnl::engine::kind::cpu, 0),
+    : runtime_(runtime),
+      run_kernels_(run_kernels && runtime != nullptr),
+      engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {
   attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
@@ -40,8 +42,8 @@ std::string key_of(const dnnl::memory::desc& desc) {
   return key;
 }
 
-void Context::execute(const std::string& name, const dnnl::primitive& primitive,
-                      const dnnl::memory::desc& scratchpad, std::initializer_list<KernelArg> args) {
+void Context::execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                      std::initializer_list<KernelArg> args) {
   execute(name, primitive, scratchpad, std::span<const KernelArg>(args.begin(), args.size()));
 }
 
@@ -68,14 +70,13 @@ struct KernelObjects {
 
 }  // namespace
 
-void Context::execute(const std::string& name, const dnnl::primitive& primitive,
-                      const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args) {
+void Context::execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                      std::span<const KernelArg> args) {
   execute(name, primitive, scratchpad, args, {});
 }
 
-void Context::execute(const std::string& name, const dnnl::primitive& primitive,
-                      const dnnl::memory::desc& scratchpad, std::span<const KernelArg> args,
-                      const std::function<void(std::span<float* const>)>& after) {
+void Context::execute(const std::string& name, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                      std::span<const KernelArg> args, const std::function<void(std::span<float* const>)>& after) {
   const std::string signature = kernel_signature(name, args);
   for (const KernelArg& arg : args) {
     // A view larger than the storage would let the primitive run off its end.
@@ -141,9 +142,8 @@ void Context::copy(const Tensor& src, Tensor& dst) {
     throw invalid_argument("cachedarrays::nn: cannot copy between tensors of different shapes");
   }
   const std::string key = "reorder:" + key_of(src.desc()) + ">" + key_of(dst.desc());
-  auto [pd, prim] = cached<dnnl::reorder::primitive_desc, dnnl::reorder>(key, [&] {
-    return dnnl::reorder::primitive_desc(engine_, src.desc(), engine_, dst.desc(), attr_);
-  });
+  auto [pd, prim] = cached<dnnl::reorder::primitive_desc, dnnl::reorder>(
+      key, [&] { return dnnl::reorder::primitive_desc(engine_, src.desc(), engine_, dst.desc(), attr_); });
   execute("reorder", *prim, pd->scratchpad_desc(), {in(DNNL_ARG_FROM, src), out(DNNL_ARG_TO, dst)});
 }
 
@@ -158,19 +158,21 @@ std::vector<float> Context::read(const Tensor& t) {
   const Tensor plain = reorder(t, plain_desc(t.dims()));
   std::vector<float> values(static_cast<std::size_t>(t.elements()));  // zeros in a dry run
   const KernelArg args[] = {in(DNNL_ARG_SRC, plain)};
-  run("read", args, [&](std::span<float* const> p) { std::memcpy(values.data(), p[0], values.size() * sizeof(float)); });
+  run("read", args,
+      [&](std::span<float* const> p) { std::memcpy(values.data(), p[0], values.size() * sizeof(float)); });
   return values;
 }
 
 void Context::write(Tensor& t, std::span<const float> values) {
   if (!dry_run() && values.size() != static_cast<std::size_t>(t.elements())) {
-    throw invalid_argument("cachedarrays::nn: write of " + std::to_string(values.size()) +
-                           " values into a tensor of " + std::to_string(t.elements()) + " elements");
+    throw invalid_argument("cachedarrays::nn: write of " + std::to_string(values.size()) + " values into a tensor of " +
+                           std::to_string(t.elements()) + " elements");
   }
   const bool is_plain = t.desc() == plain_desc(t.dims());
   Tensor plain = is_plain ? t : make_plain(t.dims());
   const KernelArg args[] = {out(DNNL_ARG_DST, plain)};
-  run("write", args, [&](std::span<float* const> p) { std::memcpy(p[0], values.data(), values.size() * sizeof(float)); });
+  run("write", args,
+      [&](std::span<float* const> p) { std::memcpy(p[0], values.data(), values.size() * sizeof(float)); });
   if (!is_plain) copy(plain, t);
 }
 

@@ -16,8 +16,7 @@ std::int64_t shard_batch(std::int64_t global_batch, int ranks) {
     throw invalid_argument("cachedarrays::nn: a global batch of " + std::to_string(global_batch) +
                            " samples does not split evenly over " + std::to_string(ranks) +
                            " ranks; use a multiple of " + std::to_string(ranks) + " (" +
-                           (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(above) +
-                           ")");
+                           (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(above) + ")");
   }
   return global_batch / ranks;
 }

@@ -66,24 +66,36 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 // FLOPs per element of the largest argument, for the element-wise kinds.
 double flops_per_element(std::string_view kind) {
   static const std::map<std::string_view, double, std::less<>> table{
-      {"relu", 1},        {"relu_backward", 1},        {"add", 1},      {"accumulate", 1},
-      {"max_pool", 1},    {"max_pool_backward", 1},    {"avg_pool", 1}, {"avg_pool_backward", 1},
-      {"global_avg_pool", 1}, {"global_avg_pool_backward", 1},
+      {"relu", 1},
+      {"relu_backward", 1},
+      {"add", 1},
+      {"accumulate", 1},
+      {"max_pool", 1},
+      {"max_pool_backward", 1},
+      {"avg_pool", 1},
+      {"avg_pool_backward", 1},
+      {"global_avg_pool", 1},
+      {"global_avg_pool_backward", 1},
       // mean, variance, then (x - mean) * scale / sigma + shift
-      {"batch_norm", 5},  {"batch_norm_backward", 8},
+      {"batch_norm", 5},
+      {"batch_norm_backward", 8},
       // m = momentum * m + (g + decay * w); w -= lr * m
       {"sgd", 6},
       // w *= decay; m += (1 - b1)(g - m); v = b2 v + (1 - b2) g^2;
       // w -= step * m / (sqrt(v) / c2 + eps)
       {"adamw", 14},
       // max, exp(z - max), sum, divide, the log of the target's
-      {"softmax_cross_entropy", 5}, {"softmax_cross_entropy_backward", 2},
+      {"softmax_cross_entropy", 5},
+      {"softmax_cross_entropy_backward", 2},
       // mean, variance, then (x - mean) * scale / sigma + shift, as batch norm
-      {"layer_norm", 5},  {"layer_norm_backward", 8},
+      {"layer_norm", 5},
+      {"layer_norm_backward", 8},
       // x * (1 + erf(x / sqrt 2)) / 2; backward adds the density term x phi(x)
-      {"gelu", 4},        {"gelu_backward", 7},
+      {"gelu", 4},
+      {"gelu_backward", 7},
       // max, exp(z - max), sum, divide; backward: y * (dy - sum(dy * y))
-      {"softmax", 4},     {"softmax_backward", 4}};
+      {"softmax", 4},
+      {"softmax_backward", 4}};
   const auto it = table.find(kind);
   return it == table.end() ? 0.0 : it->second;
 }

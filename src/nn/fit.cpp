@@ -111,12 +111,12 @@ FitRun fit_run(Trainer& trainer, const FitOptions& options, std::int64_t batch) 
   const int rank = comm != nullptr ? comm->rank() : 0;
   const std::int64_t global_batch = batch * ranks;
   if (options.train.batch != global_batch) {
-    throw invalid_argument("cachedarrays::nn: fit: batches of " + std::to_string(options.train.batch) +
-                           " samples for a model built for batches of " + std::to_string(batch) +
-                           (ranks > 1 ? " on each of " + std::to_string(ranks) + " ranks (" +
-                                            std::to_string(global_batch) + " in all)"
-                                      : std::string()) +
-                           "; set FitOptions::train.batch to the model's" + (ranks > 1 ? " times the ranks" : ""));
+    throw invalid_argument(
+        "cachedarrays::nn: fit: batches of " + std::to_string(options.train.batch) +
+        " samples for a model built for batches of " + std::to_string(batch) +
+        (ranks > 1 ? " on each of " + std::to_string(ranks) + " ranks (" + std::to_string(global_batch) + " in all)"
+                   : std::string()) +
+        "; set FitOptions::train.batch to the model's" + (ranks > 1 ? " times the ranks" : ""));
   }
   if (options.epochs < 1 || options.max_iterations < 0) {
     throw invalid_argument("cachedarrays::nn: fit: " + std::to_string(options.epochs) + " epochs and at most " +
@@ -138,8 +138,9 @@ struct FitStart {
 FitStart resume_from_checkpoint(const FitRun& run, BatchSamplerOptions& sampling) {
   const FitOptions& options = run.options;
   if (options.checkpoint.empty()) {
-    throw invalid_argument("cachedarrays::nn: fit: resume asks for a checkpoint but none is named; set "
-                           "FitOptions::checkpoint (train_cnn --checkpoint FILE)");
+    throw invalid_argument(
+        "cachedarrays::nn: fit: resume asks for a checkpoint but none is named; set "
+        "FitOptions::checkpoint (train_cnn --checkpoint FILE)");
   }
   std::array<std::int64_t, 3> position{};  // epoch, batch, seed
   if (run.rank == 0) {
@@ -159,15 +160,15 @@ FitStart resume_from_checkpoint(const FitRun& run, BatchSamplerOptions& sampling
   }
   const auto seed = static_cast<std::uint64_t>(position[2]);
   if (seed != sampling.seed) {
-    run.log("the checkpoint's seed " + std::to_string(seed) + " orders the data (not " +
-            std::to_string(sampling.seed) + "), as in the run that wrote it");
+    run.log("the checkpoint's seed " + std::to_string(seed) + " orders the data (not " + std::to_string(sampling.seed) +
+            "), as in the run that wrote it");
     sampling.seed = seed;
   }
   const FitStart start{position[0], position[1]};
   run.log("resumed from " + options.checkpoint.string() + ": " + std::to_string(start.epoch) + " epochs done" +
-          (start.batch > 0 ? " and " + std::to_string(start.batch) + " batches of epoch " +
-                                 std::to_string(start.epoch + 1)
-                           : std::string()));
+          (start.batch > 0
+               ? " and " + std::to_string(start.batch) + " batches of epoch " + std::to_string(start.epoch + 1)
+               : std::string()));
   return start;
 }
 
@@ -183,8 +184,7 @@ void wait_for_checkpoint(const FitRun& run) {
 
 // Writes the checkpoint (if one is named; rank 0 only) after `epochs_done`
 // epochs and `batches_done` batches of the next.
-void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epochs_done,
-                         std::int64_t batches_done) {
+void save_fit_checkpoint(const FitRun& run, std::uint64_t seed, std::int64_t epochs_done, std::int64_t batches_done) {
   const FitOptions& options = run.options;
   if (options.checkpoint.empty()) return;
   if (run.rank != 0) {
@@ -305,7 +305,8 @@ void test_epoch(const FitRun& run, const Dataset& test, FitEpoch& e) {
     const auto [loss, accuracy] = evaluate_dataset(run.trainer, test, run.options.test_limit);
     tested = {loss, accuracy};
   }
-  if (run.comm != nullptr) run.comm->broadcast(std::as_writable_bytes(std::span<double>(tested)), 0, "the test figures");
+  if (run.comm != nullptr)
+    run.comm->broadcast(std::as_writable_bytes(std::span<double>(tested)), 0, "the test figures");
   e.test_seconds = seconds_since(t0);
   e.test_loss = tested[0];
   e.test_accuracy = tested[1];

@@ -20,15 +20,17 @@ GradientBuckets::GradientBuckets(Context& ctx, Communicator& communicator, std::
                                  std::uint64_t bucket_bytes)
     : ctx_(ctx), communicator_(communicator), members_(std::move(ready_order)) {
   if (bucket_bytes == 0) {
-    throw invalid_argument("cachedarrays::nn: gradient buckets of 0 bytes; give a size above 0 (DDP's default is "
-                           "25 MiB, cachedarrays' 4 MiB)");
+    throw invalid_argument(
+        "cachedarrays::nn: gradient buckets of 0 bytes; give a size above 0 (DDP's default is "
+        "25 MiB, cachedarrays' 4 MiB)");
   }
   // Consecutive gradients (in ready order) fill a bucket until it holds
   // bucket_bytes; a gradient larger than that is a bucket of its own.
   bucket_of_.resize(members_.size());
   for (std::size_t m = 0; m < members_.size(); ++m) {
     const auto bytes = static_cast<std::uint64_t>(members_[m].elements) * sizeof(float);
-    if (buckets_.empty() || static_cast<std::uint64_t>(buckets_.back().elements) * sizeof(float) + bytes > bucket_bytes) {
+    if (buckets_.empty() ||
+        static_cast<std::uint64_t>(buckets_.back().elements) * sizeof(float) + bytes > bucket_bytes) {
       buckets_.emplace_back();
     }
     buckets_.back().members.push_back(m);
@@ -75,7 +77,8 @@ void GradientBuckets::start(Bucket& bucket, std::vector<Tensor>& grads) {
   }
   bucket.tensor = ctx_.make_plain({elements});
   std::vector<KernelArg> args;
-  for (std::size_t j = 0; j < packed.size(); ++j) args.push_back(in(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(j), packed[j]));
+  for (std::size_t j = 0; j < packed.size(); ++j)
+    args.push_back(in(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(j), packed[j]));
   args.push_back(out(DNNL_ARG_DST, bucket.tensor));
   ctx_.run("allreduce_pack", args, [&](std::span<float* const> p) {
     float* dst = p[packed.size()];

@@ -9,7 +9,8 @@ ValueId Graph::new_value(ValueInfo info) {
   for (std::int64_t d : info.dims) {
     if (d <= 0) {
       throw invalid_argument("cachedarrays::nn: value '" + info.name + "' would have a dimension of " +
-                             std::to_string(d) + "; every dimension must be positive (is the image too small "
+                             std::to_string(d) +
+                             "; every dimension must be positive (is the image too small "
                              "for this many downsampling layers?)");
     }
   }
@@ -78,7 +79,8 @@ void Graph::exclude_from_weight_decay(ValueId p) {
 void Graph::recompute_in_backward(ValueId v) {
   const ValueInfo& info = value(v);
   if (info.producer < 0) {
-    throw invalid_argument("cachedarrays::nn: '" + info.name + "' is not the output of a node (an input, label or "
+    throw invalid_argument("cachedarrays::nn: '" + info.name +
+                           "' is not the output of a node (an input, label or "
                            "parameter), so there is nothing to recompute");
   }
   nodes_[static_cast<std::size_t>(info.producer)].recompute = true;

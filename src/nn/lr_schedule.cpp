@@ -86,7 +86,8 @@ float LearningRateSchedule::at(std::int64_t epoch, std::int64_t batch, std::int6
       const std::int64_t total = std::max<std::int64_t>(1, epochs * batches_per_epoch);
       const std::int64_t warm = std::min(total, step_epochs_ * batches_per_epoch);
       const std::int64_t s = epoch * batches_per_epoch + batch;
-      if (s < warm) return static_cast<float>(static_cast<double>(base_) * static_cast<double>(s + 1) / static_cast<double>(warm));
+      if (s < warm)
+        return static_cast<float>(static_cast<double>(base_) * static_cast<double>(s + 1) / static_cast<double>(warm));
       const double span = static_cast<double>(std::max<std::int64_t>(1, total - warm));
       const double done = std::min(span, static_cast<double>(s - warm));
       return static_cast<float>(0.5 * base_ * (1 + std::cos(std::numbers::pi * done / span)));

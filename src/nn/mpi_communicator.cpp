@@ -41,8 +41,7 @@ struct MpiCommunicator::Impl {
   // Both start_sum overloads: the in-place sum over the ranks of `count`
   // elements of `type` at `data`, started; `self` numbers it and ends the
   // job on an MPI error.
-  Request start_sum(MpiCommunicator& self, void* data, std::size_t count, MPI_Datatype type,
-                    const std::string& what);
+  Request start_sum(MpiCommunicator& self, void* data, std::size_t count, MPI_Datatype type, const std::string& what);
   // Waits for `request` with self's deadline; `what` for the messages.
   void wait_for(MpiCommunicator& self, MPI_Request& request, const std::string& what) const;
 };

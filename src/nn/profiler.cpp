@@ -95,10 +95,10 @@ Samples sample_kernels(const std::function<Graph()>& build, const TrainerOptions
 
 plan::MachineKey this_machine(const std::string& slow_tier, unsigned compute_threads) {
   const dnnl_version_t* v = dnnl_version();
-  return {cpu_model(), compute_threads > 0 ? compute_threads : std::max(1u, std::thread::hardware_concurrency()),
-          std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" + v->hash +
-              ")",
-          slow_tier};
+  return {
+      cpu_model(), compute_threads > 0 ? compute_threads : std::max(1u, std::thread::hardware_concurrency()),
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" + v->hash + ")",
+      slow_tier};
 }
 
 std::vector<std::string> kernel_signatures(const std::function<Graph()>& build, const TrainerOptions& options) {
@@ -184,14 +184,16 @@ policy::AutotmPolicyOptions autotm_policy_options(const policy::PolicyDescriptor
   if (!planned) throw_not_planned(policy.name());
   const std::optional<EmulationProfile> tier = emulation::profile(options.slow_tier);
   if (!tier) {
-    throw invalid_argument("autotm_policy_options: the slow tier must be emulated (optane, optane-1dimm, cxl), not "
-                           "'" + options.slow_tier + "': the plan needs its bandwidths");
+    throw invalid_argument(
+        "autotm_policy_options: the slow tier must be emulated (optane, optane-1dimm, cxl), not "
+        "'" +
+        options.slow_tier + "': the plan needs its bandwidths");
   }
   policy::AutotmPolicyOptions autotm = std::move(*planned);
   autotm.fast_tier = {tier->dram_read_gbps, tier->dram_write_gbps};
   autotm.slow_tier = {tier->read_gbps, tier->write_gbps};
-  autotm.time_model =
-      plan::profiled_time_model(profile_model(build, cache_path, options, measured), autotm.fast_tier, autotm.slow_tier);
+  autotm.time_model = plan::profiled_time_model(profile_model(build, cache_path, options, measured), autotm.fast_tier,
+                                                autotm.slow_tier);
   return autotm;
 }
 

@@ -39,8 +39,9 @@ class ProgressBar {
     constexpr int width = 24;
     const int filled = static_cast<int>(width * done / s.batches);
     fmt::print("\repoch {}/{} [{}{}] {}/{}  loss {:.4f}  {:.0f} img/s  lr {:.4g}  ETA {}:{:02d} ", s.epoch + 1, epochs,
-               std::string(static_cast<std::size_t>(filled), '#'), std::string(static_cast<std::size_t>(width - filled), '.'),
-               done, s.batches, loss_ / static_cast<double>(steps_), rate, s.learning_rate, static_cast<int>(eta) / 60,
+               std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(width - filled), '.'), done, s.batches,
+               loss_ / static_cast<double>(steps_), rate, s.learning_rate, static_cast<int>(eta) / 60,
                static_cast<int>(eta) % 60);
     std::fflush(stdout);
   }

@@ -42,12 +42,9 @@ void write_text(const char* text) noexcept {
 
 const char* signal_text(int signal) noexcept {
   switch (signal) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "a signal";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "a signal";
   }
 }
 
@@ -59,8 +56,9 @@ void on_signal(int signal) {
     write_text(program_name);
     write_text(": ");
     write_text(signal_text(signal));
-    write_text(" received: stopping after this step, with a checkpoint if one was asked for (send it again to "
-               "stop at once)\n");
+    write_text(
+        " received: stopping after this step, with a checkpoint if one was asked for (send it again to "
+        "stop at once)\n");
     if (drop_output.load()) {
       // A write blocked on the old output is restarted (SA_RESTART) on this.
       const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -100,8 +98,8 @@ StopSignals::StopSignals(const std::string& program, Output output) {
       const int err = errno;
       for (std::size_t j = 0; j < i; ++j) ::sigaction(handled[j], &previous[j], nullptr);
       installed.store(false);
-      throw error(std::string("cachedarrays::nn: StopSignals: installing the handler of ") +
-                  signal_text(handled[i]) + " failed: " + std::strerror(err));
+      throw error(std::string("cachedarrays::nn: StopSignals: installing the handler of ") + signal_text(handled[i]) +
+                  " failed: " + std::strerror(err));
     }
   }
 }

@@ -81,12 +81,14 @@ Liveness Liveness::of(const Graph& graph) {
 Trainer::Trainer(Runtime* runtime, Graph graph, TrainerOptions options, bool run_kernels)
     : ctx_(runtime, run_kernels), graph_(std::move(graph)), options_(options), liveness_(Liveness::of(graph_)) {
   if (graph_.loss() < 0) {
-    throw invalid_argument("cachedarrays::nn: the graph has no loss; call Graph::set_loss on the output of "
-                           "softmax_cross_entropy");
+    throw invalid_argument(
+        "cachedarrays::nn: the graph has no loss; call Graph::set_loss on the output of "
+        "softmax_cross_entropy");
   }
   if (graph_.values_with_role(ValueRole::input).size() != 1 || graph_.values_with_role(ValueRole::label).size() != 1) {
-    throw invalid_argument("cachedarrays::nn: the trainer needs a graph with exactly one input (images) and one "
-                           "label value");
+    throw invalid_argument(
+        "cachedarrays::nn: the trainer needs a graph with exactly one input (images) and one "
+        "label value");
   }
   values_.resize(graph_.value_count());
   grads_.resize(graph_.value_count());
@@ -116,8 +118,7 @@ namespace {
 
 // The initial values of one parameter, drawn from its own stream so that
 // they do not depend on the order parameters are visited in.
-std::vector<float> draw_initial_values(const ValueInfo& info, std::int64_t elements, std::uint64_t seed,
-                                       ValueId id) {
+std::vector<float> draw_initial_values(const ValueInfo& info, std::int64_t elements, std::uint64_t seed, ValueId id) {
   std::vector<float> values(static_cast<std::size_t>(elements));
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(id));
   const double fan_in = static_cast<double>(std::max<std::int64_t>(info.fan_in, 1));
@@ -229,8 +230,8 @@ void Trainer::plan_gradient_buckets() {
   for (std::size_t k = grad_final_at_.size(); k-- > 0;) {
     for (ValueId v : grad_final_at_[k]) order.push_back({v, element_count(graph_.value(v).dims)});
   }
-  buckets_ = std::make_unique<GradientBuckets>(ctx_, *communicator_, std::move(order),
-                                               options_.data_parallel.bucket_bytes);
+  buckets_ =
+      std::make_unique<GradientBuckets>(ctx_, *communicator_, std::move(order), options_.data_parallel.bucket_bytes);
 }
 
 void Trainer::broadcast_state(int root) {
@@ -370,9 +371,9 @@ void Trainer::run_forward(std::size_t k, int recompute_step) {
   for (std::size_t j = 0; j < outs.size(); ++j) {
     const auto v = static_cast<std::size_t>(node.outputs[j]);
     const int last_backward = liveness_.last_backward_use[v];
-    const bool used = recomputing ? last_backward >= 0 && last_backward <= recompute_step
-                                  : liveness_.last_forward_use[v] >= 0 || last_backward >= 0 ||
-                                        node.outputs[j] == graph_.loss();
+    const bool used =
+        recomputing ? last_backward >= 0 && last_backward <= recompute_step
+                    : liveness_.last_forward_use[v] >= 0 || last_backward >= 0 || node.outputs[j] == graph_.loss();
     if (used) values_[v] = std::move(outs[j]);  // else retired right here
   }
 }
@@ -401,7 +402,10 @@ void Trainer::forward() {
       if (graph_.value(id).role == ValueRole::parameter) {
         archive(values_[v]);
       } else if (liveness_.last_forward_use[v] == static_cast<int>(k)) {
-        if (liveness_.last_backward_use[v] >= 0 && !liveness_.recompute[v]) archive(values_[v]); else values_[v].reset();
+        if (liveness_.last_backward_use[v] >= 0 && !liveness_.recompute[v])
+          archive(values_[v]);
+        else
+          values_[v].reset();
       }
     }
     for (const Tensor& t : saved_[k]) archive(t);
@@ -614,8 +618,8 @@ Trainer::Evaluation Trainer::evaluate(std::span<const float> images, std::span<c
   const std::int64_t batch = graph_.value(label_id).dims.at(0);
   if (valid < 0) valid = batch;
   if (valid > batch) {
-    throw invalid_argument("cachedarrays::nn: evaluate: " + std::to_string(valid) +
-                           " valid samples in a batch of " + std::to_string(batch) + "; at most the batch size");
+    throw invalid_argument("cachedarrays::nn: evaluate: " + std::to_string(valid) + " valid samples in a batch of " +
+                           std::to_string(batch) + "; at most the batch size");
   }
   // Not the training iteration a planning policy follows: it places this
   // one by its fallback, without calling it a departure from its plan.
@@ -671,8 +675,7 @@ void Trainer::set_learning_rate(float learning_rate) {
     throw invalid_argument("cachedarrays::nn: learning rate " + std::to_string(learning_rate) +
                            "; it must be finite and at least 0");
   }
-  (options_.optimizer == Optimizer::adamw ? options_.adamw.learning_rate : options_.sgd.learning_rate) =
-      learning_rate;
+  (options_.optimizer == Optimizer::adamw ? options_.adamw.learning_rate : options_.sgd.learning_rate) = learning_rate;
 }
 
 std::string optimizer_name(Optimizer optimizer) { return optimizer == Optimizer::adamw ? "adamw" : "sgd"; }
@@ -711,7 +714,8 @@ void Trainer::load_state(const std::vector<CheckpointTensor>& state) {
   std::vector<CheckpointTensor> expected = state_shapes();
   std::vector<const CheckpointTensor*> given(expected.size(), nullptr);
   for (const CheckpointTensor& t : state) {
-    const auto it = std::find_if(expected.begin(), expected.end(), [&](const CheckpointTensor& e) { return e.name == t.name; });
+    const auto it =
+        std::find_if(expected.begin(), expected.end(), [&](const CheckpointTensor& e) { return e.name == t.name; });
     if (it == expected.end()) {
       const bool sgd_state = t.name.ends_with(".momentum");
       const bool adamw_state = t.name.ends_with(".exp_avg") || t.name.ends_with(".exp_avg_sq");

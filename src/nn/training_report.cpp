@@ -37,8 +37,8 @@ void print_summary(const TrainingReport& report) {
   const double steady = report.seconds_per_iteration;
   fmt::print("\nsummary: {} iterations, {:.3f} s per iteration, {:.1f} images/s (after the first){}\n",
              report.fit.iterations, steady, static_cast<double>(report.batch) / steady,
-             report.fit.stop_reason != 0
-                 ? " — " + stopped_run_text(report) + (report.checkpoint.empty() ? "" : ", checkpoint " + report.checkpoint)
+             report.fit.stop_reason != 0 ? " — " + stopped_run_text(report) +
+                                               (report.checkpoint.empty() ? "" : ", checkpoint " + report.checkpoint)
              : report.fit.stopped_early ? std::string(" — stopped early by --iterations")
                                         : std::string());
   fmt::print("{}\n", report.traffic);
@@ -100,8 +100,8 @@ void write_training_json(const TrainingReport& report, const std::string& path) 
       {"threads", report.threads},
       {"iterations", report.fit.iterations},
       {"seconds_per_iteration", report.seconds_per_iteration},
-      {"stopped_by", report.fit.stop_reason != 0 ? nlohmann::json(StopSignals::name(report.fit.stop_reason))
-                                                 : nlohmann::json()},
+      {"stopped_by",
+       report.fit.stop_reason != 0 ? nlohmann::json(StopSignals::name(report.fit.stop_reason)) : nlohmann::json()},
       {"epochs_done", report.fit.epochs_done},
       {"optimizer", report.optimizer},
       {"optimizer_state_bytes_per_step", state_per_step},

@@ -66,22 +66,23 @@ FitOptions training_fit_options(const TrainingOptions& o, const TrainingProcess&
 // The run's setup in a line each: the model, the footprint, tiers and
 // policy, and each device.
 void print_training_setup(const TrainingOptions& o, const ModelConfig& shard, std::int64_t parameters,
-                          std::uint64_t footprint, std::uint64_t fast_bytes, Runtime& rt,
-                          const TrainerOptions& options, const TrainingProcess& process) {
+                          std::uint64_t footprint, std::uint64_t fast_bytes, Runtime& rt, const TrainerOptions& options,
+                          const TrainingProcess& process) {
   const ModelConfig& model = o.model;
   const int ranks = process.communicator != nullptr ? process.communicator->size() : 1;
   fmt::print("model {} (width {}), batch {}{}, {}x{}x{} images, {} classes: {} parameters\n", model_name(model),
              model.width, model.batch,
-             ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(),
-             model.channels, model.image_size, model.image_size, model.classes, parameters);
-  fmt::print("footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | {} {} | "
-             "weights {}\n",
-             ranks > 1 ? " (per rank)" : "", format_bytes(footprint), format_bytes(fast_bytes),
-             100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
-             o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
-             process.compute_threads, options.optimizer == Optimizer::adamw ? "AdamW" : "SGD",
-             options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass",
-             options.parameters_in_primitive_layout ? "in their primitives' layout" : "plain");
+             ranks > 1 ? fmt::format(" ({} per rank on {} ranks)", shard.batch, ranks) : std::string(), model.channels,
+             model.image_size, model.image_size, model.classes, parameters);
+  fmt::print(
+      "footprint of one iteration{} {} | fast tier {} ({:.0f}%) | policy {} | oneDNN threads {} | {} {} | "
+      "weights {}\n",
+      ranks > 1 ? " (per rank)" : "", format_bytes(footprint), format_bytes(fast_bytes),
+      100.0 * static_cast<double>(fast_bytes) / static_cast<double>(footprint),
+      o.memory_mode ? "none (2LM memory mode: the fast tier is a hardware-like cache)" : rt.policy_name(),
+      process.compute_threads, options.optimizer == Optimizer::adamw ? "AdamW" : "SGD",
+      options.update_in_backward && ranks == 1 ? "in the backward pass" : "after the backward pass",
+      options.parameters_in_primitive_layout ? "in their primitives' layout" : "plain");
   for (DeviceId d = 0; d < rt.manager().device_count(); ++d) fmt::print("  {}\n", rt.manager().describe(d));
 }
 
@@ -89,39 +90,42 @@ void print_training_setup(const TrainingOptions& o, const ModelConfig& shard, st
 void print_data_parallel_setup(const TrainingOptions& o, const Trainer& trainer, int ranks) {
   if (const GradientBuckets* buckets = trainer.gradient_buckets()) {
     const std::size_t n = buckets->bucket_count();
-    fmt::print("data parallel over MPI: {} ranks, each with its own tiers as above; gradients averaged in {} "
-               "bucket{} of up to {:.4g} MiB, {} while the backward pass goes on; rank 0 tests and writes "
-               "checkpoints\n",
-               ranks, n, n == 1 ? "" : "s", o.bucket_mib, n == 1 ? "summed" : "each summed");
+    fmt::print(
+        "data parallel over MPI: {} ranks, each with its own tiers as above; gradients averaged in {} "
+        "bucket{} of up to {:.4g} MiB, {} while the backward pass goes on; rank 0 tests and writes "
+        "checkpoints\n",
+        ranks, n, n == 1 ? "" : "s", o.bucket_mib, n == 1 ? "summed" : "each summed");
   }
 }
 
 // What the run is about to do, in one line.
 void print_training_plan(const TrainingOptions& o, const FitOptions& fit, const DataSplits& data) {
-  fmt::print("training: {} epochs over {} of {} training images{}, batches of {}, learning rate {}, seed {}{}\n",
-             o.epochs, fit.train.limit > 0 ? std::to_string(fit.train.limit) : std::string("all"),
-             o.data == "synthetic" ? std::string("endless synthetic") : std::to_string(data.train->size()),
-             o.crop_padding > 0 || o.flip ? fmt::format(" (augmented: crop padding {}, flip {})", o.crop_padding, o.flip)
-                                          : std::string(),
-             o.model.batch, fit.schedule.describe(), o.seed,
-             data.test ? fmt::format("; tested on {} images after each epoch",
-                                     fit.test_limit > 0 ? std::min(fit.test_limit, data.test->size()) : data.test->size())
-                       : std::string("; no test set"));
+  fmt::print(
+      "training: {} epochs over {} of {} training images{}, batches of {}, learning rate {}, seed {}{}\n", o.epochs,
+      fit.train.limit > 0 ? std::to_string(fit.train.limit) : std::string("all"),
+      o.data == "synthetic" ? std::string("endless synthetic") : std::to_string(data.train->size()),
+      o.crop_padding > 0 || o.flip ? fmt::format(" (augmented: crop padding {}, flip {})", o.crop_padding, o.flip)
+                                   : std::string(),
+      o.model.batch, fit.schedule.describe(), o.seed,
+      data.test ? fmt::format("; tested on {} images after each epoch",
+                              fit.test_limit > 0 ? std::min(fit.test_limit, data.test->size()) : data.test->size())
+                : std::string("; no test set"));
   std::fflush(stdout);
 }
 
 // An epoch's line: its losses, its test, its speed and its traffic.
 void print_epoch_line(const TrainingOptions& o, const TrainedEpoch& r) {
   const FitEpoch& e = r.epoch;
-  const std::string test =
-      e.test_accuracy  ? fmt::format("test loss {:.4f}  test accuracy {:.4f}", *e.test_loss, *e.test_accuracy)
-      : e.complete     ? std::string("no test set")
-      : e.stop_reason  ? fmt::format("stopped by {}, not tested", StopSignals::name(e.stop_reason))
-                       : std::string("cut short by --iterations, not tested");
-  fmt::print("epoch {:>2}/{}  {} batches  train loss {:.4f}  {}  {:7.1f} img/s  {:.1f} s  fast->slow {:>10}  "
-             "slow->fast {:>10}\n",
-             e.epoch + 1, o.epochs, e.batches, e.train_loss, test, e.images_per_second, e.seconds + e.test_seconds,
-             format_bytes(r.fast_to_slow_bytes), format_bytes(r.slow_to_fast_bytes));
+  const std::string test = e.test_accuracy
+                               ? fmt::format("test loss {:.4f}  test accuracy {:.4f}", *e.test_loss, *e.test_accuracy)
+                           : e.complete    ? std::string("no test set")
+                           : e.stop_reason ? fmt::format("stopped by {}, not tested", StopSignals::name(e.stop_reason))
+                                           : std::string("cut short by --iterations, not tested");
+  fmt::print(
+      "epoch {:>2}/{}  {} batches  train loss {:.4f}  {}  {:7.1f} img/s  {:.1f} s  fast->slow {:>10}  "
+      "slow->fast {:>10}\n",
+      e.epoch + 1, o.epochs, e.batches, e.train_loss, test, e.images_per_second, e.seconds + e.test_seconds,
+      format_bytes(r.fast_to_slow_bytes), format_bytes(r.slow_to_fast_bytes));
   std::fflush(stdout);
 }
 
@@ -141,8 +145,8 @@ void train_epochs(Runtime& rt, Trainer& trainer, const DataSplits& data, const T
   const Stats start = rt.stats();
   Stats epoch_start = start;
   fit.before_step = [&](const FitStep& s) {
-    const bool last = o.iterations > 0 ? s.iteration == o.iterations
-                                       : s.epoch + 1 == o.epochs && s.batch + 1 == s.batches;
+    const bool last =
+        o.iterations > 0 ? s.iteration == o.iterations : s.epoch + 1 == o.epochs && s.batch + 1 == s.batches;
     if (!o.trace_path.empty() && last) rt.start_trace();
   };
   fit.after_step = [&](const FitStep& s) {
@@ -177,8 +181,7 @@ void train_epochs(Runtime& rt, Trainer& trainer, const DataSplits& data, const T
 
 // Where the updates found the optimizer's state: the moments (AdamW) or
 // momentum (SGD) a policy may leave on the slow tier, per step and device.
-std::vector<std::pair<std::string, std::uint64_t>> optimizer_state_per_step(const Trainer& trainer,
-                                                                            const Runtime& rt) {
+std::vector<std::pair<std::string, std::uint64_t>> optimizer_state_per_step(const Trainer& trainer, const Runtime& rt) {
   const Trainer::OptimizerStateTraffic& state = trainer.optimizer_state_traffic();
   const std::vector<std::string> device_names = rt.device_names();
   std::vector<std::pair<std::string, std::uint64_t>> per_step;
@@ -190,17 +193,16 @@ std::vector<std::pair<std::string, std::uint64_t>> optimizer_state_per_step(cons
 }
 
 // What the data-parallel trainer and the policy counted, a line each.
-std::vector<std::string> training_counters(const Trainer& trainer, const policy::Policy& policy,
-                                           double step_seconds) {
+std::vector<std::string> training_counters(const Trainer& trainer, const policy::Policy& policy, double step_seconds) {
   std::vector<std::string> lines;
   if (const GradientBuckets* buckets = trainer.gradient_buckets()) {
     const GradientBuckets::Counters& c = buckets->counters();
-    lines.push_back(fmt::format(
-        "data parallel: {} steps, {} bucket sums ({} per rank); rank 0 waited {:.2f} s of its {:.2f} s "
-        "of training steps for the other ranks ({:.1f}%: communication not hidden behind the backward "
-        "pass, and load imbalance)",
-        c.steps, c.buckets, format_bytes(c.bytes), trainer.seconds_waiting(), step_seconds,
-        step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0));
+    lines.push_back(
+        fmt::format("data parallel: {} steps, {} bucket sums ({} per rank); rank 0 waited {:.2f} s of its {:.2f} s "
+                    "of training steps for the other ranks ({:.1f}%: communication not hidden behind the backward "
+                    "pass, and load imbalance)",
+                    c.steps, c.buckets, format_bytes(c.bytes), trainer.seconds_waiting(), step_seconds,
+                    step_seconds > 0 ? 100.0 * trainer.seconds_waiting() / step_seconds : 0.0));
   }
   if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&policy)) {
     const policy::AutotmPolicy::Counters& c = autotm->counters();
@@ -257,7 +259,8 @@ TrainingReport run_training(TrainingOptions o, const TrainingProcess& caller) {
   const detail::TrainingPolicyChoice chosen = detail::choose_training_policy(o);
   const detail::TrainingFootprints footprints = detail::measure_training_footprints(o, build, options, program);
   const std::uint64_t fast_bytes = detail::training_fast_bytes(o, footprints.sized);
-  std::vector<DeviceSpec> specs = detail::training_devices(o, std::max(footprints.sized, footprints.online), fast_bytes);
+  std::vector<DeviceSpec> specs =
+      detail::training_devices(o, std::max(footprints.sized, footprints.online), fast_bytes);
   std::unique_ptr<policy::Policy> policy =
       detail::make_training_policy(o, chosen, build, options, program, specs, process);
   MoverOptions mover;

@@ -41,15 +41,14 @@ std::string grouped_thousands(std::int64_t n) {
 
 // The data set a run trains on, named as a person knows it, with its sizes.
 std::string describe_training_data(const std::string& spec, const DataSplits& data) {
-  const std::string source = spec.rfind("fashion-mnist", 0) == 0
-                                 ? "Fashion-MNIST (Debian's dataset-fashion-mnist)"
-                             : spec == "synthetic" ? "synthetic (random images and labels)"
-                                                   : spec;
+  const std::string source = spec.rfind("fashion-mnist", 0) == 0 ? "Fashion-MNIST (Debian's dataset-fashion-mnist)"
+                             : spec == "synthetic"               ? "synthetic (random images and labels)"
+                                                                 : spec;
   const Dims dims = data.train->image_dims();
-  const std::string sizes =
-      spec == "synthetic" ? std::string("generated per batch")
-                          : fmt::format("{} training and {} test images", grouped_thousands(data.train->size()),
-                                        data.test ? grouped_thousands(data.test->size()) : std::string("no"));
+  const std::string sizes = spec == "synthetic"
+                                ? std::string("generated per batch")
+                                : fmt::format("{} training and {} test images", grouped_thousands(data.train->size()),
+                                              data.test ? grouped_thousands(data.test->size()) : std::string("no"));
   return fmt::format("{}: {}, {}x{}x{}, {} classes", source, sizes, dims.at(0), dims.at(1), dims.at(2),
                      data.train->classes());
 }
@@ -76,12 +75,12 @@ ProfilerOptions training_profiler_options(const TrainingOptions& o, const Traine
 // the model and the run's tiers.
 std::unique_ptr<policy::Policy> planning_policy(const TrainingOptions& o, const policy::PolicyDescriptor& policy,
                                                 const std::function<Graph()>& build, const TrainerOptions& trainer,
-                                                const std::vector<DeviceSpec>& specs,
-                                                const TrainingProcess& process) {
+                                                const std::vector<DeviceSpec>& specs, const TrainingProcess& process) {
   const std::string cache = o.profile_cache.empty() ? default_profile_cache() : o.profile_cache;
-  fmt::print("{}: kernel profiles from {} (measured there once per machine: every kernel all in the fast tier, "
-             "then all on the emulated {} tier)...\n",
-             policy.name(), cache, profiled_slow_tier(o));
+  fmt::print(
+      "{}: kernel profiles from {} (measured there once per machine: every kernel all in the fast tier, "
+      "then all on the emulated {} tier)...\n",
+      policy.name(), cache, profiled_slow_tier(o));
   std::fflush(stdout);
   bool measured = false;
   const auto t0 = std::chrono::steady_clock::now();
@@ -96,7 +95,8 @@ std::unique_ptr<policy::Policy> planning_policy(const TrainingOptions& o, const 
   if (options.planner && specs.size() == 2 && process.judge) {
     PlanJudgeInputs inputs;
     inputs.trace = std::make_shared<const Trace>(dry_run_trace(build, trainer, steady_trace_iterations));
-    inputs.program = std::make_shared<const plan::Program>(plan::Program::from_trace(*inputs.trace, steady_trace_iteration));
+    inputs.program =
+        std::make_shared<const plan::Program>(plan::Program::from_trace(*inputs.trace, steady_trace_iteration));
     inputs.fast_bytes = specs[0].capacity;
     inputs.slow_bytes = specs[1].capacity;
     inputs.mover_threads = o.mover_threads;
@@ -115,9 +115,8 @@ policy::Lookahead profiled_training_lookahead(const TrainingOptions& o, const st
       profile_model(build, o.profile_cache, training_profiler_options(o, trainer, process));
   const EmulationProfile tier = *emulation::profile(profiled_slow_tier(o));
   plan::LookaheadChoice choice;
-  const policy::Lookahead lookahead =
-      policy::profiled_lookahead(program, profiles, {tier.dram_read_gbps, tier.dram_write_gbps},
-                                 {tier.read_gbps, tier.write_gbps}, &choice);
+  const policy::Lookahead lookahead = policy::profiled_lookahead(
+      program, profiles, {tier.dram_read_gbps, tier.dram_write_gbps}, {tier.read_gbps, tier.write_gbps}, &choice);
   fmt::print("lookahead from the kernel profiles ({}): {} kernels ({} kernels' copies longer than any window)\n",
              o.profile_cache, lookahead.kernels, choice.uncovered);
   return lookahead;
@@ -144,8 +143,8 @@ DataSplits open_training_data(TrainingOptions& o) {
   DataSplits data = open_data(o.data, {model.channels, model.image_size, model.image_size}, model.classes, o.seed);
   const Dims image = data.train->image_dims();
   if (image.at(1) != image.at(2)) {
-    throw invalid_argument(fmt::format("--data {} has {}x{} images; the models take square ones", o.data,
-                                       image.at(1), image.at(2)));
+    throw invalid_argument(
+        fmt::format("--data {} has {}x{} images; the models take square ones", o.data, image.at(1), image.at(2)));
   }
   model.channels = image.at(0);
   model.image_size = image.at(1);
@@ -227,22 +226,24 @@ std::vector<DeviceSpec> training_devices(const TrainingOptions& o, std::uint64_t
 TrainingPolicyChoice choose_training_policy(const TrainingOptions& o) {
   TrainingPolicyChoice chosen{policy::Registry::builtin().describe(o.memory_mode ? "first-touch" : o.policy), {}};
   if (chosen.descriptor.memory_mode()) {
-    throw invalid_argument("--policy " + o.policy + " is the hardware's memory mode, not a policy; emulate it "
+    throw invalid_argument("--policy " + o.policy +
+                           " is the hardware's memory mode, not a policy; emulate it "
                            "with --memory-mode");
   }
   if (o.planner == "online" || o.memory_mode) return chosen;
   if (!chosen.descriptor.takes_offset_planner()) {
-    throw invalid_argument("--planner " + o.planner + " places objects for a ca-l*m* policy (ca-lm, ca-lma, "
-                           "ca-lmp, ca-lmpa, planned); --policy " + o.policy + " does not take an offset plan");
+    throw invalid_argument("--planner " + o.planner +
+                           " places objects for a ca-l*m* policy (ca-lm, ca-lma, "
+                           "ca-lmp, ca-lmpa, planned); --policy " +
+                           o.policy + " does not take an offset plan");
   }
   chosen.options.offsets = plan::parse_offset_planner(o.planner);
   return chosen;
 }
 
 std::unique_ptr<policy::Policy> make_training_policy(const TrainingOptions& o, const TrainingPolicyChoice& chosen,
-                                                     const std::function<Graph()>& build,
-                                                     const TrainerOptions& trainer, const plan::Program& program,
-                                                     const std::vector<DeviceSpec>& specs,
+                                                     const std::function<Graph()>& build, const TrainerOptions& trainer,
+                                                     const plan::Program& program, const std::vector<DeviceSpec>& specs,
                                                      const TrainingProcess& process) {
   if (chosen.descriptor.plans_ahead()) return planning_policy(o, chosen.descriptor, build, trainer, specs, process);
   policy::PolicyOptions options = chosen.options;

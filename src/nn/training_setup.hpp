@@ -60,9 +60,8 @@ TrainingPolicyChoice choose_training_policy(const TrainingOptions& o);
 // kernel profiles, one that looks ahead looking as far as they say (with a
 // profile cache), any other as the choice makes it.
 std::unique_ptr<policy::Policy> make_training_policy(const TrainingOptions& o, const TrainingPolicyChoice& chosen,
-                                                     const std::function<Graph()>& build,
-                                                     const TrainerOptions& trainer, const plan::Program& program,
-                                                     const std::vector<DeviceSpec>& specs,
+                                                     const std::function<Graph()>& build, const TrainerOptions& trainer,
+                                                     const plan::Program& program, const std::vector<DeviceSpec>& specs,
                                                      const TrainingProcess& process);
 
 }  // namespace cachedarrays::nn::detail

@@ -1,10 +1,10 @@
 // One TU per layer compiles its -inl files into the library; header-only users include them.
-#include "cachedarrays/runtime/pinned_kernel-inl.hpp"
-#include "cachedarrays/runtime/placement_lock-inl.hpp"
 #include "cachedarrays/runtime/environment-inl.hpp"
 #include "cachedarrays/runtime/kernel_profiling-inl.hpp"
 #include "cachedarrays/runtime/memory_snapshot-inl.hpp"
 #include "cachedarrays/runtime/online_profiler-inl.hpp"
+#include "cachedarrays/runtime/pinned_kernel-inl.hpp"
+#include "cachedarrays/runtime/placement_lock-inl.hpp"
 #include "cachedarrays/runtime/program_recorder-inl.hpp"
 #include "cachedarrays/runtime/program_tiers-inl.hpp"
 #include "cachedarrays/runtime/runtime-inl.hpp"

@@ -107,7 +107,7 @@ TEST_CASE("faults: a copy that fails half way leaves its source intact and its d
     CHECK(test::object_holds(dm, o, 7));
     CHECK(dm.stats().failed_copies == 1);
     CHECK_THROWS_AS(dm.setprimary(o, *s), ca::invalid_operation);  // no copy to promote
-    dm.copyto(*s, p);  // the next copy works
+    dm.copyto(*s, p);                                              // the next copy works
     CHECK(dm.isvalid(*s));
   }
   SUBCASE("synchronous, into a primary: the contents are torn and the other copies stale") {
@@ -215,9 +215,9 @@ namespace {
 // The policies of the matrix: every built-in one that places and moves
 // data (all-fast is first-touch without a second tier), and the planned ones
 // with a time model a small program can be planned with.
-const std::vector<std::string> matrix_policies = {
-    "first-touch", "all-slow", "hw-cache",    "ca",          "ca-l",           "ca-lm", "ca-lmp",
-    "ca-lma",      "ca-lmpa",  "planned-a",   "autotm-sync", "autoswap:swdoa", "redl"};
+const std::vector<std::string> matrix_policies = {"first-touch", "all-slow",       "hw-cache", "ca",      "ca-l",
+                                                  "ca-lm",       "ca-lmp",         "ca-lma",   "ca-lmpa", "planned-a",
+                                                  "autotm-sync", "autoswap:swdoa", "redl"};
 
 std::unique_ptr<ca::policy::Policy> make_policy(const std::string& name) {
   const ca::policy::PolicyDescriptor described = ca::policy::Registry::builtin().describe(name);
@@ -323,22 +323,24 @@ struct Training : Layout {
       const auto& param = *params[i];
       attempt([&] {
         if (i == 0) {
-          rt.kernel(ca::reads(param), ca::writes(out), [&](std::span<const std::uint64_t> p, std::span<std::uint64_t> y) {
-            check(p, param_seeds[i]);
-            act_seeds[i] = next_seed++;
-            test::fill_words(y, act_seeds[i]);
-            written[i] = true;
-          });
-        } else if (!skip[i]) {
-          const auto& in = *act[i - 1];
-          rt.kernel(ca::reads(in, param), ca::writes(out),
-                    [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> p, std::span<std::uint64_t> y) {
-                      check(x, act_seeds[i - 1]);
+          rt.kernel(ca::reads(param), ca::writes(out),
+                    [&](std::span<const std::uint64_t> p, std::span<std::uint64_t> y) {
                       check(p, param_seeds[i]);
                       act_seeds[i] = next_seed++;
                       test::fill_words(y, act_seeds[i]);
                       written[i] = true;
                     });
+        } else if (!skip[i]) {
+          const auto& in = *act[i - 1];
+          rt.kernel(
+              ca::reads(in, param), ca::writes(out),
+              [&](std::span<const std::uint64_t> x, std::span<const std::uint64_t> p, std::span<std::uint64_t> y) {
+                check(x, act_seeds[i - 1]);
+                check(p, param_seeds[i]);
+                act_seeds[i] = next_seed++;
+                test::fill_words(y, act_seeds[i]);
+                written[i] = true;
+              });
         } else {
           const auto& in = *act[i - 1];
           const std::size_t s = *skip[i];
@@ -359,12 +361,13 @@ struct Training : Layout {
       if (written[i]) {
         auto& param = *params[i];
         attempt([&] {
-          rt.kernel(ca::reads(*act[i]), ca::writes(param), [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> p) {
-            check(x, act_seeds[i]);
-            check(p, param_seeds[i]);
-            param_seeds[i] = next_seed++;
-            test::fill_words(p, param_seeds[i]);
-          });
+          rt.kernel(ca::reads(*act[i]), ca::writes(param),
+                    [&](std::span<const std::uint64_t> x, std::span<std::uint64_t> p) {
+                      check(x, act_seeds[i]);
+                      check(p, param_seeds[i]);
+                      param_seeds[i] = next_seed++;
+                      test::fill_words(p, param_seeds[i]);
+                    });
         });
         if (i % 2 == 1) attempt([&] { param.hint(ca::Hint::archive); });
       }
@@ -394,8 +397,7 @@ struct Cell {
 // `site` failing (nth 0: no fault; counts the events of each site). The run
 // must keep every byte and every invariant, train on fault-free afterwards,
 // and leave nothing allocated once its arrays are retired.
-void run_once(const std::string& policy, Site site, std::uint64_t nth, Cell& cell,
-              std::uint64_t* events = nullptr) {
+void run_once(const std::string& policy, Site site, std::uint64_t nth, Cell& cell, std::uint64_t* events = nullptr) {
   ScopedFaults faults;
   const bool large = policy.starts_with("autoswap");
   const Layout layout(test::test_seed(17), 5, large ? 1 * mib : 32 * kib);
@@ -458,8 +460,7 @@ TEST_CASE("faults: the matrix — every fault at the Nth event, under every poli
       const std::uint64_t stride = std::max<std::uint64_t>(1, events / (test::full_speed_build ? 12 : 6));
       for (std::uint64_t nth = 1; nth <= events; nth += nth < 4 ? 1 : stride) run_once(policy, site, nth, cell);
       table << "  " << ca::fault::to_string(site) << " x " << policy << ": " << events << " events, " << cell.runs
-            << " runs, " << cell.fired << " fired, " << cell.runs_reported << " reported (" << cell.reported
-            << ")";
+            << " runs, " << cell.fired << " fired, " << cell.runs_reported << " reported (" << cell.reported << ")";
       for (const auto& [kind, n] : cell.kinds) table << " " << kind << ":" << n;
       table << ", " << cell.bad << " bad reads\n";
       total_runs += cell.runs;
@@ -612,9 +613,7 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
     faults->fail_nth(Site::mover_start, 1);  // a runtime starts its mover once: refuse the first
     ca::Runtime rt(test::two_tiers(256 * kib, 4 * mib), make_policy(policy));
     std::vector<Tracked> arrays;
-    const auto pick = [&]() -> Tracked* {
-      return arrays.empty() ? nullptr : &arrays[rng.below(arrays.size())];
-    };
+    const auto pick = [&]() -> Tracked* { return arrays.empty() ? nullptr : &arrays[rng.below(arrays.size())]; };
     const auto attempt = [&](auto&& f) {
       try {
         f();
@@ -678,12 +677,8 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
             arrays.pop_back();  // the handle's destruction retires it
           }
           break;
-        case 8:
-          attempt([&] { rt.collect(); });
-          break;
-        default:
-          attempt([&] { rt.begin_iteration(); });
-          break;
+        case 8: attempt([&] { rt.collect(); }); break;
+        default: attempt([&] { rt.begin_iteration(); }); break;
       }
       if (op % 500 == 499) {  // everything stored is still there
         auto guard = rt.lock();
@@ -709,10 +704,9 @@ TEST_CASE("faults: random Runtime operations with every fault at random points k
     CHECK(bytes_in_use(rt.manager()) == 0);
   }
   MESSAGE(done << " operations under " << matrix_policies.size() << " policies, " << fired << " faults fired, "
-               << reported << " errors reported to the program, " << moves << " moves (" << abandoned
-               << " abandoned), " << failed_copies << " failed copies, " << without_mover
-               << " copies made without a mover thread, " << checks << " full checks, " << bad_reads
-               << " bad reads");
+               << reported << " errors reported to the program, " << moves << " moves (" << abandoned << " abandoned), "
+               << failed_copies << " failed copies, " << without_mover << " copies made without a mover thread, "
+               << checks << " full checks, " << bad_reads << " bad reads");
   CHECK(bad_reads == 0);
   CHECK(reported > 0);
   CHECK(abandoned > 0);  // the failure paths really ran

@@ -4,9 +4,9 @@
 
 #include "cachedarrays/cachedarrays.hpp"
 #include "cachedarrays/heap/detail/heap_memory.hpp"
+#include "cachedarrays/manager/copy_path.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 #include "cachedarrays/manager/detail/copy_path.hpp"
-#include "cachedarrays/manager/copy_path.hpp"
 
 #include <cstdio>
 #include <string>

@@ -18,8 +18,7 @@ int main() {
   std::printf("%s\n", report.c_str());
   const std::string here = kept_dax_memory_described_and_removed();
   const std::string there = default_dax_memory_of_other_tu();
-  std::printf("DAX heap made here:            %s\nDAX heap made in other_tu.cpp: %s\n", here.c_str(),
-              there.c_str());
+  std::printf("DAX heap made here:            %s\nDAX heap made in other_tu.cpp: %s\n", here.c_str(), there.c_str());
   const bool copied = report.starts_with("copied");
   const bool distinct = here != there;
   if (!distinct) std::printf("FAILED: both translation units named their DAX file alike\n");

@@ -16,7 +16,6 @@ std::string copy_and_report_in_other_tu() {
   ca::Stats stats;
   stats.devices.push_back({.name = "dram", .capacity = 1 << 20});
   const ca::out_of_memory oom(dst.size(), {{.device = 0, .name = "dram", .capacity = 1 << 20}});
-  return std::string(dst.back() == std::byte{42} ? "copied" : "NOT COPIED") + "; " +
-         ca::format_bytes(3 << 20) + "; " + std::string(ca::detail::nontemporal_path()) + "\n" +
-         stats.to_string() + "\n" + oom.what();
+  return std::string(dst.back() == std::byte{42} ? "copied" : "NOT COPIED") + "; " + ca::format_bytes(3 << 20) + "; " +
+         std::string(ca::detail::nontemporal_path()) + "\n" + stats.to_string() + "\n" + oom.what();
 }

@@ -69,7 +69,11 @@ void fail(const std::string& what) {
 }
 
 nn::ModelConfig config(const std::string& family, std::int64_t batch) {
-  return {.family = family, .depth = family == "vgg" ? 11 : 18, .batch = batch, .image_size = 32, .classes = 10,
+  return {.family = family,
+          .depth = family == "vgg" ? 11 : 18,
+          .batch = batch,
+          .image_size = 32,
+          .classes = 10,
           .width = 0.125};
 }
 
@@ -77,9 +81,9 @@ nn::ModelConfig config(const std::string& family, std::int64_t batch) {
 // and buckets also move through the slow one.
 ca::Runtime make_runtime(const std::function<nn::Graph()>& build, const nn::TrainerOptions& options) {
   const std::uint64_t footprint = nn::measure_footprint(build, options);
-  return ca::Runtime({ca::dram(std::max<std::uint64_t>(footprint * 3 / 10, 1 << 16), "fast"),
-                      ca::dax_file({}, 3 * footprint, "slow")},
-                     ca::policy::Registry::builtin().make("ca-lm"));
+  return ca::Runtime(
+      {ca::dram(std::max<std::uint64_t>(footprint * 3 / 10, 1 << 16), "fast"), ca::dax_file({}, 3 * footprint, "slow")},
+      ca::policy::Registry::builtin().make("ca-lm"));
 }
 
 nn::FitOptions fit_options(std::int64_t batch, const std::function<void(const nn::FitStep&)>& after_step,
@@ -160,8 +164,8 @@ void check_matches(nn::MpiCommunicator& world) {
     const double differing = differing_tensors(world, parallel.state);
     if (differing != 0) fail(fmt::format("{}: {} tensors differ between the ranks", family, differing));
     if (world.rank() == 0) {
-      fmt::print("{}: {} state tensors bit-identical on all {} ranks after {} steps\n", family,
-                 parallel.state.size(), world.size(), steps);
+      fmt::print("{}: {} state tensors bit-identical on all {} ranks after {} steps\n", family, parallel.state.size(),
+                 world.size(), steps);
     }
     if (family != "vgg" || world.rank() != 0) continue;
     // Batch norm normalises each rank's shard by its own statistics (as
@@ -169,7 +173,8 @@ void check_matches(nn::MpiCommunicator& world) {
     const Run single = train(family, nullptr);
     double worst_loss = 0;
     for (int s = 0; s < steps; ++s) {
-      const double d = relative(parallel.losses.at(static_cast<std::size_t>(s)), single.losses.at(static_cast<std::size_t>(s)));
+      const double d =
+          relative(parallel.losses.at(static_cast<std::size_t>(s)), single.losses.at(static_cast<std::size_t>(s)));
       worst_loss = std::max(worst_loss, d);
       fmt::print("  step {}: loss {:.9f} over 2 ranks, {:.9f} as one process (relative difference {:.2e})\n", s + 1,
                  parallel.losses[static_cast<std::size_t>(s)], single.losses[static_cast<std::size_t>(s)], d);
@@ -180,9 +185,10 @@ void check_matches(nn::MpiCommunicator& world) {
         worst_parameter = std::max(worst_parameter, relative(parallel.state[i].values[e], single.state[i].values[e]));
       }
     }
-    fmt::print("vgg: largest relative difference from one process: loss {:.2e} (tolerance {:.0e}), state {:.2e} "
-               "(tolerance {:.0e})\n",
-               worst_loss, loss_tolerance, worst_parameter, parameter_tolerance);
+    fmt::print(
+        "vgg: largest relative difference from one process: loss {:.2e} (tolerance {:.0e}), state {:.2e} "
+        "(tolerance {:.0e})\n",
+        worst_loss, loss_tolerance, worst_parameter, parameter_tolerance);
     if (!(worst_loss <= loss_tolerance)) fail("the losses over 2 ranks are not one process's");
     if (!(worst_parameter <= parameter_tolerance)) fail("the parameters over 2 ranks are not one process's");
     // The tolerance is sharp: gradients summed over 2 ranks but not divided
@@ -196,7 +202,8 @@ void check_matches(nn::MpiCommunicator& world) {
     const nn::DataSplits data = nn::open_data("synthetic", {3, 32, 32}, 10, 11);
     std::vector<float> other_losses;
     (void)nn::fit(other, *data.train, nullptr,
-                  fit_options(global_batch, [&](const nn::FitStep& s) { other_losses.push_back(s.loss); }, 0.1f));
+                  fit_options(
+                      global_batch, [&](const nn::FitStep& s) { other_losses.push_back(s.loss); }, 0.1f));
     double other_worst = 0;
     for (int s = 0; s < steps; ++s) {
       other_worst = std::max(other_worst, relative(other_losses.at(static_cast<std::size_t>(s)),
@@ -234,8 +241,10 @@ void check_resume(nn::MpiCommunicator& world) {
       }
     }
     if (world.rank() == 0) {
-      fmt::print("{}: resumed on 2 ranks after 3 steps, the last 3 losses and all {} state tensors are the "
-                 "uninterrupted run's bit for bit\n", family, whole.state.size());
+      fmt::print(
+          "{}: resumed on 2 ranks after 3 steps, the last 3 losses and all {} state tensors are the "
+          "uninterrupted run's bit for bit\n",
+          family, whole.state.size());
       if (family != "vgg") {
         std::remove(path.c_str());
         std::remove(copy.c_str());
@@ -243,11 +252,14 @@ void check_resume(nn::MpiCommunicator& world) {
       }
       const Run alone = train(family, nullptr, {}, {.checkpoint = copy, .resume = true, .iterations = 3});
       double worst = 0;
-      for (std::size_t s = 0; s < alone.losses.size(); ++s) worst = std::max(worst, relative(alone.losses[s], whole.losses[s + 3]));
+      for (std::size_t s = 0; s < alone.losses.size(); ++s)
+        worst = std::max(worst, relative(alone.losses[s], whole.losses[s + 3]));
       // VGG has no batch norm, whose statistics differ over a batch and its halves.
-      fmt::print("{}: one process resuming the 2 ranks' checkpoint: losses within {:.2e} of theirs (tolerance {:.0e})\n",
-                 family, worst, loss_tolerance);
-      if (alone.losses.size() != 3 || !(worst <= loss_tolerance)) fail("one process did not continue the 2 ranks' training");
+      fmt::print(
+          "{}: one process resuming the 2 ranks' checkpoint: losses within {:.2e} of theirs (tolerance {:.0e})\n",
+          family, worst, loss_tolerance);
+      if (alone.losses.size() != 3 || !(worst <= loss_tolerance))
+        fail("one process did not continue the 2 ranks' training");
       std::remove(path.c_str());
       std::remove(copy.c_str());
     }

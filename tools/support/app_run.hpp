@@ -25,8 +25,8 @@ struct AppRun {
 /// What the child's environment says, in place of the parent's
 /// CACHEDARRAYS_POLICY, CACHEDARRAYS_FAST_* and CACHEDARRAYS_EMULATION.
 struct AppRunSettings {
-  std::string policy;   ///< empty: the library's default
-  double fast_fraction; ///< of the app's footprint
+  std::string policy;    ///< empty: the library's default
+  double fast_fraction;  ///< of the app's footprint
   std::string emulation;
 };
 

@@ -26,7 +26,8 @@ void Table::print_row(const std::vector<std::string>& cells) const {
   for (std::size_t i = 0; i < cells.size() && i < columns_.size(); ++i) {
     const Column& c = columns_[i];
     if (i > 0) line.append(static_cast<std::size_t>(c.gap), ' ');
-    line += c.align == Align::left ? fmt::format("{:<{}}", cells[i], c.width) : fmt::format("{:>{}}", cells[i], c.width);
+    line +=
+        c.align == Align::left ? fmt::format("{:<{}}", cells[i], c.width) : fmt::format("{:>{}}", cells[i], c.width);
   }
   fmt::print("{}\n", line);
 }

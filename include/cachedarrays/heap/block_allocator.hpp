@@ -43,16 +43,16 @@ namespace cachedarrays::detail {
 /// that each block a search passes costs one line, not two.
 template <typename Owner>
 struct alignas(64) Block {
-  std::uint64_t offset = 0;  ///< From the start of the heap.
-  std::uint64_t size = 0;    ///< A multiple of the alignment.
+  std::uint64_t offset = 0;      ///< From the start of the heap.
+  std::uint64_t size = 0;        ///< A multiple of the alignment.
   TreapLinks<Block> by_size;     ///< A free block in its size class (not the wilderness).
   std::uint32_t priority = 0;    ///< The treaps' random heap order.
   std::uint32_t pending = 0;     ///< 1 + its place among the blocks not yet in the address treap; 0: in it.
   bool free = true;              ///< Not handed out.
-  bool reserved = false;  ///< Freed inside an evictfrom window: not reusable yet.
-  Block* prev = nullptr;     ///< The block before it in address order.
-  Block* next = nullptr;     ///< The block after it in address order.
-  Owner* owner = nullptr;    ///< Of a live block; null when free.
+  bool reserved = false;         ///< Freed inside an evictfrom window: not reusable yet.
+  Block* prev = nullptr;         ///< The block before it in address order.
+  Block* next = nullptr;         ///< The block after it in address order.
+  Owner* owner = nullptr;        ///< Of a live block; null when free.
   TreapLinks<Block> by_address;  ///< Every block, in the address index.
 };
 

@@ -25,10 +25,10 @@ enum class DeviceKind {
 /// machine lacks (docs/design.md "Emulated slow tier"). Bandwidths in GB/s
 /// (bytes per nanosecond); built-in profiles in cachedarrays/manager/emulation.hpp.
 struct EmulationProfile {
-  std::string name;          ///< "optane", "cxl": printed wherever emulation is involved.
-  double read_gbps = 0;      ///< The emulated device's read bandwidth, GB/s.
-  double write_gbps = 0;     ///< The emulated device's write bandwidth, GB/s.
-  double latency_ns = 0;     ///< The emulated device's latency of one access, ns.
+  std::string name;       ///< "optane", "cxl": printed wherever emulation is involved.
+  double read_gbps = 0;   ///< The emulated device's read bandwidth, GB/s.
+  double write_gbps = 0;  ///< The emulated device's write bandwidth, GB/s.
+  double latency_ns = 0;  ///< The emulated device's latency of one access, ns.
   /// The machine's own DRAM read bandwidth, measured (GB/s): the reference
   /// the emulated bandwidths are expressed against.
   double dram_read_gbps = 0;
@@ -111,8 +111,7 @@ struct DeviceSpec {
 
 /// A DAX heap backed by `path` (file or directory); an empty path picks a
 /// fresh unnamed file under /dev/shm (or $TMPDIR), gone at shutdown or death.
-[[nodiscard]] inline DeviceSpec dax_file(std::filesystem::path path, std::uint64_t capacity,
-                                         std::string name = "dax") {
+[[nodiscard]] inline DeviceSpec dax_file(std::filesystem::path path, std::uint64_t capacity, std::string name = "dax") {
   DeviceSpec spec;
   spec.kind = DeviceKind::dax;
   spec.capacity = capacity;

@@ -30,13 +30,13 @@ struct CopyBandReport {
 
 /// What the copy engine chose for this process.
 struct CopyPathReport {
-  std::string mode;                   ///< CACHEDARRAYS_COPY: "auto" (measured), "nt" or "memcpy".
-  std::string nontemporal_isa;        ///< The vector path of the non-temporal stores: avx512, avx2 or sse2.
+  std::string mode;                       ///< CACHEDARRAYS_COPY: "auto" (measured), "nt" or "memcpy".
+  std::string nontemporal_isa;            ///< The vector path of the non-temporal stores: avx512, avx2 or sse2.
   std::uint64_t always_memcpy_below = 0;  ///< Copies smaller than this are one memcpy, whatever the choice.
-  std::vector<CopyBandReport> bands;  ///< Smallest band first.
-  double calibration_seconds = 0;     ///< Wall time the calibration took (0 unless mode is auto).
-  std::uint64_t calibration_bytes = 0;  ///< Bytes the calibration copied.
-  std::string calibration_note;       ///< Why the calibration measured less than it meant to, if it did.
+  std::vector<CopyBandReport> bands;      ///< Smallest band first.
+  double calibration_seconds = 0;         ///< Wall time the calibration took (0 unless mode is auto).
+  std::uint64_t calibration_bytes = 0;    ///< Bytes the calibration copied.
+  std::string calibration_note;           ///< Why the calibration measured less than it meant to, if it did.
 
   /// One line: the mode and each band's choice, e.g. "auto: small nt, medium
   /// memcpy split, large memcpy split (nt avx2)".
@@ -47,7 +47,6 @@ struct CopyPathReport {
 /// measures for a few milliseconds), in the mode CACHEDARRAYS_COPY gave
 /// (apply_process_environment, runtime/environment.hpp). Thread-safe.
 [[nodiscard]] const CopyPathReport& copy_path_report();
-
 
 }  // namespace cachedarrays
 

@@ -17,11 +17,11 @@
 #include <string>
 #include <utility>
 
-#include "cachedarrays/manager/emulation.hpp"
-#include "cachedarrays/manager/fault_injection.hpp"
 #include "cachedarrays/heap/heap.hpp"
 #include "cachedarrays/manager/detail/copy_engine.hpp"
 #include "cachedarrays/manager/detail/copy_path.hpp"
+#include "cachedarrays/manager/emulation.hpp"
+#include "cachedarrays/manager/fault_injection.hpp"
 
 namespace cachedarrays {
 
@@ -34,12 +34,13 @@ CACHEDARRAYS_INLINE std::string object_name(const Object& object) { return "obje
 CACHEDARRAYS_INLINE DataManager::DataManager(std::vector<DeviceSpec> devices, MoverOptions mover)
     : mover_(std::move(mover)) {
   if (devices.empty()) {
-    throw invalid_argument("cachedarrays: a data manager needs at least one device; give e.g. "
-                           "{cachedarrays::dram(1 << 30)}");
+    throw invalid_argument(
+        "cachedarrays: a data manager needs at least one device; give e.g. "
+        "{cachedarrays::dram(1 << 30)}");
   }
   if (devices.size() > max_devices) {
-    throw invalid_argument("cachedarrays: " + std::to_string(devices.size()) +
-                           " devices given; at most " + std::to_string(max_devices) + " are supported");
+    throw invalid_argument("cachedarrays: " + std::to_string(devices.size()) + " devices given; at most " +
+                           std::to_string(max_devices) + " are supported");
   }
   heaps_.reserve(devices.size());
   for (DeviceSpec& spec : devices) {
@@ -123,8 +124,7 @@ CACHEDARRAYS_INLINE std::string DataManager::describe(DeviceId device) const {
   check_device(device, "describe");
   const auto& h = heap(device);
   std::string text = "device " + std::to_string(device) + " '" + h.spec().display_name() + "' (" +
-                     to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " +
-                     h.description();
+                     to_string(h.spec().kind) + ", " + format_bytes(h.allocator().capacity()) + "): " + h.description();
   if (h.spec().emulation) text += "; speed of " + emulation::describe(*h.spec().emulation);
   return text;
 }
@@ -156,9 +156,9 @@ CACHEDARRAYS_INLINE void DataManager::recycle(Region& region) noexcept {
 }
 
 CACHEDARRAYS_INLINE std::string DataManager::region_name(const Region& region) const {
-  std::string name = "region of " + format_bytes(region.bytes_) + " at offset " +
-                     std::to_string(region.offset_) + " on device " + std::to_string(region.device_) +
-                     " '" + heap(region.device_).spec().display_name() + "'";
+  std::string name = "region of " + format_bytes(region.bytes_) + " at offset " + std::to_string(region.offset_) +
+                     " on device " + std::to_string(region.device_) + " '" +
+                     heap(region.device_).spec().display_name() + "'";
   if (region.parent_ != nullptr) {
     name += region.parent_->primary_ == &region ? " (primary of " : " (secondary of ";
     name += detail::object_name(*region.parent_) + ")";
@@ -167,8 +167,7 @@ CACHEDARRAYS_INLINE std::string DataManager::region_name(const Region& region) c
 }
 
 CACHEDARRAYS_INLINE void DataManager::check_region(const Region& region, const char* operation) const {
-  if (region.block_ == nullptr || region.device_ >= heaps_.size() ||
-      region.block_->owner != &region) {
+  if (region.block_ == nullptr || region.device_ >= heaps_.size() || region.block_->owner != &region) {
     throw invalid_operation("cachedarrays: " + std::string(operation) +
                             ": the region is not live (already freed?); use only regions returned "
                             "by allocate() or getprimary()/getlinked() and not freed since");
@@ -229,15 +228,16 @@ CACHEDARRAYS_INLINE Region* DataManager::place_at(DeviceId device, std::uint64_t
   auto& a = h.allocator();
   const std::string where = "device " + std::to_string(device) + " '" + h.spec().display_name() + "'";
   if (bytes == 0) {
-    throw invalid_argument("cachedarrays: allocate_at: 0 bytes asked at offset " + std::to_string(offset) +
-                           " on " + where + "; a region holds at least 1 byte");
+    throw invalid_argument("cachedarrays: allocate_at: 0 bytes asked at offset " + std::to_string(offset) + " on " +
+                           where + "; a region holds at least 1 byte");
   }
   if (offset % a.alignment() != 0) {
     throw invalid_argument("cachedarrays: allocate_at: offset " + std::to_string(offset) + " on " + where +
                            " is not a multiple of its alignment of " + std::to_string(a.alignment()) +
                            " bytes; regions start at aligned offsets, so plan with that alignment (the "
-                           "nearest ones are " + std::to_string(offset / a.alignment() * a.alignment()) +
-                           " and " + std::to_string(a.round_up(offset)) + ")");
+                           "nearest ones are " +
+                           std::to_string(offset / a.alignment() * a.alignment()) + " and " +
+                           std::to_string(a.round_up(offset)) + ")");
   }
   if (offset >= a.capacity() || bytes > a.capacity() - offset) {
     throw invalid_argument("cachedarrays: allocate_at: the range [" + std::to_string(offset) + ", +" +
@@ -257,12 +257,12 @@ CACHEDARRAYS_INLINE Region& DataManager::allocate_at(DeviceId device, std::uint6
   if (Region* region = place_at(device, offset, bytes)) return *region;
   throw invalid_operation("cachedarrays: allocate_at: the range [" + std::to_string(offset) + ", +" +
                           std::to_string(bytes) + ") of device " + std::to_string(device) + " '" +
-                          heap(device).spec().display_name() + "' is not free: " +
-                          occupants(device, offset, bytes) +
+                          heap(device).spec().display_name() + "' is not free: " + occupants(device, offset, bytes) +
                           "; free or evict what is there (evictfrom), or place the region elsewhere");
 }
 
-CACHEDARRAYS_INLINE std::string DataManager::occupants(DeviceId device, std::uint64_t offset, std::uint64_t bytes) const {
+CACHEDARRAYS_INLINE std::string DataManager::occupants(DeviceId device, std::uint64_t offset,
+                                                       std::uint64_t bytes) const {
   constexpr int named = 3;  // enough to act on, short enough to read
   std::string text;
   int live = 0;
@@ -355,8 +355,7 @@ CACHEDARRAYS_INLINE void DataManager::copyto(Region& dst, const Region& src) {
     // Any other emulated device holds the copy to its bandwidth; real tiers
     // skip the clock (reading it costs a sizeable part of a small copy).
     const double least = emulation::copy_ns(memory_mode_[src.device_] ? std::nullopt : from.spec().emulation,
-                                            memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
-                                            src.bytes_);
+                                            memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation, src.bytes_);
     if (CACHEDARRAYS_FAULT(copy)) fail_copy(dst, src, into_primary, where);  // tests only
     // The process's choice of stores is made at its first copy, and takes
     // longer than many copies: it is no part of this copy's emulated time.
@@ -422,29 +421,29 @@ CACHEDARRAYS_INLINE void DataManager::link(Region& a, Region& b) {
   check_region(a, "link");
   check_region(b, "link");
   if (&a == &b || a.device_ == b.device_) {
-    throw invalid_operation("cachedarrays: cannot link two regions on the same device (" +
-                            region_name(a) + "; " + region_name(b) +
-                            "); an object has at most one region per device");
+    throw invalid_operation("cachedarrays: cannot link two regions on the same device (" + region_name(a) + "; " +
+                            region_name(b) + "); an object has at most one region per device");
   }
   if (a.bytes_ != b.bytes_) {
-    throw invalid_operation("cachedarrays: cannot link regions of different sizes (" +
-                            region_name(a) + "; " + region_name(b) + "); linked regions are copies");
+    throw invalid_operation("cachedarrays: cannot link regions of different sizes (" + region_name(a) + "; " +
+                            region_name(b) + "); linked regions are copies");
   }
   if (a.parent_ != nullptr && b.parent_ != nullptr) {
     if (a.parent_ == b.parent_) return;  // already linked
-    throw invalid_operation("cachedarrays: cannot link regions of different objects (" +
-                            region_name(a) + "; " + region_name(b) + ")");
+    throw invalid_operation("cachedarrays: cannot link regions of different objects (" + region_name(a) + "; " +
+                            region_name(b) + ")");
   }
   if (a.parent_ == nullptr && b.parent_ == nullptr) {
-    throw invalid_operation("cachedarrays: link: neither region belongs to an object; make one "
-                            "the primary of an object first (setprimary)");
+    throw invalid_operation(
+        "cachedarrays: link: neither region belongs to an object; make one "
+        "the primary of an object first (setprimary)");
   }
   Object& object = a.parent_ != nullptr ? *a.parent_ : *b.parent_;
   Region& joining = a.parent_ != nullptr ? b : a;
   if (Region* present = object.on_device_[joining.device_]) {
     throw invalid_operation("cachedarrays: cannot link: " + detail::object_name(object) +
-                            " already has a region on device " + std::to_string(joining.device_) +
-                            " (" + region_name(*present) + "); free or unlink it first");
+                            " already has a region on device " + std::to_string(joining.device_) + " (" +
+                            region_name(*present) + "); free or unlink it first");
   }
   joining.parent_ = &object;
   object.on_device_[joining.device_] = &joining;
@@ -454,8 +453,8 @@ CACHEDARRAYS_INLINE void DataManager::unlink(Region& a, Region& b) {
   check_region(a, "unlink");
   check_region(b, "unlink");
   if (&a == &b || a.parent_ == nullptr || a.parent_ != b.parent_) {
-    throw invalid_operation("cachedarrays: unlink needs two different regions of the same object (" +
-                            region_name(a) + "; " + region_name(b) + ")");
+    throw invalid_operation("cachedarrays: unlink needs two different regions of the same object (" + region_name(a) +
+                            "; " + region_name(b) + ")");
   }
   detach(a.parent_->primary_ == &b ? a : b);
 }
@@ -530,15 +529,13 @@ CACHEDARRAYS_INLINE void DataManager::destroy(Object& object) {
   objects_.erase(object.self_);  // frees the policy's state with it
 }
 
-
 CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region) {
   check_region(region, "setprimary");
   if (object.primary_ == &region) return;
   if (region.bytes_ != object.bytes_) {
     throw invalid_operation("cachedarrays: setprimary: " + detail::object_name(object) + " holds " +
-                            std::to_string(object.bytes_) + " bytes but the " + region_name(region) +
-                            " holds " + std::to_string(region.bytes_) +
-                            "; a primary has exactly the object's size");
+                            std::to_string(object.bytes_) + " bytes but the " + region_name(region) + " holds " +
+                            std::to_string(region.bytes_) + "; a primary has exactly the object's size");
   }
   if (region.parent_ != nullptr && region.parent_ != &object) {
     throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
@@ -556,8 +553,8 @@ CACHEDARRAYS_INLINE void DataManager::setprimary(Object& object, Region& region)
   // A copy in flight into the region must land first (invariant 7).
   settle(region, /*rethrow=*/true);
   if (object.primary_ != nullptr && region.version_ != object.version_) {
-    throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) +
-                            " is not a valid copy of " + detail::object_name(object) +
+    throw invalid_operation("cachedarrays: setprimary: the " + region_name(region) + " is not a valid copy of " +
+                            detail::object_name(object) +
                             " (the primary changed since it was copied); copyto from the current "
                             "primary first");
   }
@@ -601,7 +598,7 @@ CACHEDARRAYS_INLINE double DataManager::note_access(const Object& object, Access
 }
 
 CACHEDARRAYS_INLINE double DataManager::note_accesses_unlocked(Object* const* objects, const Access* accesses,
-                                                              std::size_t n) {
+                                                               std::size_t n) {
   // One look-up of the thread's stripe for all of them.
   auto add = unlocked_accesses_.adder();
   double extra_ns = 0;
@@ -631,7 +628,8 @@ CACHEDARRAYS_INLINE Stats DataManager::stats() const {
   return s;
 }
 
-CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes, Access access) {
+CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uint64_t offset, std::uint64_t bytes,
+                                                       Access access) {
   TwoLevelMemory* cache = memory_mode_[device].get();
   if (cache == nullptr) return 0.0;
   const TwoLmCounters before = cache->counters();
@@ -643,18 +641,16 @@ CACHEDARRAYS_INLINE double DataManager::memory_mode_ns(DeviceId device, std::uin
   return emulation::memory_mode_extra_ns(*heap(device).spec().emulation, delta, cache->line_bytes());
 }
 
-
 // ---- device-wide operations -------------------------------------------------
 
 CACHEDARRAYS_INLINE bool DataManager::evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
-                            const std::function<bool(Region&)>& evict) {
+                                                const std::function<bool(Region&)>& evict) {
   check_device(device, "evictfrom");
   auto& a = heap(device).allocator();
   if (bytes == 0 || start >= a.capacity() || bytes > a.capacity() - start) {
-    throw invalid_argument("cachedarrays: evictfrom: range [" + std::to_string(start) + ", +" +
-                           std::to_string(bytes) + ") is outside device " + std::to_string(device) +
-                           ", whose heap holds " + std::to_string(a.capacity()) +
-                           " bytes; give a non-empty range inside it");
+    throw invalid_argument("cachedarrays: evictfrom: range [" + std::to_string(start) + ", +" + std::to_string(bytes) +
+                           ") is outside device " + std::to_string(device) + ", whose heap holds " +
+                           std::to_string(a.capacity()) + " bytes; give a non-empty range inside it");
   }
   // Refuse before touching anything if a pinned primary lies in the range.
   if (const Region* pinned = pinned_primary_in(device, start, bytes)) {
@@ -673,7 +669,8 @@ CACHEDARRAYS_INLINE bool DataManager::evictfrom(DeviceId device, std::uint64_t s
   return result == detail::BlockAllocator<Region>::EvictResult::cleared;
 }
 
-CACHEDARRAYS_INLINE const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start, std::uint64_t bytes) const {
+CACHEDARRAYS_INLINE const Region* DataManager::pinned_primary_in(DeviceId device, std::uint64_t start,
+                                                                 std::uint64_t bytes) const {
   const Region* found = nullptr;
   heap(device).allocator().walk_range(start, bytes, [&](const detail::Block<Region>& block) {
     if (found != nullptr || block.free) return;
@@ -694,22 +691,22 @@ CACHEDARRAYS_INLINE std::uint64_t DataManager::defrag(DeviceId device, std::uint
   check_device(device, "defrag");
   auto& h = heap(device);
   DeviceCounters& counters = stats_.devices[device];
-  return h.allocator().defrag(
-      [](const Region& region) { return movable_in_heap(region); },
-      [&](Region& region, std::uint64_t new_offset) {
-        // A copy in flight reads or writes the old place; a write-back made
-        // ahead is dropped rather than waited for (the policy makes it again).
-        settle(region, /*rethrow=*/false, /*drop_background=*/true);
-        std::byte* to = h.at(new_offset);
-        // Sliding down within one heap: source and destination may overlap.
-        if (!h.is_virtual()) std::memmove(to, region.data_, region.bytes_);
-        region.data_ = to;
-        region.offset_ = new_offset;
-        ++counters.defrag_moves;
-        counters.defrag_bytes += region.bytes_;
-        if (trace_ != nullptr) trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
-      },
-      until_hole);
+  return h.allocator().defrag([](const Region& region) { return movable_in_heap(region); },
+                              [&](Region& region, std::uint64_t new_offset) {
+                                // A copy in flight reads or writes the old place; a write-back made
+                                // ahead is dropped rather than waited for (the policy makes it again).
+                                settle(region, /*rethrow=*/false, /*drop_background=*/true);
+                                std::byte* to = h.at(new_offset);
+                                // Sliding down within one heap: source and destination may overlap.
+                                if (!h.is_virtual()) std::memmove(to, region.data_, region.bytes_);
+                                region.data_ = to;
+                                region.offset_ = new_offset;
+                                ++counters.defrag_moves;
+                                counters.defrag_bytes += region.bytes_;
+                                if (trace_ != nullptr)
+                                  trace(TraceKind::defrag_move, device, region.bytes_, region.parent_);
+                              },
+                              until_hole);
 }
 
 CACHEDARRAYS_INLINE bool DataManager::movable_in_heap(const Region& region) noexcept {
@@ -772,7 +769,8 @@ CACHEDARRAYS_INLINE void DataManager::trace(TraceKind kind, DeviceId device, std
 
 // ---- walks and checks -------------------------------------------------------
 
-CACHEDARRAYS_INLINE void DataManager::for_each_region(DeviceId device, const std::function<void(Region&)>& visit) const {
+CACHEDARRAYS_INLINE void DataManager::for_each_region(DeviceId device,
+                                                      const std::function<void(Region&)>& visit) const {
   check_device(device, "for_each_region");
   heap(device).allocator().walk([&](const detail::Block<Region>& block) {
     if (!block.free) visit(*block.owner);
@@ -794,14 +792,14 @@ CACHEDARRAYS_INLINE void DataManager::check_invariants(bool verify_contents) con
       if (d >= heaps_.size() || r->device_ != d) fail("invariant 2: region filed under the wrong device");
       if (r->parent_ != o) fail("invariant 2: linked region of " + detail::object_name(*o) + " names another parent");
       if (r->bytes_ != o->bytes_) fail("invariant 2: linked regions of " + detail::object_name(*o) + " differ in size");
-      if (r->block_ == nullptr || r->block_->owner != r) fail("a region of " + detail::object_name(*o) + " is not live");
+      if (r->block_ == nullptr || r->block_->owner != r)
+        fail("a region of " + detail::object_name(*o) + " is not live");
       if (r->copy_ != nullptr && r->copy_->dst_region == r && !r->copy_->settled && r == primary) {
         fail("invariant 7: a region of " + detail::object_name(*o) +
              " that an asynchronous copy has not finished writing counts as the object's contents");
       }
       if (verify_contents && r != primary && isvalid(*r) && !heap(r->device_).is_virtual() &&
-          !heap(primary->device_).is_virtual() &&
-          std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
+          !heap(primary->device_).is_virtual() && std::memcmp(r->data_, primary->data_, o->bytes_) != 0) {
         fail("invariant 4: a secondary of " + detail::object_name(*o) +
              " counts as a valid copy but differs from the primary");
       }
@@ -815,8 +813,8 @@ CACHEDARRAYS_INLINE void DataManager::check_invariants(bool verify_contents) con
     h.allocator().walk([&](const detail::Block<Region>& block) {
       if (block.free) return;
       const Region& r = *block.owner;
-      if (r.block_ != &block || r.device_ != d || r.offset_ != block.offset ||
-          r.data_ != h.at(block.offset) || h.allocator().round_up(r.bytes_) != block.size) {
+      if (r.block_ != &block || r.device_ != d || r.offset_ != block.offset || r.data_ != h.at(block.offset) ||
+          h.allocator().round_up(r.bytes_) != block.size) {
         fail("a region's fields disagree with its heap block on device " + std::to_string(d));
       }
       if (r.parent_ != nullptr && r.parent_->on_device_[d] != &r) {

@@ -22,9 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/types.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/manager/fence.hpp"
 #include "cachedarrays/manager/mover.hpp"
 #include "cachedarrays/manager/object.hpp"
@@ -32,6 +31,7 @@
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/thread_stripes.hpp"
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 
@@ -84,8 +84,7 @@ class DataManager {
   /// decline the heap is left consistent and false is returned. Throws
   /// pinned_error, before touching anything, if the range holds the primary
   /// of a pinned object; invalid_argument if the range is outside the heap.
-  bool evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes,
-                 const std::function<bool(Region&)>& evict);
+  bool evictfrom(DeviceId device, std::uint64_t start, std::uint64_t bytes, const std::function<bool(Region&)>& evict);
   /// Slides regions towards the start of the heap so free space becomes one
   /// hole; primaries of pinned objects stay where they are. With
   /// until_hole > 0 it stops as soon as some free block holds that many
@@ -228,7 +227,8 @@ class DataManager {
       object.pins_.fetch_add(access == Access::write ? Object::write_pin : 1, std::memory_order_seq_cst);
       return token;
     }
-    if (!object.slot_pinned_.load(std::memory_order_relaxed)) object.slot_pinned_.store(true, std::memory_order_relaxed);
+    if (!object.slot_pinned_.load(std::memory_order_relaxed))
+      object.slot_pinned_.store(true, std::memory_order_relaxed);
     return token;
   }
   /// Ends a pin, taken under the lock (token pin_word) or not; safe without

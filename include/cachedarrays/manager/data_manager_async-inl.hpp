@@ -51,8 +51,7 @@ CACHEDARRAYS_INLINE Fence DataManager::copyto_async(Region& dst, const Region& s
     copy->after_ns = memory_mode_ns(src.device_, src.offset_, src.bytes_, Access::read) +
                      memory_mode_ns(dst.device_, dst.offset_, dst.bytes_, Access::write);
     copy->least_ns = emulation::copy_ns(memory_mode_[src.device_] ? std::nullopt : from.spec().emulation,
-                                        memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation,
-                                        src.bytes_);
+                                        memory_mode_[dst.device_] ? std::nullopt : to.spec().emulation, src.bytes_);
   }
   stats_.bytes_copied[src.device_][dst.device_] += src.bytes_;
   ++stats_.copies[src.device_][dst.device_];

@@ -45,8 +45,8 @@ CACHEDARRAYS_INLINE DramBandwidth measure() {
   return best;
 }
 
-CACHEDARRAYS_INLINE EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read_ratio, double write_ratio,
-                        double latency_ns) {
+CACHEDARRAYS_INLINE EmulationProfile scaled(std::string name, const DramBandwidth& dram, double read_ratio,
+                                            double write_ratio, double latency_ns) {
   EmulationProfile p;
   p.name = std::move(name);
   p.read_gbps = dram.read_gbps * read_ratio;
@@ -68,13 +68,14 @@ CACHEDARRAYS_INLINE DramBandwidth measure_dram_bandwidth() {
 
 CACHEDARRAYS_INLINE EmulationProfile optane(const DramBandwidth& dram) {
   return detail::scaled("optane", dram, published::optane_six_dimms.read_gbps / published::ddr4_six_channel.read_gbps,
-                published::optane_six_dimms.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
+                        published::optane_six_dimms.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
 CACHEDARRAYS_INLINE EmulationProfile optane_one_dimm(const DramBandwidth& dram) {
   // The profiles keep the published ratios against the platform measured.
-  return detail::scaled("optane-1dimm", dram, published::optane_one_dimm.read_gbps / published::ddr4_six_channel.read_gbps,
-                published::optane_one_dimm.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
+  return detail::scaled("optane-1dimm", dram,
+                        published::optane_one_dimm.read_gbps / published::ddr4_six_channel.read_gbps,
+                        published::optane_one_dimm.write_gbps / published::ddr4_six_channel.write_gbps, 305.0);
 }
 
 CACHEDARRAYS_INLINE EmulationProfile cxl(const DramBandwidth& dram) {
@@ -84,8 +85,10 @@ CACHEDARRAYS_INLINE EmulationProfile cxl(const DramBandwidth& dram) {
 
 CACHEDARRAYS_INLINE EmulationProfile memory_mode(EmulationProfile slow, std::uint64_t dram_cache_bytes) {
   if (dram_cache_bytes == 0 || dram_cache_bytes % 64 != 0) {
-    throw invalid_argument("cachedarrays: a 2LM memory-mode DRAM cache must be a positive multiple of 64 bytes "
-                           "(whole cache lines); got " + std::to_string(dram_cache_bytes) + " bytes");
+    throw invalid_argument(
+        "cachedarrays: a 2LM memory-mode DRAM cache must be a positive multiple of 64 bytes "
+        "(whole cache lines); got " +
+        std::to_string(dram_cache_bytes) + " bytes");
   }
   slow.name += " 2LM";
   slow.memory_mode_cache_bytes = dram_cache_bytes;
@@ -113,8 +116,8 @@ CACHEDARRAYS_INLINE double write_ns(const EmulationProfile& p, std::uint64_t byt
   return p.latency_ns + static_cast<double>(bytes) / p.write_gbps;
 }
 
-CACHEDARRAYS_INLINE double copy_ns(const std::optional<EmulationProfile>& src, const std::optional<EmulationProfile>& dst,
-               std::uint64_t bytes) {
+CACHEDARRAYS_INLINE double copy_ns(const std::optional<EmulationProfile>& src,
+                                   const std::optional<EmulationProfile>& dst, std::uint64_t bytes) {
   double ns = 0;
   if (src) ns = std::max(ns, read_ns(*src, bytes));
   if (dst) ns = std::max(ns, write_ns(*dst, bytes));
@@ -123,12 +126,13 @@ CACHEDARRAYS_INLINE double copy_ns(const std::optional<EmulationProfile>& src, c
 
 CACHEDARRAYS_INLINE double kernel_extra_ns(const EmulationProfile& p, std::uint64_t bytes, Access access) {
   const auto b = static_cast<double>(bytes);
-  const double extra = access == Access::read ? b / p.read_gbps - b / p.dram_read_gbps
-                                              : b / p.write_gbps - b / p.dram_write_gbps;
+  const double extra =
+      access == Access::read ? b / p.read_gbps - b / p.dram_read_gbps : b / p.write_gbps - b / p.dram_write_gbps;
   return std::max(0.0, extra);
 }
 
-CACHEDARRAYS_INLINE double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta, std::uint64_t line_bytes) {
+CACHEDARRAYS_INLINE double memory_mode_extra_ns(const EmulationProfile& p, const TwoLmCounters& delta,
+                                                std::uint64_t line_bytes) {
   // Hits and line fills run at DRAM speed, which the real access on this
   // machine already takes: no DRAM term.
   return two_lm_ns(delta, line_bytes, 0.0, p.read_gbps, p.write_gbps);
@@ -153,13 +157,15 @@ CACHEDARRAYS_INLINE double sleep_ns(double ns) {
 
 CACHEDARRAYS_INLINE std::string describe(const EmulationProfile& p) {
   if (p.memory_mode_cache_bytes > 0) {
-    return fmt::format("{} (emulated memory mode: a {} direct-mapped DRAM cache over a device of read {:.1f} GB/s, "
-                       "write {:.1f} GB/s; this machine's DRAM {:.1f} / {:.1f} GB/s)",
-                       p.name, format_bytes(p.memory_mode_cache_bytes), p.read_gbps, p.write_gbps,
-                       p.dram_read_gbps, p.dram_write_gbps);
+    return fmt::format(
+        "{} (emulated memory mode: a {} direct-mapped DRAM cache over a device of read {:.1f} GB/s, "
+        "write {:.1f} GB/s; this machine's DRAM {:.1f} / {:.1f} GB/s)",
+        p.name, format_bytes(p.memory_mode_cache_bytes), p.read_gbps, p.write_gbps, p.dram_read_gbps,
+        p.dram_write_gbps);
   }
-  return fmt::format("{} (emulated: read {:.1f} GB/s, write {:.1f} GB/s, {:.0f} ns; this machine's DRAM {:.1f} / {:.1f} GB/s)",
-                     p.name, p.read_gbps, p.write_gbps, p.latency_ns, p.dram_read_gbps, p.dram_write_gbps);
+  return fmt::format(
+      "{} (emulated: read {:.1f} GB/s, write {:.1f} GB/s, {:.0f} ns; this machine's DRAM {:.1f} / {:.1f} GB/s)", p.name,
+      p.read_gbps, p.write_gbps, p.latency_ns, p.dram_read_gbps, p.dram_write_gbps);
 }
 
 }  // namespace cachedarrays::emulation

@@ -15,8 +15,8 @@
 #include <string_view>
 
 #include "cachedarrays/heap/device_spec.hpp"
-#include "cachedarrays/types.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays::emulation {
 

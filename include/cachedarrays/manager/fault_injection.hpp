@@ -100,8 +100,8 @@ class Injector {
 
  private:
   struct Plan {
-    std::uint64_t nth = 0;     // 0: not armed by count
-    double probability = 0;    // 0: not armed by probability
+    std::uint64_t nth = 0;   // 0: not armed by count
+    double probability = 0;  // 0: not armed by probability
     std::mt19937_64 engine{};
     std::uint64_t events = 0;
     std::uint64_t fired = 0;

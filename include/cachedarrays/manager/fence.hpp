@@ -49,12 +49,12 @@ struct CopyState {
   // The manager's bookkeeping (read and written only under its lock).
   Region* dst_region = nullptr;
   const Region* src_region = nullptr;
-  bool settled = false;           // the manager has applied the outcome
-  bool cancelled = false;         // dropped before it started (never made)
+  bool settled = false;    // the manager has applied the outcome
+  bool cancelled = false;  // dropped before it started (never made)
 
   // Set by the mover thread.
-  std::uint64_t busy_ns = 0;            // from the start of the copy to its end
-  std::uint64_t emulated_wait_ns = 0;   // of which held back by emulation
+  std::uint64_t busy_ns = 0;           // from the start of the copy to its end
+  std::uint64_t emulated_wait_ns = 0;  // of which held back by emulation
   std::exception_ptr error;
   std::atomic<bool> done{false};
   std::mutex mutex;

@@ -14,9 +14,9 @@
 #include <sys/resource.h>
 
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/manager/detail/copy_path.hpp"
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/manager/fault_injection.hpp"
-#include "cachedarrays/manager/detail/copy_path.hpp"
 
 namespace cachedarrays {
 
@@ -129,7 +129,9 @@ CACHEDARRAYS_INLINE void Mover::make(detail::CopyState& state, const MoverOption
   if (state.dst != nullptr) {
     detail::copy_bytes(state.dst, state.src, state.bytes, state.where, {.max_threads = 1});
   }
-  const auto spent = [&] { return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count(); };
+  const auto spent = [&] {
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  };
   // The emulated time a copy owes is slept, not spun: a spinning mover
   // would take a core from the kernels it runs beside.
   // Sleep overshoots; the overshoot is credited to the next copies of this

@@ -95,8 +95,8 @@ class Mover {
   std::mutex mutex_;
   std::condition_variable_any queued_;
   std::deque<std::shared_ptr<detail::CopyState>> queue_;  // the others, then the background ones
-  std::size_t foreground_ = 0;  // copies at the front of queue_ that are not background
-  std::vector<std::jthread> threads_;  // last: they stop before the queue goes
+  std::size_t foreground_ = 0;                            // copies at the front of queue_ that are not background
+  std::vector<std::jthread> threads_;                     // last: they stop before the queue goes
 };
 
 }  // namespace cachedarrays

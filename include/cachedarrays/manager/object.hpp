@@ -96,10 +96,10 @@ class Object {
   /// it was made, whether it was retired (the last hint is last_hint()).
   /// made_by_runtime false: made through the data manager directly.
   struct History {
-    bool made_by_runtime = false;        ///< False: made through the data manager directly.
-    bool retired = false;                ///< The program retired it; the policy still holds it.
-    std::uint64_t created_iteration = 0; ///< Runtime::iteration() when it was made.
-    std::uint64_t created_ns = 0;        ///< When it was made, in ns since the Runtime was made.
+    bool made_by_runtime = false;         ///< False: made through the data manager directly.
+    bool retired = false;                 ///< The program retired it; the policy still holds it.
+    std::uint64_t created_iteration = 0;  ///< Runtime::iteration() when it was made.
+    std::uint64_t created_ns = 0;         ///< When it was made, in ns since the Runtime was made.
   };
   /// The last hint the object got from the program or from an access of it;
   /// empty: none yet. Readable from any thread.

@@ -20,7 +20,7 @@ namespace detail {
 template <typename Owner>
 struct Block;
 struct CopyState;
-}
+}  // namespace detail
 
 /// A contiguous slice of one device's heap (paper III-C "Objects and
 /// Regions"): an object's primary or secondary copy, or free-standing. Owned

@@ -62,15 +62,15 @@ CACHEDARRAYS_INLINE Stats Stats::since(const Stats& earlier) const {
 }
 
 CACHEDARRAYS_INLINE std::string Stats::to_string() const {
-  std::string out = fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", "dev",
-                                "name", "capacity", "in use", "peak", "regions", "allocs", "frees",
-                                "evicted", "defrag", "defragged");
+  std::string out =
+      fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", "dev", "name", "capacity",
+                  "in use", "peak", "regions", "allocs", "frees", "evicted", "defrag", "defragged");
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const DeviceCounters& c = devices[d];
-    out += fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", d, c.name,
-                       format_bytes(c.capacity), format_bytes(c.bytes_in_use),
-                       format_bytes(c.peak_bytes_in_use), c.live_regions, c.allocations, c.frees,
-                       c.evictions, c.defrag_moves, format_bytes(c.defrag_bytes));
+    out +=
+        fmt::format("{:<3} {:<10} {:>11} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>7} {:>11}\n", d, c.name,
+                    format_bytes(c.capacity), format_bytes(c.bytes_in_use), format_bytes(c.peak_bytes_in_use),
+                    c.live_regions, c.allocations, c.frees, c.evictions, c.defrag_moves, format_bytes(c.defrag_bytes));
   }
   out += "bytes copied (from -> to):";
   bool any = false;
@@ -89,36 +89,39 @@ CACHEDARRAYS_INLINE std::string Stats::to_string() const {
                        format_bytes(kernel_bytes_written[d]));
   }
   if (emulated_copy_wait_ns + emulated_kernel_ns > 0) {
-    out += fmt::format("\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s, copies on compute threads "
-                       "{:.3f} s (emulated slow tier)",
-                       static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9,
-                       static_cast<double>(emulated_sync_copy_ns) / 1e9);
+    out += fmt::format(
+        "\nemulation: copies held back {:.3f} s, kernels charged {:.3f} s, copies on compute threads "
+        "{:.3f} s (emulated slow tier)",
+        static_cast<double>(emulated_copy_wait_ns) / 1e9, static_cast<double>(emulated_kernel_ns) / 1e9,
+        static_cast<double>(emulated_sync_copy_ns) / 1e9);
   }
   if (memory_mode.lines() > 0) {
     const auto percent = [&](std::uint64_t n) { return 100.0 * memory_mode.share(n); };
-    out += fmt::format("\n2LM memory mode (emulated DRAM cache): {} lines, hits {:.1f}%, clean misses {:.1f}%, "
-                       "dirty misses {:.1f}%",
-                       memory_mode.lines(), percent(memory_mode.hits), percent(memory_mode.clean_misses),
-                       percent(memory_mode.dirty_misses));
+    out += fmt::format(
+        "\n2LM memory mode (emulated DRAM cache): {} lines, hits {:.1f}%, clean misses {:.1f}%, "
+        "dirty misses {:.1f}%",
+        memory_mode.lines(), percent(memory_mode.hits), percent(memory_mode.clean_misses),
+        percent(memory_mode.dirty_misses));
   }
   if (async.copies + async.failures > 0) {
-    out += fmt::format("\nasynchronous copies: {} ({}), {} failed; mover busy {:.3f} s (of which emulation "
-                       "{:.3f} s), compute waited {:.3f} s at {} fences: {:.1f}% overlapped",
-                       async.copies, format_bytes(async.bytes), async.failures,
-                       static_cast<double>(async.busy_ns) / 1e9, static_cast<double>(async.emulated_wait_ns) / 1e9,
-                       static_cast<double>(async.fence_wait_ns) / 1e9, async.fence_waits,
-                       100.0 * async.overlap_fraction());
+    out += fmt::format(
+        "\nasynchronous copies: {} ({}), {} failed; mover busy {:.3f} s (of which emulation "
+        "{:.3f} s), compute waited {:.3f} s at {} fences: {:.1f}% overlapped",
+        async.copies, format_bytes(async.bytes), async.failures, static_cast<double>(async.busy_ns) / 1e9,
+        static_cast<double>(async.emulated_wait_ns) / 1e9, static_cast<double>(async.fence_wait_ns) / 1e9,
+        async.fence_waits, 100.0 * async.overlap_fraction());
     if (async.taken_over + async.cancelled > 0) {
-      out += fmt::format("; {} taken over by a compute thread that needed them first, {} background copies "
-                         "dropped",
-                         async.taken_over, async.cancelled);
+      out += fmt::format(
+          "; {} taken over by a compute thread that needed them first, {} background copies "
+          "dropped",
+          async.taken_over, async.cancelled);
     }
   }
   if (failed_copies + async.made_without_mover + policy.moves_abandoned > 0) {
-    out += fmt::format("\nfailures: {} copies failed ({} asynchronous), {} moves abandoned (their objects stayed "
-                       "where they were); {} copies made without a mover thread",
-                       failed_copies + async.failures, async.failures, policy.moves_abandoned,
-                       async.made_without_mover);
+    out += fmt::format(
+        "\nfailures: {} copies failed ({} asynchronous), {} moves abandoned (their objects stayed "
+        "where they were); {} copies made without a mover thread",
+        failed_copies + async.failures, async.failures, policy.moves_abandoned, async.made_without_mover);
   }
   if (lock.acquisitions > 0) {
     out += fmt::format("\nruntime lock: taken {} times, held {:.0f} ns on average ({} of them timed)",

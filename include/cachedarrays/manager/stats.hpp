@@ -9,29 +9,29 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/types.hpp"
 #include "cachedarrays/manager/two_level_memory.hpp"
+#include "cachedarrays/types.hpp"
 
 namespace cachedarrays {
 
 /// One device's occupancy and the events of its heap, as Stats::devices
 /// holds them.
 struct DeviceCounters {
-  std::string name;                  ///< DeviceSpec::display_name().
-  std::uint64_t capacity = 0;        ///< The heap's size in bytes.
-  std::uint64_t bytes_in_use = 0;    ///< Block bytes, alignment included.
+  std::string name;                     ///< DeviceSpec::display_name().
+  std::uint64_t capacity = 0;           ///< The heap's size in bytes.
+  std::uint64_t bytes_in_use = 0;       ///< Block bytes, alignment included.
   std::uint64_t peak_bytes_in_use = 0;  ///< The highest bytes_in_use reached.
   /// Highest end offset any block reached: with holes left by frees this
   /// exceeds peak_bytes_in_use, and it is the capacity the same sequence of
   /// allocations needs to land at the same addresses.
   std::uint64_t peak_extent = 0;
-  std::uint64_t live_regions = 0;    ///< Regions allocated and not freed.
-  std::uint64_t allocations = 0;     ///< Successful allocate() calls (allocate_at ones included).
+  std::uint64_t live_regions = 0;        ///< Regions allocated and not freed.
+  std::uint64_t allocations = 0;         ///< Successful allocate() calls (allocate_at ones included).
   std::uint64_t failed_allocations = 0;  ///< allocate() calls that returned null.
-  std::uint64_t frees = 0;           ///< Regions freed.
-  std::uint64_t evictions = 0;       ///< Regions cleared by evictfrom.
-  std::uint64_t defrag_moves = 0;    ///< Regions slid down by defrag (or moved by make_hole).
-  std::uint64_t defrag_bytes = 0;    ///< Bytes those defrag moves copied.
+  std::uint64_t frees = 0;               ///< Regions freed.
+  std::uint64_t evictions = 0;           ///< Regions cleared by evictfrom.
+  std::uint64_t defrag_moves = 0;        ///< Regions slid down by defrag (or moved by make_hole).
+  std::uint64_t defrag_bytes = 0;        ///< Bytes those defrag moves copied.
 
   /// A counter's name and member, for code that walks the counters.
   struct Field {
@@ -114,13 +114,13 @@ static_assert(sizeof(PolicyCounters) == (PolicyCounters::fields().size() + max_d
 /// cost the compute threads: the time they waited at fences is the part of
 /// the copies that did not overlap anything.
 struct AsyncCounters {
-  std::uint64_t copies = 0;          ///< Asynchronous copies finished.
-  std::uint64_t bytes = 0;           ///< Bytes those copies moved.
-  std::uint64_t failures = 0;        ///< Copies that failed (see their fences).
-  std::uint64_t busy_ns = 0;         ///< Mover time, emulation included.
+  std::uint64_t copies = 0;            ///< Asynchronous copies finished.
+  std::uint64_t bytes = 0;             ///< Bytes those copies moved.
+  std::uint64_t failures = 0;          ///< Copies that failed (see their fences).
+  std::uint64_t busy_ns = 0;           ///< Mover time, emulation included.
   std::uint64_t emulated_wait_ns = 0;  ///< Of busy_ns, the time held back for an emulated device.
-  std::uint64_t fence_waits = 0;     ///< Times a compute thread had to wait.
-  std::uint64_t fence_wait_ns = 0;   ///< Time it waited (making a copy it took over included).
+  std::uint64_t fence_waits = 0;       ///< Times a compute thread had to wait.
+  std::uint64_t fence_wait_ns = 0;     ///< Time it waited (making a copy it took over included).
   /// Copies a compute thread needed before the mover had started them: it
   /// took them off the queue and made them itself rather than wait behind
   /// the copies queued before them (counted in copies and fence waits too).

@@ -85,7 +85,8 @@ CACHEDARRAYS_INLINE void Trace::clear() {
   start_ = std::chrono::steady_clock::now();
 }
 
-CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>& device_names) const {
+CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out,
+                                                  const std::vector<std::string>& device_names) const {
   const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
   const auto device = [&](DeviceId d) {
     return d < device_names.size() ? device_names[d] : "device " + std::to_string(d);
@@ -121,8 +122,8 @@ CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::
         std::string args;
         for (std::uint32_t i = 0; i < b.arg_count; ++i) {
           const TraceArg& a = args_[b.arg_begin + i];
-          args += fmt::format("{}\"#{} {}\":\"{} B on {}\"", i == 0 ? "" : ",", a.object, a.write ? "w" : "r",
-                              a.bytes, detail::json_escape(device(a.device)));
+          args += fmt::format("{}\"#{} {}\":\"{} B on {}\"", i == 0 ? "" : ",", a.object, a.write ? "w" : "r", a.bytes,
+                              detail::json_escape(device(a.device)));
         }
         emit(fmt::format(R"({{"name":"{}","ph":"X","pid":1,"tid":1,"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})",
                          detail::json_escape(names_[b.name]), us(b.ns), us(e.ns - b.ns), args));
@@ -130,26 +131,27 @@ CACHEDARRAYS_INLINE void Trace::write_chrome_json(std::ostream& out, const std::
         break;
       }
       case TraceKind::hint:
-        emit(fmt::format(R"({{"name":"{} #{}","ph":"i","s":"t","pid":1,"tid":2,"ts":{:.3f}}})", detail::hint_name(e.detail),
-                         e.object, us(e.ns)));
+        emit(fmt::format(R"({{"name":"{} #{}","ph":"i","s":"t","pid":1,"tid":2,"ts":{:.3f}}})",
+                         detail::hint_name(e.detail), e.object, us(e.ns)));
         break;
       case TraceKind::allocate:
       case TraceKind::free: {
         std::int64_t& bytes = occupancy[e.device];
-        bytes += e.kind == TraceKind::allocate ? static_cast<std::int64_t>(e.bytes) : -static_cast<std::int64_t>(e.bytes);
+        bytes +=
+            e.kind == TraceKind::allocate ? static_cast<std::int64_t>(e.bytes) : -static_cast<std::int64_t>(e.bytes);
         emit(fmt::format(R"({{"name":"occupancy {}","ph":"C","pid":1,"ts":{:.3f},"args":{{"bytes":{}}}}})",
                          detail::json_escape(device(e.device)), us(e.ns), bytes));
         break;
       }
       case TraceKind::copy:
         emit(fmt::format(R"({{"name":"copy #{} {} B {} -> {}","ph":"i","s":"t","pid":1,"tid":{},"ts":{:.3f}}})",
-                         e.object, e.bytes, detail::json_escape(device(e.device)), detail::json_escape(device(e.device2)),
-                         10 + e.device2, us(e.ns)));
+                         e.object, e.bytes, detail::json_escape(device(e.device)),
+                         detail::json_escape(device(e.device2)), 10 + e.device2, us(e.ns)));
         break;
       case TraceKind::evict:
       case TraceKind::defrag_move:
-        emit(fmt::format(R"({{"name":"{} #{} {} B","ph":"i","s":"t","pid":1,"tid":{},"ts":{:.3f}}})",
-                         to_string(e.kind), e.object, e.bytes, 10 + e.device, us(e.ns)));
+        emit(fmt::format(R"({{"name":"{} #{} {} B","ph":"i","s":"t","pid":1,"tid":{},"ts":{:.3f}}})", to_string(e.kind),
+                         e.object, e.bytes, 10 + e.device, us(e.ns)));
         break;
       case TraceKind::policy_switch:
         emit(fmt::format(R"({{"name":"policy {} at iteration {}","ph":"i","s":"g","pid":1,"tid":2,"ts":{:.3f}}})",
@@ -195,7 +197,10 @@ CACHEDARRAYS_INLINE void Trace::save(const std::string& path, const std::vector<
   }
   std::ofstream out(path);
   if (!out) throw heap_error("cachedarrays: cannot write the trace to '" + path + "'; check the directory exists");
-  if (json) write_chrome_json(out, device_names); else write_csv(out);
+  if (json)
+    write_chrome_json(out, device_names);
+  else
+    write_csv(out);
   if (!out) throw heap_error("cachedarrays: writing the trace to '" + path + "' failed (disk full?)");
 }
 

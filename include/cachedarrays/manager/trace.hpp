@@ -32,12 +32,12 @@ enum class TraceKind : std::uint8_t {
   collect,       ///< Runtime::collect.
   iteration,     ///< An iteration began: object = its number (Runtime::begin_iteration).
   // mechanism level
-  allocate,      ///< A region was allocated: device, bytes, object (0: free-standing).
-  free,          ///< A region was freed: device, bytes, object (it belongs or last belonged to; 0: none).
-  copy,          ///< A copy: device (source), device2 (destination), bytes, object;
-                 ///< detail: who makes it (trace_copy_sync, _async, _background).
-  evict,         ///< A region cleared by evictfrom: device, bytes, object.
-  defrag_move,   ///< A region moved by defrag or make_hole: device, bytes, object.
+  allocate,     ///< A region was allocated: device, bytes, object (0: free-standing).
+  free,         ///< A region was freed: device, bytes, object (it belongs or last belonged to; 0: none).
+  copy,         ///< A copy: device (source), device2 (destination), bytes, object;
+                ///< detail: who makes it (trace_copy_sync, _async, _background).
+  evict,        ///< A region cleared by evictfrom: device, bytes, object.
+  defrag_move,  ///< A region moved by defrag or make_hole: device, bytes, object.
   // policy level
   policy_switch,  ///< The running policy changed (the auto policy's choice): object = the iteration, name.
 };
@@ -68,16 +68,16 @@ struct TraceArg {
 
 /// One event of a Trace; which fields mean something depends on `kind`.
 struct TraceEvent {
-  std::uint64_t ns = 0;  ///< Since the trace started.
+  std::uint64_t ns = 0;                ///< Since the trace started.
   TraceKind kind = TraceKind::create;  ///< What happened.
-  std::uint8_t detail = 0;   ///< hint: the Hint; copy: trace_copy_sync, _async or _background.
-  DeviceId device = 0;       ///< The device (a copy's source).
-  DeviceId device2 = 0;      ///< A copy's destination device.
-  std::uint64_t object = 0;  ///< The object's id (0: none); iteration: the iteration's number.
-  std::uint64_t bytes = 0;   ///< The bytes concerned (an object's size, a block's, a copy's).
-  std::uint32_t name = 0;       ///< kernel_begin/end, policy_switch: index into names().
-  std::uint32_t arg_begin = 0;  ///< kernel_begin: its args in args(), from this index...
-  std::uint32_t arg_count = 0;  ///< ...this many.
+  std::uint8_t detail = 0;             ///< hint: the Hint; copy: trace_copy_sync, _async or _background.
+  DeviceId device = 0;                 ///< The device (a copy's source).
+  DeviceId device2 = 0;                ///< A copy's destination device.
+  std::uint64_t object = 0;            ///< The object's id (0: none); iteration: the iteration's number.
+  std::uint64_t bytes = 0;             ///< The bytes concerned (an object's size, a block's, a copy's).
+  std::uint32_t name = 0;              ///< kernel_begin/end, policy_switch: index into names().
+  std::uint32_t arg_begin = 0;         ///< kernel_begin: its args in args(), from this index...
+  std::uint32_t arg_count = 0;         ///< ...this many.
   /// Field-by-field equality.
   bool operator==(const TraceEvent&) const = default;
 };

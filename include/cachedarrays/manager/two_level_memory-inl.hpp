@@ -18,9 +18,10 @@ namespace cachedarrays {
 CACHEDARRAYS_INLINE TwoLevelMemory::TwoLevelMemory(std::uint64_t cache_bytes, std::uint64_t line_bytes)
     : line_(line_bytes), sets_(line_bytes == 0 ? 0 : cache_bytes / line_bytes) {
   if (line_bytes == 0 || cache_bytes == 0 || cache_bytes % line_bytes != 0) {
-    throw invalid_argument("cachedarrays: a 2LM cache needs a line size > 0 and a capacity that is a positive "
-                           "multiple of it; got " + std::to_string(cache_bytes) + " bytes in lines of " +
-                           std::to_string(line_bytes));
+    throw invalid_argument(
+        "cachedarrays: a 2LM cache needs a line size > 0 and a capacity that is a positive "
+        "multiple of it; got " +
+        std::to_string(cache_bytes) + " bytes in lines of " + std::to_string(line_bytes));
   }
 }
 
@@ -78,7 +79,10 @@ CACHEDARRAYS_INLINE void TwoLevelMemory::count_misses(std::uint64_t lines, bool 
 }
 
 CACHEDARRAYS_INLINE void TwoLevelMemory::count_demand(std::uint64_t lines, bool write) noexcept {
-  if (write) counters_.dram_bytes_written += lines * line_; else counters_.dram_bytes_read += lines * line_;
+  if (write)
+    counters_.dram_bytes_written += lines * line_;
+  else
+    counters_.dram_bytes_read += lines * line_;
 }
 
 CACHEDARRAYS_INLINE void TwoLevelMemory::split(std::uint64_t set) {
@@ -92,7 +96,8 @@ CACHEDARRAYS_INLINE void TwoLevelMemory::split(std::uint64_t set) {
   }
 }
 
-CACHEDARRAYS_INLINE void TwoLevelMemory::access_sets(std::uint64_t first, std::uint64_t last, std::uint64_t tag, bool write) {
+CACHEDARRAYS_INLINE void TwoLevelMemory::access_sets(std::uint64_t first, std::uint64_t last, std::uint64_t tag,
+                                                     bool write) {
   split(first);
   split(last + 1);
   std::vector<std::pair<std::uint64_t, Interval>> pieces;
@@ -153,8 +158,8 @@ CACHEDARRAYS_INLINE void TwoLevelMemory::merge_around(std::uint64_t first, std::
   }
 }
 
-CACHEDARRAYS_INLINE double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps, double nvram_read_gbps,
-                 double nvram_write_gbps) noexcept {
+CACHEDARRAYS_INLINE double two_lm_ns(const TwoLmCounters& delta, std::uint64_t line_bytes, double dram_gbps,
+                                     double nvram_read_gbps, double nvram_write_gbps) noexcept {
   const auto line = static_cast<double>(line_bytes);
   const double dram_ns = dram_gbps > 0 ? static_cast<double>(delta.lines()) * line / dram_gbps : 0.0;
   return dram_ns + static_cast<double>(delta.misses()) * line / nvram_read_gbps +

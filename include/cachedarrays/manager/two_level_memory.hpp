@@ -22,13 +22,13 @@ namespace cachedarrays {
 /// misses and the bytes each tier read and wrote. Plain counters: add,
 /// subtract and compare them.
 struct TwoLmCounters {
-  std::uint64_t hits = 0;          ///< Lines found in the cache.
-  std::uint64_t clean_misses = 0;  ///< Lines missing; the victim was clean or empty.
-  std::uint64_t dirty_misses = 0;  ///< Lines missing; the victim had to be written back.
-  std::uint64_t dram_bytes_read = 0;     ///< Demand reads + victims read out for write-back.
-  std::uint64_t dram_bytes_written = 0;  ///< Demand writes + line fills.
-  std::uint64_t nvram_bytes_read = 0;    ///< Line fills.
-  std::uint64_t nvram_bytes_written = 0; ///< Dirty victims written back.
+  std::uint64_t hits = 0;                 ///< Lines found in the cache.
+  std::uint64_t clean_misses = 0;         ///< Lines missing; the victim was clean or empty.
+  std::uint64_t dirty_misses = 0;         ///< Lines missing; the victim had to be written back.
+  std::uint64_t dram_bytes_read = 0;      ///< Demand reads + victims read out for write-back.
+  std::uint64_t dram_bytes_written = 0;   ///< Demand writes + line fills.
+  std::uint64_t nvram_bytes_read = 0;     ///< Line fills.
+  std::uint64_t nvram_bytes_written = 0;  ///< Dirty victims written back.
 
   /// Line accesses: hits plus misses.
   [[nodiscard]] std::uint64_t lines() const noexcept { return hits + clean_misses + dirty_misses; }

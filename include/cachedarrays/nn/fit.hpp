@@ -38,13 +38,13 @@ namespace cachedarrays::nn {
 /// One training step, as the hooks (FitOptions::before_step, after_step)
 /// see it.
 struct FitStep {
-  std::int64_t epoch = 0;       ///< 0-based
-  std::int64_t batch = 0;       ///< 0-based, within the epoch
-  std::int64_t batches = 0;     ///< batches per epoch
-  std::int64_t iteration = 0;   ///< steps run by this fit() call so far, this one included
-  float loss = 0;               ///< the step's mean loss (data parallel: over the global batch); 0 before it
-  float learning_rate = 0;      ///< the rate the step trains with (the schedule's)
-  double seconds = 0;           ///< of this step (trainer.step and the runtime's collect); 0 before it
+  std::int64_t epoch = 0;      ///< 0-based
+  std::int64_t batch = 0;      ///< 0-based, within the epoch
+  std::int64_t batches = 0;    ///< batches per epoch
+  std::int64_t iteration = 0;  ///< steps run by this fit() call so far, this one included
+  float loss = 0;              ///< the step's mean loss (data parallel: over the global batch); 0 before it
+  float learning_rate = 0;     ///< the rate the step trains with (the schedule's)
+  double seconds = 0;          ///< of this step (trainer.step and the runtime's collect); 0 before it
 };
 
 /// One epoch's figures, as FitOptions::after_epoch sees them and FitResult
@@ -60,7 +60,7 @@ struct FitEpoch {
   /// The fraction of the test set classified right, in [0, 1] (complete
   /// epochs with a test set).
   std::optional<double> test_accuracy;
-  double test_seconds = 0;          ///< the test pass (0 without one)
+  double test_seconds = 0;  ///< the test pass (0 without one)
   /// What FitOptions::stop_requested answered when it ended this epoch
   /// early (0: it did not; the epoch ran to its end or max_iterations cut it).
   int stop_reason = 0;
@@ -100,19 +100,19 @@ struct FitOptions {
   /// the largest answer of any rank. Must not throw.
   std::function<int()> stop_requested;
 
-  std::function<void(const FitStep&)> before_step;  ///< e.g. start a trace for the last step
-  std::function<void(const FitStep&)> after_step;   ///< progress bars
+  std::function<void(const FitStep&)> before_step;   ///< e.g. start a trace for the last step
+  std::function<void(const FitStep&)> after_step;    ///< progress bars
   std::function<void(const FitEpoch&)> after_epoch;  ///< after each epoch's training and test pass
-  std::function<void(const std::string&)> log;      ///< resume and checkpoint notes
+  std::function<void(const std::string&)> log;       ///< resume and checkpoint notes
 };
 
 /// What a fit() call did.
 struct FitResult {
-  std::vector<FitEpoch> epochs;   ///< those this call trained in
-  std::int64_t iterations = 0;    ///< steps run by this call
+  std::vector<FitEpoch> epochs;     ///< those this call trained in
+  std::int64_t iterations = 0;      ///< steps run by this call
   std::int64_t resumed_epoch = -1;  ///< where a resumed run started (-1: not resumed)
   std::int64_t resumed_batch = 0;   ///< the batch of resumed_epoch it started at
-  bool stopped_early = false;     ///< max_iterations or a stop request ended it before the last epoch's end
+  bool stopped_early = false;       ///< max_iterations or a stop request ended it before the last epoch's end
   /// What FitOptions::stop_requested answered when it ended the run (0: it
   /// did not; data parallel: the largest answer of any rank).
   int stop_reason = 0;

@@ -42,10 +42,10 @@ class GradientBuckets {
   };
   /// What the buckets did, summed over the steps so far.
   struct Counters {
-    std::uint64_t steps = 0;          ///< finish() calls
-    std::uint64_t buckets = 0;        ///< sums started
-    std::uint64_t bytes = 0;          ///< bytes summed (each rank's share of the message)
-    double seconds_waiting = 0;       ///< blocked in finish(): the sums' part that did not overlap the backward pass
+    std::uint64_t steps = 0;     ///< finish() calls
+    std::uint64_t buckets = 0;   ///< sums started
+    std::uint64_t bytes = 0;     ///< bytes summed (each rank's share of the message)
+    double seconds_waiting = 0;  ///< blocked in finish(): the sums' part that did not overlap the backward pass
   };
 
   /// Groups `ready_order` into buckets of about `bucket_bytes` each.
@@ -81,10 +81,10 @@ class GradientBuckets {
 
  private:
   struct Bucket {
-    std::vector<std::size_t> members;  // indices into members_
-    std::int64_t elements = 0;         // planned (the layouts' padding may add some)
-    std::size_t ready = 0;             // members final so far this step
-    Tensor tensor;                     // the packed gradients, from the start of the sum to finish()
+    std::vector<std::size_t> members;       // indices into members_
+    std::int64_t elements = 0;              // planned (the layouts' padding may add some)
+    std::size_t ready = 0;                  // members final so far this step
+    Tensor tensor;                          // the packed gradients, from the start of the sum to finish()
     std::vector<dnnl::memory::desc> descs;  // of the packed gradients
     std::optional<WriteAccess<float>> pin;  // held while MPI owns the data
     Communicator::Request request = 0;
@@ -97,7 +97,7 @@ class GradientBuckets {
   std::vector<Member> members_;
   std::vector<std::size_t> bucket_of_;  // by member index
   std::vector<Bucket> buckets_;
-  std::size_t next_member_ = 0;         // the member expected next
+  std::size_t next_member_ = 0;  // the member expected next
   Counters counters_;
 };
 

@@ -36,8 +36,8 @@ enum class Init {
 /// One value of a Graph: its name, shape, role and, for a parameter, how it
 /// starts; and which nodes make and read it.
 struct ValueInfo {
-  std::string name;  ///< for messages; a parameter's is its name in checkpoints ("conv1.weight")
-  Dims dims;         ///< its shape, every dimension positive
+  std::string name;                        ///< for messages; a parameter's is its name in checkpoints ("conv1.weight")
+  Dims dims;                               ///< its shape, every dimension positive
   ValueRole role = ValueRole::activation;  ///< what the value is
   Init init = Init::zeros;                 ///< parameters only: how it starts
   std::int64_t fan_in = 0;                 ///< parameters only: the fan-in `init` scales by

@@ -115,10 +115,10 @@ namespace cachedarrays::nn {
 /// The shape of a Vision Transformer besides its depth (see the file
 /// comment); the defaults suit 28x28 Fashion-MNIST (49 patches).
 struct TransformerShape {
-  std::int64_t patch = 4;   ///< side of the square patches, a divisor of the image side
-  std::int64_t dim = 128;   ///< features per token (the embedding width), a multiple of `heads`
-  std::int64_t heads = 4;   ///< attention heads
-  double mlp_ratio = 2.0;   ///< the MLP's hidden features per token feature (4 in the paper's sizes)
+  std::int64_t patch = 4;  ///< side of the square patches, a divisor of the image side
+  std::int64_t dim = 128;  ///< features per token (the embedding width), a multiple of `heads`
+  std::int64_t heads = 4;  ///< attention heads
+  double mlp_ratio = 2.0;  ///< the MLP's hidden features per token feature (4 in the paper's sizes)
 };
 
 /// Which network build_model() builds (see the file comment), and for what
@@ -130,7 +130,7 @@ struct ModelConfig {
   std::int64_t image_size = 224;  ///< square images, S x S
   std::int64_t channels = 3;      ///< channels of the input images
   std::int64_t classes = 1000;    ///< outputs of the last layer
-  double width = 1.0;  ///< multiplies every layer's channel count (tiny test versions)
+  double width = 1.0;             ///< multiplies every layer's channel count (tiny test versions)
   /// VGG only: the CIFAR-10 form AutoSwap (SmartPool/AutoSwap, its reference 4) and
   /// SmartPool train, Zagoruyko's cifar.torch VGG: batch norm after every
   /// convolution and a classifier of Linear(512, 512), ReLU, Linear(512,

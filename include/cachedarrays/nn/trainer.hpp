@@ -73,9 +73,9 @@ enum class Optimizer {
 /// parallelism, and where parameters are updated and kept.
 struct TrainerOptions {
   Optimizer optimizer = Optimizer::sgd;  ///< which update runs; its options are `sgd` or `adamw`
-  SgdOptions sgd;          ///< the SGD update's settings
-  AdamWOptions adamw;      ///< the AdamW update's settings
-  std::uint64_t seed = 1;  ///< parameter initialisation
+  SgdOptions sgd;                        ///< the SGD update's settings
+  AdamWOptions adamw;                    ///< the AdamW update's settings
+  std::uint64_t seed = 1;                ///< parameter initialisation
   /// Data-parallel training over the communicator's ranks (data_parallel.hpp):
   /// the graph is built for one rank's shard of the global batch, and every
   /// rank constructs its trainer, steps and resumes in the same order.
@@ -157,9 +157,9 @@ class Trainer {
 
   /// What evaluate() found on one batch; sum them over batches for a test set.
   struct Evaluation {
-    double loss_sum = 0;        ///< cross-entropy summed over the counted samples (from the logits, in double)
-    std::int64_t correct = 0;   ///< counted samples whose largest logit is their label's
-    std::int64_t samples = 0;   ///< counted samples
+    double loss_sum = 0;       ///< cross-entropy summed over the counted samples (from the logits, in double)
+    std::int64_t correct = 0;  ///< counted samples whose largest logit is their label's
+    std::int64_t samples = 0;  ///< counted samples
   };
   /// Forward only, as a model is tested: batch norm normalises with its
   /// running statistics, no gradient is made, nothing is updated; the hints
@@ -287,13 +287,13 @@ class Trainer {
   Graph graph_;
   TrainerOptions options_;
   Liveness liveness_;
-  std::vector<Tensor> values_;        // by ValueId; empty once dead
-  std::vector<Tensor> grads_;         // by ValueId; activation and parameter gradients
-  std::vector<Tensor> momentum_;      // by ValueId; parameters only: SGD's momentum, AdamW's first moment
-  std::vector<Tensor> second_moment_; // by ValueId; parameters only, AdamW alone
-  std::int64_t optimizer_steps_ = 0;  // AdamW's t
+  std::vector<Tensor> values_;         // by ValueId; empty once dead
+  std::vector<Tensor> grads_;          // by ValueId; activation and parameter gradients
+  std::vector<Tensor> momentum_;       // by ValueId; parameters only: SGD's momentum, AdamW's first moment
+  std::vector<Tensor> second_moment_;  // by ValueId; parameters only, AdamW alone
+  std::int64_t optimizer_steps_ = 0;   // AdamW's t
   OptimizerStateTraffic state_traffic_;
-  std::vector<std::vector<Tensor>> saved_;  // by node
+  std::vector<std::vector<Tensor>> saved_;              // by node
   std::vector<std::vector<ValueId>> dies_in_backward_;  // by node: values whose last backward use it is
   std::vector<ValueId> parameters_;
   // Data parallelism (more than one rank).
@@ -301,9 +301,9 @@ class Trainer {
   bool data_parallel_ = false;
   std::unique_ptr<GradientBuckets> buckets_;
   std::vector<std::vector<ValueId>> grad_final_at_;  // by node: parameters whose gradient its backward completes
-  std::vector<double> step_sums_;                     // the loss, then every running statistic
+  std::vector<double> step_sums_;                    // the loss, then every running statistic
   Communicator::Request step_sums_request_ = 0;
-  double seconds_waiting_ = 0;                        // for the step sums
+  double seconds_waiting_ = 0;  // for the step sums
 };
 
 /// The fast-tier capacity that holds all of training (parameters, momentum,

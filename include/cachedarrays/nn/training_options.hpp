@@ -38,21 +38,21 @@ struct TrainingOptions {
   /// The learning-rate schedule (LearningRateSchedule::parse): constant,
   /// cosine, warmup-cosine:EPOCHS or step:EPOCHS:GAMMA.
   std::string lr_schedule = "cosine";
-  float learning_rate = 0;  ///< at the schedule's start (0: the optimizer's default, SGD 0.1, AdamW 1e-3)
-  std::string optimizer = "sgd";  ///< "sgd" or "adamw" (parse_optimizer)
-  float weight_decay = -1;  ///< below 0: the optimizer's default (SGD 1e-4, AdamW 0.05)
-  int crop_padding = 0;     ///< augmentation: pad by N pixels and crop back at a random offset
-  bool flip = false;        ///< augmentation: mirror training images left-right with probability 1/2
-  bool update_after_backward = false;  ///< every update after the backward pass, not inside it
-  bool plain_parameters = false;       ///< weights plain, not in their primitives' layout
-  std::string checkpoint;   ///< written after every epoch and on a stop (empty: none)
-  bool resume = false;      ///< continue from `checkpoint` where the run that wrote it was
-  std::string policy = "auto";  ///< the placement policy's name (policy::Registry)
-  std::uint64_t fast_bytes = 0;  ///< the fast tier's size (0: fast_fraction of the footprint)
-  double fast_fraction = 0.5;    ///< the fast tier's size as a share of the footprint
-  std::string slow_path;         ///< DAX file or directory of the slow tier (empty: a file under /dev/shm)
+  float learning_rate = 0;              ///< at the schedule's start (0: the optimizer's default, SGD 0.1, AdamW 1e-3)
+  std::string optimizer = "sgd";        ///< "sgd" or "adamw" (parse_optimizer)
+  float weight_decay = -1;              ///< below 0: the optimizer's default (SGD 1e-4, AdamW 0.05)
+  int crop_padding = 0;                 ///< augmentation: pad by N pixels and crop back at a random offset
+  bool flip = false;                    ///< augmentation: mirror training images left-right with probability 1/2
+  bool update_after_backward = false;   ///< every update after the backward pass, not inside it
+  bool plain_parameters = false;        ///< weights plain, not in their primitives' layout
+  std::string checkpoint;               ///< written after every epoch and on a stop (empty: none)
+  bool resume = false;                  ///< continue from `checkpoint` where the run that wrote it was
+  std::string policy = "auto";          ///< the placement policy's name (policy::Registry)
+  std::uint64_t fast_bytes = 0;         ///< the fast tier's size (0: fast_fraction of the footprint)
+  double fast_fraction = 0.5;           ///< the fast tier's size as a share of the footprint
+  std::string slow_path;                ///< DAX file or directory of the slow tier (empty: a file under /dev/shm)
   std::string slow_emulation = "none";  ///< make the slow tier as slow as: optane, optane-1dimm, cxl, none
-  bool memory_mode = false;  ///< emulate 2LM: the slow tier alone, fronted by a modeled DRAM cache
+  bool memory_mode = false;             ///< emulate 2LM: the slow tier alone, fronted by a modeled DRAM cache
   /// Where the placement of an iteration's objects in the fast tier is
   /// decided: "online", or planned by "best-fit", "smartpool" or "mip".
   std::string planner = "online";
@@ -69,7 +69,7 @@ struct TrainingOptions {
   /// OpenMP is the program's, and this library does not link it.
   int threads = 0;
   unsigned mover_threads = MoverOptions{}.threads;  ///< threads of the asynchronous mover
-  double bucket_mib = 4;  ///< data parallel: the gradient buckets' size in MiB
+  double bucket_mib = 4;                            ///< data parallel: the gradient buckets' size in MiB
   std::string trace_path;  ///< record the last iteration to this .json or .csv file (empty: none)
   std::string json_path;   ///< write the report as JSON to this file (empty: none)
   /// The CACHEDARRAYS_* variables read: the defaults of the fields above,

@@ -33,24 +33,23 @@ namespace cachedarrays::nn {
 /// What a planner that weighs candidate plans (ReDL's period sizes) is
 /// judged on: a dry run's trace and program, and the machine of the run.
 struct PlanJudgeInputs {
-  std::shared_ptr<const Trace> trace;           ///< dry_run_trace() of the model
+  std::shared_ptr<const Trace> trace;            ///< dry_run_trace() of the model
   std::shared_ptr<const plan::Program> program;  ///< its steady iteration
-  std::uint64_t fast_bytes = 0;                 ///< the fast tier's capacity
-  std::uint64_t slow_bytes = 0;                 ///< the slow tier's capacity
-  unsigned mover_threads = 1;                   ///< the run's mover
+  std::uint64_t fast_bytes = 0;                  ///< the fast tier's capacity
+  std::uint64_t slow_bytes = 0;                  ///< the slow tier's capacity
+  unsigned mover_threads = 1;                    ///< the run's mover
 };
 
 /// Makes the judge of a plan-weighing policy from its inputs and the
 /// policy's options (e.g. sim's replay_judge on ReplayJudgeMachine::as_planned).
-using PlanJudgeMaker =
-    std::function<policy::PlanJudge(const PlanJudgeInputs&, const policy::AutotmPolicyOptions&)>;
+using PlanJudgeMaker = std::function<policy::PlanJudge(const PlanJudgeInputs&, const policy::AutotmPolicyOptions&)>;
 
 /// The process a run is part of, as its caller set it up.
 struct TrainingProcess {
   /// The ranks of a data-parallel run; null: one process. Rank 0 prints,
   /// tests, writes checkpoints and the JSON.
   Communicator* communicator = nullptr;
-  int local_ranks = 1;      ///< ranks on this machine: they share its cores and its slow-tier file's name
+  int local_ranks = 1;  ///< ranks on this machine: they share its cores and its slow-tier file's name
   /// oneDNN's threads as the caller set them (omp_get_max_threads()); 0:
   /// OpenMP's default, OMP_NUM_THREADS or else the machine's hardware threads.
   int compute_threads = 0;
@@ -66,7 +65,7 @@ struct TrainingProcess {
 
 /// One epoch of the run, as the report's table and JSON show it.
 struct TrainedEpoch {
-  FitEpoch epoch;                       ///< fit()'s figures
+  FitEpoch epoch;                        ///< fit()'s figures
   std::uint64_t fast_to_slow_bytes = 0;  ///< copied from the fast tier to the slow one during it
   std::uint64_t slow_to_fast_bytes = 0;  ///< copied the other way
   double wall_seconds = 0;               ///< since the process started, setup included
@@ -76,21 +75,21 @@ struct TrainedEpoch {
 /// What a training run did: its epochs, its speed, the traffic between the
 /// tiers, and what the policy and the data-parallel trainer counted.
 struct TrainingReport {
-  std::string model;      ///< model_identity() of the trained model
-  std::int64_t batch = 0;  ///< the (global) batch
-  std::string data;       ///< TrainingOptions::data
-  std::string policy;     ///< the policy the run ended with (Runtime::policy_name)
-  double fast_fraction = 0;  ///< TrainingOptions::fast_fraction
-  int threads = 0;        ///< oneDNN's threads
-  std::string optimizer;  ///< "sgd" or "adamw"
-  int epochs_asked = 0;   ///< TrainingOptions::epochs
-  std::string checkpoint;  ///< TrainingOptions::checkpoint
-  bool rank0 = true;      ///< this process prints and writes for the run
-  FitResult fit;          ///< what fit() returned
+  std::string model;                 ///< model_identity() of the trained model
+  std::int64_t batch = 0;            ///< the (global) batch
+  std::string data;                  ///< TrainingOptions::data
+  std::string policy;                ///< the policy the run ended with (Runtime::policy_name)
+  double fast_fraction = 0;          ///< TrainingOptions::fast_fraction
+  int threads = 0;                   ///< oneDNN's threads
+  std::string optimizer;             ///< "sgd" or "adamw"
+  int epochs_asked = 0;              ///< TrainingOptions::epochs
+  std::string checkpoint;            ///< TrainingOptions::checkpoint
+  bool rank0 = true;                 ///< this process prints and writes for the run
+  FitResult fit;                     ///< what fit() returned
   std::vector<TrainedEpoch> epochs;  ///< the epochs trained, in order
-  double step_seconds = 0;  ///< all training steps
+  double step_seconds = 0;           ///< all training steps
   double seconds_per_iteration = 0;  ///< the steps after the first (which creates oneDNN's primitives)
-  Stats traffic;            ///< the runtime's stats over the whole fit
+  Stats traffic;                     ///< the runtime's stats over the whole fit
   /// Bytes of optimizer state (SGD's momentum, AdamW's moments) the updates
   /// read per step, per device name; empty when no update ran.
   std::vector<std::pair<std::string, std::uint64_t>> optimizer_state_per_step;

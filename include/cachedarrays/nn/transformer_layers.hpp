@@ -47,8 +47,7 @@ ValueId token_linear(Graph& g, const std::string& name, ValueId x, std::int64_t 
 /// it lies, no copy) of equal batch dims, rank 2 to 5; y [B..., M, N]. The
 /// attention scores are matmul(q, k, true, 1/sqrt(head_dim)), the
 /// attention's output matmul(p, v). Backward reads both inputs.
-ValueId matmul(Graph& g, const std::string& name, ValueId a, ValueId b, bool transpose_b = false,
-               float scale = 1.0f);
+ValueId matmul(Graph& g, const std::string& name, ValueId a, ValueId b, bool transpose_b = false, float scale = 1.0f);
 
 /// The queries, keys and values of `heads` heads from a QKV projection
 /// `qkv` [N, T, 3 D] (D divisible by `heads`), as timm's

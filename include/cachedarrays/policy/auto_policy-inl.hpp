@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -108,8 +108,9 @@ CACHEDARRAYS_INLINE AutoPolicy::AutoPolicy(AutoPolicyOptions options) : options_
   }
   if (options_.trials == 0) throw invalid_argument("cachedarrays: auto policy: trials is 0; give 1 or more");
   if (options_.min_settled == 0) {
-    throw invalid_argument("cachedarrays: auto policy: min_settled is 0; give 1 or more (the settled iterations "
-                           "that measure the noise band)");
+    throw invalid_argument(
+        "cachedarrays: auto policy: min_settled is 0; give 1 or more (the settled iterations "
+        "that measure the noise band)");
   }
   settle_window_ = options_.min_settled;
 }
@@ -193,8 +194,8 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_ranking(std::uint32_t unsampled) {
   }
   auto quick_ranking = std::make_shared<std::promise<std::vector<std::optional<double>>>>();
   ranking_ = quick_ranking->get_future();
-  const auto run = [model = options_.model, program = program_, fast = manager().spec(0).capacity](
-                       const std::vector<std::string>& candidates) {
+  const auto run = [model = options_.model, program = program_,
+                    fast = manager().spec(0).capacity](const std::vector<std::string>& candidates) {
     try {
       return model(*program, candidates, fast);
     } catch (...) {
@@ -381,8 +382,7 @@ CACHEDARRAYS_INLINE void AutoPolicy::start_trials(std::uint64_t iteration) {
   }
   const bool modeled = std::any_of(modeled_.begin(), modeled_.end(), [](const auto& m) { return m.has_value(); });
   say(fmt::format("auto: ranked {}{}: {}; trying {}{}{}", modeled ? "by the model" : "as given (not modeled)",
-                  modeled ? ranking_took_ : std::string(), ranked,
-                  fmt::join(trials, ", "),
+                  modeled ? ranking_took_ : std::string(), ranked, fmt::join(trials, ", "),
                   sampled ? fmt::format(" ({} timed while the model ranked)", inner_name_) : std::string(),
                   waiting_planner_.empty() ? std::string() : "; " + planner_waits(waiting_planner_)));
   ranking_took_.clear();  // a drift's trials rank as before, with no new model
@@ -397,7 +397,8 @@ CACHEDARRAYS_INLINE void AutoPolicy::set_modeled(const std::vector<std::string>&
                                                  const std::vector<std::optional<double>>& seconds) {
   for (std::size_t i = 0; i < names.size() && i < seconds.size(); ++i) {
     const auto at = std::find(options_.candidates.begin(), options_.candidates.end(), names[i]);
-    if (at != options_.candidates.end()) modeled_[static_cast<std::size_t>(at - options_.candidates.begin())] = seconds[i];
+    if (at != options_.candidates.end())
+      modeled_[static_cast<std::size_t>(at - options_.candidates.begin())] = seconds[i];
   }
 }
 
@@ -675,15 +676,16 @@ CACHEDARRAYS_INLINE void AutoPolicy::decide(std::uint64_t iteration) {
   }
   std::string skipped;
   for (const AutoDecision::Candidate& c : decision_.ranked) {
-    if (c.skipped) skipped += fmt::format("{}{} ({})", skipped.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
+    if (c.skipped)
+      skipped += fmt::format("{}{} ({})", skipped.empty() ? "" : ", ", c.name, detail::seconds_text(c.modeled_seconds));
   }
   decision_.why = "the fastest trial: " + tried;
   if (!skipped.empty()) {
-    decision_.why += fmt::format("; not tried, modeled {}x the fastest candidate measured or slower: {}", options_.skip_above,
-                                 skipped);
+    decision_.why += fmt::format("; not tried, modeled {}x the fastest candidate measured or slower: {}",
+                                 options_.skip_above, skipped);
   }
-  say(fmt::format("auto: chose {} at iteration {}, {}; pin it with CACHEDARRAYS_POLICY={}", decision_.chosen,
-                  iteration, decision_.why, decision_.chosen));
+  say(fmt::format("auto: chose {} at iteration {}, {}; pin it with CACHEDARRAYS_POLICY={}", decision_.chosen, iteration,
+                  decision_.why, decision_.chosen));
 }
 
 CACHEDARRAYS_INLINE void AutoPolicy::say(const std::string& line) const {

@@ -107,8 +107,8 @@ struct AutoPolicyOptions {
   std::string before_program = "ca-lm";    ///< the policy until the trials begin
   std::size_t trials = 3;                  ///< candidates tried besides the in-place ones
   std::uint32_t iterations_per_trial = 2;  ///< the first settles the switch, the rest are timed
-  double try_within = 1.25;   ///< the second in-place candidate is tried when modeled within this of the best
-  double cut_above = 1.5;     ///< a trial whose settling iteration takes this times the best timed one ends there
+  double try_within = 1.25;  ///< the second in-place candidate is tried when modeled within this of the best
+  double cut_above = 1.5;    ///< a trial whose settling iteration takes this times the best timed one ends there
   /// A trial not yet run is skipped when, its modeled seconds scaled by the
   /// least measured / modeled of the candidates measured so far, it is this
   /// times the fastest of them: it would lose even were the model this far
@@ -117,8 +117,8 @@ struct AutoPolicyOptions {
   /// A planner's trial waits until its plan's time is at most this share of
   /// the program's run so far (the switch stalls the program while it plans).
   double plan_share = 0.1;
-  std::uint32_t profile_wait = 5;  ///< iterations a program waits for its profiles before it is ranked without
-  double drift_band = 0.15;        ///< the least share off the settled time that counts as a drift
+  std::uint32_t profile_wait = 5;      ///< iterations a program waits for its profiles before it is ranked without
+  double drift_band = 0.15;            ///< the least share off the settled time that counts as a drift
   std::uint32_t drift_iterations = 3;  ///< drifted iterations in a row that re-decide
   std::uint32_t min_settled = 10;      ///< iterations after a decision before another
   CandidateModel model;                ///< empty: candidates tried in the order given
@@ -137,15 +137,16 @@ struct AutoDecision {
     std::string name;                        ///< the registry name
     std::optional<double> modeled_seconds;   ///< the model's, per iteration
     std::optional<double> measured_seconds;  ///< the trial's fastest timed iteration
-    bool cut = false;  ///< the trial ended after its settling iteration (measured_seconds is that one)
+    bool cut = false;      ///< the trial ended after its settling iteration (measured_seconds is that one)
     bool skipped = false;  ///< chosen for a trial, but modeled skip_above times slower than the fastest measured
   };
   std::vector<Candidate> ranked;  ///< best modeled first (the order given without a model)
-  std::vector<std::string> tried;  ///< the trials, in the order run (a skipped one is in `ranked` only; a confirmed in-place one twice)
-  std::string chosen;             ///< the policy running now
-  std::string why;                ///< one line: what decided it
-  std::uint64_t decided_at = 0;   ///< the iteration it was decided at (0: not yet)
-  std::uint32_t decisions = 0;    ///< decisions made so far (re-decisions included)
+  std::vector<std::string>
+      tried;  ///< the trials, in the order run (a skipped one is in `ranked` only; a confirmed in-place one twice)
+  std::string chosen;            ///< the policy running now
+  std::string why;               ///< one line: what decided it
+  std::uint64_t decided_at = 0;  ///< the iteration it was decided at (0: not yet)
+  std::uint32_t decisions = 0;   ///< decisions made so far (re-decisions included)
 };
 
 /// The policy that picks the policy (see the file comment).
@@ -223,34 +224,34 @@ class AutoPolicy final : public Policy {
   std::shared_ptr<const plan::Program> program_;
   AutoDecision decision_;
   Phase phase_ = Phase::waiting;
-  std::uint32_t waited_ = 0;  // iterations a program without profiles waited
+  std::uint32_t waited_ = 0;     // iterations a program without profiles waited
   std::uint32_t unsampled_ = 0;  // iterations observed while ranking that are no sample (profiled)
   std::future<std::vector<std::optional<double>>> ranking_;  // the quick stage: candidates that plan nothing
   // Then those that plan ahead, with the model thread's CPU seconds for them.
   std::future<std::pair<std::vector<std::optional<double>>, double>> planners_ranking_;
-  std::string waiting_planner_;   // the planners' best, whose trial waits for plan_affordable()
+  std::string waiting_planner_;       // the planners' best, whose trial waits for plan_affordable()
   double planners_plan_seconds_ = 0;  // what modeling the planners cost: their plans' time
   std::optional<double> run_began_;   // the first iteration's begin (now())
   std::vector<std::string> quick_names_;
   std::vector<std::string> planner_names_;
-  std::set<std::string> awaiting_planners_;  // ranked without them: their model runs on
+  std::set<std::string> awaiting_planners_;     // ranked without them: their model runs on
   std::vector<std::optional<double>> modeled_;  // the model's seconds, by candidate as given
   [[nodiscard]] double now() const;
   std::optional<double> last_begin_;
   std::size_t trial_ = 0;
   std::uint32_t trial_iteration_ = 0;
   std::map<std::string, std::vector<double>> samples_;  // timed seconds by candidate
-  std::vector<double> settled_samples_;  // the settled policy's iterations, for the noise band
+  std::vector<double> settled_samples_;                 // the settled policy's iterations, for the noise band
   static constexpr std::uint64_t max_settle_window = 4096;
   std::uint64_t settle_window_ = 0;  // settled iterations that measure the band; doubles at each drift
   double settled_seconds_ = 0;
   double band_ = 0;
   std::uint32_t drifted_ = 0;
-  bool trust_model_ = true;  // false after a drift: no trial is skipped by the model
-  double ranking_began_ = 0;  // when the model was started (now())
+  bool trust_model_ = true;               // false after a drift: no trial is skipped by the model
+  double ranking_began_ = 0;              // when the model was started (now())
   std::uint32_t ranking_iterations_ = 0;  // iterations begun while it ranked
-  std::string ranking_took_;  // for the ranking's log line
-  bool confirming_ = false;  // the in-place candidate chosen runs again before it is kept
+  std::string ranking_took_;              // for the ranking's log line
+  bool confirming_ = false;               // the in-place candidate chosen runs again before it is kept
 };
 
 }  // namespace cachedarrays::policy

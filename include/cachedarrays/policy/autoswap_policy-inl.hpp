@@ -19,8 +19,7 @@
 
 namespace cachedarrays::policy {
 
-CACHEDARRAYS_INLINE plan::MovePlan autoswap_executable(const plan::Program& program,
-                                                         const plan::AutoswapPlan& swaps) {
+CACHEDARRAYS_INLINE plan::MovePlan autoswap_executable(const plan::Program& program, const plan::AutoswapPlan& swaps) {
   plan::MovePlan p;
   const std::vector<plan::ProgramKernel>& kernels = program.kernels();
   p.in_fast.resize(kernels.size());
@@ -54,11 +53,12 @@ CACHEDARRAYS_INLINE PlannerHook autoswap_planner(plan::AutoswapScore score) {
       // the modeled overhead, at the heap's limit; the retries of the heap
       // fitting keep them.
       plan::AutoswapBoOptions bo;  // no line per evaluation: the plan's status gives the weights found
-      const plan::AutoswapBoResult result = plan::autoswap_optimise_weights(request.program, request.costs, options, bo);
+      const plan::AutoswapBoResult result =
+          plan::autoswap_optimise_weights(request.program, request.costs, options, bo);
       options.bo_weights = result.weights;
       char text[96];
-      std::snprintf(text, sizeof text, "; BO weights a=%.2f b=%.2f c=%.2f d=%.2f", result.weights[0],
-                    result.weights[1], result.weights[2], result.weights[3]);
+      std::snprintf(text, sizeof text, "; BO weights a=%.2f b=%.2f c=%.2f d=%.2f", result.weights[0], result.weights[1],
+                    result.weights[2], result.weights[3]);
       weights = text;
     }
     plan::MovePlan p = fit_to_heap(request, [&](std::uint64_t limit) {

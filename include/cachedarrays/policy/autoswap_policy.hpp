@@ -24,9 +24,9 @@
 
 #include "cachedarrays/config.hpp"
 
+#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
-#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/policy/autotm_policy.hpp"
 
 namespace cachedarrays::policy {

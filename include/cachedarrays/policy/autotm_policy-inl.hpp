@@ -116,20 +116,20 @@ CACHEDARRAYS_INLINE plan::MovePlan fit_loop(
               " at the least)";
     }
   }
-  best->status += std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, Sekiyama et al.) "
-                                         : "; the heap replay (AutoTM section 4.2) ") +
-                  (best->fits ? "fits in " + format_bytes(best->fast_extent)
-                              : "reaches " + format_bytes(best->fast_extent) + " of " +
-                                    format_bytes(request.dram_limit)) +
-                  " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries") + where;
+  best->status +=
+      std::string(by_kernel ? "; the offline packing of its DRAM stays (best-fit offset lines, Sekiyama et al.) "
+                            : "; the heap replay (AutoTM section 4.2) ") +
+      (best->fits ? "fits in " + format_bytes(best->fast_extent)
+                  : "reaches " + format_bytes(best->fast_extent) + " of " + format_bytes(request.dram_limit)) +
+      " after " + std::to_string(best->retries) + (best->retries == 1 ? " retry" : " retries") + where;
   return std::move(*best);
 }
 
 }  // namespace detail
 
 CACHEDARRAYS_INLINE plan::MovePlan fit_to_heap(const PlanRequest& request,
-                                                 const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
-                                                 std::uint32_t max_retries) {
+                                               const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
+                                               std::uint32_t max_retries) {
   return detail::fit_loop(
       request,
       [&](const std::vector<std::uint64_t>& limits) {
@@ -165,13 +165,13 @@ CACHEDARRAYS_INLINE std::string AutotmPolicy::plan_summary() const {
   const plan::MovePlan& p = *plan_;
   // The planner's own modeled iteration beside the replay's figure tells
   // how far its model is from the run it plans.
-  return fmt::format("plan {:.2f} s, {}{}, {} retr{}{}{}{}", p.seconds,
-                     all_dram_seconds_ > 0 ? fmt::format("own model {:.2f}x all-DRAM, ", p.modeled_seconds / all_dram_seconds_)
-                                           : std::string{},
-                     p.optimal ? "optimal" : fmt::format("gap {:.3f}", p.gap), p.retries, p.retries == 1 ? "y" : "ies",
-                     p.fits ? "" : " (fragments)",
-                     p.judged > 0 ? fmt::format(", best of {} judged", p.judged) : std::string{},
-                     counters_.departures > 1 ? fmt::format(", {} departures", counters_.departures) : "");
+  return fmt::format(
+      "plan {:.2f} s, {}{}, {} retr{}{}{}{}", p.seconds,
+      all_dram_seconds_ > 0 ? fmt::format("own model {:.2f}x all-DRAM, ", p.modeled_seconds / all_dram_seconds_)
+                            : std::string{},
+      p.optimal ? "optimal" : fmt::format("gap {:.3f}", p.gap), p.retries, p.retries == 1 ? "y" : "ies",
+      p.fits ? "" : " (fragments)", p.judged > 0 ? fmt::format(", best of {} judged", p.judged) : std::string{},
+      counters_.departures > 1 ? fmt::format(", {} departures", counters_.departures) : "");
 }
 
 CACHEDARRAYS_INLINE std::string AutotmPolicy::name() const {
@@ -245,7 +245,7 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
                      *plan::online_time_model(*program.profiles(), options_.fast_tier, options_.slow_tier),
                      options_.fast_tier, options_.slow_tier)
                : plan::TierCosts::from_model(program, options_.time_model ? *options_.time_model : memory_bound,
-                                               options_.fast_tier, options_.slow_tier);
+                                             options_.fast_tier, options_.slow_tier);
   // The plan's copies go side by side as this runtime's mover makes them.
   costs.copy_lanes = std::max(1U, dm.mover_options().threads);
   plan::AutotmOptions solver = options_.solver;
@@ -253,7 +253,9 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
   dram_limit_ = solver.dram_limit;
   solver.kernel_limits.clear();
   solver.alignment = dm.spec(fast_).alignment;
-  const std::function<void(const std::string&)> progress = [this](const std::string& line) { log(name() + ": " + line); };
+  const std::function<void(const std::string&)> progress = [this](const std::string& line) {
+    log(name() + ": " + line);
+  };
   if (!solver.progress) solver.progress = progress;
   all_dram_seconds_ = 0;
   for (double s : costs.fast_seconds) all_dram_seconds_ += s;
@@ -262,12 +264,11 @@ CACHEDARRAYS_INLINE void AutotmPolicy::make_plan() {
                                                  std::to_string(solver.relative_gap).substr(0, 6) + ", time limit " +
                                                  detail::autotm_seconds(solver.time_limit_seconds);
   log(name() + ": planning " + std::to_string(program.kernels().size()) + " kernels and " +
-      std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) +
-      " (" + how + (profiled ? "; kernels priced by their online profiles" : "") + ")...");
+      std::to_string(program.objects().size()) + " objects with DRAM limit " + format_bytes(solver.dram_limit) + " (" +
+      how + (profiled ? "; kernels priced by their online profiles" : "") + ")...");
   if (options_.planner) {
-    plan::MovePlan planned =
-        options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment, progress,
-                                           options_.judge ? &options_.judge : nullptr});
+    plan::MovePlan planned = options_.planner->plan(PlanRequest{program, costs, solver.dram_limit, solver.alignment,
+                                                                progress, options_.judge ? &options_.judge : nullptr});
     detail::check_foreign_plan(name(), program, planned);  // a plan refused is never followed
     plan_ = std::move(planned);
   } else {
@@ -340,7 +341,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::depart(const std::string& why) {
   // programs are recorded from a later one: counted, not warned about.
   if (warned_ || iteration_ <= 1) return;
   warned_ = true;
-  log("warning: " + name() + ": iteration " + std::to_string(iteration_) + " departed from the planned program (" + why +
+  log("warning: " + name() + ": iteration " + std::to_string(iteration_) + " departed from the planned program (" +
+      why +
       "); CA:LM places and moves until the next iteration, which follows the plan again (further departures "
       "are counted, not logged)");
 }
@@ -514,7 +516,10 @@ CACHEDARRAYS_INLINE std::optional<bool> AutotmPolicy::planned_dram(Object& objec
 CACHEDARRAYS_INLINE void AutotmPolicy::follow_hint(Object& object, bool write) {
   settle();
   if (!following_) {
-    if (write) base_.will_write(object); else base_.will_read(object);
+    if (write)
+      base_.will_write(object);
+    else
+      base_.will_read(object);
     return;
   }
   // The hints of kernel next_kernel_ come before it is begun; a hint for an
@@ -599,8 +604,8 @@ CACHEDARRAYS_INLINE void AutotmPolicy::on_kernel_begin(const KernelPoint& kernel
   }
   for (std::size_t j = 0; j < k.args.size(); ++j) {
     if (program_->objects()[k.args[j].object].bytes != kernel.objects[j]->bytes()) {
-      depart("argument " + std::to_string(j) + " of kernel " + std::to_string(kernel.index) + " (" + k.name +
-             ") has " + std::to_string(kernel.objects[j]->bytes()) + " bytes, the program's " +
+      depart("argument " + std::to_string(j) + " of kernel " + std::to_string(kernel.index) + " (" + k.name + ") has " +
+             std::to_string(kernel.objects[j]->bytes()) + " bytes, the program's " +
              std::to_string(program_->objects()[k.args[j].object].bytes));
       return;
     }

@@ -53,8 +53,8 @@
 #include <vector>
 
 #include "cachedarrays/manager/emulation.hpp"
-#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/roofline.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 namespace cachedarrays::policy {
@@ -71,12 +71,12 @@ using PlanJudge = std::function<double(const plan::MovePlan&)>;
 /// What a planner other than AutoTM's ILP is given (see
 /// AutotmPolicyOptions::planner). Its references live for the call only.
 struct PlanRequest {
-  const plan::Program& program;    ///< the iteration's program to plan
-  const plan::TierCosts& costs;  ///< from the time model and the tiers' bandwidths
-  std::uint64_t dram_limit = 0;    ///< bytes of the fast tier the plan may use
-  std::uint64_t alignment = 64;    ///< the fast heap's allocation alignment, in bytes
+  const plan::Program& program;                        ///< the iteration's program to plan
+  const plan::TierCosts& costs;                        ///< from the time model and the tiers' bandwidths
+  std::uint64_t dram_limit = 0;                        ///< bytes of the fast tier the plan may use
+  std::uint64_t alignment = 64;                        ///< the fast heap's allocation alignment, in bytes
   const std::function<void(const std::string&)>& log;  ///< progress, one line each
-  const PlanJudge* judge = nullptr;  ///< AutotmPolicyOptions::judge, when set; else null
+  const PlanJudge* judge = nullptr;                    ///< AutotmPolicyOptions::judge, when set; else null
 };
 
 /// Another planner in the ILP's place: the executor follows any plan of
@@ -96,8 +96,8 @@ struct PlannerHook {
 /// the first plan that fits, or else the one reaching least far, with
 /// fast_extent, fits, retries, seconds and a status that says so.
 [[nodiscard]] plan::MovePlan fit_to_heap(const PlanRequest& request,
-                                           const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
-                                           std::uint32_t max_retries = 5);
+                                         const std::function<plan::MovePlan(std::uint64_t limit)>& plan_at,
+                                         std::uint32_t max_retries = 5);
 /// The same loop for a planner that takes a limit per kernel (ReDL's
 /// RedlOptions::kernel_limits), judged by the plan's offline packing
 /// (plan::autotm_dram_offsets) instead of the online replay: only the
@@ -203,17 +203,17 @@ class AutotmPolicy final : public Policy {
 
   /// What the policy did, since it was made.
   struct Counters {
-    std::uint64_t plans = 0;               ///< ILP solves (fragmentation retries not counted)
+    std::uint64_t plans = 0;  ///< ILP solves (fragmentation retries not counted)
     /// Plans priced by the program's online profiles (plan::online_time_model)
     /// rather than by MemoryBound: made when no time model is given and the
     /// program has profiles.
     std::uint64_t profiled_plans = 0;
-    std::uint64_t iterations_followed = 0;  ///< iterations that ran to their end on the plan
-    std::uint64_t departures = 0;          ///< iterations that departed from the program
+    std::uint64_t iterations_followed = 0;   ///< iterations that ran to their end on the plan
+    std::uint64_t departures = 0;            ///< iterations that departed from the program
     std::uint64_t unplanned_iterations = 0;  ///< iterations begun as not the program's (CA:LM placed them)
-    std::uint64_t unplanned = 0;           ///< objects the plan wanted in DRAM placed by CA:LM (no hole)
-    std::uint64_t moves_in = 0;            ///< planned moves into DRAM made (sync and async)
-    std::uint64_t moves_out = 0;           ///< planned moves out made
+    std::uint64_t unplanned = 0;             ///< objects the plan wanted in DRAM placed by CA:LM (no hole)
+    std::uint64_t moves_in = 0;              ///< planned moves into DRAM made (sync and async)
+    std::uint64_t moves_out = 0;             ///< planned moves out made
     /// Planned asynchronous moves in put off because their DRAM was still
     /// held by write-backs on the mover, or found no hole (issued at a later
     /// kernel instead).
@@ -295,7 +295,7 @@ class AutotmPolicy final : public Policy {
   std::uint64_t iteration_ = 0;
   bool following_ = false;
   bool warned_ = false;
-  std::uint64_t next_kernel_ = 0;   // kernels begun in this iteration
+  std::uint64_t next_kernel_ = 0;    // kernels begun in this iteration
   std::uint32_t next_creation_ = 0;  // creations_ matched so far
   std::vector<std::uint32_t> pending_out_;
   // Program objects whose planned asynchronous move in waits for DRAM that

@@ -121,9 +121,10 @@ CACHEDARRAYS_INLINE PolicyDescriptor redl_descriptor(std::string summary) {
 // capacity planner's order.
 CACHEDARRAYS_INLINE void add_placement_descriptors(std::vector<PolicyDescriptor>& out) {
   PolicyFacts chooser{.name = "auto",
-                      .summary = "picks the policy: the built-in policies ranked by a model of the recorded program, "
-                                 "the best few and leaving data in place tried for an iteration or two each, the "
-                                 "fastest kept (CA:LM until the program is known)",
+                      .summary =
+                          "picks the policy: the built-in policies ranked by a model of the recorded program, "
+                          "the best few and leaving data in place tried for an iteration or two each, the "
+                          "fastest kept (CA:LM until the program is known)",
                       .section = ""};
   chooser.factory = [](const PolicyOptions&) {
     AutoPolicyOptions options;
@@ -134,18 +135,20 @@ CACHEDARRAYS_INLINE void add_placement_descriptors(std::vector<PolicyDescriptor>
   chooser.uses_mover = true;
   chooser.measures_candidates = true;
   out.emplace_back(std::move(chooser));
-  out.push_back(single_tier_descriptor(SingleTier::Tier::fastest, "all-fast",
-                                       "every object on the fastest device; never moves"));
-  out.push_back(single_tier_descriptor(SingleTier::Tier::slowest, "all-slow",
-                                       "every object on the slowest device; never moves"));
-  out.push_back(PolicyDescriptor(PolicyFacts{
-      .name = "first-touch",
-      .summary = "fast device until full, then slower ones; never moves (NUMA first touch)",
-      .section = "000 §5.3",
-      .factory = [](const PolicyOptions&) { return std::make_unique<FirstTouch>(); }}));
+  out.push_back(
+      single_tier_descriptor(SingleTier::Tier::fastest, "all-fast", "every object on the fastest device; never moves"));
+  out.push_back(
+      single_tier_descriptor(SingleTier::Tier::slowest, "all-slow", "every object on the slowest device; never moves"));
+  out.push_back(PolicyDescriptor(
+      PolicyFacts{.name = "first-touch",
+                  .summary = "fast device until full, then slower ones; never moves (NUMA first touch)",
+                  .section = "000 §5.3",
+                  .factory = [](const PolicyOptions&) { return std::make_unique<FirstTouch>(); }}));
   out.push_back(cachedarrays_descriptor(
-      "hw-cache", "2LM-like object cache — created in slow memory, a fast copy filled on every use and written "
-                  "back when dirty; no archive hints; retire frees at once", ""));
+      "hw-cache",
+      "2LM-like object cache — created in slow memory, a fast copy filled on every use and written "
+      "back when dirty; no archive hints; retire frees at once",
+      ""));
   out.push_back(memory_mode_descriptor(true));
   out.push_back(cachedarrays_descriptor(
       "ca", "CA:∅ — created in slow memory, copied in before first write; retire waits for collect()"));
@@ -153,8 +156,10 @@ CACHEDARRAYS_INLINE void add_placement_descriptors(std::vector<PolicyDescriptor>
   out.push_back(cachedarrays_descriptor("ca-lm", "CA:LM — local allocation, retire frees at once"));
   out.push_back(cachedarrays_descriptor("ca-lmp", "CA:LMP — CA:LM plus prefetch on will_read"));
   out.push_back(cachedarrays_descriptor(
-      "ca-lma", "CA:LMA — CA:LM plus asynchronous lookahead in the program: prefetches ahead of use and writes "
-                "archived objects back in the background (needs a program)", ""));
+      "ca-lma",
+      "CA:LMA — CA:LM plus asynchronous lookahead in the program: prefetches ahead of use and writes "
+      "archived objects back in the background (needs a program)",
+      ""));
   out.push_back(cachedarrays_descriptor("ca-lmpa", "CA:LMPA — CA:LMP plus asynchronous lookahead", ""));
   // Any L and M mode + a planner (ca-lmpa+smartpool, ...) is described by
   // cachedarrays_descriptor() when looked up.
@@ -174,10 +179,11 @@ CACHEDARRAYS_INLINE void add_planned_descriptors(std::vector<PolicyDescriptor>& 
                                   "AutoTM static — each object placed in fast or slow memory once, by AutoTM's ILP "
                                   "over the program (needs a program; Cbc)",
                                   "000 §3"));
-  out.push_back(autotm_descriptor(
-      "autotm-sync", "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that "
-                     "use them",
-      "000 §3, §4.3"));
+  out.push_back(
+      autotm_descriptor("autotm-sync",
+                        "AutoTM synchronous — AutoTM's ILP also moves objects just before and after the kernels that "
+                        "use them",
+                        "000 §3, §4.3"));
   out.push_back(autotm_descriptor("autotm-async",
                                   "AutoTM asynchronous — the synchronous moves and moves by the mover beside other "
                                   "kernels (paper section 7)",
@@ -186,9 +192,11 @@ CACHEDARRAYS_INLINE void add_planned_descriptors(std::vector<PolicyDescriptor>& 
                                     "AutoSwap — swaps out and back in by the mover, between uses picked by the "
                                     "duration of absence (DOA), until the memory load fits the fast tier (needs a "
                                     "program)"));
-  out.push_back(autoswap_descriptor("autoswap:aoa", "AutoSwap, swaps picked by the area of absence (AOA: DOA times size)"));
+  out.push_back(
+      autoswap_descriptor("autoswap:aoa", "AutoSwap, swaps picked by the area of absence (AOA: DOA times size)"));
   out.push_back(autoswap_descriptor(
-      "autoswap:wdoa", "AutoSwap, swaps picked by the weighted duration of absence (WDOA: the area under the memory load curve)"));
+      "autoswap:wdoa",
+      "AutoSwap, swaps picked by the weighted duration of absence (WDOA: the area under the memory load curve)"));
   out.push_back(autoswap_descriptor("autoswap:swdoa",
                                     "AutoSwap, swaps picked by the submodular WDOA (SWDOA: rescored after each pick)"));
   out.push_back(autoswap_descriptor("autoswap:bo",

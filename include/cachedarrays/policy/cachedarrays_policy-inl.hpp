@@ -10,8 +10,8 @@
 #include <optional>
 #include <utility>
 
-#include "cachedarrays/policy/moves.hpp"
 #include "cachedarrays/policy/detail/lru_list.hpp"
+#include "cachedarrays/policy/moves.hpp"
 
 namespace cachedarrays::policy {
 
@@ -45,10 +45,14 @@ CACHEDARRAYS_INLINE std::optional<Mode> parse_mode_letters(std::string_view name
   for (char c : name.substr(3)) {
     bool* flag = nullptr;
     switch (c) {
-      case 'l': case 'L': flag = &mode.local_allocation; break;
-      case 'm': case 'M': flag = &mode.memory_optimisations; break;
-      case 'p': case 'P': flag = &mode.prefetch; break;
-      case 'a': case 'A': flag = &mode.async_lookahead; break;
+      case 'l':
+      case 'L': flag = &mode.local_allocation; break;
+      case 'm':
+      case 'M': flag = &mode.memory_optimisations; break;
+      case 'p':
+      case 'P': flag = &mode.prefetch; break;
+      case 'a':
+      case 'A': flag = &mode.async_lookahead; break;
       default: return std::nullopt;
     }
     if (*flag) return std::nullopt;
@@ -94,7 +98,10 @@ CACHEDARRAYS_INLINE std::string Mode::name() const {
 // ---- CachedArraysPolicy -------------------------------------------------------
 
 CACHEDARRAYS_INLINE CachedArraysPolicy::CachedArraysPolicy(Mode mode, Lookahead lookahead, StreamBypass bypass)
-    : mode_(mode.hardware_cache ? mode::hw_cache : mode), bypass_(bypass), lru_(std::make_unique<LruList>()), lookahead_(lookahead) {
+    : mode_(mode.hardware_cache ? mode::hw_cache : mode),
+      bypass_(bypass),
+      lru_(std::make_unique<LruList>()),
+      lookahead_(lookahead) {
   if (mode_.offsets != plan::OffsetPlanner::online) {
     if (!mode_.local_allocation || !mode_.memory_optimisations) {
       throw invalid_argument("cachedarrays: mode '" + mode_.name() +
@@ -220,7 +227,10 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::copy_to_fast_async(Object& object) 
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::touch_if_fast(Object& object) {
   LruList::Entry& e = detail::entry_of(object);
-  if (manager().device(*manager().getprimary(object)) == fast_) lru_->touch(e); else lru_->remove(e);
+  if (manager().device(*manager().getprimary(object)) == fast_)
+    lru_->touch(e);
+  else
+    lru_->remove(e);
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::bring_to_fast(Object& object) {
@@ -314,7 +324,10 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::will_read(Object& object) {
   note_access(object, Access::read);
   // A copy made ahead (A) is taken even without P: it has been paid for.
   const bool copied_ahead = mode_.async_lookahead && manager().getlinked(*manager().getprimary(object), fast_);
-  if (mode_.prefetch || copied_ahead) bring_to_fast(object); else touch_if_fast(object);
+  if (mode_.prefetch || copied_ahead)
+    bring_to_fast(object);
+  else
+    touch_if_fast(object);
 }
 
 CACHEDARRAYS_INLINE void CachedArraysPolicy::will_write(Object& object) {
@@ -510,7 +523,7 @@ CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::room_needed(std::int64_t c
 }
 
 CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_objects(std::int64_t current,
-                                                                                      std::uint64_t beyond) {
+                                                                                        std::uint64_t beyond) {
   DataManager& dm = manager();
   FarObjects far;
   (void)lru_->find([&](Object& candidate) {
@@ -531,9 +544,8 @@ CACHEDARRAYS_INLINE CachedArraysPolicy::FarObjects CachedArraysPolicy::far_fast_
   return far;
 }
 
-
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::distance_to_use(const Object& object,
-                                                                     std::int64_t current) const {
+                                                                      std::int64_t current) const {
   constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
   LruList::Entry& e = detail::entry_of(object);
   const std::uint32_t id = e.program_object;
@@ -584,14 +596,13 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::look_ahead(std::int64_t current) {
   }
 }
 
-CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::int64_t current,
-                                                           std::int64_t target) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::prefetch_ahead(Object& object, std::int64_t current, std::int64_t target) {
   if (copy_to_fast_async(object)) return true;
   return make_room_clean(object.bytes(), current, target) && copy_to_fast_async(object);
 }
 
 CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes, std::int64_t current,
-                                                            std::int64_t target) {
+                                                             std::int64_t target) {
   // Belady's choice among what can go for free: unpinned fast objects used
   // later than the target kernel, whose slow copy is valid (evicting them
   // copies nothing), farthest next use first.

@@ -62,7 +62,7 @@ namespace cachedarrays::policy {
 namespace detail {
 class LruList;
 class ReuseDistance;
-}
+}  // namespace detail
 
 /// The switches of a CachedArrays mode (the paper's L, M and P, and A),
 /// and its name; the opening comment of cachedarrays_policy.hpp says what each one does.
@@ -73,7 +73,7 @@ struct Mode {
   /// M: retire frees at once; without M retired objects are released only
   /// at collect().
   bool memory_optimisations = false;
-  bool prefetch = false;         ///< P: will_read copies a slow object into fast memory
+  bool prefetch = false;  ///< P: will_read copies a slow object into fast memory
   /// A: with the program, the objects the next kernels use are copied into
   /// fast memory by the mover, behind the kernels.
   bool async_lookahead = false;
@@ -132,12 +132,12 @@ struct Mode {
 
 /// The modes with names of their own, spelt by their fields.
 namespace mode {
-inline constexpr Mode none{};                                                   ///< CA:∅, "ca": no switch set
-inline constexpr Mode L{.local_allocation = true};                              ///< CA:L, "ca-l"
-inline constexpr Mode LM = L.with_memory_optimisations();                       ///< CA:LM, "ca-lm" (the default)
-inline constexpr Mode LMP = LM.with_prefetch();                                 ///< CA:LMP, "ca-lmp"
-inline constexpr Mode LMA = LM.with_async_lookahead();                          ///< "ca-lma": LM with asynchronous lookahead
-inline constexpr Mode LMPA = LMP.with_async_lookahead();                        ///< "ca-lmpa": LMP with asynchronous lookahead
+inline constexpr Mode none{};                              ///< CA:∅, "ca": no switch set
+inline constexpr Mode L{.local_allocation = true};         ///< CA:L, "ca-l"
+inline constexpr Mode LM = L.with_memory_optimisations();  ///< CA:LM, "ca-lm" (the default)
+inline constexpr Mode LMP = LM.with_prefetch();            ///< CA:LMP, "ca-lmp"
+inline constexpr Mode LMA = LM.with_async_lookahead();     ///< "ca-lma": LM with asynchronous lookahead
+inline constexpr Mode LMPA = LMP.with_async_lookahead();   ///< "ca-lmpa": LMP with asynchronous lookahead
 /// "hw-cache": the 2LM-like baseline (M and P as a hardware cache behaves).
 inline constexpr Mode hw_cache{.memory_optimisations = true, .prefetch = true, .hardware_cache = true};
 }  // namespace mode
@@ -145,8 +145,8 @@ inline constexpr Mode hw_cache{.memory_optimisations = true, .prefetch = true, .
 /// How far the A modes look ahead: up to `kernels` kernels, and no more than
 /// `fast_fraction` of the fast device in copies ahead at once.
 struct Lookahead {
-  std::uint32_t kernels = 32;    ///< kernels after the current one whose objects may be copied ahead
-  double fast_fraction = 0.25;   ///< share of the fast device that copies ahead may hold at once
+  std::uint32_t kernels = 32;   ///< kernels after the current one whose objects may be copied ahead
+  double fast_fraction = 0.25;  ///< share of the fast device that copies ahead may hold at once
 };
 
 /// Whether a mode without lookahead (hw-cache excepted) declines to copy in
@@ -163,8 +163,8 @@ enum class StreamBypass {
 class CachedArraysPolicy final : public Policy {
  public:
   /// A policy of mode `mode`, looking ahead as `lookahead` says in the A
-  /// modes, serving streams in place as `bypass` says in the others. Throws invalid_argument for an offset plan without L and M, or a
-  /// Lookahead::fast_fraction outside (0, 1].
+  /// modes, serving streams in place as `bypass` says in the others. Throws invalid_argument for an offset plan without
+  /// L and M, or a Lookahead::fast_fraction outside (0, 1].
   explicit CachedArraysPolicy(Mode mode = mode::LM, Lookahead lookahead = {},
                               StreamBypass bypass = StreamBypass::predicted);
   ~CachedArraysPolicy() override;  // out of line: LruList is incomplete here
@@ -262,7 +262,7 @@ class CachedArraysPolicy final : public Policy {
   struct FarObjects {
     std::vector<std::pair<std::uint64_t, Object*>> clean;  // valid slow copy: leave without a copy
     std::vector<std::pair<std::uint64_t, Object*>> dirty;  // would need a write-back
-    std::uint64_t writing_bytes = 0;                      // their write-back in flight
+    std::uint64_t writing_bytes = 0;                       // their write-back in flight
   };
   [[nodiscard]] FarObjects far_fast_objects(std::int64_t current, std::uint64_t beyond);
 
@@ -293,8 +293,8 @@ class CachedArraysPolicy final : public Policy {
   DeferredRetires retired_;  // waiting for collect() (no-M)
   Lookahead lookahead_;
   std::shared_ptr<const plan::Program> program_;
-  std::vector<Object*> bound_;  // by program object: the object it is now (A)
-  bool following_ = false;      // this iteration has matched the program so far
+  std::vector<Object*> bound_;     // by program object: the object it is now (A)
+  bool following_ = false;         // this iteration has matched the program so far
   std::int64_t last_kernel_ = -1;  // the kernel begun last in this iteration
   // By kernel + 1 (0: before the first kernel): bytes of the program's
   // objects alive then, each rounded up to a heap block; and the largest of

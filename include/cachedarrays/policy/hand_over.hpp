@@ -13,9 +13,9 @@ namespace cachedarrays::policy {
 
 /// What a hand-over did.
 struct HandOver {
-  std::uint64_t objects = 0;           ///< live objects the new policy adopted
-  std::uint64_t copies_dropped = 0;    ///< copies on a faster tier than their primary, freed
-  std::uint64_t retired_freed = 0;     ///< retired objects the old policy still held, freed
+  std::uint64_t objects = 0;         ///< live objects the new policy adopted
+  std::uint64_t copies_dropped = 0;  ///< copies on a faster tier than their primary, freed
+  std::uint64_t retired_freed = 0;   ///< retired objects the old policy still held, freed
 };
 
 /// Hands every live object of `manager` from `from` to `to`, under the

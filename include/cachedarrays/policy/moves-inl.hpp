@@ -37,12 +37,12 @@ CACHEDARRAYS_INLINE bool copy_or_abandon(DataManager& dm, Region& dst, const Reg
 }  // namespace detail
 
 CACHEDARRAYS_INLINE EvictOutcome evict(DataManager& dm, Object& object, DeviceId fast, DeviceId slow) {
-  Region* x = dm.getprimary(object);                       // Listing 1, line 2
-  if (x == nullptr || dm.device(*x) != fast) return {};     // line 3
-  if (object.pinned()) return {};  // an open access: its primary must stay
-  Region* y = dm.getlinked(*x, slow);                       // line 4
+  Region* x = dm.getprimary(object);                     // Listing 1, line 2
+  if (x == nullptr || dm.device(*x) != fast) return {};  // line 3
+  if (object.pinned()) return {};                        // an open access: its primary must stay
+  Region* y = dm.getlinked(*x, slow);                    // line 4
   const bool allocated = y == nullptr;
-  if (allocated) {                                          // lines 7-10
+  if (allocated) {  // lines 7-10
     y = dm.allocate(slow, dm.size(*x));
     if (y == nullptr) return {};
   }
@@ -55,9 +55,9 @@ CACHEDARRAYS_INLINE EvictOutcome evict(DataManager& dm, Object& object, DeviceId
   // written back ahead (copyto_async) since its last write.
   const bool write_back = allocated || !dm.isvalid(*y);
   if (write_back && !detail::copy_or_abandon(dm, *y, *x, allocated)) return {};
-  dm.setprimary(object, *y);                                // line 14
-  if (!allocated) dm.unlink(*x, *y);                        // lines 15-17
-  dm.free(*x);                                              // line 18
+  dm.setprimary(object, *y);          // line 14
+  if (!allocated) dm.unlink(*x, *y);  // lines 15-17
+  dm.free(*x);                        // line 18
 
   PolicyCounters& counters = dm.policy_counters();
   ++counters.evictions;
@@ -72,12 +72,12 @@ CACHEDARRAYS_INLINE EvictOutcome evict(DataManager& dm, Object& object, DeviceId
 }
 
 CACHEDARRAYS_INLINE bool prefetch(DataManager& dm, Object& object, DeviceId fast, DeviceId slow,
-              const std::function<bool(std::uint64_t bytes)>& make_room) {
-  Region* x = dm.getprimary(object);                        // Listing 2, line 3
+                                  const std::function<bool(std::uint64_t bytes)>& make_room) {
+  Region* x = dm.getprimary(object);  // Listing 2, line 3
   if (x == nullptr) return false;
   if (dm.device(*x) == fast) return true;
-  if (dm.device(*x) != slow) return false;                  // line 4
-  if (object.pinned()) return false;  // an open access: its primary must stay
+  if (dm.device(*x) != slow) return false;  // line 4
+  if (object.pinned()) return false;        // an open access: its primary must stay
   if (Region* existing = dm.getlinked(*x, fast)) {
     // A fast secondary already exists (a policy made slow the primary
     // without dropping it, or issued this prefetch ahead with copyto_async
@@ -89,16 +89,16 @@ CACHEDARRAYS_INLINE bool prefetch(DataManager& dm, Object& object, DeviceId fast
     }
     dm.free(*existing);
   }
-  const std::uint64_t bytes = dm.size(*x);                  // line 5
-  Region* y = dm.allocate(fast, bytes);                     // line 6
-  if (y == nullptr) {                                       // lines 7-17
+  const std::uint64_t bytes = dm.size(*x);  // line 5
+  Region* y = dm.allocate(fast, bytes);     // line 6
+  if (y == nullptr) {                       // lines 7-17
     if (!make_room || !make_room(bytes)) return false;
     y = dm.allocate(fast, bytes);
     if (y == nullptr) return false;
   }
   if (!detail::copy_or_abandon(dm, *y, *x, /*allocated=*/true)) return false;  // line 18
-  dm.link(*x, *y);                                          // line 19
-  dm.setprimary(object, *y);                                // line 20
+  dm.link(*x, *y);                                                             // line 19
+  dm.setprimary(object, *y);                                                   // line 20
 
   PolicyCounters& counters = dm.policy_counters();
   ++counters.prefetches;

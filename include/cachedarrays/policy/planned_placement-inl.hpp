@@ -14,8 +14,9 @@ namespace cachedarrays::policy {
 CACHEDARRAYS_INLINE PlannedPlacement::PlannedPlacement(plan::OffsetPlanner planner, plan::MipOptions mip)
     : planner_(planner), mip_(std::move(mip)) {
   if (planner == plan::OffsetPlanner::online) {
-    throw invalid_argument("cachedarrays: planned placement needs an offset planner (best-fit, smartpool or mip), "
-                           "not 'online'");
+    throw invalid_argument(
+        "cachedarrays: planned placement needs an offset planner (best-fit, smartpool or mip), "
+        "not 'online'");
   }
 }
 
@@ -37,8 +38,7 @@ CACHEDARRAYS_INLINE void PlannedPlacement::set_program(const plan::Program& prog
   program_ = std::move(record);
 }
 
-CACHEDARRAYS_INLINE void PlannedPlacement::make_plan(const Record& record, const DataManager& manager,
-                                                    DeviceId fast) {
+CACHEDARRAYS_INLINE void PlannedPlacement::make_plan(const Record& record, const DataManager& manager, DeviceId fast) {
   // The DSA problem (plan/offsets/dsa_problem.hpp) of the record. An object alive
   // at the iteration's end overlaps the next iteration's copy of itself
   // (the trainer makes the next batch before it drops this one), so it
@@ -81,7 +81,7 @@ CACHEDARRAYS_INLINE void PlannedPlacement::make_plan(const Record& record, const
 }
 
 CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& manager, DeviceId fast,
-                                                          std::uint64_t iteration) {
+                                                           std::uint64_t iteration) {
   if (program_) {
     make_plan(*program_, manager, fast);
     program_.reset();
@@ -106,7 +106,7 @@ CACHEDARRAYS_INLINE void PlannedPlacement::begin_iteration(const DataManager& ma
 }
 
 CACHEDARRAYS_INLINE void PlannedPlacement::begin_unplanned_iteration(const DataManager& manager, DeviceId fast,
-                                                                    std::uint64_t iteration) {
+                                                                     std::uint64_t iteration) {
   begin_iteration(manager, fast, iteration);
   // As before the first iteration: place() leaves every object online and
   // records nothing, and the next begin_iteration compares the iteration

@@ -106,8 +106,8 @@ class PlannedPlacement {
 
   plan::OffsetPlanner planner_;
   plan::MipOptions mip_;
-  std::optional<Record> program_;   // from set_program, not planned yet
-  std::optional<Record> planned_;   // what the plan was made for
+  std::optional<Record> program_;  // from set_program, not planned yet
+  std::optional<Record> planned_;  // what the plan was made for
   // Per created object, its slot's offset from base; a second one for an
   // object alive at the iteration's end (odd iterations), else the same.
   std::vector<std::uint64_t> slots_;

@@ -28,9 +28,9 @@ namespace cachedarrays::policy {
 /// write() accesses count as kernels), and its arguments, every one of them
 /// already hinted and pinned.
 struct KernelPoint {
-  std::uint64_t iteration = 0;  ///< Runtime::begin_iteration calls so far (0: before the first)
-  std::uint64_t index = 0;      ///< kernels begun in this iteration before this one
-  std::string_view name;        ///< the kernel's name ("read()"/"write()" for scoped accesses)
+  std::uint64_t iteration = 0;       ///< Runtime::begin_iteration calls so far (0: before the first)
+  std::uint64_t index = 0;           ///< kernels begun in this iteration before this one
+  std::string_view name;             ///< the kernel's name ("read()"/"write()" for scoped accesses)
   std::span<Object* const> objects;  ///< the kernel's arguments, in order (valid during the call only)
   std::span<const Access> accesses;  ///< how each argument is accessed, parallel to `objects`
 };

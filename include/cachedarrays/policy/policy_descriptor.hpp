@@ -64,16 +64,16 @@ struct PolicyFacts {
   /// Where its paper describes it: the paper's number among the project's
   /// papers and the section ("003 §IV"); empty for a policy of no paper.
   std::string section{};
-  PolicyOptions options{};   ///< what the name spells
-  Factory factory{};         ///< null only for a memory mode, which is not a policy
-  PlannedFactory planned{};  ///< set for the policies that plan ahead (AutotmPolicy)
-  bool needs_program = false;         ///< plans from the program even without an offset plan
-  bool takes_lookahead = false;       ///< PolicyOptions::lookahead applies: the A modes
-  bool takes_offset_planner = false;  ///< PolicyOptions::offsets applies: the modes with L and M
-  bool uses_mover = false;            ///< moves objects by the asynchronous mover
-  bool baseline = false;              ///< the all-fast reference every slowdown is taken against
+  PolicyOptions options{};                  ///< what the name spells
+  Factory factory{};                        ///< null only for a memory mode, which is not a policy
+  PlannedFactory planned{};                 ///< set for the policies that plan ahead (AutotmPolicy)
+  bool needs_program = false;               ///< plans from the program even without an offset plan
+  bool takes_lookahead = false;             ///< PolicyOptions::lookahead applies: the A modes
+  bool takes_offset_planner = false;        ///< PolicyOptions::offsets applies: the modes with L and M
+  bool uses_mover = false;                  ///< moves objects by the asynchronous mover
+  bool baseline = false;                    ///< the all-fast reference every slowdown is taken against
   std::optional<MemoryMode> memory_mode{};  ///< set: stands for the hardware's memory mode
-  bool modeled_only = false;              ///< a memory mode no emulation runs, only the model
+  bool modeled_only = false;                ///< a memory mode no emulation runs, only the model
   /// Picks among the other policies by timing them on the running program
   /// (auto): only a run decides it, so no model replays it.
   bool measures_candidates = false;

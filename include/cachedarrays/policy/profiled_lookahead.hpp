@@ -12,8 +12,8 @@
 
 #include "cachedarrays/manager/emulation.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
-#include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/schedule/lookahead.hpp"
 #include "cachedarrays/policy/cachedarrays_policy.hpp"
 
 namespace cachedarrays::policy {

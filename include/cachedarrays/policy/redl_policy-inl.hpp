@@ -37,8 +37,7 @@ namespace detail {
 //      ReDL's model does not charge.
 class RedlJudgedSearch {
  public:
-  explicit RedlJudgedSearch(const PlanRequest& request)
-      : request_(request), t0_(std::chrono::steady_clock::now()) {
+  explicit RedlJudgedSearch(const PlanRequest& request) : request_(request), t0_(std::chrono::steady_clock::now()) {
     options_.alignment = 0;  // fit_to_heap_by_kernel packs each plan: redl_plan need not replay it as well
     options_.fast_limit = request.dram_limit;
   }
@@ -181,14 +180,14 @@ class RedlJudgedSearch {
 
   void summarize() {
     const Judged& kept = *std::min_element(judged_.begin(), judged_.end(), by_seconds);
-    const std::string line =
-        "judged " + std::to_string(judged_.size()) + " plans: periods of " + std::to_string(kept.period_layers) +
-        " layers, copies in issued up to " + std::to_string(kept.issue_periods) + " period(s) ahead, short-lived up to " +
-        std::to_string(kept.short_lived) + (kept.short_lived == 1 ? " layer, " : " layers, ") +
-        (kept.room_by_slow_cost ? "room by slow-tier cost, " : "room by first use, ") +
-        (kept.headroom > 0 ? limit_share(kept.headroom) + ", " : "") + std::to_string(kept.seconds) +
-        " s per iteration (the model's " + std::to_string(chosen_) +
-        " layers, 1 period ahead: " + std::to_string(judged_.front().seconds) + " s)";
+    const std::string line = "judged " + std::to_string(judged_.size()) + " plans: periods of " +
+                             std::to_string(kept.period_layers) + " layers, copies in issued up to " +
+                             std::to_string(kept.issue_periods) + " period(s) ahead, short-lived up to " +
+                             std::to_string(kept.short_lived) + (kept.short_lived == 1 ? " layer, " : " layers, ") +
+                             (kept.room_by_slow_cost ? "room by slow-tier cost, " : "room by first use, ") +
+                             (kept.headroom > 0 ? limit_share(kept.headroom) + ", " : "") +
+                             std::to_string(kept.seconds) + " s per iteration (the model's " + std::to_string(chosen_) +
+                             " layers, 1 period ahead: " + std::to_string(judged_.front().seconds) + " s)";
     request_.log(line);
     best_.status += "; " + line;
     best_.judged = static_cast<std::uint32_t>(judged_.size());

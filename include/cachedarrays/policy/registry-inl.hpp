@@ -21,11 +21,10 @@ CACHEDARRAYS_INLINE Registry Registry::builtin() {
 CACHEDARRAYS_INLINE void Registry::add(std::string name, std::string description, Factory factory) {
   if (name.empty()) throw invalid_argument("cachedarrays: a policy needs a non-empty name");
   if (!factory) throw invalid_argument("cachedarrays: policy '" + name + "' needs a factory");
-  add(PolicyDescriptor(PolicyFacts{.name = std::move(name),
-                                   .summary = std::move(description),
-                                   .factory = [factory = std::move(factory)](const PolicyOptions&) {
-                                     return factory();
-                                   }}));
+  add(PolicyDescriptor(
+      PolicyFacts{.name = std::move(name),
+                  .summary = std::move(description),
+                  .factory = [factory = std::move(factory)](const PolicyOptions&) { return factory(); }}));
 }
 
 CACHEDARRAYS_INLINE void Registry::add(PolicyDescriptor descriptor) {

@@ -55,7 +55,9 @@ class ScopedAccess {
   /// Element `i` (unchecked, as std::span's).
   [[nodiscard]] element_type& operator[](std::size_t i) const noexcept { return span_[i]; }
   /// The access as a span, to pass where a span is expected.
-  operator std::span<element_type>() const noexcept { return span_; }  // NOLINT(google-explicit-constructor): a view converts implicitly, as std::span does
+  operator std::span<element_type>() const noexcept {
+    return span_;
+  }  // NOLINT(google-explicit-constructor): a view converts implicitly, as std::span does
 
  private:
   template <typename>
@@ -169,8 +171,7 @@ class CachedArray {
 
   Object& live_object(const char* operation) const {
     if (object_ == nullptr) {
-      throw retired_error(std::string("cachedarrays: cannot ") + operation + " array #" +
-                          std::to_string(id_) +
+      throw retired_error(std::string("cachedarrays: cannot ") + operation + " array #" + std::to_string(id_) +
                           ": it was retired (or moved from); retire only arrays the program will "
                           "never use again, and create a new array instead");
     }
@@ -184,8 +185,8 @@ class CachedArray {
     } catch (const std::exception& e) {
       // A destructor cannot report: the only cause is an access that
       // outlives its array, which would leave a dangling pointer.
-      std::fprintf(stderr, "cachedarrays: fatal: destroying array #%llu: %s\n",
-                   static_cast<unsigned long long>(id_), e.what());
+      std::fprintf(stderr, "cachedarrays: fatal: destroying array #%llu: %s\n", static_cast<unsigned long long>(id_),
+                   e.what());
       std::terminate();
     }
     object_ = nullptr;

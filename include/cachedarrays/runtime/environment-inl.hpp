@@ -36,8 +36,9 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
        "a node number >= 0; not with CACHEDARRAYS_SLOW_PATH"},
       {"CACHEDARRAYS_EMULATION", "make the slow tier as slow as a device this machine lacks",
        "none, optane, optane-1dimm, cxl"},
-      {"CACHEDARRAYS_TRACE", "record a trace (runtime_from_environment: of the whole run, written when the runtime "
-                              "is destroyed; train_cnn: of the last iteration)",
+      {"CACHEDARRAYS_TRACE",
+       "record a trace (runtime_from_environment: of the whole run, written when the runtime "
+       "is destroyed; train_cnn: of the last iteration)",
        "a file ending in .json (Chrome trace) or .csv"},
       // Read by every Runtime when it is made (read_runtime_environment).
       {"CACHEDARRAYS_SNAPSHOT_DIR", "write a memory snapshot (JSON) here before an out_of_memory is thrown",
@@ -51,8 +52,7 @@ CACHEDARRAYS_INLINE const std::vector<EnvironmentVariable>& environment_variable
       // heaps of the whole process (read_process_environment).
       {"CACHEDARRAYS_COPY", "which stores the copy engine's copies use",
        "auto, nt, memcpy (auto measures which copy is faster on this CPU, nt and memcpy force one)"},
-      {"CACHEDARRAYS_NT_ISA", "cap the vector width of the copy engine's streaming copies",
-       "avx512, avx2, sse2"},
+      {"CACHEDARRAYS_NT_ISA", "cap the vector width of the copy engine's streaming copies", "avx512, avx2, sse2"},
       {"TMPDIR", "where a DAX heap with no path makes its file when /dev/shm is missing",
        "a directory (one that does not exist is passed over for /tmp)"},
       // Read by the trainer (nn).
@@ -123,7 +123,8 @@ CACHEDARRAYS_INLINE EnvironmentSettings read_environment(const EnvironmentLookup
     }
     env.policy = std::move(*v);
   }
-  if (auto v = lookup("CACHEDARRAYS_FAST_BYTES")) env.fast_bytes = detail::environment_bytes("CACHEDARRAYS_FAST_BYTES", *v);
+  if (auto v = lookup("CACHEDARRAYS_FAST_BYTES"))
+    env.fast_bytes = detail::environment_bytes("CACHEDARRAYS_FAST_BYTES", *v);
   if (auto v = lookup("CACHEDARRAYS_FAST_FRACTION")) {
     double fraction = 0;
     const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), fraction);
@@ -140,13 +141,15 @@ CACHEDARRAYS_INLINE EnvironmentSettings read_environment(const EnvironmentLookup
     env.fast_fraction = fraction;
   }
   if (auto v = lookup("CACHEDARRAYS_FAST_NODE")) env.fast_node = detail::environment_node("CACHEDARRAYS_FAST_NODE", *v);
-  if (auto v = lookup("CACHEDARRAYS_SLOW_BYTES")) env.slow_bytes = detail::environment_bytes("CACHEDARRAYS_SLOW_BYTES", *v);
+  if (auto v = lookup("CACHEDARRAYS_SLOW_BYTES"))
+    env.slow_bytes = detail::environment_bytes("CACHEDARRAYS_SLOW_BYTES", *v);
   if (auto v = lookup("CACHEDARRAYS_SLOW_PATH")) {
     const std::filesystem::path path(*v);
     std::error_code ec;
     // A directory to make a file in, or a file (new or existing) in one.
-    const std::filesystem::path directory =
-        std::filesystem::is_directory(path, ec) ? path : path.parent_path().empty() ? "." : path.parent_path();
+    const std::filesystem::path directory = std::filesystem::is_directory(path, ec) ? path
+                                            : path.parent_path().empty()            ? "."
+                                                                                    : path.parent_path();
     if (!std::filesystem::is_directory(directory, ec)) {
       detail::bad_environment("CACHEDARRAYS_SLOW_PATH", *v, "the directory " + directory.string() + " does not exist");
     }

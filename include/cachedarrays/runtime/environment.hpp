@@ -33,15 +33,15 @@ namespace cachedarrays {
 
 /// What the environment set (read_environment); unset variables are nullopt.
 struct EnvironmentSettings {
-  std::optional<std::string> policy;                  ///< CACHEDARRAYS_POLICY: a registered policy name.
-  std::optional<std::uint64_t> fast_bytes;            ///< CACHEDARRAYS_FAST_BYTES: the fast tier's size.
-  std::optional<double> fast_fraction;                ///< CACHEDARRAYS_FAST_FRACTION: of the footprint.
-  std::optional<int> fast_node;                       ///< CACHEDARRAYS_FAST_NODE: bind fast DRAM here.
-  std::optional<std::uint64_t> slow_bytes;            ///< CACHEDARRAYS_SLOW_BYTES: the slow tier's size.
-  std::optional<std::filesystem::path> slow_path;     ///< CACHEDARRAYS_SLOW_PATH: a DAX file or directory.
-  std::optional<int> slow_node;                       ///< CACHEDARRAYS_SLOW_NODE: the slow tier's NUMA node.
-  std::optional<std::string> emulation;               ///< CACHEDARRAYS_EMULATION: an emulation profile.
-  std::optional<std::filesystem::path> trace;         ///< CACHEDARRAYS_TRACE: a .json or .csv trace file.
+  std::optional<std::string> policy;               ///< CACHEDARRAYS_POLICY: a registered policy name.
+  std::optional<std::uint64_t> fast_bytes;         ///< CACHEDARRAYS_FAST_BYTES: the fast tier's size.
+  std::optional<double> fast_fraction;             ///< CACHEDARRAYS_FAST_FRACTION: of the footprint.
+  std::optional<int> fast_node;                    ///< CACHEDARRAYS_FAST_NODE: bind fast DRAM here.
+  std::optional<std::uint64_t> slow_bytes;         ///< CACHEDARRAYS_SLOW_BYTES: the slow tier's size.
+  std::optional<std::filesystem::path> slow_path;  ///< CACHEDARRAYS_SLOW_PATH: a DAX file or directory.
+  std::optional<int> slow_node;                    ///< CACHEDARRAYS_SLOW_NODE: the slow tier's NUMA node.
+  std::optional<std::string> emulation;            ///< CACHEDARRAYS_EMULATION: an emulation profile.
+  std::optional<std::filesystem::path> trace;      ///< CACHEDARRAYS_TRACE: a .json or .csv trace file.
 };
 
 /// One variable, for documentation and --help texts.
@@ -87,9 +87,9 @@ struct RuntimeEnvironment {
 /// What the layers below the runtime take for the whole process
 /// (read_process_environment); unset variables are nullopt.
 struct ProcessEnvironment {
-  std::optional<CopyMode> copy;                  ///< CACHEDARRAYS_COPY: auto, nt or memcpy.
-  std::optional<StreamIsa> nt_isa;               ///< CACHEDARRAYS_NT_ISA: avx512, avx2 or sse2.
-  std::optional<std::filesystem::path> tmpdir;   ///< TMPDIR: DAX files' directory where /dev/shm is missing.
+  std::optional<CopyMode> copy;                 ///< CACHEDARRAYS_COPY: auto, nt or memcpy.
+  std::optional<StreamIsa> nt_isa;              ///< CACHEDARRAYS_NT_ISA: avx512, avx2 or sse2.
+  std::optional<std::filesystem::path> tmpdir;  ///< TMPDIR: DAX files' directory where /dev/shm is missing.
 };
 /// Reads and checks them. Throws invalid_argument naming the variable, its
 /// value and the allowed values for a copy mode or an ISA it does not know.

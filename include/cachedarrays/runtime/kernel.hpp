@@ -14,9 +14,9 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -50,8 +50,7 @@ typename Arg::span_type make_span(const Arg& arg, std::byte* data) {
 }
 
 template <typename Tuple, std::size_t... I>
-auto make_spans(const Tuple& args, const std::array<std::byte*, sizeof...(I)>& data,
-                std::index_sequence<I...>) {
+auto make_spans(const Tuple& args, const std::array<std::byte*, sizeof...(I)>& data, std::index_sequence<I...>) {
   return std::make_tuple(make_span(std::get<I>(args), data[I])...);
 }
 
@@ -80,8 +79,9 @@ void Runtime::kernel(Args&&... name_groups_then_callable) {
     [&](auto&& name, auto&&... rest) {
       const auto check = [](std::string_view n) {
         if (n.empty()) {
-          throw invalid_argument("cachedarrays: kernel(name, ...): the name is empty; give a kernel a name of at "
-                                 "least one character, or none (it is then \"kernel\")");
+          throw invalid_argument(
+              "cachedarrays: kernel(name, ...): the name is empty; give a kernel a name of at "
+              "least one character, or none (it is then \"kernel\")");
         }
       };
       if constexpr (std::is_convertible_v<const First&, const char*>) {
@@ -89,8 +89,9 @@ void Runtime::kernel(Args&&... name_groups_then_callable) {
         // copies what it keeps: no copy here.
         const char* n = name;
         if (n == nullptr) {
-          throw invalid_argument("cachedarrays: kernel(name, ...): the name is a null pointer; give a C string, "
-                                 "or no name (it is then \"kernel\")");
+          throw invalid_argument(
+              "cachedarrays: kernel(name, ...): the name is a null pointer; give a C string, "
+              "or no name (it is then \"kernel\")");
         }
         check(n);
         run_kernel(n, std::forward<decltype(rest)>(rest)...);
@@ -117,7 +118,8 @@ void Runtime::run_kernel(const char* name, Args&&... groups_then_callable) {
     static_assert((detail::IsArgGroup<std::remove_cvref_t<std::tuple_element_t<G, decltype(all)>>>::value && ...),
                   "every argument of kernel() but the name and the last must be reads(...) or writes(...)");
     return std::tuple_cat(std::get<G>(all)...);
-  }(std::make_index_sequence<groups>{});
+  }
+  (std::make_index_sequence<groups>{});
 
   constexpr std::size_t n = std::tuple_size_v<decltype(args)>;
   std::array<Object*, n> objects{};
@@ -126,7 +128,8 @@ void Runtime::run_kernel(const char* name, Args&&... groups_then_callable) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((objects[I] = &std::get<I>(args).array->object(), accesses[I] = std::tuple_element_t<I, decltype(args)>::access),
      ...);
-  }(std::make_index_sequence<n>{});
+  }
+  (std::make_index_sequence<n>{});
   if (!profiling()) [[likely]] {
     PinnedKernel pinned(*this, name, objects, accesses, data);
     std::apply(callable, detail::make_spans(args, data, std::make_index_sequence<n>{}));

@@ -94,7 +94,7 @@ CACHEDARRAYS_INLINE void KernelProfiling::add(const char* name, std::uint64_t in
       const bool write = accesses[i] == Access::write;
       const double b = static_cast<double>(objects[i]->bytes());
       const double extra = std::max(0.0, b / (write ? slow_bw.write_gbps : slow_bw.read_gbps) -
-                                              b / (write ? fast_bw.write_gbps : fast_bw.read_gbps)) *
+                                             b / (write ? fast_bw.write_gbps : fast_bw.read_gbps)) *
                            1e-9;
       all_slow += extra;
       if (manager.device(*manager.getprimary(*objects[i])) != 0) paid += extra;

@@ -52,9 +52,9 @@ class KernelProfiling {
 
  private:
   std::uint32_t iterations_ = default_iterations;  // to time per program
-  bool armed_ = false;                             // a program without profiles came: time from the next planned iteration
-  bool active_ = false;                            // timing the program's iterations
-  std::uint32_t done_ = 0;                         // of them ended
+  bool armed_ = false;      // a program without profiles came: time from the next planned iteration
+  bool active_ = false;     // timing the program's iterations
+  std::uint32_t done_ = 0;  // of them ended
   OnlineProfiler profiler_;
   // active_ in a planned iteration, readable without the lock.
   std::atomic<bool> on_{false};

@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/json_reader.hpp"
+#include "cachedarrays/manager/data_manager.hpp"
 
 namespace cachedarrays {
 
@@ -57,8 +57,11 @@ CACHEDARRAYS_INLINE void fill_snapshot(MemorySnapshot& s, const DataManager& man
     });
   }
   const auto region = [&](const Region& r) {
-    return RegionSnapshot{.device = manager.device(r), .offset = manager.offset(r), .dirty = manager.isdirty(r),
-                          .valid = manager.isvalid(r), .in_flight = manager.in_flight(r)};
+    return RegionSnapshot{.device = manager.device(r),
+                          .offset = manager.offset(r),
+                          .dirty = manager.isdirty(r),
+                          .valid = manager.isvalid(r),
+                          .in_flight = manager.in_flight(r)};
   };
   manager.for_each_object([&](const Object& o) {
     ObjectSnapshot& object = s.objects.emplace_back();
@@ -166,9 +169,7 @@ class SnapshotReader {
 
  private:
   static std::string at(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
-  static std::string dotted(const std::string& path, const char* key) {
-    return path.empty() ? key : path + "." + key;
-  }
+  static std::string dotted(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
   std::uint64_t unsigned_field(const json& j, const std::string& path, const char* key) const {
     return r_.unsigned_int(r_.field(j, path, key), dotted(path, key));
   }
@@ -293,10 +294,16 @@ CACHEDARRAYS_INLINE std::string memory_snapshot_json(const MemorySnapshot& s, in
     for (const UnownedRegionSnapshot& r : d.unowned_regions) {
       unowned.push_back({{"offset", r.offset}, {"bytes", r.bytes}});
     }
-    devices.push_back({{"device", d.device}, {"name", d.name}, {"kind", to_string(d.kind)}, {"capacity", d.capacity},
-                       {"bytes_used", d.bytes_used}, {"bytes_free", d.bytes_free()},
-                       {"largest_free_block", d.largest_free_block}, {"live_regions", d.live_regions},
-                       {"extent", d.extent}, {"unowned_regions", std::move(unowned)}});
+    devices.push_back({{"device", d.device},
+                       {"name", d.name},
+                       {"kind", to_string(d.kind)},
+                       {"capacity", d.capacity},
+                       {"bytes_used", d.bytes_used},
+                       {"bytes_free", d.bytes_free()},
+                       {"largest_free_block", d.largest_free_block},
+                       {"live_regions", d.live_regions},
+                       {"extent", d.extent},
+                       {"unowned_regions", std::move(unowned)}});
   }
   json objects = json::array();
   for (const ObjectSnapshot& o : s.objects) {
@@ -319,32 +326,33 @@ CACHEDARRAYS_INLINE std::string memory_snapshot_json(const MemorySnapshot& s, in
   for (const SnapshotTraceEvent& e : s.trace_events) {
     json args = json::array();
     for (const SnapshotTraceArg& a : e.args) {
-      args.push_back({{"object", a.object}, {"bytes", a.bytes},
-                      {"access", a.access == Access::write ? "write" : "read"}, {"device", a.device}});
+      args.push_back({{"object", a.object},
+                      {"bytes", a.bytes},
+                      {"access", a.access == Access::write ? "write" : "read"},
+                      {"device", a.device}});
     }
     const TraceEvent& t = e.event;
-    json event{{"ns", t.ns},       {"kind", to_string(t.kind)}, {"detail", t.detail}, {"device", t.device},
-               {"device2", t.device2}, {"object", t.object}, {"bytes", t.bytes}, {"name", e.name}};
+    json event{{"ns", t.ns},           {"kind", to_string(t.kind)}, {"detail", t.detail}, {"device", t.device},
+               {"device2", t.device2}, {"object", t.object},        {"bytes", t.bytes},   {"name", e.name}};
     if (t.kind == TraceKind::hint && t.detail < detail::hint_count) {
       event["hint"] = to_string(static_cast<Hint>(t.detail));
     }
     event["args"] = std::move(args);
     events.push_back(std::move(event));
   }
-  const json document{{"format", "cachedarrays memory snapshot"},
-                      {"format_version", s.format_version},
-                      {"reason", to_string(s.reason)},
-                      {"requested_bytes", s.requested_bytes},
-                      {"policy", s.policy},
-                      {"iteration", s.iteration},
-                      {"kernels_in_iteration", s.kernels_in_iteration},
-                      {"taken_ns", s.taken_ns},
-                      {"devices", std::move(devices)},
-                      {"objects", std::move(objects)},
-                      {"trace",
-                       {{"recorded", s.trace_recorded},
-                        {"events_total", s.trace_events_total},
-                        {"events", std::move(events)}}}};
+  const json document{
+      {"format", "cachedarrays memory snapshot"},
+      {"format_version", s.format_version},
+      {"reason", to_string(s.reason)},
+      {"requested_bytes", s.requested_bytes},
+      {"policy", s.policy},
+      {"iteration", s.iteration},
+      {"kernels_in_iteration", s.kernels_in_iteration},
+      {"taken_ns", s.taken_ns},
+      {"devices", std::move(devices)},
+      {"objects", std::move(objects)},
+      {"trace",
+       {{"recorded", s.trace_recorded}, {"events_total", s.trace_events_total}, {"events", std::move(events)}}}};
   return document.dump(indent);
 }
 
@@ -360,7 +368,7 @@ CACHEDARRAYS_INLINE void write_memory_snapshot(const MemorySnapshot& snapshot, c
 
 CACHEDARRAYS_INLINE MemorySnapshot read_memory_snapshot(const std::filesystem::path& path) {
   return detail::read_json_file(path.string(), "memory snapshot",
-                                      [](const std::string& text) { return parse_memory_snapshot(text); });
+                                [](const std::string& text) { return parse_memory_snapshot(text); });
 }
 
 CACHEDARRAYS_INLINE std::vector<const ObjectSnapshot*> leaked_objects(const MemorySnapshot& snapshot) {

@@ -95,14 +95,14 @@ struct UnownedRegionSnapshot {
 /// One device as a snapshot shows it: its occupancy (as DeviceUsage) and
 /// the live regions no object owns.
 struct DeviceSnapshot {
-  DeviceId device = 0;                    ///< The device's number.
-  std::string name;                       ///< DeviceSpec::display_name().
-  DeviceKind kind = DeviceKind::dram;     ///< Where its memory comes from.
-  std::uint64_t capacity = 0;             ///< The heap's size in bytes.
-  std::uint64_t bytes_used = 0;           ///< Bytes in live blocks, alignment included.
-  std::uint64_t largest_free_block = 0;   ///< Bytes of the largest free block.
-  std::uint64_t live_regions = 0;         ///< Regions allocated and not freed.
-  std::uint64_t extent = 0;               ///< One past the highest byte taken.
+  DeviceId device = 0;                   ///< The device's number.
+  std::string name;                      ///< DeviceSpec::display_name().
+  DeviceKind kind = DeviceKind::dram;    ///< Where its memory comes from.
+  std::uint64_t capacity = 0;            ///< The heap's size in bytes.
+  std::uint64_t bytes_used = 0;          ///< Bytes in live blocks, alignment included.
+  std::uint64_t largest_free_block = 0;  ///< Bytes of the largest free block.
+  std::uint64_t live_regions = 0;        ///< Regions allocated and not freed.
+  std::uint64_t extent = 0;              ///< One past the highest byte taken.
   /// Live regions of no object (a policy's scratch, a copy not yet linked).
   std::vector<UnownedRegionSnapshot> unowned_regions;
   /// capacity - bytes_used: free bytes, possibly in many holes.
@@ -131,12 +131,12 @@ struct ObjectSnapshot {
   std::uint64_t bytes = 0;                  ///< Object::bytes.
   std::optional<RegionSnapshot> primary;    ///< Empty for an object no policy has placed yet.
   std::vector<RegionSnapshot> secondaries;  ///< Its copies on other devices.
-  bool pinned = false;         ///< A read()/write() or kernel has it open: it cannot move.
-  bool being_written = false;  ///< A write access is open.
+  bool pinned = false;                      ///< A read()/write() or kernel has it open: it cannot move.
+  bool being_written = false;               ///< A write access is open.
   /// The program retired it and the policy holds it until a collection
   /// (not a leak).
   bool retired = false;
-  std::optional<Hint> last_hint;  ///< The last hint; empty: none yet, or not made by this runtime.
+  std::optional<Hint> last_hint;                   ///< The last hint; empty: none yet, or not made by this runtime.
   std::optional<std::uint64_t> created_iteration;  ///< Runtime::iteration() when it was made.
   std::optional<std::uint64_t> created_ns;         ///< When it was made, ns since the Runtime was made.
   std::optional<std::uint64_t> age_iterations;     ///< Iterations since it was made.
@@ -172,16 +172,16 @@ struct SnapshotTraceEvent {
 /// comment's JSON document describes it field by field.
 struct MemorySnapshot {
   int format_version = memory_snapshot_format_version;  ///< The document's format version.
-  SnapshotReason reason = SnapshotReason::request;     ///< Why it was taken.
-  std::uint64_t requested_bytes = 0;  ///< out_of_memory: the size that fit on no device; else 0.
-  std::string policy;                 ///< The policy's name ("first-touch", "ca-lm", ...).
-  std::uint64_t iteration = 0;        ///< Runtime::iteration() when taken.
-  std::uint64_t kernels_in_iteration = 0;  ///< Runtime::kernels_in_iteration() when taken.
-  std::uint64_t taken_ns = 0;         ///< When taken, in ns since the Runtime was made.
-  std::vector<DeviceSnapshot> devices;  ///< One per device, fastest first.
-  std::vector<ObjectSnapshot> objects;  ///< Every live object, in creation order.
-  bool trace_recorded = false;          ///< The runtime had a trace (Runtime::start_trace).
-  std::uint64_t trace_events_total = 0;  ///< Events in that trace.
+  SnapshotReason reason = SnapshotReason::request;      ///< Why it was taken.
+  std::uint64_t requested_bytes = 0;                    ///< out_of_memory: the size that fit on no device; else 0.
+  std::string policy;                                   ///< The policy's name ("first-touch", "ca-lm", ...).
+  std::uint64_t iteration = 0;                          ///< Runtime::iteration() when taken.
+  std::uint64_t kernels_in_iteration = 0;               ///< Runtime::kernels_in_iteration() when taken.
+  std::uint64_t taken_ns = 0;                           ///< When taken, in ns since the Runtime was made.
+  std::vector<DeviceSnapshot> devices;                  ///< One per device, fastest first.
+  std::vector<ObjectSnapshot> objects;                  ///< Every live object, in creation order.
+  bool trace_recorded = false;                          ///< The runtime had a trace (Runtime::start_trace).
+  std::uint64_t trace_events_total = 0;                 ///< Events in that trace.
   /// Its last events (at most the number asked for), oldest first.
   std::vector<SnapshotTraceEvent> trace_events;
   /// Field-by-field equality.

@@ -37,8 +37,8 @@ class PinnedKernel {
   /// arguments are pinned under the runtime's lock, so that index() is the
   /// kernel's place in the iteration: what Runtime::kernel times kernels
   /// with while it profiles them.
-  PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects,
-               std::span<const Access> accesses, std::span<std::byte*> data, double* emulated_ns = nullptr);
+  PinnedKernel(Runtime& runtime, const char* name, std::span<Object* const> objects, std::span<const Access> accesses,
+               std::span<std::byte*> data, double* emulated_ns = nullptr);
   /// Unpins every object, whether the kernel returned or threw.
   ~PinnedKernel();
   PinnedKernel(const PinnedKernel&) = delete;

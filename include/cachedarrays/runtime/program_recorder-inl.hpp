@@ -19,8 +19,8 @@ CACHEDARRAYS_INLINE bool ProgramRecorder::ask_once(bool planned, bool installed)
   return ask;
 }
 
-CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> ProgramRecorder::finish(
-    const Trace& trace, std::vector<plan::ProgramTier> tiers) {
+CACHEDARRAYS_INLINE std::shared_ptr<const plan::Program> ProgramRecorder::finish(const Trace& trace,
+                                                                                 std::vector<plan::ProgramTier> tiers) {
   const std::uint64_t first = first_;
   pending_ = false;
   plan::Program recorded = plan::Program::from_trace(trace, first);

@@ -56,8 +56,7 @@ class ProgramRecorder {
   /// The recorded iteration's program, read from `trace`, carrying `tiers`
   /// (so that a model elsewhere prices it at them). Ends the recording,
   /// also when the program cannot be made (what from_trace throws).
-  [[nodiscard]] std::shared_ptr<const plan::Program> finish(const Trace& trace,
-                                                            std::vector<plan::ProgramTier> tiers);
+  [[nodiscard]] std::shared_ptr<const plan::Program> finish(const Trace& trace, std::vector<plan::ProgramTier> tiers);
 
   /// `path` when it may be a program output: empty, or ending in .json.
   /// Throws invalid_argument otherwise.
@@ -72,9 +71,9 @@ class ProgramRecorder {
   void write_output(const plan::Program* program) const noexcept;
 
  private:
-  bool asked_ = false;      // ask_once answered
-  bool pending_ = false;    // start() was called and no program made yet
-  bool own_trace_ = false;  // the trace was started for the program alone
+  bool asked_ = false;       // ask_once answered
+  bool pending_ = false;     // start() was called and no program made yet
+  bool own_trace_ = false;   // the trace was started for the program alone
   std::uint64_t first_ = 0;  // the iteration recorded (0: not begun yet)
   std::filesystem::path output_;
 };

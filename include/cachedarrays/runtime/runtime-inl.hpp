@@ -312,7 +312,7 @@ CACHEDARRAYS_INLINE void Runtime::dispatch_hint(Object& object, Hint hint, HintS
 }
 
 CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access access, std::size_t thread,
-                                                      detail::PinToken& token, double& emulated_ns) {
+                                                       detail::PinToken& token, double& emulated_ns) {
   dispatch_hint(object, access == Access::read ? Hint::will_read : Hint::will_write, HintSource::kernel_argument);
   token = manager_.pin(object, access, thread);
   try {
@@ -327,8 +327,8 @@ CACHEDARRAYS_INLINE std::byte* Runtime::acquire_locked(Object& object, Access ac
 }
 
 CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
-                                                     detail::PinToken* tokens, std::size_t n, const char* kernel,
-                                                     double* emulated_out) {
+                                                       detail::PinToken* tokens, std::size_t n, const char* kernel,
+                                                       double* emulated_out) {
   double emulated_ns = 0;
   if (emulated_out == nullptr && try_acquire_unlocked(objects, accesses, data, tokens, n, emulated_ns)) {
     if (emulated_ns > 0) emulation::wait_ns(emulated_ns);
@@ -470,9 +470,8 @@ CACHEDARRAYS_INLINE MemorySnapshot Runtime::snapshot_locked(SnapshotReason reaso
 
 CACHEDARRAYS_INLINE SnapshotDirectory::Written Runtime::write_out_of_memory_snapshot(
     std::uint64_t requested_bytes) const {
-  return snapshot_directory_.write([&] {
-    return snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events);
-  });
+  return snapshot_directory_.write(
+      [&] { return snapshot_locked(SnapshotReason::out_of_memory, requested_bytes, default_snapshot_trace_events); });
 }
 
 CACHEDARRAYS_INLINE void Runtime::set_snapshot_directory(std::filesystem::path directory) {

@@ -14,9 +14,9 @@
 
 #include "cachedarrays/config.hpp"
 
-#include <cstddef>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -26,17 +26,17 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/error.hpp"
+#include "cachedarrays/heap/device_spec.hpp"
 #include "cachedarrays/manager/data_manager.hpp"
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/thread_stripes.hpp"
 #include "cachedarrays/policy/hand_over.hpp"
 #include "cachedarrays/policy/policy.hpp"
-#include "cachedarrays/runtime/placement_lock.hpp"
-#include "cachedarrays/runtime/memory_snapshot.hpp"
 #include "cachedarrays/runtime/kernel_profiling.hpp"
 #include "cachedarrays/runtime/leak_report.hpp"
+#include "cachedarrays/runtime/memory_snapshot.hpp"
+#include "cachedarrays/runtime/placement_lock.hpp"
 #include "cachedarrays/runtime/program_recorder.hpp"
 #include "cachedarrays/runtime/snapshot_directory.hpp"
 
@@ -268,9 +268,8 @@ class Runtime {
   // (so the index is the kernel's place in the iteration) and it receives
   // the emulated charge waited out.
   // tokens[i] receives where objects[i]'s pin is held, for its release.
-  std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data,
-                            detail::PinToken* tokens, std::size_t n, const char* kernel,
-                            double* emulated_out = nullptr);
+  std::uint64_t acquire_all(Object* const* objects, const Access* accesses, std::byte** data, detail::PinToken* tokens,
+                            std::size_t n, const char* kernel, double* emulated_out = nullptr);
   // Runtime::kernel once its name is settled.
   template <typename... Args>
   void run_kernel(const char* name, Args&&... groups_then_callable);
@@ -314,8 +313,8 @@ class Runtime {
   // write's also needs DataManager::writable_unlocked) and no lock holder
   // ran meanwhile; false, with nothing pinned or counted, when the lock is
   // needed.
-  bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data,
-                            detail::PinToken* tokens, std::size_t n, double& emulated_ns);
+  bool try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data, detail::PinToken* tokens,
+                            std::size_t n, double& emulated_ns);
   // A will_read from the program that needs no lock: true when it was
   // deferred or is unneeded.
   bool try_hint_unlocked(Object& object);

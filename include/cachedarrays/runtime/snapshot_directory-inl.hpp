@@ -41,8 +41,7 @@ CACHEDARRAYS_INLINE std::filesystem::path fresh_snapshot_path(const std::filesys
 CACHEDARRAYS_INLINE std::string SnapshotDirectory::problem(const std::filesystem::path& directory) {
   std::error_code ec;
   if (std::filesystem::exists(directory, ec) && !std::filesystem::is_directory(directory, ec)) {
-    return "'" + directory.string() +
-           "' exists and is not a directory; give a directory (created when first needed)";
+    return "'" + directory.string() + "' exists and is not a directory; give a directory (created when first needed)";
   }
   return {};
 }

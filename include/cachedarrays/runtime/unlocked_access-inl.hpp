@@ -63,9 +63,8 @@ CACHEDARRAYS_INLINE void Runtime::refresh_hint_delivery(Object& object) {
   }
 }
 
-CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, const Access* accesses,
-                                                       std::byte** data, detail::PinToken* tokens, std::size_t n,
-                                                       double& emulated_ns) {
+CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, const Access* accesses, std::byte** data,
+                                                       detail::PinToken* tokens, std::size_t n, double& emulated_ns) {
   // A trace records every kernel with its arguments' devices, under the lock.
   if (!unlocked_reads_.load(std::memory_order_relaxed)) return false;
   if (recording_on_.load(std::memory_order_acquire)) return false;
@@ -75,11 +74,10 @@ CACHEDARRAYS_INLINE bool Runtime::try_acquire_unlocked(Object* const* objects, c
     const Object& object = *objects[i];
     // A write also needs the object's state to be one the write leaves as
     // it is: no new version, no secondary made stale, no copy torn.
-    const bool allowed = accesses[i] == Access::read
-                             ? object.read_hint_delivery() != HintDelivery::under_lock &&
-                                   manager_.readable_unlocked(object)
-                             : object.write_hint_delivery() != HintDelivery::under_lock &&
-                                   manager_.writable_unlocked(object);
+    const bool allowed =
+        accesses[i] == Access::read
+            ? object.read_hint_delivery() != HintDelivery::under_lock && manager_.readable_unlocked(object)
+            : object.write_hint_delivery() != HintDelivery::under_lock && manager_.writable_unlocked(object);
     if (!allowed) return false;
   }
   const std::size_t thread = detail::this_thread_number();
@@ -131,8 +129,7 @@ CACHEDARRAYS_INLINE void Runtime::defer_hint(Object& object, std::uint8_t hint) 
   Object* head = deferred_reads_.load(std::memory_order_relaxed);
   do {
     object.next_deferred_ = head;
-  } while (!deferred_reads_.compare_exchange_weak(head, &object, std::memory_order_release,
-                                                  std::memory_order_relaxed));
+  } while (!deferred_reads_.compare_exchange_weak(head, &object, std::memory_order_release, std::memory_order_relaxed));
 }
 
 CACHEDARRAYS_INLINE void Runtime::deliver_deferred_hints() {
@@ -156,8 +153,8 @@ CACHEDARRAYS_INLINE void Runtime::deliver_deferred_hints() {
     // From here a new access may queue the object again (it never touches
     // next_deferred_ before this exchange).
     const std::uint8_t hints = object.deferred_hints_.exchange(0, std::memory_order_acq_rel);
-    for (const auto& [flag, hint] : {std::pair{Object::deferred_read, Hint::will_read},
-                                    std::pair{Object::deferred_write, Hint::will_write}}) {
+    for (const auto& [flag, hint] :
+         {std::pair{Object::deferred_read, Hint::will_read}, std::pair{Object::deferred_write, Hint::will_write}}) {
       if ((hints & flag) == 0) continue;
       // A write moved since lands where it was written: a will_write now
       // would bring back an object the policy has since sent away.

@@ -51,7 +51,9 @@ CACHEDARRAYS_INLINE std::vector<std::optional<double>> model_policies(
 
 CACHEDARRAYS_INLINE policy::CandidateModel replay_candidate_model(double plan_seconds) {
   return [plan_seconds](const plan::Program& program, const std::vector<std::string>& candidates,
-                        std::uint64_t fast_bytes) { return model_policies(program, candidates, fast_bytes, plan_seconds); };
+                        std::uint64_t fast_bytes) {
+    return model_policies(program, candidates, fast_bytes, plan_seconds);
+  };
 }
 
 }  // namespace cachedarrays

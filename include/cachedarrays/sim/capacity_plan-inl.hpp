@@ -58,7 +58,9 @@ inline std::unique_ptr<policy::Policy> modeled_policy(const policy::PolicyDescri
   if (planned->planner) {
     // Kept, not owned: the point's runtime, and so its policy and judge,
     // end before the trace, the program and the options do.
-    const auto kept = [](const auto* p) { return std::shared_ptr<std::remove_pointer_t<decltype(p)>>(p, [](const auto*) {}); };
+    const auto kept = [](const auto* p) {
+      return std::shared_ptr<std::remove_pointer_t<decltype(p)>>(p, [](const auto*) {});
+    };
     planned->judge = replay_judge(kept(&machine.trace), kept(&machine.program),
                                   {.fast_bytes = machine.fast_bytes,
                                    .slow_bytes = machine.slow_bytes,
@@ -81,7 +83,8 @@ inline void check(const CapacityPlanOptions& o) {
     if (!(f >= 0) || !std::isfinite(f)) {
       throw invalid_argument(fmt::format(
           "cachedarrays: capacity plan: fast-tier fraction {} is not allowed; each must be >= 0 (a share of the "
-          "footprint; 0 is one page, 1 and above is all of it)", f));
+          "footprint; 0 is one page, 1 and above is all of it)",
+          f));
     }
   }
   const policy::Registry registry = policy::Registry::builtin();
@@ -94,13 +97,16 @@ inline void check(const CapacityPlanOptions& o) {
   }
   for (const DeviceModel* d : {&o.fast, &o.slow}) {
     if (!(d->read_gbps > 0) || !(d->write_gbps > 0)) {
-      throw invalid_argument(fmt::format("cachedarrays: capacity plan: tier '{}' needs read and write bandwidths > 0 "
-                                         "GB/s; got {} / {}", d->name, d->read_gbps, d->write_gbps));
+      throw invalid_argument(
+          fmt::format("cachedarrays: capacity plan: tier '{}' needs read and write bandwidths > 0 "
+                      "GB/s; got {} / {}",
+                      d->name, d->read_gbps, d->write_gbps));
     }
   }
   if (o.mover_threads == 0) {
-    throw invalid_argument("cachedarrays: capacity plan: the mover has 0 threads; it needs at least 1 "
-                           "(MoverOptions::threads)");
+    throw invalid_argument(
+        "cachedarrays: capacity plan: the mover has 0 threads; it needs at least 1 "
+        "(MoverOptions::threads)");
   }
 }
 
@@ -175,8 +181,8 @@ CACHEDARRAYS_INLINE std::vector<std::string> all_policies() {
   return names;
 }
 
-CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Program& program,
-                                              std::uint64_t footprint, const std::string& policy, double fraction,
+CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Program& program, std::uint64_t footprint,
+                                              const std::string& policy, double fraction,
                                               const CapacityPlanOptions& options) {
   CapacityPoint point;
   point.policy = policy;
@@ -191,8 +197,8 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
   }
   try {
     if (const std::optional<policy::MemoryMode>& memory_mode = descriptor.memory_mode()) {
-      const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, memory_mode->retire_frees_at_once,
-                                         options.fast, options.slow, options.kernel_time);
+      const TwoLmResult r = simulate_2lm(trace, point.fast_bytes, slow, memory_mode->retire_frees_at_once, options.fast,
+                                         options.slow, options.kernel_time);
       point.seconds = r.modeled_seconds;
       point.traffic = per_iteration(tier_traffic(r.counters), r.counters_iterations);
       point.slow_peak = r.peak_bytes;
@@ -214,7 +220,8 @@ CACHEDARRAYS_INLINE CapacityPoint model_point(const Trace& trace, const plan::Pr
     point.traffic = per_iteration(tier_traffic(steady.stats), steady.iterations);
     point.slow_peak = r.stats.devices[1].peak_extent;
     point.expansion = footprint_expansion(r.stats, footprint);
-    if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy())) point.note = autotm->plan_summary();
+    if (const auto* autotm = dynamic_cast<const policy::AutotmPolicy*>(&rt.policy()))
+      point.note = autotm->plan_summary();
   } catch (const out_of_memory&) {
     point.seconds.reset();
     point.note = "out of memory";
@@ -248,9 +255,7 @@ CACHEDARRAYS_INLINE CapacityPlan plan_capacity(const Trace& trace, const plan::P
   // the trace, the program and the kernel model are only read), so they run
   // side by side; the points keep their order whatever the threads.
   tbb::task_arena arena(options.threads > 0 ? static_cast<int>(options.threads) : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, total, run, tbb::simple_partitioner{});
-  });
+  arena.execute([&] { tbb::parallel_for(std::size_t{0}, total, run, tbb::simple_partitioner{}); });
   if (!points[0].seconds) {
     throw invalid_argument("cachedarrays: capacity plan: all-fast does not fit in a fast tier of the footprint (" +
                            format_bytes(footprint) + "); the footprint is too small for the trace");
@@ -262,10 +267,10 @@ CACHEDARRAYS_INLINE CapacityPlan plan_capacity(const Trace& trace, const plan::P
   }
   const plan::MemoryBound memory_bound;
   for (const double fraction : options.fractions) {
-    result.bounds.push_back(plan::fast_tier_bound(
-        program, options.kernel_time != nullptr ? *options.kernel_time : memory_bound,
-        {options.fast.read_gbps, options.fast.write_gbps}, {options.slow.read_gbps, options.slow.write_gbps},
-        fast_tier_bytes(fraction, footprint)));
+    result.bounds.push_back(
+        plan::fast_tier_bound(program, options.kernel_time != nullptr ? *options.kernel_time : memory_bound,
+                              {options.fast.read_gbps, options.fast.write_gbps},
+                              {options.slow.read_gbps, options.slow.write_gbps}, fast_tier_bytes(fraction, footprint)));
   }
   return result;
 }
@@ -278,8 +283,10 @@ CACHEDARRAYS_INLINE double memory_cost(const CapacityPoint& point, const MemoryP
 CACHEDARRAYS_INLINE CapacityAnswer answer_capacity(const CapacityPlan& plan, double within, const MemoryPrices& prices,
                                                    std::string_view fast_tier, std::string_view slow_tier) {
   if (!(within >= 1)) {
-    throw invalid_argument(fmt::format("cachedarrays: capacity answer: a slowdown bound of {} is not allowed; it is "
-                                       "a ratio to all-fast, >= 1 (1.10: within 10%)", within));
+    throw invalid_argument(
+        fmt::format("cachedarrays: capacity answer: a slowdown bound of {} is not allowed; it is "
+                    "a ratio to all-fast, >= 1 (1.10: within 10%)",
+                    within));
   }
   (void)prices.dollars_per_gb(slow_tier);  // a tier without a price is refused whatever the points
   CapacityAnswer answer;

@@ -117,14 +117,14 @@ struct TierTraffic {
 
 /// One policy at one fast-tier size, modeled.
 struct CapacityPoint {
-  std::string policy;             ///< the policy's name, as in CapacityPlanOptions::policies
-  double fraction = 0;            ///< the fast tier as a fraction of the footprint, as asked
-  std::uint64_t fast_bytes = 0;   ///< the fast tier in bytes (fast_tier_bytes of the fraction)
-  std::optional<double> seconds;  ///< modeled iteration; empty: the run did not fit (note says why)
-  double slowdown = 0;            ///< seconds over all-fast's
+  std::string policy;               ///< the policy's name, as in CapacityPlanOptions::policies
+  double fraction = 0;              ///< the fast tier as a fraction of the footprint, as asked
+  std::uint64_t fast_bytes = 0;     ///< the fast tier in bytes (fast_tier_bytes of the fraction)
+  std::optional<double> seconds;    ///< modeled iteration; empty: the run did not fit (note says why)
+  double slowdown = 0;              ///< seconds over all-fast's
   double exposed_copy_seconds = 0;  ///< copy time the kernels waited for
   double copy_seconds = 0;          ///< all copy time, hidden or not
-  TierTraffic traffic;  ///< per iteration; 2LM: the cache model's DRAM and NVRAM traffic
+  TierTraffic traffic;              ///< per iteration; 2LM: the cache model's DRAM and NVRAM traffic
   /// The slow tier the run needed: the slow heap's peak extent (2LM: the
   /// NVRAM address space's peak).
   std::uint64_t slow_peak = 0;
@@ -135,8 +135,8 @@ struct CapacityPoint {
 /// The result of plan_capacity(): every point, and the bounds to compare
 /// them with.
 struct CapacityPlan {
-  std::uint64_t footprint = 0;   ///< the footprint the fractions are of, in bytes
-  double all_fast_seconds = 0;   ///< the all-fast baseline's modeled iteration, in seconds
+  std::uint64_t footprint = 0;  ///< the footprint the fractions are of, in bytes
+  double all_fast_seconds = 0;  ///< the all-fast baseline's modeled iteration, in seconds
   /// For each fraction in the order given, one point per policy in the order
   /// given.
   std::vector<CapacityPoint> points;
@@ -160,19 +160,18 @@ using CapacityProgress = std::function<void(const CapacityPoint&, std::size_t do
 /// One point: `policy` replayed with a fast tier of `fraction` of `footprint`
 /// (fast_tier_bytes), the rest as plan_capacity() does.
 [[nodiscard]] CapacityPoint model_point(const Trace& trace, const plan::Program& program, std::uint64_t footprint,
-                                        const std::string& policy, double fraction,
-                                        const CapacityPlanOptions& options);
+                                        const std::string& policy, double fraction, const CapacityPlanOptions& options);
 
 /// What the plan answers: the smallest fast tier among those tried at which
 /// the fastest policy there is within `within` of all-fast.
 struct CapacityAnswer {
-  bool found = false;   ///< whether any point is within the bound; else see `reason`
-  std::string reason;   ///< why nothing was found (empty when found)
-  std::string policy;   ///< the fastest policy at the answer's size
-  double fraction = 0;  ///< the answer's fast tier as a fraction of the footprint
-  std::uint64_t fast_bytes = 0;  ///< the answer's fast tier in bytes
-  std::uint64_t slow_bytes = 0;  ///< the policy's slow-tier peak
-  double slowdown = 0;           ///< the point's seconds over all-fast's
+  bool found = false;                ///< whether any point is within the bound; else see `reason`
+  std::string reason;                ///< why nothing was found (empty when found)
+  std::string policy;                ///< the fastest policy at the answer's size
+  double fraction = 0;               ///< the answer's fast tier as a fraction of the footprint
+  std::uint64_t fast_bytes = 0;      ///< the answer's fast tier in bytes
+  std::uint64_t slow_bytes = 0;      ///< the policy's slow-tier peak
+  double slowdown = 0;               ///< the point's seconds over all-fast's
   double cost_dollars = 0;           ///< memory_cost of the point
   double all_fast_cost_dollars = 0;  ///< the footprint in the fast tier
 };

@@ -20,7 +20,7 @@ CACHEDARRAYS_INLINE MemoryPrices MemoryPrices::defaults() {
   prices.set("optane", 7.85);  // AutoTM Table 2: a 128 GB Optane DC PMM, $1,004.50
   // The same DIMM, one of them rather than six (emulation::optane_one_dimm).
   prices.set("optane-1dimm", 7.85);
-  prices.set("cxl", 16.61);    // DDR DIMMs behind an expander: DRAM's price (an assumption)
+  prices.set("cxl", 16.61);  // DDR DIMMs behind an expander: DRAM's price (an assumption)
   return prices;
 }
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/runtime/pinned_kernel.hpp"
 #include "cachedarrays/plan/schedule/copy_timeline.hpp"
+#include "cachedarrays/runtime/pinned_kernel.hpp"
 #include "cachedarrays/sim/trace_walker.hpp"
 
 namespace cachedarrays {
@@ -22,8 +22,8 @@ namespace detail {
 CACHEDARRAYS_INLINE void check_models(const Runtime& target, const std::vector<DeviceModel>& models) {
   const DeviceId devices = target.manager().device_count();
   if (models.size() < devices) {
-    throw invalid_argument("cachedarrays: replay needs one DeviceModel per target device (" +
-                           std::to_string(devices) + "), got " + std::to_string(models.size()));
+    throw invalid_argument("cachedarrays: replay needs one DeviceModel per target device (" + std::to_string(devices) +
+                           "), got " + std::to_string(models.size()));
   }
   for (DeviceId d = 0; d < devices; ++d) {
     if (!(models[d].read_gbps > 0) || !(models[d].write_gbps > 0)) {
@@ -104,8 +104,7 @@ class Replayer final : public TraceWalker {
     timeline_.kernel(ids, seconds);
     // A scoped access has no end event: it ends before the next event.
     const bool scoped =
-        (name == scoped_access_kernel(Access::read) || name == scoped_access_kernel(Access::write)) &&
-        e.arg_count == 1;
+        (name == scoped_access_kernel(Access::read) || name == scoped_access_kernel(Access::write)) && e.arg_count == 1;
     if (!scoped) open_.push_back(std::move(k));
   }
 

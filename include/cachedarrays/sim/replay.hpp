@@ -16,8 +16,8 @@
 
 #include "cachedarrays/manager/stats.hpp"
 #include "cachedarrays/manager/trace.hpp"
-#include "cachedarrays/plan/program/roofline.hpp"
 #include "cachedarrays/plan/program/copy_channels.hpp"
+#include "cachedarrays/plan/program/roofline.hpp"
 
 namespace cachedarrays {
 
@@ -35,7 +35,7 @@ struct ReplayIterationMark {
 /// What replay() gives: the target's counters and the modeled time, in
 /// seconds, of the whole trace.
 struct ReplayResult {
-  Stats stats;                 ///< the target's counters accumulated by the replay
+  Stats stats;  ///< the target's counters accumulated by the replay
   /// The end of the overlapped timeline (plan/schedule/copy_timeline.hpp): kernels and
   /// synchronous copies in turn, asynchronous copies beside them. Without
   /// asynchronous copies it is kernel_seconds + copy_seconds.
@@ -43,7 +43,7 @@ struct ReplayResult {
   double kernel_seconds = 0;        ///< every kernel's modeled time
   double copy_seconds = 0;          ///< every copy's and defrag move's time, hidden or not
   double exposed_copy_seconds = 0;  ///< copy time the kernels waited for
-  std::uint64_t kernels = 0;   ///< kernel_begin events, scoped accesses included
+  std::uint64_t kernels = 0;        ///< kernel_begin events, scoped accesses included
   /// One per iteration event of the trace, in order.
   std::vector<ReplayIterationMark> iterations;
 };

@@ -17,9 +17,9 @@
 namespace cachedarrays {
 
 CACHEDARRAYS_INLINE ReplayJudgeMachine ReplayJudgeMachine::as_planned(std::uint64_t fast_bytes,
-                                                                     std::uint64_t slow_bytes,
-                                                                     const policy::AutotmPolicyOptions& planned,
-                                                                     unsigned mover_threads) {
+                                                                      std::uint64_t slow_bytes,
+                                                                      const policy::AutotmPolicyOptions& planned,
+                                                                      unsigned mover_threads) {
   return {.fast_bytes = fast_bytes,
           .slow_bytes = slow_bytes,
           .fast = DeviceModel{"fast", planned.fast_tier.read_gbps, planned.fast_tier.write_gbps},
@@ -33,8 +33,9 @@ CACHEDARRAYS_INLINE policy::PlanJudge replay_judge(std::shared_ptr<const Trace> 
                                                    ReplayJudgeMachine machine, policy::AutotmPolicyOptions follower) {
   if (!trace || !program) throw invalid_argument("replay_judge: the trace and the program must not be null");
   if (!follower.planner) {
-    throw invalid_argument("replay_judge: the follower's options have no planner hook; a judge weighs the plans "
-                           "of a planner hook (ReDL's, AutoSwap's), and AutoTM's ILP takes none");
+    throw invalid_argument(
+        "replay_judge: the follower's options have no planner hook; a judge weighs the plans "
+        "of a planner hook (ReDL's, AutoSwap's), and AutoTM's ILP takes none");
   }
   if (machine.fast_bytes == 0 || machine.slow_bytes == 0) {
     throw invalid_argument("replay_judge: the fast tier has " + std::to_string(machine.fast_bytes) +

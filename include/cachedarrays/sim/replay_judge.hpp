@@ -40,7 +40,7 @@ struct ReplayJudgeMachine {
   /// The slow tier's bandwidths (each > 0).
   DeviceModel fast{"fast", 0, 0}, slow{"slow", 0, 0};
   std::shared_ptr<const plan::KernelTimeModel> kernel_time;  ///< the kernels' time (null: plan::MemoryBound)
-  unsigned mover_threads = MoverOptions{}.threads;  ///< the run's mover threads (> 0)
+  unsigned mover_threads = MoverOptions{}.threads;           ///< the run's mover threads (> 0)
 
   /// Tiers of these sizes as `planned` models them: its tiers' bandwidths
   /// (AutotmPolicyOptions::fast_tier, slow_tier) and its kernel time model,

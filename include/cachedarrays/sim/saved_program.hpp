@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "cachedarrays/manager/trace.hpp"
+#include "cachedarrays/plan/program/copy_channels.hpp"
 #include "cachedarrays/plan/program/kernel_profile.hpp"
 #include "cachedarrays/plan/program/program.hpp"
-#include "cachedarrays/plan/program/copy_channels.hpp"
 
 namespace cachedarrays {
 

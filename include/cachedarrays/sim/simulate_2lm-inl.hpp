@@ -59,8 +59,8 @@ class TwoLmWalker final : public TraceWalker {
         const TwoLmCounters before = cache_.counters();
         cache_.access(dm.offset(*dm.getprimary(object)), object.bytes(), write);
         const double dram_gbps = write ? dram_.write_gbps : dram_.read_gbps;
-        const double ns = two_lm_ns(cache_.counters() - before, cache_.line_bytes(), dram_gbps, nvram_.read_gbps,
-                                    nvram_.write_gbps);
+        const double ns =
+            two_lm_ns(cache_.counters() - before, cache_.line_bytes(), dram_gbps, nvram_.read_gbps, nvram_.write_gbps);
         const auto bytes = object.bytes();
         traffic.push_back({bytes, write ? Access::write : Access::read,
                            ns > 0 && bytes > 0 ? static_cast<double>(bytes) / ns : dram_gbps});
@@ -82,8 +82,8 @@ class TwoLmWalker final : public TraceWalker {
 }  // namespace detail
 
 CACHEDARRAYS_INLINE TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
-                         bool memory_optimisations, const DeviceModel& dram, const DeviceModel& nvram,
-                         const plan::KernelTimeModel* kernel_time) {
+                                             bool memory_optimisations, const DeviceModel& dram,
+                                             const DeviceModel& nvram, const plan::KernelTimeModel* kernel_time) {
   detail::check_model(dram, "DRAM");
   detail::check_model(nvram, "NVRAM");
   TwoLevelMemory cache(dram_bytes);

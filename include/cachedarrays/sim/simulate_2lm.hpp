@@ -20,15 +20,15 @@ namespace cachedarrays {
 /// the counters and rates those of its `counters_iterations` iterations; of
 /// a trace of one, the whole trace's.
 struct TwoLmResult {
-  TwoLmCounters counters;      ///< the cache model's line counts and traffic
-  double hit_rate = 0;         ///< of all line accesses
-  double clean_miss_rate = 0;  ///< misses whose victim was clean or empty, of all line accesses
-  double dirty_miss_rate = 0;  ///< misses that wrote a dirty victim back, of all line accesses
-  double modeled_seconds = 0;  ///< a model, not a measurement
-  std::uint64_t kernels = 0;   ///< kernel_begin events replayed
-  std::uint64_t peak_bytes = 0;  ///< of the NVRAM address space
-  std::uint64_t collections = 0;  ///< garbage collections that freed deferred retires (2LM:∅)
-  std::uint64_t iterations = 0;   ///< iteration events in the trace
+  TwoLmCounters counters;                 ///< the cache model's line counts and traffic
+  double hit_rate = 0;                    ///< of all line accesses
+  double clean_miss_rate = 0;             ///< misses whose victim was clean or empty, of all line accesses
+  double dirty_miss_rate = 0;             ///< misses that wrote a dirty victim back, of all line accesses
+  double modeled_seconds = 0;             ///< a model, not a measurement
+  std::uint64_t kernels = 0;              ///< kernel_begin events replayed
+  std::uint64_t peak_bytes = 0;           ///< of the NVRAM address space
+  std::uint64_t collections = 0;          ///< garbage collections that freed deferred retires (2LM:∅)
+  std::uint64_t iterations = 0;           ///< iteration events in the trace
   std::uint64_t counters_iterations = 1;  ///< iterations `counters` count
 };
 
@@ -46,8 +46,7 @@ struct TwoLmResult {
 /// arguments at the bandwidths so achieved into seconds — plan::Roofline adds
 /// the compute bound. Hints are ignored: the hardware does not see them.
 [[nodiscard]] TwoLmResult simulate_2lm(const Trace& trace, std::uint64_t dram_bytes, std::uint64_t nvram_bytes,
-                                       bool memory_optimisations, const DeviceModel& dram,
-                                       const DeviceModel& nvram,
+                                       bool memory_optimisations, const DeviceModel& dram, const DeviceModel& nvram,
                                        const plan::KernelTimeModel* kernel_time = nullptr);
 
 }  // namespace cachedarrays

@@ -39,7 +39,8 @@ CACHEDARRAYS_INLINE void TraceWalker::fail(const std::string& what) const {
 CACHEDARRAYS_INLINE CachedArray<std::byte>& TraceWalker::lookup(std::uint64_t id) {
   auto it = live_.find(id);
   if (it == live_.end()) {
-    fail("object #" + std::to_string(id) + " is unknown (never created in this trace, or already retired); "
+    fail("object #" + std::to_string(id) +
+         " is unknown (never created in this trace, or already retired); "
          "record the trace from before the objects it uses are created");
   }
   return it->second;

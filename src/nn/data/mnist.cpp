@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::uint32_t images_magic = 0x00000803;  // unsigned bytes, 3 dimensions
 constexpr std::uint32_t labels_magic = 0x00000801;  // unsigned bytes, 1 dimension
-constexpr std::uint8_t idx_classes = 10;  // MNIST and Fashion-MNIST alike
+constexpr std::uint8_t idx_classes = 10;            // MNIST and Fashion-MNIST alike
 
 std::uint32_t big_endian32(const std::vector<std::uint8_t>& bytes, std::size_t at) {
   return static_cast<std::uint32_t>(bytes[at]) << 24 | static_cast<std::uint32_t>(bytes[at + 1]) << 16 |

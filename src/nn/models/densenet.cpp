@@ -88,9 +88,9 @@ Graph build(const ModelConfig& config) {
   const std::int64_t bottleneck = scaled(bottleneck_factor * growth_rate, config.width);
   Graph g;
   const auto [images, labels] = add_inputs(g, config);
-  ValueId x = conv2d(g, "features.conv0", images,
-                     {.out_channels = scaled(initial_features, config.width), .kernel = 7, .stride = 2,
-                      .padding = 3, .bias = false});
+  ValueId x = conv2d(
+      g, "features.conv0", images,
+      {.out_channels = scaled(initial_features, config.width), .kernel = 7, .stride = 2, .padding = 3, .bias = false});
   x = relu(g, "features.relu0", batch_norm(g, "features.norm0", x));
   x = max_pool(g, "features.pool0", x, 3, 2, 1);
   for (std::size_t b = 0; b < l.layers.size(); ++b) {
@@ -116,6 +116,7 @@ Graph build(const ModelConfig& config) {
 }  // namespace
 }  // namespace densenet
 
-const Family densenet_family = {"densenet", densenet::depths, densenet::architecture, densenet::final_feature_size, densenet::build};
+const Family densenet_family = {"densenet", densenet::depths, densenet::architecture, densenet::final_feature_size,
+                                densenet::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -46,8 +46,13 @@ struct ConvBn {
   ValueId operator()(const std::string& name, ValueId x, std::int64_t channels, std::int64_t kh, std::int64_t kw,
                      std::int64_t stride = 1, std::int64_t ph = 0, std::int64_t pw = 0) const {
     const ValueId y = conv2d(g, name + ".conv", x,
-                             {.out_channels = scaled(channels, width), .kernel = kh, .stride = stride, .padding = ph,
-                              .bias = false, .kernel_width = kw, .padding_width = pw});
+                             {.out_channels = scaled(channels, width),
+                              .kernel = kh,
+                              .stride = stride,
+                              .padding = ph,
+                              .bias = false,
+                              .kernel_width = kw,
+                              .padding_width = pw});
     const ValueId normalised = batch_norm(g, name + ".bn", y);
     const ValueId out = relu(g, name + ".relu", normalised);
     g.recompute_in_backward(normalised);
@@ -182,6 +187,7 @@ Graph build(const ModelConfig& config) {
 }  // namespace
 }  // namespace inception
 
-const Family inception_family = {"inception", inception::depths, inception::architecture, inception::final_feature_size, inception::build};
+const Family inception_family = {"inception", inception::depths, inception::architecture, inception::final_feature_size,
+                                 inception::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -92,8 +92,7 @@ const detail::Family& validate(const ModelConfig& config) {
   }
   if (config.image_size < 1 || family.final_feature_size(config.image_size) < 1) {
     throw invalid_argument("cachedarrays::nn: " + model_name(config) + " needs images of at least " +
-                           std::to_string(min_image_size(family)) + "x" +
-                           std::to_string(min_image_size(family)) +
+                           std::to_string(min_image_size(family)) + "x" + std::to_string(min_image_size(family)) +
                            " pixels (its pooling and strided layers would shrink a smaller one to nothing), got " +
                            std::to_string(config.image_size) + "x" + std::to_string(config.image_size));
   }

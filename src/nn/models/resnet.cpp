@@ -103,6 +103,7 @@ Graph build(const ModelConfig& config) {
 }  // namespace
 }  // namespace resnet
 
-const Family resnet_family = {"resnet", resnet::depths, resnet::architecture, resnet::final_feature_size, resnet::build};
+const Family resnet_family = {"resnet", resnet::depths, resnet::architecture, resnet::final_feature_size,
+                              resnet::build};
 
 }  // namespace cachedarrays::nn::detail

@@ -62,7 +62,11 @@ Graph build(const ModelConfig& config) {
     // read and written again by a kernel of their own. torchvision's index
     // of the ReLU is skipped, so the names still match its state_dict.
     const Conv2dOptions conv{.out_channels = scaled(stage_channels[stage], config.width),
-                             .kernel = 3, .stride = 1, .padding = 1, .bias = true, .relu = !config.cifar};
+                             .kernel = 3,
+                             .stride = 1,
+                             .padding = 1,
+                             .bias = true,
+                             .relu = !config.cifar};
     for (int i = 0; i < counts[stage]; ++i) {
       x = conv2d(g, next_name("features."), x, conv);
       if (config.cifar) {

@@ -111,25 +111,29 @@ void validate_shape(const ModelConfig& config) {
   const TransformerShape& v = config.vit;
   const std::string name = vit_model_name(config);
   if (v.patch < 1 || v.heads < 1 || v.dim < 1) {
-    throw invalid_argument(fmt::format("cachedarrays::nn: {} needs a patch, dim and heads of at least 1, got patch "
-                                       "{}, dim {}, {} heads",
-                                       name, v.patch, v.dim, v.heads));
+    throw invalid_argument(
+        fmt::format("cachedarrays::nn: {} needs a patch, dim and heads of at least 1, got patch "
+                    "{}, dim {}, {} heads",
+                    name, v.patch, v.dim, v.heads));
   }
   if (config.image_size % v.patch != 0) {
-    throw invalid_argument(fmt::format("cachedarrays::nn: {} needs an image side that is a multiple of its patch {} "
-                                       "(the patches tile the image), got {}x{}",
-                                       name, v.patch, config.image_size, config.image_size));
+    throw invalid_argument(
+        fmt::format("cachedarrays::nn: {} needs an image side that is a multiple of its patch {} "
+                    "(the patches tile the image), got {}x{}",
+                    name, v.patch, config.image_size, config.image_size));
   }
   if (vit_dim(config) % v.heads != 0) {
-    throw invalid_argument(fmt::format("cachedarrays::nn: {} has dim {}, which its {} heads do not divide; use a "
-                                       "dim that is a multiple of the heads",
-                                       name, vit_dim(config), v.heads));
+    throw invalid_argument(
+        fmt::format("cachedarrays::nn: {} has dim {}, which its {} heads do not divide; use a "
+                    "dim that is a multiple of the heads",
+                    name, vit_dim(config), v.heads));
   }
   if (!(v.mlp_ratio > 0) || !std::isfinite(v.mlp_ratio) ||
       std::llround(static_cast<double>(vit_dim(config)) * v.mlp_ratio) < 1) {
-    throw invalid_argument(fmt::format("cachedarrays::nn: {} needs an MLP ratio above 0 that leaves at least one "
-                                       "hidden feature, got {:g}",
-                                       name, v.mlp_ratio));
+    throw invalid_argument(
+        fmt::format("cachedarrays::nn: {} needs an MLP ratio above 0 that leaves at least one "
+                    "hidden feature, got {:g}",
+                    name, v.mlp_ratio));
   }
 }
 
@@ -142,8 +146,8 @@ Graph build(const ModelConfig& config) {
   const auto [images, labels] = add_inputs(g, config);
   // Equation 1: the patches' linear projection (a convolution of stride
   // patch), the class token, the position embedding.
-  const ValueId patches = conv2d(g, "patch_embed.proj", images,
-                                 {.out_channels = dim, .kernel = v.patch, .stride = v.patch, .bias = true});
+  const ValueId patches =
+      conv2d(g, "patch_embed.proj", images, {.out_channels = dim, .kernel = v.patch, .stride = v.patch, .bias = true});
   const ValueId class_token = g.parameter("cls_token", {1, 1, dim}, Init::small_normal);
   g.exclude_from_weight_decay(class_token);
   ValueId x = patch_tokens(g, "patch_embed.tokens", patches, class_token);

@@ -41,8 +41,7 @@ class Add final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
   [[nodiscard]] int in_place_input() const override { return 0; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& a = inputs[0];
     const dnnl::memory::desc& desc = a.desc();
     const Tensor b = ctx.reorder(inputs[1], desc);

@@ -78,9 +78,9 @@ class BatchNorm final : public Op {
     outputs[0] = ctx.make(pd->dst_desc());
     Tensor mean = ctx.make(pd->mean_desc());
     Tensor variance = ctx.make(pd->variance_desc());
-    const KernelArg args[] = {in(DNNL_ARG_SRC, src),          in(DNNL_ARG_SCALE, scale),
-                              in(DNNL_ARG_SHIFT, shift),      out(DNNL_ARG_DST, outputs[0]),
-                              out(DNNL_ARG_MEAN, mean),       out(DNNL_ARG_VARIANCE, variance)};
+    const KernelArg args[] = {in(DNNL_ARG_SRC, src),     in(DNNL_ARG_SCALE, scale),
+                              in(DNNL_ARG_SHIFT, shift), out(DNNL_ARG_DST, outputs[0]),
+                              out(DNNL_ARG_MEAN, mean),  out(DNNL_ARG_VARIANCE, variance)};
     // A recomputation gives the same batch statistics again: counting them
     // twice would move the running ones further than one step does.
     if (ctx.phase() == Context::Phase::train) {
@@ -90,8 +90,8 @@ class BatchNorm final : public Op {
       ctx.execute("batch_norm", *prim, pd->scratchpad_desc(), args, [&](std::span<float* const> p) {
         for (std::size_t c = 0; c < channels; ++c) {
           running_mean_[c] = static_cast<float>((1 - running_momentum) * running_mean_[c] + running_momentum * p[4][c]);
-          running_variance_[c] = static_cast<float>((1 - running_momentum) * running_variance_[c] +
-                                                    running_momentum * unbiased * p[5][c]);
+          running_variance_[c] =
+              static_cast<float>((1 - running_momentum) * running_variance_[c] + running_momentum * unbiased * p[5][c]);
         }
       });
     } else {
@@ -113,11 +113,12 @@ class BatchNorm final : public Op {
     }
     const Tensor& src = inputs[0];
     const dnnl::memory::desc& desc = src.desc();
-    auto [pd, prim] = ctx.cached<BatchNormBackwardPd, dnnl::batch_normalization_backward>("batch_norm.bwd:" + key_of(desc), [&] {
-      const auto* fwd = forward_primitive(ctx, desc).first;
-      const dnnl::batch_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon, flags);
-      return BatchNormBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
-    });
+    auto [pd, prim] =
+        ctx.cached<BatchNormBackwardPd, dnnl::batch_normalization_backward>("batch_norm.bwd:" + key_of(desc), [&] {
+          const auto* fwd = forward_primitive(ctx, desc).first;
+          const dnnl::batch_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon, flags);
+          return BatchNormBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
+        });
     detail::execute_normalization_backward(ctx, "batch_norm_backward", *prim, *pd, src, inputs[1], inputs[2],
                                            grad_outputs[0], saved[0], saved[1], need_grad, grad_inputs);
   }

@@ -51,8 +51,7 @@ class Concat final : public Op {
   }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     std::vector<dnnl::memory::desc> srcs;
     std::string key = "concat.fwd:1";
     input_dims_.clear();

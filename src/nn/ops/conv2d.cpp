@@ -36,9 +36,9 @@ namespace cachedarrays::nn {
 
 namespace {
 
+using detail::any_desc;
 using dnnl::algorithm;
 using dnnl::prop_kind;
-using detail::any_desc;
 
 using ConvForwardPd = dnnl::convolution_forward::primitive_desc;
 using DataPd = dnnl::convolution_backward_data::primitive_desc;
@@ -98,8 +98,7 @@ class Conv2d final : public Op {
     return std::vector<bool>(outputs, options_.relu);
   }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Shapes s = shapes(inputs[0].dims());
     auto [pd, prim] = forward_primitive(ctx, s);
     const Tensor src = ctx.reorder(inputs[0], pd->src_desc());
@@ -149,8 +148,11 @@ class Conv2d final : public Op {
   [[nodiscard]] Shapes shapes(const Dims& x) const {
     const Dims w = {options_.out_channels, x.at(1), options_.kernel, options_.kernel_w()};
     const Dims y = output_dims(input_dims(x, w)).at(0);
-    Shapes s{any_desc(x), any_desc(w), options_.bias ? plain_desc({options_.out_channels}) : dnnl::memory::desc(),
-             any_desc(y), {}};
+    Shapes s{any_desc(x),
+             any_desc(w),
+             options_.bias ? plain_desc({options_.out_channels}) : dnnl::memory::desc(),
+             any_desc(y),
+             {}};
     s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst) + ":k" + kernel_text() + "s" +
             std::to_string(options_.stride) + "p" + padding_text() + (options_.bias ? "b" : "") +
             (options_.relu ? "r" : "");
@@ -180,10 +182,10 @@ class Conv2d final : public Op {
   }
 
   std::pair<const ConvForwardPd*, const dnnl::convolution_forward*> forward_primitive(Context& ctx,
-                                                                                  const Shapes& s) const {
+                                                                                      const Shapes& s) const {
     return ctx.cached<ConvForwardPd, dnnl::convolution_forward>("conv.fwd:" + s.key, [&] {
       const dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_direct, s.src,
-                                               s.weights, s.bias, s.dst, strides(), padding(), padding());
+                                              s.weights, s.bias, s.dst, strides(), padding(), padding());
       if (!options_.relu) return ConvForwardPd(d, ctx.attr(), ctx.engine());
       // y = max(conv(x), 0) as the primitive writes it: an eltwise post-op.
       dnnl::post_ops relu;
@@ -192,8 +194,7 @@ class Conv2d final : public Op {
     });
   }
 
-  std::pair<const DataPd*, const dnnl::convolution_backward_data*> data_primitive(Context& ctx,
-                                                                                 const Shapes& s) const {
+  std::pair<const DataPd*, const dnnl::convolution_backward_data*> data_primitive(Context& ctx, const Shapes& s) const {
     return ctx.cached<DataPd, dnnl::convolution_backward_data>("conv.bwd_data:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::convolution_backward_data::desc d(algorithm::convolution_direct, s.src, s.weights, s.dst, strides(),
@@ -203,7 +204,7 @@ class Conv2d final : public Op {
   }
 
   std::pair<const WeightsPd*, const dnnl::convolution_backward_weights*> weights_primitive(Context& ctx,
-                                                                                          const Shapes& s) const {
+                                                                                           const Shapes& s) const {
     return ctx.cached<WeightsPd, dnnl::convolution_backward_weights>("conv.bwd_weights:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::convolution_backward_weights::desc d(algorithm::convolution_direct, s.src, s.weights, s.bias, s.dst,

@@ -45,8 +45,7 @@ class Gelu final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {true}; }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
     auto [pd, prim] = forward_primitive(ctx, src.desc());
     outputs[0] = ctx.make(pd->dst_desc());
@@ -72,8 +71,8 @@ class Gelu final : public Op {
   }
 
  private:
-  static std::pair<const GeluForwardPd*, const dnnl::eltwise_forward*> forward_primitive(Context& ctx,
-                                                                                      const dnnl::memory::desc& src) {
+  static std::pair<const GeluForwardPd*, const dnnl::eltwise_forward*> forward_primitive(
+      Context& ctx, const dnnl::memory::desc& src) {
     return ctx.cached<GeluForwardPd, dnnl::eltwise_forward>("gelu.fwd:" + key_of(src), [&] {
       const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, gelu_algorithm, src);
       return GeluForwardPd(d, ctx.attr(), ctx.engine());

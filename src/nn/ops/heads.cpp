@@ -47,8 +47,7 @@ class SplitHeads final : public Op {
  public:
   SplitHeads(std::string name, std::int64_t heads) : name_(std::move(name)), heads_(heads) {
     if (heads_ < 1) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs at least 1 head, got " +
-                             std::to_string(heads_));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs at least 1 head, got " + std::to_string(heads_));
     }
   }
 
@@ -64,21 +63,18 @@ class SplitHeads final : public Op {
     }
     const std::int64_t d = x[2] / 3;
     if (d % heads_ != 0) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": D = " + std::to_string(d) +
-                             " (a third of the input " + to_string(x) + "'s last dimension) is not divisible by " +
-                             std::to_string(heads_) + " heads");
+      throw invalid_argument("cachedarrays::nn: " + where() + ": D = " + std::to_string(d) + " (a third of the input " +
+                             to_string(x) + "'s last dimension) is not divisible by " + std::to_string(heads_) +
+                             " heads");
     }
     const Dims head = {x[0], heads_, x[1], d / heads_};
     return {head, head, head};
   }
 
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {false}; }
-  [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override {
-    return {false, false, false};
-  }
+  [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false, false, false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Dims x = inputs[0].dims();
     const Dims head = output_dims(std::span<const Dims>(&x, 1)).at(0);
     // The view addresses qkv's elements by plain strides.
@@ -112,8 +108,7 @@ class SplitHeads final : public Op {
                               in(DNNL_ARG_DIFF_DST, grad_outputs[2]), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])};
     ctx.run("split_heads_backward", args, [&](std::span<float* const> p) {
       for (std::size_t s = 0; s < 3; ++s) {
-        run_view_reorder(ctx, *prims[s], grad_outputs[s].desc(), p[s], view,
-                         p[3] + static_cast<std::int64_t>(s) * d);
+        run_view_reorder(ctx, *prims[s], grad_outputs[s].desc(), p[s], view, p[3] + static_cast<std::int64_t>(s) * d);
       }
     });
   }
@@ -144,8 +139,7 @@ class MergeHeads final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {false}; }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& x = inputs[0];
     x_dims_ = x.dims();  // backward's gradient [N, T, D] does not show H
     const dnnl::memory::desc view = merged_view(x_dims_[0], x_dims_[1], x_dims_[2], x_dims_[3]);

@@ -94,8 +94,8 @@ class LayerNorm final : public Op {
       throw invalid_operation("cachedarrays::nn: backward of " + where() + " needs its forward input and weight");
     }
     const dnnl::memory::desc desc = plain_desc(inputs[0].dims());
-    auto [pd, prim] = ctx.cached<LayerNormBackwardPd, dnnl::layer_normalization_backward>(
-        "layer_norm.bwd:" + key(desc), [&] {
+    auto [pd, prim] =
+        ctx.cached<LayerNormBackwardPd, dnnl::layer_normalization_backward>("layer_norm.bwd:" + key(desc), [&] {
           const auto* fwd = forward_primitive(ctx, desc).first;
           const dnnl::layer_normalization_backward::desc d(prop_kind::backward, desc, desc, epsilon_, flags);
           return LayerNormBackwardPd(d, ctx.attr(), ctx.engine(), *fwd);
@@ -108,11 +108,10 @@ class LayerNorm final : public Op {
  private:
   std::pair<const LayerNormForwardPd*, const dnnl::layer_normalization_forward*> forward_primitive(
       Context& ctx, const dnnl::memory::desc& src) const {
-    return ctx.cached<LayerNormForwardPd, dnnl::layer_normalization_forward>(
-        "layer_norm.fwd:" + key(src), [&] {
-          const dnnl::layer_normalization_forward::desc d(prop_kind::forward_training, src, epsilon_, flags);
-          return LayerNormForwardPd(d, ctx.attr(), ctx.engine());
-        });
+    return ctx.cached<LayerNormForwardPd, dnnl::layer_normalization_forward>("layer_norm.fwd:" + key(src), [&] {
+      const dnnl::layer_normalization_forward::desc d(prop_kind::forward_training, src, epsilon_, flags);
+      return LayerNormForwardPd(d, ctx.attr(), ctx.engine());
+    });
   }
 
   // A cache key: the descriptor and epsilon's bits (its decimal text would

@@ -43,8 +43,8 @@ namespace cachedarrays::nn {
 
 namespace {
 
-using dnnl::prop_kind;
 using detail::any_desc;
+using dnnl::prop_kind;
 
 // [out, C] for a source [N, C]; [out, C, H, W] for a source [N, C, H, W];
 // [out, in] for a token-wise layer's source [N, T, in].
@@ -105,8 +105,7 @@ class Linear final : public Op {
     return std::vector<bool>(outputs, false);
   }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Shapes s = shapes(inputs[0].desc());
     auto [pd, prim] = forward_primitive(ctx, s);
     // The primitive was made for the source's layout, or for plain tokens.
@@ -118,8 +117,7 @@ class Linear final : public Op {
     } else {
       outputs[0] = ctx.make(pd->dst_desc());
     }
-    detail::execute_forward(ctx, "linear", *prim, *pd, src, weights, bias_ ? &inputs[2] : nullptr, outputs[0],
-                            tokens_);
+    detail::execute_forward(ctx, "linear", *prim, *pd, src, weights, bias_ ? &inputs[2] : nullptr, outputs[0], tokens_);
   }
 
   void backward(Context& ctx, std::span<const Tensor> inputs, std::span<const Tensor>,
@@ -155,8 +153,11 @@ class Linear final : public Op {
     const Dims x = src.dims();
     const dnnl::memory::desc bias = bias_ ? plain_desc({out_features_}) : dnnl::memory::desc();
     const dnnl::memory::desc weights = any_desc(weight_dims_for(x, out_features_, tokens_));
-    Shapes s = tokens_ ? Shapes{plain_desc({x.at(0) * x.at(1), x.at(2)}), weights, bias,
-                                plain_desc({x.at(0) * x.at(1), out_features_}), {}}
+    Shapes s = tokens_ ? Shapes{plain_desc({x.at(0) * x.at(1), x.at(2)}),
+                                weights,
+                                bias,
+                                plain_desc({x.at(0) * x.at(1), out_features_}),
+                                {}}
                        : Shapes{src, weights, bias, plain_desc({x.at(0), out_features_}), {}};
     s.key = key_of(s.src) + key_of(s.weights) + key_of(s.bias) + key_of(s.dst);
     return s;
@@ -168,7 +169,7 @@ class Linear final : public Op {
   }
 
   std::pair<const LinearForwardPd*, const dnnl::inner_product_forward*> forward_primitive(Context& ctx,
-                                                                                    const Shapes& s) const {
+                                                                                          const Shapes& s) const {
     return ctx.cached<LinearForwardPd, dnnl::inner_product_forward>("linear.fwd:" + s.key, [&] {
       const dnnl::inner_product_forward::desc d(prop_kind::forward_training, s.src, s.weights, s.bias, s.dst);
       return LinearForwardPd(d, ctx.attr(), ctx.engine());
@@ -176,7 +177,7 @@ class Linear final : public Op {
   }
 
   std::pair<const DataPd*, const dnnl::inner_product_backward_data*> data_primitive(Context& ctx,
-                                                                                   const Shapes& s) const {
+                                                                                    const Shapes& s) const {
     return ctx.cached<DataPd, dnnl::inner_product_backward_data>("linear.bwd_data:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::inner_product_backward_data::desc d(s.src, s.weights, s.dst);
@@ -185,7 +186,7 @@ class Linear final : public Op {
   }
 
   std::pair<const WeightsPd*, const dnnl::inner_product_backward_weights*> weights_primitive(Context& ctx,
-                                                                                            const Shapes& s) const {
+                                                                                             const Shapes& s) const {
     return ctx.cached<WeightsPd, dnnl::inner_product_backward_weights>("linear.bwd_weights:" + s.key, [&] {
       const auto* fwd = forward_primitive(ctx, s).first;
       const dnnl::inner_product_backward_weights::desc d(s.src, s.weights, s.bias, s.dst);
@@ -204,8 +205,8 @@ class Linear final : public Op {
                         std::span<Tensor> grad_inputs) const {
     auto [pd, prim] = weights_primitive(ctx, s);
     // The source is used as on the forward pass.
-    detail::execute_backward_weights(ctx, "linear_backward_weights", *prim, *pd, src, grad_output, kept_weights,
-                                     bias_, need_grad, grad_inputs, tokens_);
+    detail::execute_backward_weights(ctx, "linear_backward_weights", *prim, *pd, src, grad_output, kept_weights, bias_,
+                                     need_grad, grad_inputs, tokens_);
   }
 
   [[nodiscard]] std::string where() const { return (tokens_ ? "token_linear '" : "linear '") + name_ + "'"; }
@@ -222,8 +223,8 @@ ValueId linear(Graph& g, const std::string& name, ValueId x, std::int64_t out_fe
   auto op = std::make_unique<Linear>(name, out_features, bias);  // validates out_features
   const Dims& x_dims = g.value(x).dims;
   if (x_dims.size() != 2 && x_dims.size() != 4) {
-    throw invalid_argument("cachedarrays::nn: linear '" + name + "' needs an input of shape [N, C] or [N, C, H, W], got " +
-                           to_string(x_dims));
+    throw invalid_argument("cachedarrays::nn: linear '" + name +
+                           "' needs an input of shape [N, C] or [N, C, H, W], got " + to_string(x_dims));
   }
   // fan_in = C*H*W: the features each output sees, as for PyTorch's flatten + Linear.
   std::int64_t fan_in = 1;
@@ -241,8 +242,8 @@ ValueId token_linear(Graph& g, const std::string& name, ValueId x, std::int64_t 
   // fan_in = in, the features each output sees; the small-normal start
   // does not scale by it, but a later fan-in init would.
   const std::int64_t fan_in = x_dims.back();
-  const ValueId weight = g.parameter(name + ".weight", weight_dims_for(x_dims, out_features, true),
-                                     Init::small_normal, fan_in);
+  const ValueId weight =
+      g.parameter(name + ".weight", weight_dims_for(x_dims, out_features, true), Init::small_normal, fan_in);
   const ValueId bias = g.parameter(name + ".bias", {out_features}, Init::zeros, fan_in);
   return g.add1(name, std::move(op), {x, weight, bias});
 }

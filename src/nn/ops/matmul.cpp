@@ -82,9 +82,9 @@ class Matmul final : public Op {
     }
     const std::int64_t b_k = transpose_b_ ? b[r - 1] : b[r - 2];
     if (a[r - 1] != b_k) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": a " + to_string(a) + " has K = " +
-                             std::to_string(a[r - 1]) + " but b " + b_shape + " " + to_string(b) + " has K = " +
-                             std::to_string(b_k));
+      throw invalid_argument("cachedarrays::nn: " + where() + ": a " + to_string(a) +
+                             " has K = " + std::to_string(a[r - 1]) + " but b " + b_shape + " " + to_string(b) +
+                             " has K = " + std::to_string(b_k));
     }
     Dims y = a;
     y[r - 1] = transpose_b_ ? b[r - 2] : b[r - 1];
@@ -94,8 +94,7 @@ class Matmul final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {true, true}; }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor a = ctx.reorder(inputs[0], plain_desc(inputs[0].dims()));
     const Tensor b = ctx.reorder(inputs[1], plain_desc(inputs[1].dims()));
     const dnnl::memory::desc b_view = transpose_b_ ? transposed_view(b.dims()) : b.desc();
@@ -144,8 +143,7 @@ class Matmul final : public Op {
     // "bt": b read transposed, which a profile tells apart from b of the
     // same dims read as it lies.
     ctx.execute(transpose_b_ ? kind + " bt" : kind, *prim, pd->scratchpad_desc(),
-                {in(DNNL_ARG_SRC, src, src_view), in(DNNL_ARG_WEIGHTS, weights, weights_view),
-                 out(DNNL_ARG_DST, dst)});
+                {in(DNNL_ARG_SRC, src, src_view), in(DNNL_ARG_WEIGHTS, weights, weights_view), out(DNNL_ARG_DST, dst)});
     return dst;
   }
 

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cachedarrays/error.hpp"
@@ -33,8 +33,8 @@ inline void check_input_count(const std::string& where, std::span<const Dims> in
                               const std::string& names = "") {
   if (inputs.size() == expected) return;
   throw invalid_argument("cachedarrays::nn: " + where + " takes " + std::to_string(expected) +
-                         (expected == 1 ? " input" : " inputs") + (names.empty() ? "" : " (" + names + ")") +
-                         ", got " + std::to_string(inputs.size()));
+                         (expected == 1 ? " input" : " inputs") + (names.empty() ? "" : " (" + names + ")") + ", got " +
+                         std::to_string(inputs.size()));
 }
 
 // Convolution, batch normalisation and pooling take NCHW only; the op and
@@ -48,8 +48,8 @@ inline void check_nchw(const std::string& where, const Dims& x) {
 // The bias of a convolution or linear layer has one element per output channel.
 inline void check_bias_dims(const std::string& where, const Dims& bias, std::int64_t out_channels) {
   if (bias != Dims{out_channels}) {
-    throw invalid_argument("cachedarrays::nn: " + where + ": the bias has shape " + to_string(bias) +
-                           " but needs " + to_string({out_channels}));
+    throw invalid_argument("cachedarrays::nn: " + where + ": the bias has shape " + to_string(bias) + " but needs " +
+                           to_string({out_channels}));
   }
 }
 
@@ -70,8 +70,8 @@ inline bool writes_in_place(Tensor& output, const Tensor& src, const dnnl::memor
 // its contents are overwritten), else into a new output of the primitive's
 // layout.
 template <typename ForwardPd>
-void execute_in_place_or_new(Context& ctx, const std::string& name, const dnnl::primitive& prim,
-                             const ForwardPd& pd, const Tensor& src, Tensor& output) {
+void execute_in_place_or_new(Context& ctx, const std::string& name, const dnnl::primitive& prim, const ForwardPd& pd,
+                             const Tensor& src, Tensor& output) {
   if (writes_in_place(output, src, pd.dst_desc())) {
     ctx.execute(name, prim, pd.scratchpad_desc(), {out(DNNL_ARG_SRC, src), out(DNNL_ARG_DST, output)});
     return;
@@ -111,8 +111,7 @@ inline std::pair<const dnnl::eltwise_forward::primitive_desc*, const dnnl::eltwi
 // exists while it does (dy is listed as written, its contents overwritten).
 template <typename BackwardPd>
 Tensor execute_backward_over_grad(Context& ctx, const std::string& name, const dnnl::primitive& prim,
-                                  const BackwardPd& pd, int kept_role, const Tensor& kept,
-                                  const Tensor& grad_output) {
+                                  const BackwardPd& pd, int kept_role, const Tensor& kept, const Tensor& grad_output) {
   if (grad_output.use_count() == 1 && grad_output.desc() == pd.diff_dst_desc() &&
       pd.diff_src_desc() == pd.diff_dst_desc()) {
     ctx.execute(name, prim, pd.scratchpad_desc(),
@@ -132,8 +131,8 @@ Tensor execute_backward_over_grad(Context& ctx, const std::string& name, const d
 // over dy where it may (execute_backward_over_grad).
 inline Tensor relu_backward(Context& ctx, const Tensor& dst, const Tensor& grad_output) {
   const dnnl::memory::desc& desc = dst.desc();  // the source's layout too
-  auto [pd, prim] = ctx.cached<dnnl::eltwise_backward::primitive_desc, dnnl::eltwise_backward>(
-      "relu.bwd:" + key_of(desc), [&] {
+  auto [pd, prim] =
+      ctx.cached<dnnl::eltwise_backward::primitive_desc, dnnl::eltwise_backward>("relu.bwd:" + key_of(desc), [&] {
         const auto* fwd = relu_forward_primitive(ctx, desc).first;
         const dnnl::eltwise_backward::desc d(relu_algorithm, desc, desc);
         return dnnl::eltwise_backward::primitive_desc(d, ctx.attr(), ctx.engine(), *fwd);
@@ -219,9 +218,10 @@ void execute_backward_data(Context& ctx, const std::string& name, const dnnl::pr
   } else {
     grad_src = ctx.make(diff_src_desc);
   }
-  ctx.execute(name, prim, pd.scratchpad_desc(),
-              {in(DNNL_ARG_WEIGHTS, weights), activation(DNNL_ARG_DIFF_DST, Access::read, diff_dst, diff_dst_desc, tokens),
-               activation(DNNL_ARG_DIFF_SRC, Access::write, grad_src, diff_src_desc, tokens)});
+  ctx.execute(
+      name, prim, pd.scratchpad_desc(),
+      {in(DNNL_ARG_WEIGHTS, weights), activation(DNNL_ARG_DIFF_DST, Access::read, diff_dst, diff_dst_desc, tokens),
+       activation(DNNL_ARG_DIFF_SRC, Access::write, grad_src, diff_src_desc, tokens)});
 }
 
 // The weight (and, with `bias`, bias) gradients of a weighted primitive
@@ -233,10 +233,10 @@ void execute_backward_data(Context& ctx, const std::string& name, const dnnl::pr
 // each parameter element by element with its gradient in its own layout.
 // `src` is in the primitive's layout (activations as `tokens` says).
 template <typename WeightsPd>
-void execute_backward_weights(Context& ctx, const std::string& name, const dnnl::primitive& prim,
-                              const WeightsPd& pd, const Tensor& src, const Tensor& grad_output,
-                              const dnnl::memory::desc& kept_weights, bool bias, std::span<const bool> need_grad,
-                              std::span<Tensor> grad_inputs, bool tokens = false) {
+void execute_backward_weights(Context& ctx, const std::string& name, const dnnl::primitive& prim, const WeightsPd& pd,
+                              const Tensor& src, const Tensor& grad_output, const dnnl::memory::desc& kept_weights,
+                              bool bias, std::span<const bool> need_grad, std::span<Tensor> grad_inputs,
+                              bool tokens = false) {
   const dnnl::memory::desc src_desc = pd.src_desc();
   const dnnl::memory::desc diff_dst_desc = pd.diff_dst_desc();
   const Tensor diff_dst = activation_in(ctx, grad_output, diff_dst_desc, tokens);
@@ -283,11 +283,11 @@ void execute_normalization_backward(Context& ctx, const std::string& name, const
   Tensor diff_src = ctx.make(pd.diff_src_desc());
   Tensor diff_scale = ctx.make(pd.diff_weights_desc());
   Tensor diff_shift = ctx.make(pd.diff_weights_desc());
-  ctx.execute(name, prim, pd.scratchpad_desc(),
-              {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance),
-               in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift),
-               out(DNNL_ARG_DIFF_SRC, diff_src), out(DNNL_ARG_DIFF_SCALE, diff_scale),
-               out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
+  ctx.execute(
+      name, prim, pd.scratchpad_desc(),
+      {in(DNNL_ARG_SRC, src), in(DNNL_ARG_MEAN, mean), in(DNNL_ARG_VARIANCE, variance), in(DNNL_ARG_DIFF_DST, diff_dst),
+       in(DNNL_ARG_SCALE, scale), in(DNNL_ARG_SHIFT, shift), out(DNNL_ARG_DIFF_SRC, diff_src),
+       out(DNNL_ARG_DIFF_SCALE, diff_scale), out(DNNL_ARG_DIFF_SHIFT, diff_shift)});
   if (need_grad[0]) grad_inputs[0] = std::move(diff_src);
   if (need_grad[1]) grad_inputs[1] = ctx.reorder(diff_scale, plain_desc(diff_scale.dims()));
   if (need_grad[2]) grad_inputs[2] = ctx.reorder(diff_shift, plain_desc(diff_shift.dims()));

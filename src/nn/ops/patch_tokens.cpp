@@ -51,9 +51,8 @@ class PatchTokens final : public Op {
                              to_string(x));
     }
     if (class_token_ && inputs[1] != Dims{1, 1, x[1]}) {
-      throw invalid_argument("cachedarrays::nn: " + where() + ": the class token has shape " +
-                             to_string(inputs[1]) + " but a feature map " + to_string(x) + " needs " +
-                             to_string({1, 1, x[1]}));
+      throw invalid_argument("cachedarrays::nn: " + where() + ": the class token has shape " + to_string(inputs[1]) +
+                             " but a feature map " + to_string(x) + " needs " + to_string({1, 1, x[1]}));
     }
     return {{x[0], first_patch() + x[2] * x[3], x[1]}};
   }
@@ -63,8 +62,7 @@ class PatchTokens final : public Op {
   }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& x = inputs[0];
     x_dims_ = x.dims();  // backward's gradient [N, T, D] does not show h and w apart
     const std::int64_t n = x_dims_[0], d = x_dims_[1], h = x_dims_[2], w = x_dims_[3];

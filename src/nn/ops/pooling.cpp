@@ -54,8 +54,8 @@ class Pooling final : public Op {
     for (std::size_t i = 0; i < 2; ++i) {
       const std::int64_t padded = x[2 + i] + 2 * padding_[i];
       if (padded < kernel_[i]) {
-        throw invalid_argument("cachedarrays::nn: " + where() + ": the window " + to_string(kernel_) +
-                               " (padding " + to_string(padding_) + ") is larger than the input " + to_string(x));
+        throw invalid_argument("cachedarrays::nn: " + where() + ": the window " + to_string(kernel_) + " (padding " +
+                               to_string(padding_) + ") is larger than the input " + to_string(x));
       }
       y[2 + i] = (padded - kernel_[i]) / stride_[i] + 1;
     }
@@ -101,9 +101,9 @@ class Pooling final : public Op {
       if (saved.size() != 1) {
         throw invalid_operation("cachedarrays::nn: " + where() + ": backward without the forward workspace");
       }
-      ctx.execute(name, *prim, pd->scratchpad_desc(),
-                  {in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_WORKSPACE, saved[0]),
-                   out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
+      ctx.execute(
+          name, *prim, pd->scratchpad_desc(),
+          {in(DNNL_ARG_DIFF_DST, diff_dst), in(DNNL_ARG_WORKSPACE, saved[0]), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
     } else {
       ctx.execute(name, *prim, pd->scratchpad_desc(),
                   {in(DNNL_ARG_DIFF_DST, diff_dst), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])});
@@ -137,8 +137,8 @@ class Pooling final : public Op {
     return ctx.cached<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(key, [&] {
       // Symmetric padding: oneDNN's output size (in + pl + pr - k) / s + 1
       // then rounds down as output_dims does.
-      const dnnl::pooling_forward::desc d(prop_kind::forward_training, alg_, src_desc_, dst, stride_, kernel_,
-                                          padding_, padding_);
+      const dnnl::pooling_forward::desc d(prop_kind::forward_training, alg_, src_desc_, dst, stride_, kernel_, padding_,
+                                          padding_);
       return dnnl::pooling_forward::primitive_desc(d, ctx.attr(), ctx.engine());
     });
   }

@@ -47,8 +47,8 @@ class PositionEmbedding final : public Op {
     check_tokens(name_, x);
     const Dims e = {1, x[1], x[2]};
     if (inputs[1] != e) {
-      throw invalid_argument("cachedarrays::nn: " + where(name_) + ": the embedding has shape " +
-                             to_string(inputs[1]) + " but tokens " + to_string(x) + " need " + to_string(e));
+      throw invalid_argument("cachedarrays::nn: " + where(name_) + ": the embedding has shape " + to_string(inputs[1]) +
+                             " but tokens " + to_string(x) + " need " + to_string(e));
     }
     return {x};
   }
@@ -57,8 +57,7 @@ class PositionEmbedding final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
   [[nodiscard]] int in_place_input() const override { return 0; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Dims x_dims = inputs[0].dims();
     const Dims e_dims = {1, x_dims[1], x_dims[2]};
     // Plain, so that the broadcast source lines up with every sample.

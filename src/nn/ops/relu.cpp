@@ -46,8 +46,7 @@ class Relu final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {true}; }
   [[nodiscard]] int in_place_input() const override { return 0; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
     auto [pd, prim] = relu_forward_primitive(ctx, src.desc());
     detail::execute_in_place_or_new(ctx, "relu", *prim, *pd, src, outputs[0]);

@@ -34,13 +34,11 @@ class SelectToken final : public Op {
     detail::check_input_count(where(), inputs, 1);
     const Dims& x = inputs[0];
     if (x.size() != 3) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs tokens [N, T, D] of rank 3, got " +
-                             to_string(x));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs tokens [N, T, D] of rank 3, got " + to_string(x));
     }
     if (index_ >= x[1]) {
       throw invalid_argument("cachedarrays::nn: " + where() + ": token index " + std::to_string(index_) +
-                             " is out of range for tokens " + to_string(x) + " (" + std::to_string(x[1]) +
-                             " tokens)");
+                             " is out of range for tokens " + to_string(x) + " (" + std::to_string(x[1]) + " tokens)");
     }
     return {{x[0], x[2]}};
   }
@@ -48,8 +46,7 @@ class SelectToken final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_inputs(std::size_t) const override { return {false}; }
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {false}; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     x_dims_ = inputs[0].dims();  // backward's gradient [N, D] does not show T
     const std::int64_t n = x_dims_[0], tokens = x_dims_[1], d = x_dims_[2];
     const Tensor x = ctx.reorder(inputs[0], plain_desc(x_dims_));

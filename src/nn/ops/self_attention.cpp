@@ -34,8 +34,8 @@ ValueId self_attention(Graph& g, const std::string& name, ValueId x, std::int64_
   }
   const std::int64_t d = x_dims[2];
   if (d % heads != 0) {
-    throw invalid_argument("cachedarrays::nn: " + where + ": D = " + std::to_string(d) +
-                           " is not divisible by " + std::to_string(heads) + " heads");
+    throw invalid_argument("cachedarrays::nn: " + where + ": D = " + std::to_string(d) + " is not divisible by " +
+                           std::to_string(heads) + " heads");
   }
   const ValueId qkv = token_linear(g, name + ".qkv", x, 3 * d);
   const auto [q, k, v] = split_heads(g, name + ".split_heads", qkv, heads);

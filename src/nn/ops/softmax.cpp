@@ -47,8 +47,7 @@ class Softmax final : public Op {
   [[nodiscard]] std::vector<bool> backward_reads_outputs(std::size_t) const override { return {true}; }
   [[nodiscard]] int in_place_input() const override { return 0; }
 
-  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-               std::vector<Tensor>&) override {
+  void forward(Context& ctx, std::span<const Tensor> inputs, std::span<Tensor> outputs, std::vector<Tensor>&) override {
     const Tensor& src = inputs[0];
     auto [pd, prim] = forward_primitive(ctx, src.desc());
     detail::execute_in_place_or_new(ctx, "softmax", *prim, *pd, src, outputs[0]);
@@ -73,8 +72,8 @@ class Softmax final : public Op {
   }
 
  private:
-  static std::pair<const SoftmaxForwardPd*, const dnnl::softmax_forward*> forward_primitive(Context& ctx,
-                                                                                      const dnnl::memory::desc& src) {
+  static std::pair<const SoftmaxForwardPd*, const dnnl::softmax_forward*> forward_primitive(
+      Context& ctx, const dnnl::memory::desc& src) {
     return ctx.cached<SoftmaxForwardPd, dnnl::softmax_forward>("softmax.fwd:" + key_of(src), [&] {
       const dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_training, src, last_axis(src));
       return SoftmaxForwardPd(d, ctx.attr(), ctx.engine());

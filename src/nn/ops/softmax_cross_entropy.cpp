@@ -32,8 +32,7 @@ class SoftmaxCrossEntropy final : public Op {
     const Dims& z = inputs[0];
     const Dims& labels = inputs[1];
     if (z.size() != 2) {
-      throw invalid_argument("cachedarrays::nn: " + where() + " needs logits of shape [N, K], got " +
-                             to_string(z));
+      throw invalid_argument("cachedarrays::nn: " + where() + " needs logits of shape [N, K], got " + to_string(z));
     }
     if (labels != Dims{z[0]}) {
       throw invalid_argument("cachedarrays::nn: " + where() + " needs labels of shape [" + std::to_string(z[0]) +
@@ -94,8 +93,8 @@ class SoftmaxCrossEntropy final : public Op {
     grad_inputs[0] = ctx.make_plain(dims);
     const auto n = static_cast<std::size_t>(dims[0]);
     const auto k = static_cast<std::size_t>(dims[1]);
-    const KernelArg args[] = {in(DNNL_ARG_WORKSPACE, prob), in(DNNL_ARG_SRC_1, labels),
-                              in(DNNL_ARG_DIFF_DST, scale), out(DNNL_ARG_DIFF_SRC, grad_inputs[0])};
+    const KernelArg args[] = {in(DNNL_ARG_WORKSPACE, prob), in(DNNL_ARG_SRC_1, labels), in(DNNL_ARG_DIFF_DST, scale),
+                              out(DNNL_ARG_DIFF_SRC, grad_inputs[0])};
     // Appended, not `kind() + "_backward"`: GCC 12 reports a false
     // -Wstringop-overflow for that inlined concatenation here.
     std::string backward_kind = kind();
@@ -121,8 +120,7 @@ class SoftmaxCrossEntropy final : public Op {
   [[nodiscard]] std::size_t class_of(float label, std::size_t row, std::size_t k) const {
     if (!(label >= 0.0f && label < static_cast<float>(k)) || label != std::floor(label)) {
       throw invalid_argument("cachedarrays::nn: " + where() + ": row " + std::to_string(row) + " has label " +
-                             std::to_string(label) + "; labels must be class indices 0 to " +
-                             std::to_string(k - 1));
+                             std::to_string(label) + "; labels must be class indices 0 to " + std::to_string(k - 1));
     }
     return static_cast<std::size_t>(label);
   }

@@ -27,18 +27,17 @@ inline dnnl::memory::desc strided_desc(const Dims& dims, const Dims& strides) {
 // oneDNN's default attributes, whose scratchpad oneDNN keeps itself, not the
 // context's user-mode one: it runs inside a Context::run body, which has no
 // scratchpad argument, and an f32 reorder without scales takes no scratch.
-inline const dnnl::reorder& view_reorder(Context& ctx, const dnnl::memory::desc& from,
-                                         const dnnl::memory::desc& to) {
+inline const dnnl::reorder& view_reorder(Context& ctx, const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
   const std::string key = "view_reorder:" + key_of(from) + ">" + key_of(to);
-  return *ctx.cached<dnnl::reorder::primitive_desc, dnnl::reorder>(key, [&] {
-           return dnnl::reorder::primitive_desc(ctx.engine(), from, ctx.engine(), to);
-         }).second;
+  return *ctx.cached<dnnl::reorder::primitive_desc, dnnl::reorder>(
+                 key, [&] { return dnnl::reorder::primitive_desc(ctx.engine(), from, ctx.engine(), to); })
+              .second;
 }
 
 // Runs `prim` (view_reorder(ctx, from, to)) from the data at `src` to `dst`;
 // for use inside a Context::run body, which hands over the pointers.
-inline void run_view_reorder(Context& ctx, const dnnl::reorder& prim, const dnnl::memory::desc& from,
-                             float* src, const dnnl::memory::desc& to, float* dst) {
+inline void run_view_reorder(Context& ctx, const dnnl::reorder& prim, const dnnl::memory::desc& from, float* src,
+                             const dnnl::memory::desc& to, float* dst) {
   dnnl::memory src_memory(from, ctx.engine(), src);
   dnnl::memory dst_memory(to, ctx.engine(), dst);
   prim.execute(ctx.stream(), {{DNNL_ARG_FROM, src_memory}, {DNNL_ARG_TO, dst_memory}});

@@ -8,7 +8,7 @@ namespace ca = cachedarrays;
 
 int main() {
   ca::Runtime rt{{ca::dram(1 << 20), ca::dax_file({}, 4 << 20)}};
-  auto big = rt.array<int>(200'000);  // 800 KB: fills most of the fast tier
+  auto big = rt.array<int>(200'000);    // 800 KB: fills most of the fast tier
   auto spill = rt.array<int>(100'000);  // does not fit: lands on the DAX heap
   {
     auto w = spill.write();

@@ -46,8 +46,7 @@ CACHEDARRAYS_INLINE BadBlockReport bad_blocks_of(int fd) {
     if (code == PMEM2_E_INVALID_FILE_TYPE) {
       // For a character device libpmem2 sets no message of its own (an older
       // one is left in place): say it here.
-      report.detail =
-          "pmem2_source_from_fd: neither a regular file nor a device DAX (" + std::to_string(code) + ")";
+      report.detail = "pmem2_source_from_fd: neither a regular file nor a device DAX (" + std::to_string(code) + ")";
     } else {
       report.scan = BadBlockScan::failed;
       report.detail = pmem2_failure("pmem2_source_from_fd", code);
@@ -84,8 +83,7 @@ CACHEDARRAYS_INLINE BadBlockReport bad_blocks_of(int fd) {
   return report;
 }
 
-CACHEDARRAYS_INLINE std::vector<BadBlock> bad_blocks_within(const std::vector<BadBlock>& blocks,
-                                                            std::uint64_t bytes) {
+CACHEDARRAYS_INLINE std::vector<BadBlock> bad_blocks_within(const std::vector<BadBlock>& blocks, std::uint64_t bytes) {
   std::vector<BadBlock> within;
   for (const BadBlock& block : blocks) {
     if (block.length == 0 || block.offset >= bytes) continue;

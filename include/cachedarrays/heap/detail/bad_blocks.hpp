@@ -55,8 +55,7 @@ using BadBlockQuery = std::function<BadBlockReport(int fd)>;
 
 // The blocks overlapping [0, bytes), the part of a file a heap of `bytes`
 // uses, clipped to it.
-[[nodiscard]] std::vector<BadBlock> bad_blocks_within(const std::vector<BadBlock>& blocks,
-                                                      std::uint64_t bytes);
+[[nodiscard]] std::vector<BadBlock> bad_blocks_within(const std::vector<BadBlock>& blocks, std::uint64_t bytes);
 
 // make_dax_memory (heap_memory.hpp) asking `query` instead of bad_blocks_of:
 // the seam through which tests reach the refusal. `spec` must be valid

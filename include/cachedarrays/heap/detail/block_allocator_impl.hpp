@@ -66,12 +66,18 @@ void BlockAllocator<Owner>::delete_block(Block* block) {
 template <typename Owner>
 void BlockAllocator<Owner>::index(Block* block) {
   // The free block at the end of the heap is the wilderness, kept apart.
-  if (block->next == nullptr) wilderness_ = block; else free_index_.insert(block);
+  if (block->next == nullptr)
+    wilderness_ = block;
+  else
+    free_index_.insert(block);
 }
 
 template <typename Owner>
 void BlockAllocator<Owner>::unindex(Block* block) {
-  if (block == wilderness_) wilderness_ = nullptr; else free_index_.erase(block);
+  if (block == wilderness_)
+    wilderness_ = nullptr;
+  else
+    free_index_.erase(block);
 }
 
 template <typename Owner>
@@ -145,8 +151,8 @@ typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate(std::
 }
 
 template <typename Owner>
-typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate_at(std::uint64_t offset,
-                                                                              std::uint64_t bytes, Owner& owner) {
+typename BlockAllocator<Owner>::Block* BlockAllocator<Owner>::try_allocate_at(std::uint64_t offset, std::uint64_t bytes,
+                                                                              Owner& owner) {
   if (bytes == 0 || offset % alignment_ != 0 || offset >= capacity_ || bytes > capacity_ - offset) return nullptr;
   const std::uint64_t need = round_up(bytes);  // still inside: capacity_ is aligned
   Block* block = block_containing(offset);
@@ -285,7 +291,8 @@ typename BlockAllocator<Owner>::EvictResult BlockAllocator<Owner>::evict_range(
       if (now == nullptr || !now->free) {
         throw invariant_violation(
             "evictfrom: the eviction callback returned true but did not free the region at heap "
-            "offset " + std::to_string(offset) + "; a callback must free the region or return false");
+            "offset " +
+            std::to_string(offset) + "; a callback must free the region or return false");
       }
       b = now->next;
     }
@@ -352,9 +359,9 @@ std::optional<typename BlockAllocator<Owner>::Window> BlockAllocator<Owner>::che
 }
 
 template <typename Owner>
-std::uint64_t BlockAllocator<Owner>::defrag(
-    const std::function<bool(Owner& owner)>& movable,
-    const std::function<void(Owner& owner, std::uint64_t new_offset)>& relocate, std::uint64_t until_hole) {
+std::uint64_t BlockAllocator<Owner>::defrag(const std::function<bool(Owner& owner)>& movable,
+                                            const std::function<void(Owner& owner, std::uint64_t new_offset)>& relocate,
+                                            std::uint64_t until_hole) {
   std::uint64_t moved = 0;
   if (until_hole > 0 && largest_free_block() >= until_hole) return 0;
   for (Block* b = head_; b != nullptr; b = b->next) {
@@ -370,7 +377,10 @@ std::uint64_t BlockAllocator<Owner>::defrag(
     Block* before = hole->prev;
     Block* after = b->next;
     b->prev = before;
-    if (before != nullptr) before->next = b; else head_ = b;
+    if (before != nullptr)
+      before->next = b;
+    else
+      head_ = b;
     b->next = hole;
     hole->prev = b;
     hole->next = after;
@@ -389,9 +399,7 @@ std::uint64_t BlockAllocator<Owner>::defrag(
 
 template <typename Owner>
 void BlockAllocator<Owner>::check() const {
-  const auto fail = [](const std::string& what) {
-    throw invariant_violation("heap allocator inconsistent: " + what);
-  };
+  const auto fail = [](const std::string& what) { throw invariant_violation("heap allocator inconsistent: " + what); };
   for (std::size_t i = 0; i < pending_count_; ++i) {
     if (pending_[i]->pending != i + 1) fail("the address index's pending list is out of step");
   }
@@ -430,8 +438,8 @@ void BlockAllocator<Owner>::check() const {
     prev = b;
   }
   if (expected_offset != capacity_) fail("blocks do not cover the heap");
-  if (used != in_use_) fail("bytes in use counter is " + std::to_string(in_use_) +
-                            " but live blocks hold " + std::to_string(used));
+  if (used != in_use_)
+    fail("bytes in use counter is " + std::to_string(in_use_) + " but live blocks hold " + std::to_string(used));
   if (live != live_) fail("live block counter mismatch");
   if (wilderness_ != nullptr && (wilderness_->next != nullptr || !wilderness_->free)) {
     fail("the wilderness is not the free block at the end of the heap");

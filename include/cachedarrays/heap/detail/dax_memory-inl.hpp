@@ -74,9 +74,7 @@ CACHEDARRAYS_INLINE fs::path default_dax_directory() {
   return "/tmp";
 }
 
-CACHEDARRAYS_INLINE bool is_permission_error(int err) {
-  return err == EACCES || err == EPERM || err == EROFS;
-}
+CACHEDARRAYS_INLINE bool is_permission_error(int err) { return err == EACCES || err == EPERM || err == EROFS; }
 
 // Free bytes on the filesystem holding `dir`; root may also use the blocks
 // reserved for it. Returns false for pseudo-filesystems that report no size
@@ -129,9 +127,8 @@ CACHEDARRAYS_INLINE std::string bad_blocks_message(const DeviceSpec& spec, const
   }
   if (within.size() > listed) where += " and " + std::to_string(within.size() - listed) + " more";
   return heap_label(spec) + ": " + file + " has " + std::to_string(within.size()) + " bad block" +
-         (within.size() == 1 ? "" : "s") +
-         " (uncorrectable media errors of the persistent memory) within the " + format_bytes(spec.capacity) +
-         " the heap would use, at " + where +
+         (within.size() == 1 ? "" : "s") + " (uncorrectable media errors of the persistent memory) within the " +
+         format_bytes(spec.capacity) + " the heap would use, at " + where +
          "; reading one kills the process with SIGBUS, so the heap is not created. Give another file, "
          "directory or namespace, or clear the errors, losing what those blocks held: as root "
          "`ndctl clear-errors <namespace>`, or, for a file on an fsdax filesystem, libpmem2's "
@@ -165,13 +162,13 @@ class DaxMemory final : public HeapMemory {
       return;
     }
     for (int attempt = 0; attempt < max_dax_name_attempts; ++attempt) {
-      const fs::path candidate = dir / ("cachedarrays-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(next_dax_file_number++));
+      const fs::path candidate =
+          dir / ("cachedarrays-" + std::to_string(::getpid()) + "-" + std::to_string(next_dax_file_number++));
       if (try_create(spec, candidate, dir)) return;
     }
-    throw heap_error(heap_label(spec) + ": " + std::to_string(max_dax_name_attempts) +
-                     " file names cachedarrays-" + std::to_string(::getpid()) + "-* in " +
-                     dir.string() + " are all taken; remove stale cachedarrays-* files there");
+    throw heap_error(heap_label(spec) + ": " + std::to_string(max_dax_name_attempts) + " file names cachedarrays-" +
+                     std::to_string(::getpid()) + "-* in " + dir.string() +
+                     " are all taken; remove stale cachedarrays-* files there");
   }
 
   // The file `path` (which does not exist yet) inside the existing `dir`.
@@ -193,8 +190,7 @@ class DaxMemory final : public HeapMemory {
     }
     if (::access(path.c_str(), R_OK | W_OK) != 0) {
       const int err = errno;
-      throw heap_error(heap_label(spec) + ": " + path.string() + " is not writable (" +
-                       std::strerror(err) +
+      throw heap_error(heap_label(spec) + ": " + path.string() + " is not writable (" + std::strerror(err) +
                        "); the heap needs read-write access: fix its permissions or give another "
                        "path");
     }
@@ -209,8 +205,8 @@ class DaxMemory final : public HeapMemory {
     if (mapping == nullptr) {
       const int err = errno;
       if (is_permission_error(err)) {
-        throw heap_error(heap_label(spec) + ": cannot map " + path.string() + " read-write (" +
-                         std::strerror(err) + "); fix its permissions or give another path");
+        throw heap_error(heap_label(spec) + ": cannot map " + path.string() + " read-write (" + std::strerror(err) +
+                         "); fix its permissions or give another path");
       }
       throw heap_error(heap_label(spec) + ": cannot map " + path.string() + ": " + std::strerror(err) +
                        "; give a regular file, a device DAX (/dev/daxN.M) or a directory");
@@ -229,18 +225,16 @@ class DaxMemory final : public HeapMemory {
     const auto address = reinterpret_cast<std::uintptr_t>(base_);
     if (address % spec.alignment != 0) {
       const std::uintptr_t achieved = address & (~address + 1);  // lowest set bit
-      throw heap_error(heap_label(spec) + ": libpmem mapped " + path_.string() +
-                       " at an address aligned to " + std::to_string(achieved) +
-                       " bytes, but alignment " + std::to_string(spec.alignment) +
+      throw heap_error(heap_label(spec) + ": libpmem mapped " + path_.string() + " at an address aligned to " +
+                       std::to_string(achieved) + " bytes, but alignment " + std::to_string(spec.alignment) +
                        " was asked for; use an alignment of at most " + std::to_string(achieved));
     }
   }
 
   void describe(const DeviceSpec& spec) {
-    const char* kind =
-        is_pmem_ ? "real persistent memory" : "not pmem: an ordinary file stands in for the slow tier";
-    description_ = path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ +
-                   bad_blocks_note_ + ")";
+    const char* kind = is_pmem_ ? "real persistent memory" : "not pmem: an ordinary file stands in for the slow tier";
+    description_ =
+        path_.string() + ", " + format_bytes(spec.capacity) + " (" + kind + "; " + owner_ + bad_blocks_note_ + ")";
   }
 
  private:
@@ -268,8 +262,8 @@ class DaxMemory final : public HeapMemory {
     // filesystem is reported here instead of as SIGBUS in a later kernel.
     std::size_t mapped = 0;
     int is_pmem = 0;
-    void* mapping = pmem_map_file(path.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_EXCL,
-                                  S_IRUSR | S_IWUSR, &mapped, &is_pmem);
+    void* mapping = pmem_map_file(path.c_str(), spec.capacity, PMEM_FILE_CREATE | PMEM_FILE_EXCL, S_IRUSR | S_IWUSR,
+                                  &mapped, &is_pmem);
     if (mapping == nullptr) {
       const int err = errno;
       if (err == EEXIST) return false;
@@ -331,8 +325,7 @@ class DaxMemory final : public HeapMemory {
   heap_error too_small(const DeviceSpec& spec, const fs::path& path, std::uint64_t size) const {
     return heap_error(heap_label(spec) + ": " + path.string() + " is " + format_bytes(size) +
                       ", smaller than the capacity of " + format_bytes(spec.capacity) +
-                      " asked for; enlarge it (truncate -s " + std::to_string(spec.capacity) + " " +
-                      path.string() +
+                      " asked for; enlarge it (truncate -s " + std::to_string(spec.capacity) + " " + path.string() +
                       "), ask for a smaller capacity, or give a new path or a directory so that "
                       "a file of the right size is created");
   }
@@ -364,8 +357,8 @@ class DaxMemory final : public HeapMemory {
   }
 
   // From here on the destructor owns the mapping (and the file, if ours).
-  void adopt(const DeviceSpec& spec, const fs::path& path, void* mapping, std::size_t mapped,
-             bool is_pmem, bool remove) {
+  void adopt(const DeviceSpec& spec, const fs::path& path, void* mapping, std::size_t mapped, bool is_pmem,
+             bool remove) {
     mapping_ = mapping;
     mapped_bytes_ = mapped;
     path_ = path;
@@ -389,8 +382,7 @@ CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec
   return make_dax_memory(spec, bad_blocks_of);
 }
 
-CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec,
-                                                                const BadBlockQuery& query) {
+CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec& spec, const BadBlockQuery& query) {
   // Built inside the unique_ptr: when a step after the mapping throws, the
   // destructor unmaps and removes the file if the library created it.
   auto memory = std::make_unique<DaxMemory>(query);
@@ -409,8 +401,9 @@ CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_dax_memory(const DeviceSpec
       // ENOTDIR: some component of the parent is a file; say which below.
       const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
       if (std::error_code ec; fs::exists(dir, ec) && !directory_exists(dir)) {
-        throw heap_error(heap_label(spec) + ": " + dir.string() + " is not a directory, so the " +
-                         "heap file " + path.string() + " cannot be created in it; give a path "
+        throw heap_error(heap_label(spec) + ": " + dir.string() + " is not a directory, so the " + "heap file " +
+                         path.string() +
+                         " cannot be created in it; give a path "
                          "inside an existing directory");
       }
       if (!directory_exists(dir)) {

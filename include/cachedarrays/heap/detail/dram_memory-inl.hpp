@@ -49,9 +49,8 @@ class DramMemory final : public HeapMemory {
     void* raw = map_anonymous(reserve, PROT_READ | PROT_WRITE, spec.prefault ? 0 : MAP_NORESERVE);
     if (raw == nullptr) {
       const int err = errno;
-      throw heap_error(heap_label(spec) + ": cannot reserve " +
-                       format_bytes(spec.capacity) + " of anonymous memory: " + std::strerror(err) +
-                       "; pick a smaller capacity or check `ulimit -v` and vm.overcommit_memory");
+      throw heap_error(heap_label(spec) + ": cannot reserve " + format_bytes(spec.capacity) + " of anonymous memory: " +
+                       std::strerror(err) + "; pick a smaller capacity or check `ulimit -v` and vm.overcommit_memory");
     }
     auto* start = static_cast<std::byte*>(raw);
     const auto address = reinterpret_cast<std::uintptr_t>(start);
@@ -78,17 +77,15 @@ class DramMemory final : public HeapMemory {
     // follows too).
     if (::mbind(base_, mapped_bytes_, MPOL_BIND, mask.data(), mask.size() * bits + 1, 0) != 0) {
       const int err = errno;
-      throw heap_error(heap_label(spec) + ": cannot bind " +
-                       format_bytes(spec.capacity) + " to NUMA node " + std::to_string(node) +
-                       ": mbind failed: " + std::strerror(err) +
+      throw heap_error(heap_label(spec) + ": cannot bind " + format_bytes(spec.capacity) + " to NUMA node " +
+                       std::to_string(node) + ": mbind failed: " + std::strerror(err) +
                        "; leave numa_node at -1 to use memory from any node");
     }
   }
 
   void describe(const DeviceSpec& spec, bool thp, const std::string& binding) {
     description_ = "anonymous mapping, " + format_bytes(spec.capacity) +
-                   (thp ? ", THP advised" : ", THP not available") + binding +
-                   (spec.prefault ? ", prefaulted" : "");
+                   (thp ? ", THP advised" : ", THP not available") + binding + (spec.prefault ? ", prefaulted" : "");
   }
 
  private:

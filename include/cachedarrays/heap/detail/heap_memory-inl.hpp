@@ -33,8 +33,7 @@ CACHEDARRAYS_INLINE std::string valid_numa_nodes() {
   for (int node = 0; node <= max_node; ++node) {
     if (numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) continue;
     int last = node;
-    while (last + 1 <= max_node &&
-           numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(last + 1)) != 0) {
+    while (last + 1 <= max_node && numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(last + 1)) != 0) {
       ++last;
     }
     if (!out.empty()) out += ',';
@@ -54,32 +53,29 @@ CACHEDARRAYS_INLINE void check_numa_node(const DeviceSpec& spec) {
                      " requested, but this machine has no NUMA support (numa_available() < 0); "
                      "the only valid node is 0");
   }
-  if (node > numa_max_node() ||
-      numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) {
+  if (node > numa_max_node() || numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0) {
     throw heap_error(heap_label(spec) + ": NUMA node " + std::to_string(node) +
-                     " does not exist or has no memory this process may use; valid nodes: " +
-                     valid_numa_nodes() + " (see `numactl --hardware`)");
+                     " does not exist or has no memory this process may use; valid nodes: " + valid_numa_nodes() +
+                     " (see `numactl --hardware`)");
   }
   // A bound mapping cannot spill to other nodes: prefaulting more than the
   // node holds would end in the OOM killer, not in an error we could report.
   long long node_bytes = numa_node_size64(node, nullptr);
   if (node_bytes > 0 && spec.capacity > static_cast<std::uint64_t>(node_bytes)) {
-    throw heap_error(heap_label(spec) + ": capacity " + format_bytes(spec.capacity) +
-                     " exceeds the " + format_bytes(static_cast<std::uint64_t>(node_bytes)) +
-                     " of memory on NUMA node " + std::to_string(node) +
-                     "; pick a smaller capacity or another node");
+    throw heap_error(heap_label(spec) + ": capacity " + format_bytes(spec.capacity) + " exceeds the " +
+                     format_bytes(static_cast<std::uint64_t>(node_bytes)) + " of memory on NUMA node " +
+                     std::to_string(node) + "; pick a smaller capacity or another node");
   }
 }
 
 CACHEDARRAYS_INLINE void validate_device_spec(const DeviceSpec& spec) {
   if (spec.capacity == 0) {
-    throw invalid_argument(heap_label(spec) +
-                           ": capacity is 0 bytes; give the number of bytes to reserve (> 0)");
+    throw invalid_argument(heap_label(spec) + ": capacity is 0 bytes; give the number of bytes to reserve (> 0)");
   }
   if (spec.capacity > max_heap_capacity) {
     throw invalid_argument(heap_label(spec) + ": capacity " + format_bytes(spec.capacity) +
-                           " is larger than any address space can map (at most " +
-                           format_bytes(max_heap_capacity) + ")");
+                           " is larger than any address space can map (at most " + format_bytes(max_heap_capacity) +
+                           ")");
   }
   const std::uint64_t a = spec.alignment;
   if (a < 8 || (a & (a - 1)) != 0) {
@@ -87,9 +83,8 @@ CACHEDARRAYS_INLINE void validate_device_spec(const DeviceSpec& spec) {
                            " is not allowed; use a power of two >= 8 (e.g. 64, 4096)");
   }
   if (a > spec.capacity) {
-    throw invalid_argument(heap_label(spec) + ": alignment " + std::to_string(a) +
-                           " is larger than the capacity " + format_bytes(spec.capacity) +
-                           ", so not one block would fit; use a smaller alignment");
+    throw invalid_argument(heap_label(spec) + ": alignment " + std::to_string(a) + " is larger than the capacity " +
+                           format_bytes(spec.capacity) + ", so not one block would fit; use a smaller alignment");
   }
   switch (spec.kind) {
     case DeviceKind::dram:
@@ -97,19 +92,16 @@ CACHEDARRAYS_INLINE void validate_device_spec(const DeviceSpec& spec) {
       return;
     case DeviceKind::numa:
       if (spec.numa_node < 0) {
-        throw invalid_argument(heap_label(spec) + ": numa_node is " +
-                               std::to_string(spec.numa_node) +
+        throw invalid_argument(heap_label(spec) + ": numa_node is " + std::to_string(spec.numa_node) +
                                "; a numa device needs the node to allocate from (>= 0), e.g. "
                                "numa_node(1, capacity)");
       }
       check_numa_node(spec);
       return;
     case DeviceKind::dax:
-    case DeviceKind::virtual_address:
-      return;
+    case DeviceKind::virtual_address: return;
   }
-  throw invalid_argument(heap_label(spec) + ": unknown device kind " +
-                         std::to_string(static_cast<int>(spec.kind)) +
+  throw invalid_argument(heap_label(spec) + ": unknown device kind " + std::to_string(static_cast<int>(spec.kind)) +
                          "; allowed kinds are dram, numa, dax and virtual_address");
 }
 

@@ -68,10 +68,10 @@ void prefault(std::byte* base, std::uint64_t bytes);
 }  // namespace cachedarrays::detail
 
 #ifdef CACHEDARRAYS_HEADER_ONLY
-#include "cachedarrays/heap/detail/heap_memory-inl.hpp"
-#include "cachedarrays/heap/detail/dram_memory-inl.hpp"
-#include "cachedarrays/heap/detail/numa_memory-inl.hpp"
 #include "cachedarrays/heap/detail/dax_memory-inl.hpp"
-#include "cachedarrays/heap/detail/virtual_memory-inl.hpp"
+#include "cachedarrays/heap/detail/dram_memory-inl.hpp"
+#include "cachedarrays/heap/detail/heap_memory-inl.hpp"
+#include "cachedarrays/heap/detail/numa_memory-inl.hpp"
 #include "cachedarrays/heap/detail/prefault-inl.hpp"
+#include "cachedarrays/heap/detail/virtual_memory-inl.hpp"
 #endif

@@ -48,9 +48,8 @@ class NumaMemory final : public HeapMemory {
     raw_ = numa_alloc_onnode(raw_bytes_, spec.numa_node);
     if (raw_ == nullptr) {
       const int err = errno;
-      throw heap_error(numa_label(spec) + ": numa_alloc_onnode could not reserve " +
-                       format_bytes(spec.capacity) + ": " + std::strerror(err) +
-                       "; pick a smaller capacity");
+      throw heap_error(numa_label(spec) + ": numa_alloc_onnode could not reserve " + format_bytes(spec.capacity) +
+                       ": " + std::strerror(err) + "; pick a smaller capacity");
     }
     from_libnuma_ = true;
     set_base(spec);
@@ -81,14 +80,13 @@ class NumaMemory final : public HeapMemory {
     int mode = MPOL_DEFAULT;
     if (::get_mempolicy(&mode, mask.data(), mask.size() * bits, base_, MPOL_F_ADDR) != 0) {
       const int err = errno;
-      throw heap_error(numa_label(spec) +
-                       ": cannot read the memory policy of the heap: " + std::strerror(err));
+      throw heap_error(numa_label(spec) + ": cannot read the memory policy of the heap: " + std::strerror(err));
     }
     const auto n = static_cast<std::size_t>(node);
     const bool on_node = (mask[n / bits] >> (n % bits)) & 1UL;
     if (mode == MPOL_DEFAULT || !on_node) {
-      throw heap_error(numa_label(spec) + ": libnuma could not bind " + format_bytes(spec.capacity) +
-                       " to node " + std::to_string(node) +
+      throw heap_error(numa_label(spec) + ": libnuma could not bind " + format_bytes(spec.capacity) + " to node " +
+                       std::to_string(node) +
                        " (mbind refused; see the libnuma warning above); check that this "
                        "process may use the node (cpuset, `numactl --show`)");
     }
@@ -124,8 +122,7 @@ CACHEDARRAYS_INLINE std::unique_ptr<HeapMemory> make_numa_memory(const DeviceSpe
   } else {
     memory->allocate_on_node(spec, page);
     memory->verify_binding(spec);
-    memory->describe("NUMA node " + std::to_string(spec.numa_node) + " via libnuma, " + size +
-                     touched);
+    memory->describe("NUMA node " + std::to_string(spec.numa_node) + " via libnuma, " + size + touched);
   }
   if (spec.prefault) prefault(memory->base(), memory->capacity());
   return memory;

@@ -72,8 +72,7 @@ class Treap {
     // Rotate the node down below its children until it has at most one,
     // keeping the heap order, then splice it out.
     while (links(node).left != nullptr && links(node).right != nullptr) {
-      rotate_up(links(node).left->priority > links(node).right->priority ? links(node).left
-                                                                        : links(node).right);
+      rotate_up(links(node).left->priority > links(node).right->priority ? links(node).left : links(node).right);
     }
     Node* child = links(node).left != nullptr ? links(node).left : links(node).right;
     if (child != nullptr) links(child).parent = links(node).parent;

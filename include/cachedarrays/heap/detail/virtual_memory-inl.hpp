@@ -28,9 +28,8 @@ class VirtualMemory final : public HeapMemory {
     mapped_bytes_ = round_up_to(spec.capacity + spec.alignment, page);
     void* p = map_anonymous(mapped_bytes_, PROT_NONE, MAP_NORESERVE);
     if (p == nullptr) {
-      throw heap_error(heap_label(spec) + ": cannot reserve " +
-                       format_bytes(spec.capacity) + " of address space (" + std::strerror(errno) +
-                       "); pick a smaller capacity");
+      throw heap_error(heap_label(spec) + ": cannot reserve " + format_bytes(spec.capacity) + " of address space (" +
+                       std::strerror(errno) + "); pick a smaller capacity");
     }
     mapping_ = static_cast<std::byte*>(p);
     const auto address = reinterpret_cast<std::uintptr_t>(mapping_);

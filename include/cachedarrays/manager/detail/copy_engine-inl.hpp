@@ -57,8 +57,8 @@ const Vector* as_vector(const std::byte* p) noexcept {
 // (what is left after the blocks, less than a block). Neither fences; see
 // finish_pieces.
 
-CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void blocks_avx512(
-    std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void blocks_avx512(std::byte* dst, const std::byte* src,
+                                                                          std::uint64_t blocks) noexcept {
   for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
     for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m512i)) {
       const __m512i a = _mm512_loadu_si512(src + at);
@@ -73,15 +73,15 @@ CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void blocks_avx512(
   }
 }
 
-CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void vectors_avx512(
-    std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx512f"))) void vectors_avx512(std::byte* dst, const std::byte* src,
+                                                                           std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m512i), src += sizeof(__m512i)) {
     _mm512_stream_si512(as_vector<__m512i>(dst), _mm512_loadu_si512(src));
   }
 }
 
-CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void blocks_avx2(
-    std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void blocks_avx2(std::byte* dst, const std::byte* src,
+                                                                     std::uint64_t blocks) noexcept {
   for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
     for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m256i)) {
       const __m256i a = _mm256_loadu_si256(as_vector<__m256i>(src + at));
@@ -96,16 +96,15 @@ CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void blocks_avx2(
   }
 }
 
-CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void vectors_avx2(
-    std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE __attribute__((target("avx2"))) void vectors_avx2(std::byte* dst, const std::byte* src,
+                                                                      std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m256i), src += sizeof(__m256i)) {
     _mm256_stream_si256(as_vector<__m256i>(dst), _mm256_loadu_si256(as_vector<__m256i>(src)));
   }
 }
 
 // SSE2 is part of x86-64, so these need no target attribute.
-CACHEDARRAYS_INLINE void blocks_sse2(std::byte* dst, const std::byte* src,
-                                     std::uint64_t blocks) noexcept {
+CACHEDARRAYS_INLINE void blocks_sse2(std::byte* dst, const std::byte* src, std::uint64_t blocks) noexcept {
   for (; blocks > 0; --blocks, dst += copy_block_bytes, src += copy_block_bytes) {
     for (std::uint64_t at = 0; at < copy_page_bytes; at += sizeof(__m128i)) {
       const __m128i a = _mm_loadu_si128(as_vector<__m128i>(src + at));
@@ -120,8 +119,7 @@ CACHEDARRAYS_INLINE void blocks_sse2(std::byte* dst, const std::byte* src,
   }
 }
 
-CACHEDARRAYS_INLINE void vectors_sse2(std::byte* dst, const std::byte* src,
-                                      std::uint64_t vectors) noexcept {
+CACHEDARRAYS_INLINE void vectors_sse2(std::byte* dst, const std::byte* src, std::uint64_t vectors) noexcept {
   for (; vectors > 0; --vectors, dst += sizeof(__m128i), src += sizeof(__m128i)) {
     _mm_stream_si128(as_vector<__m128i>(dst), _mm_loadu_si128(as_vector<__m128i>(src)));
   }
@@ -158,8 +156,7 @@ CACHEDARRAYS_INLINE const StreamPath& stream_path() noexcept {
 // and ordinary stores for the unaligned head and the tail; bytes >=
 // stream_min_bytes. Does not fence: the caller issues one sfence after all
 // the streams of a thread (streaming stores are weakly ordered).
-CACHEDARRAYS_INLINE void stream_copy(std::byte* dst, const std::byte* src,
-                                     std::uint64_t bytes) noexcept {
+CACHEDARRAYS_INLINE void stream_copy(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
   const StreamPath& path = stream_path();
   const auto misalignment = reinterpret_cast<std::uintptr_t>(dst) & (copy_cache_line - 1);
   const std::uint64_t head = misalignment == 0 ? 0 : copy_cache_line - misalignment;
@@ -196,8 +193,7 @@ CACHEDARRAYS_INLINE std::uint64_t fast_cached_bytes() noexcept {
 }
 
 // Returns true when it streamed, i.e. when the caller owes a fence.
-CACHEDARRAYS_INLINE bool copy_with(std::byte* dst, const std::byte* src, std::uint64_t bytes,
-                                   CopyPath path) noexcept {
+CACHEDARRAYS_INLINE bool copy_with(std::byte* dst, const std::byte* src, std::uint64_t bytes, CopyPath path) noexcept {
   if (path == CopyPath::memcpy || bytes < stream_min_bytes) {
     std::memcpy(dst, src, bytes);
     return false;
@@ -209,8 +205,8 @@ CACHEDARRAYS_INLINE bool copy_with(std::byte* dst, const std::byte* src, std::ui
 // Copies `bytes` that start `offset` bytes into the whole copy, with the
 // stores `where` and `path` ask for, without fencing. Returns true when the
 // caller owes a fence for streamed stores.
-CACHEDARRAYS_INLINE bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset,
-                                    std::uint64_t bytes, CopyDestination where, CopyPath path) noexcept {
+CACHEDARRAYS_INLINE bool copy_piece(std::byte* dst, const std::byte* src, std::uint64_t offset, std::uint64_t bytes,
+                                    CopyDestination where, CopyPath path) noexcept {
   switch (where) {
     case CopyDestination::fast: {
       const std::uint64_t cached = fast_cached_bytes();
@@ -218,11 +214,8 @@ CACHEDARRAYS_INLINE bool copy_piece(std::byte* dst, const std::byte* src, std::u
       std::memcpy(dst, src, ordinary);
       return ordinary < bytes && copy_with(dst + ordinary, src + ordinary, bytes - ordinary, path);
     }
-    case CopyDestination::slow:
-      return copy_with(dst, src, bytes, path);
-    case CopyDestination::persistent:
-      pmem_memcpy_nodrain(dst, src, bytes);
-      return false;
+    case CopyDestination::slow: return copy_with(dst, src, bytes, path);
+    case CopyDestination::persistent: pmem_memcpy_nodrain(dst, src, bytes); return false;
   }
   return false;
 }
@@ -239,8 +232,8 @@ CACHEDARRAYS_INLINE void finish_pieces(CopyDestination where, bool streamed) noe
   }
 }
 
-CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes,
-                                    CopyDestination where, const CopyTuning& tuning) {
+CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t bytes, CopyDestination where,
+                                    const CopyTuning& tuning) {
   if (bytes == 0) return;
   // Chunks are whole cache lines of the destination so that no two threads
   // ever write the same line (a shared line would bounce between cores and,
@@ -253,8 +246,7 @@ CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::u
   // tuning that says everything itself.
   const bool needs_choice = bytes >= stream_min_bytes && where != CopyDestination::persistent &&
                             (!tuning.path || (may_split && !tuning.split));
-  const CopyBandChoice* band =
-      needs_choice ? &process_copy_decision().choice.band(copy_band_of(bytes)) : nullptr;
+  const CopyBandChoice* band = needs_choice ? &process_copy_decision().choice.band(copy_band_of(bytes)) : nullptr;
   const bool split = may_split && tuning.split.value_or(band == nullptr || band->split);
   if (!split) {
     const CopyPath path = tuning.path ? *tuning.path : band != nullptr ? band->path : CopyPath::memcpy;
@@ -296,8 +288,7 @@ CACHEDARRAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::u
   assert(total == bytes && "the chunks must cover the copy exactly once");
 }
 
-CACHEDARRAYS_INLINE void copy_nontemporal(std::byte* dst, const std::byte* src,
-                                          std::uint64_t bytes) noexcept {
+CACHEDARRAYS_INLINE void copy_nontemporal(std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
   if (bytes == 0) return;  // memcpy must not see the null pointers an empty copy may pass
   if (bytes < stream_min_bytes) {
     std::memcpy(dst, src, bytes);

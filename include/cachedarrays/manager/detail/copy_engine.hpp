@@ -21,10 +21,10 @@
 namespace cachedarrays::detail {
 
 enum class CopyDestination {
-  fast,         // DRAM-like: ordinary stores for the first half of L2 (read
-                // soon, stays cached), the chosen stores for the rest
-  slow,         // slow tier that is not pmem: the chosen stores
-  persistent,   // real persistent memory: libpmem non-temporal copy + drain
+  fast,        // DRAM-like: ordinary stores for the first half of L2 (read
+               // soon, stays cached), the chosen stores for the rest
+  slow,        // slow tier that is not pmem: the chosen stores
+  persistent,  // real persistent memory: libpmem non-temporal copy + drain
 };
 
 // Below this many bytes a copy is always one memcpy: the set-up of a

@@ -51,8 +51,7 @@ CACHEDARRAYS_INLINE std::string_view copy_candidate_name(CopyCandidate candidate
 // The incumbent unless the challenger is measured and faster by the margin;
 // `said` gets one clause on why.
 CACHEDARRAYS_INLINE bool copy_challenger_wins(std::string_view incumbent, double incumbent_gbps,
-                                              std::string_view challenger, double challenger_gbps,
-                                              std::string& said) {
+                                              std::string_view challenger, double challenger_gbps, std::string& said) {
   if (challenger_gbps <= 0) {
     said = fmt::format("{} (no figure for {})", incumbent, challenger);
     return false;
@@ -79,17 +78,16 @@ CACHEDARRAYS_INLINE CopyChoice choose_copy_paths(const CopyTimings& timings) {
     const auto gbps = [&](CopyCandidate candidate) { return timings.get(band, candidate); };
 
     std::string serial_why;
-    c.path = copy_challenger_wins("nt", gbps(CopyCandidate::nontemporal), "memcpy", gbps(CopyCandidate::memcpy),
-                                  serial_why)
-                 ? CopyPath::memcpy
-                 : CopyPath::nontemporal;
+    c.path =
+        copy_challenger_wins("nt", gbps(CopyCandidate::nontemporal), "memcpy", gbps(CopyCandidate::memcpy), serial_why)
+            ? CopyPath::memcpy
+            : CopyPath::nontemporal;
     std::string split_why;
     c.split_path = copy_challenger_wins("nt split", gbps(CopyCandidate::nontemporal_split), "memcpy split",
                                         gbps(CopyCandidate::memcpy_split), split_why)
                        ? CopyPath::memcpy
                        : CopyPath::nontemporal;
-    const double serial_gbps =
-        gbps(c.path == CopyPath::memcpy ? CopyCandidate::memcpy : CopyCandidate::nontemporal);
+    const double serial_gbps = gbps(c.path == CopyPath::memcpy ? CopyCandidate::memcpy : CopyCandidate::nontemporal);
     const double split_gbps =
         gbps(c.split_path == CopyPath::memcpy ? CopyCandidate::memcpy_split : CopyCandidate::nontemporal_split);
     // The split is the incumbent; one thread wins only when measured faster
@@ -219,11 +217,10 @@ CACHEDARRAYS_INLINE CopyTimings calibrate_copy_paths(double budget_seconds) {
           return timings;
         }
         const bool split = candidate == CopyCandidate::memcpy_split || candidate == CopyCandidate::nontemporal_split;
-        const CopyTuning tuning{
-            .path = candidate == CopyCandidate::memcpy || candidate == CopyCandidate::memcpy_split
-                        ? CopyPath::memcpy
-                        : CopyPath::nontemporal,
-            .split = split};
+        const CopyTuning tuning{.path = candidate == CopyCandidate::memcpy || candidate == CopyCandidate::memcpy_split
+                                            ? CopyPath::memcpy
+                                            : CopyPath::nontemporal,
+                                .split = split};
         const auto t0 = Clock::now();
         for (int i = 0; i < p.batch; ++i) copy_bytes(dst.data(), src.data(), p.bytes, CopyDestination::slow, tuning);
         const double seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);

@@ -80,9 +80,7 @@ struct CopyBandChoice {
 struct CopyChoice {
   std::array<CopyBandChoice, copy_band_count> bands{};
 
-  [[nodiscard]] const CopyBandChoice& band(CopyBand b) const noexcept {
-    return bands[static_cast<std::size_t>(b)];
-  }
+  [[nodiscard]] const CopyBandChoice& band(CopyBand b) const noexcept { return bands[static_cast<std::size_t>(b)]; }
 };
 
 // A challenger replaces the incumbent only when it is faster by more than

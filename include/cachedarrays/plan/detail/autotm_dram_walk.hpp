@@ -34,8 +34,8 @@ inline void check_autotm_plan_shape(const Program& program, const MovePlan& plan
     if (m.kernel >= kernels.size() || m.object >= program.objects().size()) {
       throw invalid_argument(who + ": a move of object " + std::to_string(m.object) + " at kernel " +
                              std::to_string(m.kernel) + " is outside the program (" +
-                             std::to_string(program.objects().size()) + " objects, " +
-                             std::to_string(kernels.size()) + " kernels)");
+                             std::to_string(program.objects().size()) + " objects, " + std::to_string(kernels.size()) +
+                             " kernels)");
     }
   }
 }

@@ -64,8 +64,8 @@ class GaussianProcess {
     llt_.compute(k);
     if (llt_.info() != Eigen::Success) {
       throw std::logic_error("GaussianProcess: the kernel matrix of " + std::to_string(n) +
-                             " inputs is not positive definite; raise the noise (" +
-                             std::to_string(options_.noise) + ")");
+                             " inputs is not positive definite; raise the noise (" + std::to_string(options_.noise) +
+                             ")");
     }
     alpha_ = llt_.solve(((y.array() - offset_) / scale_).matrix());
   }

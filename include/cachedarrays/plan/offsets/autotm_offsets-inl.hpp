@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/plan/detail/autotm_dram_walk.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/plan/offsets/dsa_problem.hpp"
 
 namespace cachedarrays::plan {
@@ -50,7 +50,7 @@ CACHEDARRAYS_INLINE std::vector<bool> autotm_held_at_end(const AutotmDramWalk& w
 // after it ends after it. The persistent objects `held` at the start open
 // a head stay at time 0.
 CACHEDARRAYS_INLINE AutotmStayTimeline autotm_steady_stays(const Program& program, const AutotmDramWalk& walk,
-                                                          const std::vector<bool>& held) {
+                                                           const std::vector<bool>& held) {
   const std::vector<ProgramObject>& objects = program.objects();
   AutotmStayTimeline timeline;
   std::vector<AutotmStay>& stays = timeline.stays;
@@ -87,7 +87,7 @@ CACHEDARRAYS_INLINE AutotmStayTimeline autotm_steady_stays(const Program& progra
 // the heads a wrapping stay takes over, and returns the stays that hold
 // bytes across the iteration's boundary.
 CACHEDARRAYS_INLINE std::vector<std::uint32_t> autotm_wrap_around(AutotmStayTimeline& timeline,
-                                                                 std::vector<bool>& dropped) {
+                                                                  std::vector<bool>& dropped) {
   std::vector<AutotmStay>& stays = timeline.stays;
   dropped.assign(stays.size(), false);
   std::vector<std::uint32_t> wrapping;
@@ -132,9 +132,9 @@ void autotm_for_each_tick(const AutotmStay& s, std::uint32_t end_time, Visit&& v
 // skyline they leave (the floor of the others) then falls as they leave.
 // Marks them in `placed`; returns that floor by tick.
 CACHEDARRAYS_INLINE std::vector<std::uint64_t> autotm_stack_wrapping(std::vector<AutotmStay>& stays,
-                                                                    std::vector<std::uint32_t> wrapping,
-                                                                    std::uint32_t end_time, std::uint64_t alignment,
-                                                                    std::vector<bool>& placed) {
+                                                                     std::vector<std::uint32_t> wrapping,
+                                                                     std::uint32_t end_time, std::uint64_t alignment,
+                                                                     std::vector<bool>& placed) {
   std::sort(wrapping.begin(), wrapping.end(), [&](std::uint32_t a, std::uint32_t b) {
     const std::uint32_t ha = autotm_held_ticks(stays[a], end_time), hb = autotm_held_ticks(stays[b], end_time);
     return ha != hb ? ha > hb : a < b;

@@ -51,14 +51,14 @@ struct AutotmStay {
   /// its bytes from `start` to the iteration's end and from its start to `end`.
   std::uint32_t start = 0,  ///< the event at which it takes its bytes
       end = 0;              ///< the event at which it gives them back
-  bool wraps = false;  ///< held across the iteration's end (see start and end)
+  bool wraps = false;       ///< held across the iteration's end (see start and end)
 };
 
 /// The packing of a plan's DRAM stays into one heap.
 struct AutotmOffsets {
   std::vector<AutotmStay> stays;  ///< every stay of the steady iteration, with its offset
-  std::uint64_t footprint = 0;  ///< the highest byte of any stay: the heap the packing needs
-  std::uint64_t max_live = 0;   ///< the most bytes (aligned) held at one time: no packing needs less
+  std::uint64_t footprint = 0;    ///< the highest byte of any stay: the heap the packing needs
+  std::uint64_t max_live = 0;     ///< the most bytes (aligned) held at one time: no packing needs less
   /// By kernel: the highest byte of the stays held while it runs.
   std::vector<std::uint64_t> extents;
 };
@@ -67,8 +67,7 @@ struct AutotmOffsets {
 /// multiple of `alignment` (a power of two >= 8: the fast heap's
 /// DeviceSpec::alignment). Throws invalid_argument for another alignment,
 /// and as autotm_dram_extents does for a plan that does not match the program.
-[[nodiscard]] AutotmOffsets autotm_dram_offsets(const Program& program, const MovePlan& plan,
-                                                std::uint64_t alignment);
+[[nodiscard]] AutotmOffsets autotm_dram_offsets(const Program& program, const MovePlan& plan, std::uint64_t alignment);
 
 }  // namespace cachedarrays::plan
 

@@ -91,8 +91,8 @@ CACHEDARRAYS_INLINE std::size_t lowest_offset_line(const std::vector<OffsetLine>
 // Places `buffer`, of `aligned_size` bytes with the alignment, on line `at`
 // (Figure 1(b), (c)): the line splits into the part before its lifetime,
 // the lifetime raised by its size, and the part after.
-CACHEDARRAYS_INLINE void place_on_offset_line(std::vector<OffsetLine>& lines, std::size_t at,
-                                              const DsaBuffer& buffer, std::uint64_t aligned_size) {
+CACHEDARRAYS_INLINE void place_on_offset_line(std::vector<OffsetLine>& lines, std::size_t at, const DsaBuffer& buffer,
+                                              std::uint64_t aligned_size) {
   const OffsetLine line = lines[at];
   std::vector<OffsetLine> pieces;
   if (line.begin < buffer.start) pieces.push_back({line.begin, buffer.start, line.offset});

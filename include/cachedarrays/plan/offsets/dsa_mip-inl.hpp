@@ -5,7 +5,6 @@
 #include "cachedarrays/config.hpp"
 #include "cachedarrays/plan/offsets/dsa_mip.hpp"
 
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -22,8 +21,8 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/plan/detail/cbc_support.hpp"
+#include "cachedarrays/plan/offsets/best_fit_offsets.hpp"
 #include "cachedarrays/plan/offsets/smartpool_offsets.hpp"
 
 namespace cachedarrays::plan {
@@ -170,7 +169,6 @@ CACHEDARRAYS_INLINE OffsetPlan mip_incumbent(const DsaProblem& problem, const Mi
   return best;
 }
 
-
 CACHEDARRAYS_INLINE void mip_check_options(const MipOptions& options) {
   if (!(options.time_limit_seconds > 0) || !std::isfinite(options.time_limit_seconds)) {
     throw invalid_argument("mip_offsets: time_limit_seconds is " + std::to_string(options.time_limit_seconds) +
@@ -213,9 +211,8 @@ CACHEDARRAYS_INLINE void mip_check_size(const MipColumns& columns) {
   if (columns.count() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       columns.rows() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       columns.nonzeros() > static_cast<std::size_t>(std::numeric_limits<CoinBigIndex>::max())) {
-    throw invalid_argument("mip_offsets: " + std::to_string(columns.n) + " buffers with " +
-                           std::to_string(columns.m) + " pairs alive together make a MIP of " +
-                           std::to_string(columns.rows()) +
+    throw invalid_argument("mip_offsets: " + std::to_string(columns.n) + " buffers with " + std::to_string(columns.m) +
+                           " pairs alive together make a MIP of " + std::to_string(columns.rows()) +
                            " rows, more than Cbc indexes; plan it with best_fit_offsets or smartpool_offsets");
   }
 }
@@ -313,8 +310,8 @@ CACHEDARRAYS_INLINE MipProblem mip_model(const DsaProblem& problem,
 // The warm start `plan` in the MIP's variables: its offsets, its footprint
 // (`ub`, in units), and the order of each colliding pair.
 CACHEDARRAYS_INLINE std::vector<double> mip_start_values(
-    const OffsetPlan& plan, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs,
-    const MipColumns& cols, const MipUnits& units, double ub) {
+    const OffsetPlan& plan, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs, const MipColumns& cols,
+    const MipUnits& units, double ub) {
   std::vector<double> values(cols.count(), 0.0);
   values[MipColumns::u] = ub;
   for (std::size_t i = 0; i < cols.n; ++i) values[cols.x(i)] = units(plan.offsets[i]);
@@ -377,10 +374,9 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   mip.start_values =
       detail::mip_start_values(detail::mip_order_identical(problem, result.plan), pairs, cols, units, ub);
 
-  const std::string what = "mip_offsets: Cbc, on " + std::to_string(cols.n) + " buffers and " +
-                           std::to_string(cols.m) + " colliding pairs, ";
-  const detail::MipOutcome outcome =
-      detail::solve_mip(mip, options.time_limit_seconds, options.relative_gap, what);
+  const std::string what = "mip_offsets: Cbc, on " + std::to_string(cols.n) + " buffers and " + std::to_string(cols.m) +
+                           " colliding pairs, ";
+  const detail::MipOutcome outcome = detail::solve_mip(mip, options.time_limit_seconds, options.relative_gap, what);
   const int secondary = outcome.secondary_status;
   if (outcome.solution.empty() && secondary == 1) {
     throw error(what + "calls the MIP infeasible, though the warm start of footprint " +
@@ -406,8 +402,8 @@ CACHEDARRAYS_INLINE MipResult mip_offsets(const DsaProblem& problem, const MipOp
   // the plan reaches Cbc's objective.
   const double objective_bytes = std::round(outcome.objective) * unit;
   const auto footprint = static_cast<double>(result.plan.footprint);
-  const bool proven = (outcome.proven_optimal && secondary == 0 && footprint <= objective_bytes) ||
-                      footprint <= lower_bound;
+  const bool proven =
+      (outcome.proven_optimal && secondary == 0 && footprint <= objective_bytes) || footprint <= lower_bound;
   const std::string nodes = std::to_string(outcome.nodes) + (outcome.nodes == 1 ? " node" : " nodes");
   if (proven) return finish(true, lower_bound, "optimal: proven by Cbc (" + nodes + ")");
   return finish(false, lower_bound, detail::mip_stop_reason(outcome, options) + " (" + nodes + ")");

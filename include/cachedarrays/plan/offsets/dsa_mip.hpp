@@ -38,14 +38,14 @@ struct MipOptions {
 /// What mip_offsets found: the plan, how far it may be from the optimum, and
 /// how the search ended.
 struct MipResult {
-  OffsetPlan plan;        ///< a solution (check_plan passes), offsets multiples of the alignment
-  bool optimal = false;   ///< plan.footprint is proven the least possible
+  OffsetPlan plan;       ///< a solution (check_plan passes), offsets multiples of the alignment
+  bool optimal = false;  ///< plan.footprint is proven the least possible
   /// Bytes no solution goes below: max-live, raised by the alignment (the
   /// top buffer alone may end off the alignment) and by Cbc's bound.
   double lower_bound = 0;
-  double gap = 0;          ///< (plan.footprint - lower_bound) / plan.footprint; 0 when optimal
-  double seconds = 0;      ///< wall time of the whole call
-  std::string status;      ///< how the search ended, for a person ("optimal: ...", "stopped: ...")
+  double gap = 0;      ///< (plan.footprint - lower_bound) / plan.footprint; 0 when optimal
+  double seconds = 0;  ///< wall time of the whole call
+  std::string status;  ///< how the search ended, for a person ("optimal: ...", "stopped: ...")
 };
 
 /// The optimum of `problem`, or the best plan found when the search stops at

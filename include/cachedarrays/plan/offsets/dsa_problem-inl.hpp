@@ -30,8 +30,8 @@ inline constexpr std::uint64_t dsa_size_limit = std::uint64_t{1} << 63;
 
 CACHEDARRAYS_INLINE std::string dsa_describe(const DsaProblem& problem, std::size_t i) {
   const DsaBuffer& b = problem.buffers()[i];
-  return "buffer " + std::to_string(i) + " (" + std::to_string(b.size) + " bytes, alive [" +
-         std::to_string(b.start) + ", " + std::to_string(b.end) + "))";
+  return "buffer " + std::to_string(i) + " (" + std::to_string(b.size) + " bytes, alive [" + std::to_string(b.start) +
+         ", " + std::to_string(b.end) + "))";
 }
 
 }  // namespace detail
@@ -214,8 +214,8 @@ CACHEDARRAYS_INLINE DsaProblem DsaProblem::from_csv_text(std::string_view text, 
   std::size_t from = 0;
   while (from < text.size()) {
     const std::size_t newline = text.find('\n', from);
-    const std::string_view line =
-        detail::dsa_trim(text.substr(from, newline == std::string_view::npos ? std::string_view::npos : newline - from));
+    const std::string_view line = detail::dsa_trim(
+        text.substr(from, newline == std::string_view::npos ? std::string_view::npos : newline - from));
     from = newline == std::string_view::npos ? text.size() : newline + 1;
     ++line_number;
     if (line.empty()) continue;  // a blank line holds no buffer (files end with one)
@@ -226,8 +226,8 @@ CACHEDARRAYS_INLINE DsaProblem DsaProblem::from_csv_text(std::string_view text, 
       continue;
     }
     if (fields.size() != field_count) {
-      detail::dsa_csv_fail(line_number, std::to_string(fields.size()) + " fields; the header names " +
-                                            std::to_string(field_count));
+      detail::dsa_csv_fail(line_number,
+                           std::to_string(fields.size()) + " fields; the header names " + std::to_string(field_count));
     }
     buffers.push_back(detail::dsa_csv_buffer(fields, *column, line_number));
   }
@@ -312,9 +312,9 @@ CACHEDARRAYS_INLINE void check_plan(const DsaProblem& problem, const OffsetPlan&
     };
     fail("buffers " + std::to_string(a) + " and " + std::to_string(b) + " are alive at the same time (during [" +
          std::to_string(std::max(buffers[a].start, buffers[b].start)) + ", " +
-         std::to_string(std::min(buffers[a].end, buffers[b].end)) + ")) and overlap in address: " +
-         detail::dsa_describe(problem, a) + " at " + range(a) + ", " + detail::dsa_describe(problem, b) + " at " +
-         range(b));
+         std::to_string(std::min(buffers[a].end, buffers[b].end)) +
+         ")) and overlap in address: " + detail::dsa_describe(problem, a) + " at " + range(a) + ", " +
+         detail::dsa_describe(problem, b) + " at " + range(b));
   };
   for (const std::size_t i : by_start) {
     const DsaBuffer& b = buffers[i];

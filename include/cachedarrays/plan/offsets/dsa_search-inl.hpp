@@ -56,8 +56,8 @@ CACHEDARRAYS_INLINE SearchSweep search_sweep(const DsaProblem& problem) {
     events.push_back({buffers[i].end, 0, static_cast<std::uint32_t>(i)});
   }
   std::sort(events.begin(), events.end());
-  std::vector<std::uint32_t> alive;         // the buffers alive now
-  std::vector<std::size_t> where(n, 0);     // each one's index in `alive`
+  std::vector<std::uint32_t> alive;      // the buffers alive now
+  std::vector<std::size_t> where(n, 0);  // each one's index in `alive`
   std::uint64_t alive_bytes = 0;
   std::optional<std::uint32_t> section_closed_at;
   for (const auto& [time, is_start, b] : events) {
@@ -169,8 +169,7 @@ class CanonicalSearch {
  public:
   using Clock = std::chrono::steady_clock;
 
-  CanonicalSearch(const DsaProblem& problem, const SearchSweep& sweep, std::uint64_t capacity,
-                  std::string_view keys)
+  CanonicalSearch(const DsaProblem& problem, const SearchSweep& sweep, std::uint64_t capacity, std::string_view keys)
       : problem_(problem), sweep_(sweep), capacity_(capacity), keys_(keys) {}
 
   // Searches until a plan is found, the tree is exhausted or a limit is met;
@@ -258,8 +257,8 @@ class CanonicalSearch {
                     std::uint64_t last_offset, std::uint32_t last_rank, bool after_last) {
     std::vector<Candidate> next = candidates(buffers, last_offset, last_rank, after_last);
     if (next.empty()) {
-      const bool all_placed = std::all_of(buffers.begin(), buffers.end(),
-                                          [&](std::uint32_t b) { return offset_[b] != unplaced; });
+      const bool all_placed =
+          std::all_of(buffers.begin(), buffers.end(), [&](std::uint32_t b) { return offset_[b] != unplaced; });
       return all_placed ? DfsOutcome::found : DfsOutcome::exhausted;
     }
     for (const Candidate& c : next) {
@@ -436,8 +435,7 @@ class CanonicalSearch {
 
 CACHEDARRAYS_INLINE void search_check_options(const char* who, const SearchOptions& options) {
   if (!(options.time_limit_seconds > 0) || !std::isfinite(options.time_limit_seconds)) {
-    throw invalid_argument(std::string(who) + ": time_limit_seconds is " +
-                           std::to_string(options.time_limit_seconds) +
+    throw invalid_argument(std::string(who) + ": time_limit_seconds is " + std::to_string(options.time_limit_seconds) +
                            "; it must be a positive, finite number of seconds");
   }
   if (options.node_limit == 0) {
@@ -523,8 +521,7 @@ CACHEDARRAYS_INLINE SearchResult search_offsets(const DsaProblem& problem, std::
                                       detail::search_deadline(options.time_limit_seconds));
 }
 
-CACHEDARRAYS_INLINE FootprintSearchResult minimize_footprint(const DsaProblem& problem,
-                                                             const SearchOptions& options) {
+CACHEDARRAYS_INLINE FootprintSearchResult minimize_footprint(const DsaProblem& problem, const SearchOptions& options) {
   detail::search_check_options("minimize_footprint", options);
   using Clock = std::chrono::steady_clock;
   const auto began = Clock::now();

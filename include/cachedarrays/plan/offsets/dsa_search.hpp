@@ -68,9 +68,9 @@ enum class SearchStatus : std::uint8_t {
 /// What search_offsets answers for one capacity.
 struct SearchResult {
   SearchStatus status = SearchStatus::stopped;  ///< found, proven infeasible, or stopped at a limit
-  OffsetPlan plan;  ///< when found: check_plan passes and plan.footprint <= capacity
-  std::uint64_t nodes = 0;  ///< placements tried
-  double seconds = 0;       ///< wall time of the call
+  OffsetPlan plan;                              ///< when found: check_plan passes and plan.footprint <= capacity
+  std::uint64_t nodes = 0;                      ///< placements tried
+  double seconds = 0;                           ///< wall time of the call
 };
 
 /// Whether `problem` fits below `capacity` bytes (every offset + size <=

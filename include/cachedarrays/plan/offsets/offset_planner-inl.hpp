@@ -12,7 +12,8 @@
 namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE OffsetPlanner parse_offset_planner(std::string_view name) {
-  for (OffsetPlanner p : {OffsetPlanner::online, OffsetPlanner::best_fit, OffsetPlanner::smartpool, OffsetPlanner::mip}) {
+  for (OffsetPlanner p :
+       {OffsetPlanner::online, OffsetPlanner::best_fit, OffsetPlanner::smartpool, OffsetPlanner::mip}) {
     if (name == to_string(p)) return p;
   }
   throw invalid_argument("cachedarrays: unknown offset planner '" + std::string(name) +
@@ -33,8 +34,9 @@ CACHEDARRAYS_INLINE OffsetPlan plan_offsets(const DsaProblem& problem, OffsetPla
   OffsetPlan plan;
   switch (planner) {
     case OffsetPlanner::online:
-      throw invalid_argument("cachedarrays: the online allocator makes no offset plan; pick best-fit, smartpool "
-                             "or mip");
+      throw invalid_argument(
+          "cachedarrays: the online allocator makes no offset plan; pick best-fit, smartpool "
+          "or mip");
     case OffsetPlanner::best_fit: plan = best_fit_offsets(problem); break;
     case OffsetPlanner::smartpool: plan = smartpool_offsets(problem, HoleFit::best); break;
     case OffsetPlanner::mip: plan = mip_offsets(problem, mip).plan; break;

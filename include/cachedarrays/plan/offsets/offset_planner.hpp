@@ -32,8 +32,7 @@ enum class OffsetPlanner : std::uint8_t {
 
 /// The plan of `planner` for `problem`, checked with check_plan; `mip`
 /// configures the MIP planner. `online` has no plan: invalid_argument.
-[[nodiscard]] OffsetPlan plan_offsets(const DsaProblem& problem, OffsetPlanner planner,
-                                      const MipOptions& mip = {});
+[[nodiscard]] OffsetPlan plan_offsets(const DsaProblem& problem, OffsetPlanner planner, const MipOptions& mip = {});
 
 }  // namespace cachedarrays::plan
 

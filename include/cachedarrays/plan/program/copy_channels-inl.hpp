@@ -11,10 +11,7 @@
 namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE CopyChannels::CopyChannels(std::size_t devices, std::vector<double> gbps, unsigned lanes)
-    : devices_(devices),
-      gbps_(std::move(gbps)),
-      channel_free_(devices * devices, 0.0),
-      lane_free_(lanes, 0.0) {}
+    : devices_(devices), gbps_(std::move(gbps)), channel_free_(devices * devices, 0.0), lane_free_(lanes, 0.0) {}
 
 CACHEDARRAYS_INLINE CopyChannels::CopyChannels(const std::vector<DeviceModel>& devices, unsigned lanes)
     : CopyChannels(devices.size(), std::vector<double>(devices.size() * devices.size(), 0.0), lanes) {
@@ -56,8 +53,7 @@ CACHEDARRAYS_INLINE CopySpan CopyChannels::run_on_mover(DeviceId src, DeviceId d
   return {start, end};
 }
 
-CACHEDARRAYS_INLINE CopySpan CopyChannels::run_on_caller(DeviceId src, DeviceId dst, double seconds,
-                                                         double earliest) {
+CACHEDARRAYS_INLINE CopySpan CopyChannels::run_on_caller(DeviceId src, DeviceId dst, double seconds, double earliest) {
   double& free_at = channel_free_.at(index(src, dst));
   const double start = std::max(earliest, free_at);
   free_at = start + seconds;

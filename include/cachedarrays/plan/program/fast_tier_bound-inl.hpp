@@ -94,14 +94,15 @@ FastTierBound fast_tier_bound_by(const Program& program, const TierCosts& costs,
 CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const TierCosts& costs,
                                                   std::uint64_t fast_bytes) {
   costs.check(program, "fast_tier_bound");
-  return detail::fast_tier_bound_by(
-      program, costs, fast_bytes, [](std::size_t, std::vector<detail::BoundObject>& objects, std::uint64_t excess) {
-        return detail::least_cost_covering(objects, excess, [&](std::uint32_t subset) {
-          double penalty = 0;
-          for (std::size_t i = 0; i < objects.size(); ++i) penalty += (subset >> i & 1u) != 0 ? objects[i].penalty : 0;
-          return penalty;
-        });
-      });
+  return detail::fast_tier_bound_by(program, costs, fast_bytes,
+                                    [](std::size_t, std::vector<detail::BoundObject>& objects, std::uint64_t excess) {
+                                      return detail::least_cost_covering(objects, excess, [&](std::uint32_t subset) {
+                                        double penalty = 0;
+                                        for (std::size_t i = 0; i < objects.size(); ++i)
+                                          penalty += (subset >> i & 1u) != 0 ? objects[i].penalty : 0;
+                                        return penalty;
+                                      });
+                                    });
 }
 
 CACHEDARRAYS_INLINE FastTierBound fast_tier_bound(const Program& program, const KernelTimeModel& model,

@@ -40,17 +40,15 @@ namespace cachedarrays::plan {
 /// The lower bound on the iteration time on a fast tier of one size, with
 /// what it is made of.
 struct FastTierBound {
-  std::uint64_t fast_bytes = 0;  ///< the size of the fast tier the bound is for
-  double seconds = 0;           ///< the bound on one iteration
-  double all_fast_seconds = 0;  ///< every argument in the fast tier: sum of fast_seconds
-  std::uint32_t kernels_over = 0;    ///< kernels whose arguments together pass the tier
-  std::uint64_t largest_excess = 0;  ///< the most bytes by which one kernel's arguments pass it
+  std::uint64_t fast_bytes = 0;        ///< the size of the fast tier the bound is for
+  double seconds = 0;                  ///< the bound on one iteration
+  double all_fast_seconds = 0;         ///< every argument in the fast tier: sum of fast_seconds
+  std::uint32_t kernels_over = 0;      ///< kernels whose arguments together pass the tier
+  std::uint64_t largest_excess = 0;    ///< the most bytes by which one kernel's arguments pass it
   std::vector<double> kernel_seconds;  ///< by kernel: its share of the bound
   /// seconds / all_fast_seconds: the least slowdown any placement has on
   /// this tier (1 for an iteration of no time).
-  [[nodiscard]] double slowdown() const noexcept {
-    return all_fast_seconds > 0 ? seconds / all_fast_seconds : 1.0;
-  }
+  [[nodiscard]] double slowdown() const noexcept { return all_fast_seconds > 0 ? seconds / all_fast_seconds : 1.0; }
 };
 
 /// The bound for `program` with `costs` (TierCosts::from_model or a
@@ -58,8 +56,7 @@ struct FastTierBound {
 /// kernel is one object there (its bytes once, its penalties summed). Throws
 /// invalid_argument when the costs do not match the program (one time per
 /// kernel, one penalty per argument, each finite and >= 0).
-[[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const TierCosts& costs,
-                                            std::uint64_t fast_bytes);
+[[nodiscard]] FastTierBound fast_tier_bound(const Program& program, const TierCosts& costs, std::uint64_t fast_bytes);
 /// The same on a kernel time model with the tiers' bandwidths (as a replay
 /// on them charges): a kernel's subsets are priced by the model itself, not
 /// by the sum of one-argument penalties: never lower, and higher where

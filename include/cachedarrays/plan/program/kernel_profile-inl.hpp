@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "cachedarrays/error.hpp"
@@ -37,8 +37,11 @@ CACHEDARRAYS_INLINE const KernelProfile* KernelProfiles::find(std::string_view s
 CACHEDARRAYS_INLINE std::string KernelProfiles::to_json() const {
   nlohmann::json kernels = nlohmann::json::object();
   for (const auto& [signature, p] : kernels_) {
-    kernels[signature] = {{"fast_seconds", p.fast_seconds}, {"slow_seconds", p.slow_seconds}, {"flops", p.flops},
-                          {"bytes_read", p.bytes_read},     {"bytes_written", p.bytes_written}};
+    kernels[signature] = {{"fast_seconds", p.fast_seconds},
+                          {"slow_seconds", p.slow_seconds},
+                          {"flops", p.flops},
+                          {"bytes_read", p.bytes_read},
+                          {"bytes_written", p.bytes_written}};
   }
   const nlohmann::json j = {
       {"format", detail::profiles_format},
@@ -85,7 +88,8 @@ CACHEDARRAYS_INLINE void KernelProfiles::save(const std::string& path) const {
 }
 
 CACHEDARRAYS_INLINE KernelProfiles KernelProfiles::load(const std::string& path) {
-  return cachedarrays::detail::read_json_file(path, "kernel profiles", [](const std::string& text) { return from_json(text); });
+  return cachedarrays::detail::read_json_file(path, "kernel profiles",
+                                              [](const std::string& text) { return from_json(text); });
 }
 
 CACHEDARRAYS_INLINE std::vector<TracedKernel> traced_kernels(const Trace& trace) {

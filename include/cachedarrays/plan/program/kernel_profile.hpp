@@ -31,9 +31,9 @@ namespace cachedarrays::plan {
 /// The measured profile of one kernel: its time in the two configurations
 /// measured (every argument fast, every argument slow), its FLOPs and its traffic.
 struct KernelProfile {
-  double fast_seconds = 0;  ///< median wall time, every argument in the fast tier
-  double slow_seconds = 0;  ///< median wall time, every argument in the slow tier
-  std::uint64_t flops = 0;  ///< floating-point operations (the signature's flops=; 0: none)
+  double fast_seconds = 0;          ///< median wall time, every argument in the fast tier
+  double slow_seconds = 0;          ///< median wall time, every argument in the slow tier
+  std::uint64_t flops = 0;          ///< floating-point operations (the signature's flops=; 0: none)
   std::uint64_t bytes_read = 0;     ///< over its input arguments
   std::uint64_t bytes_written = 0;  ///< over its output arguments (scratchpad included)
 

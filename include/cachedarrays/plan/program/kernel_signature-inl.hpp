@@ -23,8 +23,8 @@ CACHEDARRAYS_INLINE void check_signature_word(std::string_view what, std::string
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE std::string make_signature(std::string_view kind_and_attributes,
-                                               std::span<const SignatureArg> args, std::uint64_t flops) {
+CACHEDARRAYS_INLINE std::string make_signature(std::string_view kind_and_attributes, std::span<const SignatureArg> args,
+                                               std::uint64_t flops) {
   if (kernel_kind(kind_and_attributes).empty()) {
     throw invalid_argument("cachedarrays: a kernel signature needs an op kind as its first word, got '" +
                            std::string(kind_and_attributes) + "'");

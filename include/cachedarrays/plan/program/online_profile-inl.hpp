@@ -56,8 +56,8 @@ class OwnedOnlineTime final : public KernelTimeModel {
 }  // namespace detail
 
 CACHEDARRAYS_INLINE std::shared_ptr<const KernelTimeModel> online_time_model(KernelProfiles profiles,
-                                                                            emulation::Bandwidth fast_tier,
-                                                                            emulation::Bandwidth slow_tier) {
+                                                                             emulation::Bandwidth fast_tier,
+                                                                             emulation::Bandwidth slow_tier) {
   return std::make_shared<detail::OwnedOnlineTime>(std::move(profiles), fast_tier, slow_tier);
 }
 

@@ -66,8 +66,8 @@ class OwnedProfiledTime final : public KernelTimeModel {
 }  // namespace detail
 
 CACHEDARRAYS_INLINE std::shared_ptr<const KernelTimeModel> profiled_time_model(KernelProfiles profiles,
-                                                                              emulation::Bandwidth fast_tier,
-                                                                              emulation::Bandwidth slow_tier) {
+                                                                               emulation::Bandwidth fast_tier,
+                                                                               emulation::Bandwidth slow_tier) {
   return std::make_shared<detail::OwnedProfiledTime>(std::move(profiles), fast_tier, slow_tier);
 }
 

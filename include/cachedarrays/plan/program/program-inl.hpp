@@ -334,21 +334,33 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
     const std::string kind = r.string(js[i][0], path + "[0]");
     ProgramStep step;
     std::size_t size = 2;
-    if (kind == "create") step.kind = StepKind::create;
-    else if (kind == "retire") step.kind = StepKind::retire;
-    else if (kind == "hint") { step.kind = StepKind::hint; size = 3; }
-    else if (kind == "kernel") step.kind = StepKind::kernel;
-    else if (kind == "collect") { step.kind = StepKind::collect; size = 1; }
-    else r.fail(path + "[0]", "unknown step kind \"" + kind + "\"; one of create, retire, hint, kernel, collect");
+    if (kind == "create")
+      step.kind = StepKind::create;
+    else if (kind == "retire")
+      step.kind = StepKind::retire;
+    else if (kind == "hint") {
+      step.kind = StepKind::hint;
+      size = 3;
+    } else if (kind == "kernel")
+      step.kind = StepKind::kernel;
+    else if (kind == "collect") {
+      step.kind = StepKind::collect;
+      size = 1;
+    } else
+      r.fail(path + "[0]", "unknown step kind \"" + kind + "\"; one of create, retire, hint, kernel, collect");
     if (js[i].size() != size) r.fail(path, "a " + kind + " step has " + std::to_string(size) + " entries");
     if (size >= 2) step.index = r.index(js[i][1], path + "[1]");
     if (size == 3) {
       const std::string hint = r.string(js[i][2], path + "[2]");
       bool found = false;
       for (Hint h : {Hint::will_use, Hint::will_read, Hint::will_write, Hint::archive}) {
-        if (hint == to_string(h)) { step.hint = h; found = true; }
+        if (hint == to_string(h)) {
+          step.hint = h;
+          found = true;
+        }
       }
-      if (!found) r.fail(path + "[2]", "unknown hint \"" + hint + "\"; one of will_use, will_read, will_write, archive");
+      if (!found)
+        r.fail(path + "[2]", "unknown hint \"" + hint + "\"; one of will_use, will_read, will_write, archive");
     }
     steps.push_back(step);
   }
@@ -379,10 +391,11 @@ CACHEDARRAYS_INLINE Program Program::from_json(const std::string& text) {
     program.profiles_ = std::move(profiles);
     program.tiers_ = std::move(tiers);
     if (std::optional<std::string> problem = program.naming_problem()) {
-      r.fail("objects", *problem + "; a program numbers the persistent objects first, in the order the "
-                        "iteration first uses them (a kernel argument, a hint or a retire), then the objects it "
-                        "creates, in creation order, and leaves out persistent objects it never uses (as "
-                        "Program::from_trace and Program::save write it)");
+      r.fail("objects", *problem +
+                            "; a program numbers the persistent objects first, in the order the "
+                            "iteration first uses them (a kernel argument, a hint or a retire), then the objects it "
+                            "creates, in creation order, and leaves out persistent objects it never uses (as "
+                            "Program::from_trace and Program::save write it)");
     }
     return program;
   } catch (const invalid_argument& e) {
@@ -400,7 +413,7 @@ CACHEDARRAYS_INLINE std::optional<std::string> Program::naming_problem() const {
              ", which the iteration creates";
     }
   }
-  std::uint32_t next_used = 0;     // the persistent object whose first use comes next
+  std::uint32_t next_used = 0;  // the persistent object whose first use comes next
   std::uint32_t next_created = persistent;
   std::vector<bool> used(persistent, false);
   const auto use = [&](std::uint32_t o) -> std::optional<std::string> {

@@ -69,11 +69,11 @@ struct ProgramKernel {
 /// What one event of the iteration is, in program order. ProgramStep::index
 /// is an object for create/retire/hint and a kernel for kernel.
 enum class StepKind : std::uint8_t {
-  create,   ///< object `index` is created
-  retire,   ///< object `index` is retired
-  hint,     ///< object `index` gets ProgramStep::hint
-  kernel,   ///< kernel `index` runs
-  collect   ///< the policy may run deferred work (Runtime::collect)
+  create,  ///< object `index` is created
+  retire,  ///< object `index` is retired
+  hint,    ///< object `index` gets ProgramStep::hint
+  kernel,  ///< kernel `index` runs
+  collect  ///< the policy may run deferred work (Runtime::collect)
 };
 /// The kind's name as the JSON writes it ("create", "kernel", ...).
 [[nodiscard]] const char* to_string(StepKind kind) noexcept;

@@ -157,8 +157,8 @@ class ProgramTraceReader {
   std::unordered_map<std::uint64_t, Name> names_;  // trace id -> its name here
   std::vector<ProgramObject> persistent_, created_;
   std::vector<ProgramKernel> kernels_;
-  std::vector<std::vector<Name>> kernel_args_;          // by kernel: its arguments' names
-  std::vector<std::pair<ProgramStep, Name>> steps_;     // a step and the object it names
+  std::vector<std::vector<Name>> kernel_args_;       // by kernel: its arguments' names
+  std::vector<std::pair<ProgramStep, Name>> steps_;  // a step and the object it names
 };
 
 }  // namespace detail

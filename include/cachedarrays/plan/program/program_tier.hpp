@@ -17,11 +17,11 @@ struct ProgramTier {
   /// under /dev/shm is DRAM too), an emulation profile's name ("optane",
   /// "cxl"), or the device's name when neither is known.
   std::string name;
-  std::string device;       ///< the runtime device's display name
-  double read_gbps = 0;     ///< read bandwidth, GB/s (0: not known)
-  double write_gbps = 0;    ///< write bandwidth, GB/s (0: not known)
-  double latency_ns = 0;    ///< latency of one access, ns (0: not known)
-  bool emulated = false;    ///< the figures are an emulation profile's, not a real device's
+  std::string device;     ///< the runtime device's display name
+  double read_gbps = 0;   ///< read bandwidth, GB/s (0: not known)
+  double write_gbps = 0;  ///< write bandwidth, GB/s (0: not known)
+  double latency_ns = 0;  ///< latency of one access, ns (0: not known)
+  bool emulated = false;  ///< the figures are an emulation profile's, not a real device's
 
   /// Both bandwidths known: a model can price copies at them.
   [[nodiscard]] bool bandwidths_known() const noexcept { return read_gbps > 0 && write_gbps > 0; }

@@ -22,9 +22,9 @@ namespace cachedarrays::plan {
 /// or writes it, and the bandwidth (GB/s = bytes per ns) of its tier for that
 /// access (the read bandwidth for an input, the write bandwidth for an output).
 struct ArgTraffic {
-  std::uint64_t bytes = 0;        ///< the argument's size in bytes
-  Access access = Access::read;   ///< whether the kernel reads or writes it
-  double gbps = 0;                ///< its tier's bandwidth for that access, GB/s; must be > 0
+  std::uint64_t bytes = 0;       ///< the argument's size in bytes
+  Access access = Access::read;  ///< whether the kernel reads or writes it
+  double gbps = 0;               ///< its tier's bandwidth for that access, GB/s; must be > 0
 };
 
 /// How long a kernel takes with its arguments in given tiers: the interface

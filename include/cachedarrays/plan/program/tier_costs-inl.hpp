@@ -21,25 +21,25 @@ CACHEDARRAYS_INLINE void TierCosts::check(const Program& program, std::string_vi
   const std::vector<ProgramKernel>& kernels = program.kernels();
   const auto bad = [](double s) { return !(s >= 0 && std::isfinite(s)); };
   if (costs.fast_seconds.size() != kernels.size() || costs.slow_penalty.size() != kernels.size()) {
-    throw invalid_argument(at + ": the costs give " + std::to_string(costs.fast_seconds.size()) +
-                           " kernel times and " + std::to_string(costs.slow_penalty.size()) +
+    throw invalid_argument(at + ": the costs give " + std::to_string(costs.fast_seconds.size()) + " kernel times and " +
+                           std::to_string(costs.slow_penalty.size()) +
                            " rows of slow-tier penalties, the program has " + std::to_string(kernels.size()) +
                            " kernels; give one of each per kernel (TierCosts::from_model)");
   }
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     if (bad(costs.fast_seconds[k])) {
-      throw invalid_argument(at + ": kernel " + std::to_string(k) + " takes " +
-                             std::to_string(costs.fast_seconds[k]) + " s (fast_seconds); a time is finite and >= 0");
+      throw invalid_argument(at + ": kernel " + std::to_string(k) + " takes " + std::to_string(costs.fast_seconds[k]) +
+                             " s (fast_seconds); a time is finite and >= 0");
     }
     if (costs.slow_penalty[k].size() != kernels[k].args.size()) {
-      throw invalid_argument(at + ": kernel " + std::to_string(k) + " has " +
-                             std::to_string(kernels[k].args.size()) + " arguments but " +
-                             std::to_string(costs.slow_penalty[k].size()) + " slow-tier penalties; give one per argument");
+      throw invalid_argument(at + ": kernel " + std::to_string(k) + " has " + std::to_string(kernels[k].args.size()) +
+                             " arguments but " + std::to_string(costs.slow_penalty[k].size()) +
+                             " slow-tier penalties; give one per argument");
     }
     for (std::size_t a = 0; a < kernels[k].args.size(); ++a) {
       if (bad(costs.slow_penalty[k][a])) {
-        throw invalid_argument(at + ": argument " + std::to_string(a) + " of kernel " + std::to_string(k) +
-                               " adds " + std::to_string(costs.slow_penalty[k][a]) +
+        throw invalid_argument(at + ": argument " + std::to_string(a) + " of kernel " + std::to_string(k) + " adds " +
+                               std::to_string(costs.slow_penalty[k][a]) +
                                " s in the slow tier (slow_penalty); a penalty is finite and >= 0");
       }
     }
@@ -56,12 +56,14 @@ CACHEDARRAYS_INLINE void TierCosts::check(const Program& program, std::string_vi
 }
 
 CACHEDARRAYS_INLINE TierCosts TierCosts::from_model(const Program& program, const KernelTimeModel& model,
-                                                    const emulation::Bandwidth& fast, const emulation::Bandwidth& slow) {
+                                                    const emulation::Bandwidth& fast,
+                                                    const emulation::Bandwidth& slow) {
   if (!(fast.read_gbps > 0 && fast.write_gbps > 0 && slow.read_gbps > 0 && slow.write_gbps > 0)) {
     throw invalid_argument("TierCosts::from_model: every bandwidth must be > 0 GB/s");
   }
   TierCosts costs;
-  const CopyChannels channels({{"fast", fast.read_gbps, fast.write_gbps}, {"slow", slow.read_gbps, slow.write_gbps}}, 1);
+  const CopyChannels channels({{"fast", fast.read_gbps, fast.write_gbps}, {"slow", slow.read_gbps, slow.write_gbps}},
+                              1);
   costs.to_slow_gbps = channels.gbps(CopyChannels::fast, CopyChannels::slow);
   costs.to_fast_gbps = channels.gbps(CopyChannels::slow, CopyChannels::fast);
   const auto gbps = [](const emulation::Bandwidth& tier, Access access) {

@@ -34,8 +34,8 @@ CACHEDARRAYS_INLINE const char* to_string(AutoswapScore score) noexcept {
 }
 
 CACHEDARRAYS_INLINE AutoswapScore parse_autoswap_score(std::string_view name) {
-  for (AutoswapScore s : {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa, AutoswapScore::swdoa,
-                          AutoswapScore::bo}) {
+  for (AutoswapScore s :
+       {AutoswapScore::doa, AutoswapScore::aoa, AutoswapScore::wdoa, AutoswapScore::swdoa, AutoswapScore::bo}) {
     if (name == to_string(s)) return s;
   }
   throw invalid_argument("cachedarrays: unknown AutoSwap priority score '" + std::string(name) +
@@ -101,9 +101,10 @@ CACHEDARRAYS_INLINE void autoswap_check_times(const Program& program, const Tier
 CACHEDARRAYS_INLINE void autoswap_check_bandwidths(const TierCosts& costs, const char* who) {
   const auto ok = [](double gbps) { return gbps > 0 && std::isfinite(gbps); };
   if (!ok(costs.to_slow_gbps) || !ok(costs.to_fast_gbps)) {
-    throw invalid_argument(std::string(who) + ": swap-outs copy at to_slow_gbps = " +
-                           std::to_string(costs.to_slow_gbps) + " GB/s and swap-ins at to_fast_gbps = " +
-                           std::to_string(costs.to_fast_gbps) + " GB/s; both must be finite and > 0");
+    throw invalid_argument(std::string(who) +
+                           ": swap-outs copy at to_slow_gbps = " + std::to_string(costs.to_slow_gbps) +
+                           " GB/s and swap-ins at to_fast_gbps = " + std::to_string(costs.to_fast_gbps) +
+                           " GB/s; both must be finite and > 0");
   }
 }
 
@@ -156,9 +157,9 @@ CACHEDARRAYS_INLINE double autoswap_unrolled_start(const AutoswapTimeline& t, st
 // §IV-A's filters, then one candidate per gap; the absent kernels and the
 // copy in's kernel as autoswap.hpp reads §IV-E.
 CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates_of(const Program& program,
-                                                                         const AutoswapTimeline& t,
-                                                                         const TierCosts& costs,
-                                                                         const AutoswapOptions& options) {
+                                                                          const AutoswapTimeline& t,
+                                                                          const TierCosts& costs,
+                                                                          const AutoswapOptions& options) {
   std::vector<AutoswapCandidate> out;
   const auto nk = static_cast<std::uint32_t>(program.kernels().size());
   if (nk == 0) return out;
@@ -441,8 +442,8 @@ class AutoswapEngine {
     if (!x.active) return;
     const AutoswapSwap& swap = swaps_[x.swap];
     // Duplex: on an engine of its own, holding up no copy in.
-    const CopySpan span = duplex_ ? timeline_.copy_async(CopyChannels::fast, CopyChannels::slow,
-                                                         swap.candidate.bytes, swap.candidate.object)
+    const CopySpan span = duplex_ ? timeline_.copy_async(CopyChannels::fast, CopyChannels::slow, swap.candidate.bytes,
+                                                         swap.candidate.object)
                                   : queue(CopyChannels::fast, CopyChannels::slow, swap, 0, run);
     x.out_start = span.start;
     x.out_end = span.end;
@@ -478,10 +479,10 @@ class AutoswapEngine {
       }
       if (x.use_at < nk || x.use_at >= 2 * nk) continue;
       // The instance whose next use is in the second iteration is reported.
-      run.times[x.swap] = {x.out_start - iteration_start, x.out_end - iteration_start,
-                           x.in_issue - iteration_start,  x.in_start - iteration_start,
-                           x.in_end - iteration_start,
-                           kernel_start_[static_cast<std::size_t>(x.use_at)] - iteration_start};
+      run.times[x.swap] = {
+          x.out_start - iteration_start, x.out_end - iteration_start,
+          x.in_issue - iteration_start,  x.in_start - iteration_start,
+          x.in_end - iteration_start,    kernel_start_[static_cast<std::size_t>(x.use_at)] - iteration_start};
     }
     std::int64_t absent = 0;
     for (std::size_t k = 0; k < run.scheduled_load.size(); ++k) {
@@ -496,7 +497,7 @@ class AutoswapEngine {
   const std::vector<AutoswapSwap>& swaps_;
   std::int64_t nk_ = 0;
   std::vector<Instance> inst_;
-  std::vector<std::size_t> outs_, uses_;  // by boundary, then swap
+  std::vector<std::size_t> outs_, uses_;               // by boundary, then swap
   std::vector<std::size_t> first_in_, next_in_, ins_;  // the copies in bucketed by boundary
   std::vector<double> kernel_start_;
   std::vector<std::int64_t> freed_;
@@ -576,8 +577,8 @@ class AutoswapOutBlocks {
   }
   // Whether a copy over [from, to) (from outside every block) runs into a copy out.
   [[nodiscard]] bool collides(double from, double to, double tolerance) const {
-    const auto b = std::upper_bound(blocks_.begin(), blocks_.end(),
-                                    std::pair(from, std::numeric_limits<double>::infinity()));
+    const auto b =
+        std::upper_bound(blocks_.begin(), blocks_.end(), std::pair(from, std::numeric_limits<double>::infinity()));
     return b != blocks_.end() && b->first < to - tolerance;
   }
 
@@ -593,9 +594,8 @@ class AutoswapOutBlocks {
 // give way to the next iteration's first ones: the passes repeat with that
 // bound until no position moves.
 CACHEDARRAYS_INLINE void autoswap_backward(const AutoswapTimeline& t, const TierCosts& costs,
-                                           std::span<const AutoswapSlot> slots,
-                                           const std::vector<AutoswapSwap>& swaps, AutoswapLoadBudget& budget,
-                                           std::vector<std::uint32_t>& issue, bool duplex) {
+                                           std::span<const AutoswapSlot> slots, const std::vector<AutoswapSwap>& swaps,
+                                           AutoswapLoadBudget& budget, std::vector<std::uint32_t>& issue, bool duplex) {
   const AutoswapOutBlocks outs(t, costs, slots, swaps, duplex);
   const double tolerance = 1e-12 * std::max(1.0, t.seconds);
   std::vector<std::size_t> order(slots.size());
@@ -686,9 +686,8 @@ CACHEDARRAYS_INLINE void autoswap_schedule(const AutoswapTimeline& t, const Tier
     for (bool improved = run.overhead > 0; improved && run.overhead > 0 && rounds < autoswap_search_rounds; ++rounds) {
       improved = false;
       for (std::size_t s = 0; s < slots.size(); ++s) engine_order[s] = s;
-      std::stable_sort(engine_order.begin(), engine_order.end(), [&](std::size_t a, std::size_t b) {
-        return run.times[a].in_start < run.times[b].in_start;
-      });
+      std::stable_sort(engine_order.begin(), engine_order.end(),
+                       [&](std::size_t a, std::size_t b) { return run.times[a].in_start < run.times[b].in_start; });
       for (const std::size_t s : engine_order) {
         while (run.overhead > 0 && run.pressed[s] && local.may_advance(slots[s], issue[s])) {
           local.advance(slots[s], issue[s]);
@@ -739,8 +738,7 @@ CACHEDARRAYS_INLINE AutoswapTimeline autoswap_timeline(const Program& program, c
   return t;
 }
 
-CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates(const Program& program,
-                                                                       const TierCosts& costs,
+CACHEDARRAYS_INLINE std::vector<AutoswapCandidate> autoswap_candidates(const Program& program, const TierCosts& costs,
                                                                        const AutoswapOptions& options) {
   detail::autoswap_check_times(program, costs, "autoswap_candidates");
   detail::autoswap_check_bandwidths(costs, "autoswap_candidates");
@@ -763,9 +761,9 @@ CACHEDARRAYS_INLINE std::vector<AutoswapScores> autoswap_scores(const AutoswapTi
   for (const AutoswapCandidate& c : candidates) {
     if (c.after >= nk || c.before >= nk || c.bytes == 0) {
       throw invalid_argument("autoswap_scores: a candidate of object " + std::to_string(c.object) +
-                             " between kernels " + std::to_string(c.after) + " and " + std::to_string(c.before) +
-                             " (" + std::to_string(c.bytes) + " bytes) is not one of this timeline's " +
-                             std::to_string(nk) + " kernels; take candidates from autoswap_candidates");
+                             " between kernels " + std::to_string(c.after) + " and " + std::to_string(c.before) + " (" +
+                             std::to_string(c.bytes) + " bytes) is not one of this timeline's " + std::to_string(nk) +
+                             " kernels; take candidates from autoswap_candidates");
     }
     AutoswapScores s;
     // §IV-B (i): the time between the accesses less the copies' time.
@@ -811,9 +809,10 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Tie
   detail::autoswap_check_bandwidths(costs, "autoswap_plan");
   const AutoswapTimeline t = autoswap_timeline(program, costs);
   if (options.limit == 0) {
-    throw invalid_argument("autoswap_plan: a memory load limit of 0 bytes; the limit (Definition 5) is the most "
-                           "bytes the fast tier may hold at once, > 0 (the program's peak load without swaps is " +
-                           std::to_string(t.peak) + " bytes)");
+    throw invalid_argument(
+        "autoswap_plan: a memory load limit of 0 bytes; the limit (Definition 5) is the most "
+        "bytes the fast tier may hold at once, > 0 (the program's peak load without swaps is " +
+        std::to_string(t.peak) + " bytes)");
   }
   if (options.score == AutoswapScore::bo) detail::autoswap_check_weights(options.bo_weights, "autoswap_plan");
   const std::vector<AutoswapCandidate> candidates = detail::autoswap_candidates_of(program, t, costs, options);
@@ -845,8 +844,7 @@ CACHEDARRAYS_INLINE AutoswapPlan autoswap_plan(const Program& program, const Tie
   // at the first; standardised anew, d keeps its share of the sum.
   const std::vector<std::size_t> eligible = left;
   const AutoswapScore score = detail::autoswap_ranking_score(options);
-  const bool rescored =
-      score == AutoswapScore::swdoa || (score == AutoswapScore::bo && options.bo_weights[3] != 0);
+  const bool rescored = score == AutoswapScore::swdoa || (score == AutoswapScore::bo && options.bo_weights[3] != 0);
   std::vector<double> key(candidates.size(), 0.0);
   const auto rank = [&] {
     const std::vector<AutoswapScores> scores = autoswap_scores(t, candidates, plan.load);

@@ -107,8 +107,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 
 namespace cachedarrays::plan {
 
@@ -136,10 +136,10 @@ inline constexpr std::array<AutoswapScore, 4> autoswap_bo_terms{AutoswapScore::a
 /// What autoswap_plan plans for: the limit, the score, the candidate filters
 /// and the copy engines.
 struct AutoswapOptions {
-  std::uint64_t limit = 0;  ///< the memory load limit (Definition 5), bytes; > 0
+  std::uint64_t limit = 0;                     ///< the memory load limit (Definition 5), bytes; > 0
   AutoswapScore score = AutoswapScore::swdoa;  ///< the priority score the selection ranks by
-  std::uint64_t min_bytes = 1 << 20;  ///< §IV-A's first filter: "smaller than a threshold, e.g., 1 MB"
-  bool across_peak_only = true;       ///< §IV-A's second filter: gaps across the peak time only
+  std::uint64_t min_bytes = 1 << 20;           ///< §IV-A's first filter: "smaller than a threshold, e.g., 1 MB"
+  bool across_peak_only = true;                ///< §IV-A's second filter: gaps across the peak time only
   /// a, b, c, d of equation (3), each in [-1, 1] (§IV-C); read only when
   /// score is bo. The default ranks as SWDOA alone.
   AutoswapBoWeights bo_weights{0, 0, 0, 1};
@@ -252,9 +252,9 @@ struct AutoswapSwap {
   ///@}
   double out_start = 0,  ///< when the copy out starts on the engine
       out_end = 0;       ///< when the copy out ends
-  double in_issue = 0;  ///< when in_kernel starts: the copy in is queued
-  double in_start = 0,  ///< when the copy in starts on the engine
-      in_end = 0;       ///< when the copy in ends
+  double in_issue = 0;   ///< when in_kernel starts: the copy in is queued
+  double in_start = 0,   ///< when the copy in starts on the engine
+      in_end = 0;        ///< when the copy in ends
   double use_start = 0;  ///< when `before` starts, after any wait; in_end <= use_start
 };
 
@@ -272,8 +272,8 @@ struct AutoswapPlan {
   std::uint64_t peak = 0;           ///< the largest entry of load
   std::uint64_t original_peak = 0;  ///< the peak load of the iteration without swaps
   ///@}
-  bool fits = false;        ///< peak <= limit
-  std::uint64_t excess = 0; ///< peak - limit when it does not fit: no candidate is left to take
+  bool fits = false;         ///< peak <= limit
+  std::uint64_t excess = 0;  ///< peak - limit when it does not fit: no candidate is left to take
   /// @name Modeled copy engine
   /// The modeled copy engine (§IV-E), steady state: what each kernel waits
   /// for its copies in, their sum (the overhead over the iteration without

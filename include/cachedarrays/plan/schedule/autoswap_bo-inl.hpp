@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "cachedarrays/error.hpp"
-#include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/detail/gaussian_process.hpp"
+#include "cachedarrays/plan/schedule/autoswap.hpp"
 
 namespace cachedarrays::plan {
 
@@ -120,8 +120,7 @@ CACHEDARRAYS_INLINE AutoswapBoWeights autoswap_bo_next(const std::vector<Autoswa
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE double autoswap_bo_objective(const AutoswapPlan& plan, std::uint64_t limit,
-                                                 double excess_penalty) {
+CACHEDARRAYS_INLINE double autoswap_bo_objective(const AutoswapPlan& plan, std::uint64_t limit, double excess_penalty) {
   // Over by LOAD' (the selection ran out of candidates) or by the load the
   // serialized copies give (LOAD'': the paper delays a kernel until its
   // memory is free; this model does not, so it is counted here).
@@ -129,13 +128,12 @@ CACHEDARRAYS_INLINE double autoswap_bo_objective(const AutoswapPlan& plan, std::
   const std::uint64_t excess = std::max(plan.fits ? 0 : plan.excess, scheduled);
   if (excess == 0) return plan.overhead_seconds;
   const double iteration = plan.iteration_seconds > 0 ? plan.iteration_seconds : 1.0;
-  return plan.overhead_seconds + excess_penalty * iteration * static_cast<double>(excess) /
-                                     static_cast<double>(limit > 0 ? limit : 1);
+  return plan.overhead_seconds +
+         excess_penalty * iteration * static_cast<double>(excess) / static_cast<double>(limit > 0 ? limit : 1);
 }
 
 CACHEDARRAYS_INLINE AutoswapBoResult autoswap_optimise_weights(const Program& program, const TierCosts& costs,
-                                                               AutoswapOptions base,
-                                                               const AutoswapBoOptions& options) {
+                                                               AutoswapOptions base, const AutoswapBoOptions& options) {
   detail::autoswap_bo_check(options);
   base.score = AutoswapScore::bo;
   AutoswapBoResult result;
@@ -160,10 +158,11 @@ CACHEDARRAYS_INLINE AutoswapBoResult autoswap_optimise_weights(const Program& pr
     }
     result.history.push_back(e);
     if (options.progress) {
-      options.progress(fmt::format("bo {}/{} ({}): weights ({:+.3f}, {:+.3f}, {:+.3f}, {:+.3f}) objective {:.6g} s, "
-                                   "best {:.6g} s",
-                                   result.history.size(), options.evaluations, to_string(source), w[0], w[1], w[2],
-                                   w[3], e.objective, result.best_objective));
+      options.progress(
+          fmt::format("bo {}/{} ({}): weights ({:+.3f}, {:+.3f}, {:+.3f}, {:+.3f}) objective {:.6g} s, "
+                      "best {:.6g} s",
+                      result.history.size(), options.evaluations, to_string(source), w[0], w[1], w[2], w[3],
+                      e.objective, result.best_objective));
     }
   };
   const auto done = [&] {

@@ -49,17 +49,17 @@
 #include <string>
 #include <vector>
 
+#include "cachedarrays/plan/program/program.hpp"
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/autotm.hpp"
-#include "cachedarrays/plan/program/program.hpp"
 
 namespace cachedarrays::plan {
 
 /// How autoswap_optimise_weights searches (see the file comment).
 struct AutoswapBoOptions {
-  int evaluations = 30;     ///< plans made, the four single scores included; >= 4
-  int initial_random = 5;   ///< random weight vectors after those four, before the GP chooses; >= 0
-  std::uint64_t seed = 1;   ///< of the std::mt19937_64 every random draw comes from
+  int evaluations = 30;            ///< plans made, the four single scores included; >= 4
+  int initial_random = 5;          ///< random weight vectors after those four, before the GP chooses; >= 0
+  std::uint64_t seed = 1;          ///< of the std::mt19937_64 every random draw comes from
   int acquisition_samples = 2000;  ///< candidates the expected improvement is maximised over; >= 1
   double length_scale = 0.5;       ///< of the Matérn 5/2 kernel, in weight units; > 0
   double noise = 1e-6;             ///< jitter on the kernel's diagonal (standardised objective); > 0
@@ -73,30 +73,30 @@ struct AutoswapBoOptions {
 
 /// Where an evaluation's weights came from.
 enum class AutoswapBoSource : std::uint8_t {
-  single_score,          ///< one of the four unit vectors: a single score alone
-  random,                ///< uniform in [-1, 1]^4, before the GP chooses
-  expected_improvement   ///< the GP's choice: the most expected improvement
+  single_score,         ///< one of the four unit vectors: a single score alone
+  random,               ///< uniform in [-1, 1]^4, before the GP chooses
+  expected_improvement  ///< the GP's choice: the most expected improvement
 };
 /// The source's name: "single score", "random" or "expected improvement".
 [[nodiscard]] const char* to_string(AutoswapBoSource source) noexcept;
 
 /// One evaluation of the search: a weight vector and the plan it gave.
 struct AutoswapBoEvaluation {
-  AutoswapBoWeights weights{};  ///< a, b, c, d of equation (3)
+  AutoswapBoWeights weights{};                               ///< a, b, c, d of equation (3)
   AutoswapBoSource source = AutoswapBoSource::single_score;  ///< where the weights came from
-  double objective = 0;  ///< what the search minimises (see above), seconds
-  double overhead_seconds = 0;  ///< the plan's AutoswapPlan::overhead_seconds
-  bool fits = false;            ///< the plan's AutoswapPlan::fits
-  std::size_t swaps = 0;        ///< how many swaps the plan picked
+  double objective = 0;                                      ///< what the search minimises (see above), seconds
+  double overhead_seconds = 0;                               ///< the plan's AutoswapPlan::overhead_seconds
+  bool fits = false;                                         ///< the plan's AutoswapPlan::fits
+  std::size_t swaps = 0;                                     ///< how many swaps the plan picked
 };
 
 /// What autoswap_optimise_weights found: the best weights, their plan, and
 /// every evaluation.
 struct AutoswapBoResult {
-  AutoswapBoWeights weights{};  ///< the best; autoswap_plan with score bo and these weights gives `plan`
-  AutoswapPlan plan;            ///< the plan of the best weights
-  double best_objective = 0;    ///< the plan's objective, the least of history's
-  std::size_t best_evaluation = 0;  ///< its index in history
+  AutoswapBoWeights weights{};                ///< the best; autoswap_plan with score bo and these weights gives `plan`
+  AutoswapPlan plan;                          ///< the plan of the best weights
+  double best_objective = 0;                  ///< the plan's objective, the least of history's
+  std::size_t best_evaluation = 0;            ///< its index in history
   std::vector<AutoswapBoEvaluation> history;  ///< in order of evaluation, the four single scores first
   /// The best of the four single scores (the first four evaluations; fewer
   /// when one reaches 0 and the search stops).

@@ -351,7 +351,8 @@ class AutotmIlpBuilder {
     std::vector<std::size_t> writes;
     for (std::size_t i = 0; i < n; ++i) {
       bool written = i == 0 && !persistent;
-      for (const ProgramArg& a : kernels_[uses[i]].args) written = written || (a.object == o && a.access == Access::write);
+      for (const ProgramArg& a : kernels_[uses[i]].args)
+        written = written || (a.object == o && a.access == Access::write);
       if (written) writes.push_back(i);
     }
     if (writes.empty()) return;  // a persistent object never written: never pays
@@ -464,7 +465,8 @@ class AutotmIlpBuilder {
       for (const ProgramArg& a : kernels_[k].args) {
         if (io[a.object]) continue;
         io[a.object] = true;
-        terms.emplace_back(ilp_.objects[a.object].x[use_of(a.object, k)], static_cast<double>(objects_[a.object].bytes));
+        terms.emplace_back(ilp_.objects[a.object].x[use_of(a.object, k)],
+                           static_cast<double>(objects_[a.object].bytes));
       }
       for (std::uint32_t o = 0; o < objects_.size(); ++o) {
         if (!alive(o, k) || io[o] || program_.uses(o).empty()) continue;
@@ -549,7 +551,7 @@ CACHEDARRAYS_INLINE void autotm_round(const AutotmModel& m, std::vector<double>&
 // asynchronous ILP, which contains every synchronous plan, and for the
 // next solve of the fragmentation loop.
 CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program, const AutotmIlp& ilp,
-                                                         const MovePlan& plan) {
+                                                          const MovePlan& plan) {
   std::vector<double> start(ilp.model.objective.size(), 0.0);
   const auto set = [&](int c, bool on) {
     if (c >= 0) start[static_cast<std::size_t>(c)] = on ? 1 : 0;
@@ -578,7 +580,8 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_start_from(const Program& program
     const std::size_t n = c.x.size();
     for (std::size_t i = 0; i < n; ++i) {
       const bool in = x[o][i];
-      const bool stays = in && !out_after[o][i] && c.y[i] >= 0 && ilp.model.col_upper[static_cast<std::size_t>(c.y[i])] > 0;
+      const bool stays =
+          in && !out_after[o][i] && c.y[i] >= 0 && ilp.model.col_upper[static_cast<std::size_t>(c.y[i])] > 0;
       set(c.x[i], in);
       set(c.y[i], stays);
       set(c.move_out[i], in && !stays);
@@ -620,7 +623,8 @@ CACHEDARRAYS_INLINE std::vector<std::vector<int>> autotm_columns_of(const Autotm
   for (std::size_t o = 0; o < ilp.objects.size(); ++o) {
     const AutotmObjectColumns& c = ilp.objects[o];
     std::vector<int>& mine = columns_of[o];
-    for (const std::vector<int>* list : {&c.x, &c.y, &c.move_in, &c.move_out}) mine.insert(mine.end(), list->begin(), list->end());
+    for (const std::vector<int>* list : {&c.x, &c.y, &c.move_in, &c.move_out})
+      mine.insert(mine.end(), list->begin(), list->end());
     for (const std::vector<AutotmComponent>& gap : c.gaps) {
       for (const AutotmComponent& comp : gap) mine.insert(mine.end(), {comp.state, comp.in, comp.out});
     }
@@ -660,7 +664,8 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
     if (ilp.dram_row[k] >= 0) row_kernel[static_cast<std::size_t>(ilp.dram_row[k])] = static_cast<int>(k);
   }
   for (const auto& [r, c, v] : m.entries) {
-    if (row_kernel[static_cast<std::size_t>(r)] >= 0) dram_entries[static_cast<std::size_t>(row_kernel[static_cast<std::size_t>(r)])].emplace_back(c, v);
+    if (row_kernel[static_cast<std::size_t>(r)] >= 0)
+      dram_entries[static_cast<std::size_t>(row_kernel[static_cast<std::size_t>(r)])].emplace_back(c, v);
   }
   for (std::size_t k = 0; k < limits.size(); ++k) {
     if (ilp.dram_row[k] < 0) continue;
@@ -701,7 +706,7 @@ CACHEDARRAYS_INLINE bool autotm_repair(const AutotmIlp& ilp, std::vector<double>
 // greedy plan is no guarantee of quality, only a floor the search starts
 // from; Cbc's search and the objective decide.
 CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& program, const AutotmIlp& ilp,
-                                                           const std::vector<std::uint64_t>& limits) {
+                                                            const std::vector<std::uint64_t>& limits) {
   const AutotmModel& m = ilp.model;
   MovePlan everything;  // every object in DRAM throughout: which columns that sets
   everything.in_fast.resize(program.kernels().size());
@@ -711,7 +716,9 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& progr
   const std::vector<double> all_in = autotm_start_from(program, ilp, everything);
   std::vector<std::vector<int>> in_columns = autotm_columns_of(ilp);
   for (std::vector<int>& columns : in_columns) {
-    std::erase_if(columns, [&](int c) { return m.integer[static_cast<std::size_t>(c)] == 0 || all_in[static_cast<std::size_t>(c)] < 0.5; });
+    std::erase_if(columns, [&](int c) {
+      return m.integer[static_cast<std::size_t>(c)] == 0 || all_in[static_cast<std::size_t>(c)] < 0.5;
+    });
   }
   std::vector<int> row_kernel(m.row_upper.size(), -1);
   for (std::size_t k = 0; k < limits.size(); ++k) {
@@ -743,7 +750,8 @@ CACHEDARRAYS_INLINE std::vector<double> autotm_greedy_start(const Program& progr
   }
   std::vector<double> values = m.start;
   for (const auto& [r, c, v] : m.entries) {
-    if (row_kernel[static_cast<std::size_t>(r)] >= 0) room[static_cast<std::size_t>(r)] -= v * values[static_cast<std::size_t>(c)];
+    if (row_kernel[static_cast<std::size_t>(r)] >= 0)
+      room[static_cast<std::size_t>(r)] -= v * values[static_cast<std::size_t>(c)];
   }
   std::vector<double> need(m.row_upper.size(), 0.0);
   for (const Candidate& candidate : candidates) {
@@ -844,8 +852,8 @@ CACHEDARRAYS_INLINE void autotm_judge_solve(const AutotmIlp& ilp, const MipOutco
 // One solve of the ILP with the DRAM limits `limits` (L_DRAM,k of (5)),
 // within `seconds`, from `start` (null: the model's, everything in PMM).
 CACHEDARRAYS_INLINE MovePlan autotm_solve(const Program& program, const AutotmIlp& ilp,
-                                            const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
-                                            double seconds, const std::vector<double>* start_values = nullptr) {
+                                          const std::vector<std::uint64_t>& limits, const AutotmOptions& options,
+                                          double seconds, const std::vector<double>* start_values = nullptr) {
   const MipProblem mip = autotm_mip(ilp, limits, start_values);
   MovePlan plan;
   // No time left (building a large ILP can take the whole budget): the
@@ -886,8 +894,12 @@ CACHEDARRAYS_INLINE MovePlan autotm_solve(const Program& program, const AutotmIl
 class AutotmDramReplay {
  public:
   AutotmDramReplay(const Program& program, const MovePlan& plan, std::uint64_t capacity, std::uint64_t alignment)
-      : program_(program), plan_(plan), walk_(program, plan), heap_(capacity, alignment),
-        held_(program.objects().size(), nullptr), ids_(program.objects().size()) {
+      : program_(program),
+        plan_(plan),
+        walk_(program, plan),
+        heap_(capacity, alignment),
+        held_(program.objects().size(), nullptr),
+        ids_(program.objects().size()) {
     std::iota(ids_.begin(), ids_.end(), 0u);
   }
 

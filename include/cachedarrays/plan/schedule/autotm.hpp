@@ -84,7 +84,7 @@ enum class AutotmFormulation : std::uint8_t {
 /// limits and the fragmentation loop.
 struct AutotmOptions {
   AutotmFormulation formulation = AutotmFormulation::synchronous;  ///< which ILP
-  std::uint64_t dram_limit = 0;  ///< L_DRAM, bytes
+  std::uint64_t dram_limit = 0;                                    ///< L_DRAM, bytes
   /// L_DRAM,k per kernel (§4.2's fragmentation loop lowers some); empty: all
   /// dram_limit.
   std::vector<std::uint64_t> kernel_limits;
@@ -135,7 +135,7 @@ struct AutotmOptions {
   /// executor finds no hole for many objects), and this closes in fewer.
   /// False: the paper's steps alone.
   bool lower_by_overflow = true;
-  std::uint64_t alignment = 64;        ///< the fast heap's (DeviceSpec::alignment)
+  std::uint64_t alignment = 64;  ///< the fast heap's (DeviceSpec::alignment)
   /// Progress, one line per step (an ILP built, a solve, a heap replay),
   /// with its time; null: silent.
   std::function<void(const std::string&)> progress;

@@ -94,8 +94,8 @@ class AutotmSearch {
     const double limit = options_.time_limit_seconds;
     const double async_reserve = asynchronous ? std::min(options_.async_search_seconds, limit / 2) : 0.0;
     MovePlan plan = options_.formulation == AutotmFormulation::static_placement
-                          ? static_plan(options_, limit, retries_)
-                          : synchronous_plan(limit - async_reserve);
+                        ? static_plan(options_, limit, retries_)
+                        : synchronous_plan(limit - async_reserve);
     if (asynchronous) plan = asynchronous_plan(std::move(plan), async_reserve);
     describe_fit(plan);
     plan.retries = retries_;
@@ -121,8 +121,8 @@ class AutotmSearch {
 
   AutotmIlp build(const AutotmOptions& o) const {
     AutotmIlp built = AutotmIlpBuilder(program_, costs_, o).build();
-    progress(std::string("the ") + to_string(o.formulation) + " ILP built: " +
-             std::to_string(built.model.objective.size()) + " columns, " +
+    progress(std::string("the ") + to_string(o.formulation) +
+             " ILP built: " + std::to_string(built.model.objective.size()) + " columns, " +
              std::to_string(built.model.row_upper.size()) + " rows");
     return built;
   }
@@ -164,7 +164,7 @@ class AutotmSearch {
   }
 
   MovePlan solve(const AutotmIlp& ilp, const AutotmOptions& solve_options, const std::vector<std::uint64_t>& limits,
-                   double deadline, bool last, const std::vector<const MovePlan*>& starts) const {
+                 double deadline, bool last, const std::vector<const MovePlan*>& starts) const {
     const double left = std::max(0.01, deadline - elapsed());
     const std::optional<std::vector<double>> start = start_for(ilp, limits, starts);
     MovePlan solved =
@@ -219,8 +219,8 @@ class AutotmSearch {
   // better than everything in PMM. Returns the best plan it saw, the seeds
   // included.
   MovePlan fragmentation_loop(const AutotmIlp& ilp, const AutotmOptions& solve_options,
-                                std::vector<std::uint64_t> limits, double deadline,
-                                const std::vector<const MovePlan*>& seeds, std::uint32_t& loop_retries) const {
+                              std::vector<std::uint64_t> limits, double deadline,
+                              const std::vector<const MovePlan*>& seeds, std::uint32_t& loop_retries) const {
     loop_retries = 0;
     MovePlan plan = solve(ilp, solve_options, limits, deadline, options_.max_retries == 0, seeds);
     std::vector<std::uint64_t> extents;
@@ -292,7 +292,7 @@ class AutotmSearch {
     const AutotmIlp async_ilp = build(options_);
     const std::vector<double> start = autotm_start_from(program_, async_ilp, plan);
     MovePlan async = autotm_solve(program_, async_ilp, plan.kernel_limits, options_,
-                                    std::max(0.01, std::min(options_.time_limit_seconds - elapsed(), reserve)), &start);
+                                  std::max(0.01, std::min(options_.time_limit_seconds - elapsed(), reserve)), &start);
     std::vector<std::uint64_t> extents;
     if (options_.max_retries > 0) replay(async, extents);
     if (async.modeled_seconds <= plan.modeled_seconds + 1e-12 && (async.fits || !plan.fits)) return async;
@@ -326,8 +326,7 @@ class AutotmSearch {
 
 }  // namespace detail
 
-CACHEDARRAYS_INLINE MovePlan autotm_plan(const Program& program, const TierCosts& costs,
-                                           const AutotmOptions& options) {
+CACHEDARRAYS_INLINE MovePlan autotm_plan(const Program& program, const TierCosts& costs, const AutotmOptions& options) {
   detail::check_autotm_request(program, costs, options);
   return detail::AutotmSearch(program, costs, options).run();
 }

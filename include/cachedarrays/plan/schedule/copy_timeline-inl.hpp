@@ -12,7 +12,7 @@
 namespace cachedarrays::plan {
 
 CACHEDARRAYS_INLINE CopyTimeline::CopyTimeline(const std::vector<DeviceModel>& models, std::vector<DeviceUsage> room,
-                                                unsigned mover_threads)
+                                               unsigned mover_threads)
     : channels_(models, std::max(1U, mover_threads)), idle_(channels_), room_given_(room), room_(std::move(room)) {
   landing_.resize(room_.size());
 }
@@ -177,7 +177,8 @@ CACHEDARRAYS_INLINE void CopyTimeline::copy(const TraceEvent& e) {
   // shares the device pair's bandwidth with the mover.
   const double settled = ready(e.object);
   const double end =
-      channels_.run_on_caller(e.device, dst, channels_.seconds(e.device, dst, e.bytes), std::max(compute_, settled)).end;
+      channels_.run_on_caller(e.device, dst, channels_.seconds(e.device, dst, e.bytes), std::max(compute_, settled))
+          .end;
   exposed_ += end - compute_;
   compute_ = end;
 }

@@ -204,9 +204,9 @@ class CopyTimeline {
   double& ready_slot(std::uint64_t object);
 
   CopyChannels channels_;
-  CopyChannels idle_;                   // the channels as made: reset() returns to them
+  CopyChannels idle_;                    // the channels as made: reset() returns to them
   std::vector<DeviceUsage> room_given_;  // the room as given: reset() returns to it
-  std::vector<double> dense_ready_;     // by planner object: its last copy's end
+  std::vector<double> dense_ready_;      // by planner object: its last copy's end
   double compute_ = 0;
   double exposed_ = 0;
   double copying_ = 0;
@@ -215,7 +215,7 @@ class CopyTimeline {
   std::vector<std::vector<Landing>> landing_;           // by device
   std::unordered_map<std::uint64_t, Leaving> leaving_;  // by object
   RoomWait wait_;
-  std::deque<Queued> queued_;                             // background copies, in issue order
+  std::deque<Queued> queued_;                                    // background copies, in issue order
   std::unordered_map<std::uint64_t, std::uint64_t> queued_for_;  // object -> its last queued copy's seq
   std::uint64_t issued_background_ = 0;
 };

@@ -73,8 +73,8 @@ CACHEDARRAYS_INLINE MovePlanTime time_move_plan(const Program& program, const Ti
       const std::uint64_t bytes = m.to_fast || !clean[m.object] ? program.objects()[m.object].bytes : 0;
       clean[m.object] = 1;
       if (bytes == 0) return;
-      const CopySpan span =
-          m.to_fast ? timeline.copy_async(slow, fast, bytes, m.object) : timeline.copy_async(fast, slow, bytes, m.object);
+      const CopySpan span = m.to_fast ? timeline.copy_async(slow, fast, bytes, m.object)
+                                      : timeline.copy_async(fast, slow, bytes, m.object);
       if (!m.to_fast && rules.write_backs_hold_next) hold = std::max(hold, span.end);
     };
     for (const ProgramStep& step : program.steps()) {

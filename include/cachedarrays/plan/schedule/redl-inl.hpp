@@ -65,15 +65,14 @@ class RedlOccupancy {
     add(2 * node + 1, mid, nr, l, r, v);
     max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
   }
-  [[nodiscard]] std::int64_t max(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l,
-                                 std::size_t r) const {
+  [[nodiscard]] std::int64_t max(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l, std::size_t r) const {
     if (r <= nl || nr <= l) return lowest;
     if (l <= nl && nr <= r) return max_[node];
     const std::size_t mid = (nl + nr) / 2;
     return std::max(max(2 * node, nl, mid, l, r), max(2 * node + 1, mid, nr, l, r)) + add_[node];
   }
-  [[nodiscard]] std::int64_t last_above(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l,
-                                        std::size_t r, std::int64_t above, std::int64_t outer) const {
+  [[nodiscard]] std::int64_t last_above(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l, std::size_t r,
+                                        std::int64_t above, std::int64_t outer) const {
     if (r <= nl || nr <= l || max_[node] + outer <= above) return -1;
     if (nr - nl == 1) return static_cast<std::int64_t>(nl);
     const std::size_t mid = (nl + nr) / 2;
@@ -148,8 +147,9 @@ CACHEDARRAYS_INLINE void redl_check_layers(const Program& program, const RedlOpt
   const std::size_t nk = program.kernels().size();
   if (options.layer_starts.empty()) {
     if (options.kernels_per_layer == 0) {
-      throw invalid_argument("redl: kernels_per_layer is 0; a layer is 1 or more consecutive kernels "
-                             "(or name each layer's first kernel in layer_starts)");
+      throw invalid_argument(
+          "redl: kernels_per_layer is 0; a layer is 1 or more consecutive kernels "
+          "(or name each layer's first kernel in layer_starts)");
     }
     return;
   }
@@ -161,8 +161,8 @@ CACHEDARRAYS_INLINE void redl_check_layers(const Program& program, const RedlOpt
   for (std::size_t i = 1; i < s.size(); ++i) {
     if (s[i] <= s[i - 1]) {
       throw invalid_argument("redl: layer_starts[" + std::to_string(i) + "] = " + std::to_string(s[i]) +
-                             " does not follow layer_starts[" + std::to_string(i - 1) + "] = " +
-                             std::to_string(s[i - 1]) + "; layer starts ascend strictly");
+                             " does not follow layer_starts[" + std::to_string(i - 1) +
+                             "] = " + std::to_string(s[i - 1]) + "; layer starts ascend strictly");
     }
   }
   if (s.back() >= nk && nk > 0) {
@@ -176,8 +176,7 @@ CACHEDARRAYS_INLINE void redl_check_layers(const Program& program, const RedlOpt
 class RedlPlanner {
  public:
   RedlPlanner(const Program& program, const TierCosts& costs, const RedlOptions& options)
-      : program_(program), costs_(costs), options_(options),
-        nk_(static_cast<std::uint32_t>(program.kernels().size())) {
+      : program_(program), costs_(costs), options_(options), nk_(static_cast<std::uint32_t>(program.kernels().size())) {
     layer_of_ = redl_layers(program, options);
     for (std::uint32_t k = 0; k < nk_; ++k) {
       if (k == 0 || layer_of_[k] != layer_of_[k - 1]) layer_first_.push_back(k);
@@ -237,8 +236,8 @@ class RedlPlanner {
       if (program_.uses(static_cast<std::uint32_t>(o)).empty()) continue;  // unused
       // A persistent object the iteration retires starts in PMM (redl.hpp):
       // only a copy in can bring it, whatever its size or liveness.
-      const bool migrated = (!liveness_[o].short_lived && info.bytes >= options_.min_bytes) ||
-                            (info.persistent && info.retired);
+      const bool migrated =
+          (!liveness_[o].short_lived && info.bytes >= options_.min_bytes) || (info.persistent && info.retired);
       info.kind = migrated ? RedlKind::dynamic : RedlKind::idle;
     }
   }
@@ -333,8 +332,13 @@ class RedlPlanner {
 class RedlPlacer {
  public:
   RedlPlacer(const RedlPlanner& planner, std::vector<std::uint32_t> starts)
-      : p_(planner), program_(planner.program_), objects_(planner.objects_), starts_(std::move(starts)),
-        nk_(planner.nk_), limit_(0), occ_(planner.headroom_) {
+      : p_(planner),
+        program_(planner.program_),
+        objects_(planner.objects_),
+        starts_(std::move(starts)),
+        nk_(planner.nk_),
+        limit_(0),
+        occ_(planner.headroom_) {
     // The dynamic objects each period uses, by their first use in it.
     const std::size_t periods = starts_.size() - 1;
     demand_.resize(periods);
@@ -487,8 +491,12 @@ class RedlPlacer {
     const RedlStay& s = stays_[i];
     const std::vector<std::uint32_t>& u = program_.uses(s.object);
     const auto it = std::lower_bound(u.begin(), u.end(), s.to);
-    return {i, s.from, s.to, writeback_kernel(s, lo),
-            it == u.end() ? std::numeric_limits<std::uint64_t>::max() : std::uint64_t{*it}, bytes_of(s.object)};
+    return {i,
+            s.from,
+            s.to,
+            writeback_kernel(s, lo),
+            it == u.end() ? std::numeric_limits<std::uint64_t>::max() : std::uint64_t{*it},
+            bytes_of(s.object)};
   }
   // make_room takes the first candidate that frees a kernel in this order.
   static void order_candidates(std::vector<Candidate>& candidates) {
@@ -655,7 +663,8 @@ class RedlPlacer {
       }
       per_byte[i] /= static_cast<double>(std::max<std::uint64_t>(1, objects_[o].bytes));
     }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return per_byte[a] > per_byte[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return per_byte[a] > per_byte[b]; });
     return order;
   }
 
@@ -790,8 +799,7 @@ class RedlSimulator {
       RedlCarry next{carry.timeline, {}, {}, {}};
       timing = iteration(carry, next);
       const bool same = close(next.timeline.channels_idle(), carry.timeline.channels_idle()) &&
-                        next.promoted == carry.promoted &&
-                        next.dirty == carry.dirty &&
+                        next.promoted == carry.promoted && next.dirty == carry.dirty &&
                         std::equal(next.arrival.begin(), next.arrival.end(), carry.arrival.begin(), close);
       carry = std::move(next);
       if (same) break;
@@ -1031,8 +1039,9 @@ CACHEDARRAYS_INLINE std::vector<std::uint32_t> redl_layers(const Program& progra
 
 CACHEDARRAYS_INLINE std::vector<RedlLiveness> redl_liveness(const Program& program, const RedlOptions& options) {
   if (options.short_lived_layers == 0) {
-    throw invalid_argument("redl: short_lived_layers is 0; an object used at all lives at least 1 layer "
-                           "(the paper's short-lived objects live at most 1)");
+    throw invalid_argument(
+        "redl: short_lived_layers is 0; an object used at all lives at least 1 layer "
+        "(the paper's short-lived objects live at most 1)");
   }
   const std::vector<std::uint32_t> layer = redl_layers(program, options);
   std::vector<RedlLiveness> out(program.objects().size());
@@ -1060,9 +1069,10 @@ namespace detail {
 
 CACHEDARRAYS_INLINE void redl_check_options(const Program& program, const RedlOptions& options) {
   if (options.fast_limit == 0) {
-    throw invalid_argument("redl_plan: fast_limit is 0 bytes; give the bytes of the fast tier the plan may hold "
-                           "at once, > 0 (the program's peak live bytes are " +
-                           std::to_string(program.max_live()) + ")");
+    throw invalid_argument(
+        "redl_plan: fast_limit is 0 bytes; give the bytes of the fast tier the plan may hold "
+        "at once, > 0 (the program's peak live bytes are " +
+        std::to_string(program.max_live()) + ")");
   }
   if (options.alignment != 0 && (options.alignment < 8 || (options.alignment & (options.alignment - 1)) != 0)) {
     throw invalid_argument("redl_plan: alignment " + std::to_string(options.alignment) +
@@ -1070,8 +1080,9 @@ CACHEDARRAYS_INLINE void redl_check_options(const Program& program, const RedlOp
                            "heap replay");
   }
   if (options.issue_periods == 0) {
-    throw invalid_argument("redl_plan: issue_periods is 0; a copy in for period t is issued during the "
-                           "issue_periods periods before it: give 1 (the paper's, section III-D) or more");
+    throw invalid_argument(
+        "redl_plan: issue_periods is 0; a copy in for period t is issued during the "
+        "issue_periods periods before it: give 1 (the paper's, section III-D) or more");
   }
 }
 
@@ -1079,8 +1090,7 @@ CACHEDARRAYS_INLINE void redl_check_options(const Program& program, const RedlOp
 // meets constraints (4) and (5) (the all-DRAM time) or the rounds run out;
 // the given size alone when there is one. Each size tried goes to
 // plan.search; returns the fastest.
-CACHEDARRAYS_INLINE RedlEvaluation redl_search(const RedlPlanner& planner, const RedlOptions& options,
-                                               RedlPlan& plan) {
+CACHEDARRAYS_INLINE RedlEvaluation redl_search(const RedlPlanner& planner, const RedlOptions& options, RedlPlan& plan) {
   const auto meets = [&](const RedlEvaluation& e) { return e.timing.seconds <= planner.all_fast() * (1 + 1e-12); };
   std::optional<RedlEvaluation> best;
   const auto trial = [&](std::uint32_t size) {
@@ -1148,9 +1158,8 @@ CACHEDARRAYS_INLINE void redl_fast_bytes(const Program& program, const RedlPlann
 CACHEDARRAYS_INLINE std::string redl_status(const RedlPlan& plan, const RedlOptions& options) {
   std::uint32_t in = 0, out = 0;
   for (const RedlMove& m : plan.moves) (m.to_fast ? in : out) += 1;
-  return "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(plan.layers) +
-         " layers (" + std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") +
-         " tried)" +
+  return "ReDL: periods of " + std::to_string(plan.period_layers) + " of " + std::to_string(plan.layers) + " layers (" +
+         std::to_string(plan.search.size()) + (plan.search.size() == 1 ? " size" : " sizes") + " tried)" +
          (options.issue_periods > 1
               ? ", copies in issued up to " + std::to_string(options.issue_periods) + " periods ahead"
               : std::string{}) +
@@ -1159,10 +1168,10 @@ CACHEDARRAYS_INLINE std::string redl_status(const RedlPlan& plan, const RedlOpti
               ? ", short-lived up to " + std::to_string(options.short_lived_layers) + " layers"
               : std::string{}) +
          ", modeled " + std::to_string(plan.modeled_seconds) + " s per iteration (all fast " +
-         std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) +
-         " s), " + std::to_string(in) + " copies in, " + std::to_string(out) + " out, " +
-         std::to_string(plan.dsma_arguments) + " DSMA arguments, peak " + std::to_string(plan.peak_fast_bytes) +
-         " of " + std::to_string(options.fast_limit) + " fast bytes" +
+         std::to_string(plan.all_fast_seconds) + " s, all slow " + std::to_string(plan.all_slow_seconds) + " s), " +
+         std::to_string(in) + " copies in, " + std::to_string(out) + " out, " + std::to_string(plan.dsma_arguments) +
+         " DSMA arguments, peak " + std::to_string(plan.peak_fast_bytes) + " of " + std::to_string(options.fast_limit) +
+         " fast bytes" +
          (options.alignment == 0 || plan.fits
               ? ""
               : "; the best-fit heap reaches " + std::to_string(plan.fast_extent) + " bytes (fragmentation)");
@@ -1234,7 +1243,7 @@ CACHEDARRAYS_INLINE MovePlan redl_autotm_plan(const RedlPlan& plan) {
 }
 
 CACHEDARRAYS_INLINE MovePlan redl_autotm_plan(const Program& program, const TierCosts& costs,
-                                                const RedlOptions& options) {
+                                              const RedlOptions& options) {
   return redl_autotm_plan(redl_plan(program, costs, options));
 }
 

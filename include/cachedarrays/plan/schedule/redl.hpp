@@ -139,21 +139,21 @@
 #include <string>
 #include <vector>
 
-#include "cachedarrays/plan/schedule/autotm.hpp"
 #include "cachedarrays/plan/program/program.hpp"
+#include "cachedarrays/plan/schedule/autotm.hpp"
 
 namespace cachedarrays::plan {
 
 /// What redl_plan plans for: the fast tier's limit, the layers and periods,
 /// and the choices the paper leaves open.
 struct RedlOptions {
-  std::uint64_t fast_limit = 0;       ///< bytes of the fast tier the plan may hold at once; > 0
+  std::uint64_t fast_limit = 0;  ///< bytes of the fast tier the plan may hold at once; > 0
   /// By kernel, a lower limit during that kernel (empty, or shorter than the
   /// program: fast_limit for the rest). A heap that fragments where the plan
   /// is fullest is fitted by lowering the limit there only
   /// (policy::fit_to_heap_by_kernel), not everywhere.
   std::vector<std::uint64_t> kernel_limits;
-  std::uint32_t period_layers = 0;    ///< layers per migration period; 0: search (§III-D.1)
+  std::uint32_t period_layers = 0;      ///< layers per migration period; 0: search (§III-D.1)
   std::uint32_t kernels_per_layer = 1;  ///< a layer: this many consecutive kernels; >= 1
   /// The first kernel of each layer, ascending from 0 (takes the place of
   /// kernels_per_layer when not empty).
@@ -187,10 +187,10 @@ struct RedlLiveness {
       last_use = 0;               ///< the last kernel that uses it
   std::uint32_t first_layer = 0,  ///< the layer of first_use
       last_layer = 0;             ///< the layer of last_use
-  std::uint32_t layers = 0;    ///< last_layer - first_layer + 1
-  std::uint32_t kernels = 0;   ///< last_use - first_use + 1
-  bool survives = false;       ///< persistent and not retired: alive into the next iteration
-  bool short_lived = false;    ///< at most short_lived_layers layers and not surviving
+  std::uint32_t layers = 0;       ///< last_layer - first_layer + 1
+  std::uint32_t kernels = 0;      ///< last_use - first_use + 1
+  bool survives = false;          ///< persistent and not retired: alive into the next iteration
+  bool short_lived = false;       ///< at most short_lived_layers layers and not surviving
 };
 
 /// The layer of each kernel. Throws invalid_argument for a kernels_per_layer
@@ -209,10 +209,10 @@ struct RedlMove {
   std::uint32_t kernel = 0;  ///< the kernel it is issued at (see above)
   bool to_fast = true;       ///< a copy in (else a copy out)
   bool asynchronous = true;  ///< beside `kernel` (else a synchronous copy out after it)
-  std::uint64_t bytes = 0;  ///< 0: a copy out of a clean object, which only frees DRAM
-  double issue = 0,  ///< when it is issued
-      start = 0,     ///< when the engine starts it
-      end = 0;       ///< when it lands
+  std::uint64_t bytes = 0;   ///< 0: a copy out of a clean object, which only frees DRAM
+  double issue = 0,          ///< when it is issued
+      start = 0,             ///< when the engine starts it
+      end = 0;               ///< when it lands
   /// A copy in: the use it serves (the object's next use after `kernel`;
   /// in the next iteration when `wraps`).
   std::uint32_t use = 0;
@@ -223,9 +223,9 @@ struct RedlMove {
 struct RedlPeriod {
   std::uint32_t first_kernel = 0,  ///< its first kernel
       end_kernel = 0;              ///< the kernel after its last: it spans [first_kernel, end_kernel)
-  std::uint64_t idle_region = 0;  ///< F: the peak bytes of the fast region's short-lived objects
-  std::uint32_t moves_in = 0;     ///< copies in issued during the period (for the next one)
-  std::uint32_t write_backs = 0;  ///< copies out issued during the period
+  std::uint64_t idle_region = 0;   ///< F: the peak bytes of the fast region's short-lived objects
+  std::uint32_t moves_in = 0;      ///< copies in issued during the period (for the next one)
+  std::uint32_t write_backs = 0;   ///< copies out issued during the period
 };
 
 /// One period size the search tried, in the order tried.
@@ -237,13 +237,13 @@ struct RedlTrial {
 /// ReDL's plan: the periods, where each argument is during each kernel, the
 /// copies, and the modeled steady-state iteration.
 struct RedlPlan {
-  std::uint64_t fast_limit = 0;  ///< RedlOptions::fast_limit
+  std::uint64_t fast_limit = 0;              ///< RedlOptions::fast_limit
   std::vector<std::uint64_t> kernel_limits;  ///< by kernel: the limit the plan kept to there
-  std::uint32_t layers = 0;         ///< layers in the iteration
-  std::uint32_t period_layers = 0;  ///< the period size chosen, in layers
-  std::vector<RedlPeriod> periods;  ///< the migration periods, in order
-  std::vector<RedlTrial> search;    ///< the sizes tried; one entry when the size was given
-  std::vector<RedlLiveness> liveness;  ///< by object
+  std::uint32_t layers = 0;                  ///< layers in the iteration
+  std::uint32_t period_layers = 0;           ///< the period size chosen, in layers
+  std::vector<RedlPeriod> periods;           ///< the migration periods, in order
+  std::vector<RedlTrial> search;             ///< the sizes tried; one entry when the size was given
+  std::vector<RedlLiveness> liveness;        ///< by object
   /// Objects of the fast region Algorithm 1 leaves in the slow tier: its
   /// victims, and long-lived objects under min_bytes that found no room.
   std::vector<std::uint32_t> idle_victims;
@@ -253,14 +253,14 @@ struct RedlPlan {
   /// By kernel, by argument: the object's copy in has not arrived, and k
   /// reads it from the slow tier (DSMA).
   std::vector<std::vector<bool>> dsma;
-  std::uint32_t dsma_arguments = 0;  ///< how many entries of dsma are true
-  std::vector<RedlMove> moves;  ///< by kernel, in the order issued
-  std::vector<double> kernel_start,  ///< the steady-state iteration, by kernel: its start, after any wait
-      kernel_end;                    ///< by kernel: its end
-  double modeled_seconds = 0;   ///< the iteration, waits included
-  double wait_seconds = 0;      ///< kernels waiting for copies (late writes, copies out)
-  double all_fast_seconds = 0;  ///< every argument in DRAM: sum of fast_seconds
-  double all_slow_seconds = 0;  ///< every argument in PMM
+  std::uint32_t dsma_arguments = 0;       ///< how many entries of dsma are true
+  std::vector<RedlMove> moves;            ///< by kernel, in the order issued
+  std::vector<double> kernel_start,       ///< the steady-state iteration, by kernel: its start, after any wait
+      kernel_end;                         ///< by kernel: its end
+  double modeled_seconds = 0;             ///< the iteration, waits included
+  double wait_seconds = 0;                ///< kernels waiting for copies (late writes, copies out)
+  double all_fast_seconds = 0;            ///< every argument in DRAM: sum of fast_seconds
+  double all_slow_seconds = 0;            ///< every argument in PMM
   std::vector<std::uint64_t> fast_bytes;  ///< DRAM occupancy by kernel (see the model)
   std::uint64_t peak_fast_bytes = 0;      ///< the peak of fast_bytes, <= fast_limit
   /// The best-fit replay's (autotm_dram_extents, with options.alignment)
@@ -285,8 +285,7 @@ struct RedlPlan {
 /// for every kernel and the replay's extent.
 [[nodiscard]] MovePlan redl_autotm_plan(const RedlPlan& plan);
 /// redl_autotm_plan(redl_plan(program, costs, options)); throws as redl_plan.
-[[nodiscard]] MovePlan redl_autotm_plan(const Program& program, const TierCosts& costs,
-                                          const RedlOptions& options);
+[[nodiscard]] MovePlan redl_autotm_plan(const Program& program, const TierCosts& costs, const RedlOptions& options);
 
 }  // namespace cachedarrays::plan
 

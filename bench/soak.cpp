@@ -31,8 +31,8 @@
 //   soak [--seconds 60] [--threads N] [--fast-mib 8] [--slow-mib 256]
 //        [--policies a,b,...] [--rotate-seconds S] [--seed 1] [--no-async]
 //        [--emulate none|optane|cxl] [--json FILE]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -77,8 +77,8 @@ struct Options {
   bool async = true;
   unsigned mover_threads = 1;
   std::string emulate = "none";
-  std::size_t burst = 500;            // operations per thread per unplanned iteration
-  std::size_t private_arrays = 24;    // most arrays a thread holds at once
+  std::size_t burst = 500;          // operations per thread per unplanned iteration
+  std::size_t private_arrays = 24;  // most arrays a thread holds at once
   double progress_seconds = 10;
   std::string json_path;
 };
@@ -123,10 +123,14 @@ std::optional<Mismatch> verify(std::span<const std::uint64_t> data, std::uint64_
 std::size_t random_words(Rng& rng, std::size_t max_words) {
   const std::uint64_t c = rng.below(100);
   std::size_t words;
-  if (c < 50) words = 1 + rng.below(512);
-  else if (c < 85) words = 513 + rng.below(8 * 1024 - 512);
-  else if (c < 98) words = 8 * 1024 + rng.below(56 * 1024);
-  else words = 64 * 1024 + rng.below(96 * 1024);
+  if (c < 50)
+    words = 1 + rng.below(512);
+  else if (c < 85)
+    words = 513 + rng.below(8 * 1024 - 512);
+  else if (c < 98)
+    words = 8 * 1024 + rng.below(56 * 1024);
+  else
+    words = 64 * 1024 + rng.below(96 * 1024);
   return std::max<std::size_t>(1, std::min(words, max_words));
 }
 
@@ -277,10 +281,18 @@ class Period {
   // least `least` after the heaps are ready, unless the run ends at `run_end`.
   Period(const Options& o, std::string policy, std::uint64_t period, Clock::time_point end, Clock::duration least,
          Clock::time_point run_end, Failures& failures, Counters& counters)
-      : options_(o), policy_name_(std::move(policy)), period_(period), scheduled_end_(end), least_(least),
-        run_end_(run_end), failures_(failures), counters_(counters),
+      : options_(o),
+        policy_name_(std::move(policy)),
+        period_(period),
+        scheduled_end_(end),
+        least_(least),
+        run_end_(run_end),
+        failures_(failures),
+        counters_(counters),
         rt_(devices(o), make_policy(policy_name_, o.fast_mib * MiB), mover(o)),
-        seed_(o.seed * 7919 + period), begin_(options_.threads, Begin{this}), middle_(options_.threads, Middle{this}) {}
+        seed_(o.seed * 7919 + period),
+        begin_(options_.threads, Begin{this}),
+        middle_(options_.threads, Middle{this}) {}
 
   ca::Runtime& runtime() { return rt_; }
 
@@ -478,9 +490,7 @@ class Period {
     const auto absent = [&](std::size_t i) { return slots[i].array.retired(); };
     const char* op = step_name(step.kind);
     switch (step.kind) {
-      case StepKind::create:
-        try {
-          slots[step.a] = create(step.words, next_script_seed_++);
+      case StepKind::create: try { slots[step.a] = create(step.words, next_script_seed_++);
         } catch (const ca::out_of_memory&) {
           counters_.out_of_memory.fetch_add(1, std::memory_order_relaxed);
         }
@@ -510,10 +520,18 @@ class Period {
         if (absent(step.a)) return;
         (void)check(slots[step.a].array.read().span(), slots[step.a].seed, slots[step.a].array, who, op);
         break;
-      case StepKind::will_read: if (!absent(step.a)) slots[step.a].array.will_read(); break;
-      case StepKind::will_use: if (!absent(step.a)) slots[step.a].array.will_use(); break;
-      case StepKind::archive: if (!absent(step.a)) slots[step.a].array.archive(); break;
-      case StepKind::retire: if (!absent(step.a)) drop(slots[step.a], true); break;
+      case StepKind::will_read:
+        if (!absent(step.a)) slots[step.a].array.will_read();
+        break;
+      case StepKind::will_use:
+        if (!absent(step.a)) slots[step.a].array.will_use();
+        break;
+      case StepKind::archive:
+        if (!absent(step.a)) slots[step.a].array.archive();
+        break;
+      case StepKind::retire:
+        if (!absent(step.a)) drop(slots[step.a], true);
+        break;
       case StepKind::collect: rt_.collect(); break;
     }
     counters_.ops.fetch_add(1, std::memory_order_relaxed);
@@ -633,6 +651,47 @@ class Period {
 
   // A kernel over shared arrays, a hint, a collect, a retire, a snapshot, or an array too large.
   // Returns false when it found nothing to do.
+  // A random hint on one of the thread's own arrays.
+  static void hint_own(Tracked& a, Rng& rng, const char*& op) {
+    switch (rng.below(4)) {
+      case 0:
+        op = "will_read";
+        a.array.will_read();
+        break;
+      case 1:
+        op = "will_write";
+        a.array.will_write();
+        break;
+      case 2:
+        op = "will_use";
+        a.array.will_use();
+        break;
+      default:
+        op = "archive";
+        a.array.archive();
+        break;
+    }
+  }
+
+  // A random hint on a shared array, which no thread rewrites meanwhile.
+  static void hint_shared(SharedArray& s, Rng& rng, const char*& op) {
+    std::shared_lock lock(s.mutex);
+    switch (rng.below(3)) {
+      case 0:
+        op = "will_read shared";
+        s.t.array.will_read();
+        break;
+      case 1:
+        op = "will_use shared";
+        s.t.array.will_use();
+        break;
+      default:
+        op = "archive shared";
+        s.t.array.archive();
+        break;
+    }
+  }
+
   bool hint_or_shared_op(ThreadState& me, std::uint64_t c, const std::string& who, const char*& op) {
     std::vector<Tracked>& mine = me.mine;
     Rng& rng = me.rng;
@@ -658,20 +717,9 @@ class Period {
       s.t.seed = seed;
     } else if (c < 780) {
       Tracked& a = own();
-      switch (rng.below(4)) {
-        case 0: op = "will_read"; a.array.will_read(); break;
-        case 1: op = "will_write"; a.array.will_write(); break;
-        case 2: op = "will_use"; a.array.will_use(); break;
-        default: op = "archive"; a.array.archive(); break;
-      }
+      hint_own(a, rng, op);
     } else if (c < 830) {
-      SharedArray& s = *shared_[shared_index()];
-      std::shared_lock lock(s.mutex);
-      switch (rng.below(3)) {
-        case 0: op = "will_read shared"; s.t.array.will_read(); break;
-        case 1: op = "will_use shared"; s.t.array.will_use(); break;
-        default: op = "archive shared"; s.t.array.archive(); break;
-      }
+      hint_shared(*shared_[shared_index()], rng, op);
     } else if (c < 840) {
       op = "collect";
       rt_.collect();
@@ -704,8 +752,8 @@ class Period {
       const std::uint64_t c = me.rng.below(1000);
       // A thread with too few arrays creates one whatever it drew.
       const bool counted = me.mine.size() < 3 || c < 360 ? array_op(me, c, who, op)
-                           : c < 590                       ? kernel_op(me, c, who, op)
-                                                           : hint_or_shared_op(me, c, who, op);
+                           : c < 590                     ? kernel_op(me, c, who, op)
+                                                         : hint_or_shared_op(me, c, who, op);
       if (counted) counters_.ops.fetch_add(1, std::memory_order_relaxed);
     } catch (const std::exception& e) {
       fail(who, op, e.what());
@@ -815,9 +863,9 @@ class Progress {
   void print(double elapsed, std::uint64_t ops, std::size_t policies) const {
     std::lock_guard guard(mutex_);
     const std::uint64_t moved = moved_before_ + (rt_ != nullptr ? rt_->stats().total_bytes_copied() : 0);
-    fmt::print(stderr, "[soak] {:7.0f} s  {:>12} ops  {:>9.0f} ops/s  moved {:>10}  policy {} ({}/{})\n", elapsed,
-               ops, elapsed > 0 ? static_cast<double>(ops) / elapsed : 0.0, ca::format_bytes(moved), policy_,
-               index_ + 1, policies);
+    fmt::print(stderr, "[soak] {:7.0f} s  {:>12} ops  {:>9.0f} ops/s  moved {:>10}  policy {} ({}/{})\n", elapsed, ops,
+               elapsed > 0 ? static_cast<double>(ops) / elapsed : 0.0, ca::format_bytes(moved), policy_, index_ + 1,
+               policies);
   }
 
  private:
@@ -916,10 +964,11 @@ std::string tiers_label(const Options& o) {
 
 std::string describe_failure(const Failure& f) {
   if (f.mismatch) {
-    return fmt::format("FIRST MISMATCH: array #{} ({} bytes), offset {}, expected 0x{:016x}, found 0x{:016x} "
-                       "(bytes of the array that differ: {}); policy {} (period {}), operation {}, {}",
-                       f.array, f.array_bytes, f.offset, f.expected, f.found, f.bytes_differing, f.policy, f.period,
-                       f.operation, f.thread);
+    return fmt::format(
+        "FIRST MISMATCH: array #{} ({} bytes), offset {}, expected 0x{:016x}, found 0x{:016x} "
+        "(bytes of the array that differ: {}); policy {} (period {}), operation {}, {}",
+        f.array, f.array_bytes, f.offset, f.expected, f.found, f.bytes_differing, f.policy, f.period, f.operation,
+        f.thread);
   }
   return fmt::format("FIRST FAILURE: {}; policy {} (period {}), operation {}, {}", f.what, f.policy, f.period,
                      f.operation, f.thread);
@@ -1005,13 +1054,20 @@ nlohmann::json to_json(const Options& o, const RunResult& r, const Counters& c) 
   j["peak_arrays"] = c.peak_arrays.load();
   for (const std::string& p : r.order) {
     const PolicyTotals& t = r.by_policy.at(p);
-    j["policies"].push_back({{"policy", p}, {"periods", t.periods}, {"seconds", t.seconds}, {"ops", t.ops},
-                             {"out_of_memory", t.out_of_memory}, {"bytes_moved", t.bytes_moved},
-                             {"async_copies", t.async_copies}, {"planned_iterations", t.planned_iterations},
+    j["policies"].push_back({{"policy", p},
+                             {"periods", t.periods},
+                             {"seconds", t.seconds},
+                             {"ops", t.ops},
+                             {"out_of_memory", t.out_of_memory},
+                             {"bytes_moved", t.bytes_moved},
+                             {"async_copies", t.async_copies},
+                             {"planned_iterations", t.planned_iterations},
                              {"plan", t.plan}});
   }
-  j["bytes_copied"] = {{"fast_to_slow", r.bytes_copied[0][1]}, {"slow_to_fast", r.bytes_copied[1][0]},
-                       {"fast_to_fast", r.bytes_copied[0][0]}, {"slow_to_slow", r.bytes_copied[1][1]}};
+  j["bytes_copied"] = {{"fast_to_slow", r.bytes_copied[0][1]},
+                       {"slow_to_fast", r.bytes_copied[1][0]},
+                       {"fast_to_fast", r.bytes_copied[0][0]},
+                       {"slow_to_slow", r.bytes_copied[1][1]}};
   j["async_copies"] = r.async.copies;
   j["bytes_lost"] = r.failure && r.failure->mismatch ? r.failure->bytes_differing : 0;
   j["passed"] = !r.failure.has_value();
@@ -1066,8 +1122,8 @@ int main(int argc, char** argv) {
   }
   const double rotate_seconds =
       o.rotate_seconds > 0 ? o.rotate_seconds : std::clamp(o.seconds / static_cast<double>(policies.size()), 2.0, 30.0);
-  fmt::print(stderr, "[soak] {} s, {} threads, {} policies, {:.1f} s each; {}\n", o.seconds, o.threads,
-             policies.size(), rotate_seconds, tiers_label(o));
+  fmt::print(stderr, "[soak] {} s, {} threads, {} policies, {:.1f} s each; {}\n", o.seconds, o.threads, policies.size(),
+             rotate_seconds, tiers_label(o));
 
   Counters counters;
   const RunResult result = run(o, policies, rotate_seconds, counters);

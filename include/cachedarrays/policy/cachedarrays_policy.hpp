@@ -94,6 +94,7 @@ struct Mode {
   /// This mode with one switch set (or cleared with `false`), so that a mode
   /// reads as its letters: `mode::LM.with_async_lookahead()` is CA:LMA.
   ///@{
+
   /// With L set (or cleared).
   [[nodiscard]] constexpr Mode with_local_allocation(bool on = true) const {
     Mode m = *this;

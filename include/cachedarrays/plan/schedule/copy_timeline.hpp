@@ -104,6 +104,7 @@ class CopyTimeline {
   /// the compute timeline's waits, on the same channels, lanes and per-object
   /// copy ends as the trace events above.
   ///@{
+
   /// An asynchronous copy of `bytes` of `object` on the mover, issued at the
   /// current compute time and starting no earlier than `earliest`; its span.
   CopySpan copy_async(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest = 0);

@@ -294,7 +294,9 @@ TEST_CASE("modes: the named changes set one switch each, and the named modes are
   const std::pair<Mode, const char*> named[] = {
       {mode::none, "ca"},    {mode::L, "ca-l"},       {mode::LM, "ca-lm"},         {mode::LMP, "ca-lmp"},
       {mode::LMA, "ca-lma"}, {mode::LMPA, "ca-lmpa"}, {mode::hw_cache, "hw-cache"}};
-  for (const auto& [m, name] : named) {
+  for (const auto& entry : named) {
+    const Mode& m = entry.first;
+    const char* name = entry.second;
     CAPTURE(name);
     CHECK(m.name() == name);
     CHECK(Mode::parse(name) == m);

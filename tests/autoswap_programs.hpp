@@ -112,4 +112,20 @@ inline ca::plan::Program random_program(Rng& rng, std::size_t n, std::size_t nk,
   return program_of(objects, uses);
 }
 
+// Kernels of 0.1-1 s, slow-tier penalties of 0-1 s, copies of 100-1000 bytes
+// taking 0.02-5 s: costs under which random programs make planners choose.
+inline ca::plan::TierCosts random_costs(Rng& rng, const ca::plan::Program& p) {
+  ca::plan::TierCosts c;
+  for (const auto& kernel : p.kernels()) {
+    c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
+    std::vector<double> row;
+    for (std::size_t a = 0; a < kernel.args.size(); ++a)
+      row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
+    c.slow_penalty.push_back(std::move(row));
+  }
+  c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+  c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+  return c;
+}
+
 }  // namespace test::autoswap

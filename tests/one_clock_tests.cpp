@@ -39,22 +39,6 @@ constexpr MovePlanRules redl_rules{.issue_after_wait = true, .write_backs_hold_n
 // the kernel, a kernel waiting only for its own copies.
 constexpr MovePlanRules autoswap_rules{.issue_after_wait = false, .write_backs_hold_next = false};
 
-// Kernels of 0.1-1 s, slow-tier penalties of 0-1 s, copies of 100-1000
-// bytes taking 0.02-5 s (as redl_tests.cpp's random costs).
-TierCosts random_costs(test::Rng& rng, const Program& p) {
-  TierCosts c;
-  for (const auto& kernel : p.kernels()) {
-    c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
-    std::vector<double> row;
-    for (std::size_t a = 0; a < kernel.args.size(); ++a)
-      row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
-    c.slow_penalty.push_back(std::move(row));
-  }
-  c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-  c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-  return c;
-}
-
 // AutoSwap's schedule as moves (every argument in the fast tier during its
 // kernel): at each kernel, the copies out in swap order, then the copies in
 // by their next use, then swap order, as its engine issues them.
@@ -89,7 +73,7 @@ TEST_CASE("one clock: ReDL's estimate of its plan is the plan's time on the shar
     const std::size_t kernels = rng.between(3, 24);
     const std::size_t objects = rng.between(3, 12);
     const Program p = test::autoswap::random_program(rng, objects, kernels, 1);
-    TierCosts c = random_costs(rng, p);
+    TierCosts c = test::autoswap::random_costs(rng, p);
     ca::plan::RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = 0;
@@ -175,7 +159,7 @@ TEST_CASE("one clock: on random programs AutoSwap's estimate is its schedule's t
       }
     }
     const Program p = program_of(objects, uses);
-    TierCosts c = random_costs(rng, p);
+    TierCosts c = test::autoswap::random_costs(rng, p);
     ca::plan::AutoswapOptions o;
     o.min_bytes = 0;
     o.across_peak_only = false;

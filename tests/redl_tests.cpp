@@ -54,22 +54,6 @@ Program random_redl_program(test::Rng& rng, std::size_t n, std::size_t nk) {
   return test::autoswap::random_program(rng, n, nk, 1);
 }
 
-// Kernels of 0.1-1 s, PMM penalties of 0-1 s, copies of 100-1000 bytes
-// taking 0.02-5 s.
-TierCosts random_redl_costs(test::Rng& rng, const Program& p) {
-  TierCosts c;
-  for (const auto& kernel : p.kernels()) {
-    c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
-    std::vector<double> row;
-    for (std::size_t a = 0; a < kernel.args.size(); ++a)
-      row.push_back(static_cast<double>(rng.between(0, 100)) / 100.0);
-    c.slow_penalty.push_back(std::move(row));
-  }
-  c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-  c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-  return c;
-}
-
 double sum(const std::vector<double>& v) {
   double s = 0;
   for (const double x : v) s += x;
@@ -296,7 +280,7 @@ TEST_CASE("redl: a limit at the peak keeps everything in DRAM at the all-DRAM ti
   for (int i = 0; i < 60; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(3, 10), rng.between(3, 14));
-    const TierCosts c = random_redl_costs(rng, p);
+    const TierCosts c = test::autoswap::random_costs(rng, p);
     RedlOptions o;
     o.fast_limit = p.max_live();
     o.min_bytes = rng.percent(50) ? 0 : 500;
@@ -495,7 +479,7 @@ TEST_CASE(
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(3, 12), rng.between(3, 24));
-    const TierCosts c = random_redl_costs(rng, p);
+    const TierCosts c = test::autoswap::random_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = rng.percent(70) ? 0 : 400;
@@ -571,7 +555,7 @@ TEST_CASE("redl: the period search starts at the median and is never worse than 
   for (int i = 0; i < 80; ++i) {
     CAPTURE(i);
     const Program p = random_redl_program(rng, rng.between(4, 12), rng.between(6, 30));
-    const TierCosts c = random_redl_costs(rng, p);
+    const TierCosts c = test::autoswap::random_costs(rng, p);
     RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 70) / 100);
     o.min_bytes = 0;

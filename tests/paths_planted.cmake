@@ -13,6 +13,7 @@
 # directory, so that this file holds none itself.
 set(up "..")
 set(home "root")
+set(sibling "elsewhere")
 
 function(write_tree planted)
   file(REMOVE_RECURSE ${SCRATCH})
@@ -21,7 +22,7 @@ function(write_tree planted)
   set(cpp "#include \"../src/inside.hpp\"\nint planted = 0;\n")
   set(cmake "set(DATA \"\${PROJECT_SOURCE_DIR}/data/dsa\")\nset(RPATH \"$ORIGIN/../lib\")\n")
   if(planted)
-    string(APPEND md "The style: [STYLE](${up}/${up}/shared/STYLE.md).\n")
+    string(APPEND md "A sibling: [notes](${up}/${up}/${sibling}/notes.md).\n")
     string(APPEND cpp "#include \"${up}/${up}/outside.hpp\"\n// the papers are in /${home}/papers/\n")
     string(APPEND cmake "set(SHARED \"\${PROJECT_SOURCE_DIR}/${up}/shared/data\")\n")
   endif()
@@ -35,7 +36,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/planted_checker.cmake)
 write_tree(TRUE)
 run_planted_checker(check_paths.py)
 require_planted_findings(check_paths.py "check_paths: 4 path(s)"
-  "docs/page.md:2: path outside the repository: ${up}/${up}/shared/STYLE.md"
+  "docs/page.md:2: path outside the repository: ${up}/${up}/${sibling}/notes.md"
   "tests/planted.cpp:3: path outside the repository: ${up}/${up}/outside.hpp"
   "tests/planted.cpp:4: path into one machine's directories: /${home}/papers/"
   "tests/CMakeLists.txt:3: path outside the repository: \${PROJECT_SOURCE_DIR}/${up}/shared/data")

@@ -129,16 +129,7 @@ TEST_CASE("fast tier bound: never above ReDL's modeled kernels on random program
   for (int i = 0; i < 200; ++i) {
     CAPTURE(i);
     const Program p = test::autoswap::random_program(rng, rng.between(3, 12), rng.between(3, 24), 1);
-    TierCosts c;
-    for (const auto& kernel : p.kernels()) {
-      c.fast_seconds.push_back(static_cast<double>(rng.between(1, 10)) / 10.0);
-      std::vector<double> row;
-      for (std::size_t a = 0; a < kernel.args.size(); ++a)
-        row.push_back(static_cast<double>(rng.between(0, 100)) / 100);
-      c.slow_penalty.push_back(std::move(row));
-    }
-    c.to_slow_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
-    c.to_fast_gbps = static_cast<double>(rng.between(2, 500)) * 1e-8;
+    const TierCosts c = test::autoswap::random_costs(rng, p);
     ca::plan::RedlOptions o;
     o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
     o.min_bytes = 0;

@@ -299,16 +299,7 @@ TEST_CASE(
   // for it, so that it answers early in the run (by the test's clock).
   auto release = std::make_shared<std::promise<void>>();
   std::shared_future<void> released = release->get_future().share();
-  auto answered = std::make_shared<std::promise<void>>();
-  // The first stage (no planner) answers at once; the test waits for it in
-  // real time between iterations, so that however slowly a loaded or
-  // sanitized machine runs the model's thread, the first decision comes a
-  // few iterations of the test's clock into the run.
-  auto ranked = std::make_shared<std::promise<void>>();
-  auto ranked_once = std::make_shared<std::atomic<bool>>(false);
-  std::shared_future<void> first_ranked = ranked->get_future().share();
-  o.model = [modeled, released, answered, ranked, ranked_once](
-                const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
+  o.model = [modeled, released](const ca::plan::Program&, const std::vector<std::string>& candidates, std::uint64_t) {
     const bool planners = std::find(candidates.begin(), candidates.end(), "redl") != candidates.end();
     if (planners) {
       (void)released.wait_for(std::chrono::minutes(5));  // a hang guard only
@@ -323,11 +314,8 @@ TEST_CASE(
     }
     std::vector<std::optional<double>> out;
     for (const std::string& c : candidates) out.emplace_back(modeled.at(c));
-    if (planners) answered->set_value();
-    if (!planners && !ranked_once->exchange(true)) ranked->set_value();
     return out;
   };
-  std::future<void> planners_answered = answered->get_future();
   std::map<std::string, double> costs = iteration_costs;
   costs["redl"] = 0.3;
   AutoRun run(costs, std::move(o));
@@ -341,24 +329,20 @@ TEST_CASE(
     }
     ~Release() { now(); }
   } releaser{release};
+  // The first stage (no planner) is waited for between iterations, so
+  // that however slowly a loaded or sanitized machine runs the model's
+  // thread, the first decision comes a few iterations of the test's clock
+  // into the run.
   for (int i = 0; i < model_patience && run.decision().decisions < 1; ++i) {
     run.run(1);
-    if (first_ranked.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      (void)first_ranked.wait_for(std::chrono::milliseconds(200));
-    }
+    run.chooser->wait_for_ranking();
   }
   REQUIRE(run.decision().decisions == 1);
   REQUIRE(run.clock < plan_cpu_seconds / 0.001);
   releaser.now();
-  REQUIRE(planners_answered.wait_for(std::chrono::minutes(5)) == std::future_status::ready);
-  // The answer reaches the policy once the model's thread has returned it:
-  // waited for in real time, so that the test's clock stands still however
-  // long a loaded machine keeps that thread from running.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (!run.chooser->planners_answer_arrived() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-  }
-  REQUIRE(run.chooser->planners_answer_arrived());
+  // The planners' answer is waited for too: the test's clock stands still
+  // however long a loaded machine keeps the model's thread from running.
+  run.chooser->wait_for_planners_answer();
   std::optional<double> redl_began;  // the test's clock when redl first ran
   for (int i = 0; i < model_patience && run.decision().decisions < 2; ++i) {
     if (!redl_began && run.chooser->running() == "redl") redl_began = run.clock;

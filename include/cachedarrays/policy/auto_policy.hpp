@@ -187,12 +187,19 @@ class AutoPolicy final : public Policy {
   [[nodiscard]] const AutoDecision& decision() const noexcept { return decision_; }
   /// The registry name of the policy running now.
   [[nodiscard]] const std::string& running() const noexcept { return inner_name_; }
-  /// Whether the planners' modeled times have arrived on the model's thread
-  /// and wait to be taken in at the next iteration: for a caller that wants
-  /// them taken at a known point of its run.
-  [[nodiscard]] bool planners_answer_arrived() const {
-    return planners_ranking_.valid() &&
-           planners_ranking_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  /// Blocks until the model's thread has answered for the candidates it
+  /// models at once, so that the next iteration takes that ranking in;
+  /// returns at once when no such answer is awaited. For a caller that wants
+  /// the decision at a known point of its run rather than when the
+  /// lowest-priority thread gets the CPU. Call it between iterations, on the
+  /// thread that runs them.
+  void wait_for_ranking() const {
+    if (ranking_.valid()) ranking_.wait();
+  }
+  /// As `wait_for_ranking`, for the candidates that plan first (the second
+  /// stage): returns once their modeled times and plan time have arrived.
+  void wait_for_planners_answer() const {
+    if (planners_ranking_.valid()) planners_ranking_.wait();
   }
 
  private:

@@ -1,14 +1,18 @@
-// One clock for every planner (docs/design.md "What is known ahead"): a
-// plan timed by its planner's own loop and the same plan timed on the shared
-// CopyTimeline (plan/schedule/plan_timing.hpp) give one time. ReDL's plans
-// on random programs and AutoSwap's schedules on hand-made and random
-// programs are each timed both ways and must agree to rounding; the same
-// plans timed with another lane count, or with their copies in another
-// order, must not (so the comparison can fail).
+// One clock for every planner and the executor (docs/design.md "What is
+// known ahead"): a plan timed by its planner's own loop, or replayed by the
+// executor that follows it, and the same plan timed on the shared
+// CopyTimeline (plan/schedule/plan_timing.hpp) under that model's rules
+// (MovePlanRules) give one time. ReDL's plans on random programs and
+// AutoSwap's schedules on hand-made and random programs are each timed both
+// ways, and ReDL's plans replayed too, and must agree to rounding; the same
+// plans timed with another lane count, with their copies in another order,
+// or under another model's rules, must not (so the comparison can fail).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +20,8 @@
 #include "cachedarrays/plan/schedule/autoswap.hpp"
 #include "cachedarrays/plan/schedule/plan_timing.hpp"
 #include "cachedarrays/plan/schedule/redl.hpp"
+#include "cachedarrays/policy/registry.hpp"
+#include "cachedarrays/sim/replay_judge.hpp"
 #include "test_support.hpp"
 
 namespace ca = cachedarrays;
@@ -32,12 +38,8 @@ using test::R, test::W;
 
 doctest::Approx same_time(double seconds) { return doctest::Approx(seconds).epsilon(1e-9); }
 
-// ReDL's rules (redl.hpp): moves issued once the kernel has waited, and a
-// write-back holding up the next kernel.
-constexpr MovePlanRules redl_rules{.issue_after_wait = true, .write_backs_hold_next = true};
-// AutoSwap's (autoswap.hpp §IV-E): copies issued at the boundary before
-// the kernel, a kernel waiting only for its own copies.
-constexpr MovePlanRules autoswap_rules{.issue_after_wait = false, .write_backs_hold_next = false};
+constexpr MovePlanRules redl_rules = MovePlanRules::redl();
+constexpr MovePlanRules autoswap_rules = MovePlanRules::autoswap();
 
 // AutoSwap's schedule as moves (every argument in the fast tier during its
 // kernel): at each kernel, the copies out in swap order, then the copies in
@@ -173,4 +175,61 @@ TEST_CASE("one clock: on random programs AutoSwap's estimate is its schedule's t
   }
   CHECK(compared > 50);
   CHECK(waited > 10);  // plans whose kernels wait for copies, not only ones that hide them all
+}
+
+TEST_CASE("one clock: the executor's replay of a plan is its time under the executor's rules, and ReDL's estimate") {
+  // ReDL's plans of random programs, on random tiers (the slow one no faster
+  // than the fast one), each given to ReDL's model, to the shared timeline
+  // under each model's rules, and to the replay of an AutotmPolicy that
+  // follows it (sim/replay_judge.hpp) on a fast tier with room for every
+  // move as it is issued.
+  test::Rng rng(4064);
+  int compared = 0, moved = 0, slow_use_waited = 0, written_back_behind = 0, rules_differ = 0;
+  for (int i = 0; i < 120; ++i) {
+    CAPTURE(i);
+    const std::size_t kernels = rng.between(3, 24);
+    const std::size_t objects = rng.between(3, 12);
+    const Program p = test::autoswap::random_program(rng, objects, kernels, 1);
+    ca::policy::AutotmPolicyOptions follower =
+        ca::policy::Registry::builtin().describe("redl").planned_options().value();
+    const double fast_read = static_cast<double>(rng.between(5, 50)) * 1e-7;
+    const double fast_write = static_cast<double>(rng.between(5, 50)) * 1e-7;
+    const double slow_read = fast_read * static_cast<double>(rng.between(1, 10)) / 10;
+    const double slow_write = fast_write * static_cast<double>(rng.between(1, 10)) / 10;
+    follower.fast_tier = {fast_read, fast_write};
+    follower.slow_tier = {slow_read, slow_write};
+    follower.time_model = nullptr;  // memory-bound, in the replay and in the costs alike
+    follower.log = [](const std::string&) {};
+    const auto lanes = static_cast<unsigned>(rng.between(1, 3));
+    TierCosts c = TierCosts::from_model(p, ca::plan::MemoryBound{}, follower.fast_tier, follower.slow_tier);
+    c.copy_lanes = lanes;
+    ca::plan::RedlOptions o;
+    o.fast_limit = std::max<std::uint64_t>(1, p.max_live() * rng.between(10, 100) / 100);
+    o.min_bytes = 0;
+    o.alignment = 0;
+    const ca::plan::RedlPlan r = ca::plan::redl_plan(p, c, o);
+    const MovePlan m = ca::plan::redl_autotm_plan(r);
+    const ca::ReplayJudgeMachine machine = ca::ReplayJudgeMachine::as_planned(1 << 24, 1 << 25, follower, lanes);
+    const double replayed = ca::replay_judge(std::make_shared<const ca::Trace>(p.to_trace(6)),
+                                             std::make_shared<const Program>(p), machine, follower)(m);
+    const double executor = ca::plan::time_move_plan(p, c, m, MovePlanRules::executor()).seconds;
+    CHECK(replayed == same_time(executor));
+    CHECK(ca::plan::time_move_plan(p, c, m, redl_rules).seconds == same_time(r.modeled_seconds));
+    ++compared;
+    if (!m.moves.empty()) ++moved;
+    // Without either of the executor's own rules, or under ReDL's, some
+    // plans take another time.
+    MovePlanRules no_slow_wait = MovePlanRules::executor();
+    no_slow_wait.slow_uses_wait = false;
+    if (ca::plan::time_move_plan(p, c, m, no_slow_wait).seconds != same_time(replayed)) ++slow_use_waited;
+    MovePlanRules in_order = MovePlanRules::executor();
+    in_order.write_backs_in_background = false;
+    if (ca::plan::time_move_plan(p, c, m, in_order).seconds != same_time(replayed)) ++written_back_behind;
+    if (r.modeled_seconds != same_time(replayed)) ++rules_differ;
+  }
+  CHECK(compared == 120);
+  CHECK(moved > 40);
+  CHECK(slow_use_waited > 0);
+  CHECK(written_back_behind > 0);
+  CHECK(rules_differ > 0);
 }

@@ -5,7 +5,8 @@
 // trace (sim/replay.hpp) by an AutotmPolicy that follows the plan as given.
 // The planners' own models leave out what the replay charges: the fast
 // heap's fragments and the holes made for them (DataManager::make_hole),
-// and the executor's waits, which differ from each model's rule.
+// and the executor's own rules of when a kernel waits
+// (plan::MovePlanRules::executor(), which plan::time_move_plan applies).
 //
 // Modeled, not measured: a judge on an emulated run models that run's
 // machine (its tiers' bandwidths, the kernels' profiled times).

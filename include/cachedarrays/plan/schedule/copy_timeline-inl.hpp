@@ -203,6 +203,16 @@ CACHEDARRAYS_INLINE CopySpan CopyTimeline::copy_async(DeviceId src, DeviceId dst
   return span;
 }
 
+CACHEDARRAYS_INLINE void CopyTimeline::copy_background(DeviceId src, DeviceId dst, std::uint64_t bytes,
+                                                       std::uint64_t object) {
+  // As a trace's background copy (copy() above): queued, not started.
+  settle_wait();
+  copying_ += channels_.seconds(src, dst, bytes);
+  queued_.push_back({++issued_background_, src, dst, bytes, object, compute_, 0});
+  queued_for_[object] = issued_background_;
+  if (!room_.empty()) leaving_[object] = {src, 0, issued_background_};
+}
+
 CACHEDARRAYS_INLINE CopySpan CopyTimeline::copy_sync(DeviceId src, DeviceId dst, std::uint64_t bytes,
                                                      std::uint64_t object) {
   // As a trace's synchronous copy: the object's copy in flight first.
@@ -233,6 +243,10 @@ CACHEDARRAYS_INLINE double CopyTimeline::mover_start(DeviceId src, DeviceId dst,
 }
 
 CACHEDARRAYS_INLINE void CopyTimeline::carry_over(double by) {
+  // A background copy a thread would take before `by` starts then, as it
+  // would on one timeline; the channels' times, once shifted, start at 0
+  // and could not place it there.
+  start_background(by);
   compute_ = std::max(0.0, compute_ - by);
   channels_.carry_over(by);
   for (double& r : dense_ready_) r -= by;

@@ -108,6 +108,12 @@ class CopyTimeline {
   /// An asynchronous copy of `bytes` of `object` on the mover, issued at the
   /// current compute time and starting no earlier than `earliest`; its span.
   CopySpan copy_async(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object, double earliest = 0);
+  /// A background copy of `bytes` of `object` (a write-back made ahead,
+  /// CopyPriority::background): queued at the current compute time, it
+  /// starts, as on the mover, behind every copy issued before a thread
+  /// takes it, or when something needs its end (landed(), a kernel or a
+  /// synchronous copy on `object`).
+  void copy_background(DeviceId src, DeviceId dst, std::uint64_t bytes, std::uint64_t object);
   /// A synchronous copy of `bytes` of `object` by the compute thread: after
   /// the object's copies in flight, on its channel, no lane; the compute
   /// timeline waits for it. Its span.
@@ -131,7 +137,8 @@ class CopyTimeline {
   }
   /// The next iteration, starting at 0, as this one leaves it: every time
   /// (the compute timeline, the channels and lanes, the objects' copy ends)
-  /// `by` seconds earlier, the channels and lanes not before 0.
+  /// `by` seconds earlier, the channels and lanes not before 0; a background
+  /// copy queued that a thread would take before `by` is started first.
   void carry_over(double by);
   /// When the channels are next all idle.
   [[nodiscard]] double channels_idle() const { return channels_.idle_at(); }

@@ -73,6 +73,11 @@ CACHEDARRAYS_INLINE MovePlanTime time_move_plan(const Program& program, const Ti
       const std::uint64_t bytes = m.to_fast || !clean[m.object] ? program.objects()[m.object].bytes : 0;
       clean[m.object] = 1;
       if (bytes == 0) return;
+      if (!m.to_fast && rules.write_backs_in_background) {
+        timeline.copy_background(fast, slow, bytes, m.object);
+        if (rules.write_backs_hold_next) hold = std::max(hold, timeline.landed(m.object));
+        return;
+      }
       const CopySpan span = m.to_fast ? timeline.copy_async(slow, fast, bytes, m.object)
                                       : timeline.copy_async(fast, slow, bytes, m.object);
       if (!m.to_fast && rules.write_backs_hold_next) hold = std::max(hold, span.end);
@@ -93,11 +98,8 @@ CACHEDARRAYS_INLINE MovePlanTime time_move_plan(const Program& program, const Ti
       double seconds = costs.fast_seconds[k];
       waited.clear();
       for (std::size_t a = 0; a < kernel.args.size(); ++a) {
-        if (plan.in_fast[k][a]) {
-          waited.push_back(kernel.args[a].object);
-        } else {
-          seconds += costs.slow_penalty[k][a];
-        }
+        if (plan.in_fast[k][a] || rules.slow_uses_wait) waited.push_back(kernel.args[a].object);
+        if (!plan.in_fast[k][a]) seconds += costs.slow_penalty[k][a];
       }
       out.kernel_start[k] = timeline.run_kernel(waited, 0);
       // Written in the fast tier: its slow copy is stale (a move beside
@@ -119,7 +121,7 @@ CACHEDARRAYS_INLINE MovePlanTime time_move_plan(const Program& program, const Ti
     out.seconds = timeline.now();
     out.wait_seconds = timeline.exposed_copy_seconds() - exposed;
     out.iterations = iteration;
-    const double idle = std::max(0.0, timeline.channels_idle() - out.seconds);
+    const double idle = std::max(0.0, timeline.seconds() - out.seconds);  // background copies queued included
     const bool same = close(out.seconds, was_seconds) && close(idle, was_idle) && clean == was_clean;
     timeline.carry_over(out.seconds);
     if (same) break;

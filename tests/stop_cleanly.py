@@ -123,7 +123,7 @@ def check_sigterm(args):
     scratch = args.scratch
     checkpoint = os.path.join(scratch, "run.ckpt")
     epochs = 3
-    common = [args.train_cnn, "--data", "synthetic", "--train-limit", "960", "--test-limit", "32", "--batch", "16",
+    common = [args.train_cnn, "--data", "synthetic", "--train-limit", "480", "--test-limit", "32", "--batch", "16",
               "--epochs", str(epochs), "--threads", "1", "--seed", "5"]
 
     unbroken = start(common + ["--json", os.path.join(scratch, "unbroken.json")])

@@ -27,7 +27,7 @@ EPOCHS = 3
 
 
 def mpirun(args, extra, json_name, sigkill_timeout=3, epochs=EPOCHS):
-    command = [args.mpirun, "-np", "2", args.train_cnn, "--data", "synthetic", "--train-limit", "960",
+    command = [args.mpirun, "-np", "2", args.train_cnn, "--data", "synthetic", "--train-limit", "480",
                "--test-limit", "32", "--batch", "32", "--epochs", str(epochs), "--threads", "1", "--seed", "9",
                "--json", os.path.join(args.scratch, json_name)] + extra
     env = environment()

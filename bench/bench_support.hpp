@@ -1,5 +1,6 @@
-// What every benchmark here needs around its measurement: the statistic it
-// reports (median), the wall and CPU time it takes them from, the machine it
+// What every benchmark here needs around its measurement: the statistics it
+// reports (the median; a paired ratio over rounds with its interval,
+// support/ratio_interval.hpp), the wall and CPU time it takes them from, the machine it
 // ran on (machine_report.hpp), and, shared with the command-line tools
 // (tools/support), a table a person can read, JSON a script can compare
 // (docs/benchmarks.md), and running a helper script (the PyTorch
@@ -19,6 +20,7 @@
 
 #include "machine_report.hpp"
 #include "support/json_file.hpp"
+#include "support/ratio_interval.hpp"
 #include "support/shell.hpp"
 #include "support/table.hpp"
 
@@ -98,6 +100,8 @@ inline double others_busy_cores(const CpuSample& from, const CpuSample& to) {
 using tools::Align;
 using tools::capture;
 using tools::Column;
+using tools::paired_ratio_interval;
+using tools::RatioInterval;
 using tools::shell_quote;
 using tools::Table;
 

@@ -69,10 +69,14 @@ def _slowdown_groups(rows: list[dict]) -> dict:
     for r in rows:
         if r.get("slowdown_vs_all_fast") is None or r.get("autotm_figure1"):
             continue
-        groups[(r["kind"], r["model"])][r["policy"]].append((r["fast_fraction"], r["slowdown_vs_all_fast"]))
+        # The 90% interval of the paired ratio, where the benchmark gave one.
+        low, high = r.get("slowdown_interval_low"), r.get("slowdown_interval_high")
+        interval = (low, high) if low is not None and high is not None and low < high else None
+        groups[(r["kind"], r["model"])][r["policy"]].append(
+            (r["fast_fraction"], r["slowdown_vs_all_fast"], interval))
     # A model measured at one size only draws no line.
     return {key: policies for key, policies in groups.items()
-            if len({x for points in policies.values() for x, _ in points}) > 1}
+            if len({point[0] for points in policies.values() for point in points}) > 1}
 
 
 def has_slowdown(rows) -> bool:
@@ -91,8 +95,12 @@ def draw_slowdown(rows: list[dict]) -> plt.Figure:
         for policy in policies:
             points = sorted(groups[key].get(policy, []))
             if points:
-                ax.plot([100 * x for x, _ in points], [y for _, y in points], marker="o", color=colours[policy],
-                        label=policy)
+                ax.plot([100 * x for x, _, _ in points], [y for _, y, _ in points], marker="o",
+                        color=colours[policy], label=policy)
+                for x, y, interval in points:
+                    if interval is not None:
+                        ax.errorbar([100 * x], [y], yerr=[[y - interval[0]], [interval[1] - y]], fmt="none",
+                                    ecolor=colours[policy], capsize=3, linewidth=1)
         kind, model = key
         ax.set_title(f"{model} ({kind})", fontsize="medium")
         ax.set_xlabel("fast tier (% of the footprint)")
@@ -111,15 +119,19 @@ def headline_slowdown(rows: list[dict]) -> str:
     """At the smallest fast tier, the best policy and first-touch, per model."""
     parts, fractions = [], set()
     for (kind, model), policies in sorted(_slowdown_groups(rows).items()):
-        smallest = min(x for points in policies.values() for x, _ in points)
+        smallest = min(x for points in policies.values() for x, _, _ in points)
         fractions.add(smallest)
-        at = {p: y for p, points in policies.items() for x, y in points if x == smallest and p != "all-fast"}
+        at = {p: (y, interval) for p, points in policies.items() for x, y, interval in points
+              if x == smallest and p != "all-fast"}
         if not at:
             continue
-        best = min(at, key=lambda p: (at[p], p))
-        text = f"{model}, {kind}: {best} {at[best]:.2f}x"
+        best = min(at, key=lambda p: (at[p][0], p))
+        y, interval = at[best]
+        text = f"{model}, {kind}: {best} {y:.2f}x"
+        if interval is not None:
+            text += f" [90%: {interval[0]:.2f}-{interval[1]:.2f}]"
         if "first-touch" in at and best != "first-touch":
-            text += f" (first-touch {at['first-touch']:.2f}x)"
+            text += f" (first-touch {at['first-touch'][0]:.2f}x)"
         parts.append(text)
     sizes = " or ".join(f"{100 * f:.0f}%" for f in sorted(fractions))
     return f"With {sizes} of the footprint fast, the best policy against all-fast: " + "; ".join(parts) + "."

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -22,10 +23,11 @@ using test::all_equal, test::device_of, test::KiB;
 
 // A CA:LMA runtime over 1 MiB of fast memory, looking 4 kernels ahead with
 // a budget of a quarter of it (256 KiB).
-std::unique_ptr<ca::Runtime> lookahead_runtime() {
+std::unique_ptr<ca::Runtime> lookahead_runtime(bool bound_reserve_walks = true) {
   ca::policy::Lookahead lookahead;
   lookahead.kernels = 4;
   lookahead.fast_fraction = 0.25;
+  lookahead.bound_reserve_walks = bound_reserve_walks;
   return std::make_unique<ca::Runtime>(
       test::two_tiers(1 << 20, 8 << 20),
       std::make_unique<ca::policy::CachedArraysPolicy>(ca::policy::mode::LMA, lookahead));
@@ -81,6 +83,8 @@ namespace {
 struct FarIteration {
   ca::Runtime& rt;
   std::uint64_t temporary = 0;
+  int small_reads = 4;                 // before the temporary, and again after it
+  std::function<void()> after_kernel;  // if set, runs after every kernel
   ca::CachedArray<std::byte> small = rt.array<std::byte>(4 * KiB);
   std::vector<ca::CachedArray<std::byte>> far;
 
@@ -91,19 +95,28 @@ struct FarIteration {
   // just before the temporary array is created.
   template <typename F, typename G>
   void run(F&& after_writes, G&& before_temporary) {
+    const auto done = [&] {
+      if (after_kernel) after_kernel();
+    };
     rt.begin_iteration();
-    for (auto& a : far)
+    for (auto& a : far) {
       rt.kernel(ca::writes(a), [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{3}); });
+      done();
+    }
     after_writes();
-    for (int k = 0; k < 4; ++k) read_kernel(rt, small);
+    for (int k = 0; k < small_reads; ++k, done()) read_kernel(rt, small);
     if (temporary > 0) {
       before_temporary();
       auto t = rt.array<std::byte>(temporary);
       rt.kernel(ca::writes(t), [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{5}); });
+      done();
       t.retire();
     }
-    for (int k = 0; k < 4; ++k) read_kernel(rt, small);
-    for (auto& a : far) read_kernel(rt, a);
+    for (int k = 0; k < small_reads; ++k, done()) read_kernel(rt, small);
+    for (auto& a : far) {
+      read_kernel(rt, a);
+      done();
+    }
   }
   void run() {
     run([] {}, [] {});
@@ -115,9 +128,11 @@ void finish_copies(ca::Runtime& rt) {
   rt.manager().finish_copies();  // the mover's outcomes are counted once applied
 }
 
-std::uint64_t objects_examined(ca::Runtime& rt) {
-  return dynamic_cast<ca::policy::CachedArraysPolicy&>(rt.policy()).objects_examined();
+const ca::policy::CachedArraysPolicy& lookahead_policy(ca::Runtime& rt) {
+  return dynamic_cast<const ca::policy::CachedArraysPolicy&>(rt.policy());
 }
+
+std::uint64_t objects_examined(ca::Runtime& rt) { return lookahead_policy(rt).objects_examined(); }
 
 }  // namespace
 
@@ -182,4 +197,50 @@ TEST_CASE("lookahead: dirty objects used after the window start their write-back
   CHECK(s.policy.evictions >= 1);
   CHECK(s.policy.writebacks_elided >= 1);
   for (auto& a : iteration.far) CHECK(all_equal(a, std::byte{3}));
+}
+
+TEST_CASE("lookahead: a kernel whose clean reserve provably holds skips the walk, and decides as the walk would") {
+  // Between the far arrays' writes and the temporary, 24 small reads find
+  // free memory under the reserve the temporary needs, and the far arrays
+  // clean or on their way: the walk at each of them would start nothing.
+  // The same iterations with a walk at every kernel make the same copies
+  // (each kernel waits for the mover, so that its timing decides nothing).
+  struct Run {
+    ca::Stats stats;
+    std::uint64_t walks = 0;
+    std::uint64_t skipped = 0;
+    std::uint64_t examined = 0;
+  };
+  const auto run = [](bool bound) {
+    auto rt = lookahead_runtime(bound);
+    FarIteration iteration(*rt, 200 * KiB);
+    iteration.small_reads = 24;
+    iteration.after_kernel = [&] { finish_copies(*rt); };
+    rt->record_program();
+    iteration.run();  // recorded
+    iteration.run();  // binds the objects to the program
+    finish_copies(*rt);
+    const ca::Stats before = rt->stats();
+    for (int i = 0; i < 3; ++i) iteration.run();
+    finish_copies(*rt);
+    for (auto& a : iteration.far) CHECK(all_equal(a, std::byte{3}));
+    const auto& policy = lookahead_policy(*rt);
+    return Run{rt->stats().since(before), policy.reserve_walks(), policy.reserve_walks_skipped(),
+               policy.objects_examined()};
+  };
+  const Run bounded = run(true);
+  const Run walked = run(false);
+  CAPTURE(bounded.walks);
+  CAPTURE(bounded.skipped);
+  CAPTURE(walked.walks);
+  CHECK(walked.skipped == 0);
+  CHECK(bounded.skipped > 0);
+  CHECK(bounded.walks + bounded.skipped == walked.walks);
+  CHECK(bounded.examined < walked.examined);
+  CHECK(bounded.stats.policy.writebacks >= 1);
+  CHECK(bounded.stats.policy.writebacks == walked.stats.policy.writebacks);
+  CHECK(bounded.stats.policy.writeback_bytes == walked.stats.policy.writeback_bytes);
+  CHECK(bounded.stats.policy.evictions == walked.stats.policy.evictions);
+  CHECK(bounded.stats.async.copies == walked.stats.async.copies);
+  CHECK(bounded.stats.total_bytes_copied() == walked.stats.total_bytes_copied());
 }

@@ -399,7 +399,15 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::on_program(std::shared_ptr<const pl
   following_ = false;  // from the next iteration on
   live_at_.clear();
   peak_from_.clear();
+  arg_bytes_before_.clear();
   if (program_ == nullptr) return;
+  arg_bytes_before_.reserve(program_->kernels().size() + 1);
+  arg_bytes_before_.push_back(0);
+  for (const plan::ProgramKernel& k : program_->kernels()) {
+    std::uint64_t bytes = 0;
+    for (const plan::ProgramArg& arg : k.args) bytes += program_->objects()[arg.object].bytes;
+    arg_bytes_before_.push_back(arg_bytes_before_.back() + bytes);
+  }
   // Rounded up as the fast heap rounds a block, so that the live bytes
   // compare with its free bytes.
   const std::uint64_t alignment = attached() ? manager().spec(fast_).alignment : 64;
@@ -499,16 +507,45 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::keep_clean_reserve(std::int64_t cur
   if (ready >= budget) return;
   const std::uint64_t reserve = std::min(budget, room_needed(current));
   if (ready >= reserve) return;
-  FarObjects far = far_fast_objects(current, lookahead_.kernels);
-  for (const auto& [distance, object] : far.clean) ready += object->bytes();
-  ready += far.writing_bytes;  // clean once their write-backs land
-  if (ready >= reserve) return;
-  detail::farthest_first(far.dirty);
-  for (const auto& [distance, object] : far.dirty) {
-    if (ready >= reserve) break;
-    write_back_ahead(*object);
-    ready += object->bytes();
+  // The walk would find at least this much and start nothing.
+  if (lookahead_.bound_reserve_walks && ready + far_ready_at_least(current) >= reserve) {
+    ++reserve_walks_skipped_;
+    return;
   }
+  ++reserve_walks_;
+  FarObjects far = far_fast_objects(current, lookahead_.kernels);
+  std::uint64_t far_ready = far.writing_bytes;  // clean once their write-backs land
+  for (const auto& [distance, object] : far.clean) far_ready += object->bytes();
+  if (ready + far_ready < reserve) {
+    detail::farthest_first(far.dirty);
+    for (const auto& [distance, object] : far.dirty) {
+      if (ready + far_ready >= reserve) break;
+      if (write_back_ahead(*object)) far_ready += object->bytes();
+    }
+  }
+  last_reserve_walk_ = {.epoch = epoch_, .kernel = current, .far_ready = far_ready};
+}
+
+CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::far_ready_at_least(std::int64_t current) const {
+  // An object far at the walk (next used after the window) is still far,
+  // unpinned and clean (or on its way) at `current` unless a kernel since
+  // the walk used it, or its next use entered the window: the bytes of
+  // those kernels' arguments bound what the walk's count lost. Objects
+  // leaving fast memory free their bytes; objects arriving only add. A
+  // write or a pin outside the program's kernels is not bounded, so the
+  // bound lasts one window at most. Near the iteration's end the next
+  // iteration's first uses enter the window, which this bound does not
+  // follow: every kernel walks there.
+  const ReserveWalk& walk = last_reserve_walk_;
+  const std::uint64_t window = lookahead_.kernels;
+  if (walk.epoch != epoch_ || walk.kernel < 0 || current < walk.kernel) return 0;
+  const auto from = static_cast<std::uint64_t>(walk.kernel);
+  const auto to = static_cast<std::uint64_t>(current);
+  if (to - from > window || to + window + 1 >= arg_bytes_before_.size()) return 0;
+  const std::vector<std::uint64_t>& before = arg_bytes_before_;
+  const std::uint64_t lost =
+      (before[to + 1] - before[from + 1]) + (before[to + window + 1] - before[from + window + 1]);
+  return walk.far_ready > lost ? walk.far_ready - lost : 0;
 }
 
 CACHEDARRAYS_INLINE std::uint64_t CachedArraysPolicy::room_needed(std::int64_t current) const {
@@ -631,14 +668,14 @@ CACHEDARRAYS_INLINE bool CachedArraysPolicy::make_room_clean(std::uint64_t bytes
   return false;
 }
 
-CACHEDARRAYS_INLINE void CachedArraysPolicy::write_back_ahead(Object& object) {
+CACHEDARRAYS_INLINE bool CachedArraysPolicy::write_back_ahead(Object& object) {
   DataManager& dm = manager();
   Region& x = *dm.getprimary(object);
   Region* y = dm.getlinked(x, slow_);
-  if (y != nullptr && (dm.in_flight(*y) || dm.isvalid(*y))) return;  // clean, or on its way
+  if (y != nullptr && (dm.in_flight(*y) || dm.isvalid(*y))) return true;  // clean, or on its way
   if (y == nullptr) {
     y = dm.allocate(slow_, object.bytes());
-    if (y == nullptr) return;  // no room: the eviction, if any, will write it back
+    if (y == nullptr) return false;  // no room: the eviction, if any, will write it back
     dm.link(x, *y);
   }
   // Behind the prefetches: nothing waits for it until its object is evicted.
@@ -647,6 +684,7 @@ CACHEDARRAYS_INLINE void CachedArraysPolicy::write_back_ahead(Object& object) {
   ++counters.writebacks;
   counters.writeback_bytes += object.bytes();
   counters.bytes_written[slow_] += object.bytes();
+  return true;
 }
 
 }  // namespace cachedarrays::policy

@@ -148,6 +148,10 @@ inline constexpr Mode hw_cache{.memory_optimisations = true, .prefetch = true, .
 struct Lookahead {
   std::uint32_t kernels = 32;   ///< kernels after the current one whose objects may be copied ahead
   double fast_fraction = 0.25;  ///< share of the fast device that copies ahead may hold at once
+  /// Whether a kernel whose clean reserve provably holds skips the walk
+  /// over fast objects that would confirm it (the same decisions, less
+  /// work; off only to compare against the walk at every kernel).
+  bool bound_reserve_walks = true;
 };
 
 /// Whether a mode without lookahead (hw-cache excepted) declines to copy in
@@ -230,6 +234,10 @@ class CachedArraysPolicy final : public Policy {
   /// look at its next use) since the policy was made: zero while free bytes
   /// cover what the program will ask for.
   [[nodiscard]] std::uint64_t objects_examined() const noexcept { return examined_; }
+  /// Kernels whose clean reserve was shown to hold without a walk over fast
+  /// objects (Lookahead::bound_reserve_walks), and kernels that walked.
+  [[nodiscard]] std::uint64_t reserve_walks_skipped() const noexcept { return reserve_walks_skipped_; }
+  [[nodiscard]] std::uint64_t reserve_walks() const noexcept { return reserve_walks_; }
 
  private:
   // ---- A: asynchronous lookahead -------------------------------------------
@@ -247,7 +255,8 @@ class CachedArraysPolicy final : public Policy {
   // use first; starts background write-backs of dirty ones that would have
   // qualified, so that they are clean by a later call.
   bool make_room_clean(std::uint64_t bytes, std::int64_t current, std::int64_t target);
-  void write_back_ahead(Object& object);
+  // True when the object's slow copy is valid or on its way afterwards.
+  bool write_back_ahead(Object& object);
   // Starts background write-backs of dirty objects used after the window
   // until free plus clean-and-far bytes reach the lookahead's budget, or
   // the room still needed (room_needed) when that is less.
@@ -257,6 +266,9 @@ class CachedArraysPolicy final : public Policy {
   // the iteration, plus the bytes of this policy's objects outside fast
   // memory (they may be used again).
   [[nodiscard]] std::uint64_t room_needed(std::int64_t current) const;
+  // A lower bound of the clean-and-far bytes (as keep_clean_reserve counts
+  // them) at kernel `current`, from its last walk; 0 when there is none.
+  [[nodiscard]] std::uint64_t far_ready_at_least(std::int64_t current) const;
   // Unpinned fast objects next used more than `beyond` kernels after
   // `current`, by the state of their slow copy, unordered (callers sort
   // what they use: often the clean ones alone answer).
@@ -304,6 +316,19 @@ class CachedArraysPolicy final : public Policy {
   std::vector<std::uint64_t> peak_from_;
   std::uint64_t placed_bytes_ = 0;  // bytes of the objects this policy holds, in either tier
   std::uint64_t examined_ = 0;      // objects_examined()
+  // By kernel k: the bytes of the arguments of kernels 0 .. k-1 (size
+  // kernels + 1), bounding what can stop being far between two kernels.
+  std::vector<std::uint64_t> arg_bytes_before_;
+  // keep_clean_reserve's last walk in this iteration (epoch), at `kernel`:
+  // the clean and written-back far bytes it found or started.
+  struct ReserveWalk {
+    std::uint64_t epoch = 0;
+    std::int64_t kernel = -1;
+    std::uint64_t far_ready = 0;
+  };
+  ReserveWalk last_reserve_walk_;
+  std::uint64_t reserve_walks_ = 0;          // reserve_walks()
+  std::uint64_t reserve_walks_skipped_ = 0;  // reserve_walks_skipped()
   // Numbers the iterations (and programs) for the next uses cached in the
   // LRU entries: a number no cache holds invalidates them all at once.
   std::uint64_t epoch_ = 1;

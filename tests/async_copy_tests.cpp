@@ -428,6 +428,35 @@ TEST_CASE("async copy: a copy the mover has not started is made by the thread th
   dm.check_invariants(true);
 }
 
+TEST_CASE(
+    "async copy: copies issued while the mover's wakes are held start at the release; one settled meanwhile is made") {
+  ca::MoverOptions options;
+  options.threads = 1;
+  ca::DataManager dm(two_tiers(), options);
+  ca::Object& first = test::make_object(dm, slow_device, 4096, 1);
+  ca::Object& settled = test::make_object(dm, slow_device, 64 * 1024, 7);
+  ca::Object& later = test::make_object(dm, slow_device, 32 * 1024, 9);
+  // The mover's thread starts with this copy, then waits for the next.
+  dm.copyto_async(linked_region(dm, first, fast_device), *dm.getprimary(first)).wait();
+  dm.hold_mover_wakes();
+  ca::Region& settled_copy = linked_region(dm, settled, fast_device);
+  const ca::Fence settled_fence = dm.copyto_async(settled_copy, *dm.getprimary(settled));
+  // No thread was woken for it: settling makes it here rather than wait.
+  dm.setprimary(settled, settled_copy);
+  CHECK(settled_fence.ready());
+  CHECK(test::object_holds(dm, settled, 7));
+  ca::Region& later_copy = linked_region(dm, later, fast_device);
+  const ca::Fence later_fence = dm.copyto_async(later_copy, *dm.getprimary(later));
+  dm.release_mover_wakes();
+  later_fence.wait();  // the release woke the mover: else this would wait for ever
+  dm.setprimary(later, later_copy);
+  CHECK(test::object_holds(dm, later, 9));
+  dm.finish_copies();
+  CHECK(dm.stats().async.copies == 3);
+  CHECK(dm.stats().async.failures == 0);
+  dm.check_invariants(true);
+}
+
 TEST_CASE("async copy: a background copy not yet started is dropped when its data is destroyed or overwritten") {
   Gate gate;
   ca::DataManager dm(two_tiers(), gate.options(1, /*held=*/1));

@@ -303,6 +303,13 @@ class DataManager {
   /// How the mover makes copyto_async's copies (its threads: the replay's
   /// copy lanes, plan/schedule/copy_timeline.hpp).
   [[nodiscard]] const MoverOptions& mover_options() const noexcept { return mover_.options(); }
+  /// Copies issued until the matching release_mover_wakes() wake no mover
+  /// thread; the release wakes them (Mover::hold_wakes). For a caller that
+  /// issues copies under a lock it lets go of next: a woken mover thread
+  /// would take the core of the thread still holding it. A copy settled
+  /// meanwhile is taken over by the settling thread, as ever.
+  void hold_mover_wakes() { mover_.hold_wakes(); }
+  void release_mover_wakes() noexcept { mover_.release_wakes(); }
   /// Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }
   /// The trace being recorded into, or null.

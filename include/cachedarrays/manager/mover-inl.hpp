@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -65,9 +66,33 @@ CACHEDARRAYS_INLINE bool Mover::submit(std::shared_ptr<detail::CopyState> state)
       queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(foreground_), std::move(state));
       ++foreground_;
     }
+    if (wake_holds_ > 0) {
+      ++held_wakes_;
+      return true;
+    }
   }
   queued_.notify_one();
   return true;
+}
+
+CACHEDARRAYS_INLINE void Mover::hold_wakes() {
+  std::lock_guard guard(mutex_);
+  ++wake_holds_;
+}
+
+CACHEDARRAYS_INLINE void Mover::release_wakes() noexcept {
+  std::size_t wakes = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (wake_holds_ == 0) return;
+    if (--wake_holds_ > 0) return;
+    wakes = std::exchange(held_wakes_, 0);
+  }
+  if (wakes == 1) {
+    queued_.notify_one();
+  } else if (wakes > 1) {
+    queued_.notify_all();
+  }
 }
 
 CACHEDARRAYS_INLINE void Mover::run(std::stop_token stop) {

@@ -78,6 +78,15 @@ class Mover {
   /// Removes `state` from the queue if no thread has started it yet; true
   /// when it did, and the caller then owns the copy (make() it or drop it).
   [[nodiscard]] bool withdraw(const detail::CopyState& state);
+  /// While a hold is open, submit() queues without waking a thread; the
+  /// last release wakes one thread per copy queued meanwhile. A caller
+  /// issuing copies under a lock it soon lets go of holds the wakes, so that
+  /// a woken mover thread does not take the core of the thread that holds
+  /// the lock. A copy that is waited for meanwhile must be withdrawn and
+  /// made by the waiting thread (DataManager::settle does): no thread would
+  /// wake to make it.
+  void hold_wakes();
+  void release_wakes() noexcept;
   /// Makes the copy on the calling thread as a mover thread would (the
   /// before_copy hook and the emulated time included); throws what the copy
   /// throws. Does not complete the state.
@@ -96,6 +105,8 @@ class Mover {
   std::condition_variable_any queued_;
   std::deque<std::shared_ptr<detail::CopyState>> queue_;  // the others, then the background ones
   std::size_t foreground_ = 0;                            // copies at the front of queue_ that are not background
+  unsigned wake_holds_ = 0;                               // hold_wakes() not yet released
+  std::size_t held_wakes_ = 0;                            // copies queued while held
   std::vector<std::jthread> threads_;                     // last: they stop before the queue goes
 };
 

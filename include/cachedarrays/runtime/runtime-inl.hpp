@@ -336,6 +336,16 @@ CACHEDARRAYS_INLINE std::uint64_t Runtime::acquire_all(Object* const* objects, c
   }
   std::uint64_t index = 0;
   {
+    // The policy's copies for later kernels wake the mover once the lock is
+    // let go: a mover thread woken now would preempt this thread, which
+    // holds the lock and is the one the next kernel waits for.
+    struct MoverWakesHeld {
+      DataManager& manager;
+      explicit MoverWakesHeld(DataManager& m) : manager(m) { manager.hold_mover_wakes(); }
+      ~MoverWakesHeld() { manager.release_mover_wakes(); }
+      MoverWakesHeld(const MoverWakesHeld&) = delete;
+      MoverWakesHeld& operator=(const MoverWakesHeld&) = delete;
+    } wakes(manager_);
     const Lock guard(*this);
     std::size_t pinned = 0;
     const std::size_t thread = detail::this_thread_number();

@@ -309,6 +309,8 @@ class DataManager {
   /// would take the core of the thread still holding it. A copy settled
   /// meanwhile is taken over by the settling thread, as ever.
   void hold_mover_wakes() { mover_.hold_wakes(); }
+  /// Ends a hold_mover_wakes(); the last one open wakes the mover for the
+  /// copies issued meanwhile.
   void release_mover_wakes() noexcept { mover_.release_wakes(); }
   /// Records the mechanism's events into `trace` (null: stop recording).
   void set_trace(Trace* trace) noexcept { trace_ = trace; }

@@ -86,6 +86,8 @@ class Mover {
   /// made by the waiting thread (DataManager::settle does): no thread would
   /// wake to make it.
   void hold_wakes();
+  /// Ends a hold_wakes(); the last one open wakes a thread per copy queued
+  /// meanwhile (every thread when there were more copies than one).
   void release_wakes() noexcept;
   /// Makes the copy on the calling thread as a mover thread would (the
   /// before_copy hook and the emulated time included); throws what the copy

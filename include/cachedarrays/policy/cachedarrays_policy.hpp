@@ -235,8 +235,9 @@ class CachedArraysPolicy final : public Policy {
   /// cover what the program will ask for.
   [[nodiscard]] std::uint64_t objects_examined() const noexcept { return examined_; }
   /// Kernels whose clean reserve was shown to hold without a walk over fast
-  /// objects (Lookahead::bound_reserve_walks), and kernels that walked.
+  /// objects (Lookahead::bound_reserve_walks).
   [[nodiscard]] std::uint64_t reserve_walks_skipped() const noexcept { return reserve_walks_skipped_; }
+  /// Kernels whose clean reserve was checked by a walk over fast objects.
   [[nodiscard]] std::uint64_t reserve_walks() const noexcept { return reserve_walks_; }
 
  private:

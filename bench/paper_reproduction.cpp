@@ -994,8 +994,9 @@ void add_selection_options(CLI::App& app, Options& o) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--fractions", o.fractions,
-                 "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0)")
-      ->check(CLI::Range(0.0, 1.0))
+                 "fast budgets as fractions of the footprint (default 1,.75,.5,.25,.2,.1,0; above 1, a "
+                 "tier larger than the footprint, e.g. 1.1)")
+      ->check(CLI::Range(0.0, 2.0))
       ->delimiter(',');
   app.add_option("--iterations", o.iterations, "timed iterations per emulated run (its median is the run's time)")
       ->check(CLI::PositiveNumber)

@@ -119,13 +119,16 @@ TEST_CASE("Program::to_trace: a closed iteration repeats, each iteration the pro
   CHECK(dropped.unrepeatable() == std::optional<std::string>{"persistent object 0 is retired"});
 }
 
-TEST_CASE("capacity plan: fast_tier_bytes is whole pages, at least one, and the footprint from 100% up") {
+TEST_CASE("capacity plan: fast_tier_bytes is whole pages, at least one, the footprint at 100%, more above") {
   CHECK(ca::fast_tier_bytes(0.5, 1 << 20) == 512 * KiB);
   CHECK(ca::fast_tier_bytes(0.5, 1'000'001) % 4096 == 0);
   CHECK(ca::fast_tier_bytes(0.5, 1'000'001) <= 500'001);
   CHECK(ca::fast_tier_bytes(1e-9, 1 << 20) == 4096);
   CHECK(ca::fast_tier_bytes(1.0, 1'000'001) == 1'000'001);
-  CHECK(ca::fast_tier_bytes(1.7, 1'000'001) == 1'000'001);
+  CHECK(ca::fast_tier_bytes(1.1, 1 << 20) == 1'155'072);  // 1,153,433 bytes rounded up to 282 pages
+  CHECK(ca::fast_tier_bytes(1.7, 1'000'001) % 4096 == 0);
+  CHECK(ca::fast_tier_bytes(1.7, 1'000'001) >= 1'700'001);
+  CHECK(ca::fast_tier_bytes(1.0000001, 1'000'001) >= 1'000'001);  // never below the footprint
 }
 
 TEST_CASE("capacity plan: the replayed footprint holds all-fast exactly; less does not") {

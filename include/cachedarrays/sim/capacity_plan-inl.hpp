@@ -137,9 +137,11 @@ CACHEDARRAYS_INLINE std::string hit_rates(const TwoLmCounters& c) {
 }
 
 CACHEDARRAYS_INLINE std::uint64_t fast_tier_bytes(double fraction, std::uint64_t footprint) noexcept {
-  if (fraction >= 1.0) return footprint;
   constexpr std::uint64_t page = 4096;
+  if (fraction == 1.0) return footprint;
   const auto bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(footprint));
+  // Above the footprint the tier rounds up, so that it never falls below it.
+  if (fraction > 1.0) return std::max(footprint, (bytes + page - 1) / page * page);
   return std::max(page, bytes / page * page);
 }
 

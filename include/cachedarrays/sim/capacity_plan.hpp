@@ -40,8 +40,11 @@
 namespace cachedarrays {
 
 /// The fast tier for a budget of `fraction` of the footprint: whole pages,
-/// at least one, and exactly the footprint at 100% and above (all-fast fits
-/// in exactly that much; a page less would not hold it).
+/// at least one, exactly the footprint at 100% (all-fast fits in exactly
+/// that much; a page less would not hold it), and above 100% that share of
+/// it rounded up to whole pages (room beyond the footprint, for the
+/// fragmentation and the planners' expansion a tier of exactly the
+/// footprint leaves no room for).
 [[nodiscard]] std::uint64_t fast_tier_bytes(double fraction, std::uint64_t footprint) noexcept;
 
 /// Both tiers' peak use over the footprint, less one: what AutoTM calls the
@@ -69,7 +72,7 @@ namespace cachedarrays {
 /// machine (tiers' bandwidths and kernel time model).
 struct CapacityPlanOptions {
   /// Fast-tier sizes as fractions of the footprint, each >= 0 (fast_tier_bytes
-  /// turns them into bytes: 0 is one page, 1 and above is all of it).
+  /// turns them into bytes: 0 is one page, 1 is all of it, above 1 more).
   std::vector<double> fractions;
   /// Names registered in policy::Registry::builtin(), the memory modes "2lm"
   /// and "2lm:m" included (an unknown name is an invalid_argument listing the

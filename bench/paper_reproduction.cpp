@@ -382,15 +382,18 @@ std::string ratio_over_rounds(const Row* other, const Row& base, double goal) {
   return verdict(bench::paired_ratio_interval(ratios, interval_confidence), goal, false);
 }
 
-// The run of `kind` ("emulated" or "modeled") of `policy` on `model` at
-// the goals' budget, or null.
+// Whether `r` is a run of `kind` ("emulated" or "modeled") on `model` at
+// the goals' budget that fitted.
+bool is_at_goal(const Row& r, const std::string& kind, const std::string& model) {
+  return r.kind == kind && r.model == model && !r.paper_budget && std::abs(r.fast_fraction - goal_fraction) < 1e-9 &&
+         r.seconds.has_value();
+}
+
+// The run of `kind` of `policy` on `model` at the goals' budget, or null.
 const Row* at_goal(const std::vector<Row>& rows, const std::string& kind, const std::string& model,
                    const std::string& policy) {
   for (const Row& r : rows) {
-    if (r.kind == kind && r.model == model && r.policy == policy && !r.paper_budget &&
-        std::abs(r.fast_fraction - goal_fraction) < 1e-9 && r.seconds) {
-      return &r;
-    }
+    if (r.policy == policy && is_at_goal(r, kind, model)) return &r;
   }
   return nullptr;
 }
@@ -445,9 +448,7 @@ void print_cost_account(const std::vector<Row>& rows) {
   for (const std::string& model : models) {
     const Row* best = nullptr;
     for (const Row& r : rows) {
-      if (at_goal(rows, "emulated", model, r.policy) == &r && (best == nullptr || mean_ratio(r) < mean_ratio(*best))) {
-        best = &r;
-      }
+      if (is_at_goal(r, "emulated", model) && (best == nullptr || mean_ratio(r) < mean_ratio(*best))) best = &r;
     }
     if (best == nullptr) continue;
     if (!table) {
